@@ -1,0 +1,12 @@
+"""Offline stand-in for rules_java: re-exports Bazel 4's native Java rules (unused by memtrace)."""
+
+java_binary = native.java_binary
+java_import = native.java_import
+java_library = native.java_library
+java_lite_proto_library = native.java_lite_proto_library
+java_plugin = native.java_plugin
+java_proto_library = native.java_proto_library
+java_runtime = native.java_runtime
+java_test = native.java_test
+java_toolchain = native.java_toolchain
+java_package_configuration = native.java_package_configuration
