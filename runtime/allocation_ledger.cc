@@ -1,0 +1,304 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "runtime/allocation_ledger.h"
+
+namespace memtrace {
+namespace {
+
+constexpr size_t kGraveyardSlots = size_t{1} << 16;
+
+uint64_t Mix(uint64_t x) noexcept {
+  x *= 0x9E3779B97F4A7C15ull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+AllocationLedger::AllocationLedger(uint32_t site_capacity)
+    : tables_(256), sites_(site_capacity), graveyard_(kGraveyardSlots, Grave{0, 0}) {
+  scopes_.resize(1);  // scope 0: (unscoped)
+}
+
+AllocationLedger::~AllocationLedger() = default;
+
+runtime_internal::AddressTable& AllocationLedger::Shard(LayerId layer, uint64_t address) {
+  auto& shards = tables_[layer];
+  if (!shards) shards = std::make_unique<Shards>();
+  // A multiplier unrelated to the tables' own hash, so that the addresses of one shard
+  // still spread over that shard's whole table.
+  return (*shards)[(address * 0xD6E8FEB86659FD93ull) >> 60];
+}
+
+uint32_t AllocationLedger::Context(uint32_t scope, uint64_t site) {
+  const uint32_t site_id = sites_.Intern(site);
+  const uint64_t key = (uint64_t{scope} << 32) | site_id;
+  auto it = context_ids_.find(key);
+  if (it != context_ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(contexts_.size());
+  contexts_.emplace_back(scope, site_id);
+  context_ids_.emplace(key, id);
+  return id;
+}
+
+AllocationRecord AllocationLedger::Expand(LayerId layer, const LiveBlock& b) const noexcept {
+  const auto& [scope, site_id] = contexts_[b.context()];
+  return AllocationRecord{b.address, b.size(), scope, sites_.value(site_id), layer};
+}
+
+UsageCounters& AllocationLedger::ScopeCounters(uint32_t scope) {
+  if (scope >= scopes_.size()) scopes_.resize(size_t{scope} + 1);
+  return scopes_[scope];
+}
+
+void AllocationLedger::Account(LayerId layer, uint32_t scope, uint64_t bytes,
+                               bool allocate) {
+  UsageCounters* all[] = {&totals_, &layer_usage_[layer], &ScopeCounters(scope)};
+  for (UsageCounters* c : all) {
+    if (allocate) {
+      c->Allocate(bytes);
+    } else {
+      c->Free(bytes);
+    }
+  }
+}
+
+void AllocationLedger::AccountResize(LayerId layer, uint32_t scope, uint64_t from,
+                                     uint64_t to) {
+  totals_.Resize(from, to);
+  layer_usage_[layer].Resize(from, to);
+  ScopeCounters(scope).Resize(from, to);
+}
+
+void AllocationLedger::Bury(LayerId layer, uint64_t address, uint64_t ticket48) {
+  const uint64_t key = address ^ (uint64_t{layer} << 56);
+  graveyard_[Mix(key) & (kGraveyardSlots - 1)] = Grave{key, ticket48};
+}
+
+bool AllocationLedger::InGraveyard(LayerId layer, uint64_t address,
+                                   uint64_t ticket48) const {
+  const uint64_t key = address ^ (uint64_t{layer} << 56);
+  const Grave& g = graveyard_[Mix(key) & (kGraveyardSlots - 1)];
+  return g.key == key && g.ticket48 == ticket48;
+}
+
+bool AllocationLedger::Alloc(LayerId layer, uint64_t address, uint64_t size,
+                             uint64_t ticket, uint32_t scope, uint64_t site) {
+  auto& shard = Shard(layer, address);
+  const LiveBlock block =
+      LiveBlock::Make(address, size, CompactTicket(ticket), Context(scope, site));
+  bool displaced = false;
+  if (LiveBlock* old = shard.Find(address)) {
+    // The earlier block's release is still on its way: set it aside until it arrives.
+    displaced_[Key{layer, address}].push_back(*old);
+    *old = block;
+    displaced = true;
+  } else {
+    shard.Insert(block);
+  }
+  Account(layer, scope, size, /*allocate=*/true);
+  return displaced;
+}
+
+AllocationLedger::Found AllocationLedger::Take(LayerId layer, uint64_t address,
+                                               uint64_t ticket) {
+  const uint64_t t48 = CompactTicket(ticket);
+  Found out;
+  auto dit = displaced_.empty() ? displaced_.end() : displaced_.find(Key{layer, address});
+  if (dit != displaced_.end() && ticket != 0) {
+    auto& blocks = dit->second;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      if (blocks[i].ticket48() == t48) {
+        out = Found{blocks[i], true, true};
+        blocks.erase(blocks.begin() + static_cast<ptrdiff_t>(i));
+        if (blocks.empty()) displaced_.erase(dit);
+        return out;
+      }
+    }
+  }
+  auto& shard = Shard(layer, address);
+  if (LiveBlock* main = shard.Find(address)) {
+    out = Found{*main, true, ticket != 0 && main->ticket48() == t48};
+    if (dit != displaced_.end() && !out.by_ticket) {
+      // The ticket matched nothing: the oldest block set aside at this address is the one
+      // a release without a usable ticket refers to.
+      auto& blocks = dit->second;
+      out = Found{blocks.front(), true, false, ticket != 0};
+      blocks.erase(blocks.begin());
+      if (blocks.empty()) displaced_.erase(dit);
+      return out;
+    }
+    shard.Erase(main);
+    return out;
+  }
+  return out;
+}
+
+AllocationLedger::Outcome AllocationLedger::MatchOutcome(const Found& f) noexcept {
+  if (f.by_ticket) return Outcome::kApplied;
+  return f.ambiguous ? Outcome::kAmbiguous : Outcome::kMatchedByAddress;
+}
+
+AllocationLedger::Outcome AllocationLedger::Free(LayerId layer, uint64_t address,
+                                                 uint64_t ticket) {
+  const Found f = Take(layer, address, ticket);
+  if (!f.found) {
+    return ticket != 0 && InGraveyard(layer, address, CompactTicket(ticket))
+               ? Outcome::kDoubleFree
+               : Outcome::kUnknown;
+  }
+  const auto scope = contexts_[f.block.context()].first;
+  Account(layer, scope, f.block.size(), /*allocate=*/false);
+  Bury(layer, address, f.block.ticket48());
+  return MatchOutcome(f);
+}
+
+AllocationLedger::Outcome AllocationLedger::Resize(LayerId layer, uint64_t address,
+                                                   uint64_t ticket, uint64_t new_size,
+                                                   uint64_t new_ticket) {
+  // Same choice of block as Take(), without removing it.
+  const uint64_t t48 = CompactTicket(ticket);
+  LiveBlock* target = nullptr;
+  bool by_ticket = false;
+  bool ambiguous = false;
+  auto dit = displaced_.empty() ? displaced_.end() : displaced_.find(Key{layer, address});
+  if (dit != displaced_.end() && ticket != 0) {
+    for (LiveBlock& b : dit->second) {
+      if (b.ticket48() == t48) {
+        target = &b;
+        by_ticket = true;
+        break;
+      }
+    }
+  }
+  if (target == nullptr) {
+    target = Shard(layer, address).Find(address);
+    if (target == nullptr) return Outcome::kUnknown;
+    by_ticket = ticket != 0 && target->ticket48() == t48;
+    if (!by_ticket && dit != displaced_.end()) {
+      target = &dit->second.front();
+      ambiguous = ticket != 0;
+    }
+  }
+  const auto scope = contexts_[target->context()].first;
+  AccountResize(layer, scope, target->size(), new_size);
+  target->set_size(new_size);
+  target->set_ticket48(CompactTicket(new_ticket));
+  if (by_ticket) return Outcome::kApplied;
+  return ambiguous ? Outcome::kAmbiguous : Outcome::kMatchedByAddress;
+}
+
+AllocationLedger::Outcome AllocationLedger::MoveOut(LayerId layer, uint64_t old_address,
+                                                    uint64_t old_ticket, Moved* moved) {
+  const Found f = Take(layer, old_address, old_ticket);
+  if (!f.found) {
+    *moved = Moved{};
+    return Outcome::kUnknown;
+  }
+  const auto [scope, site_id] = contexts_[f.block.context()];
+  Account(layer, scope, f.block.size(), /*allocate=*/false);
+  Bury(layer, old_address, f.block.ticket48());
+  *moved = Moved{true, scope, sites_.value(site_id)};
+  return MatchOutcome(f);
+}
+
+void AllocationLedger::MoveIn(LayerId layer, const Moved& moved, uint64_t new_address,
+                              uint64_t new_size, uint64_t new_ticket, uint32_t scope,
+                              uint64_t site) {
+  if (moved.known) {
+    Alloc(layer, new_address, new_size, new_ticket, moved.scope, moved.site);
+  } else {
+    Alloc(layer, new_address, new_size, new_ticket, scope, site);
+  }
+}
+
+AllocationLedger::Outcome AllocationLedger::Remap(LayerId layer, uint64_t old_address,
+                                                  uint64_t old_ticket,
+                                                  uint64_t new_address, uint64_t new_size,
+                                                  uint64_t new_ticket, uint32_t scope,
+                                                  uint64_t site) {
+  Moved moved;
+  const Outcome o = MoveOut(layer, old_address, old_ticket, &moved);
+  MoveIn(layer, moved, new_address, new_size, new_ticket, scope, site);
+  return o;
+}
+
+uint64_t AllocationLedger::ResetLayer(LayerId layer) {
+  uint64_t released = 0;
+  auto release = [&](const LiveBlock& b) {
+    Account(layer, contexts_[b.context()].first, b.size(), /*allocate=*/false);
+    ++released;
+  };
+  if (tables_[layer]) {
+    for (auto& shard : *tables_[layer]) {
+      shard.ForEach(release);
+      shard.Clear();
+    }
+  }
+  for (auto it = displaced_.begin(); it != displaced_.end();) {
+    if (it->first.first == layer) {
+      for (const auto& b : it->second) release(b);
+      displaced_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  return released;
+}
+
+uint64_t AllocationLedger::SettleDisplaced() {
+  // Every operation of the epoch has been applied. Operations on one address are ordered
+  // by happens-before, so at most one block can really be live at an address now; the
+  // others' releases were lost. If the main slot was released, the block set aside is the
+  // live one (it was set aside by an allocation that really came before it, applied after
+  // it because the drainer reached that thread's ring later): put it back.
+  uint64_t settled = 0;
+  for (auto& [key, blocks] : displaced_) {
+    const auto& [layer, address] = key;
+    size_t keep = blocks.size();  // index to restore, or none
+    auto& shard = Shard(layer, address);
+    if (shard.Find(address) == nullptr) keep = blocks.size() - 1;
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      if (i == keep) {
+        shard.Insert(blocks[i]);
+        continue;
+      }
+      Account(layer, contexts_[blocks[i].context()].first, blocks[i].size(),
+              /*allocate=*/false);
+      ++settled;
+    }
+  }
+  displaced_.clear();
+  return settled;
+}
+
+UsageCounters AllocationLedger::layer_usage(LayerId layer) const noexcept {
+  return layer_usage_[layer];
+}
+
+UsageCounters AllocationLedger::scope_usage(uint32_t scope) const noexcept {
+  return scope < scopes_.size() ? scopes_[scope] : UsageCounters{};
+}
+
+std::vector<AllocationRecord> AllocationLedger::LiveBlocks() const {
+  std::vector<AllocationRecord> out;
+  out.reserve(totals_.live_count);
+  ForEachLive([&](const AllocationRecord& r) { out.push_back(r); });
+  return out;
+}
+
+uint64_t AllocationLedger::memory_bytes() const noexcept {
+  uint64_t bytes = sizeof(*this);
+  for (const auto& shards : tables_) {
+    if (!shards) continue;
+    for (const auto& shard : *shards) bytes += shard.memory_bytes();
+  }
+  bytes += graveyard_.capacity() * sizeof(Grave);
+  bytes += contexts_.capacity() * sizeof(contexts_[0]);
+  bytes += context_ids_.capacity() * (sizeof(uint64_t) + sizeof(uint32_t) + 1);
+  bytes += scopes_.capacity() * sizeof(UsageCounters);
+  bytes += displaced_.size() * (sizeof(Key) + sizeof(LiveBlock) * 2);
+  bytes += sites_.size() * (sizeof(uint64_t) * 2 + sizeof(uint32_t) + 1);
+  return bytes;
+}
+
+}  // namespace memtrace

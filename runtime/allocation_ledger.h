@@ -1,0 +1,191 @@
+// Copyright 2026 The memtrace Authors.
+//
+// allocation_ledger.h: the drainer's exact record of what is live, and the counts derived
+// from it.
+//
+// The ledger is a set of address-keyed tables, one group per layer, each group split into
+// 16 shards by address so that no single table grows (and rehashes) in one long pause.
+// Per live allocation it keeps size, scope, site and the allocation's ticket in 24 bytes
+// (internal/address_table.h); scope and site share one 32-bit "context" id.
+//
+// Matching releases to allocations. Every free, resize and remap carries the ticket of the
+// allocation it acts on (transport/ticket.h). The ledger matches by ticket first, then by
+// address:
+//   - An allocation at an address that is still live in the ledger means the earlier
+//     block's release is still on its way (it was recorded in the same epoch on another
+//     thread). The earlier block is set aside ("displaced") until its release arrives.
+//   - The drainer applies one thread's records at a time, so a block can also be set aside
+//     by an allocation that really came *before* it (the other thread's ring was read
+//     later). Tickets keep every release matched to its own block either way.
+//   - At the end of each epoch, SettleDisplaced() resolves what is still set aside. All
+//     operations of the epoch are in, and at most one block can really be live at an
+//     address: a set-aside block is put back when the address has no other block, and
+//     otherwise released and counted as a missed free (its release was lost or made
+//     outside the tracer).
+//   - A release without a ticket (the ticket table lost it, which happens only to
+//     allocations from an earlier epoch) takes the oldest block at its address: any other
+//     block there was allocated after it in reality.
+//   - A release that names no live block is an unknown free, or a double free when the
+//     last block released at that address had the same ticket.
+//
+// Thread safety: none. The drainer owns the ledger; others read copies (Snapshot).
+
+#ifndef MEMTRACE_RUNTIME_ALLOCATION_LEDGER_H_
+#define MEMTRACE_RUNTIME_ALLOCATION_LEDGER_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "runtime/allocation_record.h"
+#include "runtime/internal/address_table.h"
+#include "runtime/site_table.h"
+#include "runtime/usage_counters.h"
+#include "transport/event.h"
+#include "transport/ticket.h"
+
+namespace memtrace {
+
+class AllocationLedger {
+ public:
+  enum class Outcome : uint8_t {
+    kApplied,           // matched the allocation its ticket names
+    kMatchedByAddress,  // the ticket named no live block; matched the block at the address
+    kAmbiguous,         // as above, but the ticket named a different block (not "unknown")
+                        // while other blocks were set aside at the address
+    kUnknown,           // no live block at that address
+    kDoubleFree,        // that very allocation was already released
+  };
+
+  static constexpr int kShards = 16;
+
+  explicit AllocationLedger(uint32_t site_capacity);
+  ~AllocationLedger();
+
+  AllocationLedger(const AllocationLedger&) = delete;
+  AllocationLedger& operator=(const AllocationLedger&) = delete;
+
+  // A new block. Returns true when it displaced a block still live at the same address.
+  bool Alloc(LayerId layer, uint64_t address, uint64_t size, uint64_t ticket,
+             uint32_t scope, uint64_t site);
+
+  // Releases the block `ticket` names at `address`.
+  Outcome Free(LayerId layer, uint64_t address, uint64_t ticket);
+
+  // Changes the size of a block in place; the block answers to `new_ticket` afterwards
+  // (the resize record's own ticket, which later releases carry).
+  Outcome Resize(LayerId layer, uint64_t address, uint64_t ticket, uint64_t new_size,
+                 uint64_t new_ticket);
+
+  // A remap that moved a block happens in two steps, which the drainer may apply in
+  // different epochs (transport/event.h). MoveOut releases the old block and returns what
+  // MoveIn needs to recreate it at the new address with its scope and site.
+  struct Moved {
+    bool known = false;  // the old block was found
+    uint32_t scope = 0;
+    uint64_t site = 0;
+  };
+  Outcome MoveOut(LayerId layer, uint64_t old_address, uint64_t old_ticket, Moved* moved);
+  // If the old block was unknown, the new one is recorded in `scope` at `site`.
+  void MoveIn(LayerId layer, const Moved& moved, uint64_t new_address, uint64_t new_size,
+              uint64_t new_ticket, uint32_t scope, uint64_t site);
+
+  // Both steps at once.
+  Outcome Remap(LayerId layer, uint64_t old_address, uint64_t old_ticket,
+                uint64_t new_address, uint64_t new_size, uint64_t new_ticket,
+                uint32_t scope, uint64_t site);
+
+  // Releases every live block of `layer` (an arena reset). Returns how many.
+  uint64_t ResetLayer(LayerId layer);
+
+  // End of an epoch: resolves displaced blocks (see above). Returns how many were released
+  // as missed frees.
+  uint64_t SettleDisplaced();
+
+  const UsageCounters& totals() const noexcept { return totals_; }
+  // Per-layer and per-scope counters; an id never seen reads as all zeros.
+  UsageCounters layer_usage(LayerId layer) const noexcept;
+  UsageCounters scope_usage(uint32_t scope) const noexcept;
+  const std::vector<UsageCounters>& scopes() const noexcept { return scopes_; }
+  const std::array<UsageCounters, 256>& layers() const noexcept { return layer_usage_; }
+
+  // Calls fn(const AllocationRecord&) for every live block.
+  template <typename Fn>
+  void ForEachLive(Fn&& fn) const {
+    for (size_t layer = 0; layer < tables_.size(); ++layer) {
+      if (!tables_[layer]) continue;
+      for (const auto& shard : *tables_[layer]) {
+        shard.ForEach([&](const runtime_internal::LiveBlock& b) {
+          fn(Expand(static_cast<LayerId>(layer), b));
+        });
+      }
+    }
+    for (const auto& [key, blocks] : displaced_) {
+      for (const auto& b : blocks) fn(Expand(key.first, b));
+    }
+  }
+
+  std::vector<AllocationRecord> LiveBlocks() const;
+
+  const SiteTable& sites() const noexcept { return sites_; }
+
+  // Bytes the ledger itself holds: tables, side tables, counters.
+  uint64_t memory_bytes() const noexcept;
+
+ private:
+  using LiveBlock = runtime_internal::LiveBlock;
+  using Shards = std::array<runtime_internal::AddressTable, kShards>;
+  using Key = std::pair<LayerId, uint64_t>;
+
+  struct Found {
+    LiveBlock block;
+    bool found = false;
+    bool by_ticket = false;
+    bool ambiguous = false;  // a non-zero ticket matched nothing among several candidates
+  };
+
+  runtime_internal::AddressTable& Shard(LayerId layer, uint64_t address);
+  uint32_t Context(uint32_t scope, uint64_t site);
+  AllocationRecord Expand(LayerId layer, const LiveBlock& b) const noexcept;
+  static Outcome MatchOutcome(const Found& f) noexcept;
+  // Removes and returns the block a release of (address, ticket) refers to.
+  Found Take(LayerId layer, uint64_t address, uint64_t ticket);
+  void Account(LayerId layer, uint32_t scope, uint64_t bytes, bool allocate);
+  void AccountResize(LayerId layer, uint32_t scope, uint64_t from, uint64_t to);
+  UsageCounters& ScopeCounters(uint32_t scope);
+  void Bury(LayerId layer, uint64_t address, uint64_t ticket48);
+  bool InGraveyard(LayerId layer, uint64_t address, uint64_t ticket48) const;
+
+  std::vector<std::unique_ptr<Shards>> tables_;  // by layer id, created on first use
+  absl::flat_hash_map<Key, absl::InlinedVector<LiveBlock, 1>> displaced_;
+
+  SiteTable sites_;
+  // Context id -> (scope, site id), and its inverse.
+  std::vector<std::pair<uint32_t, uint32_t>> contexts_;
+  absl::flat_hash_map<uint64_t, uint32_t> context_ids_;
+
+  // Last ticket released at each (hashed) address, to tell double frees from unknown ones.
+  struct Grave {
+    uint64_t key;
+    uint64_t ticket48;
+  };
+  std::vector<Grave> graveyard_;
+
+  UsageCounters totals_;
+  std::array<UsageCounters, 256> layer_usage_{};
+  std::vector<UsageCounters> scopes_;
+};
+
+// The 48 bits of a ticket the ledger keeps (Ticket::Truncate): enough to tell apart the
+// allocations that can be live at one address at once.
+inline constexpr uint64_t CompactTicket(uint64_t ticket) noexcept {
+  return Ticket::Truncate(ticket);
+}
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_RUNTIME_ALLOCATION_LEDGER_H_

@@ -1,0 +1,42 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "runtime/capture_integrity.h"
+
+namespace memtrace {
+
+std::string CaptureIntegrity::Verdict() const {
+  if (!complete()) return "PARTIAL (records were lost)";
+  if (!exact()) return "complete, inexact (some releases matched by address)";
+  if (!clean()) return "complete (the program released unknown blocks)";
+  return "complete";
+}
+
+std::string CaptureIntegrity::Counters() const {
+  std::string out;
+  auto add = [&](const char* name, uint64_t v) {
+    out += name;
+    out += '=';
+    out += std::to_string(v);
+    out += ' ';
+  };
+  add("recorded", events_recorded);
+  add("applied", events_applied);
+  add("dropped", events_dropped);
+  add("failed", records_failed);
+  add("rings_unavailable", rings_unavailable);
+  add("not_recording", not_recording);
+  add("unknown_frees", unknown_frees);
+  add("double_frees", double_frees);
+  add("unknown_resizes", unknown_resizes);
+  add("unknown_remaps", unknown_remaps);
+  add("missed_frees", missed_frees);
+  add("ticket_misses", ticket_misses);
+  add("ambiguous_matches", ambiguous_matches);
+  add("ticket_evictions", ticket_evictions);
+  add("order_conflicts", order_conflicts);
+  add("late_records", late_records);
+  if (!out.empty()) out.pop_back();
+  return out;
+}
+
+}  // namespace memtrace

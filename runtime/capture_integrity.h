@@ -1,0 +1,86 @@
+// Copyright 2026 The memtrace Authors.
+//
+// capture_integrity.h: everything a capture may have lost or guessed, counted.
+//
+// Nothing is lost silently. Every way a record can fail to arrive, and every release that
+// does not match an allocation, has its own counter here, and every summary prints this
+// block beside the totals. Three verdicts follow from it:
+//
+//   complete(): nothing was lost. No record was dropped or failed and no thread was left
+//               without a ring. A partial capture is never shown as complete.
+//   exact():    complete, and no release was matched by address while another block was
+//               set aside at that address, none was settled at the end of an epoch, and
+//               the drainer never had to break an ordering conflict. The live set and
+//               every counter then equal a sequential replay of the real operations.
+//               (A release matched by address alone is exact when its address holds one
+//               block; ticket_misses counts those for information.)
+//   clean():    exact, and the program made no unknown, double or mismatched releases.
+//
+// Thread safety: plain data.
+
+#ifndef MEMTRACE_RUNTIME_CAPTURE_INTEGRITY_H_
+#define MEMTRACE_RUNTIME_CAPTURE_INTEGRITY_H_
+
+#include <cstdint>
+#include <string>
+
+namespace memtrace {
+
+struct CaptureIntegrity {
+  // Records.
+  uint64_t events_recorded = 0;  // published by producers into rings
+  uint64_t events_applied = 0;   // applied by the drainer
+  uint64_t events_dropped = 0;   // not recorded, operation went ahead (free, resize, ...)
+  uint64_t records_failed = 0;   // allocation refused because its record could not be written
+  uint64_t rings_unavailable = 0;  // records lost because a thread could not get a ring
+  uint64_t not_recording = 0;    // operations while the recorder was stopped (not traced)
+  uint64_t overflow_waits = 0;   // times a producer found its ring full and waited
+
+  // Releases that did not match an allocation.
+  uint64_t unknown_frees = 0;
+  uint64_t double_frees = 0;
+  uint64_t unknown_resizes = 0;
+  uint64_t unknown_remaps = 0;
+  uint64_t missed_frees = 0;     // a block's address was reused before its release arrived
+  uint64_t ticket_misses = 0;    // releases matched by address: their ticket named no block
+  uint64_t ambiguous_matches = 0;  // ... naming another block, with several at the address
+  uint64_t ticket_evictions = 0;   // tickets lost within their own epoch (ticket table full)
+  uint64_t order_conflicts = 0;  // dependency cycles the drainer had to break (never expected)
+  uint64_t late_records = 0;     // records stamped with an epoch already closed (never expected)
+
+  // Bounded tables.
+  uint64_t site_overflow = 0;    // allocations attributed to "other sites"
+  uint64_t scope_overflow = 0;   // scope paths beyond the scope table's bound
+
+  // Transport health.
+  uint64_t ring_capacity = 0;    // slots per ring
+  uint64_t max_ring_fill = 0;    // most unread records the drainer found in one ring
+  uint64_t max_drainer_lag_ns = 0;  // longest time from an epoch's start to its application
+  uint64_t epochs = 0;           // epochs closed
+  uint64_t rings = 0;            // rings created (bounded by peak concurrent threads)
+  bool uses_membarrier = false;  // the watermark's asymmetric fence (epoch_clock.h)
+
+  // The tracer's failure flag: some release or resize could not be recorded.
+  bool failure_flag() const noexcept { return events_dropped != 0; }
+
+  bool complete() const noexcept {
+    return events_dropped == 0 && records_failed == 0 && rings_unavailable == 0;
+  }
+  bool exact() const noexcept {
+    return complete() && ambiguous_matches == 0 && ticket_evictions == 0 &&
+           missed_frees == 0 && order_conflicts == 0 && late_records == 0;
+  }
+  bool clean() const noexcept {
+    return exact() && unknown_frees == 0 && double_frees == 0 && unknown_resizes == 0 &&
+           unknown_remaps == 0;
+  }
+
+  // "complete", "partial", plus qualifiers; for one-line summaries.
+  std::string Verdict() const;
+  // "name=value ..." for the loss and matching counters; for logs and test failures.
+  std::string Counters() const;
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_RUNTIME_CAPTURE_INTEGRITY_H_

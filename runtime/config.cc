@@ -1,0 +1,42 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "runtime/config.h"
+
+#include "absl/strings/str_cat.h"
+#include "transport/spsc_ring.h"
+#include "transport/ticket_table.h"
+
+namespace memtrace {
+
+absl::Status Config::Validate() const {
+  if (ring_capacity_log2 < 4 || ring_capacity_log2 > SpscRing::kMaxCapacityLog2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Config.ring_capacity_log2 is ", ring_capacity_log2, "; it must be between 4 and ",
+        SpscRing::kMaxCapacityLog2, " (16 to ", uint64_t{1} << SpscRing::kMaxCapacityLog2,
+        " records per thread); the default is 14"));
+  }
+  if (ticket_table_log2 < TicketTable::kMinSlotsLog2 ||
+      ticket_table_log2 > TicketTable::kMaxSlotsLog2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Config.ticket_table_log2 is ", ticket_table_log2, "; it must be between ",
+        TicketTable::kMinSlotsLog2, " and ", TicketTable::kMaxSlotsLog2,
+        "; the default is 18"));
+  }
+  if (overflow_wait < absl::ZeroDuration() || overflow_wait > absl::Seconds(10)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Config.overflow_wait is ", absl::FormatDuration(overflow_wait),
+        "; it must be between 0 and 10s; the default is 100ms"));
+  }
+  if (drain_period < absl::Microseconds(10) || drain_period > absl::Seconds(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Config.drain_period is ", absl::FormatDuration(drain_period),
+        "; it must be between 10us and 1s; the default is 1ms"));
+  }
+  if (request_site_capacity_max == 0) {
+    return absl::InvalidArgumentError(
+        "Config.request_site_capacity_max is 0; it must be at least 1 (default 65536)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memtrace

@@ -1,0 +1,53 @@
+// Copyright 2026 The memtrace Authors.
+//
+// config.h: how a recorder is set up.
+//
+// Defaults are chosen for a multithreaded server allocating a few million blocks a second:
+// 16,384 records (512 KiB) per thread, a 1 ms epoch, and a wait of at most 100 ms when a
+// ring is full. Every field is checked by Validate(), which says what is wrong and how to fix it.
+//
+// Overflow policy (what a producer does when its ring is full because the drainer is
+// behind):
+//   kFail:         fail the record at once. An allocation frees what it obtained and
+//                  answers null; a resize, remap or free goes ahead, is counted as dropped
+//                  and raises the failure flag (the capture becomes partial).
+//   kWaitThenFail: wake the drainer and wait up to `overflow_wait` for space, then fail as
+//                  above. This is the default: a short stall is better for a production
+//                  program than an allocation failure, and the wait is counted.
+//
+// Thread safety: plain data.
+
+#ifndef MEMTRACE_RUNTIME_CONFIG_H_
+#define MEMTRACE_RUNTIME_CONFIG_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "runtime/site_table.h"
+
+namespace memtrace {
+
+enum class OverflowPolicy : uint8_t { kFail, kWaitThenFail };
+
+struct Config {
+  // Records per thread ring: 2^ring_capacity_log2, each 32 bytes.
+  uint32_t ring_capacity_log2 = 14;
+  // Slots in the ticket table: 2^ticket_table_log2, 16 bytes of address space each
+  // (4 MiB by default, touched as blocks are allocated). Size it above the number of
+  // blocks live at once for the fewest ticket misses.
+  uint32_t ticket_table_log2 = 18;
+  OverflowPolicy overflow_policy = OverflowPolicy::kWaitThenFail;
+  absl::Duration overflow_wait = absl::Milliseconds(100);
+  // How often the drainer closes an epoch when nobody asks sooner.
+  absl::Duration drain_period = absl::Milliseconds(1);
+  // Distinct call sites kept per recorder before "other sites" (the seed's
+  // request_site_capacity_max).
+  uint32_t request_site_capacity_max = kDefaultSiteCapacity;
+
+  absl::Status Validate() const;
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_RUNTIME_CONFIG_H_

@@ -1,0 +1,320 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "runtime/drainer.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "runtime/internal/thread_state.h"
+#include "transport/ticket.h"
+
+namespace memtrace {
+namespace {
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool IsRelease(EventKind kind) {
+  return kind == EventKind::kFree || kind == EventKind::kResize || kind == EventKind::kRemap;
+}
+
+}  // namespace
+
+Drainer::Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
+                 absl::Duration period)
+    : clock_(clock), registry_(registry), ledger_(ledger), period_(period) {
+  counters_.ring_capacity = uint64_t{1} << registry->capacity_log2();
+  counters_.uses_membarrier = EpochClock::UsesMembarrier();
+  // Nothing records until Start() opens the clock.
+  clock_->Close();
+}
+
+Drainer::~Drainer() { Stop(); }
+
+void Drainer::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (running_.load(std::memory_order_relaxed)) return;
+  stop_requested_ = false;
+  open_epoch_started_ns_ = SteadyNowNs();
+  clock_->Reopen(open_epoch_);
+  // Release: pairs with the acquire load in running(); the thread below sees the state.
+  running_.store(true, std::memory_order_release);
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Drainer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running_.load(std::memory_order_relaxed)) return;
+    stop_requested_ = true;
+  }
+  wake_cv_.notify_all();
+  thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  // Release: pairs with the acquire load in running().
+  running_.store(false, std::memory_order_release);
+  done_cv_.notify_all();
+}
+
+void Drainer::Wake() noexcept {
+  // Relaxed: a hint; the drainer also wakes on its period.
+  if (!wake_.exchange(true, std::memory_order_relaxed)) wake_cv_.notify_one();
+}
+
+void Drainer::Flush() {
+  // Every record made before this call read an epoch no later than the one read here
+  // (read-read coherence along happens-before), so once that epoch is closed they are all
+  // applied.
+  const uint32_t target = clock_->Load();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (target == EpochClock::kClosed) {
+    // Stopped, or stopping: Stop() drains everything before it returns.
+    while (running_.load(std::memory_order_relaxed) && stop_requested_) done_cv_.wait(lock);
+    return;
+  }
+  while (running_.load(std::memory_order_relaxed) && EpochBefore(closed_epoch_, target)) {
+    flush_requested_ = true;
+    wake_cv_.notify_all();
+    done_cv_.wait(lock);
+  }
+}
+
+void Drainer::Run() {
+  runtime_internal::MarkInternalThread();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    wake_cv_.wait_for(lock, absl::ToChronoNanoseconds(period_), [&] {
+      return stop_requested_ || flush_requested_ || wake_.load(std::memory_order_relaxed);
+    });
+    const bool final_round = stop_requested_;
+    flush_requested_ = false;
+    // Relaxed: a hint, see Wake().
+    wake_.store(false, std::memory_order_relaxed);
+    lock.unlock();
+    // Keep going without sleeping while some ring is more than a quarter full.
+    while (Round(final_round) && !final_round) {
+    }
+    lock.lock();
+    ++rounds_;
+    done_cv_.notify_all();
+    if (final_round) return;
+  }
+}
+
+bool Drainer::Round(bool final_round) {
+  const uint32_t epoch = open_epoch_;
+  const int64_t epoch_started = open_epoch_started_ns_;
+  uint32_t next = epoch + 1;
+  if (next == EpochClock::kClosed || next == 0) next = EpochClock::kFirstEpoch;
+  if (final_round) {
+    clock_->Close();
+  } else {
+    clock_->Advance(next);
+  }
+  open_epoch_started_ns_ = SteadyNowNs();
+  // The heavy side of the watermark (epoch_clock.h, step (6)).
+  EpochClock::HeavyFence();
+  {
+    // Readers (Inspect, Integrity) see the registry and the ledger between rounds only.
+    std::lock_guard<std::mutex> lock(state_mu_);
+    PollRegistry();
+    for (Cursor& c : cursors_) AwaitClaims(c);
+    ApplyEpoch(epoch);
+    counters_.missed_frees += ledger_->SettleDisplaced();
+    ++counters_.epochs;
+    counters_.max_drainer_lag_ns = std::max<uint64_t>(
+        counters_.max_drainer_lag_ns, static_cast<uint64_t>(SteadyNowNs() - epoch_started));
+    counters_.site_overflow = ledger_->sites().overflowed();
+  }
+
+  uint64_t backlog = 0;
+  for (size_t i = 0; i < cursors_.size();) {
+    Cursor& c = cursors_[i];
+    c.ring->Release(c.pos);
+    backlog = std::max(backlog, c.limit - c.pos);
+    if (c.retired && c.pos == c.ring->LoadHead()) {
+      // The thread is gone and every record it published is applied: reuse the ring.
+      registry_->Reclaim(c.ring);
+      RemoveCursor(i);
+      continue;
+    }
+    ++i;
+  }
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_epoch_ = epoch;
+    open_epoch_ = next;
+  }
+  done_cv_.notify_all();
+  return backlog * 4 > counters_.ring_capacity;
+}
+
+void Drainer::PollRegistry() {
+  registry_->PollControl([this](const RingRegistry::Notice& n) {
+    const uint32_t id = n.ring->id();
+    if (id >= cursor_of_ring_.size()) cursor_of_ring_.resize(id + 1, -1);
+    if (n.change == RingRegistry::Change::kRegistered) {
+      const uint64_t start = n.ring->LoadTail();
+      cursor_of_ring_[id] = static_cast<int32_t>(cursors_.size());
+      cursors_.push_back(Cursor{n.ring, start, start, false, false, false, {}});
+    } else if (cursor_of_ring_[id] >= 0) {
+      cursors_[static_cast<size_t>(cursor_of_ring_[id])].retired = true;
+    }
+  });
+}
+
+void Drainer::AwaitClaims(Cursor& c) {
+  const uint64_t claim = c.ring->LoadClaim();
+  uint64_t head = c.ring->LoadHead();
+  // A claim beyond the head is a record being written right now, possibly stamped with the
+  // epoch we are closing. Wait for it to be published, or given back.
+  while (head < claim) {
+    if (c.ring->LoadClaim() <= head) break;
+    sched_yield();
+    head = c.ring->LoadHead();
+  }
+  c.limit = head;
+  counters_.max_ring_fill = std::max(counters_.max_ring_fill, head - c.pos);
+}
+
+bool Drainer::InSegment(const Cursor& c, uint64_t position, uint32_t epoch) const noexcept {
+  return position < c.limit && !EpochBefore(epoch, c.ring->Read(position).epoch());
+}
+
+int Drainer::Dependency(const Event& e, size_t self, uint32_t epoch,
+                        uint64_t* position) const {
+  const uint64_t ticket = e.word2;
+  if (ticket == 0) return -1;
+  const uint32_t ring_id = Ticket::RingId(ticket);
+  if (ring_id >= cursor_of_ring_.size()) return -1;
+  const int32_t index = cursor_of_ring_[ring_id];
+  if (index < 0 || static_cast<size_t>(index) == self) return -1;
+  const Cursor& other = cursors_[static_cast<size_t>(index)];
+  // The ticket keeps the low 28 bits of the position (ticket.h). An unapplied record lies
+  // in [other.pos, other.limit), a window shorter than 2^28, so the distance from
+  // other.pos recovers the full position.
+  const uint64_t distance =
+      (Ticket::Position(ticket) - other.pos) & Ticket::kTruncatedPositionMask;
+  if (distance >= other.limit - other.pos) return -1;  // applied already, or not ours
+  const uint64_t pos = other.pos + distance;
+  if (!InSegment(other, pos, epoch)) return -1;
+  // Verify: the ticket must name the latest record that gave the block its ticket (an
+  // allocation, a move's target, or a resize) at the same address, else it came from a
+  // ticket-table collision and says nothing about order.
+  const Event& target = other.ring->Read(pos);
+  const EventKind kind = target.kind();
+  if ((kind != EventKind::kAlloc && kind != EventKind::kRemapTarget &&
+       kind != EventKind::kResize) ||
+      target.address() != e.address() || target.layer() != e.layer()) {
+    return -1;
+  }
+  *position = pos;
+  return index;
+}
+
+void Drainer::ApplyEpoch(uint32_t epoch) {
+  for (size_t base = 0; base < cursors_.size(); ++base) {
+    stack_.clear();
+    stack_.emplace_back(base, ~uint64_t{0});
+    cursors_[base].on_stack = true;
+    while (!stack_.empty()) {
+      const auto [index, target] = stack_.back();
+      Cursor& c = cursors_[index];
+      if (c.pos >= target || !InSegment(c, c.pos, epoch)) {
+        c.on_stack = false;
+        stack_.pop_back();
+        continue;
+      }
+      const Event& e = c.ring->Read(c.pos);
+      if (e.epoch() != epoch) ++counters_.late_records;
+      if (IsRelease(e.kind())) {
+        uint64_t dep_pos = 0;
+        const int dep = Dependency(e, index, epoch, &dep_pos);
+        if (dep >= 0) {
+          Cursor& d = cursors_[static_cast<size_t>(dep)];
+          if (!d.on_stack) {
+            d.on_stack = true;
+            stack_.emplace_back(static_cast<size_t>(dep), dep_pos + 1);
+            continue;
+          }
+          ++counters_.order_conflicts;  // impossible for real input: see the header
+        }
+      }
+      Apply(c);
+      ++c.pos;
+    }
+  }
+}
+
+void Drainer::Apply(Cursor& c) {
+  const Event& e = c.ring->Read(c.pos);
+  const uint64_t ticket = Ticket::Make(c.ring->id(), c.pos);
+  using Outcome = AllocationLedger::Outcome;
+  auto count = [&](Outcome o, uint64_t* unknown) {
+    switch (o) {
+      case Outcome::kApplied: break;
+      case Outcome::kMatchedByAddress: ++counters_.ticket_misses; break;
+      case Outcome::kAmbiguous:
+        ++counters_.ticket_misses;
+        ++counters_.ambiguous_matches;
+        break;
+      case Outcome::kUnknown: ++*unknown; break;
+      case Outcome::kDoubleFree: ++counters_.double_frees; break;
+    }
+  };
+  switch (e.kind()) {
+    case EventKind::kAlloc:
+      ledger_->Alloc(e.layer(), e.address(), e.size(), ticket, e.scope(), e.word2);
+      break;
+    case EventKind::kFree:
+      count(ledger_->Free(e.layer(), e.address(), e.word2), &counters_.unknown_frees);
+      break;
+    case EventKind::kResize:
+      count(ledger_->Resize(e.layer(), e.address(), e.word2, e.size(), ticket),
+            &counters_.unknown_resizes);
+      break;
+    case EventKind::kRemap:
+      count(ledger_->MoveOut(e.layer(), e.address(), e.word2, &c.moved),
+            &counters_.unknown_remaps);
+      c.moving = true;
+      break;
+    case EventKind::kRemapTarget:
+      if (!c.moving) {  // a target always follows its kRemap in the same ring
+        ++counters_.order_conflicts;
+        c.moved = AllocationLedger::Moved{};
+      }
+      ledger_->MoveIn(e.layer(), c.moved, e.address(), e.size(), ticket, e.scope(), e.word2);
+      c.moving = false;
+      break;
+    case EventKind::kArenaReset:
+      ledger_->ResetLayer(e.layer());
+      break;
+    case EventKind::kInvalid:
+      ++counters_.order_conflicts;
+      break;
+    case EventKind::kScopeEnter:
+    case EventKind::kScopeExit:
+    case EventKind::kCensusUpdate:
+    case EventKind::kIntervalBegin:
+    case EventKind::kIntervalEnd:
+      break;  // carried to sinks; the ledger has nothing to do
+  }
+  ++counters_.events_applied;
+}
+
+void Drainer::RemoveCursor(size_t index) {
+  cursor_of_ring_[cursors_[index].ring->id()] = -1;
+  if (index + 1 != cursors_.size()) {
+    cursors_[index] = cursors_.back();
+    cursor_of_ring_[cursors_[index].ring->id()] = static_cast<int32_t>(index);
+  }
+  cursors_.pop_back();
+}
+
+}  // namespace memtrace

@@ -1,0 +1,140 @@
+// Copyright 2026 The memtrace Authors.
+//
+// drainer.h: the background thread that turns ring records into the ledger.
+//
+// Each round closes one epoch (transport/epoch_clock.h):
+//
+//   1. Advance the clock to e + 1 (or close it, in the final round) and run the heavy
+//      side of the asymmetric fence.
+//   2. Poll the ring registry: new rings join, retired rings are marked.
+//   3. For each ring, wait out a record that was claimed but not yet published (a producer
+//      preempted mid-record); after this every record stamped <= e is readable.
+//   4. Apply every record stamped e, ring by ring in each ring's order. A release whose
+//      ticket names an allocation not yet applied in another ring makes the drainer apply
+//      that ring up to the allocation first ("dependency"), so allocations are applied
+//      before their releases wherever the rings were read from. Dependencies follow
+//      happens-before, which has no cycles; a cycle could only come from corrupt input and
+//      is broken and counted (order_conflicts).
+//   5. Release the slots read, reclaim retired rings that are empty, settle blocks whose
+//      release never came (ledger), and wake callers of Flush().
+//
+// Guarantees, given the producer protocol:
+//   - The final live set (address, size, scope, layer, site) and every counter equal a
+//     sequential replay of the real operations, including frees on another thread and
+//     addresses reused across threads, as long as the capture is exact()
+//     (capture_integrity.h).
+//   - High-water marks are exact across epochs: operations in different epochs are
+//     applied in happens-before order. Inside one epoch (drain_period, default 1 ms, and
+//     every Flush()), operations of different threads that are not ordered by a ticket are
+//     applied thread by thread, so a high-water mark can miss a peak made only by the
+//     interleaving of two threads inside one epoch. Phases separated by Flush() (or by
+//     more than an epoch) are exact.
+//
+// Thread safety: Start/RequestStop/Join from the recorder's owner; Flush from any thread
+// except the drainer; ReadState from any thread.
+
+#ifndef MEMTRACE_RUNTIME_DRAINER_H_
+#define MEMTRACE_RUNTIME_DRAINER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "runtime/allocation_ledger.h"
+#include "runtime/capture_integrity.h"
+#include "transport/epoch_clock.h"
+#include "transport/ring_registry.h"
+
+namespace memtrace {
+
+class Drainer {
+ public:
+  Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
+          absl::Duration period);
+  ~Drainer();
+
+  Drainer(const Drainer&) = delete;
+  Drainer& operator=(const Drainer&) = delete;
+
+  // Opens the clock at the next epoch and starts the thread.
+  void Start();
+  // Runs a final round (closing the clock) and joins the thread. Idempotent.
+  void Stop();
+  bool running() const noexcept { return running_.load(std::memory_order_acquire); }
+
+  // Returns once every record stamped with an epoch up to the current one is applied.
+  void Flush();
+
+  // Asks for a round now (a producer waiting for space). Any thread; no lock.
+  void Wake() noexcept;
+
+  // Calls fn(const AllocationLedger&, const CaptureIntegrity&) with the drainer paused
+  // between rounds. The integrity passed in has only the drainer's own counters filled.
+  template <typename Fn>
+  void ReadState(Fn&& fn) const {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    fn(*ledger_, counters_);
+  }
+
+ private:
+  struct Cursor {
+    SpscRing* ring;
+    uint64_t pos;    // next record to apply
+    uint64_t limit;  // end of what is published this round
+    bool retired;
+    bool on_stack;
+    // Between a kRemap and its kRemapTarget (the next record of this ring, perhaps in the
+    // next epoch): the moved block's scope and site.
+    bool moving;
+    AllocationLedger::Moved moved;
+  };
+
+  void Run();
+  // Closes one epoch. Returns true when a ring is still more than a quarter full.
+  bool Round(bool final_round);
+  void PollRegistry();
+  void AwaitClaims(Cursor& c);
+  void ApplyEpoch(uint32_t epoch);
+  bool InSegment(const Cursor& c, uint64_t position, uint32_t epoch) const noexcept;
+  // The cursor index and position of the record `e` depends on, or -1.
+  int Dependency(const Event& e, size_t self, uint32_t epoch, uint64_t* position) const;
+  // Applies the record at c.pos.
+  void Apply(Cursor& c);
+  void RemoveCursor(size_t index);
+
+  EpochClock* const clock_;
+  RingRegistry* const registry_;
+  AllocationLedger* const ledger_;
+  const absl::Duration period_;
+
+  // Drainer-thread state.
+  std::vector<Cursor> cursors_;
+  std::vector<int32_t> cursor_of_ring_;  // ring id -> index in cursors_, or -1
+  std::vector<std::pair<size_t, uint64_t>> stack_;
+  uint32_t open_epoch_ = EpochClock::kFirstEpoch;
+  int64_t open_epoch_started_ns_ = 0;
+
+  // Round-trip with Flush()/Stop().
+  std::mutex mu_;
+  std::condition_variable wake_cv_;
+  std::condition_variable done_cv_;
+  bool stop_requested_ = false;
+  bool flush_requested_ = false;
+  uint32_t closed_epoch_ = 0;  // last epoch fully applied
+  uint64_t rounds_ = 0;
+  std::atomic<bool> wake_{false};
+  std::atomic<bool> running_{false};
+  std::thread thread_;
+
+  // Guards ledger_ and counters_ against readers.
+  mutable std::mutex state_mu_;
+  CaptureIntegrity counters_;
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_RUNTIME_DRAINER_H_

@@ -1,0 +1,100 @@
+// Copyright 2026 The memtrace Authors.
+//
+// address_table.h: the compact open-addressing table behind AllocationLedger.
+//
+// Keys are block addresses (never 0, which marks an empty slot). Each slot is a 24-byte
+// LiveBlock, so the ledger's cost per live allocation is 24 / load factor bytes. Linear
+// probing with backward-shift deletion (no tombstones); the table grows by 1.5x when it
+// passes 85% full, so the load factor stays in [0.57, 0.85] once it has grown, and the
+// cost per live allocation stays between 28 and 43 bytes. Capacities need not be powers of
+// two: a hash is mapped to a slot with a multiply-high ("fastrange").
+//
+// Thread safety: none. The drainer owns every table.
+
+#ifndef MEMTRACE_RUNTIME_INTERNAL_ADDRESS_TABLE_H_
+#define MEMTRACE_RUNTIME_INTERNAL_ADDRESS_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+namespace memtrace::runtime_internal {
+
+// One live allocation as the ledger keeps it.
+//   word0: address
+//   word1: size (48) | ticket bits 0..15 (16)
+//   word2: ticket bits 16..47 (32) | context id (32: interned scope + site)
+struct LiveBlock {
+  uint64_t address;
+  uint64_t size_ticket;
+  uint64_t ticket_context;
+
+  static constexpr uint64_t kSizeMask = (uint64_t{1} << 48) - 1;
+
+  static LiveBlock Make(uint64_t address, uint64_t size, uint64_t ticket48,
+                        uint32_t context) noexcept {
+    return LiveBlock{address, (size & kSizeMask) | ((ticket48 & 0xffff) << 48),
+                     ((ticket48 >> 16) & 0xffffffffull) | (uint64_t{context} << 32)};
+  }
+  uint64_t size() const noexcept { return size_ticket & kSizeMask; }
+  uint64_t ticket48() const noexcept {
+    return (size_ticket >> 48) | ((ticket_context & 0xffffffffull) << 16);
+  }
+  uint32_t context() const noexcept { return static_cast<uint32_t>(ticket_context >> 32); }
+  void set_ticket48(uint64_t ticket48) noexcept {
+    size_ticket = (size_ticket & kSizeMask) | ((ticket48 & 0xffff) << 48);
+    ticket_context = (ticket_context & ~0xffffffffull) | ((ticket48 >> 16) & 0xffffffffull);
+  }
+  void set_size(uint64_t size) noexcept {
+    size_ticket = (size_ticket & ~kSizeMask) | (size & kSizeMask);
+  }
+};
+
+static_assert(sizeof(LiveBlock) == 24, "24 bytes per live allocation before load factor");
+static_assert(std::is_trivially_copyable_v<LiveBlock>);
+
+class AddressTable {
+ public:
+  AddressTable() = default;
+
+  size_t size() const noexcept { return size_; }
+  size_t capacity() const noexcept { return slots_.size(); }
+  size_t memory_bytes() const noexcept { return slots_.capacity() * sizeof(LiveBlock); }
+
+  // The block at `address`, or nullptr. The pointer is valid until the next Insert/Erase.
+  LiveBlock* Find(uint64_t address) noexcept;
+
+  // Inserts a block whose address is not present. Returns the stored block.
+  LiveBlock* Insert(const LiveBlock& block);
+
+  // Removes `block` (a pointer from Find()).
+  void Erase(LiveBlock* block) noexcept;
+
+  // Calls fn(const LiveBlock&) for every block, in no particular order.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const LiveBlock& b : slots_) {
+      if (b.address != 0) fn(b);
+    }
+  }
+
+  // Removes every block and releases the memory.
+  void Clear() noexcept;
+
+ private:
+  size_t Home(uint64_t address) const noexcept {
+    const uint64_t h = address * 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>((static_cast<unsigned __int128>(h ^ (h >> 29)) *
+                                slots_.size()) >> 64);
+  }
+  size_t Next(size_t i) const noexcept { return i + 1 == slots_.size() ? 0 : i + 1; }
+  void Grow();
+
+  std::vector<LiveBlock> slots_;
+  size_t size_ = 0;
+};
+
+}  // namespace memtrace::runtime_internal
+
+#endif  // MEMTRACE_RUNTIME_INTERNAL_ADDRESS_TABLE_H_

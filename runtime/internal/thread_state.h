@@ -1,0 +1,92 @@
+// Copyright 2026 The memtrace Authors.
+//
+// thread_state.h: all of memtrace's per-thread state, in one place.
+//
+// Life cycle, per thread:
+//
+//   1. Created lazily: the ThreadState is a constant-initialised thread_local, zero until
+//      the thread first records. No constructor runs, no guard variable is checked.
+//   2. Registered: the first record for a given recorder binds a ring to this thread
+//      (RingBinding) through Recorder's slow path, and arms the exit hook.
+//   3. Retired at thread exit: the exit hook (a thread_local with a destructor, armed only
+//      on the slow path) retires every ring still bound to a live recorder and sets
+//      `exited`. Records made after that by later thread-exit code (other libraries' TLS
+//      destructors freeing memory) use a fresh ring each and retire it at once.
+//   4. Reclaimed after the final drain: the drainer reads what a retired ring holds, then
+//      returns it to the registry for the next thread (transport/ring_registry.h).
+//
+// Recorder slots: each live Recorder owns one of kMaxRecorders slots and a generation
+// number. A binding is valid only while its generation equals the slot's, so a thread
+// never writes into a ring of a destroyed recorder, even if a new recorder reuses the slot.
+// The slot table's mutex serialises thread exit against recorder destruction; it is never
+// taken on the hot path.
+//
+// The reentrancy guard (`in_tracer`) is set while memtrace's own code runs on this thread
+// (and for the drainer's whole life): any allocation made meanwhile passes through
+// untraced, so the tracer never traces itself.
+//
+// Thread safety: a thread touches only its own ThreadState. The slot functions are
+// thread-safe.
+
+#ifndef MEMTRACE_RUNTIME_INTERNAL_THREAD_STATE_H_
+#define MEMTRACE_RUNTIME_INTERNAL_THREAD_STATE_H_
+
+#include <cstdint>
+
+#include "transport/ring_registry.h"
+#include "transport/spsc_ring.h"
+
+namespace memtrace::runtime_internal {
+
+inline constexpr int kMaxRecorders = 64;
+inline constexpr uint32_t kMaxScopeDepth = 256;
+
+struct RingBinding {
+  uint64_t generation;  // the recorder slot's generation this ring belongs to; 0 = none
+  SpscRing* ring;
+};
+
+struct ThreadState {
+  RingBinding rings[kMaxRecorders];
+  uint32_t scope;                        // innermost scope path in force (0 = unscoped)
+  uint32_t depth;                        // scopes entered and not yet exited
+  uint32_t scope_stack[kMaxScopeDepth];  // the path in force before each enter
+  bool in_tracer;                        // reentrancy guard
+  bool exit_hook_armed;
+  bool exited;                           // the exit hook has run
+};
+
+// Constant-initialised and trivially destructible, so access is a plain TLS load.
+inline thread_local constinit ThreadState tls_state{};
+
+inline ThreadState& Tls() noexcept { return tls_state; }
+
+// Ensures rings bound to this thread are retired when it exits. Slow path only.
+void ArmExitHook() noexcept;
+
+// Marks the calling thread as memtrace's own (the drainer): never traced.
+inline void MarkInternalThread() noexcept { Tls().in_tracer = true; }
+
+// Sets the reentrancy guard for a scope; nests.
+class ReentrancyGuard {
+ public:
+  ReentrancyGuard() noexcept : was_(Tls().in_tracer) { Tls().in_tracer = true; }
+  ~ReentrancyGuard() { Tls().in_tracer = was_; }
+  ReentrancyGuard(const ReentrancyGuard&) = delete;
+  ReentrancyGuard& operator=(const ReentrancyGuard&) = delete;
+
+ private:
+  bool was_;
+};
+
+// Recorder slots (see the header comment).
+struct SlotLease {
+  int index;            // -1 when every slot is taken
+  uint64_t generation;  // never 0
+};
+SlotLease AcquireRecorderSlot(RingRegistry* registry) noexcept;
+void ReleaseRecorderSlot(int index) noexcept;
+
+}  // namespace memtrace::runtime_internal
+
+#endif  // MEMTRACE_RUNTIME_INTERNAL_THREAD_STATE_H_

@@ -1,0 +1,186 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "runtime/recorder.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+
+namespace memtrace {
+
+using runtime_internal::ReentrancyGuard;
+using runtime_internal::Tls;
+
+absl::StatusOr<std::unique_ptr<Recorder>> Recorder::Create(const Config& config) {
+  if (absl::Status s = config.Validate(); !s.ok()) return s;
+  std::unique_ptr<Recorder> recorder(new Recorder(config));
+  if (recorder->slot_ < 0) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "memtrace: at most ", runtime_internal::kMaxRecorders,
+        " recorders (tracers) can be alive at once; destroy one before creating another"));
+  }
+  if (!recorder->tickets_.ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "memtrace: could not map the ticket table (", recorder->tickets_.mapped_bytes(),
+        " bytes of address space); lower Config.ticket_table_log2"));
+  }
+  return recorder;
+}
+
+Recorder::Recorder(const Config& config)
+    : config_(config),
+      tickets_(config.ticket_table_log2),
+      registry_(config.ring_capacity_log2),
+      ledger_(config.request_site_capacity_max),
+      drainer_(&clock_, &registry_, &ledger_, config.drain_period) {
+  const runtime_internal::SlotLease lease =
+      runtime_internal::AcquireRecorderSlot(&registry_);
+  slot_ = lease.index;
+  generation_ = lease.generation;
+}
+
+Recorder::~Recorder() {
+  Stop().IgnoreError();
+  // From here no thread can bind to or retire into this recorder's rings.
+  if (slot_ >= 0) runtime_internal::ReleaseRecorderSlot(slot_);
+}
+
+absl::Status Recorder::Start() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (drainer_.running()) {
+    return absl::FailedPreconditionError(
+        "memtrace: Start() called on a recorder that is already running; call Stop() "
+        "first");
+  }
+  drainer_.Start();
+  return absl::OkStatus();
+}
+
+absl::Status Recorder::Stop() {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (!drainer_.running()) {
+    return absl::FailedPreconditionError(
+        "memtrace: Stop() called on a recorder that is not running (stopped twice, or "
+        "never started); nothing was changed");
+  }
+  drainer_.Stop();
+  return absl::OkStatus();
+}
+
+absl::Status Recorder::Flush() {
+  if (Tls().in_tracer && !drainer_.running()) return absl::OkStatus();
+  drainer_.Flush();
+  return absl::OkStatus();
+}
+
+SpscRing* Recorder::Bind() noexcept {
+  ReentrancyGuard guard;  // the registry may allocate
+  runtime_internal::ThreadState& t = Tls();
+  SpscRing* ring = registry_.AcquireRing();
+  if (ring == nullptr) return nullptr;
+  t.rings[slot_] = runtime_internal::RingBinding{generation_, ring};
+  if (!t.exited) runtime_internal::ArmExitHook();
+  return ring;
+}
+
+void Recorder::RetireAfterExit() noexcept {
+  // The thread's exit hook already ran; this ring carried one record for later exit code.
+  runtime_internal::RingBinding& b = Tls().rings[slot_];
+  ReentrancyGuard guard;
+  registry_.Retire(b.ring);
+  b = runtime_internal::RingBinding{0, nullptr};
+}
+
+bool Recorder::WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept {
+  if (config_.overflow_policy != OverflowPolicy::kWaitThenFail ||
+      config_.overflow_wait <= absl::ZeroDuration() || !drainer_.running()) {
+    return false;
+  }
+  ring->CountWaited();
+  drainer_.Wake();
+  const auto deadline = std::chrono::steady_clock::now() +
+                        absl::ToChronoNanoseconds(config_.overflow_wait);
+  // Back off from yielding to sleeping: on a machine with fewer cores than busy threads
+  // the drainer needs this thread's CPU to make room.
+  for (int attempt = 0;; ++attempt) {
+    if (attempt < 4) {
+      sched_yield();
+    } else {
+      const timespec pause{0, attempt < 16 ? 20'000 : 200'000};
+      nanosleep(&pause, nullptr);
+    }
+    if (ring->TryClaim(n, pos)) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    drainer_.Wake();
+  }
+}
+
+RecordResult Recorder::Overflowed(SpscRing* ring, bool allocation) noexcept {
+  if (allocation) {
+    ring->CountFailed();
+  } else {
+    ring->CountDropped();
+  }
+  return RecordResult::kFailed;
+}
+
+RecordResult Recorder::NoRing(bool allocation) noexcept {
+  // Relaxed: a statistic.
+  static_cast<void>(allocation);  // either way the record is lost and counted here
+  rings_unavailable_.fetch_add(1, std::memory_order_relaxed);
+  return RecordResult::kFailed;
+}
+
+RecordResult Recorder::NotRecording() noexcept {
+  // Relaxed: a statistic; only reached while the recorder is stopped (not the hot path).
+  not_recording_.fetch_add(1, std::memory_order_relaxed);
+  return RecordResult::kNotRecording;
+}
+
+RecordResult Recorder::Refuse(bool allocation) noexcept {
+  // A size beyond 2^48 bytes cannot be a real block; refuse it rather than truncate it.
+  // Relaxed: a statistic.
+  (allocation ? refused_allocs_ : refused_other_).fetch_add(1, std::memory_order_relaxed);
+  return RecordResult::kFailed;
+}
+
+CaptureIntegrity Recorder::Integrity() const {
+  CaptureIntegrity out;
+  drainer_.ReadState([&](const AllocationLedger&, const CaptureIntegrity& counters) {
+    out = counters;
+  });
+  // Ring counters are monotonic and single-writer; relaxed reads give a recent total.
+  // The registry's ring table is the drainer's, so read it between rounds as well.
+  drainer_.ReadState([&](const AllocationLedger&, const CaptureIntegrity&) {
+    const uint32_t rings = registry_.ring_count();
+    for (uint32_t id = 1; id <= rings; ++id) {
+      const SpscRing* ring = registry_.RingById(id);
+      if (ring == nullptr) continue;
+      out.events_recorded += ring->LoadHead();
+      out.records_failed += ring->failed();
+      out.events_dropped += ring->dropped();
+      out.overflow_waits += ring->waited();
+    }
+    out.rings = rings;
+  });
+  out.rings_unavailable = rings_unavailable_.load(std::memory_order_relaxed);
+  out.not_recording = not_recording_.load(std::memory_order_relaxed);
+  out.records_failed += refused_allocs_.load(std::memory_order_relaxed);
+  out.events_dropped += refused_other_.load(std::memory_order_relaxed);
+  out.ticket_evictions = tickets_.fresh_evictions();
+  return out;
+}
+
+uint64_t Recorder::memory_bytes() const {
+  uint64_t bytes = sizeof(*this) + registry_.mapped_bytes() + tickets_.mapped_bytes();
+  drainer_.ReadState(
+      [&](const AllocationLedger& ledger, const CaptureIntegrity&) {
+        bytes += ledger.memory_bytes();
+      });
+  return bytes;
+}
+
+}  // namespace memtrace

@@ -1,0 +1,324 @@
+// Copyright 2026 The memtrace Authors.
+//
+// recorder.h: the recording engine. Producers write records; a drainer applies them.
+//
+// A Recorder owns one ring per recording thread (transport/spsc_ring.h), the ticket table
+// that pairs releases with allocations (transport/ticket_table.h), the epoch clock that
+// orders threads (transport/epoch_clock.h), the drainer thread (drainer.h) and the ledger
+// it fills (allocation_ledger.h). Tracer and TracingAllocator (tracer.h) are the public
+// face; this class is what they forward to.
+//
+// The hot path (Record*): one thread-local load to find the thread's ring, a claim, a
+// compiler barrier, one relaxed load of the epoch, a 32-byte write, a release store, and
+// for allocations one store into the ticket table. No lock, no allocation, no system call,
+// no write to a cache line another thread writes. The first record of a thread takes a
+// slow path that binds a ring (it may allocate and map memory); so does a ring found full
+// under OverflowPolicy::kWaitThenFail, which waits a bounded time (config.h).
+//
+// Results of a record:
+//   kRecorded      the record is in the ring and will be applied.
+//   kNotRecording  the recorder is stopped; the operation is not traced (counted).
+//   kFailed        the record could not be written (ring full, no ring). For an allocation
+//                  the caller must undo it and report failure; for anything else the
+//                  operation stands and the loss is counted (the failure flag).
+//
+// Life cycle: Create() → Start() → records → Flush() / Stop(). Stop() drains everything
+// recorded before it, then stops; records made after it report kNotRecording. Start()
+// may be called again. Destroying a running recorder stops it first.
+//
+// Thread safety: Record* from any thread, concurrently. Start, Stop and the destructor
+// from one owner thread at a time. Flush and Inspect from any thread but the drainer.
+//
+// Example:
+//   auto recorder = memtrace::Recorder::Create(memtrace::Config{}).value();
+//   recorder->Start().IgnoreError();
+//   void* p = malloc(64);
+//   if (recorder->RecordAlloc(layers::kCpuHeap, Addr(p), 64, site) == RecordResult::kFailed)
+//     free(p), p = nullptr;
+//   recorder->Flush();
+
+#ifndef MEMTRACE_RUNTIME_RECORDER_H_
+#define MEMTRACE_RUNTIME_RECORDER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/allocation_ledger.h"
+#include "runtime/capture_integrity.h"
+#include "runtime/config.h"
+#include "runtime/drainer.h"
+#include "runtime/internal/thread_state.h"
+#include "transport/epoch_clock.h"
+#include "transport/event.h"
+#include "transport/ring_registry.h"
+#include "transport/ticket.h"
+#include "transport/ticket_table.h"
+
+namespace memtrace {
+
+enum class RecordResult : uint8_t { kRecorded, kNotRecording, kFailed };
+
+class Recorder {
+ private:
+  // Ring space claimed by Begin(), filled and published by End().
+  struct Claim {
+    SpscRing* ring;
+    uint64_t pos;
+    uint32_t ring_id;
+    uint32_t epoch;
+    uint32_t scope;
+  };
+
+ public:
+  static absl::StatusOr<std::unique_ptr<Recorder>> Create(const Config& config);
+  ~Recorder();
+
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  // Life cycle (see the header comment).
+  absl::Status Start();
+  absl::Status Stop();
+  bool running() const noexcept { return drainer_.running(); }
+
+  // Returns once every record made before the call is applied. OK when stopped.
+  absl::Status Flush();
+
+  // ---- Producer side: any thread, hot path ---------------------------------------------
+
+  RecordResult RecordAlloc(LayerId layer, uint64_t address, uint64_t size,
+                           uint64_t site) noexcept {
+    if (__builtin_expect(!Event::Fits(size), 0)) return Refuse(/*allocation=*/true);
+    Claim c;
+    const RecordResult r = Begin(1, /*allocation=*/true, &c);
+    if (r != RecordResult::kRecorded) return r;
+    c.ring->slot(c.pos) = Event{address, Event::PackKindSize(EventKind::kAlloc, layer, size),
+                                site, Event::PackScopeEpoch(c.scope, c.epoch)};
+    End(c, 1);
+    tickets_.Record(address, Ticket::Make(c.ring_id, c.pos), c.epoch);
+    return RecordResult::kRecorded;
+  }
+
+  RecordResult RecordFree(LayerId layer, uint64_t address) noexcept {
+    const uint64_t ticket = tickets_.Take(address);
+    Claim c;
+    const RecordResult r = Begin(1, /*allocation=*/false, &c);
+    if (r != RecordResult::kRecorded) return r;
+    c.ring->slot(c.pos) = Event{address, Event::PackKindSize(EventKind::kFree, layer, 0),
+                                ticket, Event::PackScopeEpoch(c.scope, c.epoch)};
+    End(c, 1);
+    return RecordResult::kRecorded;
+  }
+
+  // A block grew or shrank in place. The resize becomes the block's latest ticket, so a
+  // release on another thread is applied after it (drainer.h, dependencies).
+  RecordResult RecordResize(LayerId layer, uint64_t address, uint64_t new_size) noexcept {
+    if (__builtin_expect(!Event::Fits(new_size), 0)) return Refuse(/*allocation=*/false);
+    const uint64_t ticket = tickets_.Lookup(address);
+    Claim c;
+    const RecordResult r = Begin(1, /*allocation=*/false, &c);
+    if (r != RecordResult::kRecorded) return r;
+    c.ring->slot(c.pos) =
+        Event{address, Event::PackKindSize(EventKind::kResize, layer, new_size), ticket,
+              Event::PackScopeEpoch(c.scope, c.epoch)};
+    End(c, 1);
+    tickets_.Record(address, Ticket::Make(c.ring_id, c.pos), c.epoch);
+    return RecordResult::kRecorded;
+  }
+
+  // A remap that may move is recorded in two steps around the backing allocator's call:
+  //
+  //   RemapClaim claim = recorder.BeginRemap(layer, old_address);   // before the call
+  //   void* moved = backing.remap(...);
+  //   if (moved) recorder.CommitRemap(claim, new_address, new_size, site);
+  //   else       recorder.AbortRemap(claim);
+  //
+  // BeginRemap claims ring space and reads the epoch *before* the backing allocator can
+  // hand the old address to another thread, so a reuse of that address is never stamped
+  // with an earlier epoch than the move that released it. The claim keeps the drainer's
+  // watermark open until Commit or Abort, so call the backing allocator and nothing else
+  // in between. Commit/Abort must be called exactly once, on the same thread, when
+  // result() is kRecorded; otherwise they do nothing.
+  class RemapClaim {
+   public:
+    RecordResult result() const noexcept { return result_; }
+
+   private:
+    friend class Recorder;
+    Claim claim_{};
+    uint64_t old_address_ = 0;
+    uint64_t old_ticket_ = 0;
+    LayerId layer_ = 0;
+    RecordResult result_ = RecordResult::kFailed;
+  };
+
+  RemapClaim BeginRemap(LayerId layer, uint64_t old_address) noexcept {
+    RemapClaim rc;
+    rc.old_ticket_ = tickets_.Take(old_address);
+    rc.old_address_ = old_address;
+    rc.layer_ = layer;
+    rc.result_ = Begin(2, /*allocation=*/false, &rc.claim_);
+    return rc;
+  }
+
+  void CommitRemap(const RemapClaim& rc, uint64_t new_address, uint64_t new_size,
+                   uint64_t site) noexcept {
+    if (rc.result_ != RecordResult::kRecorded) return;
+    const Claim& c = rc.claim_;
+    // The release half keeps the epoch read before the move; the new block is stamped with
+    // an epoch read after it, since the allocator may have handed out the new address only
+    // after another thread's release (stamped later than our first read). The claim taken
+    // in BeginRemap still covers this load for the watermark.
+    uint32_t target_epoch = clock_.Load();
+    if (target_epoch == EpochClock::kClosed) target_epoch = c.epoch;
+    c.ring->slot(c.pos) =
+        Event{rc.old_address_, Event::PackKindSize(EventKind::kRemap, rc.layer_, 0),
+              rc.old_ticket_, Event::PackScopeEpoch(c.scope, c.epoch)};
+    c.ring->slot(c.pos + 1) =
+        Event{new_address,
+              Event::PackKindSize(EventKind::kRemapTarget, rc.layer_,
+                                  Event::Fits(new_size) ? new_size : Event::kMaxSize),
+              site, Event::PackScopeEpoch(c.scope, target_epoch)};
+    End(c, 2);
+    tickets_.Record(new_address, Ticket::Make(c.ring_id, c.pos + 1), target_epoch);
+  }
+
+  void AbortRemap(const RemapClaim& rc) noexcept {
+    // The block stays where it was: remember its ticket again.
+    if (rc.old_ticket_ != 0) tickets_.Record(rc.old_address_, rc.old_ticket_, clock_.Load());
+    if (rc.result_ == RecordResult::kRecorded) rc.claim_.ring->Unclaim();
+  }
+
+  // A remap recorded after the fact, for callers whose backing allocator cannot hand the
+  // old address to anyone else before this returns (single-threaded arenas, tests).
+  RecordResult RecordRemap(LayerId layer, uint64_t old_address, uint64_t new_address,
+                           uint64_t new_size, uint64_t site) noexcept {
+    const RemapClaim rc = BeginRemap(layer, old_address);
+    CommitRemap(rc, new_address, new_size, site);
+    return rc.result();
+  }
+
+  // Every live block of `layer` is released at once (an arena reset).
+  RecordResult RecordArenaReset(LayerId layer) noexcept {
+    return RecordPlain(EventKind::kArenaReset, layer, 0, 0, 0);
+  }
+
+  // A scope opened or closed on this thread: `path` and the path in force around it.
+  RecordResult RecordScope(EventKind enter_or_exit, uint32_t path, uint32_t outer,
+                           uint64_t time_ns) noexcept {
+    return RecordPlain(enter_or_exit, 0, path, time_ns, outer);
+  }
+
+  // A census entry's new value.
+  RecordResult RecordCensus(uint32_t label, int64_t value) noexcept {
+    return RecordPlain(EventKind::kCensusUpdate, layers::kCensus, label,
+                       static_cast<uint64_t>(value), 0);
+  }
+
+  // An interval sink phase began or ended.
+  RecordResult RecordInterval(EventKind begin_or_end, uint8_t category,
+                              uint64_t time_ns) noexcept {
+    return RecordPlain(begin_or_end, 0, category, time_ns, 0);
+  }
+
+  // ---- Results ---------------------------------------------------------------------------
+
+  // Capture integrity: the drainer's counters plus every ring's loss counters.
+  CaptureIntegrity Integrity() const;
+
+  // Calls fn(const AllocationLedger&, const CaptureIntegrity&) between drainer rounds.
+  // Call Flush() first for a cut that includes everything recorded so far.
+  template <typename Fn>
+  void Inspect(Fn&& fn) const {
+    const CaptureIntegrity integrity = Integrity();
+    drainer_.ReadState([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
+      fn(ledger, integrity);
+    });
+  }
+
+  const Config& config() const noexcept { return config_; }
+
+  // Bytes memtrace holds for this recorder: rings, ticket table, ledger.
+  uint64_t memory_bytes() const;
+
+ private:
+  explicit Recorder(const Config& config);
+
+  RecordResult Begin(uint32_t n, bool allocation, Claim* c) noexcept {
+    runtime_internal::ThreadState& t = runtime_internal::Tls();
+    runtime_internal::RingBinding& b = t.rings[slot_];
+    SpscRing* ring = b.ring;
+    if (__builtin_expect(b.generation != generation_, 0)) {
+      ring = Bind();
+      if (ring == nullptr) return NoRing(allocation);
+    }
+    uint64_t pos;
+    if (__builtin_expect(!ring->TryClaim(n, &pos), 0)) {
+      if (!WaitForSpace(ring, n, &pos)) return Overflowed(ring, allocation);
+    }
+    // Watermark step (2): orders the claim above before the epoch load below.
+    EpochClock::LightFence();
+    const uint32_t epoch = clock_.Load();
+    if (__builtin_expect(epoch == EpochClock::kClosed, 0)) {
+      ring->Unclaim();
+      return NotRecording();
+    }
+    *c = Claim{ring, pos, ring->id(), epoch, t.scope};
+    return RecordResult::kRecorded;
+  }
+
+  void End(const Claim& c, uint32_t n) noexcept {
+    c.ring->Publish(c.pos + n);
+    if (__builtin_expect(runtime_internal::Tls().exited, 0)) RetireAfterExit();
+  }
+
+  RecordResult RecordPlain(EventKind kind, LayerId layer, uint64_t word0, uint64_t word2,
+                           uint32_t scope_override) noexcept {
+    Claim c;
+    const RecordResult r = Begin(1, /*allocation=*/false, &c);
+    if (r != RecordResult::kRecorded) return r;
+    const uint32_t scope =
+        (kind == EventKind::kScopeEnter || kind == EventKind::kScopeExit) ? scope_override
+                                                                          : c.scope;
+    c.ring->slot(c.pos) = Event{word0, Event::PackKindSize(kind, layer, 0), word2,
+                                Event::PackScopeEpoch(scope, c.epoch)};
+    End(c, 1);
+    return RecordResult::kRecorded;
+  }
+
+  // Slow paths.
+  SpscRing* Bind() noexcept;
+  bool WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept;
+  RecordResult Overflowed(SpscRing* ring, bool allocation) noexcept;
+  RecordResult NoRing(bool allocation) noexcept;
+  RecordResult NotRecording() noexcept;
+  RecordResult Refuse(bool allocation) noexcept;
+  void RetireAfterExit() noexcept;
+
+  const Config config_;
+  // This recorder's slot and generation (internal/thread_state.h); -1 if none was free.
+  // Set once in the constructor.
+  int slot_ = -1;
+  uint64_t generation_ = 0;
+
+  EpochClock clock_;
+  TicketTable tickets_;
+  RingRegistry registry_;
+  AllocationLedger ledger_;
+  Drainer drainer_;
+
+  std::mutex lifecycle_mu_;
+  // Slow-path counters (no ring to count in, or the recorder is stopped).
+  std::atomic<uint64_t> rings_unavailable_{0};
+  std::atomic<uint64_t> not_recording_{0};
+  std::atomic<uint64_t> refused_allocs_{0};
+  std::atomic<uint64_t> refused_other_{0};
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_RUNTIME_RECORDER_H_

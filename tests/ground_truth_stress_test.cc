@@ -1,0 +1,343 @@
+// Copyright 2026 The memtrace Authors.
+//
+// Ground-truth stress tests for the recording engine.
+//
+// Expected values come from SerializingHeap::Replay(): the real operations in the real
+// order, replayed through a plain map. Nothing here uses memtrace's ledger to compute an
+// expected value.
+
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <cstdint>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/internal/thread_state.h"
+#include "runtime/recorder.h"
+#include "runtime/scope_table.h"
+#include "tests/serializing_heap.h"
+
+namespace memtrace {
+namespace {
+
+using testing::ReplayCounters;
+using testing::ReplayResult;
+using testing::SerializingHeap;
+
+#ifdef MEMTRACE_SANITIZER
+constexpr int kOpsPerThread = 150'000;  // sanitizers run 5-20x slower; same shape
+#else
+constexpr int kOpsPerThread = 1'000'000;
+#endif
+constexpr int kThreads = 8;
+constexpr LayerId kLayer = layers::kCpuHeap;
+
+Config StressConfig() {
+  Config config;
+  config.ring_capacity_log2 = 12;
+  // Above the largest live set here (~300k blocks in the phased test), as config.h advises.
+  config.ticket_table_log2 = 20;
+  config.overflow_policy = OverflowPolicy::kWaitThenFail;
+  config.overflow_wait = absl::Seconds(10);
+  return config;
+}
+
+std::vector<uint32_t> MakeScopes(const char* prefix, int n) {
+  ScopeTable& table = ScopeTable::Global();
+  const uint32_t root = table.Child(ScopeTable::kRootPath, table.InternName(prefix));
+  std::vector<uint32_t> paths;
+  for (int i = 0; i < n; ++i) {
+    paths.push_back(table.Child(root, table.InternName("phase" + std::to_string(i))));
+  }
+  return paths;
+}
+
+void SetScope(uint32_t path) { runtime_internal::Tls().scope = path; }
+
+void ExpectCountersEqual(const UsageCounters& got, const ReplayCounters& want,
+                         bool check_high_water, const std::string& what) {
+  EXPECT_EQ(got.live_bytes, want.live_bytes) << what;
+  EXPECT_EQ(got.live_count, want.live_count) << what;
+  EXPECT_EQ(got.allocated_bytes, want.allocated_bytes) << what;
+  EXPECT_EQ(got.allocated_count, want.allocated_count) << what;
+  EXPECT_EQ(got.freed_bytes, want.freed_bytes) << what;
+  EXPECT_EQ(got.freed_count, want.freed_count) << what;
+  if (check_high_water) {
+    EXPECT_EQ(got.high_water_bytes, want.high_water_bytes) << what;
+  }
+}
+
+void ExpectLedgerMatchesReplay(Recorder& recorder, const ReplayResult& want,
+                               bool check_high_water) {
+  recorder.Inspect([&](const AllocationLedger& ledger, const CaptureIntegrity& integrity) {
+    EXPECT_TRUE(integrity.complete()) << integrity.Verdict();
+    // No release went unmatched or was matched by a guess. (ticket_evictions may be
+    // non-zero when one epoch holds more allocations than the ticket table has slots; it
+    // says exactness was not guaranteed, and the comparison below says it held.)
+    const std::string counters = integrity.Counters();
+    EXPECT_EQ(integrity.unknown_frees, 0u) << counters;
+    EXPECT_EQ(integrity.double_frees, 0u) << counters;
+    EXPECT_EQ(integrity.unknown_resizes, 0u) << counters;
+    EXPECT_EQ(integrity.unknown_remaps, 0u) << counters;
+    EXPECT_EQ(integrity.missed_frees, 0u) << counters;
+    EXPECT_EQ(integrity.ambiguous_matches, 0u) << counters;
+    EXPECT_EQ(integrity.late_records, 0u) << counters;
+    EXPECT_EQ(integrity.events_applied, integrity.events_recorded);
+    EXPECT_EQ(integrity.order_conflicts, 0u);
+
+    std::vector<AllocationRecord> live = ledger.LiveBlocks();
+    std::sort(live.begin(), live.end(),
+              [](const auto& a, const auto& b) { return a.address < b.address; });
+    ASSERT_EQ(live.size(), want.live.size());
+    size_t i = 0;
+    for (const auto& [address, block] : want.live) {
+      const AllocationRecord& got = live[i++];
+      ASSERT_EQ(got.address, address);
+      ASSERT_EQ(got.size, block.size) << "at " << address;
+      ASSERT_EQ(got.scope, block.scope) << "at " << address;
+      ASSERT_EQ(got.site, block.site) << "at " << address;
+      ASSERT_EQ(got.layer, kLayer);
+    }
+    ExpectCountersEqual(ledger.totals(), want.totals, check_high_water, "totals");
+    for (const auto& [scope, counters] : want.scopes) {
+      ExpectCountersEqual(ledger.scope_usage(scope), counters, check_high_water,
+                          ScopeTable::Global().PathString(scope));
+    }
+  });
+}
+
+struct Inbox {
+  std::mutex mu;
+  std::vector<uint64_t> blocks;
+};
+
+// 8 threads, 1M operations each: allocations of 16-271 bytes, frees (about half of them
+// on a thread other than the allocating one), in-place resizes and moving remaps, under
+// four scopes per thread. Addresses are reused LIFO across threads.
+TEST(GroundTruthStressTest, FinalStateEqualsSequentialReplay) {
+  auto recorder = Recorder::Create(StressConfig()).value();
+  ASSERT_TRUE(recorder->Start().ok());
+  SerializingHeap heap;
+  const std::vector<uint32_t> scopes = MakeScopes("stress", 4);
+  std::vector<Inbox> inboxes(kThreads);
+  std::atomic<uint64_t> local_frees{0}, remote_frees{0}, resizes{0}, remaps{0};
+
+  auto worker = [&](int t) {
+    std::mt19937_64 rng(1000 + t);
+    std::vector<uint64_t> own;
+    Inbox& mine = inboxes[t];
+    Inbox& next = inboxes[(t + 1) % kThreads];
+    uint64_t local = 0, remote = 0, rs = 0, rm = 0;
+    auto release = [&](uint64_t address) {
+      ASSERT_NE(recorder->RecordFree(kLayer, address), RecordResult::kFailed);
+      heap.Free(address);
+    };
+    for (int op = 0; op < kOpsPerThread; ++op) {
+      SetScope(scopes[(op / 1024) % scopes.size()]);
+      const uint32_t r = static_cast<uint32_t>(rng() % 100);
+      uint64_t received = 0;
+      if (r < 35) {
+        std::lock_guard<std::mutex> lock(mine.mu);
+        if (!mine.blocks.empty()) {
+          received = mine.blocks.back();
+          mine.blocks.pop_back();
+        }
+      }
+      if (received != 0) {
+        release(received);
+        ++remote;
+        continue;
+      }
+      if (!own.empty() && (own.size() >= 64 || r < 65)) {
+        const size_t i = rng() % own.size();
+        const uint64_t address = own[i];
+        const uint32_t what = static_cast<uint32_t>(rng() % 10);
+        if (what < 4) {  // hand over; the next thread frees it
+          own[i] = own.back();
+          own.pop_back();
+          std::lock_guard<std::mutex> lock(next.mu);
+          next.blocks.push_back(address);
+        } else if (what < 8) {
+          own[i] = own.back();
+          own.pop_back();
+          release(address);
+          ++local;
+        } else if (what == 8) {
+          const uint64_t new_size = 1 + rng() % 300;
+          if (heap.Resize(address, new_size)) {
+            ASSERT_NE(recorder->RecordResize(kLayer, address, new_size),
+                      RecordResult::kFailed);
+            ++rs;
+          }
+        } else {
+          const uint64_t new_size = 16 + rng() % 512;
+          const Recorder::RemapClaim claim = recorder->BeginRemap(kLayer, address);
+          ASSERT_EQ(claim.result(), RecordResult::kRecorded);
+          const uint64_t moved = heap.Remap(address, new_size);
+          recorder->CommitRemap(claim, moved, new_size, /*site=*/0);
+          own[i] = moved;
+          ++rm;
+        }
+        continue;
+      }
+      const uint64_t size = 16 + rng() % 256;
+      const uint64_t site = 0x400000 + (rng() % 32) * 0x10;
+      const uint64_t address = heap.Alloc(size, runtime_internal::Tls().scope, site);
+      ASSERT_EQ(recorder->RecordAlloc(kLayer, address, size, site), RecordResult::kRecorded);
+      own.push_back(address);
+    }
+    SetScope(ScopeTable::kRootPath);
+    local_frees += local;
+    remote_frees += remote;
+    resizes += rs;
+    remaps += rm;
+  };
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(recorder->Flush().ok());
+
+  // The workload has the shape the test claims.
+  const uint64_t frees = local_frees + remote_frees;
+  // Hand-overs are not heap operations; everything else is.
+  EXPECT_GE(heap.operations(), static_cast<size_t>(kThreads) * kOpsPerThread * 3 / 4);
+  EXPECT_GE(remote_frees * 100, frees * 40) << "cross-thread frees should be ~half";
+  EXPECT_GT(resizes.load(), 0u);
+  EXPECT_GT(remaps.load(), 0u);
+
+  ExpectLedgerMatchesReplay(*recorder, heap.Replay(), /*check_high_water=*/false);
+  const CaptureIntegrity integrity = recorder->Integrity();
+  EXPECT_TRUE(integrity.clean()) << integrity.Counters();
+  ASSERT_TRUE(recorder->Stop().ok());
+}
+
+// High-water marks in phases separated by barriers and a Flush(): allocation phases and
+// release phases (releases mostly on other threads) alternate. Each phase only grows or
+// only shrinks, so the real high-water mark of every scope is reached at a phase boundary
+// and must be matched exactly.
+TEST(GroundTruthStressTest, HighWaterIsExactAcrossBarrierSeparatedPhases) {
+  auto recorder = Recorder::Create(StressConfig()).value();
+  ASSERT_TRUE(recorder->Start().ok());
+  SerializingHeap heap;
+  const std::vector<uint32_t> scopes = MakeScopes("phased", kThreads);
+  constexpr int kRounds = 6;
+#ifdef MEMTRACE_SANITIZER
+  constexpr int kPerPhase = 2000;
+#else
+  constexpr int kPerPhase = 20000;
+#endif
+  std::vector<std::vector<uint64_t>> handed(kThreads);  // written in alloc phases only
+  std::barrier sync(kThreads + 1);
+
+  auto worker = [&](int t) {
+    std::mt19937_64 rng(77 + t);
+    SetScope(scopes[t]);
+    for (int round = 0; round < kRounds; ++round) {
+      // Allocation phase: amounts vary by round so the peak is not always the last round.
+      const int n = kPerPhase * (1 + (round * 7 + t) % 4) / 2;
+      for (int i = 0; i < n; ++i) {
+        const uint64_t size = 16 + rng() % 256;
+        const uint64_t address = heap.Alloc(size, scopes[t], 0x1000 + t);
+        ASSERT_EQ(recorder->RecordAlloc(kLayer, address, size, 0x1000 + t),
+                  RecordResult::kRecorded);
+        handed[t].push_back(address);
+      }
+      sync.arrive_and_wait();  // main flushes
+      sync.arrive_and_wait();
+      // Release phase: free most of the previous thread's blocks.
+      auto& victims = handed[(t + kThreads - 1) % kThreads];
+      const size_t keep = victims.size() / 5;
+      for (size_t i = keep; i < victims.size(); ++i) {
+        ASSERT_EQ(recorder->RecordFree(kLayer, victims[i]), RecordResult::kRecorded);
+        heap.Free(victims[i]);
+      }
+      sync.arrive_and_wait();
+      victims.resize(keep);
+      sync.arrive_and_wait();  // main flushes
+      sync.arrive_and_wait();
+    }
+    SetScope(ScopeTable::kRootPath);
+  };
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (int round = 0; round < kRounds; ++round) {
+    sync.arrive_and_wait();
+    ASSERT_TRUE(recorder->Flush().ok());
+    sync.arrive_and_wait();
+    sync.arrive_and_wait();
+    sync.arrive_and_wait();
+    ASSERT_TRUE(recorder->Flush().ok());
+    sync.arrive_and_wait();
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(recorder->Flush().ok());
+  ExpectLedgerMatchesReplay(*recorder, heap.Replay(), /*check_high_water=*/true);
+}
+
+// 10,000 short-lived threads, each allocating, freeing some of its own blocks and some
+// blocks other threads left behind, then exiting. Rings are reused: their number stays
+// bounded by the threads alive at once, and the counts stay exact.
+TEST(GroundTruthStressTest, ThreadChurnKeepsRingsBoundedAndCountsExact) {
+  auto recorder = Recorder::Create(StressConfig()).value();
+  ASSERT_TRUE(recorder->Start().ok());
+  SerializingHeap heap;
+#ifdef MEMTRACE_SANITIZER
+  constexpr int kTotalThreads = 2000;
+#else
+  constexpr int kTotalThreads = 10000;
+#endif
+  constexpr int kConcurrent = 8;
+  Inbox leftovers;
+  const uint64_t site = 0x5000;
+  for (int wave = 0; wave < kTotalThreads / kConcurrent; ++wave) {
+    std::vector<std::thread> threads;
+    for (int k = 0; k < kConcurrent; ++k) {
+      threads.emplace_back([&, seed = wave * kConcurrent + k] {
+        std::mt19937_64 rng(seed);
+        std::vector<uint64_t> mine;
+        for (int i = 0; i < 20; ++i) {
+          const uint64_t size = 16 + rng() % 100;
+          const uint64_t a = heap.Alloc(size, 0, site);
+          ASSERT_EQ(recorder->RecordAlloc(kLayer, a, size, site), RecordResult::kRecorded);
+          mine.push_back(a);
+        }
+        for (int i = 0; i < 10; ++i) {  // free half of our own
+          ASSERT_EQ(recorder->RecordFree(kLayer, mine.back()), RecordResult::kRecorded);
+          heap.Free(mine.back());
+          mine.pop_back();
+        }
+        std::vector<uint64_t> others;
+        {
+          std::lock_guard<std::mutex> lock(leftovers.mu);
+          for (int i = 0; i < 6 && !leftovers.blocks.empty(); ++i) {
+            others.push_back(leftovers.blocks.back());
+            leftovers.blocks.pop_back();
+          }
+          for (uint64_t a : mine) leftovers.blocks.push_back(a);
+        }
+        for (uint64_t a : others) {  // blocks another (exited) thread allocated
+          ASSERT_EQ(recorder->RecordFree(kLayer, a), RecordResult::kRecorded);
+          heap.Free(a);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+  ASSERT_TRUE(recorder->Flush().ok());
+  ExpectLedgerMatchesReplay(*recorder, heap.Replay(), /*check_high_water=*/false);
+  const CaptureIntegrity integrity = recorder->Integrity();
+  // Rings in use at once: at most the live threads plus those retired but not yet
+  // drained. Allow a few drain periods of lag; it must not grow with the thread count.
+  EXPECT_LE(integrity.rings, 256u) << "rings were not reused";
+  EXPECT_LE(recorder->memory_bytes(), 64u << 20);
+}
+
+}  // namespace
+}  // namespace memtrace

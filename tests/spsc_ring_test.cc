@@ -1,0 +1,160 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "transport/spsc_ring.h"
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace memtrace {
+namespace {
+
+Event MakeEvent(uint64_t n) {
+  return Event{n, Event::PackKindSize(EventKind::kAlloc, 0, n & 0xffff), ~n, n * 3};
+}
+
+struct RingDeleter {
+  void operator()(SpscRing* r) const { SpscRing::Destroy(r); }
+};
+using RingPtr = std::unique_ptr<SpscRing, RingDeleter>;
+
+RingPtr MakeRing(uint32_t log2) { return RingPtr(SpscRing::Create(7, log2)); }
+
+TEST(SpscRingTest, CreateRejectsCapacityOutOfRange) {
+  EXPECT_EQ(SpscRing::Create(1, 0), nullptr);
+  EXPECT_EQ(SpscRing::Create(1, SpscRing::kMaxCapacityLog2 + 1), nullptr);
+  RingPtr ring = MakeRing(3);
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(ring->capacity(), 8u);
+  EXPECT_EQ(ring->id(), 7u);
+}
+
+TEST(SpscRingTest, EmptyRingHasNothingPublished) {
+  RingPtr ring = MakeRing(4);
+  EXPECT_EQ(ring->LoadHead(), 0u);
+  EXPECT_EQ(ring->LoadTail(), 0u);
+  EXPECT_EQ(ring->LoadClaim(), 0u);
+}
+
+TEST(SpscRingTest, TryClaimFailsWhenFull) {
+  RingPtr ring = MakeRing(2);  // 4 slots
+  uint64_t pos = 0;
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(ring->TryClaim(1, &pos));
+    EXPECT_EQ(pos, i);
+    ring->slot(pos) = MakeEvent(i);
+    ring->Publish(pos + 1);
+  }
+  EXPECT_FALSE(ring->TryClaim(1, &pos));
+  // A failed claim changes nothing.
+  EXPECT_EQ(ring->LoadClaim(), 4u);
+  EXPECT_EQ(ring->LoadHead(), 4u);
+  // Releasing one slot makes exactly one claim possible.
+  ring->Release(1);
+  EXPECT_TRUE(ring->TryClaim(1, &pos));
+  EXPECT_EQ(pos, 4u);
+  ring->Publish(5);
+  EXPECT_FALSE(ring->TryClaim(1, &pos));
+}
+
+TEST(SpscRingTest, MultiSlotClaimNeedsAllSlotsFree) {
+  RingPtr ring = MakeRing(2);
+  uint64_t pos = 0;
+  ASSERT_TRUE(ring->TryClaim(3, &pos));
+  ring->Publish(3);
+  EXPECT_FALSE(ring->TryClaim(2, &pos));
+  EXPECT_TRUE(ring->TryClaim(1, &pos));
+  ring->Unclaim();
+  EXPECT_EQ(ring->LoadClaim(), ring->LoadHead());
+}
+
+TEST(SpscRingTest, WrapsAroundKeepingOrder) {
+  RingPtr ring = MakeRing(3);  // 8 slots
+  uint64_t next_read = 0;
+  for (uint64_t i = 0; i < 1000; ++i) {
+    uint64_t pos = 0;
+    ASSERT_TRUE(ring->TryClaim(1, &pos));
+    ASSERT_EQ(pos, i);
+    ring->slot(pos) = MakeEvent(i);
+    ring->Publish(pos + 1);
+    if (i % 5 == 4) {  // read in small bulks, leaving the ring partly full
+      const uint64_t head = ring->LoadHead();
+      for (; next_read < head; ++next_read) {
+        ASSERT_EQ(ring->Read(next_read).word0, next_read);
+        ASSERT_EQ(ring->Read(next_read).word3, next_read * 3);
+      }
+      ring->Release(next_read);
+    }
+  }
+}
+
+TEST(SpscRingTest, ClaimIsVisibleUntilPublished) {
+  RingPtr ring = MakeRing(4);
+  uint64_t pos = 0;
+  ASSERT_TRUE(ring->TryClaim(2, &pos));
+  EXPECT_EQ(ring->LoadClaim(), 2u);
+  EXPECT_EQ(ring->LoadHead(), 0u);
+  ring->Publish(2);
+  EXPECT_EQ(ring->LoadClaim(), ring->LoadHead());
+}
+
+TEST(SpscRingTest, ResetPositionsContinuesCounting) {
+  RingPtr ring = MakeRing(2);
+  ring->ResetPositions(1000);
+  uint64_t pos = 0;
+  ASSERT_TRUE(ring->TryClaim(1, &pos));
+  EXPECT_EQ(pos, 1000u);
+}
+
+TEST(SpscRingTest, CountersStartAtZeroAndCount) {
+  RingPtr ring = MakeRing(2);
+  ring->CountFailed();
+  ring->CountDropped();
+  ring->CountDropped();
+  ring->CountWaited();
+  EXPECT_EQ(ring->failed(), 1u);
+  EXPECT_EQ(ring->dropped(), 2u);
+  EXPECT_EQ(ring->waited(), 1u);
+}
+
+// One producer, one consumer, bulk reads: every record arrives once, in order, intact.
+// The expected sequence is the producer's counter, independent of the ring.
+TEST(SpscRingTest, ConcurrentProducerConsumerDeliversInOrder) {
+  constexpr uint64_t kRecords = 2'000'000;
+  RingPtr ring = MakeRing(6);  // 64 slots: many wraparounds and full rings
+  std::atomic<bool> failed{false};
+  std::thread consumer([&] {
+    uint64_t next = 0;
+    while (next < kRecords) {
+      const uint64_t head = ring->LoadHead();
+      for (; next < head; ++next) {
+        const Event& e = ring->Read(next);
+        if (e.word0 != next || e.word2 != ~next || e.word3 != next * 3) failed = true;
+      }
+      ring->Release(next);
+    }
+  });
+  uint64_t full = 0;
+  for (uint64_t i = 0; i < kRecords;) {
+    uint64_t pos = 0;
+    const uint32_t n = (i % 7 == 0 && i + 2 <= kRecords) ? 2 : 1;
+    if (!ring->TryClaim(n, &pos)) {
+      ++full;
+      std::this_thread::yield();
+      continue;
+    }
+    for (uint32_t k = 0; k < n; ++k) ring->slot(pos + k) = MakeEvent(i + k);
+    ring->Publish(pos + n);
+    i += n;
+  }
+  consumer.join();
+  EXPECT_FALSE(failed.load());
+  EXPECT_EQ(ring->LoadHead(), kRecords);
+  EXPECT_EQ(ring->LoadTail(), kRecords);
+}
+
+}  // namespace
+}  // namespace memtrace

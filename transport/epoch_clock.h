@@ -1,0 +1,124 @@
+// Copyright 2026 The memtrace Authors.
+//
+// epoch_clock.h: the coarse shared clock that orders events across threads, and the
+// watermark protocol that tells the drainer when an epoch is complete.
+//
+// Why not a timestamp per event: on the machines memtrace targets a glibc malloc+free pair
+// costs about 15 ns, and two rdtsc reads add 12-30 ns (bench/README.md has the figures).
+// A per-event clock alone would cost more than the allocator. A shared atomic counter
+// bumped by every event would write a shared cache line on the hot path. So:
+//
+//   - The drainer owns a 32-bit epoch counter. Producers only *read* it (a relaxed load of
+//     a line that changes a few thousand times a second at most), and stamp every record
+//     with the value they read.
+//   - Epochs respect happens-before: if operation a happens before operation b (through a
+//     lock, a queue, or malloc's own synchronisation), b's load of the counter reads the
+//     same or a later value than a's load (C++ read-read coherence), so epoch(a) <=
+//     epoch(b). The drainer applies epoch e entirely before epoch e + 1.
+//   - Inside one epoch, the order of two operations on the same block is recovered from
+//     tickets (ticket.h): a free names the allocation it releases.
+//
+// The watermark. The drainer may apply epoch e only once every record stamped e has been
+// published, including one whose producer read the clock and was then preempted before it
+// published (the third ordering hazard). Each producer runs, per record batch:
+//
+//     claim_.store(pos + n)            (1)  TryClaim(), relaxed
+//     LightFence()                     (2)  a compiler barrier, see below
+//     epoch = epoch_.load()            (3)  relaxed
+//     ... write records stamped with epoch ...
+//     head_.store(pos + n, release)    (4)  Publish()
+//
+// To close epoch e the drainer runs:
+//
+//     epoch_.store(e + 1)              (5)
+//     HeavyFence()                     (6)  membarrier(): a full fence on every thread
+//     for each ring: c = claim_, h = head_;  wait until head_ >= c if c > h     (7)
+//
+// (1)-(3) against (5)-(7) is the store-buffering pattern with a full fence on each side,
+// so at least one side sees the other's store: either the drainer sees the claim at (7)
+// and waits for its publication, or the producer's load (3) reads e + 1 or later. Hence
+// after (7) every record stamped <= e is published. The producer side pays only a
+// compiler barrier; the drainer pays one membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+// system call per epoch, which interrupts each CPU running one of our threads and executes
+// a full barrier there. Where the kernel lacks membarrier (older kernels, some sandboxes)
+// LightFence() becomes a real seq_cst fence; UsesMembarrier() says which is in force.
+//
+// Closing: the value kClosed (all ones) tells producers the recorder has stopped. A
+// producer that reads it gives back its claim and fails the record instead of publishing,
+// which lets Stop() know that after one more watermark round no producer can touch a ring.
+//
+// Thread safety: Load() and LightFence() are for any thread, on the hot path (no system
+// call, no allocation, no shared write). Advance(), Close() and HeavyFence() are for the
+// drainer (or whoever currently owns the recorder's life cycle) only.
+
+#ifndef MEMTRACE_TRANSPORT_EPOCH_CLOCK_H_
+#define MEMTRACE_TRANSPORT_EPOCH_CLOCK_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "transport/spsc_ring.h"
+
+namespace memtrace {
+
+class EpochClock {
+ public:
+  static constexpr uint32_t kClosed = 0xffffffffu;
+  static constexpr uint32_t kFirstEpoch = 1;
+
+  EpochClock() noexcept;
+
+  // The current epoch, or kClosed. Any thread; hot path.
+  uint32_t Load() const noexcept {
+    // Relaxed: coherence alone makes epochs non-decreasing along happens-before; the
+    // watermark orders this load with claim_ through LightFence()/HeavyFence().
+    return epoch_.load(std::memory_order_relaxed);
+  }
+
+  // Starts epoch `next` (> the current one, < kClosed). Drainer only.
+  void Advance(uint32_t next) noexcept {
+    // Relaxed store: HeavyFence(), which the caller runs next, orders it before the
+    // drainer's loads of every ring's claim_ (step (6) above).
+    epoch_.store(next, std::memory_order_relaxed);
+  }
+
+  // Makes every later Load() return kClosed. Drainer / life-cycle owner only.
+  void Close() noexcept { epoch_.store(kClosed, std::memory_order_relaxed); }
+
+  // Reopens a closed clock at `epoch` (a recorder started again). Life-cycle owner only.
+  void Reopen(uint32_t epoch) noexcept { epoch_.store(epoch, std::memory_order_relaxed); }
+
+  // Producer side of the asymmetric fence: a compiler barrier when membarrier() works,
+  // else a seq_cst fence.
+  static void LightFence() noexcept {
+    if (__builtin_expect(membarrier_ok_, 1)) {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    } else {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
+  }
+
+  // Drainer side: a full memory barrier on every running thread of this process.
+  static void HeavyFence() noexcept;
+
+  // Whether the asymmetric fence uses membarrier() (true) or seq_cst fences (false).
+  static bool UsesMembarrier() noexcept { return membarrier_ok_; }
+
+ private:
+  static bool membarrier_ok_;  // set once, before main, by the registration in the .cc
+
+  alignas(kCacheLineSize) std::atomic<uint32_t> epoch_;
+  char pad_[kCacheLineSize - sizeof(std::atomic<uint32_t>)];
+};
+
+static_assert(sizeof(EpochClock) == kCacheLineSize, "the clock owns its cache line");
+
+// Returns true when epoch `a` comes before epoch `b`, allowing the 32-bit counter to wrap
+// (after ~2^31 epochs: weeks at the drainer's fastest rate).
+inline constexpr bool EpochBefore(uint32_t a, uint32_t b) noexcept {
+  return static_cast<int32_t>(a - b) < 0;
+}
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_TRANSPORT_EPOCH_CLOCK_H_

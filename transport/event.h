@@ -1,0 +1,115 @@
+// Copyright 2026 The memtrace Authors.
+//
+// event.h: the fixed-size record that carries one traced operation from an allocating
+// thread to the drainer.
+//
+// An `Event` is 32 bytes: four explicit-width words, trivially copyable, written by exactly
+// one producer into its own ring (spsc_ring.h) and read by the drainer. Nothing in a record
+// is a pointer the drainer dereferences; addresses are opaque numbers.
+//
+//   word   bits     alloc / remap target      free / resize / remap     scope enter/exit
+//   ----   ------   ----------------------    ----------------------    ----------------
+//   0      0..63    block address             block address             scope path id
+//   1      0..47    size in bytes             new size (resize) / 0     0
+//          48..55   EventKind                 EventKind                 EventKind
+//          56..63   layer id                  layer id                  layer id
+//   2      0..63    call site (return addr)   ticket of the allocation  steady-clock ns
+//   3      0..31    scope path id in force    scope path id in force    parent path id
+//          32..63   epoch                     epoch                     epoch
+//
+// Sizes fit in 48 bits because no user-space block on x86-64 or AArch64 can exceed the
+// 47-bit address space; a larger size is refused before it is recorded (see Fits()).
+//
+// A remap that moves is two records published together: kRemap (old address, ticket of the
+// old allocation), stamped with the epoch read before the move, immediately followed by
+// kRemapTarget (new address, new size, call site), stamped with an epoch read after it.
+// The drainer applies them in order, carrying the block's scope and site from one to the
+// other, possibly across two epochs.
+//
+// Tickets and epochs are the ordering information the drainer needs; ticket.h and
+// epoch_clock.h say what they are and why they are enough.
+//
+// Thread safety: an Event is plain data. It is written only by its ring's producer before
+// the release store that publishes it, and read only by the consumer after the matching
+// acquire load (spsc_ring.h).
+
+#ifndef MEMTRACE_TRANSPORT_EVENT_H_
+#define MEMTRACE_TRANSPORT_EVENT_H_
+
+#include <cstdint>
+#include <type_traits>
+
+namespace memtrace {
+
+// What an event records. The numeric values are part of the capture format: never reuse one.
+enum class EventKind : uint8_t {
+  kInvalid = 0,
+  kAlloc = 1,          // a new block: address, size, call site
+  kResize = 2,         // a block grew or shrank in place: address, new size, ticket
+  kRemap = 3,          // a block moved; first half: old address and its ticket
+  kRemapTarget = 4,    // second half of a move: new address, new size, call site
+  kFree = 5,           // a block was released: address, ticket
+  kScopeEnter = 6,     // a scope opened on this thread: path id, time
+  kScopeExit = 7,      // a scope closed on this thread: path id, time
+  kCensusUpdate = 8,   // a census entry changed: label id (word 0), value (word 2)
+  kIntervalBegin = 9,  // an interval sink phase began: category (word 0), time
+  kIntervalEnd = 10,   // an interval sink phase ended: category (word 0), time
+  kArenaReset = 11,    // every live block of this layer was released at once
+};
+
+inline constexpr uint8_t kMaxEventKind = 11;
+
+// Returns a stable lower-case name ("alloc", "remap_target", ...) or "invalid".
+const char* EventKindName(EventKind kind) noexcept;
+
+// Layer ids name the allocator or source an event came from. The first few are fixed;
+// runtime/layer_table.h hands out the rest by name.
+using LayerId = uint8_t;
+
+namespace layers {
+inline constexpr LayerId kCpuHeap = 0;     // a malloc-family or general-purpose heap
+inline constexpr LayerId kFrameArena = 1;  // a frame or arena allocator with bulk reset
+inline constexpr LayerId kGpuHeap = 2;     // device memory
+inline constexpr LayerId kCensus = 3;      // hand-reported bytes
+inline constexpr LayerId kInterposer = 4;  // the LD_PRELOAD interposer
+inline constexpr LayerId kFirstUserLayer = 16;
+}  // namespace layers
+
+struct Event {
+  static constexpr uint64_t kSizeMask = (uint64_t{1} << 48) - 1;
+  static constexpr uint64_t kMaxSize = kSizeMask;
+
+  uint64_t word0;  // address, or scope/label/category id
+  uint64_t word1;  // size (48) | kind (8) | layer (8)
+  uint64_t word2;  // call site, ticket, value or time
+  uint64_t word3;  // scope path id (32) | epoch (32)
+
+  static constexpr bool Fits(uint64_t size) noexcept { return size <= kMaxSize; }
+
+  static constexpr uint64_t PackKindSize(EventKind kind, LayerId layer,
+                                         uint64_t size) noexcept {
+    return (size & kSizeMask) | (uint64_t{static_cast<uint8_t>(kind)} << 48) |
+           (uint64_t{layer} << 56);
+  }
+  static constexpr uint64_t PackScopeEpoch(uint32_t scope, uint32_t epoch) noexcept {
+    return uint64_t{scope} | (uint64_t{epoch} << 32);
+  }
+
+  constexpr EventKind kind() const noexcept {
+    return static_cast<EventKind>((word1 >> 48) & 0xff);
+  }
+  constexpr LayerId layer() const noexcept { return static_cast<LayerId>(word1 >> 56); }
+  constexpr uint64_t size() const noexcept { return word1 & kSizeMask; }
+  constexpr uint64_t address() const noexcept { return word0; }
+  constexpr uint32_t scope() const noexcept { return static_cast<uint32_t>(word3); }
+  constexpr uint32_t epoch() const noexcept { return static_cast<uint32_t>(word3 >> 32); }
+};
+
+static_assert(sizeof(Event) == 32, "Event is a fixed 32-byte record");
+static_assert(alignof(Event) == 8, "Event words are naturally aligned");
+static_assert(std::is_trivially_copyable_v<Event>, "Events are copied as raw memory");
+static_assert(std::is_standard_layout_v<Event>, "Event layout is part of the transport ABI");
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_TRANSPORT_EVENT_H_

@@ -1,0 +1,92 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "transport/ring_registry.h"
+
+#include <concurrentqueue/concurrentqueue.h>
+
+#include "transport/ticket.h"
+
+namespace memtrace {
+namespace transport_internal {
+
+struct ControlQueues {
+  // Threads → drainer: registrations and retirements.
+  moodycamel::ConcurrentQueue<RingRegistry::Notice> notices;
+  // Drainer → threads: rings whose final drain is done, ready for reuse.
+  moodycamel::ConcurrentQueue<SpscRing*> free_rings;
+};
+
+}  // namespace transport_internal
+
+RingRegistry::RingRegistry(uint32_t capacity_log2)
+    : capacity_log2_(capacity_log2),
+      queues_(std::make_unique<transport_internal::ControlQueues>()) {
+  by_id_.push_back(nullptr);  // id 0 is "unknown"
+}
+
+RingRegistry::~RingRegistry() {
+  // Every ring ever created is in by_id_ once the drainer has seen its registration; the
+  // owner drains the control queue (PollControl) before destroying the registry, so any
+  // ring still only in the queue is registered here first.
+  PollControl([](const Notice&) {});
+  for (SpscRing* ring : by_id_) SpscRing::Destroy(ring);
+}
+
+SpscRing* RingRegistry::AcquireRing() noexcept {
+  SpscRing* ring = nullptr;
+  if (!queues_->free_rings.try_dequeue(ring)) {
+    const uint32_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
+    // Relaxed: ids only need to be distinct; the ring itself is published to the drainer
+    // through the notice queue below.
+    if (id > Ticket::kMaxRingId) {
+      next_id_.fetch_sub(1, std::memory_order_relaxed);
+      return nullptr;
+    }
+    ring = SpscRing::Create(id, capacity_log2_);
+    if (ring == nullptr) return nullptr;
+    if (!queues_->notices.enqueue(Notice{ring, Change::kRegistered})) {
+      SpscRing::Destroy(ring);
+      return nullptr;
+    }
+    return ring;
+  }
+  // A reused ring: already in by_id_; its positions continue from its last drain.
+  if (!queues_->notices.enqueue(Notice{ring, Change::kRegistered})) {
+    queues_->free_rings.enqueue(ring);
+    return nullptr;
+  }
+  return ring;
+}
+
+void RingRegistry::Retire(SpscRing* ring) noexcept {
+  if (ring == nullptr) return;
+  // If the queue cannot grow (out of memory), spin until it can: a retirement must not be
+  // lost, or the ring would never be reclaimed. enqueue only fails when malloc fails.
+  while (!queues_->notices.enqueue(Notice{ring, Change::kRetired})) {
+  }
+}
+
+void RingRegistry::Reclaim(SpscRing* ring) noexcept {
+  if (ring == nullptr) return;
+  while (!queues_->free_rings.enqueue(ring)) {
+  }
+}
+
+size_t RingRegistry::DequeueNotices(Notice* out, size_t max) noexcept {
+  const size_t n = queues_->notices.try_dequeue_bulk(out, max);
+  for (size_t i = 0; i < n; ++i) {
+    SpscRing* ring = out[i].ring;
+    if (out[i].change == Change::kRegistered && ring->id() >= by_id_.size()) {
+      by_id_.resize(ring->id() + 1, nullptr);
+    }
+    if (out[i].change == Change::kRegistered) by_id_[ring->id()] = ring;
+  }
+  return n;
+}
+
+uint64_t RingRegistry::mapped_bytes() const noexcept {
+  return uint64_t{ring_count()} *
+         (sizeof(SpscRing) + (uint64_t{1} << capacity_log2_) * sizeof(Event));
+}
+
+}  // namespace memtrace

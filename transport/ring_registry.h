@@ -1,0 +1,113 @@
+// Copyright 2026 The memtrace Authors.
+//
+// ring_registry.h: where rings come from, how the drainer learns about them, and how they
+// are reused.
+//
+// Life cycle of a ring (one per recording thread per recorder):
+//
+//     thread records for        thread exits           drainer has read every
+//     the first time            (ThreadState dtor)      record of a retired ring
+//   ─────────────────► ACTIVE ───────────────► RETIRED ─────────────────────► FREE
+//     AcquireRing():            Retire():               Reclaim():            │
+//     a FREE ring, or a new     kRetired message        back on the free      │
+//     one with a new id;        to the drainer          queue, positions kept │
+//     kRegistered message                                                     │
+//         ▲───────────────────────────────────────────────────────────────────┘
+//                              reused by the next AcquireRing()
+//
+// Control traffic (registration, retirement, reuse) travels through moodycamel
+// ConcurrentQueues; the records themselves never do. A reused ring keeps its id and keeps
+// counting positions from where it stopped, so tickets (ticket.h) stay unique. The number
+// of rings is bounded by the peak number of threads recording at once plus those retired
+// but not yet drained, however many threads come and go.
+//
+// Thread safety:
+//   - AcquireRing() and Retire(): any thread (slow path: they may allocate inside the
+//     queue and make a system call when a new ring is mapped).
+//   - PollControl(), Reclaim(), RingById(), ring_count(): the drainer only.
+//   - The destructor: once, after the drainer has stopped and no thread can record.
+
+#ifndef MEMTRACE_TRANSPORT_RING_REGISTRY_H_
+#define MEMTRACE_TRANSPORT_RING_REGISTRY_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "transport/spsc_ring.h"
+
+namespace memtrace {
+
+namespace transport_internal {
+struct ControlQueues;  // the moodycamel queues; kept out of this header
+}  // namespace transport_internal
+
+class RingRegistry {
+ public:
+  enum class Change : uint8_t { kRegistered, kRetired };
+  struct Notice {
+    SpscRing* ring;
+    Change change;
+  };
+
+  // Every ring this registry creates has 2^capacity_log2 slots.
+  explicit RingRegistry(uint32_t capacity_log2);
+  ~RingRegistry();
+
+  RingRegistry(const RingRegistry&) = delete;
+  RingRegistry& operator=(const RingRegistry&) = delete;
+
+  // Gives the calling thread a ring to produce into and tells the drainer. Returns nullptr
+  // if no memory could be mapped or every ring id is taken; the caller counts the loss.
+  SpscRing* AcquireRing() noexcept;
+
+  // The calling thread will never produce into `ring` again. The drainer reads what is
+  // left, then reclaims it.
+  void Retire(SpscRing* ring) noexcept;
+
+  // Drainer: hands each pending notice to `fn(const Notice&)`, in the order each thread
+  // sent them. Returns how many there were.
+  template <typename Fn>
+  size_t PollControl(Fn&& fn) {
+    Notice batch[64];
+    size_t total = 0;
+    for (;;) {
+      const size_t n = DequeueNotices(batch, 64);
+      for (size_t i = 0; i < n; ++i) fn(batch[i]);
+      total += n;
+      if (n < 64) return total;
+    }
+  }
+
+  // Drainer: `ring` is retired and fully read; make it available to AcquireRing().
+  void Reclaim(SpscRing* ring) noexcept;
+
+  // Drainer: the ring with this id, or nullptr if no such id was ever handed out.
+  SpscRing* RingById(uint32_t id) const noexcept {
+    return id < by_id_.size() ? by_id_[id] : nullptr;
+  }
+
+  // Rings created so far (active, retired and free).
+  uint32_t ring_count() const noexcept {
+    return next_id_.load(std::memory_order_relaxed) - 1;
+  }
+  uint32_t capacity_log2() const noexcept { return capacity_log2_; }
+
+  // Bytes mapped for rings so far.
+  uint64_t mapped_bytes() const noexcept;
+
+ private:
+  size_t DequeueNotices(Notice* out, size_t max) noexcept;
+
+  const uint32_t capacity_log2_;
+  std::unique_ptr<transport_internal::ControlQueues> queues_;
+  // Ids are handed out once; 0 is never a ring id (ticket 0 means unknown).
+  std::atomic<uint32_t> next_id_{1};
+  // Drainer-owned: filled in as kRegistered notices arrive.
+  std::vector<SpscRing*> by_id_;
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_TRANSPORT_RING_REGISTRY_H_

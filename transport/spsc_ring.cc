@@ -1,0 +1,42 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "transport/spsc_ring.h"
+
+#include <new>
+
+#include "transport/internal/mapped_memory.h"
+
+namespace memtrace {
+
+SpscRing::SpscRing(uint32_t id, uint64_t mask, Event* slots, size_t mapped_bytes) noexcept
+    : id_(id), mask_(mask), slots_(slots), mapped_bytes_(mapped_bytes) {}
+
+SpscRing* SpscRing::Create(uint32_t id, uint32_t capacity_log2) noexcept {
+  if (capacity_log2 < kMinCapacityLog2 || capacity_log2 > kMaxCapacityLog2) return nullptr;
+  const uint64_t capacity = uint64_t{1} << capacity_log2;
+  // One mapping holds the ring object followed by its slots.
+  const size_t bytes = sizeof(SpscRing) + capacity * sizeof(Event);
+  void* memory = transport_internal::MapZeroed(bytes);
+  if (memory == nullptr) return nullptr;
+  auto* slots = reinterpret_cast<Event*>(static_cast<char*>(memory) + sizeof(SpscRing));
+  return new (memory) SpscRing(id, capacity - 1, slots, bytes);
+}
+
+void SpscRing::Destroy(SpscRing* ring) noexcept {
+  if (ring == nullptr) return;
+  const size_t bytes = ring->mapped_bytes_;
+  ring->~SpscRing();
+  transport_internal::Unmap(ring, bytes);
+}
+
+void SpscRing::ResetPositions(uint64_t position) noexcept {
+  // Relaxed throughout: no other thread uses the ring now (see the header); the queue that
+  // hands it over publishes these stores.
+  head_.store(position, std::memory_order_relaxed);
+  claim_.store(position, std::memory_order_relaxed);
+  tail_.store(position, std::memory_order_relaxed);
+  producer_head_ = position;
+  cached_tail_ = position;
+}
+
+}  // namespace memtrace

@@ -1,0 +1,191 @@
+// Copyright 2026 The memtrace Authors.
+//
+// spsc_ring.h: the per-thread, bounded, lock-free ring of Events.
+//
+// One allocating thread (the producer) writes records; the drainer (the consumer) reads
+// them in bulk. Capacity is a power of two. Positions are 64-bit counters that never wrap
+// in practice; a slot is `slots_[position & mask_]`.
+//
+//                  tail_ (consumer)            head_ (producer)   claim_ (producer)
+//                       |                            |                 |
+//   slots: ... [ consumed | published, unread ...... | being written ] | free ... ]
+//
+//   - [tail_, head_)   published: the consumer may read these.
+//   - [head_, claim_)  claimed: the producer is writing them (claim_ == head_ when idle).
+//   - everything else  free for the producer, up to tail_ + capacity.
+//
+// The producer never locks, allocates, makes a system call or writes a cache line the
+// consumer writes: head_ and claim_ sit on the producer's line, tail_ on the consumer's,
+// and each side keeps a private cached copy of the other's index so that it reads the
+// other's line only when its copy says the ring looks full (producer) or empty (consumer).
+//
+// Thread safety: exactly one producer thread calls the producer methods (TryClaim,
+// Unclaim, slot, Publish) and exactly one consumer thread calls the consumer methods
+// (LoadHead, LoadClaim, Read, Release). Ownership of the producer side may pass to another
+// thread only through a happens-before edge (the ring registry's queue does this).
+//
+// Memory ordering:
+//   - Publish() stores head_ with release; LoadHead() loads it with acquire. Every record
+//     written before Publish() is visible to the consumer once it sees the new head.
+//   - Release() stores tail_ with release; TryClaim() loads it with acquire before reusing
+//     slots, so the consumer's reads of a slot happen before the producer overwrites it.
+//   - claim_ is relaxed on both sides. It is read only by the epoch watermark protocol,
+//     which orders it with an asymmetric fence (epoch_clock.h).
+//
+// Example (producer):
+//   uint64_t pos;
+//   if (ring.TryClaim(1, &pos)) {
+//     ring.slot(pos) = event;
+//     ring.Publish(pos + 1);
+//   }
+
+#ifndef MEMTRACE_TRANSPORT_SPSC_RING_H_
+#define MEMTRACE_TRANSPORT_SPSC_RING_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "transport/event.h"
+
+namespace memtrace {
+
+inline constexpr size_t kCacheLineSize = 64;
+
+class SpscRing {
+ public:
+  static constexpr uint32_t kMinCapacityLog2 = 1;
+  static constexpr uint32_t kMaxCapacityLog2 = 26;
+
+  // Maps a ring of 2^capacity_log2 slots with the given ring id (see ticket.h). Returns
+  // nullptr if capacity_log2 is out of range or the kernel refuses the memory.
+  // Not for the hot path: it makes system calls.
+  static SpscRing* Create(uint32_t id, uint32_t capacity_log2) noexcept;
+
+  // Unmaps a ring from Create(). Neither side may use it afterwards. Null is a no-op.
+  static void Destroy(SpscRing* ring) noexcept;
+
+  SpscRing(const SpscRing&) = delete;
+  SpscRing& operator=(const SpscRing&) = delete;
+
+  uint32_t id() const noexcept { return id_; }
+  uint64_t capacity() const noexcept { return mask_ + 1; }
+
+  // ---- Producer side -------------------------------------------------------------------
+
+  // Claims `n` consecutive free slots, starting at *position, and marks them as being
+  // written (claim_). Returns false, changing nothing, if fewer than `n` slots are free.
+  // Producer only. Never blocks, never allocates.
+  [[nodiscard]] bool TryClaim(uint32_t n, uint64_t* position) noexcept {
+    const uint64_t pos = producer_head_;
+    if (pos + n - cached_tail_ > mask_ + 1) {
+      // Acquire: pairs with the release store of tail_ in Release(), so the consumer has
+      // finished reading every slot below the tail we observe before we overwrite it.
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (pos + n - cached_tail_ > mask_ + 1) return false;
+    }
+    // Relaxed: claim_ is ordered against the epoch by the caller's asymmetric fence
+    // (epoch_clock.h); it carries no data of its own.
+    claim_.store(pos + n, std::memory_order_relaxed);
+    *position = pos;
+    return true;
+  }
+
+  // Gives back a claim made by TryClaim() without publishing anything. Producer only.
+  void Unclaim() noexcept {
+    // Relaxed: see TryClaim(). The consumer treats claim_ == head_ as idle.
+    claim_.store(producer_head_, std::memory_order_relaxed);
+  }
+
+  // The slot for a claimed position. Producer only, between TryClaim() and Publish().
+  Event& slot(uint64_t position) noexcept { return slots_[position & mask_]; }
+
+  // Publishes every claimed record below `end` (the claim's end). Producer only.
+  void Publish(uint64_t end) noexcept {
+    producer_head_ = end;
+    // Release: publishes the slot contents. Pairs with the acquire load of head_ in
+    // LoadHead().
+    head_.store(end, std::memory_order_release);
+  }
+
+  // How many records this producer has published (its next position). Producer only.
+  uint64_t producer_position() const noexcept { return producer_head_; }
+
+  // Loss accounting, per ring and so per thread. Producer only; readable by anyone.
+  //   failed:  allocation records that could not be written (the allocation was refused)
+  //   dropped: other records that could not be written (the operation went ahead)
+  //   waited:  times the producer found the ring full and waited for the drainer
+  void CountFailed() noexcept { Bump(failed_); }
+  void CountDropped() noexcept { Bump(dropped_); }
+  void CountWaited() noexcept { Bump(waited_); }
+  uint64_t failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
+  uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  uint64_t waited() const noexcept { return waited_.load(std::memory_order_relaxed); }
+
+  // ---- Consumer side -------------------------------------------------------------------
+
+  // The end of the published records. Consumer only (any thread that acts as consumer).
+  uint64_t LoadHead() const noexcept {
+    // Acquire: pairs with the release store in Publish(); records below the returned
+    // position are fully written.
+    return head_.load(std::memory_order_acquire);
+  }
+
+  // The end of the claimed records (== LoadHead() when the producer is idle).
+  uint64_t LoadClaim() const noexcept {
+    // Relaxed: ordered by the heavy side of the asymmetric fence (epoch_clock.h).
+    return claim_.load(std::memory_order_relaxed);
+  }
+
+  // A published record. Consumer only, for tail <= position < LoadHead().
+  const Event& Read(uint64_t position) const noexcept { return slots_[position & mask_]; }
+
+  // Frees every slot below `new_tail` for reuse. Consumer only; never moves backwards.
+  void Release(uint64_t new_tail) noexcept {
+    // Release: our reads of the slots below new_tail happen before the producer reuses
+    // them. Pairs with the acquire load of tail_ in TryClaim().
+    tail_.store(new_tail, std::memory_order_release);
+  }
+
+  // The consumer's position. Consumer only (also safe to read relaxed for statistics).
+  uint64_t LoadTail() const noexcept { return tail_.load(std::memory_order_relaxed); }
+
+  // Sets all positions to `position` for a ring that no thread is using (reuse after the
+  // final drain, or tests). Neither side may run concurrently; the registry hands the ring
+  // to its next producer through a queue, which supplies the happens-before edge.
+  void ResetPositions(uint64_t position) noexcept;
+
+ private:
+  SpscRing(uint32_t id, uint64_t mask, Event* slots, size_t mapped_bytes) noexcept;
+
+  static void Bump(std::atomic<uint64_t>& counter) noexcept {
+    // Relaxed: a statistic with a single writer; readers want a recent value, not an order.
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  // Producer's line: written only by the producer.
+  alignas(kCacheLineSize) std::atomic<uint64_t> head_{0};
+  std::atomic<uint64_t> claim_{0};
+  uint64_t producer_head_ = 0;  // producer's own copy of head_
+  uint64_t cached_tail_ = 0;    // producer's last view of tail_
+  std::atomic<uint64_t> failed_{0};
+  std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> waited_{0};
+
+  // Consumer's line: written only by the consumer.
+  alignas(kCacheLineSize) std::atomic<uint64_t> tail_{0};
+
+  // Read-only after construction.
+  alignas(kCacheLineSize) const uint32_t id_;
+  const uint64_t mask_;
+  Event* const slots_;
+  const size_t mapped_bytes_;
+};
+
+static_assert(alignof(SpscRing) == kCacheLineSize);
+static_assert(sizeof(SpscRing) == 3 * kCacheLineSize,
+              "producer fields, consumer fields and constants each own one cache line");
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_TRANSPORT_SPSC_RING_H_
