@@ -15,7 +15,10 @@ uint64_t Mix(uint64_t x) noexcept {
 }  // namespace
 
 AllocationLedger::AllocationLedger(uint32_t site_capacity)
-    : tables_(256), sites_(site_capacity), graveyard_(kGraveyardSlots, Grave{0, 0}) {
+    : tables_(256),
+      sites_(site_capacity),
+      context_cache_(kContextCacheSize),
+      graveyard_(kGraveyardSlots, Grave{0, 0}) {
   scopes_.resize(1);  // scope 0: (unscoped)
 }
 
@@ -30,13 +33,24 @@ runtime_internal::AddressTable& AllocationLedger::Shard(LayerId layer, uint64_t 
 }
 
 uint32_t AllocationLedger::Context(uint32_t scope, uint64_t site) {
+  ContextCacheEntry& cached =
+      context_cache_[Mix(site ^ (uint64_t{scope} << 40)) & (kContextCacheSize - 1)];
+  if (cached.site == site && cached.scope == scope) return cached.context;
   const uint32_t site_id = sites_.Intern(site);
   const uint64_t key = (uint64_t{scope} << 32) | site_id;
   auto it = context_ids_.find(key);
-  if (it != context_ids_.end()) return it->second;
-  const auto id = static_cast<uint32_t>(contexts_.size());
-  contexts_.emplace_back(scope, site_id);
-  context_ids_.emplace(key, id);
+  uint32_t id;
+  if (it != context_ids_.end()) {
+    id = it->second;
+  } else {
+    id = static_cast<uint32_t>(contexts_.size());
+    contexts_.emplace_back(scope, site_id);
+    context_ids_.emplace(key, id);
+    ScopeCounters(scope);  // size the per-scope table once, here
+  }
+  // Sites beyond the site table's capacity all share kOtherSites; cache only real ones so
+  // the overflow count keeps counting.
+  if (site_id != SiteTable::kOtherSites) cached = ContextCacheEntry{site, scope, id};
   return id;
 }
 
@@ -52,13 +66,16 @@ UsageCounters& AllocationLedger::ScopeCounters(uint32_t scope) {
 
 void AllocationLedger::Account(LayerId layer, uint32_t scope, uint64_t bytes,
                                bool allocate) {
-  UsageCounters* all[] = {&totals_, &layer_usage_[layer], &ScopeCounters(scope)};
-  for (UsageCounters* c : all) {
-    if (allocate) {
-      c->Allocate(bytes);
-    } else {
-      c->Free(bytes);
-    }
+  // Every scope that reaches here has a context, which sized scopes_ (Context()).
+  UsageCounters& in_scope = scopes_[scope];
+  if (allocate) {
+    totals_.Allocate(bytes);
+    layer_usage_[layer].Allocate(bytes);
+    in_scope.Allocate(bytes);
+  } else {
+    totals_.Free(bytes);
+    layer_usage_[layer].Free(bytes);
+    in_scope.Free(bytes);
   }
 }
 
@@ -180,7 +197,7 @@ AllocationLedger::Outcome AllocationLedger::Resize(LayerId layer, uint64_t addre
     }
   }
   const auto scope = contexts_[target->context()].first;
-  AccountResize(layer, scope, target->size(), new_size);
+  AccountResize(layer, scope, target->size(), new_size);  // scope has a context already
   target->set_size(new_size);
   target->set_ticket48(CompactTicket(new_ticket));
   if (by_ticket) return Outcome::kApplied;
@@ -295,6 +312,7 @@ uint64_t AllocationLedger::memory_bytes() const noexcept {
   bytes += graveyard_.capacity() * sizeof(Grave);
   bytes += contexts_.capacity() * sizeof(contexts_[0]);
   bytes += context_ids_.capacity() * (sizeof(uint64_t) + sizeof(uint32_t) + 1);
+  bytes += context_cache_.capacity() * sizeof(ContextCacheEntry);
   bytes += scopes_.capacity() * sizeof(UsageCounters);
   bytes += displaced_.size() * (sizeof(Key) + sizeof(LiveBlock) * 2);
   bytes += sites_.size() * (sizeof(uint64_t) * 2 + sizeof(uint32_t) + 1);

@@ -164,9 +164,17 @@ class AllocationLedger {
   absl::flat_hash_map<Key, absl::InlinedVector<LiveBlock, 1>> displaced_;
 
   SiteTable sites_;
-  // Context id -> (scope, site id), and its inverse.
+  // Context id -> (scope, site id), and its inverse, with a small direct-mapped cache in
+  // front (most allocations come from a few sites in a few scopes).
   std::vector<std::pair<uint32_t, uint32_t>> contexts_;
   absl::flat_hash_map<uint64_t, uint32_t> context_ids_;
+  struct ContextCacheEntry {
+    uint64_t site = ~uint64_t{0};
+    uint32_t scope = ~0u;
+    uint32_t context = 0;
+  };
+  static constexpr size_t kContextCacheSize = 4096;
+  std::vector<ContextCacheEntry> context_cache_;
 
   // Last ticket released at each (hashed) address, to tell double frees from unknown ones.
   struct Grave {

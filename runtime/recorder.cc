@@ -8,6 +8,8 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "runtime/scope_table.h"
 
 namespace memtrace {
 
@@ -172,6 +174,31 @@ CaptureIntegrity Recorder::Integrity() const {
   out.events_dropped += refused_other_.load(std::memory_order_relaxed);
   out.ticket_evictions = tickets_.fresh_evictions();
   return out;
+}
+
+Snapshot Recorder::TakeSnapshot() {
+  Flush().IgnoreError();
+  Snapshot snap;
+  snap.taken_unix_ns = absl::GetCurrentTimeNanos();
+  snap.integrity = Integrity();
+  snap.memtrace_bytes = memory_bytes();
+  drainer_.ReadState([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
+    snap.totals = ledger.totals();
+    const auto& scopes = ledger.scopes();
+    for (uint32_t id = 0; id < scopes.size(); ++id) {
+      if (scopes[id].allocated_count == 0) continue;
+      snap.scopes.push_back(ScopeUsage{id, {}, scopes[id]});
+    }
+    for (int layer = 0; layer < 256; ++layer) {
+      const UsageCounters& u = ledger.layers()[layer];
+      if (u.allocated_count == 0) continue;
+      const auto id = static_cast<LayerId>(layer);
+      snap.layers.push_back(LayerUsage{id, DefaultLayerName(id), u});
+    }
+  });
+  // Names are looked up outside the drainer's lock: the scope table has its own.
+  for (ScopeUsage& s : snap.scopes) s.path = ScopeTable::Global().PathString(s.scope);
+  return snap;
 }
 
 uint64_t Recorder::memory_bytes() const {

@@ -51,6 +51,7 @@
 #include "runtime/capture_integrity.h"
 #include "runtime/config.h"
 #include "runtime/drainer.h"
+#include "runtime/snapshot.h"
 #include "runtime/internal/thread_state.h"
 #include "transport/epoch_clock.h"
 #include "transport/event.h"
@@ -93,7 +94,8 @@ class Recorder {
   RecordResult RecordAlloc(LayerId layer, uint64_t address, uint64_t size,
                            uint64_t site) noexcept {
     if (__builtin_expect(!Event::Fits(size), 0)) return Refuse(/*allocation=*/true);
-    Claim c;
+    tickets_.Prefetch(address);  // its bucket is written below, after the record
+    Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/true, &c);
     if (r != RecordResult::kRecorded) return r;
     c.ring->slot(c.pos) = Event{address, Event::PackKindSize(EventKind::kAlloc, layer, size),
@@ -105,7 +107,7 @@ class Recorder {
 
   RecordResult RecordFree(LayerId layer, uint64_t address) noexcept {
     const uint64_t ticket = tickets_.Take(address);
-    Claim c;
+    Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/false, &c);
     if (r != RecordResult::kRecorded) return r;
     c.ring->slot(c.pos) = Event{address, Event::PackKindSize(EventKind::kFree, layer, 0),
@@ -119,7 +121,7 @@ class Recorder {
   RecordResult RecordResize(LayerId layer, uint64_t address, uint64_t new_size) noexcept {
     if (__builtin_expect(!Event::Fits(new_size), 0)) return Refuse(/*allocation=*/false);
     const uint64_t ticket = tickets_.Lookup(address);
-    Claim c;
+    Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/false, &c);
     if (r != RecordResult::kRecorded) return r;
     c.ring->slot(c.pos) =
@@ -227,6 +229,9 @@ class Recorder {
 
   // ---- Results ---------------------------------------------------------------------------
 
+  // Flushes, then copies totals, per-scope and per-layer counters and integrity.
+  Snapshot TakeSnapshot();
+
   // Capture integrity: the drainer's counters plus every ring's loss counters.
   CaptureIntegrity Integrity() const;
 
@@ -248,7 +253,8 @@ class Recorder {
  private:
   explicit Recorder(const Config& config);
 
-  RecordResult Begin(uint32_t n, bool allocation, Claim* c) noexcept {
+  __attribute__((always_inline)) RecordResult Begin(uint32_t n, bool allocation,
+                                                    Claim* c) noexcept {
     runtime_internal::ThreadState& t = runtime_internal::Tls();
     runtime_internal::RingBinding& b = t.rings[slot_];
     SpscRing* ring = b.ring;
@@ -271,14 +277,14 @@ class Recorder {
     return RecordResult::kRecorded;
   }
 
-  void End(const Claim& c, uint32_t n) noexcept {
+  __attribute__((always_inline)) void End(const Claim& c, uint32_t n) noexcept {
     c.ring->Publish(c.pos + n);
     if (__builtin_expect(runtime_internal::Tls().exited, 0)) RetireAfterExit();
   }
 
   RecordResult RecordPlain(EventKind kind, LayerId layer, uint64_t word0, uint64_t word2,
                            uint32_t scope_override) noexcept {
-    Claim c;
+    Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/false, &c);
     if (r != RecordResult::kRecorded) return r;
     const uint32_t scope =

@@ -80,7 +80,6 @@ class TicketTable {
     if (buckets_ == nullptr) return;
     Slot* bucket = Bucket(address);
     Slot* target = nullptr;
-    uint16_t oldest_age = 0;
     for (uint32_t i = 0; i < kWays; ++i) {
       // Relaxed: choosing a slot needs no ordering; a stale view only picks a worse slot.
       const uint64_t a = bucket[i].address.load(std::memory_order_relaxed);
@@ -88,20 +87,8 @@ class TicketTable {
         target = &bucket[i];
         break;
       }
-      const auto age = static_cast<uint16_t>(
-          epoch - static_cast<uint16_t>(bucket[i].packed.load(std::memory_order_relaxed)));
-      if (target == nullptr || age > oldest_age) {
-        target = &bucket[i];
-        oldest_age = age;
-      }
     }
-    if (oldest_age == 0 && target->address.load(std::memory_order_relaxed) != address &&
-        target->address.load(std::memory_order_relaxed) != 0) {
-      // Every slot was written in this epoch: the evicted ticket may still be needed.
-      // Rare (five allocations in one bucket within one epoch), so a shared counter is
-      // fine here. Relaxed: a statistic.
-      fresh_evictions_.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (__builtin_expect(target == nullptr, 0)) target = Evict(bucket, epoch);
     // Relaxed: published by the release store of the address below.
     target->packed.store(Pack(ticket, epoch), std::memory_order_relaxed);
     // Release: pairs with the acquire load in Find(); the ticket travels with the address.
@@ -112,6 +99,11 @@ class TicketTable {
   // this is 0, every missing ticket belongs to an allocation from an earlier epoch.
   uint64_t fresh_evictions() const noexcept {
     return fresh_evictions_.load(std::memory_order_relaxed);
+  }
+
+  // Starts loading the bucket of `address` for a Record() a few instructions later.
+  void Prefetch(uint64_t address) const noexcept {
+    if (buckets_ != nullptr) __builtin_prefetch(Bucket(address), 1, 3);
   }
 
   // The ticket of the live allocation at `address`, or 0. For resizes.
@@ -148,6 +140,28 @@ class TicketTable {
     const uint64_t t48 = packed >> 16;
     return Ticket::Make(static_cast<uint32_t>(t48 >> Ticket::kTruncatedPositionBits),
                         t48 & Ticket::kTruncatedPositionMask);
+  }
+
+  // A full bucket: the slot written in the oldest epoch. Not the hot path.
+  Slot* Evict(Slot* bucket, uint32_t epoch) noexcept {
+    Slot* target = bucket;
+    uint16_t oldest_age = 0;
+    for (uint32_t i = 0; i < kWays; ++i) {
+      // Relaxed: see Record().
+      const auto age = static_cast<uint16_t>(
+          epoch - static_cast<uint16_t>(bucket[i].packed.load(std::memory_order_relaxed)));
+      if (i == 0 || age > oldest_age) {
+        target = &bucket[i];
+        oldest_age = age;
+      }
+    }
+    if (oldest_age == 0) {
+      // Every slot was written in this epoch: the evicted ticket may still be needed.
+      // Rare (five allocations in one bucket within one epoch), so a shared counter is
+      // fine here. Relaxed: a statistic.
+      fresh_evictions_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return target;
   }
 
   Slot* Bucket(uint64_t address) const noexcept {

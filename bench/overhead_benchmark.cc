@@ -1,0 +1,257 @@
+// Copyright 2026 The memtrace Authors.
+//
+// overhead_benchmark: what tracing costs an allocating thread, and what the drainer can
+// absorb. Every traced figure sits beside its untraced baseline in the same binary, so
+// results are read as ratios from one run (bench/README.md).
+//
+//   BM_MallocFree_Untraced / BM_MallocFree_Traced / BM_MallocFree_TracedUnpaced
+//       The churn workload: pick a random slot in a 64-slot window, free what is there,
+//       malloc 16-271 bytes into it. The counter thread_ns_per_pair is the cost of one
+//       malloc+free pair on one thread (averaged over threads). The traced variants record both through the
+//       Recorder's hot path, in the order TracingAllocator uses (record a free before
+//       releasing, an allocation after obtaining it). Traced lets the drainer catch up
+//       between timed bursts; TracedUnpaced never does, so it runs at the drainer's
+//       speed once rings fill. ->Threads(1) and ->Threads(2).
+//   BM_DrainerThroughput
+//       Events per second the drainer applies into the ledger (alloc/free pairs with
+//       address reuse, one producer), timed from Flush() alone.
+//   BM_LedgerBytesPerLiveAllocation
+//       Memory the ledger holds per live allocation, at several live-set sizes.
+//   BM_SustainedRate
+//       Threads allocating at a paced total rate (5M allocations/s by default) for a
+//       fixed time; reports events dropped and records failed (target: zero).
+
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "runtime/recorder.h"
+
+namespace memtrace {
+namespace {
+
+constexpr int kWindow = 64;
+
+uint32_t XorShift(uint32_t& s) {
+  s ^= s << 13;
+  s ^= s >> 17;
+  s ^= s << 5;
+  return s;
+}
+
+uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// One recorder shared by every benchmark thread, started once.
+Recorder& SharedRecorder() {
+  static Recorder* recorder = [] {
+    Recorder* r = Recorder::Create(Config{}).value().release();
+    r->Start().IgnoreError();
+    return r;
+  }();
+  return *recorder;
+}
+
+// The churn loop, in bursts of kBurst malloc+free pairs. Only the bursts are timed
+// (manual time). Between bursts the traced variant waits for the drainer (Flush), so the
+// figure is the cost on the allocating thread while the drainer keeps up, which it does
+// for any program allocating below the drainer's throughput (BM_DrainerThroughput,
+// BM_SustainedRate). BM_MallocFree_TracedUnpaced shows what happens above it.
+constexpr int kBurst = 2048;  // 4096 records: a quarter of the default ring
+
+template <bool kTraced>
+void Churn(benchmark::State& state, bool flush_between_bursts) {
+  Recorder* recorder = kTraced ? &SharedRecorder() : nullptr;
+  void* slots[kWindow] = {};
+  uint32_t seed = 12345 + static_cast<uint32_t>(state.thread_index());
+  uint64_t failed = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kBurst; ++i) {
+      const uint32_t r = XorShift(seed);
+      void*& slot = slots[r & (kWindow - 1)];
+      if (slot != nullptr) {
+        if constexpr (kTraced) {
+          // Record a release before releasing (tracer.h explains the order).
+          if (recorder->RecordFree(layers::kCpuHeap, Addr(slot)) == RecordResult::kFailed) {
+            ++failed;
+          }
+        }
+        free(slot);
+      }
+      const uint64_t size = 16 + (r >> 8) % 256;
+      slot = malloc(size);
+      if constexpr (kTraced) {
+        if (recorder->RecordAlloc(layers::kCpuHeap, Addr(slot), size, 0x401000) ==
+            RecordResult::kFailed) {
+          free(slot);  // the seed's semantics: an allocation that cannot be recorded fails
+          slot = nullptr;
+          ++failed;
+        }
+      }
+      benchmark::DoNotOptimize(slot);
+    }
+    const auto stop = std::chrono::steady_clock::now();
+    const double burst = std::chrono::duration<double>(stop - start).count();
+    seconds += burst;
+    state.SetIterationTime(burst);
+    if (kTraced && flush_between_bursts) recorder->Flush().IgnoreError();
+  }
+  for (void* p : slots) {
+    if (p == nullptr) continue;
+    if constexpr (kTraced) recorder->RecordFree(layers::kCpuHeap, Addr(p));
+    free(p);
+  }
+  state.SetItemsProcessed(state.iterations() * kBurst);
+  // The cost of one pair on one thread, averaged over the threads.
+  state.counters["thread_ns_per_pair"] = benchmark::Counter(
+      seconds * 1e9 / static_cast<double>(state.iterations() * kBurst),
+      benchmark::Counter::kAvgThreads);
+  state.counters["failed"] = static_cast<double>(failed);
+}
+
+void BM_MallocFree_Untraced(benchmark::State& state) { Churn<false>(state, false); }
+void BM_MallocFree_Traced(benchmark::State& state) { Churn<true>(state, true); }
+void BM_MallocFree_TracedUnpaced(benchmark::State& state) { Churn<true>(state, false); }
+
+BENCHMARK(BM_MallocFree_Untraced)->Threads(1)->Threads(2)->UseManualTime();
+BENCHMARK(BM_MallocFree_Traced)->Threads(1)->Threads(2)->UseManualTime();
+BENCHMARK(BM_MallocFree_TracedUnpaced)->Threads(1)->Threads(2)->UseManualTime();
+
+void BM_DrainerThroughput(benchmark::State& state) {
+  Config config;
+  config.ring_capacity_log2 = 22;  // 4M records: one batch fits
+  config.drain_period = absl::Seconds(1);
+  auto recorder = Recorder::Create(config).value();
+  recorder->Start().IgnoreError();
+  const int pairs = static_cast<int>(state.range(0));
+  uint64_t applied = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    recorder->Flush().IgnoreError();
+    const uint64_t before = recorder->Integrity().events_applied;
+    // Address reuse like a real heap: a window of live blocks at 16-byte spacing.
+    for (int i = 0; i < pairs; ++i) {
+      const uint64_t a = 0x100000 + 16 * static_cast<uint64_t>(i % 4096);
+      recorder->RecordAlloc(layers::kCpuHeap, a, 64, 0x400000 + (i & 255));
+      recorder->RecordFree(layers::kCpuHeap, a);
+    }
+    state.ResumeTiming();
+    recorder->Flush().IgnoreError();
+    state.PauseTiming();
+    applied += recorder->Integrity().events_applied - before;
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(applied));
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(applied), benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_DrainerThroughput)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_LedgerBytesPerLiveAllocation(benchmark::State& state) {
+  const int64_t live = state.range(0);
+  double bytes_per = 0;
+  for (auto _ : state) {
+    AllocationLedger ledger(kDefaultSiteCapacity);
+    for (int64_t i = 0; i < live; ++i) {
+      ledger.Alloc(layers::kCpuHeap, 0x10000 + 16 * static_cast<uint64_t>(i), 32,
+                   Ticket::Make(1, static_cast<uint64_t>(i)), 1,
+                   0x400000 + static_cast<uint64_t>(i % 512));
+    }
+    // The tables only (the per-ledger fixed cost is reported separately).
+    const AllocationLedger empty(kDefaultSiteCapacity);
+    bytes_per = static_cast<double>(ledger.memory_bytes() - empty.memory_bytes()) /
+                static_cast<double>(live);
+    benchmark::DoNotOptimize(bytes_per);
+  }
+  state.counters["bytes_per_live"] = bytes_per;
+}
+
+BENCHMARK(BM_LedgerBytesPerLiveAllocation)
+    ->Arg(10'000)
+    ->Arg(100'000)
+    ->Arg(1'000'000)
+    ->Arg(1'500'000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// Paced producers: each thread allocates and frees at rate / threads per second for the
+// given duration, sleeping between batches of 1000, so the drainer gets its share of the
+// machine. Reports what was lost.
+void BM_SustainedRate(benchmark::State& state) {
+  const double rate = static_cast<double>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  const auto duration = std::chrono::milliseconds(state.range(2));
+  for (auto _ : state) {
+    auto recorder = Recorder::Create(Config{}).value();
+    recorder->Start().IgnoreError();
+    std::atomic<uint64_t> allocations{0};
+    auto worker = [&](int t) {
+      const double per_thread = rate / threads;
+      const auto batch_period = std::chrono::nanoseconds(
+          static_cast<int64_t>(1000.0 / per_thread * 1e9));
+      void* slots[kWindow] = {};
+      uint32_t seed = 99 + static_cast<uint32_t>(t);
+      auto next = std::chrono::steady_clock::now();
+      const auto end = next + duration;
+      uint64_t n = 0;
+      while (std::chrono::steady_clock::now() < end) {
+        for (int i = 0; i < 1000; ++i) {
+          const uint32_t r = XorShift(seed);
+          void*& slot = slots[r & (kWindow - 1)];
+          if (slot != nullptr) {
+            recorder->RecordFree(layers::kCpuHeap, Addr(slot));
+            free(slot);
+          }
+          const uint64_t size = 16 + (r >> 8) % 256;
+          slot = malloc(size);
+          if (recorder->RecordAlloc(layers::kCpuHeap, Addr(slot), size, 1) ==
+              RecordResult::kFailed) {
+            free(slot);
+            slot = nullptr;
+          }
+        }
+        n += 1000;
+        next += batch_period;
+        std::this_thread::sleep_until(next);
+      }
+      for (void* p : slots) {
+        if (p == nullptr) continue;
+        recorder->RecordFree(layers::kCpuHeap, Addr(p));
+        free(p);
+      }
+      allocations += n;
+    };
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+    for (auto& th : pool) th.join();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    recorder->Flush().IgnoreError();
+    const CaptureIntegrity integrity = recorder->Integrity();
+    state.counters["allocs_per_s"] = static_cast<double>(allocations.load()) / seconds;
+    state.counters["dropped"] = static_cast<double>(integrity.events_dropped);
+    state.counters["failed"] = static_cast<double>(integrity.records_failed);
+    state.counters["waits"] = static_cast<double>(integrity.overflow_waits);
+    state.counters["max_fill"] = static_cast<double>(integrity.max_ring_fill);
+  }
+}
+
+BENCHMARK(BM_SustainedRate)
+    ->Args({5'000'000, 2, 2000})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace memtrace
+
+BENCHMARK_MAIN();

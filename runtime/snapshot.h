@@ -1,0 +1,52 @@
+// Copyright 2026 The memtrace Authors.
+//
+// snapshot.h: a consistent cut of a capture, as plain data.
+//
+// Recorder::TakeSnapshot() flushes (every record made before the call is applied) and
+// copies, between two drainer rounds, the totals, the counters of every scope and layer
+// that saw any activity, and the capture's integrity. Sinks consume snapshots; nothing in
+// a snapshot points back into the recorder.
+//
+// Thread safety: plain data.
+
+#ifndef MEMTRACE_RUNTIME_SNAPSHOT_H_
+#define MEMTRACE_RUNTIME_SNAPSHOT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/capture_integrity.h"
+#include "runtime/usage_counters.h"
+#include "transport/event.h"
+
+namespace memtrace {
+
+struct ScopeUsage {
+  uint32_t scope = 0;  // scope path id (scope_table.h)
+  std::string path;    // "frame/physics/broadphase"; "(unscoped)" for path 0
+  UsageCounters usage;
+};
+
+struct LayerUsage {
+  LayerId layer = 0;
+  std::string name;
+  UsageCounters usage;
+};
+
+struct Snapshot {
+  int64_t taken_unix_ns = 0;
+  UsageCounters totals;
+  std::vector<ScopeUsage> scopes;  // by path id; only scopes with any allocation
+  std::vector<LayerUsage> layers;  // by layer id; only layers with any allocation
+  CaptureIntegrity integrity;
+  uint64_t memtrace_bytes = 0;     // rings, ticket table and ledger of the recorder
+};
+
+// The name of a fixed layer ("cpu", "frame_arena", "gpu", "census", "interposer"), or
+// "layer<N>" for the others.
+std::string DefaultLayerName(LayerId layer);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_RUNTIME_SNAPSHOT_H_

@@ -1,0 +1,77 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "runtime/span.h"
+
+#include <chrono>
+
+#include "runtime/internal/thread_state.h"
+
+namespace memtrace {
+namespace {
+
+using runtime_internal::kMaxScopeDepth;
+using runtime_internal::ThreadState;
+using runtime_internal::Tls;
+
+uint64_t NowNs() noexcept {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// Per-thread cache of (parent path, name id) -> child path, in front of the scope table.
+struct ChildCache {
+  static constexpr int kSize = 256;
+  uint64_t keys[kSize];
+  uint32_t paths[kSize];
+};
+thread_local constinit ChildCache child_cache{};
+
+uint32_t ChildPath(uint32_t parent, uint32_t name_id) {
+  const uint64_t key = ((uint64_t{parent} << 32) | name_id) + 1;  // never 0
+  const size_t slot = ((key * 0x9E3779B97F4A7C15ull) >> 56) % ChildCache::kSize;
+  if (child_cache.keys[slot] == key) return child_cache.paths[slot];
+  runtime_internal::ReentrancyGuard guard;  // the scope table may allocate
+  const uint32_t path = ScopeTable::Global().Child(parent, name_id);
+  child_cache.keys[slot] = key;
+  child_cache.paths[slot] = path;
+  return path;
+}
+
+}  // namespace
+
+uint32_t CurrentScopePath() noexcept { return Tls().scope; }
+
+Span::Span(Recorder* recorder, const ScopeName& name) noexcept
+    : recorder_(recorder), path_(0), depth_(UINT32_MAX), thread_(&Tls()) {
+  ThreadState& t = Tls();
+  const uint32_t outer = t.scope;
+  path_ = ChildPath(outer, name.id());
+  depth_ = t.depth;
+  if (t.depth < kMaxScopeDepth) t.scope_stack[t.depth] = outer;
+  ++t.depth;
+  t.scope = path_;
+  if (recorder_ != nullptr) {
+    recorder_->RecordScope(EventKind::kScopeEnter, path_, outer, NowNs());
+  }
+}
+
+void Span::Exit() noexcept {
+  if (depth_ == UINT32_MAX) return;
+  ThreadState& t = Tls();
+  if (&t != thread_) return;  // not this thread's scope stack
+  // Close scopes opened inside this one that are still open, innermost first.
+  while (t.depth > depth_) {
+    --t.depth;
+    const uint32_t closing = t.scope;
+    const uint32_t outer =
+        t.depth < kMaxScopeDepth ? t.scope_stack[t.depth] : ScopeTable::Global().Parent(closing);
+    t.scope = outer;
+    if (recorder_ != nullptr) {
+      recorder_->RecordScope(EventKind::kScopeExit, closing, outer, NowNs());
+    }
+  }
+  depth_ = UINT32_MAX;
+}
+
+}  // namespace memtrace

@@ -1,0 +1,67 @@
+// Copyright 2026 The memtrace Authors.
+//
+// span.h: a named scope open on the calling thread.
+//
+// Constructing a Span enters a scope: allocations made on this thread until the Span
+// exits are attributed to it, nested inside whatever scope was open before
+// ("frame/physics/broadphase"). The scope closes when the Span is destroyed or Exit() is
+// called. Memory keeps the scope it was allocated in: a free inside another scope is
+// charged back to the allocation's scope (the ledger does this).
+//
+// The name is a ScopeName, interned once per call site, so entering a scope does no string
+// hashing: the path id comes from a small per-thread cache in front of the process-wide
+// scope table, which is consulted (under its mutex) only the first time a thread opens a
+// given scope under a given parent.
+//
+// Scope stacks are per thread. A Span must exit on the thread that entered it, in LIFO
+// order; an out-of-order Exit() closes the scopes opened inside it as well (they are
+// recorded as exits), and a Span destroyed on another thread does nothing and is counted.
+//
+// Thread safety: a Span belongs to the thread that created it.
+//
+// Example:
+//   static const memtrace::ScopeName kParse("parse");
+//   {
+//     memtrace::Span span(recorder, kParse);
+//     Parse(request);  // allocations here are charged to ".../parse"
+//   }
+
+#ifndef MEMTRACE_RUNTIME_SPAN_H_
+#define MEMTRACE_RUNTIME_SPAN_H_
+
+#include <cstdint>
+
+#include "runtime/recorder.h"
+#include "runtime/scope_table.h"
+
+namespace memtrace {
+
+class Span {
+ public:
+  // Enters `name` below the scope in force on this thread. `recorder` may be null (the
+  // scope is still tracked for attribution, nothing is recorded).
+  Span(Recorder* recorder, const ScopeName& name) noexcept;
+  ~Span() { Exit(); }
+
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+
+  // Closes the scope (and any still open inside it). Idempotent.
+  void Exit() noexcept;
+
+  // The scope path this span opened.
+  uint32_t path() const noexcept { return path_; }
+
+ private:
+  Recorder* recorder_;
+  uint32_t path_;
+  uint32_t depth_;  // stack depth before entering; UINT32_MAX once exited
+  const void* thread_;
+};
+
+// The scope path in force on the calling thread (0 = unscoped).
+uint32_t CurrentScopePath() noexcept;
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_RUNTIME_SPAN_H_

@@ -1,0 +1,81 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "sinks/summary_table.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace memtrace {
+namespace {
+
+constexpr const char* kHeader =
+    "%-36s %11s %9s %11s %11s %10s %11s %10s\n";
+
+void AppendRow(std::string& out, const std::string& name, const UsageCounters& u) {
+  absl::StrAppendFormat(&out, kHeader, name, FormatBytes(u.live_bytes),
+                        absl::StrCat(u.live_count), FormatBytes(u.high_water_bytes),
+                        FormatBytes(u.allocated_bytes), absl::StrCat(u.allocated_count),
+                        FormatBytes(u.freed_bytes), absl::StrCat(u.freed_count));
+}
+
+}  // namespace
+
+std::string FormatBytes(uint64_t bytes) {
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes) / 1024.0;
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return absl::StrFormat("%.1f %s", value, units[unit]);
+}
+
+std::string FormatSummaryTable(const Snapshot& snapshot) {
+  const CaptureIntegrity& in = snapshot.integrity;
+  std::string out = absl::StrCat("memtrace summary: capture ", in.Verdict(), "\n\n");
+  absl::StrAppendFormat(&out, kHeader, "scope", "live", "blocks", "high-water", "allocated",
+                        "allocs", "freed", "frees");
+  std::vector<const ScopeUsage*> rows;
+  for (const ScopeUsage& s : snapshot.scopes) rows.push_back(&s);
+  std::sort(rows.begin(), rows.end(),
+            [](const ScopeUsage* a, const ScopeUsage* b) { return a->path < b->path; });
+  for (const ScopeUsage* s : rows) AppendRow(out, s->path, s->usage);
+  AppendRow(out, "TOTAL", snapshot.totals);
+  out += "\n";
+  for (const LayerUsage& l : snapshot.layers) {
+    AppendRow(out, absl::StrCat("layer ", l.name), l.usage);
+  }
+  absl::StrAppend(&out, "\nintegrity: ", in.complete() ? "complete" : "PARTIAL",
+                  in.exact() ? ", exact" : ", inexact", "\n");
+  absl::StrAppendFormat(&out,
+                        "  records    recorded %d, applied %d, dropped %d, failed %d, "
+                        "not recording %d, rings unavailable %d\n",
+                        in.events_recorded, in.events_applied, in.events_dropped,
+                        in.records_failed, in.not_recording, in.rings_unavailable);
+  absl::StrAppendFormat(&out,
+                        "  releases   unknown frees %d, double frees %d, unknown resizes %d, "
+                        "unknown remaps %d, missed frees %d\n",
+                        in.unknown_frees, in.double_frees, in.unknown_resizes,
+                        in.unknown_remaps, in.missed_frees);
+  absl::StrAppendFormat(&out,
+                        "  matching   ticket misses %d, ambiguous %d, ticket evictions %d, "
+                        "order conflicts %d, late records %d\n",
+                        in.ticket_misses, in.ambiguous_matches, in.ticket_evictions,
+                        in.order_conflicts, in.late_records);
+  absl::StrAppendFormat(&out,
+                        "  transport  rings %d x %d slots, max fill %d, overflow waits %d, "
+                        "epochs %d, max drainer lag %.2f ms, fence %s\n",
+                        in.rings, in.ring_capacity, in.max_ring_fill, in.overflow_waits,
+                        in.epochs, static_cast<double>(in.max_drainer_lag_ns) / 1e6,
+                        in.uses_membarrier ? "membarrier" : "seq_cst");
+  absl::StrAppend(&out, "  memtrace's own memory: ", FormatBytes(snapshot.memtrace_bytes),
+                  "\n");
+  return out;
+}
+
+}  // namespace memtrace

@@ -1,0 +1,33 @@
+// Copyright 2026 The memtrace Authors.
+//
+// summary_table.h: the human-readable per-scope summary of a Snapshot.
+//
+// One row per scope that allocated anything, sorted by path, then the totals, one row per
+// layer, and the integrity block. Every summary prints the integrity block beside the
+// totals, and a partial capture says so on its first line, so a reader never mistakes a
+// partial capture for a complete one.
+//
+//   memtrace summary: capture complete
+//   scope                        live      blocks  high-water   allocated   allocs  ...
+//   server/request/parse       1.2 KiB         3     64.0 KiB    12.0 MiB    91234  ...
+//
+// Thread safety: FormatSummaryTable is a pure function.
+
+#ifndef MEMTRACE_SINKS_SUMMARY_TABLE_H_
+#define MEMTRACE_SINKS_SUMMARY_TABLE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/snapshot.h"
+
+namespace memtrace {
+
+std::string FormatSummaryTable(const Snapshot& snapshot);
+
+// "512 B", "1.5 KiB", "3.2 MiB", "1.0 GiB".
+std::string FormatBytes(uint64_t bytes);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_SINKS_SUMMARY_TABLE_H_
