@@ -1,0 +1,124 @@
+// Copyright 2026 The memtrace Authors.
+//
+// tracer.h: the public face of memtrace: Tracer and TracingAllocator.
+//
+// A Tracer records memory operations against the scope in force and answers with
+// snapshots and integrity. A TracingAllocator wraps the allocator the caller hands it
+// (the backing allocator), forwards every operation to it, and records each one in a
+// tracer under one layer. Wrapping one allocator at a time scopes the record to the
+// subsystem the caller chose; several tracers and layers coexist in one process.
+//
+// Failure semantics (the seed's):
+//   - The backing allocator fails: the caller sees the failure, nothing is recorded.
+//   - Recording an allocation fails (ring full under OverflowPolicy::kFail, or after the
+//     bounded wait): Alloc frees the memory it obtained and answers nullptr, so no live
+//     memory exists that the record does not mention.
+//   - Recording a resize, remap or free fails: the operation stands, the tracer's failure
+//     flag goes up (failure_flag()), and the capture is partial (CaptureIntegrity).
+//   - A tracer that is not running (before Start, after Stop) forwards everything and
+//     records nothing; such operations are counted as not_recording.
+//
+// Order: an allocation is recorded after the backing returns it, a free before the block
+// goes back, and a remap around the backing call (Recorder::BeginRemap), so that a block
+// reused by another thread is never recorded out of order.
+//
+// Thread safety: Tracer's Start/Stop from one owner; everything else, and every
+// TracingAllocator method, from any thread, as far as the backing allocator allows:
+// TracingAllocator adds no locking of its own.
+//
+// Example:
+//   auto tracer = memtrace::Tracer::Create(memtrace::Config{}).value();
+//   tracer->Start().IgnoreError();
+//   memtrace::MallocAllocator heap;
+//   memtrace::TracingAllocator traced(tracer.get(), &heap, memtrace::layers::kCpuHeap);
+//   static const memtrace::ScopeName kLoad("load");
+//   {
+//     memtrace::Span span = tracer->Enter(kLoad);
+//     void* p = traced.Alloc(4096, 16, MEMTRACE_CALL_SITE());
+//     ...
+//   }
+//   puts(memtrace::FormatSummaryTable(tracer->TakeSnapshot()).c_str());
+
+#ifndef MEMTRACE_RUNTIME_TRACER_H_
+#define MEMTRACE_RUNTIME_TRACER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/allocator.h"
+#include "runtime/config.h"
+#include "runtime/recorder.h"
+#include "runtime/snapshot.h"
+#include "runtime/span.h"
+
+namespace memtrace {
+
+class Tracer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Tracer>> Create(const Config& config);
+
+  absl::Status Start() { return recorder_->Start(); }
+  absl::Status Stop() { return recorder_->Stop(); }
+  absl::Status Flush() { return recorder_->Flush(); }
+  bool running() const noexcept { return recorder_->running(); }
+
+  // Opens a scope on the calling thread (span.h).
+  Span Enter(const ScopeName& name) noexcept { return Span(recorder_.get(), name); }
+
+  // A consistent cut after a flush, with layer names filled in.
+  Snapshot TakeSnapshot();
+  CaptureIntegrity Integrity() const { return recorder_->Integrity(); }
+
+  // Raised when a resize, remap or free could not be recorded (the capture is partial).
+  bool failure_flag() const noexcept {
+    return failure_.load(std::memory_order_relaxed);
+  }
+  void RaiseFailure() noexcept {
+    // Relaxed: a flag read by summaries; only reached on a failed record (rare path).
+    failure_.store(true, std::memory_order_relaxed);
+  }
+
+  Recorder& recorder() noexcept { return *recorder_; }
+
+ private:
+  explicit Tracer(std::unique_ptr<Recorder> recorder) : recorder_(std::move(recorder)) {}
+
+  std::unique_ptr<Recorder> recorder_;
+  std::atomic<bool> failure_{false};
+};
+
+class TracingAllocator final : public Allocator {
+ public:
+  // Records into `tracer` under `layer`, forwarding to `backing`. Neither is owned; both
+  // must outlive this allocator.
+  TracingAllocator(Tracer* tracer, Allocator* backing, LayerId layer) noexcept
+      : tracer_(tracer), recorder_(&tracer->recorder()), backing_(backing), layer_(layer) {}
+
+  void* Alloc(size_t len, size_t alignment, uintptr_t ret_addr) noexcept override;
+  bool Resize(Memory memory, size_t alignment, size_t new_len,
+              uintptr_t ret_addr) noexcept override;
+  void* Remap(Memory memory, size_t alignment, size_t new_len,
+              uintptr_t ret_addr) noexcept override;
+  void Free(Memory memory, size_t alignment, uintptr_t ret_addr) noexcept override;
+
+  // Records that every live block of this allocator's layer was released at once. Call it
+  // when the backing arena was reset (frame_arena.h does). The layer should belong to
+  // this allocator alone.
+  void RecordReset() noexcept;
+
+  LayerId layer() const noexcept { return layer_; }
+  Allocator* backing() const noexcept { return backing_; }
+
+ private:
+  Tracer* const tracer_;
+  Recorder* const recorder_;
+  Allocator* const backing_;
+  const LayerId layer_;
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_RUNTIME_TRACER_H_
