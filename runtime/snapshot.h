@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/capture_integrity.h"
+#include "runtime/census_status.h"
 #include "runtime/usage_counters.h"
 #include "transport/event.h"
 
@@ -41,6 +42,12 @@ struct Snapshot {
   std::vector<LayerUsage> layers;  // by layer id; only layers with any allocation
   CaptureIntegrity integrity;
   uint64_t memtrace_bytes = 0;     // rings, ticket table and ledger of the recorder
+
+  // The attached census, if any (Tracer::AttachCensus): hand-reported bytes, shown beside
+  // the totals the tracer observed, and whether the census ran out of room.
+  bool has_census = false;
+  std::vector<CensusEntry> census;
+  CensusStatus census_status;
 };
 
 // The name of a fixed layer ("cpu", "frame_arena", "gpu", "census", "interposer"), or

@@ -42,11 +42,22 @@ uint32_t ChildPath(uint32_t parent, uint32_t name_id) {
 
 uint32_t CurrentScopePath() noexcept { return Tls().scope; }
 
+Scope Scope::Current() noexcept { return Scope{Tls().scope}; }
+
 Span::Span(Recorder* recorder, const ScopeName& name) noexcept
     : recorder_(recorder), path_(0), depth_(UINT32_MAX), thread_(&Tls()) {
+  Push(ChildPath(Tls().scope, name.id()));
+}
+
+Span::Span(Recorder* recorder, Scope scope) noexcept
+    : recorder_(recorder), path_(0), depth_(UINT32_MAX), thread_(&Tls()) {
+  Push(scope.path);
+}
+
+void Span::Push(uint32_t path) noexcept {
   ThreadState& t = Tls();
   const uint32_t outer = t.scope;
-  path_ = ChildPath(outer, name.id());
+  path_ = path;
   depth_ = t.depth;
   if (t.depth < kMaxScopeDepth) t.scope_stack[t.depth] = outer;
   ++t.depth;

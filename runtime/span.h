@@ -30,17 +30,32 @@
 #define MEMTRACE_RUNTIME_SPAN_H_
 
 #include <cstdint>
+#include <string>
 
 #include "runtime/recorder.h"
 #include "runtime/scope_table.h"
 
 namespace memtrace {
 
+// A scope path as a value: what a thread has in force, carried to another thread so work
+// that hops threads keeps its attribution (the Span constructor that takes a Scope).
+struct Scope {
+  uint32_t path = 0;  // scope_table.h path id; 0 = unscoped
+  static Scope Current() noexcept;
+  std::string PathString() const { return ScopeTable::Global().PathString(path); }
+  friend bool operator==(const Scope&, const Scope&) = default;
+};
+
 class Span {
  public:
   // Enters `name` below the scope in force on this thread. `recorder` may be null (the
   // scope is still tracked for attribution, nothing is recorded).
   Span(Recorder* recorder, const ScopeName& name) noexcept;
+
+  // Puts `scope` (captured on another thread with Scope::Current()) in force on this
+  // thread until the span exits: a request handled on a pool thread stays attributed to
+  // the request's scope.
+  Span(Recorder* recorder, Scope scope) noexcept;
   ~Span() { Exit(); }
 
   Span(const Span&) = delete;
@@ -53,6 +68,8 @@ class Span {
   uint32_t path() const noexcept { return path_; }
 
  private:
+  void Push(uint32_t path) noexcept;
+
   Recorder* recorder_;
   uint32_t path_;
   uint32_t depth_;  // stack depth before entering; UINT32_MAX once exited

@@ -17,37 +17,50 @@ absl::StatusOr<std::unique_ptr<Tracer>> Tracer::Create(const Config& config) {
   return std::unique_ptr<Tracer>(new Tracer(std::move(recorder).value()));
 }
 
+void Tracer::AttachCensus(Census* census) noexcept {
+  // Release/acquire: the census is fully built before a snapshot reads it.
+  if (Census* old = census_.exchange(census, std::memory_order_acq_rel)) old->Attach(nullptr);
+  if (census != nullptr) census->Attach(recorder_.get());
+}
+
 Snapshot Tracer::TakeSnapshot() {
   Snapshot snap = recorder_->TakeSnapshot();
   for (LayerUsage& l : snap.layers) l.name = LayerTable::Global().Name(l.layer);
+  // Acquire: pairs with the exchange in AttachCensus().
+  if (const Census* census = census_.load(std::memory_order_acquire)) {
+    snap.has_census = true;
+    snap.census = census->Entries();
+    snap.census_status = census->status();
+  }
   return snap;
 }
 
-void* TracingAllocator::Alloc(size_t len, size_t alignment, uintptr_t ret_addr) noexcept {
-  void* p = backing_->Alloc(len, alignment, ret_addr);
+void* Tracer::Alloc(Allocator& backing, LayerId layer, size_t len, size_t alignment,
+                    uintptr_t ret_addr) noexcept {
+  void* p = backing.Alloc(len, alignment, ret_addr);
   if (p == nullptr) return nullptr;  // the backing failed: nothing to record
-  if (recorder_->RecordAlloc(layer_, Addr(p), len, ret_addr) == RecordResult::kFailed) {
+  if (recorder_->RecordAlloc(layer, Addr(p), len, ret_addr) == RecordResult::kFailed) {
     // The seed's rawAlloc: no live memory the record does not mention.
-    backing_->Free(AsMemory(p, len), alignment, ret_addr);
+    backing.Free(AsMemory(p, len), alignment, ret_addr);
     return nullptr;
   }
   return p;
 }
 
-bool TracingAllocator::Resize(Memory memory, size_t alignment, size_t new_len,
-                              uintptr_t ret_addr) noexcept {
-  if (!backing_->Resize(memory, alignment, new_len, ret_addr)) return false;
-  if (recorder_->RecordResize(layer_, Addr(memory.data()), new_len) ==
+bool Tracer::Resize(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
+                    size_t new_len, uintptr_t ret_addr) noexcept {
+  if (!backing.Resize(memory, alignment, new_len, ret_addr)) return false;
+  if (recorder_->RecordResize(layer, Addr(memory.data()), new_len) ==
       RecordResult::kFailed) {
-    tracer_->RaiseFailure();
+    RaiseFailure();
   }
   return true;
 }
 
-void* TracingAllocator::Remap(Memory memory, size_t alignment, size_t new_len,
-                              uintptr_t ret_addr) noexcept {
-  const Recorder::RemapClaim claim = recorder_->BeginRemap(layer_, Addr(memory.data()));
-  void* p = backing_->Remap(memory, alignment, new_len, ret_addr);
+void* Tracer::Remap(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
+                    size_t new_len, uintptr_t ret_addr) noexcept {
+  const Recorder::RemapClaim claim = recorder_->BeginRemap(layer, Addr(memory.data()));
+  void* p = backing.Remap(memory, alignment, new_len, ret_addr);
   if (p == nullptr) {
     recorder_->AbortRemap(claim);
     return nullptr;
@@ -55,20 +68,23 @@ void* TracingAllocator::Remap(Memory memory, size_t alignment, size_t new_len,
   if (claim.result() == RecordResult::kRecorded) {
     recorder_->CommitRemap(claim, Addr(p), new_len, ret_addr);
   } else if (claim.result() == RecordResult::kFailed) {
-    tracer_->RaiseFailure();
+    RaiseFailure();
   }
   return p;
 }
 
-void TracingAllocator::Free(Memory memory, size_t alignment, uintptr_t ret_addr) noexcept {
-  if (recorder_->RecordFree(layer_, Addr(memory.data())) == RecordResult::kFailed) {
-    tracer_->RaiseFailure();
+void Tracer::Free(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
+                  uintptr_t ret_addr) noexcept {
+  if (recorder_->RecordFree(layer, Addr(memory.data())) == RecordResult::kFailed) {
+    RaiseFailure();
   }
-  backing_->Free(memory, alignment, ret_addr);
+  backing.Free(memory, alignment, ret_addr);
 }
 
 void TracingAllocator::RecordReset() noexcept {
-  if (recorder_->RecordArenaReset(layer_) == RecordResult::kFailed) tracer_->RaiseFailure();
+  if (tracer_->recorder().RecordArenaReset(layer_) == RecordResult::kFailed) {
+    tracer_->RaiseFailure();
+  }
 }
 
 }  // namespace memtrace

@@ -49,6 +49,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/allocator.h"
+#include "runtime/census.h"
 #include "runtime/config.h"
 #include "runtime/recorder.h"
 #include "runtime/snapshot.h"
@@ -68,7 +69,11 @@ class Tracer {
   // Opens a scope on the calling thread (span.h).
   Span Enter(const ScopeName& name) noexcept { return Span(recorder_.get(), name); }
 
-  // A consistent cut after a flush, with layer names filled in.
+  // Shows `census` in every snapshot and sends its updates into this capture (null
+  // detaches). The census must outlive the tracer or be detached first.
+  void AttachCensus(Census* census) noexcept;
+
+  // A consistent cut after a flush, with layer names and the census filled in.
   Snapshot TakeSnapshot();
   CaptureIntegrity Integrity() const { return recorder_->Integrity(); }
 
@@ -83,11 +88,23 @@ class Tracer {
 
   Recorder& recorder() noexcept { return *recorder_; }
 
+  // The traced operations, on any backing allocator and layer. TracingAllocator and
+  // Context forward here; the semantics are those in the header comment.
+  void* Alloc(Allocator& backing, LayerId layer, size_t len, size_t alignment,
+              uintptr_t ret_addr) noexcept;
+  bool Resize(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
+              size_t new_len, uintptr_t ret_addr) noexcept;
+  void* Remap(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
+              size_t new_len, uintptr_t ret_addr) noexcept;
+  void Free(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
+            uintptr_t ret_addr) noexcept;
+
  private:
   explicit Tracer(std::unique_ptr<Recorder> recorder) : recorder_(std::move(recorder)) {}
 
   std::unique_ptr<Recorder> recorder_;
   std::atomic<bool> failure_{false};
+  std::atomic<Census*> census_{nullptr};
 };
 
 class TracingAllocator final : public Allocator {
@@ -95,14 +112,22 @@ class TracingAllocator final : public Allocator {
   // Records into `tracer` under `layer`, forwarding to `backing`. Neither is owned; both
   // must outlive this allocator.
   TracingAllocator(Tracer* tracer, Allocator* backing, LayerId layer) noexcept
-      : tracer_(tracer), recorder_(&tracer->recorder()), backing_(backing), layer_(layer) {}
+      : tracer_(tracer), backing_(backing), layer_(layer) {}
 
-  void* Alloc(size_t len, size_t alignment, uintptr_t ret_addr) noexcept override;
+  void* Alloc(size_t len, size_t alignment, uintptr_t ret_addr) noexcept override {
+    return tracer_->Alloc(*backing_, layer_, len, alignment, ret_addr);
+  }
   bool Resize(Memory memory, size_t alignment, size_t new_len,
-              uintptr_t ret_addr) noexcept override;
+              uintptr_t ret_addr) noexcept override {
+    return tracer_->Resize(*backing_, layer_, memory, alignment, new_len, ret_addr);
+  }
   void* Remap(Memory memory, size_t alignment, size_t new_len,
-              uintptr_t ret_addr) noexcept override;
-  void Free(Memory memory, size_t alignment, uintptr_t ret_addr) noexcept override;
+              uintptr_t ret_addr) noexcept override {
+    return tracer_->Remap(*backing_, layer_, memory, alignment, new_len, ret_addr);
+  }
+  void Free(Memory memory, size_t alignment, uintptr_t ret_addr) noexcept override {
+    tracer_->Free(*backing_, layer_, memory, alignment, ret_addr);
+  }
 
   // Records that every live block of this allocator's layer was released at once. Call it
   // when the backing arena was reset (frame_arena.h does). The layer should belong to
@@ -114,7 +139,6 @@ class TracingAllocator final : public Allocator {
 
  private:
   Tracer* const tracer_;
-  Recorder* const recorder_;
   Allocator* const backing_;
   const LayerId layer_;
 };

@@ -50,6 +50,31 @@ std::string FormatSummaryTable(const Snapshot& snapshot) {
   for (const LayerUsage& l : snapshot.layers) {
     AppendRow(out, absl::StrCat("layer ", l.name), l.usage);
   }
+  if (snapshot.has_census) {
+    const CensusStatus& cs = snapshot.census_status;
+    absl::StrAppend(&out, "\ncensus (bytes the program reports by hand, beside the ",
+                    FormatBytes(snapshot.totals.live_bytes), " the tracer sees live)\n");
+    int64_t census_total = 0;
+    for (const CensusEntry& e : snapshot.census) {
+      census_total += e.bytes;
+      absl::StrAppendFormat(&out, "  %-34s %11s   high-water %s\n", e.label,
+                            e.bytes < 0 ? absl::StrCat("-", FormatBytes(-e.bytes))
+                                        : FormatBytes(static_cast<uint64_t>(e.bytes)),
+                            FormatBytes(static_cast<uint64_t>(std::max<int64_t>(
+                                0, e.high_water_bytes))));
+    }
+    absl::StrAppendFormat(
+        &out, "  %-34s %11s\n", "census total",
+        census_total < 0 ? absl::StrCat("-", FormatBytes(-census_total))
+                         : FormatBytes(static_cast<uint64_t>(census_total)));
+    absl::StrAppendFormat(&out,
+                          "  census status: %s; %d/%d entries, %d/%d label bytes, refused "
+                          "%d (entries full), %d (label storage full)\n",
+                          cs.ok() ? "ok" : "EXHAUSTED", cs.capacity.entries_used,
+                          cs.capacity.entries_max, cs.storage.used_bytes,
+                          cs.storage.capacity_bytes, cs.refused_for_entries,
+                          cs.refused_for_storage);
+  }
   absl::StrAppend(&out, "\nintegrity: ", in.complete() ? "complete" : "PARTIAL",
                   in.exact() ? ", exact" : ", inexact", "\n");
   absl::StrAppendFormat(&out,

@@ -1,0 +1,146 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "runtime/census.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/recorder.h"
+
+namespace memtrace {
+
+std::optional<uint32_t> CensusStorage::Append(std::string_view label) {
+  if (label.size() > capacity_ - bytes_.size()) return std::nullopt;
+  const auto offset = static_cast<uint32_t>(bytes_.size());
+  bytes_.append(label);
+  return offset;
+}
+
+Census::Census(CensusLimits limits)
+    : limits_(limits),
+      values_(new Value[limits.max_entries]),
+      storage_(limits.label_storage_bytes) {}
+
+absl::StatusOr<CensusLabel> Census::Label(std::string_view label) {
+  if (label.empty()) {
+    return absl::InvalidArgumentError("memtrace census: a label must not be empty");
+  }
+  // Debian's abseil is built without std::string_view, so look up by std::string.
+  const std::string name(label);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = ids_.find(name);
+  if (it != ids_.end()) return CensusLabel{it->second};
+  if (label_spans_.size() >= limits_.max_entries) {
+    ++refused_for_entries_;
+    last_capacity_error_ = CensusCapacityError{name, limits_.max_entries};
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "memtrace census: cannot add label '", name, "': all ", limits_.max_entries,
+        " entries are in use (CensusLimits.max_entries); existing entries are kept. Raise "
+        "the limit or reuse a label"));
+  }
+  const std::optional<uint32_t> offset = storage_.Append(label);
+  if (!offset.has_value()) {
+    ++refused_for_storage_;
+    const CensusStorageStatus s = storage_.status();
+    last_storage_error_ = CensusStorageExhaustion{name, static_cast<uint32_t>(label.size()),
+                                                  s.capacity_bytes - s.used_bytes};
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "memtrace census: cannot add label '", name, "': it needs ", label.size(),
+        " bytes of label storage and ", s.capacity_bytes - s.used_bytes,
+        " are left (CensusLimits.label_storage_bytes = ", s.capacity_bytes,
+        "); existing entries are kept. Raise the limit or use shorter labels"));
+  }
+  const auto id = static_cast<uint32_t>(label_spans_.size());
+  label_spans_.emplace_back(*offset, static_cast<uint32_t>(label.size()));
+  ids_.emplace(name, id);
+  // Release: the entry's (zeroed) value is ready before readers count it; pairs with the
+  // acquire load in Entries().
+  entries_used_.store(id + 1, std::memory_order_release);
+  return CensusLabel{id};
+}
+
+void Census::RaiseHighWater(Value& v, int64_t now) noexcept {
+  // Relaxed: a monotonic maximum; the CAS loop keeps it monotonic without ordering.
+  int64_t seen = v.high_water.load(std::memory_order_relaxed);
+  while (now > seen &&
+         !v.high_water.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+  }
+}
+
+void Census::Publish(uint32_t id, int64_t bytes) noexcept {
+  // Acquire: pairs with the release store in Attach().
+  if (Recorder* r = recorder_.load(std::memory_order_acquire)) r->RecordCensus(id, bytes);
+}
+
+void Census::Set(CensusLabel label, int64_t bytes) noexcept {
+  if (label.id >= limits_.max_entries) return;
+  Value& v = values_[label.id];
+  // Relaxed: the value is a statistic; readers want a recent value, not an order.
+  v.bytes.store(bytes, std::memory_order_relaxed);
+  RaiseHighWater(v, bytes);
+  Publish(label.id, bytes);
+}
+
+void Census::Add(CensusLabel label, int64_t bytes) noexcept {
+  if (label.id >= limits_.max_entries) return;
+  Value& v = values_[label.id];
+  // Relaxed: see Set(); the RMW keeps concurrent additions exact.
+  const int64_t now = v.bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  RaiseHighWater(v, now);
+  Publish(label.id, now);
+}
+
+absl::Status Census::Set(std::string_view label, int64_t bytes) {
+  auto id = Label(label);
+  if (!id.ok()) return id.status();
+  Set(*id, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status Census::Add(std::string_view label, int64_t bytes) {
+  auto id = Label(label);
+  if (!id.ok()) return id.status();
+  Add(*id, bytes);
+  return absl::OkStatus();
+}
+
+absl::Status Census::Subtract(std::string_view label, int64_t bytes) {
+  return Add(label, -bytes);
+}
+
+std::vector<CensusEntry> Census::Entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Acquire: pairs with the release store in Label().
+  const uint32_t n = entries_used_.load(std::memory_order_acquire);
+  std::vector<CensusEntry> out;
+  out.reserve(n);
+  for (uint32_t id = 0; id < n; ++id) {
+    const auto [offset, length] = label_spans_[id];
+    out.push_back(CensusEntry{std::string(storage_.View(offset, length)),
+                              values_[id].bytes.load(std::memory_order_relaxed),
+                              values_[id].high_water.load(std::memory_order_relaxed)});
+  }
+  return out;
+}
+
+CensusStatus Census::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  CensusStatus s;
+  s.capacity = CensusCapacity{static_cast<uint32_t>(label_spans_.size()), limits_.max_entries};
+  s.storage = storage_.status();
+  s.refused_for_entries = refused_for_entries_;
+  s.refused_for_storage = refused_for_storage_;
+  s.exhausted = static_cast<CensusExhaustion>((refused_for_entries_ ? 1 : 0) |
+                                              (refused_for_storage_ ? 2 : 0));
+  return s;
+}
+
+std::optional<CensusCapacityError> Census::last_capacity_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_capacity_error_;
+}
+
+std::optional<CensusStorageExhaustion> Census::last_storage_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_storage_error_;
+}
+
+}  // namespace memtrace
