@@ -4,8 +4,8 @@
 // main command.
 //
 // Worker threads take requests from a queue. Each request runs under a "request" scope
-// with "parse", "handle" and "respond" phases, allocating real heap memory through malloc
-// and recording it. Responses are handed to a writer thread that frees them, so about a
+// with "parse", "handle" and "respond" phases, allocating real heap memory through a
+// TracingAllocator over malloc. Responses are handed to a writer thread that frees them, so about a
 // third of all frees happen on a thread other than the one that allocated. A small
 // session cache keeps some blocks alive across requests, and a few of them are never
 // freed (they show up as live at the end). At the end the workload prints memtrace's
@@ -27,8 +27,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "runtime/recorder.h"
-#include "runtime/span.h"
+#include "runtime/malloc_allocator.h"
+#include "runtime/tracer.h"
 #include "sinks/summary_table.h"
 
 ABSL_FLAG(int, requests, 20000, "requests to serve");
@@ -36,31 +36,17 @@ ABSL_FLAG(int, workers, 4, "worker threads");
 
 namespace {
 
-using memtrace::Recorder;
-using memtrace::RecordResult;
+using memtrace::AsMemory;
 using memtrace::ScopeName;
 using memtrace::Span;
 
-Recorder* g_recorder = nullptr;
+memtrace::Tracer* g_tracer = nullptr;
+memtrace::TracingAllocator* g_heap = nullptr;
 
-uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+void* TracedMalloc(size_t size) { return g_heap->Alloc(size, 16, MEMTRACE_CALL_SITE()); }
 
-// malloc and free, recorded in the order memtrace needs (tracer.h will wrap this).
-void* TracedMalloc(size_t size) {
-  void* p = malloc(size);
-  if (p == nullptr) return nullptr;
-  if (g_recorder->RecordAlloc(memtrace::layers::kCpuHeap, Addr(p), size,
-                              Addr(__builtin_return_address(0))) == RecordResult::kFailed) {
-    free(p);
-    return nullptr;
-  }
-  return p;
-}
-
-void TracedFree(void* p) {
-  if (p == nullptr) return;
-  g_recorder->RecordFree(memtrace::layers::kCpuHeap, Addr(p));
-  free(p);
+void TracedFree(void* p, size_t size) {
+  if (p != nullptr) g_heap->Free(AsMemory(p, size), 16, MEMTRACE_CALL_SITE());
 }
 
 struct Response {
@@ -82,7 +68,7 @@ class Writer {
   }
   void Run() {
     static const ScopeName kWrite("writer");
-    Span span(g_recorder, kWrite);
+    Span span = g_tracer->Enter(kWrite);
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
@@ -90,7 +76,7 @@ class Writer {
         Response r = queue_.front();
         queue_.pop_front();
         lock.unlock();
-        TracedFree(r.body);  // freed on a thread that did not allocate it
+        TracedFree(r.body, r.size);  // freed on a thread that did not allocate it
         lock.lock();
       }
       if (done_) return;
@@ -105,6 +91,7 @@ class Writer {
 };
 
 struct SessionCache {
+  static constexpr size_t kEntryBytes = 1024;
   std::mutex mu;
   std::vector<void*> entries;
 };
@@ -117,31 +104,35 @@ void Serve(int worker, int requests, Writer& writer, SessionCache& cache) {
   static const ScopeName kCache("session_cache");
   std::mt19937 rng(worker + 1);
   for (int i = 0; i < requests; ++i) {
-    Span request(g_recorder, kRequest);
+    Span request = g_tracer->Enter(kRequest);
     char* header;
+    const size_t header_size = 64 + rng() % 512;
     {
-      Span parse(g_recorder, kParse);
-      header = static_cast<char*>(TracedMalloc(64 + rng() % 512));
+      Span parse = g_tracer->Enter(kParse);
+      header = static_cast<char*>(TracedMalloc(header_size));
       if (header != nullptr) memset(header, 'h', 64);
     }
     {
-      Span handle(g_recorder, kHandle);
-      std::vector<void*> temporaries;
-      for (int k = 0; k < 4; ++k) temporaries.push_back(TracedMalloc(16 + rng() % 256));
+      Span handle = g_tracer->Enter(kHandle);
+      std::vector<std::pair<void*, size_t>> temporaries;
+      for (int k = 0; k < 4; ++k) {
+        const size_t n = 16 + rng() % 256;
+        temporaries.emplace_back(TracedMalloc(n), n);
+      }
       if (rng() % 8 == 0) {
-        Span cached(g_recorder, kCache);
-        void* entry = TracedMalloc(1024);
+        Span cached = g_tracer->Enter(kCache);
+        void* entry = TracedMalloc(SessionCache::kEntryBytes);
         std::lock_guard<std::mutex> lock(cache.mu);
         cache.entries.push_back(entry);
         if (cache.entries.size() > 64) {  // evict the oldest: freed under another scope
-          TracedFree(cache.entries.front());
+          TracedFree(cache.entries.front(), SessionCache::kEntryBytes);
           cache.entries.erase(cache.entries.begin());
         }
       }
-      for (void* t : temporaries) TracedFree(t);
+      for (auto [t, n] : temporaries) TracedFree(t, n);
     }
     {
-      Span respond(g_recorder, kRespond);
+      Span respond = g_tracer->Enter(kRespond);
       const size_t size = 256 + rng() % 4096;
       char* body = static_cast<char*>(TracedMalloc(size));
       if (body != nullptr) {
@@ -149,7 +140,7 @@ void Serve(int worker, int requests, Writer& writer, SessionCache& cache) {
         writer.Push(Response{body, size});
       }
     }
-    TracedFree(header);
+    TracedFree(header, header_size);
   }
 }
 
@@ -166,13 +157,16 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  auto recorder = Recorder::Create(memtrace::Config{});
-  if (!recorder.ok()) {
-    fprintf(stderr, "server_workload: %s\n", recorder.status().ToString().c_str());
+  auto tracer = memtrace::Tracer::Create(memtrace::Config{});
+  if (!tracer.ok()) {
+    fprintf(stderr, "server_workload: %s\n", tracer.status().ToString().c_str());
     return 1;
   }
-  g_recorder = recorder->get();
-  if (absl::Status s = g_recorder->Start(); !s.ok()) {
+  g_tracer = tracer->get();
+  memtrace::MallocAllocator malloc_heap;
+  memtrace::TracingAllocator traced_heap(g_tracer, &malloc_heap, memtrace::layers::kCpuHeap);
+  g_heap = &traced_heap;
+  if (absl::Status s = g_tracer->Start(); !s.ok()) {
     fprintf(stderr, "server_workload: %s\n", s.ToString().c_str());
     return 1;
   }
@@ -189,10 +183,11 @@ int main(int argc, char** argv) {
   writer.Finish();
   writer_thread.join();
 
-  const memtrace::Snapshot snapshot = g_recorder->TakeSnapshot();
+  const memtrace::Snapshot snapshot = g_tracer->TakeSnapshot();
   printf("server_workload: %d requests on %d workers; %zu session-cache entries still live\n\n",
          requests, workers, cache.entries.size());
   fputs(memtrace::FormatSummaryTable(snapshot).c_str(), stdout);
-  g_recorder->Stop().IgnoreError();
+  for (void* entry : cache.entries) TracedFree(entry, SessionCache::kEntryBytes);
+  g_tracer->Stop().IgnoreError();
   return snapshot.integrity.complete() ? 0 : 3;
 }

@@ -35,38 +35,82 @@ std::string FormatBytes(uint64_t bytes) {
   return absl::StrFormat("%.1f %s", value, units[unit]);
 }
 
-std::string FormatSummaryTable(const Snapshot& snapshot) {
+std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& options) {
   const CaptureIntegrity& in = snapshot.integrity;
   std::string out = absl::StrCat("memtrace summary: capture ", in.Verdict(), "\n\n");
   absl::StrAppendFormat(&out, kHeader, "scope", "live", "blocks", "high-water", "allocated",
                         "allocs", "freed", "frees");
   std::vector<const ScopeUsage*> rows;
   for (const ScopeUsage& s : snapshot.scopes) rows.push_back(&s);
+  UsageCounters hidden;
+  size_t hidden_rows = 0;
+  if (rows.size() > options.max_scopes) {
+    // Keep the largest by high-water; sum the rest into one row.
+    std::sort(rows.begin(), rows.end(), [](const ScopeUsage* a, const ScopeUsage* b) {
+      return a->usage.high_water_bytes > b->usage.high_water_bytes;
+    });
+    for (size_t i = options.max_scopes; i < rows.size(); ++i) {
+      const UsageCounters& u = rows[i]->usage;
+      hidden.live_bytes += u.live_bytes;
+      hidden.live_count += u.live_count;
+      hidden.allocated_bytes += u.allocated_bytes;
+      hidden.allocated_count += u.allocated_count;
+      hidden.freed_bytes += u.freed_bytes;
+      hidden.freed_count += u.freed_count;
+      hidden.high_water_bytes = std::max(hidden.high_water_bytes, u.high_water_bytes);
+    }
+    hidden_rows = rows.size() - options.max_scopes;
+    rows.resize(options.max_scopes);
+  }
   std::sort(rows.begin(), rows.end(),
             [](const ScopeUsage* a, const ScopeUsage* b) { return a->path < b->path; });
   for (const ScopeUsage* s : rows) AppendRow(out, s->path, s->usage);
+  if (hidden_rows > 0) {
+    AppendRow(out, absl::StrCat("(", hidden_rows, " more scopes; max high-water)"), hidden);
+  }
   AppendRow(out, "TOTAL", snapshot.totals);
   out += "\n";
-  for (const LayerUsage& l : snapshot.layers) {
-    AppendRow(out, absl::StrCat("layer ", l.name), l.usage);
+  if (options.show_layers) {
+    for (const LayerUsage& l : snapshot.layers) {
+      AppendRow(out, absl::StrCat("layer ", l.name), l.usage);
+    }
   }
   if (snapshot.has_census) {
     const CensusStatus& cs = snapshot.census_status;
     absl::StrAppend(&out, "\ncensus (bytes the program reports by hand, beside the ",
                     FormatBytes(snapshot.totals.live_bytes), " the tracer sees live)\n");
     int64_t census_total = 0;
+    std::vector<const CensusEntry*> entries;
     for (const CensusEntry& e : snapshot.census) {
       census_total += e.bytes;
+      if (e.bytes != 0 || options.census.include_zero) entries.push_back(&e);
+    }
+    std::sort(entries.begin(), entries.end(), [](const CensusEntry* a, const CensusEntry* b) {
+      return a->bytes != b->bytes ? a->bytes > b->bytes : a->label < b->label;
+    });
+    auto signed_bytes = [](int64_t v) {
+      return v < 0 ? absl::StrCat("-", FormatBytes(static_cast<uint64_t>(-v)))
+                   : FormatBytes(static_cast<uint64_t>(v));
+    };
+    int64_t others = 0;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const CensusEntry& e = *entries[i];
+      if (i >= options.census.max_rows) {
+        others += e.bytes;
+        continue;
+      }
       absl::StrAppendFormat(&out, "  %-34s %11s   high-water %s\n", e.label,
-                            e.bytes < 0 ? absl::StrCat("-", FormatBytes(-e.bytes))
-                                        : FormatBytes(static_cast<uint64_t>(e.bytes)),
+                            signed_bytes(e.bytes),
                             FormatBytes(static_cast<uint64_t>(std::max<int64_t>(
                                 0, e.high_water_bytes))));
     }
-    absl::StrAppendFormat(
-        &out, "  %-34s %11s\n", "census total",
-        census_total < 0 ? absl::StrCat("-", FormatBytes(-census_total))
-                         : FormatBytes(static_cast<uint64_t>(census_total)));
+    if (entries.size() > options.census.max_rows) {
+      absl::StrAppendFormat(&out, "  %-34s %11s\n",
+                            absl::StrCat("(", entries.size() - options.census.max_rows,
+                                         " others)"),
+                            signed_bytes(others));
+    }
+    absl::StrAppendFormat(&out, "  %-34s %11s\n", "census total", signed_bytes(census_total));
     absl::StrAppendFormat(&out,
                           "  census status: %s; %d/%d entries, %d/%d label bytes, refused "
                           "%d (entries full), %d (label storage full)\n",

@@ -23,7 +23,16 @@
 
 namespace memtrace {
 
-std::string FormatSummaryTable(const Snapshot& snapshot);
+// What a summary shows. Nothing is dropped silently: rows beyond a limit are summed into
+// one "(N more ...)" row.
+struct SummaryOptions {
+  size_t max_scopes = 200;      // rows of scopes; beyond it, the largest by high-water
+  bool show_layers = true;
+  CensusSummaryOptions census;  // census rows (runtime/census_status.h)
+};
+
+std::string FormatSummaryTable(const Snapshot& snapshot,
+                               const SummaryOptions& options = SummaryOptions{});
 
 // "512 B", "1.5 KiB", "3.2 MiB", "1.0 GiB".
 std::string FormatBytes(uint64_t bytes);

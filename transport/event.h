@@ -62,9 +62,10 @@ inline constexpr uint8_t kMaxEventKind = 11;
 // Returns a stable lower-case name ("alloc", "remap_target", ...) or "invalid".
 const char* EventKindName(EventKind kind) noexcept;
 
-// Layer ids name the allocator or source an event came from. The first few are fixed;
-// runtime/layer_table.h hands out the rest by name.
+// Layer ids name the allocator or source an event came from (the seed's EventLayer). The
+// first few are fixed; runtime/layer_table.h hands out the rest by name.
 using LayerId = uint8_t;
+using EventLayer = LayerId;
 
 namespace layers {
 inline constexpr LayerId kCpuHeap = 0;     // a malloc-family or general-purpose heap

@@ -1,0 +1,58 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "sinks/summary_table.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace memtrace {
+namespace {
+
+Snapshot MakeSnapshot() {
+  Snapshot snap;
+  for (uint32_t i = 1; i <= 5; ++i) {
+    UsageCounters u;
+    u.allocated_bytes = 1000 * i;
+    u.allocated_count = i;
+    u.live_bytes = 1000 * i;
+    u.live_count = i;
+    u.high_water_bytes = 1000 * i;
+    snap.scopes.push_back(ScopeUsage{i, "scope" + std::to_string(i), u});
+  }
+  snap.totals.live_bytes = 15000;
+  snap.has_census = true;
+  snap.census = {CensusEntry{"a", 300, 300}, CensusEntry{"b", 0, 10},
+                 CensusEntry{"c", 200, 250}, CensusEntry{"d", 100, 100}};
+  return snap;
+}
+
+TEST(SummaryTableTest, PartialCaptureSaysSoOnTheFirstLine) {
+  Snapshot snap = MakeSnapshot();
+  snap.integrity.events_dropped = 3;
+  const std::string text = FormatSummaryTable(snap);
+  EXPECT_EQ(text.rfind("memtrace summary: capture PARTIAL", 0), 0u) << text;
+  EXPECT_NE(text.find("dropped 3"), std::string::npos);
+}
+
+TEST(SummaryTableTest, RowsBeyondTheLimitAreSummedNotDropped) {
+  SummaryOptions options;
+  options.max_scopes = 2;
+  options.census.max_rows = 1;
+  const std::string text = FormatSummaryTable(MakeSnapshot(), options);
+  EXPECT_NE(text.find("scope5"), std::string::npos);
+  EXPECT_NE(text.find("scope4"), std::string::npos);
+  EXPECT_EQ(text.find("scope1 "), std::string::npos);
+  EXPECT_NE(text.find("(3 more scopes; max high-water)"), std::string::npos);
+  EXPECT_NE(text.find("(2 others)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("  b "), std::string::npos) << "zero entries hidden by default";
+}
+
+TEST(SummaryTableTest, FormatsBytesWithBinaryUnits) {
+  EXPECT_EQ(FormatBytes(512), "512 B");
+  EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
+  EXPECT_EQ(FormatBytes(uint64_t{3} << 30), "3.0 GiB");
+}
+
+}  // namespace
+}  // namespace memtrace
