@@ -23,6 +23,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -120,9 +121,21 @@ void BM_MallocFree_Untraced(benchmark::State& state) { Churn<false>(state, false
 void BM_MallocFree_Traced(benchmark::State& state) { Churn<true>(state, true); }
 void BM_MallocFree_TracedUnpaced(benchmark::State& state) { Churn<true>(state, false); }
 
-BENCHMARK(BM_MallocFree_Untraced)->Threads(1)->Threads(2)->UseManualTime();
-BENCHMARK(BM_MallocFree_Traced)->Threads(1)->Threads(2)->UseManualTime();
-BENCHMARK(BM_MallocFree_TracedUnpaced)->Threads(1)->Threads(2)->UseManualTime();
+// Registered in main(): ->Threads(1) and ->Threads(2), and up to MEMTRACE_BENCH_MAX_THREADS
+// (powers of two) when that is set, for the scaling table on larger machines.
+void RegisterChurn(int max_threads) {
+  struct Variant {
+    const char* name;
+    void (*fn)(benchmark::State&);
+  };
+  const Variant variants[] = {{"BM_MallocFree_Untraced", BM_MallocFree_Untraced},
+                              {"BM_MallocFree_Traced", BM_MallocFree_Traced},
+                              {"BM_MallocFree_TracedUnpaced", BM_MallocFree_TracedUnpaced}};
+  for (const Variant& v : variants) {
+    auto* b = benchmark::RegisterBenchmark(v.name, v.fn)->UseManualTime();
+    for (int t = 1; t <= max_threads; t *= 2) b->Threads(t);
+  }
+}
 
 void BM_DrainerThroughput(benchmark::State& state) {
   Config config;
@@ -254,4 +267,15 @@ BENCHMARK(BM_SustainedRate)
 }  // namespace
 }  // namespace memtrace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  int max_threads = 2;
+  if (const char* env = std::getenv("MEMTRACE_BENCH_MAX_THREADS")) {
+    max_threads = std::max(1, std::atoi(env));
+  }
+  memtrace::RegisterChurn(max_threads);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
