@@ -5,7 +5,9 @@
 namespace memtrace {
 namespace {
 
-constexpr size_t kGraveyardSlots = size_t{1} << 16;
+// 16K entries (256 KiB): recent releases, enough to tell a double free from an unknown one
+// while staying cache-resident for the drainer.
+constexpr size_t kGraveyardSlots = size_t{1} << 14;
 
 uint64_t Mix(uint64_t x) noexcept {
   x *= 0x9E3779B97F4A7C15ull;
@@ -103,14 +105,13 @@ bool AllocationLedger::Alloc(LayerId layer, uint64_t address, uint64_t size,
   auto& shard = Shard(layer, address);
   const LiveBlock block =
       LiveBlock::Make(address, size, CompactTicket(ticket), Context(scope, site));
-  bool displaced = false;
-  if (LiveBlock* old = shard.Find(address)) {
-    // The earlier block's release is still on its way: set it aside until it arrives.
-    displaced_[Key{layer, address}].push_back(*old);
-    *old = block;
-    displaced = true;
-  } else {
-    shard.Insert(block);
+  bool inserted = false;
+  LiveBlock* slot = shard.FindOrInsert(block, &inserted);
+  const bool displaced = !inserted;
+  if (displaced) {
+    // Another block is live at this address: set it aside (see the header).
+    displaced_[Key{layer, address}].push_back(*slot);
+    *slot = block;
   }
   Account(layer, scope, size, /*allocate=*/true);
   return displaced;

@@ -58,6 +58,18 @@ TEST(AddressTableTest, MatchesAReferenceMapUnderRandomInsertErase) {
   EXPECT_EQ(visited, reference.size());
 }
 
+TEST(AddressTableTest, FindOrInsertInsertsOnceThenFinds) {
+  AddressTable table;
+  bool inserted = false;
+  LiveBlock* a = table.FindOrInsert(LiveBlock::Make(0x40, 8, 1, 0), &inserted);
+  EXPECT_TRUE(inserted);
+  LiveBlock* b = table.FindOrInsert(LiveBlock::Make(0x40, 99, 2, 0), &inserted);
+  EXPECT_FALSE(inserted);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(b->size(), 8u) << "an existing block is returned unchanged";
+  EXPECT_EQ(table.size(), 1u);
+}
+
 TEST(AddressTableTest, LiveBlockPacksTicketContextAndSize) {
   const uint64_t ticket48 = 0xABCDEF012345;
   const LiveBlock b = LiveBlock::Make(0x1000, (uint64_t{1} << 47) + 5, ticket48, 0xfeedbeef);

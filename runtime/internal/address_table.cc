@@ -32,6 +32,23 @@ LiveBlock* AddressTable::Insert(const LiveBlock& block) {
   return &slots_[i];
 }
 
+LiveBlock* AddressTable::FindOrInsert(const LiveBlock& block, bool* inserted) {
+  if ((size_ + 1) * kMaxLoadDenominator > slots_.size() * kMaxLoadNumerator) Grow();
+  size_t i = Home(block.address);
+  for (;; i = Next(i)) {
+    LiveBlock& b = slots_[i];
+    if (b.address == block.address) {
+      *inserted = false;
+      return &b;
+    }
+    if (b.address == 0) break;
+  }
+  slots_[i] = block;
+  ++size_;
+  *inserted = true;
+  return &slots_[i];
+}
+
 void AddressTable::Erase(LiveBlock* block) noexcept {
   // Backward-shift deletion: pull later members of the probe run into the hole so that
   // lookups never need tombstones.

@@ -68,6 +68,10 @@ class AddressTable {
   // Inserts a block whose address is not present. Returns the stored block.
   LiveBlock* Insert(const LiveBlock& block);
 
+  // The block at block.address if there is one (*inserted = false, nothing changed), else
+  // inserts `block` (*inserted = true). One probe instead of Find() then Insert().
+  LiveBlock* FindOrInsert(const LiveBlock& block, bool* inserted);
+
   // Removes `block` (a pointer from Find()).
   void Erase(LiveBlock* block) noexcept;
 
