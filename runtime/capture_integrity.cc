@@ -35,6 +35,7 @@ std::string CaptureIntegrity::Counters() const {
   add("ticket_evictions", ticket_evictions);
   add("order_conflicts", order_conflicts);
   add("late_records", late_records);
+  add("foreign_span_exits", foreign_span_exits);
   if (!out.empty()) out.pop_back();
   return out;
 }

@@ -48,6 +48,9 @@ struct CaptureIntegrity {
   uint64_t order_conflicts = 0;  // dependency cycles the drainer had to break (never expected)
   uint64_t late_records = 0;     // records stamped with an epoch already closed (never expected)
 
+  // API misuse that was refused.
+  uint64_t foreign_span_exits = 0;  // a Span exited on a thread that did not open it
+
   // Bounded tables.
   uint64_t site_overflow = 0;    // allocations attributed to "other sites"
   uint64_t scope_overflow = 0;   // scope paths beyond the scope table's bound

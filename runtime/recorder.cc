@@ -173,6 +173,7 @@ CaptureIntegrity Recorder::Integrity() const {
   out.records_failed += refused_allocs_.load(std::memory_order_relaxed);
   out.events_dropped += refused_other_.load(std::memory_order_relaxed);
   out.ticket_evictions = tickets_.fresh_evictions();
+  out.foreign_span_exits = foreign_span_exits_.load(std::memory_order_relaxed);
   return out;
 }
 

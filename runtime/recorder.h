@@ -229,6 +229,12 @@ class Recorder {
 
   // ---- Results ---------------------------------------------------------------------------
 
+  // A Span was exited on a thread other than the one that opened it (span.h).
+  void CountForeignSpanExit() noexcept {
+    // Relaxed: a statistic on a misuse path.
+    foreign_span_exits_.fetch_add(1, std::memory_order_relaxed);
+  }
+
   // Flushes, then copies totals, per-scope and per-layer counters and integrity.
   Snapshot TakeSnapshot();
 
@@ -323,6 +329,7 @@ class Recorder {
   std::atomic<uint64_t> not_recording_{0};
   std::atomic<uint64_t> refused_allocs_{0};
   std::atomic<uint64_t> refused_other_{0};
+  std::atomic<uint64_t> foreign_span_exits_{0};
 };
 
 }  // namespace memtrace

@@ -70,7 +70,11 @@ void Span::Push(uint32_t path) noexcept {
 void Span::Exit() noexcept {
   if (depth_ == UINT32_MAX) return;
   ThreadState& t = Tls();
-  if (&t != thread_) return;  // not this thread's scope stack
+  if (&t != thread_) {  // not this thread's scope stack: refuse, and count it
+    if (recorder_ != nullptr) recorder_->CountForeignSpanExit();
+    depth_ = UINT32_MAX;
+    return;
+  }
   // Close scopes opened inside this one that are still open, innermost first.
   while (t.depth > depth_) {
     --t.depth;

@@ -15,7 +15,9 @@
 //
 // Scope stacks are per thread. A Span must exit on the thread that entered it, in LIFO
 // order; an out-of-order Exit() closes the scopes opened inside it as well (they are
-// recorded as exits), and a Span destroyed on another thread does nothing and is counted.
+// recorded as exits). A Span exited or destroyed on another thread changes nothing and is
+// counted (CaptureIntegrity::foreign_span_exits); its scope stays in force on the thread
+// that opened it until an enclosing Span there exits.
 //
 // Thread safety: a Span belongs to the thread that created it.
 //

@@ -133,9 +133,9 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
                         in.unknown_remaps, in.missed_frees);
   absl::StrAppendFormat(&out,
                         "  matching   ticket misses %d, ambiguous %d, ticket evictions %d, "
-                        "order conflicts %d, late records %d\n",
+                        "order conflicts %d, late records %d, foreign span exits %d\n",
                         in.ticket_misses, in.ambiguous_matches, in.ticket_evictions,
-                        in.order_conflicts, in.late_records);
+                        in.order_conflicts, in.late_records, in.foreign_span_exits);
   absl::StrAppendFormat(&out,
                         "  transport  rings %d x %d slots, max fill %d, overflow waits %d, "
                         "epochs %d, max drainer lag %.2f ms, fence %s\n",

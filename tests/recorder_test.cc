@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/internal/thread_state.h"
 #include "runtime/span.h"
 
 namespace memtrace {
@@ -201,6 +202,26 @@ TEST(RecorderTest, OutOfOrderSpanExitClosesInnerScopes) {
   EXPECT_EQ(CurrentScopePath(), 0u);
   inner.Exit();   // already closed: no effect
   EXPECT_EQ(CurrentScopePath(), 0u);
+}
+
+TEST(RecorderTest, SpanExitedOnAnotherThreadIsRefusedAndCounted) {
+  auto recorder = Make();
+  ASSERT_TRUE(recorder->Start().ok());
+  static const ScopeName kOwned("rt_owned");
+  auto span = std::make_unique<Span>(recorder.get(), kOwned);
+  const uint32_t path = span->path();
+  std::thread([&] {
+    span->Exit();  // not this thread's span
+    EXPECT_EQ(CurrentScopePath(), 0u) << "the other thread's stack is untouched";
+  }).join();
+  EXPECT_EQ(CurrentScopePath(), path) << "the scope stays open on its own thread";
+  EXPECT_EQ(recorder->Integrity().foreign_span_exits, 1u);
+  span.reset();  // already exited: nothing more happens
+  EXPECT_EQ(recorder->Integrity().foreign_span_exits, 1u);
+  // Leave this (gtest's) thread unscoped for the tests that follow: the refused span's
+  // scope is still open here, and no enclosing span exists to close it.
+  runtime_internal::Tls().depth = 0;
+  runtime_internal::Tls().scope = 0;
 }
 
 // OverflowPolicy::kFail with the drainer stalled: once the ring is full, allocations fail
