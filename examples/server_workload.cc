@@ -20,7 +20,9 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -29,10 +31,13 @@
 #include "absl/flags/usage.h"
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
+#include "sinks/jsonl_sink.h"
 #include "sinks/summary_table.h"
 
 ABSL_FLAG(int, requests, 20000, "requests to serve");
 ABSL_FLAG(int, workers, 4, "worker threads");
+ABSL_FLAG(std::string, capture, "",
+          "also write the JSONL capture here (docs/capture-format.md)");
 
 namespace {
 
@@ -166,6 +171,19 @@ int main(int argc, char** argv) {
   memtrace::MallocAllocator malloc_heap;
   memtrace::TracingAllocator traced_heap(g_tracer, &malloc_heap, memtrace::layers::kCpuHeap);
   g_heap = &traced_heap;
+  std::unique_ptr<memtrace::JsonlSink> sink;
+  if (const std::string path = absl::GetFlag(FLAGS_capture); !path.empty()) {
+    auto opened = memtrace::JsonlSink::Open(path);
+    if (!opened.ok()) {
+      fprintf(stderr, "server_workload: %s\n", opened.status().ToString().c_str());
+      return 1;
+    }
+    sink = std::move(opened).value();
+    if (absl::Status s = g_tracer->recorder().SetObserver(sink.get()); !s.ok()) {
+      fprintf(stderr, "server_workload: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
   if (absl::Status s = g_tracer->Start(); !s.ok()) {
     fprintf(stderr, "server_workload: %s\n", s.ToString().c_str());
     return 1;
@@ -189,5 +207,16 @@ int main(int argc, char** argv) {
   fputs(memtrace::FormatSummaryTable(snapshot).c_str(), stdout);
   for (void* entry : cache.entries) TracedFree(entry, SessionCache::kEntryBytes);
   g_tracer->Stop().IgnoreError();
+  if (sink != nullptr) {
+    // The capture's trailer holds the final state: everything, after Stop().
+    const absl::Status written = sink->Finish(g_tracer->TakeSnapshot());
+    const memtrace::JsonlSinkStats stats = sink->stats();
+    fprintf(stderr, "server_workload: capture %s: %llu events, %llu bytes%s%s\n",
+            absl::GetFlag(FLAGS_capture).c_str(),
+            static_cast<unsigned long long>(stats.events_written),
+            static_cast<unsigned long long>(stats.bytes_written), written.ok() ? "" : "; ",
+            written.ok() ? "" : written.ToString().c_str());
+    if (!written.ok()) return 3;
+  }
   return snapshot.integrity.complete() ? 0 : 3;
 }

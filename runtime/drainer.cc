@@ -13,6 +13,12 @@
 namespace memtrace {
 namespace {
 
+int64_t UnixNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 int64_t SteadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -41,6 +47,7 @@ void Drainer::Start() {
   if (running_.load(std::memory_order_relaxed)) return;
   stop_requested_ = false;
   open_epoch_started_ns_ = SteadyNowNs();
+  open_epoch_started_unix_ns_ = UnixNowNs();
   clock_->Reopen(open_epoch_);
   // Release: pairs with the acquire load in running(); the thread below sees the state.
   running_.store(true, std::memory_order_release);
@@ -109,6 +116,7 @@ void Drainer::Run() {
 bool Drainer::Round(bool final_round) {
   const uint32_t epoch = open_epoch_;
   const int64_t epoch_started = open_epoch_started_ns_;
+  const int64_t epoch_started_unix = open_epoch_started_unix_ns_;
   uint32_t next = epoch + 1;
   if (next == EpochClock::kClosed || next == 0) next = EpochClock::kFirstEpoch;
   if (final_round) {
@@ -117,6 +125,7 @@ bool Drainer::Round(bool final_round) {
     clock_->Advance(next);
   }
   open_epoch_started_ns_ = SteadyNowNs();
+  open_epoch_started_unix_ns_ = UnixNowNs();
   // The heavy side of the watermark (epoch_clock.h, step (6)).
   EpochClock::HeavyFence();
   {
@@ -130,6 +139,11 @@ bool Drainer::Round(bool final_round) {
     counters_.max_drainer_lag_ns = std::max<uint64_t>(
         counters_.max_drainer_lag_ns, static_cast<uint64_t>(SteadyNowNs() - epoch_started));
     counters_.site_overflow = ledger_->sites().overflowed();
+  }
+  if (observer_ != nullptr) {
+    observer_->OnEpoch(epoch, epoch_started_unix, observed_);
+    observed_.clear();
+    if (final_round) observer_->OnStop();
   }
 
   uint64_t backlog = 0;
@@ -255,6 +269,7 @@ void Drainer::ApplyEpoch(uint32_t epoch) {
 void Drainer::Apply(Cursor& c) {
   const Event& e = c.ring->Read(c.pos);
   const uint64_t ticket = Ticket::Make(c.ring->id(), c.pos);
+  if (observer_ != nullptr) observed_.push_back(ObservedEvent{e, ticket});
   using Outcome = AllocationLedger::Outcome;
   auto count = [&](Outcome o, uint64_t* unknown) {
     switch (o) {

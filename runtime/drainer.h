@@ -46,6 +46,7 @@
 #include "absl/time/time.h"
 #include "runtime/allocation_ledger.h"
 #include "runtime/capture_integrity.h"
+#include "runtime/event_observer.h"
 #include "transport/epoch_clock.h"
 #include "transport/ring_registry.h"
 
@@ -71,6 +72,10 @@ class Drainer {
 
   // Asks for a round now (a producer waiting for space). Any thread; no lock.
   void Wake() noexcept;
+
+  // Hands every applied record to `observer` after each epoch (event_observer.h). Call
+  // before Start() or while stopped; null detaches.
+  void SetObserver(EventObserver* observer) noexcept { observer_ = observer; }
 
   // Calls fn(const AllocationLedger&, const CaptureIntegrity&) with the drainer paused
   // between rounds. The integrity passed in has only the drainer's own counters filled.
@@ -129,6 +134,10 @@ class Drainer {
   std::atomic<bool> wake_{false};
   std::atomic<bool> running_{false};
   std::thread thread_;
+
+  EventObserver* observer_ = nullptr;
+  std::vector<ObservedEvent> observed_;  // this epoch's records, for the observer
+  int64_t open_epoch_started_unix_ns_ = 0;
 
   // Guards ledger_ and counters_ against readers.
   mutable std::mutex state_mu_;

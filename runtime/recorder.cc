@@ -72,6 +72,17 @@ absl::Status Recorder::Stop() {
   return absl::OkStatus();
 }
 
+absl::Status Recorder::SetObserver(EventObserver* observer) {
+  std::lock_guard<std::mutex> lock(lifecycle_mu_);
+  if (drainer_.running()) {
+    return absl::FailedPreconditionError(
+        "memtrace: attach or detach an event observer (sink) before Start() or after "
+        "Stop(), not while the recorder runs");
+  }
+  drainer_.SetObserver(observer);
+  return absl::OkStatus();
+}
+
 absl::Status Recorder::Flush() {
   if (Tls().in_tracer && !drainer_.running()) return absl::OkStatus();
   drainer_.Flush();

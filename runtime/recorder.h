@@ -89,6 +89,10 @@ class Recorder {
   // Returns once every record made before the call is applied. OK when stopped.
   absl::Status Flush();
 
+  // Sends every applied record to `observer` (runtime/event_observer.h), from the drainer
+  // thread. Only while stopped (before Start or after Stop): kFailedPrecondition otherwise.
+  absl::Status SetObserver(EventObserver* observer);
+
   // ---- Producer side: any thread, hot path ---------------------------------------------
 
   RecordResult RecordAlloc(LayerId layer, uint64_t address, uint64_t size,

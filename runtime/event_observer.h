@@ -1,0 +1,45 @@
+// Copyright 2026 The memtrace Authors.
+//
+// event_observer.h: how sinks see the event stream.
+//
+// The drainer applies records one epoch at a time (drainer.h). An EventObserver attached
+// to a recorder receives, after each epoch, every record applied in that epoch, in the
+// order the ledger applied it, with the ring (thread) it came from, its ticket, and the
+// wall-clock time at which the epoch began. Records of one thread keep their order; two
+// threads' records inside one epoch are in the drainer's order, which respects every
+// allocation-before-release dependency.
+//
+// Thread safety: OnEpoch and OnStop are called on the drainer thread, one at a time. They
+// must not block: a sink copies what it needs and writes on its own thread (the JSONL
+// sink does), counting anything it cannot keep.
+
+#ifndef MEMTRACE_RUNTIME_EVENT_OBSERVER_H_
+#define MEMTRACE_RUNTIME_EVENT_OBSERVER_H_
+
+#include <cstdint>
+#include <span>
+
+#include "transport/event.h"
+
+namespace memtrace {
+
+struct ObservedEvent {
+  Event event;
+  uint64_t ticket;  // this record's own ticket (transport/ticket.h): ring id and position
+};
+
+class EventObserver {
+ public:
+  virtual ~EventObserver() = default;
+
+  // The records applied in `epoch`, which began at `epoch_start_unix_ns`.
+  virtual void OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
+                       std::span<const ObservedEvent> events) noexcept = 0;
+
+  // The recorder stopped; no more epochs will come until it starts again.
+  virtual void OnStop() noexcept {}
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_RUNTIME_EVENT_OBSERVER_H_

@@ -1,0 +1,361 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "sinks/jsonl_sink.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/internal/thread_state.h"
+#include "runtime/layer_table.h"
+#include "runtime/scope_table.h"
+#include "transport/ticket.h"
+
+namespace memtrace {
+namespace {
+
+constexpr size_t kFlushBytes = size_t{1} << 20;
+
+std::string Hex(uint64_t v) { return absl::StrCat("\"0x", absl::Hex(v), "\""); }
+
+// A JSON string literal, escaped.
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string Usage(const UsageCounters& u) {
+  return absl::StrCat("{\"live_bytes\":", u.live_bytes, ",\"live_count\":", u.live_count,
+                      ",\"high_water_bytes\":", u.high_water_bytes,
+                      ",\"allocated_bytes\":", u.allocated_bytes,
+                      ",\"allocated_count\":", u.allocated_count,
+                      ",\"freed_bytes\":", u.freed_bytes, ",\"freed_count\":", u.freed_count,
+                      "}");
+}
+
+std::string Integrity(const CaptureIntegrity& in) {
+  return absl::StrCat(
+      "{\"complete\":", in.complete() ? "true" : "false",
+      ",\"exact\":", in.exact() ? "true" : "false",
+      ",\"events_recorded\":", in.events_recorded, ",\"events_applied\":", in.events_applied,
+      ",\"events_dropped\":", in.events_dropped, ",\"records_failed\":", in.records_failed,
+      ",\"rings_unavailable\":", in.rings_unavailable, ",\"not_recording\":", in.not_recording,
+      ",\"overflow_waits\":", in.overflow_waits, ",\"unknown_frees\":", in.unknown_frees,
+      ",\"double_frees\":", in.double_frees, ",\"unknown_resizes\":", in.unknown_resizes,
+      ",\"unknown_remaps\":", in.unknown_remaps, ",\"missed_frees\":", in.missed_frees,
+      ",\"ticket_misses\":", in.ticket_misses,
+      ",\"ambiguous_matches\":", in.ambiguous_matches,
+      ",\"ticket_evictions\":", in.ticket_evictions,
+      ",\"order_conflicts\":", in.order_conflicts, ",\"late_records\":", in.late_records,
+      ",\"foreign_span_exits\":", in.foreign_span_exits,
+      ",\"site_overflow\":", in.site_overflow, ",\"max_ring_fill\":", in.max_ring_fill,
+      ",\"ring_capacity\":", in.ring_capacity,
+      ",\"max_drainer_lag_ns\":", in.max_drainer_lag_ns, ",\"epochs\":", in.epochs,
+      ",\"rings\":", in.rings, "}");
+}
+
+int64_t UnixNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& path,
+                                                           const JsonlSinkOptions& options) {
+  FILE* f = fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    const int err = errno;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "memtrace: cannot create capture file '", path, "': ", strerror(err),
+        " (errno ", err, "); check that the directory exists and is writable"));
+  }
+  return FromStream(f, /*owned=*/true, path, options);
+}
+
+absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::FromStream(
+    FILE* stream, bool owned, const std::string& name, const JsonlSinkOptions& options) {
+  if (stream == nullptr) {
+    return absl::InvalidArgumentError("memtrace: JsonlSink needs an open stream");
+  }
+  std::unique_ptr<JsonlSink> sink(new JsonlSink(stream, owned, name, options));
+  return sink;
+}
+
+JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
+                     const JsonlSinkOptions& options)
+    : stream_(stream), owned_(owned), name_(std::move(name)), options_(options) {
+  // The header is the writer's first line (written on its thread, like every line).
+  buffer_ = absl::StrCat(
+      "{\"type\":\"header\",\"format\":\"memtrace-jsonl\",\"schema_version\":",
+      kCaptureSchemaVersion, ",\"pid\":", getpid(),
+      ",\"clock\":\"unix_ns\",\"started_unix_ns\":", UnixNowNs(),
+      ",\"source\":\"runtime\",\"time_resolution\":\"epoch\"}\n");
+  writer_ = std::thread([this] { WriterLoop(); });
+}
+
+JsonlSink::~JsonlSink() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (writer_.joinable()) writer_.join();  // drains the queue and closes the file
+}
+
+void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
+                        std::span<const ObservedEvent> events) noexcept {
+  if (events.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_ || queued_records_ + events.size() > options_.max_queued_records) {
+    stats_.events_lost += events.size();  // never wait on I/O: drop and count
+    return;
+  }
+  queue_.push_back(Batch{epoch, epoch_start_unix_ns,
+                         std::vector<ObservedEvent>(events.begin(), events.end())});
+  queued_records_ += events.size();
+  cv_.notify_one();
+}
+
+void JsonlSink::WriterLoop() {
+  runtime_internal::MarkInternalThread();  // the sink never traces itself
+  // A closed pipe must become EPIPE from write(), not SIGPIPE killing the program: the
+  // signal goes to the thread that wrote, and this thread blocks it.
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  FlushOutput();  // the header
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty() && stopping_) {
+      std::string trailer = std::move(trailer_);
+      lock.unlock();
+      if (!trailer.empty()) {
+        Emit(trailer);
+        FlushOutput();
+      }
+      CloseOutput();
+      return;
+    }
+    Batch batch = std::move(queue_.front());
+    queue_.pop_front();
+    writer_idle_ = false;
+    lock.unlock();
+    WriteBatch(batch);
+    FlushOutput();
+    lock.lock();
+    queued_records_ -= batch.events.size();
+    writer_idle_ = queue_.empty();
+    cv_.notify_all();
+  }
+}
+
+void JsonlSink::EnsureLayer(uint8_t layer) {
+  if (layers_written_[layer]) return;
+  layers_written_[layer] = true;
+  Emit(absl::StrCat("{\"type\":\"layer\",\"id\":", layer,
+                    ",\"name\":", Quote(LayerTable::Global().Name(layer)), "}"));
+}
+
+void JsonlSink::EnsureScope(uint32_t path) {
+  if (path < scopes_written_.size() && scopes_written_[path]) return;
+  ScopeTable& table = ScopeTable::Global();
+  if (path != ScopeTable::kRootPath) EnsureScope(table.Parent(path));
+  if (path >= scopes_written_.size()) scopes_written_.resize(path + 1, false);
+  scopes_written_[path] = true;
+  Emit(absl::StrCat("{\"type\":\"scope\",\"id\":", path, ",\"parent\":", table.Parent(path),
+                    ",\"name\":", Quote(table.Name(path)),
+                    ",\"path\":", Quote(table.PathString(path)), "}"));
+}
+
+uint32_t JsonlSink::SiteId(uint64_t site) {
+  auto it = site_ids_.find(site);
+  if (it != site_ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(site_ids_.size());
+  site_ids_.emplace(site, id);
+  Emit(absl::StrCat("{\"type\":\"site\",\"id\":", id, ",\"addr\":", Hex(site), "}"));
+  return id;
+}
+
+void JsonlSink::WriteBatch(const Batch& batch) {
+  for (const ObservedEvent& o : batch.events) {
+    const Event& e = o.event;
+    const EventKind kind = e.kind();
+    const std::string head =
+        absl::StrCat("{\"type\":\"", EventKindName(kind), "\",\"t\":", batch.start_unix_ns,
+                     ",\"epoch\":", batch.epoch, ",\"thread\":", Ticket::RingId(o.ticket));
+    switch (kind) {
+      case EventKind::kAlloc:
+      case EventKind::kRemapTarget: {
+        EnsureLayer(e.layer());
+        EnsureScope(e.scope());
+        const uint32_t site = SiteId(e.word2);
+        Emit(absl::StrCat(head, ",\"addr\":", Hex(e.address()), ",\"size\":", e.size(),
+                          ",\"layer\":", e.layer(), ",\"scope\":", e.scope(),
+                          ",\"site\":", site, ",\"ticket\":", o.ticket, "}"));
+        break;
+      }
+      case EventKind::kFree:
+      case EventKind::kRemap:
+        EnsureLayer(e.layer());
+        Emit(absl::StrCat(head, ",\"addr\":", Hex(e.address()), ",\"layer\":", e.layer(),
+                          ",\"of\":", e.word2, ",\"ticket\":", o.ticket, "}"));
+        break;
+      case EventKind::kResize:
+        EnsureLayer(e.layer());
+        Emit(absl::StrCat(head, ",\"addr\":", Hex(e.address()), ",\"size\":", e.size(),
+                          ",\"layer\":", e.layer(), ",\"of\":", e.word2,
+                          ",\"ticket\":", o.ticket, "}"));
+        break;
+      case EventKind::kScopeEnter:
+      case EventKind::kScopeExit:
+        EnsureScope(static_cast<uint32_t>(e.address()));
+        EnsureScope(e.scope());
+        Emit(absl::StrCat(head, ",\"scope\":", e.address(), ",\"outer\":", e.scope(),
+                          ",\"mono_ns\":", e.word2, "}"));
+        break;
+      case EventKind::kCensusUpdate:
+        Emit(absl::StrCat(head, ",\"label\":", e.address(),
+                          ",\"bytes\":", static_cast<int64_t>(e.word2), "}"));
+        break;
+      case EventKind::kIntervalBegin:
+      case EventKind::kIntervalEnd:
+        Emit(absl::StrCat(head, ",\"category\":", e.address(), ",\"mono_ns\":", e.word2, "}"));
+        break;
+      case EventKind::kArenaReset:
+        EnsureLayer(e.layer());
+        Emit(absl::StrCat(head, ",\"layer\":", e.layer(), "}"));
+        break;
+      case EventKind::kInvalid:
+        break;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (status_.ok()) {
+    stats_.events_written += batch.events.size();
+  } else {
+    stats_.events_lost += batch.events.size();
+  }
+}
+
+void JsonlSink::Emit(const std::string& line) {
+  buffer_ += line;
+  buffer_ += '\n';
+  if (buffer_.size() >= kFlushBytes) FlushOutput();
+}
+
+void JsonlSink::FlushOutput() {
+  if (buffer_.empty()) return;
+  bool failed = false;
+  int err = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed = !status_.ok();
+  }
+  if (!failed) {
+    const size_t n = fwrite(buffer_.data(), 1, buffer_.size(), stream_);
+    if (n != buffer_.size() || fflush(stream_) != 0) {
+      err = errno != 0 ? errno : EIO;
+      failed = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.write_errors;
+      status_ = absl::DataLossError(absl::StrCat(
+          "memtrace: writing capture '", name_, "' failed: ", strerror(err), " (errno ",
+          err, "); records from here on are counted as lost and tracing goes on. Free "
+          "space or choose another path for the next capture"));
+    } else {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.bytes_written += n;
+    }
+  }
+  buffer_.clear();
+}
+
+absl::Status JsonlSink::Finish(const Snapshot& snap) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (finished_) return status_;
+    cv_.wait(lock, [&] { return queue_.empty() && writer_idle_; });
+    finished_ = true;  // later epochs are counted as lost
+  }
+  const JsonlSinkStats s = stats();
+  std::string scopes, layers, census;
+  for (const ScopeUsage& u : snap.scopes) {
+    absl::StrAppend(&scopes, scopes.empty() ? "" : ",", "{\"id\":", u.scope,
+                    ",\"path\":", Quote(u.path), ",\"usage\":", Usage(u.usage), "}");
+  }
+  for (const LayerUsage& l : snap.layers) {
+    absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", l.layer,
+                    ",\"name\":", Quote(l.name), ",\"usage\":", Usage(l.usage), "}");
+  }
+  for (size_t i = 0; i < snap.census.size(); ++i) {
+    const CensusEntry& c = snap.census[i];
+    absl::StrAppend(&census, census.empty() ? "" : ",", "{\"label\":", i,
+                    ",\"name\":", Quote(c.label), ",\"bytes\":", c.bytes,
+                    ",\"high_water_bytes\":", c.high_water_bytes, "}");
+  }
+  const bool complete = snap.integrity.complete() && s.events_lost == 0 && status().ok();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    trailer_ = absl::StrCat(
+        "{\"type\":\"trailer\",\"complete\":", complete ? "true" : "false",
+        ",\"finished_unix_ns\":", UnixNowNs(), ",\"sink\":{\"events_written\":",
+        s.events_written, ",\"events_lost\":", s.events_lost, ",\"write_errors\":",
+        s.write_errors, "},\"integrity\":", Integrity(snap.integrity),
+        ",\"totals\":", Usage(snap.totals), ",\"layers\":[", layers, "],\"scopes\":[",
+        scopes, "],\"census\":[", census, "],\"memtrace_bytes\":", snap.memtrace_bytes,
+        "}");
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (writer_.joinable()) writer_.join();  // writes the trailer and closes the file
+  return status();
+}
+
+void JsonlSink::CloseOutput() {
+  if (!owned_ || stream_ == nullptr) return;
+  if (fclose(stream_) != 0) {
+    const int err = errno;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (status_.ok()) {
+      status_ = absl::DataLossError(absl::StrCat("memtrace: closing capture '", name_,
+                                                 "' failed: ", strerror(err)));
+    }
+  }
+  stream_ = nullptr;
+}
+
+absl::Status JsonlSink::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_;
+}
+
+JsonlSinkStats JsonlSink::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace memtrace

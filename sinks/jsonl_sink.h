@@ -1,0 +1,124 @@
+// Copyright 2026 The memtrace Authors.
+//
+// jsonl_sink.h: the capture file, one JSON object per line (docs/capture-format.md).
+//
+// A JsonlSink is an EventObserver (runtime/event_observer.h): attach it to a tracer's
+// recorder before Start(), and call Finish() with a final snapshot after Stop(). The file
+// holds a header line, table lines (layers, scopes, sites) written the first time an
+// event refers to them, one line per event, and a trailer with the totals and the
+// integrity block. A capture without a trailer is truncated.
+//
+// Sinks never block allocating threads, and never hold up the drainer for I/O: OnEpoch
+// copies the epoch's records into a bounded queue and a writer thread formats and writes
+// them. If the queue is full (the disk is slower than the program), the epoch's records
+// are dropped and counted (events_lost), and the trailer marks the capture partial.
+// Write errors (disk full, a closed pipe, a removed directory) are kept as the sink's
+// status, counted, and reported in the trailer when it can still be written; tracing goes
+// on either way.
+//
+// Thread safety: Open/Finish from the owner; OnEpoch/OnStop from the drainer; status()
+// and stats() from any thread.
+
+#ifndef MEMTRACE_SINKS_JSONL_SINK_H_
+#define MEMTRACE_SINKS_JSONL_SINK_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/event_observer.h"
+#include "runtime/snapshot.h"
+
+namespace memtrace {
+
+inline constexpr int kCaptureSchemaVersion = 1;
+
+struct JsonlSinkOptions {
+  // Records waiting for the writer, at most; beyond this an epoch's records are dropped
+  // and counted. 2M records (64 MiB of records) by default.
+  size_t max_queued_records = size_t{2} << 20;
+};
+
+struct JsonlSinkStats {
+  uint64_t events_written = 0;
+  uint64_t events_lost = 0;    // dropped: queue full, or written after a write error
+  uint64_t bytes_written = 0;
+  uint64_t write_errors = 0;
+};
+
+class JsonlSink final : public EventObserver {
+ public:
+  // Creates (truncates) `path` and writes the header. Errors say what and where.
+  static absl::StatusOr<std::unique_ptr<JsonlSink>> Open(
+      const std::string& path, const JsonlSinkOptions& options = JsonlSinkOptions{});
+  // Writes to an open stream (a pipe, stdout). The sink closes it if `owned`.
+  static absl::StatusOr<std::unique_ptr<JsonlSink>> FromStream(
+      FILE* stream, bool owned, const std::string& name,
+      const JsonlSinkOptions& options = JsonlSinkOptions{});
+
+  ~JsonlSink() override;
+
+  void OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
+               std::span<const ObservedEvent> events) noexcept override;
+
+  // Writes everything queued, then the trailer from `final_snapshot` (take it after
+  // Stop(), so it includes everything), and closes the file. Returns the first write
+  // error, if any. Idempotent.
+  absl::Status Finish(const Snapshot& final_snapshot);
+
+  absl::Status status() const;
+  JsonlSinkStats stats() const;
+
+ private:
+  struct Batch {
+    uint32_t epoch;
+    int64_t start_unix_ns;
+    std::vector<ObservedEvent> events;
+  };
+
+  JsonlSink(FILE* stream, bool owned, std::string name, const JsonlSinkOptions& options);
+  void WriterLoop();
+  void WriteBatch(const Batch& batch);
+  void EnsureScope(uint32_t path);
+  void EnsureLayer(uint8_t layer);
+  uint32_t SiteId(uint64_t site);
+  void Emit(const std::string& line);  // writer thread only
+  void FlushOutput();
+  void CloseOutput();
+
+  FILE* stream_;
+  const bool owned_;
+  const std::string name_;
+  const JsonlSinkOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Batch> queue_;
+  size_t queued_records_ = 0;
+  bool writer_idle_ = true;
+  bool stopping_ = false;
+  bool finished_ = false;
+  JsonlSinkStats stats_;
+  absl::Status status_;
+  std::string trailer_;  // set by Finish(); the writer writes it last
+
+  // Writer-thread state.
+  std::string buffer_;
+  std::vector<bool> scopes_written_;
+  bool layers_written_[256] = {};
+  absl::flat_hash_map<uint64_t, uint32_t> site_ids_;
+  std::thread writer_;
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_SINKS_JSONL_SINK_H_

@@ -1,0 +1,173 @@
+// Copyright 2026 The memtrace Authors.
+//
+// The JSONL capture sink: structure of a capture, and the sink errors it must survive
+// (an unwritable path, a full disk, a closed pipe) while tracing goes on.
+
+#include "sinks/jsonl_sink.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/malloc_allocator.h"
+#include "runtime/tracer.h"
+
+namespace memtrace {
+namespace {
+
+std::vector<std::string> ReadLines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string TypeOf(const std::string& line) {
+  const std::string key = "\"type\":\"";
+  const size_t at = line.find(key);
+  if (at == std::string::npos) return "";
+  const size_t start = at + key.size();
+  return line.substr(start, line.find('"', start) - start);
+}
+
+std::string TempPath(const std::string& name) {
+  const char* dir = getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+TEST(JsonlSinkTest, CaptureHasHeaderTablesEventsAndTrailer) {
+  const std::string path = TempPath("capture.jsonl");
+  auto sink = JsonlSink::Open(path).value();
+  auto tracer = Tracer::Create(Config{}).value();
+  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
+  ASSERT_TRUE(tracer->Start().ok());
+  MallocAllocator heap;
+  TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
+  static const ScopeName kWork("jsonl_work");
+  std::vector<std::thread> threads;
+  std::vector<std::vector<std::pair<void*, size_t>>> kept(3);  // live at the end
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      Span span = tracer->Enter(kWork);
+      for (int i = 0; i < 100; ++i) {
+        void* p = traced.Alloc(32 + i, 16, MEMTRACE_CALL_SITE());
+        if (i % 2 == 0) {
+          traced.Free(AsMemory(p, 32 + i), 16, 0);
+        } else {
+          kept[t].emplace_back(p, 32 + i);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_FALSE(tracer->recorder().SetObserver(nullptr).ok()) << "not while running";
+  ASSERT_TRUE(tracer->Stop().ok());
+  const Snapshot snap = tracer->TakeSnapshot();
+  ASSERT_TRUE(sink->Finish(snap).ok()) << sink->status();
+
+  const std::vector<std::string> lines = ReadLines(path);
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(TypeOf(lines.front()), "header");
+  EXPECT_NE(lines.front().find("\"schema_version\":1"), std::string::npos);
+  EXPECT_EQ(TypeOf(lines.back()), "trailer");
+  EXPECT_NE(lines.back().find("\"complete\":true"), std::string::npos) << lines.back();
+  std::map<std::string, int> counts;
+  bool scope_before_use = false, seen_scope = false;
+  for (const std::string& line : lines) {
+    const std::string type = TypeOf(line);
+    ++counts[type];
+    if (type == "scope" && line.find("jsonl_work") != std::string::npos) seen_scope = true;
+    if (type == "alloc" && line.find("\"scope\":") != std::string::npos && seen_scope) {
+      scope_before_use = true;
+    }
+  }
+  EXPECT_EQ(counts["alloc"], 300);
+  EXPECT_EQ(counts["free"], 150);
+  EXPECT_EQ(counts["scope_enter"], 3);
+  EXPECT_EQ(counts["scope_exit"], 3);
+  EXPECT_EQ(counts["layer"], 1);
+  EXPECT_GE(counts["site"], 1);
+  EXPECT_TRUE(scope_before_use) << "a scope's table line comes before events that use it";
+  const JsonlSinkStats stats = sink->stats();
+  EXPECT_EQ(stats.events_written, snap.integrity.events_applied);
+  EXPECT_EQ(stats.events_lost, 0u);
+  for (const auto& blocks : kept) {
+    for (auto [p, n] : blocks) heap.Free(AsMemory(p, n), 16, 0);
+  }
+}
+
+TEST(JsonlSinkTest, UnwritablePathIsAClearError) {
+  const auto sink = JsonlSink::Open("/nonexistent-dir/capture.jsonl");
+  ASSERT_FALSE(sink.ok());
+  EXPECT_NE(sink.status().message().find("/nonexistent-dir/capture.jsonl"), std::string::npos);
+  EXPECT_NE(sink.status().message().find("No such file or directory"), std::string::npos);
+}
+
+// Writes through `sink` from a traced workload and checks that tracing went on.
+void TraceThroughFailingSink(JsonlSink& sink) {
+  auto tracer = Tracer::Create(Config{}).value();
+  ASSERT_TRUE(tracer->recorder().SetObserver(&sink).ok());
+  ASSERT_TRUE(tracer->Start().ok());
+  MallocAllocator heap;
+  TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
+  for (int i = 0; i < 20000; ++i) {
+    void* p = traced.Alloc(64, 16, 0);
+    traced.Free(AsMemory(p, 64), 16, 0);
+    if (i % 5000 == 0) {
+      ASSERT_TRUE(tracer->Flush().ok());
+    }
+  }
+  ASSERT_TRUE(tracer->Stop().ok());
+  const Snapshot snap = tracer->TakeSnapshot();
+  EXPECT_TRUE(snap.integrity.complete()) << "the sink's failure does not stop tracing";
+  EXPECT_EQ(snap.totals.allocated_count, 20000u);
+  const absl::Status finished = sink.Finish(snap);
+  EXPECT_EQ(finished.code(), absl::StatusCode::kDataLoss) << finished;
+  EXPECT_GE(sink.stats().write_errors, 1u);
+  EXPECT_GT(sink.stats().events_lost, 0u);
+}
+
+TEST(JsonlSinkTest, FullDiskIsReportedAndTracingGoesOn) {
+  auto sink = JsonlSink::Open("/dev/full").value();
+  TraceThroughFailingSink(*sink);
+  EXPECT_NE(sink->status().message().find("No space left on device"), std::string::npos)
+      << sink->status();
+}
+
+TEST(JsonlSinkTest, ClosedPipeIsReportedNotASignal) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  close(fds[0]);  // nobody will ever read
+  FILE* stream = fdopen(fds[1], "w");
+  ASSERT_NE(stream, nullptr);
+  auto sink = JsonlSink::FromStream(stream, /*owned=*/true, "pipe").value();
+  TraceThroughFailingSink(*sink);  // a SIGPIPE would kill the test here
+  EXPECT_NE(sink->status().message().find("Broken pipe"), std::string::npos)
+      << sink->status();
+}
+
+TEST(JsonlSinkTest, QueueOverflowDropsAndCountsInsteadOfBlocking) {
+  const std::string path = TempPath("tiny_queue.jsonl");
+  JsonlSinkOptions options;
+  options.max_queued_records = 1;  // every multi-record epoch overflows
+  auto sink = JsonlSink::Open(path, options).value();
+  Event e{0x1000, Event::PackKindSize(EventKind::kAlloc, 0, 8), 0x400000, 0};
+  const ObservedEvent batch[2] = {{e, 1}, {e, 2}};
+  sink->OnEpoch(1, 0, batch);
+  EXPECT_EQ(sink->stats().events_lost, 2u);
+  ASSERT_TRUE(sink->Finish(Snapshot{}).ok());
+  const std::vector<std::string> lines = ReadLines(path);
+  ASSERT_EQ(lines.size(), 2u);  // header and trailer
+  EXPECT_NE(lines.back().find("\"complete\":false"), std::string::npos) << lines.back();
+  EXPECT_NE(lines.back().find("\"events_lost\":2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace memtrace
