@@ -48,7 +48,10 @@ using memtrace::Span;
 memtrace::Tracer* g_tracer = nullptr;
 memtrace::TracingAllocator* g_heap = nullptr;
 
-void* TracedMalloc(size_t size) { return g_heap->Alloc(size, 16, MEMTRACE_CALL_SITE()); }
+// Not inlined, so that MEMTRACE_CALL_SITE() names each line that calls it.
+__attribute__((noinline)) void* TracedMalloc(size_t size) {
+  return g_heap->Alloc(size, 16, MEMTRACE_CALL_SITE());
+}
 
 void TracedFree(void* p, size_t size) {
   if (p != nullptr) g_heap->Free(AsMemory(p, size), 16, MEMTRACE_CALL_SITE());

@@ -22,8 +22,8 @@
 //
 // Example:
 //   memtrace::MallocAllocator heap;
-//   void* p = heap.Alloc(64, 16, CallSite());
-//   heap.Free({static_cast<std::byte*>(p), 64}, 16, CallSite());
+//   void* p = heap.Alloc(64, 16, MEMTRACE_CALL_SITE());
+//   heap.Free(memtrace::AsMemory(p, 64), 16, MEMTRACE_CALL_SITE());
 
 #ifndef MEMTRACE_RUNTIME_ALLOCATOR_H_
 #define MEMTRACE_RUNTIME_ALLOCATOR_H_
@@ -49,7 +49,8 @@ class Allocator {
 };
 
 // The caller's return address, for ret_addr. Use it in the function whose caller should
-// be blamed: CallSite() inside Foo() names the code that called Foo().
+// be blamed: MEMTRACE_CALL_SITE() inside Foo() names the code that called Foo(), as long
+// as Foo() is not inlined into its caller (mark such wrappers noinline).
 #define MEMTRACE_CALL_SITE() \
   (reinterpret_cast<uintptr_t>(__builtin_extract_return_addr(__builtin_return_address(0))))
 
