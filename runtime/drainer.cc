@@ -93,6 +93,8 @@ void Drainer::Flush() {
 
 void Drainer::Run() {
   runtime_internal::MarkInternalThread();
+  // Release: pairs with the acquire load in OnDrainerThread().
+  drainer_id_.store(std::this_thread::get_id(), std::memory_order_release);
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     wake_cv_.wait_for(lock, absl::ToChronoNanoseconds(period_), [&] {

@@ -68,7 +68,12 @@ class Drainer {
   bool running() const noexcept { return running_.load(std::memory_order_acquire); }
 
   // Returns once every record stamped with an epoch up to the current one is applied.
+  // Must not be called on the drainer thread (OnDrainerThread()).
   void Flush();
+
+  bool OnDrainerThread() const noexcept {
+    return std::this_thread::get_id() == drainer_id_.load(std::memory_order_acquire);
+  }
 
   // Asks for a round now (a producer waiting for space). Any thread; no lock.
   void Wake() noexcept;
@@ -134,6 +139,7 @@ class Drainer {
   std::atomic<bool> wake_{false};
   std::atomic<bool> running_{false};
   std::thread thread_;
+  std::atomic<std::thread::id> drainer_id_{};
 
   EventObserver* observer_ = nullptr;
   std::vector<ObservedEvent> observed_;  // this epoch's records, for the observer

@@ -84,7 +84,11 @@ absl::Status Recorder::SetObserver(EventObserver* observer) {
 }
 
 absl::Status Recorder::Flush() {
-  if (Tls().in_tracer && !drainer_.running()) return absl::OkStatus();
+  if (drainer_.OnDrainerThread()) {
+    return absl::FailedPreconditionError(
+        "memtrace: Flush() called from the drainer thread (inside an event observer); "
+        "it would wait for itself. Flush from any other thread");
+  }
   drainer_.Flush();
   return absl::OkStatus();
 }

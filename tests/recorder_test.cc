@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/event_observer.h"
 #include "runtime/internal/thread_state.h"
 #include "runtime/span.h"
 
@@ -320,6 +321,38 @@ TEST(RecorderTest, WaitPolicyFailsAfterItsBound) {
   EXPECT_EQ(integrity.records_failed, 2u);
   EXPECT_GE(integrity.overflow_waits, 2u);
   EXPECT_FALSE(integrity.complete());
+}
+
+// An observer runs on the drainer thread; a Flush() from there would wait for itself.
+class FlushingObserver final : public EventObserver {
+ public:
+  explicit FlushingObserver(Recorder* recorder) : recorder_(recorder) {}
+  void OnEpoch(uint32_t, int64_t, std::span<const ObservedEvent> events) noexcept override {
+    if (!events.empty() && !called_) {
+      called_ = true;
+      status_ = recorder_->Flush();
+    }
+  }
+  bool called_ = false;
+  absl::Status status_;
+
+ private:
+  Recorder* recorder_;
+};
+
+TEST(RecorderTest, FlushFromTheDrainerThreadIsRefusedNotADeadlock) {
+  auto recorder = Make();
+  FlushingObserver observer(recorder.get());
+  ASSERT_TRUE(recorder->SetObserver(&observer).ok());
+  ASSERT_TRUE(recorder->Start().ok());
+  EXPECT_EQ(recorder->SetObserver(nullptr).code(), absl::StatusCode::kFailedPrecondition);
+  recorder->RecordAlloc(kHeap, 0x1000, 8, 0);
+  ASSERT_TRUE(recorder->Flush().ok());
+  ASSERT_TRUE(recorder->Stop().ok());
+  ASSERT_TRUE(observer.called_);
+  EXPECT_EQ(observer.status_.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(observer.status_.message().find("drainer thread"), std::string::npos);
+  ASSERT_TRUE(recorder->SetObserver(nullptr).ok());
 }
 
 TEST(RecorderTest, SizesBeyond48BitsAreRefusedNotTruncated) {
