@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/internal/thread_state.h"
+#include "sinks/json_text.h"
 #include "runtime/layer_table.h"
 #include "runtime/scope_table.h"
 #include "transport/ticket.h"
@@ -22,36 +23,6 @@ namespace {
 constexpr size_t kFlushBytes = size_t{1} << 20;
 
 std::string Hex(uint64_t v) { return absl::StrCat("\"0x", absl::Hex(v), "\""); }
-
-// A JSON string literal, escaped.
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-  return out;
-}
-
-std::string Usage(const UsageCounters& u) {
-  return absl::StrCat("{\"live_bytes\":", u.live_bytes, ",\"live_count\":", u.live_count,
-                      ",\"high_water_bytes\":", u.high_water_bytes,
-                      ",\"allocated_bytes\":", u.allocated_bytes,
-                      ",\"allocated_count\":", u.allocated_count,
-                      ",\"freed_bytes\":", u.freed_bytes, ",\"freed_count\":", u.freed_count,
-                      "}");
-}
 
 std::string Integrity(const CaptureIntegrity& in) {
   return absl::StrCat(
@@ -177,7 +148,7 @@ void JsonlSink::EnsureLayer(uint8_t layer) {
   if (layers_written_[layer]) return;
   layers_written_[layer] = true;
   Emit(absl::StrCat("{\"type\":\"layer\",\"id\":", layer,
-                    ",\"name\":", Quote(LayerTable::Global().Name(layer)), "}"));
+                    ",\"name\":", JsonQuote(LayerTable::Global().Name(layer)), "}"));
 }
 
 void JsonlSink::EnsureScope(uint32_t path) {
@@ -187,8 +158,8 @@ void JsonlSink::EnsureScope(uint32_t path) {
   if (path >= scopes_written_.size()) scopes_written_.resize(path + 1, false);
   scopes_written_[path] = true;
   Emit(absl::StrCat("{\"type\":\"scope\",\"id\":", path, ",\"parent\":", table.Parent(path),
-                    ",\"name\":", Quote(table.Name(path)),
-                    ",\"path\":", Quote(table.PathString(path)), "}"));
+                    ",\"name\":", JsonQuote(table.Name(path)),
+                    ",\"path\":", JsonQuote(table.PathString(path)), "}"));
 }
 
 uint32_t JsonlSink::SiteId(uint64_t site) {
@@ -305,16 +276,16 @@ absl::Status JsonlSink::Finish(const Snapshot& snap) {
   std::string scopes, layers, census;
   for (const ScopeUsage& u : snap.scopes) {
     absl::StrAppend(&scopes, scopes.empty() ? "" : ",", "{\"id\":", u.scope,
-                    ",\"path\":", Quote(u.path), ",\"usage\":", Usage(u.usage), "}");
+                    ",\"path\":", JsonQuote(u.path), ",\"usage\":", JsonUsage(u.usage), "}");
   }
   for (const LayerUsage& l : snap.layers) {
     absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", l.layer,
-                    ",\"name\":", Quote(l.name), ",\"usage\":", Usage(l.usage), "}");
+                    ",\"name\":", JsonQuote(l.name), ",\"usage\":", JsonUsage(l.usage), "}");
   }
   for (size_t i = 0; i < snap.census.size(); ++i) {
     const CensusEntry& c = snap.census[i];
     absl::StrAppend(&census, census.empty() ? "" : ",", "{\"label\":", i,
-                    ",\"name\":", Quote(c.label), ",\"bytes\":", c.bytes,
+                    ",\"name\":", JsonQuote(c.label), ",\"bytes\":", c.bytes,
                     ",\"high_water_bytes\":", c.high_water_bytes, "}");
   }
   const bool complete = snap.integrity.complete() && s.events_lost == 0 && status().ok();
@@ -325,7 +296,7 @@ absl::Status JsonlSink::Finish(const Snapshot& snap) {
         ",\"finished_unix_ns\":", UnixNowNs(), ",\"sink\":{\"events_written\":",
         s.events_written, ",\"events_lost\":", s.events_lost, ",\"write_errors\":",
         s.write_errors, "},\"integrity\":", Integrity(snap.integrity),
-        ",\"totals\":", Usage(snap.totals), ",\"layers\":[", layers, "],\"scopes\":[",
+        ",\"totals\":", JsonUsage(snap.totals), ",\"layers\":[", layers, "],\"scopes\":[",
         scopes, "],\"census\":[", census, "],\"memtrace_bytes\":", snap.memtrace_bytes,
         "}");
     stopping_ = true;

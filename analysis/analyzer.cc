@@ -1,0 +1,169 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "analysis/analyzer.h"
+
+#include <algorithm>
+
+namespace memtrace {
+namespace {
+
+uint64_t AddressKey(uint32_t layer, uint64_t addr) {
+  return addr ^ (uint64_t{layer} << 56);
+}
+
+}  // namespace
+
+absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path) {
+  Analyzer analyzer;
+  CaptureReadStats stats;
+  absl::Status s = ReadCapture(
+      path, [&](const CaptureRecord& rec) { return analyzer.Apply(rec); }, &stats);
+  if (!s.ok()) return s;
+  return analyzer.Finish(stats);
+}
+
+absl::StatusOr<CaptureSummary> Analyzer::SummarizeText(std::string_view text,
+                                                       const std::string& name) {
+  Analyzer analyzer;
+  CaptureReadStats stats;
+  absl::Status s = ReadCaptureText(
+      text, name, [&](const CaptureRecord& rec) { return analyzer.Apply(rec); }, &stats);
+  if (!s.ok()) return s;
+  return analyzer.Finish(stats);
+}
+
+void Analyzer::Account(const Block& b, bool allocate) {
+  UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer], &summary_.scopes[b.scope]};
+  for (UsageCounters* c : all) {
+    if (allocate) {
+      c->Allocate(b.size);
+    } else {
+      c->Free(b.size);
+    }
+  }
+}
+
+void Analyzer::Allocate(uint64_t ticket, const Block& b) {
+  live_[ticket] = b;
+  by_address_[AddressKey(b.layer, b.addr)].push_back(ticket);
+  Account(b, /*allocate=*/true);
+}
+
+bool Analyzer::Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out) {
+  auto it = live_.find(of);
+  uint64_t ticket = of;
+  if (it == live_.end() || it->second.addr != addr || it->second.layer != layer) {
+    auto at = by_address_.find(AddressKey(layer, addr));
+    if (at == by_address_.end() || at->second.empty()) return false;
+    ticket = at->second.front();  // the oldest block at the address
+    it = live_.find(ticket);
+    if (it == live_.end()) return false;
+  }
+  *out = it->second;
+  live_.erase(it);
+  auto at = by_address_.find(AddressKey(layer, addr));
+  if (at != by_address_.end()) {
+    auto& tickets = at->second;
+    tickets.erase(std::find(tickets.begin(), tickets.end(), ticket));
+    if (tickets.empty()) by_address_.erase(at);
+  }
+  return true;
+}
+
+absl::Status Analyzer::Apply(const CaptureRecord& rec) {
+  switch (rec.type) {
+    case LineType::kHeader:
+      summary_.pid = rec.pid;
+      break;
+    case LineType::kLayer:
+      summary_.layer_names[rec.id] = rec.name;
+      break;
+    case LineType::kScope:
+      summary_.scope_paths[rec.id] = rec.path;
+      break;
+    case LineType::kSite:
+      break;
+    case LineType::kAlloc:
+      Allocate(rec.ticket, Block{rec.addr, rec.size, rec.scope, rec.site, rec.layer});
+      break;
+    case LineType::kFree: {
+      Block b;
+      if (Take(rec.of, rec.layer, rec.addr, &b)) {
+        Account(b, /*allocate=*/false);
+      } else {
+        ++summary_.unmatched_releases;
+      }
+      break;
+    }
+    case LineType::kResize: {
+      Block b;
+      if (!Take(rec.of, rec.layer, rec.addr, &b)) {
+        ++summary_.unmatched_releases;
+        break;
+      }
+      UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer],
+                              &summary_.scopes[b.scope]};
+      for (UsageCounters* c : all) c->Resize(b.size, rec.size);
+      b.size = rec.size;
+      live_[rec.ticket] = b;  // the block answers to the resize's ticket now
+      by_address_[AddressKey(b.layer, b.addr)].push_back(rec.ticket);
+      break;
+    }
+    case LineType::kRemap: {
+      Block b;
+      Moving& m = moving_[rec.thread];
+      m = Moving{};
+      if (Take(rec.of, rec.layer, rec.addr, &b)) {
+        Account(b, /*allocate=*/false);
+        m = Moving{true, b.scope, b.site};
+      } else {
+        ++summary_.unmatched_releases;
+      }
+      break;
+    }
+    case LineType::kRemapTarget: {
+      Moving& m = moving_[rec.thread];
+      Block b{rec.addr, rec.size, rec.scope, rec.site, rec.layer};
+      if (m.active) {
+        b.scope = m.scope;
+        b.site = m.site;
+      }
+      m = Moving{};
+      Allocate(rec.ticket, b);
+      break;
+    }
+    case LineType::kArenaReset: {
+      std::vector<uint64_t> released;
+      for (const auto& [ticket, b] : live_) {
+        if (b.layer == rec.layer) released.push_back(ticket);
+      }
+      for (uint64_t ticket : released) {
+        const Block b = live_[ticket];
+        Block taken;
+        Take(ticket, b.layer, b.addr, &taken);
+        Account(b, /*allocate=*/false);
+      }
+      break;
+    }
+    case LineType::kScopeEnter:
+    case LineType::kScopeExit:
+    case LineType::kCensus:
+    case LineType::kIntervalBegin:
+    case LineType::kIntervalEnd:
+      break;
+    case LineType::kTrailer:
+      summary_.has_trailer = true;
+      summary_.trailer_complete = rec.complete;
+      summary_.trailer = rec.raw;
+      break;
+  }
+  return absl::OkStatus();
+}
+
+CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
+  summary_.events = stats.events;
+  summary_.live_blocks = live_.size();
+  return std::move(summary_);
+}
+
+}  // namespace memtrace

@@ -1,0 +1,97 @@
+// Copyright 2026 The memtrace Authors.
+//
+// capture_reader.h: a streaming reader of JSONL captures (docs/capture-format.md).
+//
+// ReadCapture() reads a capture one line at a time with simdjson and hands each line to a
+// callback as a CaptureRecord: the line's type and its fields, already decoded (addresses
+// from their hex strings, integers as integers). Memory is bounded by the longest line,
+// never by the file size. The header must come first and name a schema version this
+// reader knows; any line that is not valid JSON, lacks a field its type requires, or has
+// an unknown type is an error that names the line number and the problem. The trailer's
+// object is kept as raw JSON for callers that want it (CaptureRecord::raw).
+//
+// Thread safety: ReadCapture is reentrant; each call has its own parser.
+
+#ifndef MEMTRACE_ANALYSIS_CAPTURE_READER_H_
+#define MEMTRACE_ANALYSIS_CAPTURE_READER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace memtrace {
+
+enum class LineType : uint8_t {
+  kHeader,
+  kLayer,
+  kScope,
+  kSite,
+  kAlloc,
+  kFree,
+  kResize,
+  kRemap,
+  kRemapTarget,
+  kArenaReset,
+  kScopeEnter,
+  kScopeExit,
+  kCensus,
+  kIntervalBegin,
+  kIntervalEnd,
+  kTrailer,
+};
+
+// One decoded line. Fields a line type does not carry are zero or empty.
+struct CaptureRecord {
+  LineType type = LineType::kHeader;
+  uint64_t line = 0;  // 1-based line number in the file
+  // Events.
+  int64_t t = 0;
+  uint32_t epoch = 0;
+  uint32_t thread = 0;
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  uint64_t ticket = 0;
+  uint64_t of = 0;
+  uint32_t layer = 0;
+  uint32_t scope = 0;
+  uint32_t outer = 0;
+  uint32_t site = 0;
+  uint32_t label = 0;
+  int64_t bytes = 0;
+  // Tables and header.
+  uint32_t id = 0;
+  uint32_t parent = 0;
+  std::string name;
+  std::string path;
+  uint32_t schema_version = 0;
+  uint64_t pid = 0;
+  // Trailer.
+  bool complete = false;
+  std::string raw;  // the whole line, for the trailer
+};
+
+struct CaptureReadStats {
+  uint64_t lines = 0;
+  uint64_t bytes = 0;
+  uint64_t events = 0;  // lines that are events (not header, tables or trailer)
+  bool has_header = false;
+  bool has_trailer = false;
+};
+
+// Reads `path`, calling `fn` for every line in order. Stops at the first error, from the
+// file or from `fn`. Errors name the file, the line number and what is wrong.
+absl::Status ReadCapture(const std::string& path,
+                         const std::function<absl::Status(const CaptureRecord&)>& fn,
+                         CaptureReadStats* stats = nullptr);
+
+// The same over text in memory (tests, fuzzers). `name` stands in for the file name.
+absl::Status ReadCaptureText(std::string_view text, const std::string& name,
+                             const std::function<absl::Status(const CaptureRecord&)>& fn,
+                             CaptureReadStats* stats = nullptr);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_ANALYSIS_CAPTURE_READER_H_

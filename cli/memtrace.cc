@@ -1,0 +1,203 @@
+// Copyright 2026 The memtrace Authors.
+//
+// memtrace: the command line for captures (docs/capture-format.md).
+//
+//   memtrace summary [--json] CAPTURE   totals per scope and layer, with the integrity verdict
+//   memtrace verify CAPTURE             exit 0 only for a complete capture with memory events
+//   memtrace help [COMMAND]
+//
+// Exit status: 0 success; 1 the capture failed verification; 2 bad usage or unreadable
+// input (the message says what, where, and how to fix it).
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analysis/analyzer.h"
+#include "sinks/json_text.h"
+#include "sinks/summary_table.h"
+
+namespace {
+
+using memtrace::CaptureSummary;
+
+constexpr const char* kUsage =
+    "usage: memtrace <command> [options] CAPTURE\n"
+    "\n"
+    "commands:\n"
+    "  summary   totals per scope and per layer, replayed from the capture, with its\n"
+    "            integrity verdict (--json for machine-readable output)\n"
+    "  verify    exit 0 only if the capture has memory events, a trailer, and lost\n"
+    "            nothing; otherwise say which and exit 1\n"
+    "  help      this text, or `memtrace help COMMAND`\n"
+    "\n"
+    "CAPTURE is a JSONL file written by memtrace (docs/capture-format.md).\n";
+
+constexpr const char* kSummaryHelp =
+    "usage: memtrace summary [--json] CAPTURE\n"
+    "\n"
+    "Replays CAPTURE and prints live bytes, blocks, high-water, allocated and freed per\n"
+    "scope and per layer, then the capture's integrity verdict from its trailer.\n"
+    "  --json   print one JSON object instead of the table\n";
+
+constexpr const char* kVerifyHelp =
+    "usage: memtrace verify CAPTURE\n"
+    "\n"
+    "Checks that CAPTURE is a memtrace capture with at least one memory event, that it\n"
+    "ends with a trailer (it was not cut off), and that the trailer says nothing was lost.\n"
+    "Exit 0 when all hold; otherwise print which one failed and exit 1.\n";
+
+std::string Verdict(const CaptureSummary& s) {
+  if (!s.has_trailer) return "TRUNCATED (no trailer: the program or the sink stopped early)";
+  if (!s.trailer_complete) return "PARTIAL (the trailer reports lost records)";
+  return "complete";
+}
+
+void PrintTable(const CaptureSummary& s, const std::string& path) {
+  printf("memtrace summary of %s: capture %s\n\n", path.c_str(), Verdict(s).c_str());
+  const char* row = "%-36s %11s %9s %11s %11s %10s %11s %10s\n";
+  printf(row, "scope", "live", "blocks", "high-water", "allocated", "allocs", "freed", "frees");
+  auto line = [&](const std::string& name, const memtrace::UsageCounters& u) {
+    printf(row, name.c_str(), memtrace::FormatBytes(u.live_bytes).c_str(),
+           absl::StrCat(u.live_count).c_str(), memtrace::FormatBytes(u.high_water_bytes).c_str(),
+           memtrace::FormatBytes(u.allocated_bytes).c_str(),
+           absl::StrCat(u.allocated_count).c_str(), memtrace::FormatBytes(u.freed_bytes).c_str(),
+           absl::StrCat(u.freed_count).c_str());
+  };
+  for (const auto& [id, usage] : s.scopes) {
+    auto it = s.scope_paths.find(id);
+    line(it != s.scope_paths.end() ? it->second : absl::StrCat("scope ", id), usage);
+  }
+  line("TOTAL", s.totals);
+  printf("\n");
+  for (const auto& [id, usage] : s.layers) {
+    auto it = s.layer_names.find(id);
+    line(absl::StrCat("layer ", it != s.layer_names.end() ? it->second : absl::StrCat(id)),
+         usage);
+  }
+  printf("\n%llu events; %llu blocks live at the end; %llu releases with no allocation in "
+         "the capture\n",
+         static_cast<unsigned long long>(s.events),
+         static_cast<unsigned long long>(s.live_blocks),
+         static_cast<unsigned long long>(s.unmatched_releases));
+}
+
+void PrintJson(const CaptureSummary& s) {
+  std::string scopes, layers;
+  for (const auto& [id, usage] : s.scopes) {
+    auto it = s.scope_paths.find(id);
+    const std::string path = it != s.scope_paths.end() ? it->second : "";
+    absl::StrAppend(&scopes, scopes.empty() ? "" : ",", "{\"id\":", id,
+                    ",\"path\":", memtrace::JsonQuote(path),
+                    ",\"usage\":", memtrace::JsonUsage(usage), "}");
+  }
+  for (const auto& [id, usage] : s.layers) {
+    auto it = s.layer_names.find(id);
+    absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", id, ",\"name\":",
+                    memtrace::JsonQuote(it != s.layer_names.end() ? it->second : ""),
+                    ",\"usage\":", memtrace::JsonUsage(usage), "}");
+  }
+  printf("{\"verdict\":\"%s\",\"has_trailer\":%s,\"complete\":%s,\"events\":%llu,"
+         "\"unmatched_releases\":%llu,\"totals\":%s,\"scopes\":[%s],\"layers\":[%s]}\n",
+         !s.has_trailer ? "truncated" : (s.trailer_complete ? "complete" : "partial"),
+         s.has_trailer ? "true" : "false",
+         s.has_trailer && s.trailer_complete ? "true" : "false",
+         static_cast<unsigned long long>(s.events),
+         static_cast<unsigned long long>(s.unmatched_releases),
+         memtrace::JsonUsage(s.totals).c_str(),
+         scopes.c_str(), layers.c_str());
+}
+
+int Fail(const std::string& message) {
+  fprintf(stderr, "memtrace: %s\n", message.c_str());
+  return 2;
+}
+
+int Summary(const std::vector<std::string>& args) {
+  bool json = false;
+  std::string path;
+  for (const std::string& a : args) {
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--help" || a == "-h") {
+      fputs(kSummaryHelp, stdout);
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      return Fail(absl::StrCat("summary: unknown option '", a, "' (see memtrace help summary)"));
+    } else if (path.empty()) {
+      path = a;
+    } else {
+      return Fail("summary: give one CAPTURE file");
+    }
+  }
+  if (path.empty()) return Fail("summary: which capture? usage: memtrace summary [--json] CAPTURE");
+  const auto summary = memtrace::Analyzer::Summarize(path);
+  if (!summary.ok()) return Fail(std::string(summary.status().message()));
+  if (json) {
+    PrintJson(*summary);
+  } else {
+    PrintTable(*summary, path);
+  }
+  return 0;
+}
+
+int Verify(const std::vector<std::string>& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    fputs(kVerifyHelp, stdout);
+    return 0;
+  }
+  if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
+    return Fail("verify: usage: memtrace verify CAPTURE");
+  }
+  const auto summary = memtrace::Analyzer::Summarize(args[0]);
+  if (!summary.ok()) return Fail(std::string(summary.status().message()));
+  std::vector<std::string> problems;
+  if (summary->events == 0) {
+    problems.push_back("it has no memory events (was the tracer started, and the sink "
+                       "attached before Start()?)");
+  }
+  if (!summary->has_trailer) {
+    problems.push_back("it is truncated: there is no trailer (the program or the sink stopped "
+                       "before Finish())");
+  } else if (!summary->trailer_complete) {
+    problems.push_back("it is partial: the trailer reports lost records (see its integrity "
+                       "and sink blocks)");
+  }
+  if (problems.empty()) {
+    printf("memtrace verify: %s is complete: %llu memory events, nothing lost\n",
+           args[0].c_str(), static_cast<unsigned long long>(summary->events));
+    return 0;
+  }
+  for (const std::string& p : problems) {
+    printf("memtrace verify: %s FAILED: %s\n", args[0].c_str(), p.c_str());
+  }
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "summary") return Summary(args);
+  if (command == "verify") return Verify(args);
+  if (command == "help" || command == "--help" || command == "-h") {
+    if (!args.empty() && args[0] == "summary") {
+      fputs(kSummaryHelp, stdout);
+    } else if (!args.empty() && args[0] == "verify") {
+      fputs(kVerifyHelp, stdout);
+    } else {
+      fputs(kUsage, stdout);
+    }
+    return 0;
+  }
+  fprintf(stderr, "memtrace: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  return 2;
+}

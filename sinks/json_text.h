@@ -1,0 +1,26 @@
+// Copyright 2026 The memtrace Authors.
+//
+// json_text.h: the few JSON fragments memtrace writes in more than one place (the capture
+// trailer, `memtrace summary --json`), so they are spelled once.
+//
+// Thread safety: pure functions.
+
+#ifndef MEMTRACE_SINKS_JSON_TEXT_H_
+#define MEMTRACE_SINKS_JSON_TEXT_H_
+
+#include <string>
+
+#include "runtime/usage_counters.h"
+
+namespace memtrace {
+
+// A JSON string literal for `s`, quoted and escaped.
+std::string JsonQuote(const std::string& s);
+
+// {"live_bytes":..,"live_count":..,"high_water_bytes":..,"allocated_bytes":..,
+//  "allocated_count":..,"freed_bytes":..,"freed_count":..}
+std::string JsonUsage(const UsageCounters& u);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_SINKS_JSON_TEXT_H_

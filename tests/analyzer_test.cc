@@ -1,0 +1,180 @@
+// Copyright 2026 The memtrace Authors.
+//
+// The capture reader and the analyzer: a round trip (record with the runtime, write
+// JSONL, analyze: the analyzer's totals equal the runtime's own Snapshot), and a table of
+// malformed inputs, each with the message it must produce.
+
+#include "analysis/analyzer.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/frame_arena.h"
+#include "runtime/malloc_allocator.h"
+#include "runtime/tracer.h"
+#include "sinks/jsonl_sink.h"
+
+namespace memtrace {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+void ExpectSame(const UsageCounters& got, const UsageCounters& want, const std::string& what) {
+  EXPECT_EQ(got.live_bytes, want.live_bytes) << what;
+  EXPECT_EQ(got.live_count, want.live_count) << what;
+  EXPECT_EQ(got.high_water_bytes, want.high_water_bytes) << what;
+  EXPECT_EQ(got.allocated_bytes, want.allocated_bytes) << what;
+  EXPECT_EQ(got.allocated_count, want.allocated_count) << what;
+  EXPECT_EQ(got.freed_bytes, want.freed_bytes) << what;
+  EXPECT_EQ(got.freed_count, want.freed_count) << what;
+}
+
+TEST(AnalyzerTest, RoundTripTotalsEqualTheRuntimesSnapshot) {
+  const std::string path = TempPath("roundtrip.jsonl");
+  auto sink = JsonlSink::Open(path).value();
+  auto tracer = Tracer::Create(Config{}).value();
+  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
+  ASSERT_TRUE(tracer->Start().ok());
+  MallocAllocator heap;
+  TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
+  FrameArena arena(1 << 20);
+  TracingAllocator frame(tracer.get(), &arena, layers::kFrameArena);
+  static const ScopeName kA("rt_a");
+  static const ScopeName kB("rt_b");
+  std::vector<std::thread> threads;
+  std::vector<std::vector<std::pair<void*, size_t>>> kept(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      Span a = tracer->Enter(kA);
+      for (int i = 0; i < 2000; ++i) {
+        Span b = tracer->Enter(kB);
+        size_t n = 16 + (i * 7) % 300;
+        void* p = traced.Alloc(n, 16, 0x1000 + i % 5);
+        if (i % 3 == 0 && traced.Resize(AsMemory(p, n), 16, n / 2 + 1, 0)) n = n / 2 + 1;
+        if (i % 5 == 0) {
+          void* q = traced.Remap(AsMemory(p, n), 16, n + 4096, 0);
+          if (q != nullptr) {
+            p = q;
+            n += 4096;
+          }
+        }
+        if (i % 4 == 0) {
+          kept[t].emplace_back(p, n);
+        } else {
+          traced.Free(AsMemory(p, n), 16, 0);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int f = 0; f < 10; ++f) {  // a frame arena on this thread
+    for (int i = 0; i < 50; ++i) frame.Alloc(64, 16, 0);
+    arena.ResetTraced(frame);
+  }
+  ASSERT_TRUE(tracer->Stop().ok());
+  const Snapshot snap = tracer->TakeSnapshot();
+  ASSERT_TRUE(sink->Finish(snap).ok());
+
+  const auto summary = Analyzer::Summarize(path);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_TRUE(summary->has_trailer);
+  EXPECT_TRUE(summary->trailer_complete);
+  EXPECT_EQ(summary->unmatched_releases, 0u);
+  EXPECT_EQ(summary->events, snap.integrity.events_applied);
+  ExpectSame(summary->totals, snap.totals, "totals");
+  for (const ScopeUsage& s : snap.scopes) {
+    ExpectSame(summary->scopes.at(s.scope), s.usage, s.path);
+    EXPECT_EQ(summary->scope_paths.at(s.scope), s.path);
+  }
+  for (const LayerUsage& l : snap.layers) {
+    ExpectSame(summary->layers.at(l.layer), l.usage, l.name);
+    EXPECT_EQ(summary->layer_names.at(l.layer), l.name);
+  }
+  for (const auto& blocks : kept) {
+    for (auto [p, n] : blocks) heap.Free(AsMemory(p, n), 16, 0);
+  }
+}
+
+TEST(AnalyzerTest, CaptureWithoutTrailerIsTruncated) {
+  const std::string text =
+      "{\"type\":\"header\",\"schema_version\":1}\n"
+      "{\"type\":\"alloc\",\"t\":1,\"thread\":1,\"addr\":\"0x10\",\"size\":8,\"layer\":0,"
+      "\"scope\":0,\"site\":0,\"ticket\":5}\n";
+  const auto summary = Analyzer::SummarizeText(text, "cut.jsonl");
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_FALSE(summary->has_trailer);
+  EXPECT_EQ(summary->totals.live_bytes, 8u);
+}
+
+struct Malformed {
+  const char* what;
+  std::string text;
+  const char* message;
+};
+
+TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
+  const std::string header = "{\"type\":\"header\",\"schema_version\":1}\n";
+  const std::vector<Malformed> cases = {
+      {"empty file", "", "empty file"},
+      {"not JSON", "not json\n", "bad.jsonl:1: not a JSON object"},
+      {"broken JSON", "{\"type\":\n", "bad.jsonl:1: not JSON"},
+      {"not an object", "[1,2]\n", "bad.jsonl:1: not a JSON object"},
+      {"no header", "{\"type\":\"trailer\",\"complete\":true}\n", "first line is not a header"},
+      {"future schema", "{\"type\":\"header\",\"schema_version\":2}\n",
+       "unknown schema version 2"},
+      {"missing field", header + "{\"type\":\"alloc\",\"t\":1}\n",
+       "bad.jsonl:2: a 'alloc' line needs field 'thread'"},
+      {"unknown type", header + "{\"type\":\"bogus\"}\n", "unknown line type 'bogus'"},
+      {"bad address",
+       header + "{\"type\":\"free\",\"t\":1,\"thread\":1,\"addr\":\"xyz\",\"layer\":0,"
+                "\"of\":1,\"ticket\":2}\n",
+       "field 'addr' must be a hex string"},
+      {"negative size",
+       header + "{\"type\":\"alloc\",\"t\":1,\"thread\":1,\"addr\":\"0x1\",\"size\":-4,"
+                "\"layer\":0,\"scope\":0,\"site\":0,\"ticket\":1}\n",
+       "field 'size' must be a non-negative integer"},
+      {"blank line", header + "\n{\"type\":\"trailer\",\"complete\":true}\n",
+       "bad.jsonl:2: empty line"},
+      {"after trailer",
+       header + "{\"type\":\"trailer\",\"complete\":true}\n" + header,
+       "bad.jsonl:3: content after the trailer"},
+      {"second header", header + header, "bad.jsonl:2: a second header"},
+      {"truncated line", header + "{\"type\":\"alloc\",\"t\":1,\"thr", "bad.jsonl:2: not JSON"},
+  };
+  for (const Malformed& c : cases) {
+    const absl::Status s = ReadCaptureText(
+        c.text, "bad.jsonl", [](const CaptureRecord&) { return absl::OkStatus(); });
+    EXPECT_FALSE(s.ok()) << c.what;
+    EXPECT_NE(s.message().find(c.message), std::string::npos)
+        << c.what << ": got '" << s.message() << "'";
+  }
+}
+
+TEST(CaptureReaderTest, MissingFileIsNotFound) {
+  const absl::Status s = ReadCapture("/nonexistent/capture.jsonl",
+                                     [](const CaptureRecord&) { return absl::OkStatus(); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("/nonexistent/capture.jsonl"), std::string::npos);
+}
+
+TEST(CaptureReaderTest, UnknownFieldsAreIgnored) {
+  const std::string text =
+      "{\"type\":\"header\",\"schema_version\":1,\"future\":{\"x\":[1,2]}}\n"
+      "{\"type\":\"trailer\",\"complete\":false,\"integrity\":{\"complete\":false}}\n";
+  CaptureReadStats stats;
+  const absl::Status s = ReadCaptureText(
+      text, "ok.jsonl", [](const CaptureRecord&) { return absl::OkStatus(); }, &stats);
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(stats.has_header);
+  EXPECT_TRUE(stats.has_trailer);
+  EXPECT_EQ(stats.events, 0u);
+}
+
+}  // namespace
+}  // namespace memtrace

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# End-to-end: a traced program writes a capture; `memtrace verify` and `memtrace summary`
+# read it; truncated, partial-less and unreadable captures get the documented exit codes.
+set -uo pipefail
+memtrace="$1"
+workload="$2"
+dir="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$workload" --requests=500 --workers=2 --capture="$dir/c.jsonl" > "$dir/out.txt" 2>&1 \
+  || fail "workload exited $?"
+"$memtrace" verify "$dir/c.jsonl" > "$dir/v.txt" || fail "verify of a complete capture: $(cat "$dir/v.txt")"
+grep -q "is complete" "$dir/v.txt" || fail "verify output: $(cat "$dir/v.txt")"
+
+"$memtrace" summary --json "$dir/c.jsonl" > "$dir/s.json" || fail "summary --json"
+grep -q '"verdict":"complete"' "$dir/s.json" || fail "summary verdict: $(cat "$dir/s.json")"
+grep -q '"path":"request/respond"' "$dir/s.json" || fail "summary scopes: $(cat "$dir/s.json")"
+
+head -n 100 "$dir/c.jsonl" > "$dir/cut.jsonl"
+"$memtrace" verify "$dir/cut.jsonl" > "$dir/v2.txt"
+[[ $? -eq 1 ]] || fail "a truncated capture must fail verify with 1"
+grep -q "truncated" "$dir/v2.txt" || fail "truncated message: $(cat "$dir/v2.txt")"
+
+echo "garbage" > "$dir/bad.jsonl"
+"$memtrace" verify "$dir/bad.jsonl" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "unreadable input must exit 2"
+grep -q "bad.jsonl:1:" "$dir/e.txt" || fail "error must name the line: $(cat "$dir/e.txt")"
+
+"$memtrace" frobnicate 2> /dev/null
+[[ $? -eq 2 ]] || fail "unknown command must exit 2"
+"$memtrace" help verify | grep -q "usage: memtrace verify" || fail "help verify"
+echo "PASS"
