@@ -33,7 +33,8 @@ absl::StatusOr<CaptureSummary> Analyzer::SummarizeText(std::string_view text,
 }
 
 void Analyzer::Account(const Block& b, bool allocate) {
-  UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer], &summary_.scopes[b.scope]};
+  UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer], &summary_.scopes[b.scope],
+                          &attribution_[AttributionKey{b.site, b.scope, b.layer}]};
   for (UsageCounters* c : all) {
     if (allocate) {
       c->Allocate(b.size);
@@ -71,6 +72,22 @@ bool Analyzer::Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out) {
 }
 
 absl::Status Analyzer::Apply(const CaptureRecord& rec) {
+  const bool is_event = rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd;
+  if (is_event) {
+    if (events_seen_ >= stop_after_) return absl::OkStatus();
+    ++events_seen_;
+    last_t_ = rec.t;
+  }
+  const uint64_t high_water_before = summary_.totals.high_water_bytes;
+  absl::Status s = ApplyLine(rec);
+  if (summary_.totals.high_water_bytes > high_water_before) {
+    summary_.peak_event_index = events_seen_;
+    summary_.peak_t = last_t_;
+  }
+  return s;
+}
+
+absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
   switch (rec.type) {
     case LineType::kHeader:
       summary_.pid = rec.pid;
@@ -82,6 +99,7 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
       summary_.scope_paths[rec.id] = rec.path;
       break;
     case LineType::kSite:
+      summary_.site_addrs[rec.id] = rec.addr;
       break;
     case LineType::kAlloc:
       Allocate(rec.ticket, Block{rec.addr, rec.size, rec.scope, rec.site, rec.layer});
@@ -104,6 +122,7 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
       UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer],
                               &summary_.scopes[b.scope]};
       for (UsageCounters* c : all) c->Resize(b.size, rec.size);
+      attribution_[AttributionKey{b.site, b.scope, b.layer}].Resize(b.size, rec.size);
       b.size = rec.size;
       live_[rec.ticket] = b;  // the block answers to the resize's ticket now
       by_address_[AddressKey(b.layer, b.addr)].push_back(rec.ticket);
@@ -163,7 +182,45 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
 CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   summary_.events = stats.events;
   summary_.live_blocks = live_.size();
+  for (const auto& [key, usage] : attribution_) {
+    auto it = summary_.site_addrs.find(key.site);
+    summary_.attribution.push_back(AllocationAttribution{
+        key.site, it != summary_.site_addrs.end() ? it->second : 0, key.scope, key.layer,
+        usage});
+  }
   return std::move(summary_);
+}
+
+PeakComposition Analyzer::Composition() const {
+  PeakComposition out;
+  out.event_index = events_seen_;
+  out.t = last_t_;
+  absl::flat_hash_map<uint32_t, uint64_t> scopes, sites;
+  for (const auto& [ticket, b] : live_) {
+    scopes[b.scope] += b.size;
+    sites[b.site] += b.size;
+    out.live_bytes += b.size;
+  }
+  out.by_scope.assign(scopes.begin(), scopes.end());
+  out.by_site.assign(sites.begin(), sites.end());
+  auto larger = [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  };
+  std::sort(out.by_scope.begin(), out.by_scope.end(), larger);
+  std::sort(out.by_site.begin(), out.by_site.end(), larger);
+  return out;
+}
+
+absl::StatusOr<PeakComposition> Analyzer::Peak(const std::string& path) {
+  auto summary = Summarize(path);
+  if (!summary.ok()) return summary.status();
+  Analyzer replay;
+  replay.StopAfter(summary->peak_event_index);
+  CaptureReadStats stats;
+  absl::Status s = ReadCapture(
+      path, [&](const CaptureRecord& rec) { return replay.Apply(rec); }, &stats);
+  if (!s.ok()) return s;
+  return replay.Composition();
 }
 
 }  // namespace memtrace

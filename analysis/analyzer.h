@@ -30,6 +30,24 @@
 
 namespace memtrace {
 
+// What one call site allocated, in one scope and layer (the seed's AllocationAttribution).
+struct AllocationAttribution {
+  uint32_t site = 0;       // the capture's site id
+  uint64_t site_addr = 0;  // the call site's return address
+  uint32_t scope = 0;
+  uint32_t layer = 0;
+  UsageCounters usage;
+};
+
+// What held memory at one moment, by scope and by site (the seed's causal view).
+struct PeakComposition {
+  uint64_t event_index = 0;  // the event after which the moment was reached (1-based)
+  int64_t t = 0;
+  uint64_t live_bytes = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> by_scope;  // (scope, live bytes), largest first
+  std::vector<std::pair<uint32_t, uint64_t>> by_site;   // (site, live bytes), largest first
+};
+
 struct CaptureSummary {
   uint64_t pid = 0;
   uint64_t events = 0;
@@ -43,6 +61,11 @@ struct CaptureSummary {
   std::map<uint32_t, UsageCounters> layers;
   uint64_t unmatched_releases = 0;  // releases the capture has no allocation for
   uint64_t live_blocks = 0;
+  std::map<uint32_t, uint64_t> site_addrs;         // site id -> return address
+  std::vector<AllocationAttribution> attribution;  // every (site, scope, layer) seen
+  // The first event after which total live bytes reached their maximum.
+  uint64_t peak_event_index = 0;
+  int64_t peak_t = 0;
 };
 
 class Analyzer {
@@ -51,6 +74,15 @@ class Analyzer {
   static absl::StatusOr<CaptureSummary> Summarize(const std::string& path);
   static absl::StatusOr<CaptureSummary> SummarizeText(std::string_view text,
                                                       const std::string& name);
+
+  // The composition of live memory at the capture's global high-water moment: reads the
+  // capture twice (find the moment, then replay up to it).
+  static absl::StatusOr<PeakComposition> Peak(const std::string& path);
+
+  // Replays only the first `events` events (the rest of the file is still checked).
+  void StopAfter(uint64_t events) noexcept { stop_after_ = events; }
+  // Live bytes by scope and by site right now.
+  PeakComposition Composition() const;
 
   absl::Status Apply(const CaptureRecord& rec);
   CaptureSummary Finish(const CaptureReadStats& stats);
@@ -68,12 +100,26 @@ class Analyzer {
     uint32_t scope = 0, site = 0;
   };
 
+  absl::Status ApplyLine(const CaptureRecord& rec);
   void Allocate(uint64_t ticket, const Block& b);
   // Finds the live block `of` names, or the oldest at (layer, addr); erases it.
   bool Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out);
   void Account(const Block& b, bool allocate);
 
+  struct AttributionKey {
+    uint32_t site, scope, layer;
+    bool operator==(const AttributionKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const AttributionKey& k) {
+      return H::combine(std::move(h), k.site, k.scope, k.layer);
+    }
+  };
+
   CaptureSummary summary_;
+  absl::flat_hash_map<AttributionKey, UsageCounters> attribution_;
+  uint64_t events_seen_ = 0;
+  uint64_t stop_after_ = ~uint64_t{0};
+  int64_t last_t_ = 0;
   absl::flat_hash_map<uint64_t, Block> live_;  // by ticket
   absl::flat_hash_map<uint64_t, std::vector<uint64_t>> by_address_;  // layer<<56^addr
   absl::flat_hash_map<uint32_t, Moving> moving_;  // by thread, between remap halves

@@ -4,12 +4,16 @@
 //
 //   memtrace summary [--json] CAPTURE   totals per scope and layer, with the integrity verdict
 //   memtrace verify CAPTURE             exit 0 only for a complete capture with memory events
+//   memtrace top [--by=bytes|count|live] [--limit=N] CAPTURE   call sites, largest first
+//   memtrace peak CAPTURE               what held memory at the global high-water moment
 //   memtrace help [COMMAND]
 //
 // Exit status: 0 success; 1 the capture failed verification; 2 bad usage or unreadable
 // input (the message says what, where, and how to fix it).
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -32,6 +36,8 @@ constexpr const char* kUsage =
     "            integrity verdict (--json for machine-readable output)\n"
     "  verify    exit 0 only if the capture has memory events, a trailer, and lost\n"
     "            nothing; otherwise say which and exit 1\n"
+    "  top       call sites (with scope and layer) by bytes allocated, count, or live\n"
+    "  peak      what held memory at the global high-water moment, by scope and site\n"
     "  help      this text, or `memtrace help COMMAND`\n"
     "\n"
     "CAPTURE is a JSONL file written by memtrace (docs/capture-format.md).\n";
@@ -42,6 +48,21 @@ constexpr const char* kSummaryHelp =
     "Replays CAPTURE and prints live bytes, blocks, high-water, allocated and freed per\n"
     "scope and per layer, then the capture's integrity verdict from its trailer.\n"
     "  --json   print one JSON object instead of the table\n";
+
+constexpr const char* kTopHelp =
+    "usage: memtrace top [--by=bytes|count|live] [--limit=N] CAPTURE\n"
+    "\n"
+    "Lists call sites, each with the scope and layer it allocated in, largest first:\n"
+    "  --by=bytes   bytes allocated (default)\n"
+    "  --by=count   allocations made\n"
+    "  --by=live    bytes still live at the end (leaks at exit)\n"
+    "  --limit=N    rows to print (default 20)\n";
+
+constexpr const char* kPeakHelp =
+    "usage: memtrace peak CAPTURE\n"
+    "\n"
+    "Finds the moment total live memory was highest and lists what held it, by scope and\n"
+    "by call site. Reads the capture twice.\n";
 
 constexpr const char* kVerifyHelp =
     "usage: memtrace verify CAPTURE\n"
@@ -177,6 +198,107 @@ int Verify(const std::vector<std::string>& args) {
   return 1;
 }
 
+std::string ScopeName(const CaptureSummary& s, uint32_t id) {
+  auto it = s.scope_paths.find(id);
+  return it != s.scope_paths.end() ? it->second : absl::StrCat("scope ", id);
+}
+
+std::string SiteName(const CaptureSummary& s, uint32_t id) {
+  auto it = s.site_addrs.find(id);
+  return it != s.site_addrs.end() ? absl::StrCat("0x", absl::Hex(it->second))
+                                  : absl::StrCat("site ", id);
+}
+
+int Top(const std::vector<std::string>& args) {
+  std::string by = "bytes", path;
+  size_t limit = 20;
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      fputs(kTopHelp, stdout);
+      return 0;
+    } else if (a.rfind("--by=", 0) == 0) {
+      by = a.substr(5);
+      if (by != "bytes" && by != "count" && by != "live") {
+        return Fail(absl::StrCat("top: --by must be bytes, count or live, not '", by, "'"));
+      }
+    } else if (a.rfind("--limit=", 0) == 0) {
+      char* end = nullptr;
+      const unsigned long long n = strtoull(a.c_str() + 8, &end, 10);
+      if (end == a.c_str() + 8 || *end != '\0' || n == 0) {
+        return Fail(absl::StrCat("top: --limit must be a positive number, not '",
+                                 a.substr(8), "'"));
+      }
+      limit = static_cast<size_t>(n);
+    } else if (!a.empty() && a[0] == '-') {
+      return Fail(absl::StrCat("top: unknown option '", a, "' (see memtrace help top)"));
+    } else if (path.empty()) {
+      path = a;
+    } else {
+      return Fail("top: give one CAPTURE file");
+    }
+  }
+  if (path.empty()) return Fail("top: which capture? usage: memtrace top [--by=...] CAPTURE");
+  auto summary = memtrace::Analyzer::Summarize(path);
+  if (!summary.ok()) return Fail(std::string(summary.status().message()));
+  auto& rows = summary->attribution;
+  auto key = [&](const memtrace::AllocationAttribution& a) {
+    return by == "count" ? a.usage.allocated_count
+                         : (by == "live" ? a.usage.live_bytes : a.usage.allocated_bytes);
+  };
+  std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+    return key(a) != key(b) ? key(a) > key(b) : a.site < b.site;
+  });
+  printf("memtrace top of %s by %s: capture %s\n\n", path.c_str(), by.c_str(),
+         Verdict(*summary).c_str());
+  const char* row = "%-18s %-34s %-10s %11s %10s %11s %9s\n";
+  printf(row, "site", "scope", "layer", "allocated", "allocs", "live", "blocks");
+  for (size_t i = 0; i < rows.size() && i < limit; ++i) {
+    const auto& a = rows[i];
+    auto layer = summary->layer_names.find(a.layer);
+    printf(row, SiteName(*summary, a.site).c_str(), ScopeName(*summary, a.scope).c_str(),
+           layer != summary->layer_names.end() ? layer->second.c_str() : "?",
+           memtrace::FormatBytes(a.usage.allocated_bytes).c_str(),
+           absl::StrCat(a.usage.allocated_count).c_str(),
+           memtrace::FormatBytes(a.usage.live_bytes).c_str(),
+           absl::StrCat(a.usage.live_count).c_str());
+  }
+  if (rows.size() > limit) printf("(%zu more rows; --limit=N shows more)\n", rows.size() - limit);
+  return 0;
+}
+
+int Peak(const std::vector<std::string>& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    fputs(kPeakHelp, stdout);
+    return 0;
+  }
+  if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
+    return Fail("peak: usage: memtrace peak CAPTURE");
+  }
+  const auto summary = memtrace::Analyzer::Summarize(args[0]);
+  if (!summary.ok()) return Fail(std::string(summary.status().message()));
+  const auto peak = memtrace::Analyzer::Peak(args[0]);
+  if (!peak.ok()) return Fail(std::string(peak.status().message()));
+  printf("memtrace peak of %s: capture %s\n", args[0].c_str(), Verdict(*summary).c_str());
+  printf("global high-water: %s live after event %llu of %llu\n\n",
+         memtrace::FormatBytes(peak->live_bytes).c_str(),
+         static_cast<unsigned long long>(peak->event_index),
+         static_cast<unsigned long long>(summary->events));
+  printf("%-40s %11s %7s\n", "by scope", "live", "share");
+  for (const auto& [scope, bytes] : peak->by_scope) {
+    printf("%-40s %11s %6.1f%%\n", ScopeName(*summary, scope).c_str(),
+           memtrace::FormatBytes(bytes).c_str(),
+           100.0 * static_cast<double>(bytes) / static_cast<double>(peak->live_bytes));
+  }
+  printf("\n%-40s %11s %7s\n", "by call site", "live", "share");
+  for (size_t i = 0; i < peak->by_site.size() && i < 20; ++i) {
+    const auto& [site, bytes] = peak->by_site[i];
+    printf("%-40s %11s %6.1f%%\n", SiteName(*summary, site).c_str(),
+           memtrace::FormatBytes(bytes).c_str(),
+           100.0 * static_cast<double>(bytes) / static_cast<double>(peak->live_bytes));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,11 +310,17 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "summary") return Summary(args);
   if (command == "verify") return Verify(args);
+  if (command == "top") return Top(args);
+  if (command == "peak") return Peak(args);
   if (command == "help" || command == "--help" || command == "-h") {
     if (!args.empty() && args[0] == "summary") {
       fputs(kSummaryHelp, stdout);
     } else if (!args.empty() && args[0] == "verify") {
       fputs(kVerifyHelp, stdout);
+    } else if (!args.empty() && args[0] == "top") {
+      fputs(kTopHelp, stdout);
+    } else if (!args.empty() && args[0] == "peak") {
+      fputs(kPeakHelp, stdout);
     } else {
       fputs(kUsage, stdout);
     }

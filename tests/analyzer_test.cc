@@ -6,6 +6,7 @@
 
 #include "analysis/analyzer.h"
 
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -110,6 +111,61 @@ TEST(AnalyzerTest, CaptureWithoutTrailerIsTruncated) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_FALSE(summary->has_trailer);
   EXPECT_EQ(summary->totals.live_bytes, 8u);
+}
+
+std::string Alloc(uint64_t addr, uint64_t size, uint32_t scope, uint32_t site,
+                  uint64_t ticket) {
+  return "{\"type\":\"alloc\",\"t\":" + std::to_string(ticket) +
+         ",\"thread\":1,\"addr\":\"0x" + std::to_string(addr) + "\",\"size\":" +
+         std::to_string(size) + ",\"layer\":0,\"scope\":" + std::to_string(scope) +
+         ",\"site\":" + std::to_string(site) + ",\"ticket\":" + std::to_string(ticket) +
+         "}\n";
+}
+
+std::string Free(uint64_t addr, uint64_t of, uint64_t ticket) {
+  return "{\"type\":\"free\",\"t\":" + std::to_string(ticket) +
+         ",\"thread\":1,\"addr\":\"0x" + std::to_string(addr) + "\",\"layer\":0,\"of\":" +
+         std::to_string(of) + ",\"ticket\":" + std::to_string(ticket) + "}\n";
+}
+
+const char kHeader[] = "{\"type\":\"header\",\"schema_version\":1}\n";
+
+TEST(AnalyzerTest, PeakCompositionIsTheLiveSetAtTheGlobalHighWater) {
+  const std::string path = TempPath("peak.jsonl");
+  {
+    std::ofstream out(path);
+    out << kHeader << "{\"type\":\"site\",\"id\":0,\"addr\":\"0x401000\"}\n"
+        << "{\"type\":\"site\",\"id\":1,\"addr\":\"0x402000\"}\n"
+        << Alloc(10, 100, 1, 0, 1) << Alloc(20, 200, 2, 1, 2)  // peak: 300 after event 2
+        << Free(10, 1, 3) << Alloc(30, 50, 1, 0, 4)            // 250
+        << "{\"type\":\"trailer\",\"complete\":true}\n";
+  }
+  const auto peak = Analyzer::Peak(path);
+  ASSERT_TRUE(peak.ok()) << peak.status();
+  EXPECT_EQ(peak->event_index, 2u);
+  EXPECT_EQ(peak->live_bytes, 300u);
+  ASSERT_EQ(peak->by_scope.size(), 2u);
+  EXPECT_EQ(peak->by_scope[0], (std::pair<uint32_t, uint64_t>{2, 200}));
+  EXPECT_EQ(peak->by_scope[1], (std::pair<uint32_t, uint64_t>{1, 100}));
+  ASSERT_EQ(peak->by_site.size(), 2u);
+  EXPECT_EQ(peak->by_site[0], (std::pair<uint32_t, uint64_t>{1, 200}));
+
+  const auto summary = Analyzer::Summarize(path);
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->totals.high_water_bytes, 300u);
+  EXPECT_EQ(summary->totals.live_bytes, 250u);
+  // Attribution: site 0 in scope 1 allocated twice (150 bytes), 50 still live.
+  bool found = false;
+  for (const AllocationAttribution& a : summary->attribution) {
+    if (a.site == 0 && a.scope == 1) {
+      found = true;
+      EXPECT_EQ(a.site_addr, 0x401000u);
+      EXPECT_EQ(a.usage.allocated_count, 2u);
+      EXPECT_EQ(a.usage.allocated_bytes, 150u);
+      EXPECT_EQ(a.usage.live_bytes, 50u);
+    }
+  }
+  EXPECT_TRUE(found);
 }
 
 struct Malformed {

@@ -16,6 +16,14 @@ grep -q "is complete" "$dir/v.txt" || fail "verify output: $(cat "$dir/v.txt")"
 grep -q '"verdict":"complete"' "$dir/s.json" || fail "summary verdict: $(cat "$dir/s.json")"
 grep -q '"path":"request/respond"' "$dir/s.json" || fail "summary scopes: $(cat "$dir/s.json")"
 
+"$memtrace" top --limit=3 "$dir/c.jsonl" > "$dir/t.txt" || fail "top"
+grep -q "request/respond" "$dir/t.txt" || fail "top rows: $(cat "$dir/t.txt")"
+"$memtrace" top --by=count "$dir/c.jsonl" | grep -q "by count" || fail "top --by=count"
+"$memtrace" top --by=nope "$dir/c.jsonl" 2> /dev/null
+[[ $? -eq 2 ]] || fail "a bad --by must exit 2"
+"$memtrace" peak "$dir/c.jsonl" > "$dir/p.txt" || fail "peak"
+grep -q "global high-water" "$dir/p.txt" || fail "peak output: $(cat "$dir/p.txt")"
+
 head -n 100 "$dir/c.jsonl" > "$dir/cut.jsonl"
 "$memtrace" verify "$dir/cut.jsonl" > "$dir/v2.txt"
 [[ $? -eq 1 ]] || fail "a truncated capture must fail verify with 1"
