@@ -13,6 +13,40 @@ uint64_t AddressKey(uint32_t layer, uint64_t addr) {
 
 }  // namespace
 
+std::vector<Difference> Compare(const CaptureSummary& before, const CaptureSummary& after) {
+  std::map<std::string, Difference> by_path;
+  auto path_of = [](const CaptureSummary& s, uint32_t id) {
+    auto it = s.scope_paths.find(id);
+    return it != s.scope_paths.end() ? it->second : std::string("(scope ") +
+                                                        std::to_string(id) + ")";
+  };
+  for (const auto& [id, usage] : before.scopes) {
+    Difference& d = by_path[path_of(before, id)];
+    d.path = path_of(before, id);
+    d.before = usage;
+  }
+  for (const auto& [id, usage] : after.scopes) {
+    Difference& d = by_path[path_of(after, id)];
+    d.path = path_of(after, id);
+    d.after = usage;
+  }
+  std::vector<Difference> out;
+  out.push_back(Difference{"TOTAL", before.totals, after.totals});
+  std::vector<Difference> rows;
+  for (auto& [path, d] : by_path) rows.push_back(d);
+  std::sort(rows.begin(), rows.end(), [](const Difference& a, const Difference& b) {
+    const int64_t la = a.live_delta() < 0 ? -a.live_delta() : a.live_delta();
+    const int64_t lb = b.live_delta() < 0 ? -b.live_delta() : b.live_delta();
+    if (la != lb) return la > lb;
+    const int64_t ha = a.high_water_delta() < 0 ? -a.high_water_delta() : a.high_water_delta();
+    const int64_t hb = b.high_water_delta() < 0 ? -b.high_water_delta() : b.high_water_delta();
+    if (ha != hb) return ha > hb;
+    return a.path < b.path;
+  });
+  out.insert(out.end(), rows.begin(), rows.end());
+  return out;
+}
+
 absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path) {
   Analyzer analyzer;
   CaptureReadStats stats;
@@ -103,6 +137,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       break;
     case LineType::kAlloc:
       Allocate(rec.ticket, Block{rec.addr, rec.size, rec.scope, rec.site, rec.layer});
+      NoteAllocation(rec.thread, rec.ticket);
       break;
     case LineType::kFree: {
       Block b;
@@ -165,7 +200,11 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       break;
     }
     case LineType::kScopeEnter:
+      open_scopes_[rec.thread].push_back(OpenScope{rec.scope, {}});
+      break;
     case LineType::kScopeExit:
+      CloseScope(rec.thread, rec.scope);
+      break;
     case LineType::kCensus:
     case LineType::kIntervalBegin:
     case LineType::kIntervalEnd:
@@ -179,7 +218,48 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
   return absl::OkStatus();
 }
 
+void Analyzer::NoteAllocation(uint32_t thread, uint64_t ticket) {
+  auto it = open_scopes_.find(thread);
+  if (it != open_scopes_.end() && !it->second.empty()) {
+    it->second.back().tickets.push_back(ticket);
+  }
+}
+
+void Analyzer::CloseScope(uint32_t thread, uint32_t scope) {
+  auto it = open_scopes_.find(thread);
+  if (it == open_scopes_.end()) return;
+  auto& stack = it->second;
+  // Exits are recorded innermost first; close up to and including `scope`.
+  while (!stack.empty()) {
+    OpenScope open = std::move(stack.back());
+    stack.pop_back();
+    Retention& r = retention_[open.scope];
+    r.scope = open.scope;
+    ++r.exits;
+    uint64_t blocks = 0, bytes = 0;
+    std::vector<uint64_t> survivors;
+    for (uint64_t ticket : open.tickets) {
+      auto live = live_.find(ticket);
+      if (live != live_.end()) {
+        ++blocks;
+        bytes += live->second.size;
+        survivors.push_back(ticket);
+      }
+    }
+    // What outlived this scope was also allocated inside the enclosing one.
+    if (!stack.empty()) {
+      auto& parent = stack.back().tickets;
+      parent.insert(parent.end(), survivors.begin(), survivors.end());
+    }
+    if (blocks > 0) ++r.exits_retaining;
+    r.retained_blocks += blocks;
+    r.retained_bytes += bytes;
+    if (open.scope == scope) break;
+  }
+}
+
 CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
+  for (const auto& [scope, r] : retention_) summary_.retention.push_back(r);
   summary_.events = stats.events;
   summary_.live_blocks = live_.size();
   for (const auto& [key, usage] : attribution_) {

@@ -48,6 +48,19 @@ struct PeakComposition {
   std::vector<std::pair<uint32_t, uint64_t>> by_site;   // (site, live bytes), largest first
 };
 
+// Allocations made inside a scope (or a scope nested in it) that were still live when that
+// scope instance exited on its thread: per-phase leaks (the seed's Retention), summed per
+// scope path. A block that outlives a frame's render phase and then the frame counts for
+// both. Blocks whose allocation moved (remap) or changed size keep their original ticket
+// here only until then, so retention counts blocks as first allocated.
+struct Retention {
+  uint32_t scope = 0;
+  uint64_t exits = 0;             // scope instances that exited
+  uint64_t exits_retaining = 0;   // of those, how many left something live
+  uint64_t retained_blocks = 0;   // summed over exits
+  uint64_t retained_bytes = 0;
+};
+
 struct CaptureSummary {
   uint64_t pid = 0;
   uint64_t events = 0;
@@ -63,10 +76,33 @@ struct CaptureSummary {
   uint64_t live_blocks = 0;
   std::map<uint32_t, uint64_t> site_addrs;         // site id -> return address
   std::vector<AllocationAttribution> attribution;  // every (site, scope, layer) seen
+  std::vector<Retention> retention;  // scopes whose instances exited, by scope id
   // The first event after which total live bytes reached their maximum.
   uint64_t peak_event_index = 0;
   int64_t peak_t = 0;
 };
+
+// One scope compared between two captures (the seed's Difference), matched by path.
+struct Difference {
+  std::string path;
+  UsageCounters before;  // zeros if the scope is new
+  UsageCounters after;   // zeros if the scope is gone
+  int64_t live_delta() const {
+    return static_cast<int64_t>(after.live_bytes) - static_cast<int64_t>(before.live_bytes);
+  }
+  int64_t high_water_delta() const {
+    return static_cast<int64_t>(after.high_water_bytes) -
+           static_cast<int64_t>(before.high_water_bytes);
+  }
+  int64_t allocated_delta() const {
+    return static_cast<int64_t>(after.allocated_bytes) -
+           static_cast<int64_t>(before.allocated_bytes);
+  }
+};
+
+// Per-scope differences between two summaries, largest change in live bytes first (ties:
+// high-water, then path). The totals come first, under the path "TOTAL".
+std::vector<Difference> Compare(const CaptureSummary& before, const CaptureSummary& after);
 
 class Analyzer {
  public:
@@ -105,6 +141,17 @@ class Analyzer {
   // Finds the live block `of` names, or the oldest at (layer, addr); erases it.
   bool Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out);
   void Account(const Block& b, bool allocate);
+
+  // An open scope instance on a thread, and the blocks allocated directly inside it.
+  struct OpenScope {
+    uint32_t scope;
+    std::vector<uint64_t> tickets;
+  };
+  void NoteAllocation(uint32_t thread, uint64_t ticket);
+  void CloseScope(uint32_t thread, uint32_t scope);
+
+  absl::flat_hash_map<uint32_t, std::vector<OpenScope>> open_scopes_;  // by thread
+  std::map<uint32_t, Retention> retention_;
 
   struct AttributionKey {
     uint32_t site, scope, layer;

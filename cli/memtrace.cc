@@ -6,6 +6,8 @@
 //   memtrace verify CAPTURE             exit 0 only for a complete capture with memory events
 //   memtrace top [--by=bytes|count|live] [--limit=N] CAPTURE   call sites, largest first
 //   memtrace peak CAPTURE               what held memory at the global high-water moment
+//   memtrace retention CAPTURE          what outlived each scope (per-phase leaks)
+//   memtrace diff BEFORE AFTER          per-scope changes between two captures
 //   memtrace help [COMMAND]
 //
 // Exit status: 0 success; 1 the capture failed verification; 2 bad usage or unreadable
@@ -38,6 +40,8 @@ constexpr const char* kUsage =
     "            nothing; otherwise say which and exit 1\n"
     "  top       call sites (with scope and layer) by bytes allocated, count, or live\n"
     "  peak      what held memory at the global high-water moment, by scope and site\n"
+    "  retention what was allocated inside each scope and still live when it exited\n"
+    "  diff      per-scope changes between two captures: diff BEFORE AFTER\n"
     "  help      this text, or `memtrace help COMMAND`\n"
     "\n"
     "CAPTURE is a JSONL file written by memtrace (docs/capture-format.md).\n";
@@ -63,6 +67,18 @@ constexpr const char* kPeakHelp =
     "\n"
     "Finds the moment total live memory was highest and lists what held it, by scope and\n"
     "by call site. Reads the capture twice.\n";
+
+constexpr const char* kRetentionHelp =
+    "usage: memtrace retention CAPTURE\n"
+    "\n"
+    "For every scope whose instances exited, how many exits left memory allocated inside\n"
+    "them still live, and how much (summed over exits): per-frame or per-request leaks.\n";
+
+constexpr const char* kDiffHelp =
+    "usage: memtrace diff BEFORE AFTER\n"
+    "\n"
+    "Compares two captures scope by scope (matched by path): live bytes at the end,\n"
+    "high-water and bytes allocated, largest change in live bytes first.\n";
 
 constexpr const char* kVerifyHelp =
     "usage: memtrace verify CAPTURE\n"
@@ -299,6 +315,60 @@ int Peak(const std::vector<std::string>& args) {
   return 0;
 }
 
+std::string Signed(int64_t v) {
+  return v < 0 ? absl::StrCat("-", memtrace::FormatBytes(static_cast<uint64_t>(-v)))
+               : absl::StrCat("+", memtrace::FormatBytes(static_cast<uint64_t>(v)));
+}
+
+int Retention(const std::vector<std::string>& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    fputs(kRetentionHelp, stdout);
+    return 0;
+  }
+  if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
+    return Fail("retention: usage: memtrace retention CAPTURE");
+  }
+  auto summary = memtrace::Analyzer::Summarize(args[0]);
+  if (!summary.ok()) return Fail(std::string(summary.status().message()));
+  auto rows = summary->retention;
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.retained_bytes != b.retained_bytes ? a.retained_bytes > b.retained_bytes
+                                                : a.scope < b.scope;
+  });
+  printf("memtrace retention of %s: capture %s\n\n", args[0].c_str(),
+         Verdict(*summary).c_str());
+  const char* row = "%-40s %10s %16s %14s %12s\n";
+  printf(row, "scope", "exits", "exits retaining", "blocks kept", "bytes kept");
+  for (const auto& r : rows) {
+    printf(row, ScopeName(*summary, r.scope).c_str(), absl::StrCat(r.exits).c_str(),
+           absl::StrCat(r.exits_retaining).c_str(), absl::StrCat(r.retained_blocks).c_str(),
+           memtrace::FormatBytes(r.retained_bytes).c_str());
+  }
+  return 0;
+}
+
+int Diff(const std::vector<std::string>& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    fputs(kDiffHelp, stdout);
+    return 0;
+  }
+  if (args.size() != 2) return Fail("diff: usage: memtrace diff BEFORE AFTER");
+  auto before = memtrace::Analyzer::Summarize(args[0]);
+  if (!before.ok()) return Fail(std::string(before.status().message()));
+  auto after = memtrace::Analyzer::Summarize(args[1]);
+  if (!after.ok()) return Fail(std::string(after.status().message()));
+  printf("memtrace diff: %s (%s) -> %s (%s)\n\n", args[0].c_str(), Verdict(*before).c_str(),
+         args[1].c_str(), Verdict(*after).c_str());
+  const char* row = "%-40s %12s %12s %12s %12s\n";
+  printf(row, "scope", "live before", "live after", "live change", "high-water +/-");
+  for (const memtrace::Difference& d : memtrace::Compare(*before, *after)) {
+    printf(row, d.path.c_str(), memtrace::FormatBytes(d.before.live_bytes).c_str(),
+           memtrace::FormatBytes(d.after.live_bytes).c_str(), Signed(d.live_delta()).c_str(),
+           Signed(d.high_water_delta()).c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -312,6 +382,8 @@ int main(int argc, char** argv) {
   if (command == "verify") return Verify(args);
   if (command == "top") return Top(args);
   if (command == "peak") return Peak(args);
+  if (command == "retention") return Retention(args);
+  if (command == "diff") return Diff(args);
   if (command == "help" || command == "--help" || command == "-h") {
     if (!args.empty() && args[0] == "summary") {
       fputs(kSummaryHelp, stdout);
@@ -321,6 +393,10 @@ int main(int argc, char** argv) {
       fputs(kTopHelp, stdout);
     } else if (!args.empty() && args[0] == "peak") {
       fputs(kPeakHelp, stdout);
+    } else if (!args.empty() && args[0] == "retention") {
+      fputs(kRetentionHelp, stdout);
+    } else if (!args.empty() && args[0] == "diff") {
+      fputs(kDiffHelp, stdout);
     } else {
       fputs(kUsage, stdout);
     }

@@ -168,6 +168,57 @@ TEST(AnalyzerTest, PeakCompositionIsTheLiveSetAtTheGlobalHighWater) {
   EXPECT_TRUE(found);
 }
 
+TEST(AnalyzerTest, RetentionCountsWhatOutlivedEachScopeInstance) {
+  auto enter = [](uint32_t scope, uint32_t outer) {
+    return "{\"type\":\"scope_enter\",\"t\":0,\"thread\":1,\"scope\":" +
+           std::to_string(scope) + ",\"outer\":" + std::to_string(outer) + "}\n";
+  };
+  auto exit = [](uint32_t scope, uint32_t outer) {
+    return "{\"type\":\"scope_exit\",\"t\":0,\"thread\":1,\"scope\":" +
+           std::to_string(scope) + ",\"outer\":" + std::to_string(outer) + "}\n";
+  };
+  // Two frames (scope 1) with a render phase (scope 2). Frame 1 leaks block 10 out of
+  // render and frees it before the frame ends; frame 2 leaks block 20 out of both.
+  const std::string text = std::string(kHeader) + enter(1, 0) + enter(2, 1) +
+                           Alloc(10, 64, 2, 0, 1) + Alloc(11, 8, 2, 0, 2) + Free(11, 2, 3) +
+                           exit(2, 1) + Free(10, 1, 4) + exit(1, 0) + enter(1, 0) +
+                           enter(2, 1) + Alloc(20, 32, 2, 0, 5) + exit(2, 1) + exit(1, 0);
+  const auto summary = Analyzer::SummarizeText(text, "frames.jsonl");
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_EQ(summary->retention.size(), 2u);
+  const Retention& frame = summary->retention[0];
+  const Retention& render = summary->retention[1];
+  EXPECT_EQ(frame.scope, 1u);
+  EXPECT_EQ(frame.exits, 2u);
+  EXPECT_EQ(frame.exits_retaining, 1u);
+  EXPECT_EQ(frame.retained_blocks, 1u);
+  EXPECT_EQ(frame.retained_bytes, 32u);
+  EXPECT_EQ(render.scope, 2u);
+  EXPECT_EQ(render.exits, 2u);
+  EXPECT_EQ(render.exits_retaining, 2u);
+  EXPECT_EQ(render.retained_blocks, 2u);
+  EXPECT_EQ(render.retained_bytes, 96u);
+}
+
+TEST(AnalyzerTest, CompareMatchesScopesByPathAcrossCaptures) {
+  CaptureSummary before, after;
+  before.scope_paths = {{1, "a"}, {2, "gone"}};
+  before.scopes[1].live_bytes = 100;
+  before.scopes[2].live_bytes = 10;
+  after.scope_paths = {{7, "a"}, {8, "new"}};  // different ids, same path "a"
+  after.scopes[7].live_bytes = 400;
+  after.scopes[8].live_bytes = 50;
+  const std::vector<Difference> d = Compare(before, after);
+  ASSERT_EQ(d.size(), 4u);
+  EXPECT_EQ(d[0].path, "TOTAL");
+  EXPECT_EQ(d[1].path, "a");
+  EXPECT_EQ(d[1].live_delta(), 300);
+  EXPECT_EQ(d[2].path, "new");
+  EXPECT_EQ(d[2].live_delta(), 50);
+  EXPECT_EQ(d[3].path, "gone");
+  EXPECT_EQ(d[3].live_delta(), -10);
+}
+
 struct Malformed {
   const char* what;
   std::string text;

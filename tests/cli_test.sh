@@ -24,6 +24,14 @@ grep -q "request/respond" "$dir/t.txt" || fail "top rows: $(cat "$dir/t.txt")"
 "$memtrace" peak "$dir/c.jsonl" > "$dir/p.txt" || fail "peak"
 grep -q "global high-water" "$dir/p.txt" || fail "peak output: $(cat "$dir/p.txt")"
 
+"$memtrace" retention "$dir/c.jsonl" > "$dir/r.txt" || fail "retention"
+grep -q "request/handle/session_cache" "$dir/r.txt" || fail "retention rows: $(cat "$dir/r.txt")"
+"$workload" --requests=200 --workers=1 --capture="$dir/small.jsonl" > /dev/null 2>&1 || fail "workload 2"
+"$memtrace" diff "$dir/small.jsonl" "$dir/c.jsonl" > "$dir/d.txt" || fail "diff"
+grep -q "TOTAL" "$dir/d.txt" || fail "diff output: $(cat "$dir/d.txt")"
+"$memtrace" diff "$dir/c.jsonl" 2> /dev/null
+[[ $? -eq 2 ]] || fail "diff with one file must exit 2"
+
 head -n 100 "$dir/c.jsonl" > "$dir/cut.jsonl"
 "$memtrace" verify "$dir/cut.jsonl" > "$dir/v2.txt"
 [[ $? -eq 1 ]] || fail "a truncated capture must fail verify with 1"
