@@ -111,6 +111,7 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
     if (events_seen_ >= stop_after_) return absl::OkStatus();
     ++events_seen_;
     last_t_ = rec.t;
+    ++thread_events_[rec.thread];
   }
   const uint64_t high_water_before = summary_.totals.high_water_bytes;
   absl::Status s = ApplyLine(rec);
@@ -136,13 +137,20 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       summary_.site_addrs[rec.id] = rec.addr;
       break;
     case LineType::kAlloc:
-      Allocate(rec.ticket, Block{rec.addr, rec.size, rec.scope, rec.site, rec.layer});
+      Allocate(rec.ticket, Block{rec.addr, rec.size, rec.scope, rec.site, rec.layer,
+                                 rec.thread, thread_events_[rec.thread]});
       NoteAllocation(rec.thread, rec.ticket);
       break;
     case LineType::kFree: {
       Block b;
       if (Take(rec.of, rec.layer, rec.addr, &b)) {
         Account(b, /*allocate=*/false);
+        if (b.thread == rec.thread &&
+            thread_events_[rec.thread] - b.thread_event <= kTemporaryEvents) {
+          ++summary_.temporaries;
+          summary_.temporary_bytes += b.size;
+          ++temporaries_by_key_[(uint64_t{b.site} << 40) ^ (uint64_t{b.scope} << 8) ^ b.layer];
+        }
       } else {
         ++summary_.unmatched_releases;
       }
@@ -206,6 +214,8 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       CloseScope(rec.thread, rec.scope);
       break;
     case LineType::kCensus:
+      census_[rec.label] = rec.bytes;
+      break;
     case LineType::kIntervalBegin:
     case LineType::kIntervalEnd:
       break;
@@ -264,10 +274,19 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   summary_.live_blocks = live_.size();
   for (const auto& [key, usage] : attribution_) {
     auto it = summary_.site_addrs.find(key.site);
+    auto tmp = temporaries_by_key_.find((uint64_t{key.site} << 40) ^
+                                        (uint64_t{key.scope} << 8) ^ key.layer);
     summary_.attribution.push_back(AllocationAttribution{
         key.site, it != summary_.site_addrs.end() ? it->second : 0, key.scope, key.layer,
-        usage});
+        usage, tmp != temporaries_by_key_.end() ? tmp->second : 0});
   }
+  Coverage& c = summary_.coverage;
+  for (const auto& [scope, usage] : summary_.scopes) {
+    (scope == 0 ? c.allocated_unscoped : c.allocated_scoped) += usage.allocated_bytes;
+    (scope == 0 ? c.live_unscoped : c.live_scoped) += usage.live_bytes;
+  }
+  for (const auto& [label, bytes] : census_) c.census_bytes += bytes;
+  c.census_entries = census_.size();
   return std::move(summary_);
 }
 

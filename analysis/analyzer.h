@@ -37,6 +37,18 @@ struct AllocationAttribution {
   uint32_t scope = 0;
   uint32_t layer = 0;
   UsageCounters usage;
+  uint64_t temporaries = 0;  // blocks freed almost at once (see Analyzer::kTemporaryEvents)
+};
+
+// How much of the memory is explained (the seed's coverage view): bytes attributed to named
+// scopes versus unscoped, and what the census reports beside what the allocator observed.
+struct Coverage {
+  uint64_t allocated_scoped = 0;
+  uint64_t allocated_unscoped = 0;
+  uint64_t live_scoped = 0;    // at the end of the capture
+  uint64_t live_unscoped = 0;
+  int64_t census_bytes = 0;    // sum of the census entries' last values
+  uint64_t census_entries = 0;
 };
 
 // What held memory at one moment, by scope and by site (the seed's causal view).
@@ -77,6 +89,9 @@ struct CaptureSummary {
   std::map<uint32_t, uint64_t> site_addrs;         // site id -> return address
   std::vector<AllocationAttribution> attribution;  // every (site, scope, layer) seen
   std::vector<Retention> retention;  // scopes whose instances exited, by scope id
+  Coverage coverage;
+  uint64_t temporaries = 0;        // blocks freed almost at once, on the allocating thread
+  uint64_t temporary_bytes = 0;
   // The first event after which total live bytes reached their maximum.
   uint64_t peak_event_index = 0;
   int64_t peak_t = 0;
@@ -106,6 +121,10 @@ std::vector<Difference> Compare(const CaptureSummary& before, const CaptureSumma
 
 class Analyzer {
  public:
+  // A block freed by the thread that allocated it, within this many of that thread's
+  // events, is a temporary.
+  static constexpr uint64_t kTemporaryEvents = 8;
+
   // Reads and replays a capture file.
   static absl::StatusOr<CaptureSummary> Summarize(const std::string& path);
   static absl::StatusOr<CaptureSummary> SummarizeText(std::string_view text,
@@ -130,6 +149,8 @@ class Analyzer {
     uint32_t scope;
     uint32_t site;
     uint32_t layer;
+    uint32_t thread = 0;
+    uint64_t thread_event = 0;  // the allocating thread's event count at allocation
   };
   struct Moving {
     bool active = false;
@@ -151,6 +172,9 @@ class Analyzer {
   void CloseScope(uint32_t thread, uint32_t scope);
 
   absl::flat_hash_map<uint32_t, std::vector<OpenScope>> open_scopes_;  // by thread
+  absl::flat_hash_map<uint32_t, uint64_t> thread_events_;             // events per thread
+  std::map<uint32_t, int64_t> census_;                                // label -> last value
+  absl::flat_hash_map<uint64_t, uint64_t> temporaries_by_key_;
   std::map<uint32_t, Retention> retention_;
 
   struct AttributionKey {

@@ -8,6 +8,7 @@
 //   memtrace peak CAPTURE               what held memory at the global high-water moment
 //   memtrace retention CAPTURE          what outlived each scope (per-phase leaks)
 //   memtrace diff BEFORE AFTER          per-scope changes between two captures
+//   memtrace coverage CAPTURE           how much memory is explained by scopes and census
 //   memtrace help [COMMAND]
 //
 // Exit status: 0 success; 1 the capture failed verification; 2 bad usage or unreadable
@@ -42,6 +43,7 @@ constexpr const char* kUsage =
     "  peak      what held memory at the global high-water moment, by scope and site\n"
     "  retention what was allocated inside each scope and still live when it exited\n"
     "  diff      per-scope changes between two captures: diff BEFORE AFTER\n"
+    "  coverage  bytes in named scopes vs unscoped, census vs what the allocator saw\n"
     "  help      this text, or `memtrace help COMMAND`\n"
     "\n"
     "CAPTURE is a JSONL file written by memtrace (docs/capture-format.md).\n";
@@ -54,12 +56,13 @@ constexpr const char* kSummaryHelp =
     "  --json   print one JSON object instead of the table\n";
 
 constexpr const char* kTopHelp =
-    "usage: memtrace top [--by=bytes|count|live] [--limit=N] CAPTURE\n"
+    "usage: memtrace top [--by=bytes|count|live|temporaries] [--limit=N] CAPTURE\n"
     "\n"
     "Lists call sites, each with the scope and layer it allocated in, largest first:\n"
     "  --by=bytes   bytes allocated (default)\n"
     "  --by=count   allocations made\n"
     "  --by=live    bytes still live at the end (leaks at exit)\n"
+    "  --by=temporaries  blocks freed almost at once by the thread that allocated them\n"
     "  --limit=N    rows to print (default 20)\n";
 
 constexpr const char* kPeakHelp =
@@ -234,8 +237,9 @@ int Top(const std::vector<std::string>& args) {
       return 0;
     } else if (a.rfind("--by=", 0) == 0) {
       by = a.substr(5);
-      if (by != "bytes" && by != "count" && by != "live") {
-        return Fail(absl::StrCat("top: --by must be bytes, count or live, not '", by, "'"));
+      if (by != "bytes" && by != "count" && by != "live" && by != "temporaries") {
+        return Fail(absl::StrCat("top: --by must be bytes, count, live or temporaries, not '",
+                                 by, "'"));
       }
     } else if (a.rfind("--limit=", 0) == 0) {
       char* end = nullptr;
@@ -258,16 +262,18 @@ int Top(const std::vector<std::string>& args) {
   if (!summary.ok()) return Fail(std::string(summary.status().message()));
   auto& rows = summary->attribution;
   auto key = [&](const memtrace::AllocationAttribution& a) {
-    return by == "count" ? a.usage.allocated_count
-                         : (by == "live" ? a.usage.live_bytes : a.usage.allocated_bytes);
+    if (by == "count") return a.usage.allocated_count;
+    if (by == "live") return a.usage.live_bytes;
+    if (by == "temporaries") return a.temporaries;
+    return a.usage.allocated_bytes;
   };
   std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
     return key(a) != key(b) ? key(a) > key(b) : a.site < b.site;
   });
   printf("memtrace top of %s by %s: capture %s\n\n", path.c_str(), by.c_str(),
          Verdict(*summary).c_str());
-  const char* row = "%-18s %-34s %-10s %11s %10s %11s %9s\n";
-  printf(row, "site", "scope", "layer", "allocated", "allocs", "live", "blocks");
+  const char* row = "%-18s %-34s %-10s %11s %10s %11s %9s %11s\n";
+  printf(row, "site", "scope", "layer", "allocated", "allocs", "live", "blocks", "temporaries");
   for (size_t i = 0; i < rows.size() && i < limit; ++i) {
     const auto& a = rows[i];
     auto layer = summary->layer_names.find(a.layer);
@@ -276,7 +282,7 @@ int Top(const std::vector<std::string>& args) {
            memtrace::FormatBytes(a.usage.allocated_bytes).c_str(),
            absl::StrCat(a.usage.allocated_count).c_str(),
            memtrace::FormatBytes(a.usage.live_bytes).c_str(),
-           absl::StrCat(a.usage.live_count).c_str());
+           absl::StrCat(a.usage.live_count).c_str(), absl::StrCat(a.temporaries).c_str());
   }
   if (rows.size() > limit) printf("(%zu more rows; --limit=N shows more)\n", rows.size() - limit);
   return 0;
@@ -347,6 +353,45 @@ int Retention(const std::vector<std::string>& args) {
   return 0;
 }
 
+int CoverageCommand(const std::vector<std::string>& args) {
+  if (args.size() != 1 || args[0].empty() || args[0][0] == '-') {
+    if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+      puts("usage: memtrace coverage CAPTURE\n\nHow much of the memory is explained: bytes "
+           "allocated (and live at the end) in named scopes versus unscoped, and the census "
+           "total beside the live bytes the allocator observed.");
+      return 0;
+    }
+    return Fail("coverage: usage: memtrace coverage CAPTURE");
+  }
+  auto summary = memtrace::Analyzer::Summarize(args[0]);
+  if (!summary.ok()) return Fail(std::string(summary.status().message()));
+  const memtrace::Coverage& c = summary->coverage;
+  auto share = [](uint64_t part, uint64_t whole) {
+    return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+  };
+  printf("memtrace coverage of %s: capture %s\n\n", args[0].c_str(), Verdict(*summary).c_str());
+  printf("allocated in named scopes  %11s  %5.1f%%\n",
+         memtrace::FormatBytes(c.allocated_scoped).c_str(),
+         share(c.allocated_scoped, c.allocated_scoped + c.allocated_unscoped));
+  printf("allocated unscoped         %11s  %5.1f%%\n",
+         memtrace::FormatBytes(c.allocated_unscoped).c_str(),
+         share(c.allocated_unscoped, c.allocated_scoped + c.allocated_unscoped));
+  printf("live at the end, scoped    %11s  %5.1f%%\n", memtrace::FormatBytes(c.live_scoped).c_str(),
+         share(c.live_scoped, c.live_scoped + c.live_unscoped));
+  printf("live at the end, unscoped  %11s  %5.1f%%\n",
+         memtrace::FormatBytes(c.live_unscoped).c_str(),
+         share(c.live_unscoped, c.live_scoped + c.live_unscoped));
+  printf("census (%llu entries)       %11s  beside %s the allocator saw live\n",
+         static_cast<unsigned long long>(c.census_entries),
+         (c.census_bytes < 0 ? absl::StrCat("-", memtrace::FormatBytes(static_cast<uint64_t>(-c.census_bytes)))
+                             : memtrace::FormatBytes(static_cast<uint64_t>(c.census_bytes))).c_str(),
+         memtrace::FormatBytes(summary->totals.live_bytes).c_str());
+  printf("temporaries                %11llu  blocks (%s) freed almost at once\n",
+         static_cast<unsigned long long>(summary->temporaries),
+         memtrace::FormatBytes(summary->temporary_bytes).c_str());
+  return 0;
+}
+
 int Diff(const std::vector<std::string>& args) {
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     fputs(kDiffHelp, stdout);
@@ -384,6 +429,7 @@ int main(int argc, char** argv) {
   if (command == "peak") return Peak(args);
   if (command == "retention") return Retention(args);
   if (command == "diff") return Diff(args);
+  if (command == "coverage") return CoverageCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
     if (!args.empty() && args[0] == "summary") {
       fputs(kSummaryHelp, stdout);

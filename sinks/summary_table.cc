@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "sinks/json_text.h"
 
 namespace memtrace {
 namespace {
@@ -33,6 +34,38 @@ std::string FormatBytes(uint64_t bytes) {
     ++unit;
   }
   return absl::StrFormat("%.1f %s", value, units[unit]);
+}
+
+std::string FormatSummaryJson(const Snapshot& snapshot) {
+  const CaptureIntegrity& in = snapshot.integrity;
+  std::string scopes, layers, census;
+  for (const ScopeUsage& s : snapshot.scopes) {
+    absl::StrAppend(&scopes, scopes.empty() ? "" : ",", "{\"id\":", s.scope,
+                    ",\"path\":", JsonQuote(s.path), ",\"usage\":", JsonUsage(s.usage), "}");
+  }
+  for (const LayerUsage& l : snapshot.layers) {
+    absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", l.layer,
+                    ",\"name\":", JsonQuote(l.name), ",\"usage\":", JsonUsage(l.usage), "}");
+  }
+  for (const CensusEntry& c : snapshot.census) {
+    absl::StrAppend(&census, census.empty() ? "" : ",", "{\"label\":", JsonQuote(c.label),
+                    ",\"bytes\":", c.bytes, ",\"high_water_bytes\":", c.high_water_bytes,
+                    "}");
+  }
+  const CensusStatus& cs = snapshot.census_status;
+  return absl::StrCat(
+      "{\"verdict\":", JsonQuote(in.Verdict()), ",\"totals\":", JsonUsage(snapshot.totals),
+      ",\"scopes\":[", scopes, "],\"layers\":[", layers, "],\"census\":",
+      snapshot.has_census
+          ? absl::StrCat("{\"entries\":[", census, "],\"ok\":", cs.ok() ? "true" : "false",
+                         ",\"entries_used\":", cs.capacity.entries_used,
+                         ",\"entries_max\":", cs.capacity.entries_max,
+                         ",\"refused_for_entries\":", cs.refused_for_entries,
+                         ",\"refused_for_storage\":", cs.refused_for_storage, "}")
+          : std::string("null"),
+      ",\"integrity\":{\"complete\":", in.complete() ? "true" : "false",
+      ",\"exact\":", in.exact() ? "true" : "false", ",\"counters\":",
+      JsonQuote(in.Counters()), "},\"memtrace_bytes\":", snapshot.memtrace_bytes, "}");
 }
 
 std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& options) {

@@ -34,6 +34,10 @@ struct SummaryOptions {
 std::string FormatSummaryTable(const Snapshot& snapshot,
                                const SummaryOptions& options = SummaryOptions{});
 
+// The same content as one JSON object: totals, scopes (with paths), layers, census and
+// its status, and the integrity block with the complete/exact verdicts.
+std::string FormatSummaryJson(const Snapshot& snapshot);
+
 // "512 B", "1.5 KiB", "3.2 MiB", "1.0 GiB".
 std::string FormatBytes(uint64_t bytes);
 

@@ -219,6 +219,29 @@ TEST(AnalyzerTest, CompareMatchesScopesByPathAcrossCaptures) {
   EXPECT_EQ(d[3].live_delta(), -10);
 }
 
+TEST(AnalyzerTest, TemporariesAndCoverage) {
+  std::string text = std::string(kHeader) + Alloc(10, 64, 0, 0, 1) + Free(10, 1, 2);
+  text += Alloc(20, 100, 2, 1, 3);
+  for (int i = 0; i < 20; ++i) {  // the long-lived block's thread keeps working
+    text += Alloc(1000 + i, 1, 2, 1, 100 + i) + Free(1000 + i, 100 + i, 200 + i);
+  }
+  text += Free(20, 3, 4);
+  text += "{\"type\":\"census\",\"t\":0,\"thread\":1,\"label\":0,\"bytes\":300}\n";
+  text += "{\"type\":\"census\",\"t\":0,\"thread\":1,\"label\":0,\"bytes\":500}\n";
+  text += Alloc(30, 7, 2, 1, 5);  // live at the end, scoped
+  const auto summary = Analyzer::SummarizeText(text, "tmp.jsonl");
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->temporaries, 21u) << "block 10 and the 20 one-byte blocks";
+  EXPECT_EQ(summary->temporary_bytes, 64u + 20u);
+  const Coverage& c = summary->coverage;
+  EXPECT_EQ(c.allocated_unscoped, 64u);
+  EXPECT_EQ(c.allocated_scoped, 100u + 20u + 7u);
+  EXPECT_EQ(c.live_scoped, 7u);
+  EXPECT_EQ(c.live_unscoped, 0u);
+  EXPECT_EQ(c.census_bytes, 500) << "the last value of each census entry";
+  EXPECT_EQ(c.census_entries, 1u);
+}
+
 struct Malformed {
   const char* what;
   std::string text;

@@ -48,6 +48,18 @@ TEST(SummaryTableTest, RowsBeyondTheLimitAreSummedNotDropped) {
   EXPECT_EQ(text.find("  b "), std::string::npos) << "zero entries hidden by default";
 }
 
+TEST(SummaryTableTest, JsonHasTheSameContent) {
+  Snapshot snap = MakeSnapshot();
+  snap.integrity.events_dropped = 1;
+  const std::string json = FormatSummaryJson(snap);
+  EXPECT_EQ(json.front(), '{');
+  EXPECT_EQ(json.back(), '}');
+  EXPECT_NE(json.find("\"path\":\"scope5\""), std::string::npos);
+  EXPECT_NE(json.find("\"complete\":false"), std::string::npos);
+  EXPECT_NE(json.find("\"label\":\"a\",\"bytes\":300"), std::string::npos);
+  EXPECT_NE(json.find("\"verdict\":\"PARTIAL"), std::string::npos);
+}
+
 TEST(SummaryTableTest, FormatsBytesWithBinaryUnits) {
   EXPECT_EQ(FormatBytes(512), "512 B");
   EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
