@@ -3,6 +3,7 @@
 #include "analysis/capture_reader.h"
 
 #include <simdjson.h>
+#include <zstd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -296,6 +297,56 @@ class StructureChecker {
 
 }  // namespace
 
+namespace {
+
+// Feeds the lines of a zstd-compressed capture (one or more frames) to `checker`.
+absl::Status ReadZstd(FILE* f, const std::string& path, StructureChecker& checker) {
+  ZSTD_DCtx* dctx = ZSTD_createDCtx();
+  if (dctx == nullptr) return absl::ResourceExhaustedError("cannot create a zstd context");
+  std::string in(ZSTD_DStreamInSize(), '\0');
+  std::string out(ZSTD_DStreamOutSize(), '\0');
+  std::string pending;
+  size_t last = 0;  // ZSTD_decompressStream's last hint: 0 when a frame is complete
+  uint64_t offset = 0;
+  absl::Status status;
+  for (;;) {
+    const size_t n = fread(in.data(), 1, in.size(), f);
+    if (n == 0) break;
+    ZSTD_inBuffer input{in.data(), n, 0};
+    while (input.pos < input.size) {
+      ZSTD_outBuffer output{out.data(), out.size(), 0};
+      last = ZSTD_decompressStream(dctx, &output, &input);
+      if (ZSTD_isError(last)) {
+        ZSTD_freeDCtx(dctx);
+        return absl::DataLossError(absl::StrCat(
+            "capture '", path, "' is not valid zstd data near compressed byte ",
+            offset + input.pos, ": ", ZSTD_getErrorName(last)));
+      }
+      pending.append(out.data(), output.pos);
+      size_t start = 0;
+      for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+        status = checker.Line(std::string_view(pending).substr(start, nl - start));
+        if (!status.ok()) {
+          ZSTD_freeDCtx(dctx);
+          return status;
+        }
+      }
+      pending.erase(0, start);
+    }
+    offset += n;
+  }
+  ZSTD_freeDCtx(dctx);
+  if (ferror(f) != 0) return absl::DataLossError(absl::StrCat("error reading capture '", path, "'"));
+  if (last != 0) {
+    return absl::DataLossError(absl::StrCat(
+        "capture '", path, "': the zstd stream is cut off (the capture was truncated)"));
+  }
+  if (!pending.empty()) return checker.Line(pending);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ReadCapture(const std::string& path,
                          const std::function<absl::Status(const CaptureRecord&)>& fn,
                          CaptureReadStats* stats) {
@@ -309,6 +360,17 @@ absl::Status ReadCapture(const std::string& path,
                                             strerror(err), " (errno ", err, ")"));
   }
   StructureChecker checker(path, fn, stats);
+  // zstd frames start with the magic number 0xFD2FB528 (little-endian).
+  unsigned char magic[4] = {};
+  const size_t got = fread(magic, 1, 4, f);
+  rewind(f);
+  if (got == 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f &&
+      magic[3] == 0xfd) {
+    absl::Status s = ReadZstd(f, path, checker);
+    fclose(f);
+    if (!s.ok()) return s;
+    return checker.End(path);
+  }
   char* line = nullptr;
   size_t capacity = 0;
   absl::Status status;

@@ -7,7 +7,9 @@
 // from their hex strings, integers as integers). Memory is bounded by the longest line,
 // never by the file size. The header must come first and name a schema version this
 // reader knows; any line that is not valid JSON, lacks a field its type requires, or has
-// an unknown type is an error that names the line number and the problem. The trailer's
+// an unknown type is an error that names the line number and the problem. Captures
+// compressed with zstd (the sink's .zst output) are recognised by their magic number and
+// decompressed as they stream; a cut-off zstd stream is reported as truncated. The trailer's
 // object is kept as raw JSON for callers that want it (CaptureRecord::raw).
 //
 // Thread safety: ReadCapture is reentrant; each call has its own parser.

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstring>
 
+#include <zstd.h>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/internal/thread_state.h"
 #include "sinks/json_text.h"
@@ -54,7 +56,9 @@ int64_t UnixNowNs() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& path,
-                                                           const JsonlSinkOptions& options) {
+                                                           const JsonlSinkOptions& given) {
+  JsonlSinkOptions options = given;
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".zst") == 0) options.zstd = true;
   FILE* f = fopen(path.c_str(), "w");
   if (f == nullptr) {
     const int err = errno;
@@ -77,6 +81,15 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::FromStream(
 JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
                      const JsonlSinkOptions& options)
     : stream_(stream), owned_(owned), name_(std::move(name)), options_(options) {
+  if (options_.zstd) {
+    ZSTD_CCtx* cctx = ZSTD_createCCtx();
+    if (cctx != nullptr) {
+      ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, options_.zstd_level);
+      ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+    }
+    zstd_ = cctx;
+    if (zstd_ == nullptr) status_ = absl::ResourceExhaustedError("memtrace: zstd context");
+  }
   // The header is the writer's first line (written on its thread, like every line).
   buffer_ = absl::StrCat(
       "{\"type\":\"header\",\"format\":\"memtrace-jsonl\",\"schema_version\":",
@@ -93,6 +106,25 @@ JsonlSink::~JsonlSink() {
   }
   cv_.notify_all();
   if (writer_.joinable()) writer_.join();  // drains the queue and closes the file
+  ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(zstd_));
+}
+
+bool JsonlSink::CompressAndWrite(const std::string& input, bool end_frame, size_t* written) {
+  auto* cctx = static_cast<ZSTD_CCtx*>(zstd_);
+  ZSTD_inBuffer in{input.data(), input.size(), 0};
+  compressed_.resize(ZSTD_CStreamOutSize());
+  for (;;) {
+    ZSTD_outBuffer out{compressed_.data(), compressed_.size(), 0};
+    const size_t left =
+        ZSTD_compressStream2(cctx, &out, &in, end_frame ? ZSTD_e_end : ZSTD_e_flush);
+    if (ZSTD_isError(left)) {
+      errno = EIO;
+      return false;
+    }
+    if (out.pos > 0 && fwrite(compressed_.data(), 1, out.pos, stream_) != out.pos) return false;
+    *written += out.pos;
+    if (left == 0 && in.pos == in.size) return true;
+  }
 }
 
 void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
@@ -247,8 +279,15 @@ void JsonlSink::FlushOutput() {
     failed = !status_.ok();
   }
   if (!failed) {
-    const size_t n = fwrite(buffer_.data(), 1, buffer_.size(), stream_);
-    if (n != buffer_.size() || fflush(stream_) != 0) {
+    size_t n = 0;
+    bool ok;
+    if (zstd_ != nullptr) {
+      ok = CompressAndWrite(buffer_, /*end_frame=*/false, &n);
+    } else {
+      n = fwrite(buffer_.data(), 1, buffer_.size(), stream_);
+      ok = n == buffer_.size();
+    }
+    if (!ok || fflush(stream_) != 0) {
       err = errno != 0 ? errno : EIO;
       failed = true;
       std::lock_guard<std::mutex> lock(mu_);
@@ -307,6 +346,20 @@ absl::Status JsonlSink::Finish(const Snapshot& snap) {
 }
 
 void JsonlSink::CloseOutput() {
+  if (zstd_ != nullptr && stream_ != nullptr && status().ok()) {
+    // End the zstd frame (its checksum), so the file is complete.
+    size_t n = 0;
+    if (!CompressAndWrite(std::string(), /*end_frame=*/true, &n) || fflush(stream_) != 0) {
+      const int err = errno != 0 ? errno : EIO;
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.write_errors;
+      status_ = absl::DataLossError(absl::StrCat("memtrace: ending the zstd frame of '", name_,
+                                                 "' failed: ", strerror(err)));
+    } else {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.bytes_written += n;
+    }
+  }
   if (!owned_ || stream_ == nullptr) return;
   if (fclose(stream_) != 0) {
     const int err = errno;

@@ -43,6 +43,10 @@ namespace memtrace {
 inline constexpr int kCaptureSchemaVersion = 1;
 
 struct JsonlSinkOptions {
+  // Compress the capture with zstd (a single zstd frame; `zstd -d` or the capture reader
+  // reads it). Open() turns this on by itself for paths ending in ".zst".
+  bool zstd = false;
+  int zstd_level = 3;
   // Records waiting for the writer, at most; beyond this an epoch's records are dropped
   // and counted. 2M records (64 MiB of records) by default.
   size_t max_queued_records = size_t{2} << 20;
@@ -94,6 +98,11 @@ class JsonlSink final : public EventObserver {
   void Emit(const std::string& line);  // writer thread only
   void FlushOutput();
   void CloseOutput();
+
+  // zstd state when compressing (an opaque ZSTD_CCtx*), and its output buffer.
+  void* zstd_ = nullptr;
+  std::string compressed_;
+  bool CompressAndWrite(const std::string& input, bool end_frame, size_t* written);
 
   FILE* stream_;
   const bool owned_;

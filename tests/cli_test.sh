@@ -35,6 +35,9 @@ grep -q "TOTAL" "$dir/d.txt" || fail "diff output: $(cat "$dir/d.txt")"
 "$memtrace" diff "$dir/c.jsonl" 2> /dev/null
 [[ $? -eq 2 ]] || fail "diff with one file must exit 2"
 
+"$workload" --requests=300 --workers=2 --capture="$dir/z.jsonl.zst" > /dev/null 2>&1 || fail "zstd capture"
+"$memtrace" verify "$dir/z.jsonl.zst" | grep -q "is complete" || fail "verify of a zstd capture"
+
 head -n 100 "$dir/c.jsonl" > "$dir/cut.jsonl"
 "$memtrace" verify "$dir/cut.jsonl" > "$dir/v2.txt"
 [[ $? -eq 1 ]] || fail "a truncated capture must fail verify with 1"
