@@ -47,8 +47,10 @@ std::vector<Difference> Compare(const CaptureSummary& before, const CaptureSumma
   return out;
 }
 
-absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path) {
+absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
+                                                   uint64_t stop_after) {
   Analyzer analyzer;
+  analyzer.StopAfter(stop_after);
   CaptureReadStats stats;
   absl::Status s = ReadCapture(
       path, [&](const CaptureRecord& rec) { return analyzer.Apply(rec); }, &stats);

@@ -125,8 +125,10 @@ class Analyzer {
   // events, is a temporary.
   static constexpr uint64_t kTemporaryEvents = 8;
 
-  // Reads and replays a capture file.
-  static absl::StatusOr<CaptureSummary> Summarize(const std::string& path);
+  // Reads and replays a capture file; with `stop_after` (an event count), the state right
+  // after that many events: a snapshot at that point of the capture.
+  static absl::StatusOr<CaptureSummary> Summarize(const std::string& path,
+                                                  uint64_t stop_after = ~uint64_t{0});
   static absl::StatusOr<CaptureSummary> SummarizeText(std::string_view text,
                                                       const std::string& name);
 

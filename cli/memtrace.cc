@@ -53,7 +53,8 @@ constexpr const char* kSummaryHelp =
     "\n"
     "Replays CAPTURE and prints live bytes, blocks, high-water, allocated and freed per\n"
     "scope and per layer, then the capture's integrity verdict from its trailer.\n"
-    "  --json   print one JSON object instead of the table\n";
+    "  --json          print one JSON object instead of the table\n"
+    "  --at-event=N    the state right after the first N events (a snapshot there)\n";
 
 constexpr const char* kTopHelp =
     "usage: memtrace top [--by=bytes|count|live|temporaries] [--limit=N] CAPTURE\n"
@@ -159,9 +160,17 @@ int Fail(const std::string& message) {
 int Summary(const std::vector<std::string>& args) {
   bool json = false;
   std::string path;
+  uint64_t at_event = ~uint64_t{0};
   for (const std::string& a : args) {
     if (a == "--json") {
       json = true;
+    } else if (a.rfind("--at-event=", 0) == 0) {
+      char* end = nullptr;
+      at_event = strtoull(a.c_str() + 11, &end, 10);
+      if (end == a.c_str() + 11 || *end != '\0') {
+        return Fail(absl::StrCat("summary: --at-event must be an event count, not '",
+                                 a.substr(11), "'"));
+      }
     } else if (a == "--help" || a == "-h") {
       fputs(kSummaryHelp, stdout);
       return 0;
@@ -174,8 +183,13 @@ int Summary(const std::vector<std::string>& args) {
     }
   }
   if (path.empty()) return Fail("summary: which capture? usage: memtrace summary [--json] CAPTURE");
-  const auto summary = memtrace::Analyzer::Summarize(path);
+  const auto summary = memtrace::Analyzer::Summarize(path, at_event);
   if (!summary.ok()) return Fail(std::string(summary.status().message()));
+  if (at_event != ~uint64_t{0} && !json) {
+    printf("(state after event %llu of %llu)\n",
+           static_cast<unsigned long long>(std::min(at_event, summary->events)),
+           static_cast<unsigned long long>(summary->events));
+  }
   if (json) {
     PrintJson(*summary);
   } else {

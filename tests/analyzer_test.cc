@@ -206,6 +206,12 @@ TEST(AnalyzerTest, PeakCompositionIsTheLiveSetAtTheGlobalHighWater) {
   const auto summary = Analyzer::Summarize(path);
   ASSERT_TRUE(summary.ok());
   EXPECT_EQ(summary->totals.high_water_bytes, 300u);
+  // A snapshot at a point: after the first three events (two allocations and a free).
+  const auto at3 = Analyzer::Summarize(path, 3);
+  ASSERT_TRUE(at3.ok());
+  EXPECT_EQ(at3->totals.live_bytes, 200u);
+  EXPECT_EQ(at3->totals.allocated_count, 2u);
+  EXPECT_EQ(at3->events, 4u) << "the whole file is still read and checked";
   EXPECT_EQ(summary->totals.live_bytes, 250u);
   // Attribution: site 0 in scope 1 allocated twice (150 bytes), 50 still live.
   bool found = false;

@@ -24,6 +24,10 @@ grep -q "request/respond" "$dir/t.txt" || fail "top rows: $(cat "$dir/t.txt")"
 "$memtrace" peak "$dir/c.jsonl" > "$dir/p.txt" || fail "peak"
 grep -q "global high-water" "$dir/p.txt" || fail "peak output: $(cat "$dir/p.txt")"
 
+"$memtrace" summary --at-event=10 "$dir/c.jsonl" | grep -q "state after event 10" \
+  || fail "summary --at-event"
+"$memtrace" summary --at-event=x "$dir/c.jsonl" 2> /dev/null
+[[ $? -eq 2 ]] || fail "a bad --at-event must exit 2"
 "$memtrace" coverage "$dir/c.jsonl" > "$dir/cov.txt" || fail "coverage"
 grep -q "allocated in named scopes" "$dir/cov.txt" || fail "coverage output: $(cat "$dir/cov.txt")"
 "$memtrace" top --by=temporaries "$dir/c.jsonl" | grep -q "by temporaries" || fail "top --by=temporaries"
