@@ -35,4 +35,22 @@ std::string JsonUsage(const UsageCounters& u) {
                       "}");
 }
 
+std::string JsonScopes(const std::vector<ScopeUsage>& scopes) {
+  std::string out = "[";
+  for (const ScopeUsage& s : scopes) {
+    absl::StrAppend(&out, out.size() > 1 ? "," : "", "{\"id\":", s.scope,
+                    ",\"path\":", JsonQuote(s.path), ",\"usage\":", JsonUsage(s.usage), "}");
+  }
+  return out + "]";
+}
+
+std::string JsonLayers(const std::vector<LayerUsage>& layers) {
+  std::string out = "[";
+  for (const LayerUsage& l : layers) {
+    absl::StrAppend(&out, out.size() > 1 ? "," : "", "{\"id\":", l.layer,
+                    ",\"name\":", JsonQuote(l.name), ",\"usage\":", JsonUsage(l.usage), "}");
+  }
+  return out + "]";
+}
+
 }  // namespace memtrace

@@ -10,6 +10,9 @@
 
 #include <string>
 
+#include <vector>
+
+#include "runtime/snapshot.h"
 #include "runtime/usage_counters.h"
 
 namespace memtrace {
@@ -20,6 +23,10 @@ std::string JsonQuote(const std::string& s);
 // {"live_bytes":..,"live_count":..,"high_water_bytes":..,"allocated_bytes":..,
 //  "allocated_count":..,"freed_bytes":..,"freed_count":..}
 std::string JsonUsage(const UsageCounters& u);
+
+// [{"id":..,"path":"a/b","usage":{...}},...] and [{"id":..,"name":"cpu","usage":{...}},...]
+std::string JsonScopes(const std::vector<ScopeUsage>& scopes);
+std::string JsonLayers(const std::vector<LayerUsage>& layers);
 
 }  // namespace memtrace
 

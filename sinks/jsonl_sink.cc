@@ -312,15 +312,7 @@ absl::Status JsonlSink::Finish(const Snapshot& snap) {
     finished_ = true;  // later epochs are counted as lost
   }
   const JsonlSinkStats s = stats();
-  std::string scopes, layers, census;
-  for (const ScopeUsage& u : snap.scopes) {
-    absl::StrAppend(&scopes, scopes.empty() ? "" : ",", "{\"id\":", u.scope,
-                    ",\"path\":", JsonQuote(u.path), ",\"usage\":", JsonUsage(u.usage), "}");
-  }
-  for (const LayerUsage& l : snap.layers) {
-    absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", l.layer,
-                    ",\"name\":", JsonQuote(l.name), ",\"usage\":", JsonUsage(l.usage), "}");
-  }
+  std::string census;
   for (size_t i = 0; i < snap.census.size(); ++i) {
     const CensusEntry& c = snap.census[i];
     absl::StrAppend(&census, census.empty() ? "" : ",", "{\"label\":", i,
@@ -335,8 +327,9 @@ absl::Status JsonlSink::Finish(const Snapshot& snap) {
         ",\"finished_unix_ns\":", UnixNowNs(), ",\"sink\":{\"events_written\":",
         s.events_written, ",\"events_lost\":", s.events_lost, ",\"write_errors\":",
         s.write_errors, "},\"integrity\":", Integrity(snap.integrity),
-        ",\"totals\":", JsonUsage(snap.totals), ",\"layers\":[", layers, "],\"scopes\":[",
-        scopes, "],\"census\":[", census, "],\"memtrace_bytes\":", snap.memtrace_bytes,
+        ",\"totals\":", JsonUsage(snap.totals), ",\"layers\":", JsonLayers(snap.layers),
+        ",\"scopes\":", JsonScopes(snap.scopes), ",\"census\":[", census,
+        "],\"memtrace_bytes\":", snap.memtrace_bytes,
         "}");
     stopping_ = true;
   }

@@ -38,15 +38,7 @@ std::string FormatBytes(uint64_t bytes) {
 
 std::string FormatSummaryJson(const Snapshot& snapshot) {
   const CaptureIntegrity& in = snapshot.integrity;
-  std::string scopes, layers, census;
-  for (const ScopeUsage& s : snapshot.scopes) {
-    absl::StrAppend(&scopes, scopes.empty() ? "" : ",", "{\"id\":", s.scope,
-                    ",\"path\":", JsonQuote(s.path), ",\"usage\":", JsonUsage(s.usage), "}");
-  }
-  for (const LayerUsage& l : snapshot.layers) {
-    absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", l.layer,
-                    ",\"name\":", JsonQuote(l.name), ",\"usage\":", JsonUsage(l.usage), "}");
-  }
+  std::string census;
   for (const CensusEntry& c : snapshot.census) {
     absl::StrAppend(&census, census.empty() ? "" : ",", "{\"label\":", JsonQuote(c.label),
                     ",\"bytes\":", c.bytes, ",\"high_water_bytes\":", c.high_water_bytes,
@@ -55,7 +47,8 @@ std::string FormatSummaryJson(const Snapshot& snapshot) {
   const CensusStatus& cs = snapshot.census_status;
   return absl::StrCat(
       "{\"verdict\":", JsonQuote(in.Verdict()), ",\"totals\":", JsonUsage(snapshot.totals),
-      ",\"scopes\":[", scopes, "],\"layers\":[", layers, "],\"census\":",
+      ",\"scopes\":", JsonScopes(snapshot.scopes), ",\"layers\":", JsonLayers(snapshot.layers),
+      ",\"census\":",
       snapshot.has_census
           ? absl::StrCat("{\"entries\":[", census, "],\"ok\":", cs.ok() ? "true" : "false",
                          ",\"entries_used\":", cs.capacity.entries_used,
