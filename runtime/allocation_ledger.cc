@@ -117,36 +117,42 @@ bool AllocationLedger::Alloc(LayerId layer, uint64_t address, uint64_t size,
   return displaced;
 }
 
-AllocationLedger::Found AllocationLedger::Take(LayerId layer, uint64_t address,
-                                               uint64_t ticket) {
+AllocationLedger::Location AllocationLedger::Locate(LayerId layer, uint64_t address,
+                                                   uint64_t ticket) {
   const uint64_t t48 = CompactTicket(ticket);
-  Found out;
+  Location loc;
   auto dit = displaced_.empty() ? displaced_.end() : displaced_.find(Key{layer, address});
   if (dit != displaced_.end() && ticket != 0) {
     auto& blocks = dit->second;
     for (size_t i = 0; i < blocks.size(); ++i) {
       if (blocks[i].ticket48() == t48) {
-        out = Found{blocks[i], true, true};
-        blocks.erase(blocks.begin() + static_cast<ptrdiff_t>(i));
-        if (blocks.empty()) displaced_.erase(dit);
-        return out;
+        return Location{&blocks[i], true, false, static_cast<ptrdiff_t>(i)};
       }
     }
   }
-  auto& shard = Shard(layer, address);
-  if (LiveBlock* main = shard.Find(address)) {
-    out = Found{*main, true, ticket != 0 && main->ticket48() == t48};
-    if (dit != displaced_.end() && !out.by_ticket) {
-      // The ticket matched nothing: the oldest block set aside at this address is the one
-      // a release without a usable ticket refers to.
-      auto& blocks = dit->second;
-      out = Found{blocks.front(), true, false, ticket != 0};
-      blocks.erase(blocks.begin());
-      if (blocks.empty()) displaced_.erase(dit);
-      return out;
-    }
-    shard.Erase(main);
-    return out;
+  LiveBlock* main = Shard(layer, address).Find(address);
+  if (main == nullptr) return loc;  // nothing live here (set-aside blocks need a ticket)
+  if (ticket != 0 && main->ticket48() == t48) return Location{main, true, false, -1};
+  if (dit != displaced_.end()) {
+    // The ticket matched nothing: the oldest block set aside at this address is the one
+    // a release without a usable ticket refers to.
+    return Location{&dit->second.front(), false, ticket != 0, 0};
+  }
+  return Location{main, false, false, -1};
+}
+
+AllocationLedger::Found AllocationLedger::Take(LayerId layer, uint64_t address,
+                                               uint64_t ticket) {
+  const Location loc = Locate(layer, address, ticket);
+  if (loc.block == nullptr) return Found{};
+  const Found out{*loc.block, true, loc.by_ticket, loc.ambiguous};
+  if (loc.displaced_index < 0) {
+    Shard(layer, address).Erase(loc.block);
+  } else {
+    auto dit = displaced_.find(Key{layer, address});
+    auto& blocks = dit->second;
+    blocks.erase(blocks.begin() + loc.displaced_index);
+    if (blocks.empty()) displaced_.erase(dit);
   }
   return out;
 }
@@ -173,36 +179,14 @@ AllocationLedger::Outcome AllocationLedger::Free(LayerId layer, uint64_t address
 AllocationLedger::Outcome AllocationLedger::Resize(LayerId layer, uint64_t address,
                                                    uint64_t ticket, uint64_t new_size,
                                                    uint64_t new_ticket) {
-  // Same choice of block as Take(), without removing it.
-  const uint64_t t48 = CompactTicket(ticket);
-  LiveBlock* target = nullptr;
-  bool by_ticket = false;
-  bool ambiguous = false;
-  auto dit = displaced_.empty() ? displaced_.end() : displaced_.find(Key{layer, address});
-  if (dit != displaced_.end() && ticket != 0) {
-    for (LiveBlock& b : dit->second) {
-      if (b.ticket48() == t48) {
-        target = &b;
-        by_ticket = true;
-        break;
-      }
-    }
-  }
-  if (target == nullptr) {
-    target = Shard(layer, address).Find(address);
-    if (target == nullptr) return Outcome::kUnknown;
-    by_ticket = ticket != 0 && target->ticket48() == t48;
-    if (!by_ticket && dit != displaced_.end()) {
-      target = &dit->second.front();
-      ambiguous = ticket != 0;
-    }
-  }
+  const Location loc = Locate(layer, address, ticket);
+  if (loc.block == nullptr) return Outcome::kUnknown;
+  LiveBlock* target = loc.block;
   const auto scope = contexts_[target->context()].first;
   AccountResize(layer, scope, target->size(), new_size);  // scope has a context already
   target->set_size(new_size);
   target->set_ticket48(CompactTicket(new_ticket));
-  if (by_ticket) return Outcome::kApplied;
-  return ambiguous ? Outcome::kAmbiguous : Outcome::kMatchedByAddress;
+  return MatchOutcome(Found{*target, true, loc.by_ticket, loc.ambiguous});
 }
 
 AllocationLedger::Outcome AllocationLedger::MoveOut(LayerId layer, uint64_t old_address,

@@ -34,6 +34,7 @@
 #define MEMTRACE_RUNTIME_ALLOCATION_LEDGER_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -151,6 +152,15 @@ class AllocationLedger {
   runtime_internal::AddressTable& Shard(LayerId layer, uint64_t address);
   uint32_t Context(uint32_t scope, uint64_t site);
   AllocationRecord Expand(LayerId layer, const LiveBlock& b) const noexcept;
+  // The block a release or resize of (address, ticket) refers to, and where it is.
+  struct Location {
+    LiveBlock* block = nullptr;  // null: no live block there
+    bool by_ticket = false;
+    bool ambiguous = false;
+    ptrdiff_t displaced_index = -1;  // index in displaced_[{layer, address}], or -1: main
+  };
+  Location Locate(LayerId layer, uint64_t address, uint64_t ticket);
+
   static Outcome MatchOutcome(const Found& f) noexcept;
   // Removes and returns the block a release of (address, ticket) refers to.
   Found Take(LayerId layer, uint64_t address, uint64_t ticket);
