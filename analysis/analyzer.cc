@@ -138,6 +138,8 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
     case LineType::kSite:
       summary_.site_addrs[rec.id] = rec.addr;
       break;
+    case LineType::kModule:
+      break;
     case LineType::kAlloc:
       Allocate(rec.ticket, Block{rec.addr, rec.size, rec.scope, rec.site, rec.layer,
                                  rec.thread, thread_events_[rec.thread]});

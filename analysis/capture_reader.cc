@@ -15,6 +15,8 @@ namespace memtrace {
 namespace {
 
 constexpr uint32_t kKnownSchema = 1;
+// The most frames a site may carry (the interposer's depth is capped well below this).
+constexpr size_t kMaxFrames = 256;
 
 // Bits for the fields a line carries, to check each type's required fields.
 enum Field : uint32_t {
@@ -22,6 +24,7 @@ enum Field : uint32_t {
   kOf = 1 << 5, kLayer = 1 << 6, kScope = 1 << 7, kOuter = 1 << 8, kSite = 1 << 9,
   kLabel = 1 << 10, kBytes = 1 << 11, kId = 1 << 12, kParent = 1 << 13, kName = 1 << 14,
   kPath = 1 << 15, kSchema = 1 << 16, kComplete = 1 << 17, kType = 1 << 18,
+  kStart = 1 << 19, kEnd = 1 << 20,
 };
 
 struct TypeInfo {
@@ -35,6 +38,7 @@ constexpr TypeInfo kTypes[] = {
     {"layer", LineType::kLayer, kId | kName},
     {"scope", LineType::kScope, kId | kParent | kName | kPath},
     {"site", LineType::kSite, kId | kAddr},
+    {"module", LineType::kModule, kPath | kStart | kEnd},
     {"alloc", LineType::kAlloc, kT | kThread | kAddr | kSize | kLayer | kScope | kSite | kTicket},
     {"free", LineType::kFree, kT | kThread | kAddr | kLayer | kOf | kTicket},
     {"resize", LineType::kResize, kT | kThread | kAddr | kSize | kLayer | kOf | kTicket},
@@ -70,6 +74,8 @@ const char* FieldName(uint32_t bit) {
     case kPath: return "path";
     case kSchema: return "schema_version";
     case kComplete: return "complete";
+    case kStart: return "start";
+    case kEnd: return "end";
     default: return "?";
   }
 }
@@ -154,7 +160,9 @@ class LineParser {
       return Error(line, absl::StrCat("a '", info->name, "' line needs field '",
                                       FieldName(missing & (~missing + 1)), "'"));
     }
-    if (rec->type == LineType::kTrailer) rec->raw.assign(text.data(), text.size());
+    if (rec->type == LineType::kTrailer || rec->type == LineType::kHeader) {
+      rec->raw.assign(text.data(), text.size());
+    }
     // Validate once the whole doc was consumed without a parse error at the end.
     return absl::OkStatus();
   }
@@ -199,12 +207,49 @@ class LineParser {
       *seen |= kType;
       return absl::OkStatus();
     }
-    if (key == "addr") {
+    auto hex = [&](uint64_t* out, uint32_t bit) -> absl::Status {
       std::string_view v;
-      if (value.get_string().get(v) || !ParseHex(v, &rec->addr)) {
-        return Error(line, "field 'addr' must be a hex string like \"0x7f00\"");
+      if (value.get_string().get(v) || !ParseHex(v, out)) {
+        return Error(line, absl::StrCat("field '", std::string(key),
+                                        "' must be a hex string like \"0x7f00\""));
       }
-      *seen |= kAddr;
+      *seen |= bit;
+      return absl::OkStatus();
+    };
+    if (key == "addr") return hex(&rec->addr, kAddr);
+    if (key == "start") return hex(&rec->start, kStart);
+    if (key == "end") return hex(&rec->end, kEnd);
+    if (key == "offset") return hex(&rec->offset, 0);
+    if (key == "build_id") return str(&rec->build_id, 0);
+    if (key == "source") return str(&rec->source, 0);
+    if (key == "frames") {
+      simdjson::ondemand::array frames;
+      if (value.get_array().get(frames)) {
+        return Error(line, "field 'frames' must be an array of hex strings");
+      }
+      for (auto element : frames) {
+        std::string_view v;
+        uint64_t pc = 0;
+        if (element.get_string().get(v) || !ParseHex(v, &pc)) {
+          return Error(line, "field 'frames' must be an array of hex strings like \"0x7f00\"");
+        }
+        if (rec->frames.size() >= kMaxFrames) {
+          return Error(line, absl::StrCat("field 'frames' has more than ", kMaxFrames,
+                                          " entries"));
+        }
+        rec->frames.push_back(pc);
+      }
+      return absl::OkStatus();
+    }
+    if (key == "other") {
+      if (value.get_bool().get(rec->other)) return Error(line, "field 'other' must be true or false");
+      return absl::OkStatus();
+    }
+    if (key == "weight") {
+      if (value.get_double().get(rec->weight) || !(rec->weight >= 1.0) ||
+          !(rec->weight <= 1e15)) {
+        return Error(line, "field 'weight' must be a number from 1 to 1e15");
+      }
       return absl::OkStatus();
     }
     if (key == "t") return i64(&rec->t, kT);

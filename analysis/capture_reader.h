@@ -21,6 +21,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -31,6 +32,7 @@ enum class LineType : uint8_t {
   kLayer,
   kScope,
   kSite,
+  kModule,
   kAlloc,
   kFree,
   kResize,
@@ -70,9 +72,23 @@ struct CaptureRecord {
   std::string path;
   uint32_t schema_version = 0;
   uint64_t pid = 0;
+  std::string source;  // header: "runtime" or "preload"
+  // Sites: the call stack, innermost first (frames[0] == addr), when one was captured;
+  // `other` marks the bucket for sites beyond the site table's capacity.
+  std::vector<uint64_t> frames;
+  bool other = false;
+  // Modules (addr is not used): the mapped range [start, end) of `path` that begins at
+  // file offset `offset`, and the module's GNU build id in hex (may be empty).
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t offset = 0;
+  std::string build_id;
+  // Sampled captures: how many allocations like this one the sample stands for (1 when
+  // the capture is not sampled).
+  double weight = 1.0;
   // Trailer.
   bool complete = false;
-  std::string raw;  // the whole line, for the trailer
+  std::string raw;  // the whole line, for the header and the trailer
 };
 
 struct CaptureReadStats {

@@ -335,6 +335,15 @@ TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
        "bad.jsonl:3: content after the trailer"},
       {"second header", header + header, "bad.jsonl:2: a second header"},
       {"truncated line", header + "{\"type\":\"alloc\",\"t\":1,\"thr", "bad.jsonl:2: not JSON"},
+      {"frames not hex", header + "{\"type\":\"site\",\"id\":0,\"addr\":\"0x1\",\"frames\":[1]}\n",
+       "bad.jsonl:2: field 'frames' must be an array of hex strings"},
+      {"module without end",
+       header + "{\"type\":\"module\",\"path\":\"/bin/x\",\"start\":\"0x1000\"}\n",
+       "bad.jsonl:2: a 'module' line needs field 'end'"},
+      {"weight below one",
+       header + "{\"type\":\"alloc\",\"t\":1,\"thread\":1,\"addr\":\"0x1\",\"size\":4,"
+                "\"layer\":0,\"scope\":0,\"site\":0,\"ticket\":1,\"weight\":0.5}\n",
+       "bad.jsonl:2: field 'weight' must be a number from 1 to 1e15"},
   };
   for (const Malformed& c : cases) {
     const absl::Status s = ReadCaptureText(
@@ -363,6 +372,39 @@ TEST(CaptureReaderTest, UnknownFieldsAreIgnored) {
   EXPECT_TRUE(stats.has_header);
   EXPECT_TRUE(stats.has_trailer);
   EXPECT_EQ(stats.events, 0u);
+}
+
+TEST(CaptureReaderTest, StacksModulesAndSampleWeightsAreDecoded) {
+  const std::string text =
+      "{\"type\":\"header\",\"schema_version\":1,\"source\":\"preload\"}\n"
+      "{\"type\":\"module\",\"path\":\"/usr/bin/prog\",\"start\":\"0x400000\","
+      "\"end\":\"0x401000\",\"offset\":\"0x1000\",\"build_id\":\"ab12\"}\n"
+      "{\"type\":\"site\",\"id\":0,\"addr\":\"0x400010\",\"frames\":[\"0x400010\",\"0x400abc\"]}\n"
+      "{\"type\":\"site\",\"id\":1,\"addr\":\"0xffffffffffffffff\",\"other\":true}\n"
+      "{\"type\":\"alloc\",\"t\":1,\"thread\":1,\"addr\":\"0x10\",\"size\":8,\"layer\":0,"
+      "\"scope\":0,\"site\":0,\"ticket\":1,\"weight\":64.5}\n"
+      "{\"type\":\"trailer\",\"complete\":true}\n";
+  std::vector<CaptureRecord> records;
+  const absl::Status s = ReadCaptureText(text, "stacks.jsonl", [&](const CaptureRecord& r) {
+    records.push_back(r);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(records.size(), 6u);
+  EXPECT_EQ(records[0].source, "preload");
+  EXPECT_NE(records[0].raw.find("\"preload\""), std::string::npos);
+  EXPECT_EQ(records[1].type, LineType::kModule);
+  EXPECT_EQ(records[1].path, "/usr/bin/prog");
+  EXPECT_EQ(records[1].start, 0x400000u);
+  EXPECT_EQ(records[1].end, 0x401000u);
+  EXPECT_EQ(records[1].offset, 0x1000u);
+  EXPECT_EQ(records[1].build_id, "ab12");
+  EXPECT_EQ(records[2].frames, (std::vector<uint64_t>{0x400010, 0x400abc}));
+  EXPECT_FALSE(records[2].other);
+  EXPECT_TRUE(records[3].other);
+  EXPECT_TRUE(records[3].frames.empty());
+  EXPECT_DOUBLE_EQ(records[4].weight, 64.5);
+  EXPECT_DOUBLE_EQ(records[5].weight, 1.0);
 }
 
 }  // namespace
