@@ -320,6 +320,7 @@ void Drainer::Apply(Cursor& c) {
     case EventKind::kCensusUpdate:
     case EventKind::kIntervalBegin:
     case EventKind::kIntervalEnd:
+    case EventKind::kStackFrames:
       break;  // carried to sinks; the ledger has nothing to do
   }
   ++counters_.events_applied;

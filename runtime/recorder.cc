@@ -93,6 +93,49 @@ absl::Status Recorder::Flush() {
   return absl::OkStatus();
 }
 
+uint64_t Recorder::SendStack(uint64_t hash, const uint64_t* frames, uint32_t depth) noexcept {
+  // A frame travels in a 48-bit field; stop at one that does not fit (none does on
+  // x86-64 or AArch64 user space, but a corrupt frame chain could produce one).
+  uint32_t n = 0;
+  while (n < depth && Event::Fits(frames[n])) ++n;
+  runtime_internal::ThreadState& t = runtime_internal::Tls();
+  // After the thread's exit hook a record may land in a fresh ring, which the drainer
+  // could apply before this one; keep such late allocations on their return address.
+  if (n == 0 || t.exited) return frames[0];
+  runtime_internal::RingBinding& b = t.rings[slot_];
+  SpscRing* ring = b.ring;
+  if (b.generation != generation_) {
+    ring = Bind();
+    if (ring == nullptr) return frames[0];
+  }
+  const uint32_t records = (n + 1) / 2;
+  uint64_t pos;
+  // No waiting and no loss counted: without its frames the allocation keeps its caller.
+  if (!ring->TryClaim(records, &pos)) return frames[0];
+  // Watermark step (2), as in Begin().
+  EpochClock::LightFence();
+  const uint32_t epoch = clock_.Load();
+  if (epoch == EpochClock::kClosed) {
+    ring->Unclaim();
+    return frames[0];
+  }
+  for (uint32_t r = 0; r < records; ++r) {
+    const uint32_t first = 2 * r;
+    const uint32_t count = (first + 1 < n) ? 2 : 1;
+    const uint8_t flags = static_cast<uint8_t>(count | (r + 1 == records ? kStackLastRecord : 0));
+    ring->slot(pos + r) =
+        Event{hash, Event::PackKindSize(EventKind::kStackFrames, flags, frames[first]),
+              count == 2 ? frames[first + 1] : 0, Event::PackScopeEpoch(t.scope, epoch)};
+  }
+  End(Claim{ring, pos, ring->id(), epoch, t.scope}, records);
+  if (t.stack_cache_generation != generation_) {
+    for (uint64_t& entry : t.stack_cache) entry = 0;
+    t.stack_cache_generation = generation_;
+  }
+  t.stack_cache[hash % runtime_internal::kStackCacheSize] = hash;
+  return hash;
+}
+
 SpscRing* Recorder::Bind() noexcept {
   ReentrancyGuard guard;  // the registry may allocate
   runtime_internal::ThreadState& t = Tls();

@@ -208,6 +208,32 @@ class Recorder {
     return rc.result();
   }
 
+  // The site word for an allocation made at the call stack `frames` (return addresses,
+  // innermost first; `depth` <= kMaxStackDepth). The first time this thread uses a stack
+  // it sends the frames ahead (kStackFrames records, event.h) and the result is the
+  // stack's hash; after that only the hash. If the frames cannot be sent (ring full,
+  // recorder stopped) the result is frames[0], the return address, so the allocation is
+  // still attributed to its caller; nothing is lost. Pass the result to RecordAlloc or
+  // CommitRemap. Hot path: a hash of the frames and one thread-local cache probe.
+  static constexpr uint32_t kMaxStackDepth = 64;
+  uint64_t StackSite(const uint64_t* frames, uint32_t depth) noexcept {
+    if (depth == 0) return 0;
+    if (depth > kMaxStackDepth) depth = kMaxStackDepth;
+    uint64_t h = 0x9e3779b97f4a7c15ull * (depth + 1);
+    for (uint32_t i = 0; i < depth; ++i) {
+      h = (h ^ frames[i]) * 0xff51afd7ed558ccdull;
+      h ^= h >> 32;
+    }
+    const uint64_t hash = h | kStackHashBit;
+    runtime_internal::ThreadState& t = runtime_internal::Tls();
+    if (__builtin_expect(t.stack_cache_generation == generation_ &&
+                             t.stack_cache[hash % runtime_internal::kStackCacheSize] == hash,
+                         1)) {
+      return hash;
+    }
+    return SendStack(hash, frames, depth);
+  }
+
   // Every live block of `layer` is released at once (an arena reset).
   RecordResult RecordArenaReset(LayerId layer) noexcept {
     return RecordPlain(EventKind::kArenaReset, layer, 0, 0, 0);
@@ -307,6 +333,7 @@ class Recorder {
   }
 
   // Slow paths.
+  uint64_t SendStack(uint64_t hash, const uint64_t* frames, uint32_t depth) noexcept;
   SpscRing* Bind() noexcept;
   bool WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept;
   RecordResult Overflowed(SpscRing* ring, bool allocation) noexcept;

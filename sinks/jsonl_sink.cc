@@ -16,6 +16,7 @@
 #include "runtime/internal/thread_state.h"
 #include "sinks/json_text.h"
 #include "runtime/layer_table.h"
+#include "runtime/module_map.h"
 #include "runtime/scope_table.h"
 #include "transport/ticket.h"
 
@@ -59,13 +60,16 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& pa
                                                            const JsonlSinkOptions& given) {
   JsonlSinkOptions options = given;
   if (path.size() > 4 && path.compare(path.size() - 4, 4, ".zst") == 0) options.zstd = true;
-  FILE* f = fopen(path.c_str(), "w");
+  FILE* f = fopen(path.c_str(), "we");
   if (f == nullptr) {
     const int err = errno;
     return absl::InvalidArgumentError(absl::StrCat(
         "memtrace: cannot create capture file '", path, "': ", strerror(err),
         " (errno ", err, "); check that the directory exists and is writable"));
   }
+  // Unbuffered: the sink batches lines itself, and a stdio buffer holding part of a batch
+  // would be written twice if the program forked and the child exited through exit().
+  setvbuf(f, nullptr, _IONBF, 0);
   return FromStream(f, /*owned=*/true, path, options);
 }
 
@@ -95,7 +99,8 @@ JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
       "{\"type\":\"header\",\"format\":\"memtrace-jsonl\",\"schema_version\":",
       kCaptureSchemaVersion, ",\"pid\":", getpid(),
       ",\"clock\":\"unix_ns\",\"started_unix_ns\":", UnixNowNs(),
-      ",\"source\":\"runtime\",\"time_resolution\":\"epoch\"}\n");
+      ",\"source\":", JsonQuote(options_.source), ",\"time_resolution\":\"epoch\"",
+      options_.header_fields.empty() ? "" : ",", options_.header_fields, "}\n");
   writer_ = std::thread([this] { WriterLoop(); });
 }
 
@@ -197,10 +202,48 @@ void JsonlSink::EnsureScope(uint32_t path) {
 uint32_t JsonlSink::SiteId(uint64_t site) {
   auto it = site_ids_.find(site);
   if (it != site_ids_.end()) return it->second;
+  if (site_ids_.size() >= options_.site_capacity) {
+    // Past the bound: one shared bucket, as in the recorder's site table.
+    if (other_site_id_ == 0) {
+      other_site_id_ = static_cast<uint32_t>(site_ids_.size()) + 1;
+      Emit(absl::StrCat("{\"type\":\"site\",\"id\":", other_site_id_ - 1,
+                        ",\"addr\":", Hex(SiteTable::kOtherSitesValue), ",\"other\":true}"));
+    }
+    return other_site_id_ - 1;
+  }
   const auto id = static_cast<uint32_t>(site_ids_.size());
   site_ids_.emplace(site, id);
-  Emit(absl::StrCat("{\"type\":\"site\",\"id\":", id, ",\"addr\":", Hex(site), "}"));
+  std::string line;
+  auto stack = stacks_.find(site);
+  if (stack != stacks_.end() && !stack->second.empty()) {
+    line = absl::StrCat("{\"type\":\"site\",\"id\":", id, ",\"addr\":", Hex(stack->second[0]),
+                        ",\"frames\":[");
+    for (size_t i = 0; i < stack->second.size(); ++i) {
+      absl::StrAppend(&line, i == 0 ? "" : ",", Hex(stack->second[i]));
+    }
+    line += "]}";
+  } else {
+    line = absl::StrCat("{\"type\":\"site\",\"id\":", id, ",\"addr\":", Hex(site), "}");
+  }
+  Emit(line);
   return id;
+}
+
+void JsonlSink::AddStackFrames(const ObservedEvent& o) {
+  const Event& e = o.event;
+  const uint8_t flags = e.layer();
+  std::vector<uint64_t>& partial = partial_stacks_[Ticket::RingId(o.ticket)];
+  partial.push_back(e.size());
+  if ((flags & kStackFrameCountMask) == 2) partial.push_back(e.word2);
+  if ((flags & kStackLastRecord) == 0) return;
+  auto [it, inserted] = stacks_.try_emplace(e.word0);
+  if (inserted) {
+    it->second = std::move(partial);
+  } else if (it->second != partial) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.stack_collisions;
+  }
+  partial.clear();
 }
 
 void JsonlSink::WriteBatch(const Batch& batch) {
@@ -251,6 +294,9 @@ void JsonlSink::WriteBatch(const Batch& batch) {
       case EventKind::kArenaReset:
         EnsureLayer(e.layer());
         Emit(absl::StrCat(head, ",\"layer\":", e.layer(), "}"));
+        break;
+      case EventKind::kStackFrames:
+        AddStackFrames(o);
         break;
       case EventKind::kInvalid:
         break;
@@ -304,7 +350,7 @@ void JsonlSink::FlushOutput() {
   buffer_.clear();
 }
 
-absl::Status JsonlSink::Finish(const Snapshot& snap) {
+absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fields) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (finished_) return status_;
@@ -320,17 +366,25 @@ absl::Status JsonlSink::Finish(const Snapshot& snap) {
                     ",\"high_water_bytes\":", c.high_water_bytes, "}");
   }
   const bool complete = snap.integrity.complete() && s.events_lost == 0 && status().ok();
+  // The module map goes last, so it includes libraries loaded while tracing.
+  std::string modules;
+  for (const ModuleInfo& m : LoadedModules()) {
+    absl::StrAppend(&modules, "{\"type\":\"module\",\"path\":", JsonQuote(m.path),
+                    ",\"start\":", Hex(m.start), ",\"end\":", Hex(m.end),
+                    ",\"offset\":", Hex(m.offset), ",\"build_id\":", JsonQuote(m.build_id),
+                    "}\n");
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     trailer_ = absl::StrCat(
-        "{\"type\":\"trailer\",\"complete\":", complete ? "true" : "false",
+        modules, "{\"type\":\"trailer\",\"complete\":", complete ? "true" : "false",
         ",\"finished_unix_ns\":", UnixNowNs(), ",\"sink\":{\"events_written\":",
         s.events_written, ",\"events_lost\":", s.events_lost, ",\"write_errors\":",
-        s.write_errors, "},\"integrity\":", Integrity(snap.integrity),
+        s.write_errors, ",\"stack_collisions\":", s.stack_collisions, "},\"integrity\":", Integrity(snap.integrity),
         ",\"totals\":", JsonUsage(snap.totals), ",\"layers\":", JsonLayers(snap.layers),
         ",\"scopes\":", JsonScopes(snap.scopes), ",\"census\":[", census,
         "],\"memtrace_bytes\":", snap.memtrace_bytes,
-        "}");
+        trailer_fields.empty() ? "" : ",", std::string(trailer_fields), "}");
     stopping_ = true;
   }
   cv_.notify_all();

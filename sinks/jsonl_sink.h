@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/event_observer.h"
+#include "runtime/site_table.h"
 #include "runtime/snapshot.h"
 
 namespace memtrace {
@@ -50,6 +51,13 @@ struct JsonlSinkOptions {
   // Records waiting for the writer, at most; beyond this an epoch's records are dropped
   // and counted. 2M records (64 MiB of records) by default.
   size_t max_queued_records = size_t{2} << 20;
+  // The header's `source` ("runtime", or "preload" for the interposer), and extra members
+  // for the header object, as raw JSON text (`"interposer":{...}`), or empty.
+  std::string source = "runtime";
+  std::string header_fields;
+  // Distinct sites written before the rest share the "other sites" bucket; the same bound
+  // as the recorder's (Config::request_site_capacity_max), so both count the same sites.
+  uint32_t site_capacity = kDefaultSiteCapacity;
 };
 
 struct JsonlSinkStats {
@@ -57,6 +65,9 @@ struct JsonlSinkStats {
   uint64_t events_lost = 0;    // dropped: queue full, or written after a write error
   uint64_t bytes_written = 0;
   uint64_t write_errors = 0;
+  // Two different call stacks sent under one 64-bit hash (event.h): the later one was
+  // attributed to the earlier. Expected to stay 0.
+  uint64_t stack_collisions = 0;
 };
 
 class JsonlSink final : public EventObserver {
@@ -74,10 +85,11 @@ class JsonlSink final : public EventObserver {
   void OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
                std::span<const ObservedEvent> events) noexcept override;
 
-  // Writes everything queued, then the trailer from `final_snapshot` (take it after
-  // Stop(), so it includes everything), and closes the file. Returns the first write
-  // error, if any. Idempotent.
-  absl::Status Finish(const Snapshot& final_snapshot);
+  // Writes everything queued, the module map (runtime/module_map.h), then the trailer
+  // from `final_snapshot` (take it after Stop(), so it includes everything), and closes
+  // the file. `trailer_fields` are extra members for the trailer object as raw JSON text
+  // (`"ended_by":"exit"`), or empty. Returns the first write error, if any. Idempotent.
+  absl::Status Finish(const Snapshot& final_snapshot, std::string_view trailer_fields = {});
 
   absl::Status status() const;
   JsonlSinkStats stats() const;
@@ -95,6 +107,7 @@ class JsonlSink final : public EventObserver {
   void EnsureScope(uint32_t path);
   void EnsureLayer(uint8_t layer);
   uint32_t SiteId(uint64_t site);
+  void AddStackFrames(const ObservedEvent& o);
   void Emit(const std::string& line);  // writer thread only
   void FlushOutput();
   void CloseOutput();
@@ -125,6 +138,10 @@ class JsonlSink final : public EventObserver {
   std::vector<bool> scopes_written_;
   bool layers_written_[256] = {};
   absl::flat_hash_map<uint64_t, uint32_t> site_ids_;
+  uint32_t other_site_id_ = 0;  // 0 until the bucket's line is written, then id + 1
+  // Call stacks by hash (event.h), and each thread's stack being received.
+  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> stacks_;
+  absl::flat_hash_map<uint32_t, std::vector<uint64_t>> partial_stacks_;
   std::thread writer_;
 };
 

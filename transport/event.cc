@@ -17,6 +17,7 @@ const char* EventKindName(EventKind kind) noexcept {
     case EventKind::kIntervalBegin: return "interval_begin";
     case EventKind::kIntervalEnd: return "interval_end";
     case EventKind::kArenaReset: return "arena_reset";
+    case EventKind::kStackFrames: return "stack_frames";
     case EventKind::kInvalid: break;
   }
   return "invalid";

@@ -26,6 +26,24 @@
 // The drainer applies them in order, carrying the block's scope and site from one to the
 // other, possibly across two epochs.
 //
+// A call stack (the interposer's, or any caller that unwinds) travels as kStackFrames
+// records ahead of the allocation that uses it. The allocation's call-site word then holds
+// the stack's 64-bit hash with bit 63 set (never a user-space address), and the stack
+// records carry the frames under that hash:
+//
+//   word   bits     stack frames
+//   ----   ------   ----------------------------------------------------
+//   0      0..63    the stack's hash (bit 63 set), as in the allocation's site word
+//   1      0..47    a frame (a return address below 2^48)
+//          48..55   EventKind::kStackFrames
+//          56..63   bits 0..1: frames in this record (1 or 2); bit 7: the stack's last record
+//   2      0..63    the second frame, when there are two
+//   3               scope | epoch, as for every record
+//
+// A thread sends a stack's frames the first time it uses the stack (it remembers recently
+// sent hashes), so the drainer and sinks see a stack's frames before any record of that
+// thread that names its hash; they keep the frames by hash for the whole capture.
+//
 // Tickets and epochs are the ordering information the drainer needs; ticket.h and
 // epoch_clock.h say what they are and why they are enough.
 //
@@ -55,9 +73,16 @@ enum class EventKind : uint8_t {
   kIntervalBegin = 9,  // an interval sink phase began: category (word 0), time
   kIntervalEnd = 10,   // an interval sink phase ended: category (word 0), time
   kArenaReset = 11,    // every live block of this layer was released at once
+  kStackFrames = 12,   // frames of a call stack, keyed by its hash (see above)
 };
 
-inline constexpr uint8_t kMaxEventKind = 11;
+inline constexpr uint8_t kMaxEventKind = 12;
+
+// Stack records (kStackFrames): the layer byte's flags.
+inline constexpr uint8_t kStackFrameCountMask = 0x03;
+inline constexpr uint8_t kStackLastRecord = 0x80;
+// Set in every stack hash, so a site word that is a hash never equals a return address.
+inline constexpr uint64_t kStackHashBit = uint64_t{1} << 63;
 
 // Returns a stable lower-case name ("alloc", "remap_target", ...) or "invalid".
 const char* EventKindName(EventKind kind) noexcept;

@@ -40,6 +40,8 @@ namespace memtrace::runtime_internal {
 
 inline constexpr int kMaxRecorders = 64;
 inline constexpr uint32_t kMaxScopeDepth = 256;
+// Stack hashes this thread sent recently (recorder.h, StackSite), direct-mapped.
+inline constexpr uint32_t kStackCacheSize = 64;
 
 struct RingBinding {
   uint64_t generation;  // the recorder slot's generation this ring belongs to; 0 = none
@@ -51,13 +53,20 @@ struct ThreadState {
   uint32_t scope;                        // innermost scope path in force (0 = unscoped)
   uint32_t depth;                        // scopes entered and not yet exited
   uint32_t scope_stack[kMaxScopeDepth];  // the path in force before each enter
+  uint64_t stack_cache_generation;       // the recorder the cache below belongs to
+  uint64_t stack_cache[kStackCacheSize];  // hashes whose frames this thread sent
   bool in_tracer;                        // reentrancy guard
   bool exit_hook_armed;
   bool exited;                           // the exit hook has run
 };
 
 // Constant-initialised and trivially destructible, so access is a plain TLS load.
-inline thread_local constinit ThreadState tls_state{};
+// initial-exec: the state is reached with one %fs-relative load and never allocated
+// lazily (a global-dynamic access may call malloc on a thread's first touch, which the
+// interposer in preload/ could not allow). memtrace is linked into executables or
+// preloaded, never dlopen()ed, so the static TLS block always has room.
+inline thread_local constinit ThreadState tls_state
+    __attribute__((tls_model("initial-exec"))){};
 
 inline ThreadState& Tls() noexcept { return tls_state; }
 
