@@ -14,6 +14,7 @@
 // Exit status: 0 success; 1 the capture failed verification; 2 bad usage or unreadable
 // input (the message says what, where, and how to fix it).
 
+#include "cli/run_command.h"
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +45,7 @@ constexpr const char* kUsage =
     "  retention what was allocated inside each scope and still live when it exited\n"
     "  diff      per-scope changes between two captures: diff BEFORE AFTER\n"
     "  coverage  bytes in named scopes vs unscoped, census vs what the allocator saw\n"
+    "  run       trace an unmodified program: memtrace run [options] -- program args\n"
     "  help      this text, or `memtrace help COMMAND`\n"
     "\n"
     "CAPTURE is a JSONL file written by memtrace (docs/capture-format.md).\n";
@@ -437,6 +439,7 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "run") return memtrace::RunCommand(argc - 1, argv + 1);
   if (command == "summary") return Summary(args);
   if (command == "verify") return Verify(args);
   if (command == "top") return Top(args);
@@ -445,7 +448,9 @@ int main(int argc, char** argv) {
   if (command == "diff") return Diff(args);
   if (command == "coverage") return CoverageCommand(args);
   if (command == "help" || command == "--help" || command == "-h") {
-    if (!args.empty() && args[0] == "summary") {
+    if (!args.empty() && args[0] == "run") {
+      fputs(memtrace::RunUsage(), stdout);
+    } else if (!args.empty() && args[0] == "summary") {
       fputs(kSummaryHelp, stdout);
     } else if (!args.empty() && args[0] == "verify") {
       fputs(kVerifyHelp, stdout);

@@ -135,8 +135,20 @@ bool JsonlSink::CompressAndWrite(const std::string& input, bool end_frame, size_
 void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
                         std::span<const ObservedEvent> events) noexcept {
   if (events.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (finished_ || queued_records_ + events.size() > options_.max_queued_records) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!finished_ && options_.max_backpressure > absl::ZeroDuration() &&
+      queued_records_ + events.size() > options_.max_queued_records) {
+    // The writer notifies after every batch it writes.
+    cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.max_backpressure), [&] {
+      return finished_ || queued_records_ + events.size() <= options_.max_queued_records ||
+             queued_records_ == 0;
+    });
+  }
+  // With backpressure an epoch larger than the whole queue still goes in once the queue
+  // is empty; without it, it is dropped like any epoch that does not fit.
+  const bool fits = queued_records_ + events.size() <= options_.max_queued_records ||
+                    (options_.max_backpressure > absl::ZeroDuration() && queued_records_ == 0);
+  if (finished_ || !fits) {
     stats_.events_lost += events.size();  // never wait on I/O: drop and count
     return;
   }
@@ -350,7 +362,8 @@ void JsonlSink::FlushOutput() {
   buffer_.clear();
 }
 
-absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fields) {
+absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fields,
+                              bool mark_partial) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (finished_) return status_;
@@ -365,7 +378,8 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
                     ",\"name\":", JsonQuote(c.label), ",\"bytes\":", c.bytes,
                     ",\"high_water_bytes\":", c.high_water_bytes, "}");
   }
-  const bool complete = snap.integrity.complete() && s.events_lost == 0 && status().ok();
+  const bool complete =
+      !mark_partial && snap.integrity.complete() && s.events_lost == 0 && status().ok();
   // The module map goes last, so it includes libraries loaded while tracing.
   std::string modules;
   for (const ModuleInfo& m : LoadedModules()) {

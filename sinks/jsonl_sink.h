@@ -35,6 +35,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "runtime/event_observer.h"
 #include "runtime/site_table.h"
 #include "runtime/snapshot.h"
@@ -51,6 +52,11 @@ struct JsonlSinkOptions {
   // Records waiting for the writer, at most; beyond this an epoch's records are dropped
   // and counted. 2M records (64 MiB of records) by default.
   size_t max_queued_records = size_t{2} << 20;
+  // When the queue is full: 0 drops the epoch's records at once (counted); a positive
+  // value makes the drainer wait up to this long for the writer first. Waiting slows the
+  // drainer, so the threads' rings fill and the recorder's overflow policy applies: the
+  // program is paced by the disk instead of losing records (the interposer's choice).
+  absl::Duration max_backpressure = absl::ZeroDuration();
   // The header's `source` ("runtime", or "preload" for the interposer), and extra members
   // for the header object, as raw JSON text (`"interposer":{...}`), or empty.
   std::string source = "runtime";
@@ -88,8 +94,11 @@ class JsonlSink final : public EventObserver {
   // Writes everything queued, the module map (runtime/module_map.h), then the trailer
   // from `final_snapshot` (take it after Stop(), so it includes everything), and closes
   // the file. `trailer_fields` are extra members for the trailer object as raw JSON text
-  // (`"ended_by":"exit"`), or empty. Returns the first write error, if any. Idempotent.
-  absl::Status Finish(const Snapshot& final_snapshot, std::string_view trailer_fields = {});
+  // (`"ended_by":"exit"`), or empty. `mark_partial` writes `"complete":false` whatever the
+  // counters say (the program ended by a fatal signal). Returns the first write error, if
+  // any. Idempotent.
+  absl::Status Finish(const Snapshot& final_snapshot, std::string_view trailer_fields = {},
+                      bool mark_partial = false);
 
   absl::Status status() const;
   JsonlSinkStats stats() const;

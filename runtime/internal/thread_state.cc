@@ -38,7 +38,11 @@ void RetireThreadRings() noexcept {
 }
 
 struct ExitHook {
-  ~ExitHook() { RetireThreadRings(); }
+  ~ExitHook() {
+    RetireThreadRings();
+    // glibc's __call_tls_dtors frees this hook's node next (thread_state.h).
+    Tls().skip_next_release = true;
+  }
 };
 
 thread_local ExitHook exit_hook;

@@ -53,11 +53,21 @@ struct ThreadState {
   uint32_t scope;                        // innermost scope path in force (0 = unscoped)
   uint32_t depth;                        // scopes entered and not yet exited
   uint32_t scope_stack[kMaxScopeDepth];  // the path in force before each enter
+  // This thread's stack, for walking frame pointers safely (preload/unwind.h); 0 until
+  // known. Kept here because this is the one initial-exec TLS variable: gold resolves an
+  // initial-exec access to a second, file-local thread_local in a shared object to the
+  // start of the module's TLS block, which aliases this struct.
+  uint64_t stack_low;
+  uint64_t stack_high;
   uint64_t stack_cache_generation;       // the recorder the cache below belongs to
   uint64_t stack_cache[kStackCacheSize];  // hashes whose frames this thread sent
   bool in_tracer;                        // reentrancy guard
   bool exit_hook_armed;
   bool exited;                           // the exit hook has run
+  // Set as the exit hook returns: glibc frees the hook's registration node (allocated
+  // untraced, under the reentrancy guard) right after it, and the interposer (preload/)
+  // must not record that release. Cleared by the interposer's next free().
+  bool skip_next_release;
 };
 
 // Constant-initialised and trivially destructible, so access is a plain TLS load.

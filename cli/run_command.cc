@@ -1,0 +1,379 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "cli/run_command.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/capture_reader.h"
+
+// The interposer looks this up and stands down in any program that defines it: the CLI
+// must never trace itself (cli/BUILD.bazel exports it in the dynamic symbol table).
+extern "C" __attribute__((visibility("default"), used)) const int memtrace_never_trace = 1;
+
+namespace memtrace {
+namespace {
+
+constexpr int kCaptureFailed = 125;  // like env(1) and timeout(1): the tool itself failed
+
+struct RunOptions {
+  std::string output = "memtrace-%p.jsonl";
+  std::string depth;
+  std::string unwind;
+  std::string min_size;
+  std::string preload;
+  bool children = false;
+  bool quiet = false;
+  std::vector<std::string> command;
+};
+
+int UsageError(const std::string& message) {
+  fprintf(stderr, "memtrace run: %s\n\n%s", message.c_str(), RunUsage());
+  return 2;
+}
+
+std::string Dirname(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string SelfPath() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+bool Readable(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+// The interposer: --preload, $MEMTRACE_PRELOAD, or beside this binary (a Bazel output
+// tree, its runfiles, or an installed lib/memtrace/).
+std::string FindPreload(const std::string& given, std::string* tried) {
+  if (!given.empty()) return given;
+  if (const char* env = getenv("MEMTRACE_PRELOAD"); env != nullptr && *env != '\0') return env;
+  const std::string self = SelfPath();
+  const std::string dir = Dirname(self);
+  const std::string candidates[] = {
+      dir + "/../preload/libmemtrace_preload.so",
+      self + ".runfiles/memtrace/preload/libmemtrace_preload.so",
+      dir + "/libmemtrace_preload.so",
+      dir + "/../lib/memtrace/libmemtrace_preload.so",
+  };
+  for (const std::string& c : candidates) {
+    if (Readable(c)) return c;
+    absl::StrAppend(tried, "\n  ", c);
+  }
+  return "";
+}
+
+// The file execvp() would run for `name`, or "" if none is found.
+std::string ResolveProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+    const std::string candidate = dir + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+// True when `path` is an ELF executable without a program interpreter: the dynamic
+// loader never runs, so LD_PRELOAD cannot work.
+bool IsStaticElf(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  Elf64_Ehdr eh;
+  bool is_static = false;
+  if (pread(fd, &eh, sizeof(eh), 0) == sizeof(eh) && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    is_static = true;
+    for (int i = 0; i < eh.e_phnum; ++i) {
+      Elf64_Phdr ph;
+      if (pread(fd, &ph, sizeof(ph), static_cast<off_t>(eh.e_phoff + i * sizeof(ph))) !=
+          sizeof(ph)) {
+        break;
+      }
+      if (ph.p_type == PT_INTERP) is_static = false;
+    }
+  }
+  close(fd);
+  return is_static;
+}
+
+std::string ReplacePid(const std::string& pattern, pid_t pid) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
+      out += std::to_string(pid);
+      ++i;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+// The child's environment: ours with the interposer and its settings added.
+std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string& preload) {
+  std::vector<std::string> env;
+  std::string ld_preload = preload;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("LD_PRELOAD=", 0) == 0) {
+      const std::string rest = entry.substr(strlen("LD_PRELOAD="));
+      if (!rest.empty()) ld_preload += " " + rest;
+      continue;
+    }
+    if (entry.rfind("MEMTRACE_", 0) == 0 && entry.rfind("MEMTRACE_PRELOAD=", 0) != 0) {
+      continue;  // ours are set below; a stale MEMTRACE_ROOT_PID must not leak in
+    }
+    env.push_back(entry);
+  }
+  env.push_back("LD_PRELOAD=" + ld_preload);
+  env.push_back("MEMTRACE_OUTPUT=" + o.output);
+  if (!o.depth.empty()) env.push_back("MEMTRACE_STACK_DEPTH=" + o.depth);
+  if (!o.unwind.empty()) env.push_back("MEMTRACE_UNWIND=" + o.unwind);
+  if (!o.min_size.empty()) env.push_back("MEMTRACE_MIN_SIZE=" + o.min_size);
+  env.push_back(std::string("MEMTRACE_TRACE_CHILDREN=") + (o.children ? "1" : "0"));
+  return env;
+}
+
+// Checks the capture's header: the interposer announces itself there.
+absl::Status CheckHeader(const std::string& path) {
+  if (access(path.c_str(), F_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat("no capture was written at '", path, "'"));
+  }
+  std::string source;
+  const absl::Status stop = absl::CancelledError("header read");
+  absl::Status s = ReadCapture(path, [&](const CaptureRecord& r) {
+    source = r.source;
+    return stop;
+  });
+  if (s.ok() || s.code() == absl::StatusCode::kCancelled) {
+    if (source != "preload") {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the capture at '", path, "' was not written by the interposer (its header says ",
+          "source \"", source, "\")"));
+    }
+    return absl::OkStatus();
+  }
+  return s;
+}
+
+bool ParseOptions(int argc, char** argv, RunOptions* o, std::string* error) {
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    auto value = [&](const char* name, std::string* out) {
+      const std::string prefix = std::string(name) + "=";
+      if (arg.rfind(prefix, 0) != 0) return false;
+      *out = arg.substr(prefix.size());
+      return true;
+    };
+    if (value("--output", &o->output) || value("--depth", &o->depth) ||
+        value("--unwind", &o->unwind) || value("--min-size", &o->min_size) ||
+        value("--preload", &o->preload)) {
+      continue;
+    }
+    if (arg == "--children") {
+      o->children = true;
+    } else if (arg == "--quiet") {
+      o->quiet = true;
+    } else if (arg.rfind("-", 0) == 0) {
+      *error = absl::StrCat("unknown option '", arg, "'");
+      return false;
+    } else {
+      break;  // the program, without a "--" before it
+    }
+  }
+  for (; i < argc; ++i) o->command.push_back(argv[i]);
+  if (o->command.empty()) {
+    *error = "no program to run; put it after \"--\"";
+    return false;
+  }
+  uint32_t n = 0;
+  if (!o->depth.empty() && (!absl::SimpleAtoi(o->depth, &n) || n > 64)) {
+    *error = absl::StrCat("--depth=", o->depth, " is not a whole number from 0 to 64");
+    return false;
+  }
+  uint64_t bytes = 0;
+  if (!o->min_size.empty() && !absl::SimpleAtoi(o->min_size, &bytes)) {
+    *error = absl::StrCat("--min-size=", o->min_size, " is not a whole number of bytes");
+    return false;
+  }
+  if (!o->unwind.empty() && o->unwind != "fp" && o->unwind != "dwarf") {
+    *error = absl::StrCat("--unwind=", o->unwind, " is not \"fp\" or \"dwarf\"");
+    return false;
+  }
+  if (o->output.empty()) {
+    *error = "--output is empty";
+    return false;
+  }
+  return true;
+}
+
+// Runs `memtrace summary PATH` (this binary) with its output on our stderr.
+void PrintSummary(const std::string& path) {
+  const std::string self = SelfPath();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(2, 1);
+    execl(self.c_str(), self.c_str(), "summary", path.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  if (pid > 0) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+}  // namespace
+
+const char* RunUsage() {
+  return "usage: memtrace run [options] -- program [args...]\n"
+         "\n"
+         "Runs program with the memtrace interposer (LD_PRELOAD for the program only), writes\n"
+         "the capture, prints its summary to stderr, and exits with the program's status.\n"
+         "\n"
+         "options:\n"
+         "  --output=PATH       capture path; %p is the program's pid (memtrace-%p.jsonl);\n"
+         "                      a path ending in .zst is compressed\n"
+         "  --depth=N           stack frames per allocation, 0..64 (16); 0 = return address\n"
+         "  --unwind=fp|dwarf   frame pointers (fast; code built with them) or libunwind\n"
+         "                      (any code; default)\n"
+         "  --min-size=BYTES    do not record blocks smaller than this (0)\n"
+         "  --children          also trace programs it execs, each into its own capture\n"
+         "  --preload=PATH      the interposer (default: beside this binary, or\n"
+         "                      $MEMTRACE_PRELOAD)\n"
+         "  --quiet             do not print the summary\n"
+         "\n"
+         "exit status: the program's (128+N if signal N ended it); 125 when no capture\n"
+         "could be made (the interposer was not loaded), 2 for a usage error.\n";
+}
+
+int RunCommand(int argc, char** argv) {
+  RunOptions o;
+  std::string error;
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      fputs(RunUsage(), stdout);
+      return 0;
+    }
+  }
+  if (!ParseOptions(argc, argv, &o, &error)) return UsageError(error);
+
+  std::string tried;
+  const std::string preload = FindPreload(o.preload, &tried);
+  if (preload.empty()) {
+    fprintf(stderr,
+            "memtrace run: cannot find libmemtrace_preload.so; looked in:%s\n"
+            "Pass --preload=PATH or set MEMTRACE_PRELOAD.\n",
+            tried.c_str());
+    return kCaptureFailed;
+  }
+  if (!Readable(preload)) {
+    fprintf(stderr, "memtrace run: the interposer '%s' does not exist or is not readable\n",
+            preload.c_str());
+    return kCaptureFailed;
+  }
+  const std::string program = ResolveProgram(o.command[0]);
+  if (program.empty()) {
+    fprintf(stderr, "memtrace run: '%s' was not found on PATH\n", o.command[0].c_str());
+    return 127;
+  }
+  if (IsStaticElf(program)) {
+    fprintf(stderr,
+            "memtrace run: '%s' is statically linked; LD_PRELOAD cannot reach it, so it "
+            "cannot be traced. Link it dynamically, or use the runtime API "
+            "(runtime/tracer.h)\n",
+            program.c_str());
+    return kCaptureFailed;
+  }
+
+  // A fixed path is overwritten by the run; remove it first so a stale capture from an
+  // earlier run can never pass for this one.
+  if (o.output.find("%p") == std::string::npos) unlink(o.output.c_str());
+  std::vector<std::string> env = ChildEnvironment(o, preload);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<char*> args;
+  for (std::string& a : o.command) args.push_back(a.data());
+  args.push_back(nullptr);
+
+  // Like time(1): keyboard signals go to the program, not to us while we wait for it.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  const pid_t child = fork();
+  if (child < 0) {
+    fprintf(stderr, "memtrace run: fork failed: %s\n", strerror(errno));
+    return kCaptureFailed;
+  }
+  if (child == 0) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+    execve(program.c_str(), args.data(), envp.data());
+    fprintf(stderr, "memtrace run: cannot run '%s': %s\n", program.c_str(), strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) {
+      fprintf(stderr, "memtrace run: waitpid failed: %s\n", strerror(errno));
+      return kCaptureFailed;
+    }
+  }
+  int exit_code = 0;
+  std::string ended;
+  if (WIFEXITED(status)) {
+    exit_code = WEXITSTATUS(status);
+    ended = absl::StrCat("exited with status ", exit_code);
+  } else if (WIFSIGNALED(status)) {
+    exit_code = 128 + WTERMSIG(status);
+    ended = absl::StrCat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)),
+                         ")");
+  }
+
+  const std::string capture = ReplacePid(o.output, child);
+  if (absl::Status s = CheckHeader(capture); !s.ok()) {
+    fprintf(stderr,
+            "memtrace run: %s\nThe interposer was not loaded into '%s' (which %s). A setuid "
+            "program ignores LD_PRELOAD; check --preload and that the program is "
+            "dynamically linked.\n",
+            std::string(s.message()).c_str(), program.c_str(), ended.c_str());
+    return exit_code != 0 ? exit_code : kCaptureFailed;
+  }
+  if (!o.quiet) {
+    fprintf(stderr, "memtrace run: '%s' %s; capture: %s\n", o.command[0].c_str(),
+            ended.c_str(), capture.c_str());
+    fflush(stderr);
+    PrintSummary(capture);
+  }
+  return exit_code;
+}
+
+}  // namespace memtrace

@@ -1,0 +1,42 @@
+// Copyright 2026 The memtrace Authors.
+//
+// run_command.h: `memtrace run [options] -- program args...`
+//
+// Runs `program` with libmemtrace_preload.so (preload/) in its LD_PRELOAD, and only its:
+// the CLI never traces itself (it also exports `memtrace_never_trace`, which makes the
+// interposer stand down if someone preloads it into the CLI). When the program exits,
+// prints the capture's summary to stderr (the program's stdout stays its own) and exits
+// with the program's exit status (128 + N when a signal N ended it).
+//
+// It tells apart the failures Tracy users meet silently:
+//   - the interposer was not loaded (a static or setuid program, a wrong path): no
+//     capture, or one whose header is not the interposer's; exit 125 with the reason;
+//   - the program crashed: the capture keeps everything up to the crash and is marked
+//     partial; `memtrace verify` says so.
+//
+// Options (before `--`):
+//   --output=PATH       capture path; "%p" is the program's pid (default memtrace-%p.jsonl)
+//   --depth=N           stack frames per allocation, 0..64 (default 16)
+//   --unwind=fp|dwarf   how stacks are walked (default dwarf)
+//   --min-size=BYTES    skip blocks smaller than this (default 0)
+//   --children          trace programs it execs too, each into its own capture
+//   --preload=PATH      the interposer library (default: found beside this binary, or
+//                       $MEMTRACE_PRELOAD)
+//   --quiet             do not print the summary
+//
+// Thread safety: a command-line entry point.
+
+#ifndef MEMTRACE_CLI_RUN_COMMAND_H_
+#define MEMTRACE_CLI_RUN_COMMAND_H_
+
+namespace memtrace {
+
+// argv[0] is "run"; returns the process exit code.
+int RunCommand(int argc, char** argv);
+
+// The usage text of `memtrace run`.
+const char* RunUsage();
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_CLI_RUN_COMMAND_H_

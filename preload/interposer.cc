@@ -1,0 +1,774 @@
+// Copyright 2026 The memtrace Authors.
+//
+// interposer.cc: libmemtrace_preload.so, which traces an unmodified program's heap.
+//
+// Loaded with LD_PRELOAD (`memtrace run -- program`), it defines the malloc family, so the
+// dynamic linker binds the program's (and its libraries') calls here; each call goes on to
+// the next definition (glibc's, or whatever allocator follows) found with
+// dlsym(RTLD_NEXT), and is recorded into a Tracer (runtime/tracer.h) on the "interposer"
+// layer, with the call stack (unwind.h). A JsonlSink writes the capture.
+//
+// Interposed: malloc, free, calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
+// memalign, valloc, pvalloc, malloc_usable_size, and the exec family. C++ operator
+// new/delete are not interposed: libstdc++ implements every variant (sized, aligned,
+// nothrow, arrays) with malloc, aligned_alloc and free, which reach the functions here
+// through the PLT (tests/preload_test.cc checks each variant).
+//
+// The corners:
+//   - Bootstrap: dlsym() may allocate before the real functions are known. Those
+//     requests are served from a static buffer, never freed, never passed on.
+//   - Reentrancy: anything memtrace itself allocates (the first record of a thread binds
+//     a ring; the drainer and the sink's writer are marked internal) runs with the
+//     thread's reentrancy flag set and goes straight to the real allocator, untraced.
+//   - Before the tracer starts: blocks allocated before this library's constructor runs
+//     are remembered in a small table and recorded when tracing starts, so their later
+//     frees match (up to kPrestartCapacity; beyond that the frees are counted unknown).
+//   - Thread exit: handled by the runtime (a thread's ring is retired and drained).
+//   - fork(): the child runs untraced (documented): its copy of the tracer has no drainer
+//     thread, and its heap is a copy of the parent's, already recorded. A child that
+//     execs is traced again when MEMTRACE_TRACE_CHILDREN=1, into its own capture.
+//   - exec: the capture is finished (trailer "ended_by":"exec") before the process image
+//     is replaced; if exec fails the process goes on untraced.
+//   - Process exit, through exit() from any thread or a return from main: this library's
+//     destructor stops the tracer and writes the trailer. The tracer is never destroyed,
+//     so threads still running during exit keep calling into valid (stopped) state.
+//   - A fatal signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) with no handler of the
+//     program's own: best effort, the capture is drained and finished with
+//     "ended_by":"signal N" and marked partial, then the signal is raised again. An
+//     alarm bounds this, so a crash inside the allocator cannot hang the process.
+//
+// Overflow: a record that cannot be written (the thread's ring stayed full past the
+// bounded wait) never fails the program's malloc; the loss is counted in the capture's
+// integrity (failed_records) and the capture is partial.
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "preload/preload_config.h"
+#include "preload/unwind.h"
+#include "runtime/internal/thread_state.h"
+#include "runtime/tracer.h"
+#include "sinks/json_text.h"
+#include "sinks/jsonl_sink.h"
+
+namespace memtrace {
+namespace {
+
+constexpr char kVersion[] = "0.1.0";
+constexpr LayerId kLayer = layers::kInterposer;
+
+using MallocFn = void* (*)(size_t);
+using FreeFn = void (*)(void*);
+using CallocFn = void* (*)(size_t, size_t);
+using ReallocFn = void* (*)(void*, size_t);
+using MemalignFn = void* (*)(size_t, size_t);
+using PosixMemalignFn = int (*)(void**, size_t, size_t);
+using UsableSizeFn = size_t (*)(void*);
+using ExecveFn = int (*)(const char*, char* const[], char* const[]);
+using ExecvpeFn = int (*)(const char*, char* const[], char* const[]);
+
+struct RealFunctions {
+  MallocFn malloc;
+  FreeFn free;
+  CallocFn calloc;
+  ReallocFn realloc;
+  MemalignFn memalign;
+  PosixMemalignFn posix_memalign;
+  MemalignFn aligned_alloc;
+  MallocFn valloc;
+  MallocFn pvalloc;
+  UsableSizeFn malloc_usable_size;
+  ExecveFn execve;
+  ExecvpeFn execvpe;
+};
+
+RealFunctions real;
+// 0: not resolved, 1: resolving (dlsym is running), 2: resolved. Acquire/release: a
+// thread that sees 2 sees every pointer in `real`.
+std::atomic<int> resolve_state{0};
+
+// ---- Bootstrap buffer ----------------------------------------------------------------
+
+constexpr size_t kBootstrapBytes = size_t{1} << 20;
+alignas(4096) char bootstrap[kBootstrapBytes];
+std::atomic<size_t> bootstrap_used{0};  // relaxed: only the offset is shared
+
+bool IsBootstrap(const void* p) noexcept {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  const auto b = reinterpret_cast<uintptr_t>(bootstrap);
+  return a >= b && a < b + kBootstrapBytes;
+}
+
+// Zeroed memory (the buffer is never reused), with its size in the 16 bytes before it.
+void* BootstrapAlloc(size_t n, size_t alignment) noexcept {
+  if (alignment < 16) alignment = 16;
+  const size_t need = n + alignment + 16;
+  const size_t at = bootstrap_used.fetch_add(need, std::memory_order_relaxed);
+  if (at + need > kBootstrapBytes) {
+    static const char kMessage[] = "memtrace: the bootstrap buffer ran out before the real "
+                                   "allocator was found\n";
+    (void)!write(2, kMessage, sizeof(kMessage) - 1);
+    return nullptr;
+  }
+  uintptr_t user = reinterpret_cast<uintptr_t>(bootstrap + at) + 16;
+  user = (user + alignment - 1) & ~(alignment - 1);
+  reinterpret_cast<size_t*>(user)[-1] = n;
+  return reinterpret_cast<void*>(user);
+}
+
+size_t BootstrapSize(const void* p) noexcept { return static_cast<const size_t*>(p)[-1]; }
+
+template <typename Fn>
+void Resolve(Fn* out, const char* name) {
+  *out = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+// True once the real functions are known; false while they are being looked up (the
+// caller serves the request from the bootstrap buffer).
+bool Resolved() noexcept {
+  if (__builtin_expect(resolve_state.load(std::memory_order_acquire) == 2, 1)) return true;
+  int expected = 0;
+  if (!resolve_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    return expected == 2;  // 1: another call (or dlsym itself) is resolving
+  }
+  Resolve(&real.malloc, "malloc");
+  Resolve(&real.free, "free");
+  Resolve(&real.calloc, "calloc");
+  Resolve(&real.realloc, "realloc");
+  Resolve(&real.memalign, "memalign");
+  Resolve(&real.posix_memalign, "posix_memalign");
+  Resolve(&real.aligned_alloc, "aligned_alloc");
+  Resolve(&real.valloc, "valloc");
+  Resolve(&real.pvalloc, "pvalloc");
+  Resolve(&real.malloc_usable_size, "malloc_usable_size");
+  Resolve(&real.execve, "execve");
+  Resolve(&real.execvpe, "execvpe");
+  if (real.malloc == nullptr || real.free == nullptr || real.calloc == nullptr ||
+      real.realloc == nullptr) {
+    static const char kMessage[] =
+        "memtrace: no malloc/free after libmemtrace_preload.so in the lookup order\n";
+    (void)!write(2, kMessage, sizeof(kMessage) - 1);
+    abort();
+  }
+  resolve_state.store(2, std::memory_order_release);
+  return true;
+}
+
+// ---- Tracing state -------------------------------------------------------------------
+
+enum Phase : int { kBeforeStart, kTracing, kFinished, kDisabled };
+
+// Acquire/release: a thread that loads a non-null tracer sees it fully started (the
+// constructor's release store). Only ever set once, and cleared at the end; the Tracer
+// itself is never destroyed.
+std::atomic<Tracer*> active_tracer{nullptr};
+std::atomic<int> phase{kBeforeStart};
+// What the hot path reads, set by Start(). Plain data with constant initialization: a
+// global with a constructor or destructor would run after Start() (constructor priority
+// 101 comes first) or during exit while other threads still allocate.
+struct Settings {
+  uint64_t min_size;
+  uint32_t stack_depth;
+  UnwindMethod unwind;
+};
+constinit Settings config{0, 0, UnwindMethod::kFramePointers};
+JsonlSink* sink = nullptr;
+pid_t traced_pid = 0;
+uint64_t own_code_begin = 0;  // this library's executable segment, for unwinding
+uint64_t own_code_end = 0;
+
+// Blocks allocated before tracing started, recorded when it starts.
+constexpr size_t kPrestartCapacity = 16384;
+struct PrestartBlock {
+  uintptr_t address;
+  size_t size;
+};
+PrestartBlock prestart[kPrestartCapacity];
+size_t prestart_count = 0;
+uint64_t prestart_overflow = 0;
+// A spin lock: taken only before tracing starts (and once by the constructor).
+std::atomic_flag prestart_lock = ATOMIC_FLAG_INIT;
+
+class PrestartLock {
+ public:
+  PrestartLock() noexcept {
+    // Acquire: pairs with the release in the destructor of the previous holder.
+    while (prestart_lock.test_and_set(std::memory_order_acquire)) sched_yield();
+  }
+  ~PrestartLock() { prestart_lock.clear(std::memory_order_release); }
+};
+
+// Before start: remember or forget a block. Returns false when tracing has started
+// meanwhile (the caller records normally).
+bool PrestartAdd(void* p, size_t n) noexcept {
+  PrestartLock lock;
+  if (phase.load(std::memory_order_relaxed) != kBeforeStart) return false;
+  if (prestart_count < kPrestartCapacity) {
+    prestart[prestart_count++] = PrestartBlock{reinterpret_cast<uintptr_t>(p), n};
+  } else {
+    ++prestart_overflow;
+  }
+  return true;
+}
+
+void PrestartRemove(void* p) noexcept {
+  PrestartLock lock;
+  if (phase.load(std::memory_order_relaxed) != kBeforeStart) return;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  for (size_t i = prestart_count; i-- > 0;) {
+    if (prestart[i].address == a) {
+      prestart[i] = prestart[--prestart_count];
+      return;
+    }
+  }
+}
+
+uint64_t Addr(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
+
+bool Tracked(void* p) noexcept {
+  return config.min_size == 0 || real.malloc_usable_size(p) >= config.min_size;
+}
+
+// The call site of an interposed call whose own frame is `frame` and return address
+// `ret`: the return address alone at depth 0, else the stack's site word
+// (Recorder::StackSite).
+__attribute__((always_inline)) inline uint64_t Site(Tracer* t, const void* frame,
+                                                    uint64_t ret) noexcept {
+  if (config.stack_depth == 0) return ret;
+  uint64_t frames[kMaxPreloadStackDepth];
+  uint32_t n;
+  if (config.unwind == UnwindMethod::kFramePointers) {
+    n = preload_internal::UnwindFramePointers(frame, frames, config.stack_depth);
+  } else {
+    n = preload_internal::UnwindDwarf(own_code_begin, own_code_end, frames, config.stack_depth);
+  }
+  if (n == 0) return ret;
+  return t->recorder().StackSite(frames, n);
+}
+
+// Where an interposed call came from, captured in the exported function itself.
+struct Caller {
+  const void* frame;
+  uint64_t ret;
+};
+#define MEMTRACE_CALLER()                                       \
+  ::memtrace::Caller {                                          \
+    __builtin_frame_address(0),                                 \
+        reinterpret_cast<uint64_t>(__builtin_return_address(0)) \
+  }
+
+// The tracer to record into, with this thread's reentrancy flag raised; null when this
+// call must not be recorded (not tracing, or memtrace's own allocation).
+class RecordScope {
+ public:
+  RecordScope() noexcept {
+    runtime_internal::ThreadState& t = runtime_internal::Tls();
+    if (t.in_tracer) return;
+    tracer_ = active_tracer.load(std::memory_order_acquire);
+    if (tracer_ != nullptr) t.in_tracer = true;
+  }
+  ~RecordScope() {
+    if (tracer_ != nullptr) runtime_internal::Tls().in_tracer = false;
+  }
+  RecordScope(const RecordScope&) = delete;
+  RecordScope& operator=(const RecordScope&) = delete;
+
+  Tracer* tracer() const noexcept { return tracer_; }
+
+ private:
+  Tracer* tracer_ = nullptr;
+};
+
+bool BeforeStart() noexcept {
+  return phase.load(std::memory_order_relaxed) == kBeforeStart &&
+         !runtime_internal::Tls().in_tracer;
+}
+
+void OnAlloc(void* p, size_t n, Caller caller) noexcept {
+  if (p == nullptr) return;
+  RecordScope scope;
+  Tracer* t = scope.tracer();
+  if (t == nullptr) {
+    if (BeforeStart() && PrestartAdd(p, n)) return;
+    RecordScope retry;  // tracing began meanwhile
+    t = retry.tracer();
+    if (t == nullptr || !Tracked(p)) return;
+    t->recorder().RecordAlloc(kLayer, Addr(p), n, Site(t, caller.frame, caller.ret));
+    return;
+  }
+  if (!Tracked(p)) return;
+  // A failed record leaves the block allocated (the program never sees memtrace fail);
+  // the loss is counted in integrity and the capture is partial.
+  t->recorder().RecordAlloc(kLayer, Addr(p), n, Site(t, caller.frame, caller.ret));
+}
+
+// Before the block goes back to the allocator, so no other thread can get the address
+// again before this release has its place in the order (transport/epoch_clock.h).
+void OnFree(void* p) noexcept {
+  runtime_internal::ThreadState& state = runtime_internal::Tls();
+  if (__builtin_expect(state.skip_next_release, 0)) {
+    state.skip_next_release = false;  // glibc's node for the thread's exit hook
+    return;
+  }
+  RecordScope scope;
+  Tracer* t = scope.tracer();
+  if (t == nullptr) {
+    if (BeforeStart()) PrestartRemove(p);
+    return;
+  }
+  if (!Tracked(p)) return;
+  t->recorder().RecordFree(kLayer, Addr(p));
+}
+
+void* Realloc(void* p, size_t n, Caller caller) noexcept {
+  if (p == nullptr) {
+    void* q = real.realloc(nullptr, n);
+    OnAlloc(q, n, caller);
+    return q;
+  }
+  if (IsBootstrap(p)) {
+    void* q = real.malloc(n);
+    if (q != nullptr) memcpy(q, p, BootstrapSize(p) < n ? BootstrapSize(p) : n);
+    OnAlloc(q, n, caller);
+    return q;
+  }
+  RecordScope scope;
+  Tracer* t = scope.tracer();
+  if (t == nullptr) {
+    if (BeforeStart()) {
+      void* q = real.realloc(p, n);
+      if (q != nullptr || n == 0) PrestartRemove(p);
+      if (q != nullptr) PrestartAdd(q, n);
+      return q;
+    }
+    return real.realloc(p, n);
+  }
+  Recorder& r = t->recorder();
+  if (n == 0) {  // glibc frees the block and returns null
+    if (Tracked(p)) r.RecordFree(kLayer, Addr(p));
+    void* q = real.realloc(p, 0);
+    if (q != nullptr && Tracked(q)) {
+      r.RecordAlloc(kLayer, Addr(q), 0, Site(t, caller.frame, caller.ret));
+    }
+    return q;
+  }
+  if (!Tracked(p)) {
+    void* q = real.realloc(p, n);
+    if (q != nullptr && Tracked(q)) {
+      r.RecordAlloc(kLayer, Addr(q), n, Site(t, caller.frame, caller.ret));
+    }
+    return q;
+  }
+  // Claimed before the call, so the old address cannot be handed to another thread
+  // before the release is ordered (Recorder::BeginRemap).
+  const uint64_t site = Site(t, caller.frame, caller.ret);
+  const Recorder::RemapClaim claim = r.BeginRemap(kLayer, Addr(p));
+  void* q = real.realloc(p, n);
+  if (q == nullptr) {
+    r.AbortRemap(claim);  // the block is unchanged
+    return nullptr;
+  }
+  if (q == p) {
+    r.AbortRemap(claim);
+    r.RecordResize(kLayer, Addr(p), n);
+    return q;
+  }
+  r.CommitRemap(claim, Addr(q), n, site);
+  if (!Tracked(q)) r.RecordFree(kLayer, Addr(q));  // moved below the minimum size
+  return q;
+}
+
+// ---- Start and finish ----------------------------------------------------------------
+
+void WriteStderr(const std::string& text) {
+  runtime_internal::ReentrancyGuard guard;
+  (void)!write(2, text.data(), text.size());
+}
+
+std::string LibraryPath() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&LibraryPath), &info) != 0 && info.dli_fname != nullptr) {
+    return info.dli_fname;
+  }
+  return "";
+}
+
+int FindOwnCode(dl_phdr_info* info, size_t, void* data) {
+  const auto self = reinterpret_cast<uint64_t>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+    const uint64_t begin = info->dlpi_addr + ph.p_vaddr;
+    if (self >= begin && self < begin + ph.p_memsz) {
+      own_code_begin = begin;
+      own_code_end = begin + ph.p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// Removes this library from LD_PRELOAD, so programs this one execs run untraced.
+void RemoveFromPreload() {
+  const char* value = getenv("LD_PRELOAD");
+  if (value == nullptr) return;
+  std::string kept;
+  std::string entry;
+  std::string all = value;
+  all += ' ';
+  for (char c : all) {
+    if (c == ' ' || c == ':') {
+      if (!entry.empty() && entry.find("libmemtrace_preload") == std::string::npos) {
+        if (!kept.empty()) kept += ' ';
+        kept += entry;
+      }
+      entry.clear();
+    } else {
+      entry += c;
+    }
+  }
+  if (kept.empty()) {
+    unsetenv("LD_PRELOAD");
+  } else {
+    setenv("LD_PRELOAD", kept.c_str(), 1);
+  }
+}
+
+void Finish(const std::string& ended_by, bool partial) {
+  static std::atomic<bool> finished{false};
+  if (getpid() != traced_pid) return;  // a forked or vforked child: not its capture
+  // Acq_rel: one caller finishes; it sees the constructor's writes.
+  if (finished.exchange(true, std::memory_order_acq_rel)) return;
+  Tracer* t = active_tracer.exchange(nullptr, std::memory_order_acq_rel);
+  phase.store(kFinished, std::memory_order_relaxed);
+  if (t == nullptr || sink == nullptr) return;
+  runtime_internal::ReentrancyGuard guard;
+  t->Stop().IgnoreError();
+  const Snapshot snap = t->TakeSnapshot();
+  const std::string fields = absl::StrCat("\"ended_by\":", JsonQuote(ended_by),
+                                          ",\"prestart_untracked\":", prestart_overflow);
+  const absl::Status s = sink->Finish(snap, fields, partial);
+  if (!s.ok()) WriteStderr(absl::StrCat(s.message(), "\n"));
+}
+
+void AfterForkInChild() {
+  // The child's copy of the tracer has no drainer; run untraced (see the header).
+  active_tracer.store(nullptr, std::memory_order_relaxed);
+  phase.store(kDisabled, std::memory_order_relaxed);
+}
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+
+void OnFatalSignal(int sig) {
+  // Best effort (see the header): bounded by an alarm whose default action ends the
+  // process, then the signal is raised again with its default action (SA_RESETHAND).
+  alarm(5);
+  Finish(absl::StrCat("signal ", sig), /*partial=*/true);
+  raise(sig);
+}
+
+void InstallSignalHandlers() {
+  for (int sig : kFatalSignals) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0) continue;
+    if (old.sa_handler != SIG_DFL) continue;  // the program's (or the runtime's) own
+    struct sigaction sa {};
+    sa.sa_handler = &OnFatalSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+void Start() {
+  if (!Resolved()) return;
+  runtime_internal::ReentrancyGuard guard;
+  // The memtrace CLI marks itself; it must never trace itself (`memtrace run` sets
+  // LD_PRELOAD for the child only, but a user may preload the CLI by accident).
+  if (dlsym(RTLD_DEFAULT, "memtrace_never_trace") != nullptr) {
+    RemoveFromPreload();
+    phase.store(kDisabled, std::memory_order_relaxed);
+    return;
+  }
+  std::vector<std::string> warnings;
+  const PreloadConfig settings =
+      ParsePreloadConfig([](const char* name) { return getenv(name); }, &warnings);
+  for (const std::string& w : warnings) WriteStderr(w + "\n");
+  config = Settings{settings.min_size, settings.stack_depth, settings.unwind};
+  traced_pid = getpid();
+  int root_pid = 0;
+  if (settings.trace_children) {
+    const char* root = getenv("MEMTRACE_ROOT_PID");
+    root_pid = root != nullptr ? atoi(root) : 0;
+    if (root_pid == 0) {
+      root_pid = traced_pid;
+      setenv("MEMTRACE_ROOT_PID", std::to_string(root_pid).c_str(), 1);
+    }
+  } else {
+    RemoveFromPreload();
+  }
+  dl_iterate_phdr(&FindOwnCode, reinterpret_cast<void*>(&FindOwnCode));
+  if (config.stack_depth > 0 && config.unwind == UnwindMethod::kDwarf) {
+    std::string error;
+    if (!preload_internal::LoadDwarfUnwinder(&error)) {
+      WriteStderr(absl::StrCat("memtrace: ", error, "; unwinding with frame pointers\n"));
+      config.unwind = UnwindMethod::kFramePointers;
+    }
+  }
+
+  Config rc;
+  rc.ring_capacity_log2 = settings.ring_capacity_log2;
+  // Lossless by default: a thread whose ring is full waits (up to a second) for the
+  // drainer, and the drainer waits for the disk (below), so a program that allocates
+  // faster than its capture can be written is slowed down rather than losing records.
+  rc.overflow_wait = absl::Seconds(1);
+  auto tracer = Tracer::Create(rc);
+  if (!tracer.ok()) {
+    WriteStderr(absl::StrCat("memtrace: tracing is off: ", tracer.status().message(), "\n"));
+    phase.store(kDisabled, std::memory_order_relaxed);
+    return;
+  }
+  std::string path = CapturePath(settings.output, traced_pid, root_pid);
+  if (settings.trace_children) {
+    // An exec'd image keeps the pid, so it would reuse its parent image's path.
+    const std::string base = path;
+    for (int n = 1; access(path.c_str(), F_OK) == 0 && n < 1000; ++n) {
+      path = absl::StrCat(base, ".exec", n);
+    }
+  }
+  JsonlSinkOptions options;
+  options.source = "preload";
+  options.max_backpressure = absl::Seconds(2);
+  options.header_fields = absl::StrCat(
+      "\"interposer\":{\"library\":", JsonQuote(LibraryPath()), ",\"version\":\"", kVersion,
+      "\",\"min_size\":", config.min_size, ",\"stack_depth\":", config.stack_depth,
+      ",\"unwind\":\"", config.unwind == UnwindMethod::kFramePointers ? "fp" : "dwarf",
+      "\",\"sample_interval_bytes\":0,\"trace_children\":",
+      settings.trace_children ? "true" : "false", "}");
+  auto opened = JsonlSink::Open(path, options);
+  if (!opened.ok()) {
+    WriteStderr(absl::StrCat(opened.status().message(), "; tracing is off\n"));
+    phase.store(kDisabled, std::memory_order_relaxed);
+    return;
+  }
+  sink = opened.value().release();      // lives for the whole process
+  Tracer* t = tracer.value().release();  // likewise: threads may record during exit
+  t->recorder().SetObserver(sink).IgnoreError();
+  if (absl::Status s = t->Start(); !s.ok()) {
+    WriteStderr(absl::StrCat(s.message(), "; tracing is off\n"));
+    phase.store(kDisabled, std::memory_order_relaxed);
+    return;
+  }
+  {
+    PrestartLock lock;
+    for (size_t i = 0; i < prestart_count; ++i) {
+      t->recorder().RecordAlloc(kLayer, prestart[i].address, prestart[i].size, 0);
+    }
+    prestart_count = 0;
+    // Release: pairs with the acquire load in RecordScope.
+    active_tracer.store(t, std::memory_order_release);
+    phase.store(kTracing, std::memory_order_relaxed);
+  }
+  pthread_atfork(nullptr, nullptr, &AfterForkInChild);
+  InstallSignalHandlers();
+}
+
+__attribute__((constructor(101))) void PreloadConstructor() { Start(); }
+__attribute__((destructor(101))) void PreloadDestructor() { Finish("exit", false); }
+
+void BeforeExec() { Finish("exec", false); }
+
+}  // namespace
+}  // namespace memtrace
+
+// ---- The interposed functions ----------------------------------------------------------
+
+using memtrace::BootstrapAlloc;
+using memtrace::Caller;
+using memtrace::IsBootstrap;
+using memtrace::real;
+using memtrace::Resolved;
+
+#define MEMTRACE_EXPORT extern "C" __attribute__((visibility("default")))
+
+MEMTRACE_EXPORT void* malloc(size_t n) {
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, 16);
+  void* p = real.malloc(n);
+  memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
+  return p;
+}
+
+MEMTRACE_EXPORT void free(void* p) {
+  if (p == nullptr || IsBootstrap(p)) return;
+  if (__builtin_expect(!Resolved(), 0)) return;  // cannot be ours to pass on yet
+  memtrace::OnFree(p);
+  real.free(p);
+}
+
+MEMTRACE_EXPORT void* calloc(size_t count, size_t size) {
+  size_t n;
+  if (__builtin_mul_overflow(count, size, &n)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, 16);
+  void* p = real.calloc(count, size);
+  memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
+  return p;
+}
+
+MEMTRACE_EXPORT void* realloc(void* p, size_t n) {
+  if (__builtin_expect(!Resolved(), 0)) {
+    void* q = BootstrapAlloc(n, 16);
+    if (q != nullptr && p != nullptr) {
+      memcpy(q, p, memtrace::BootstrapSize(p) < n ? memtrace::BootstrapSize(p) : n);
+    }
+    return q;
+  }
+  return memtrace::Realloc(p, n, MEMTRACE_CALLER());
+}
+
+MEMTRACE_EXPORT void* reallocarray(void* p, size_t count, size_t size) {
+  size_t n;
+  if (__builtin_mul_overflow(count, size, &n)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, 16);
+  return memtrace::Realloc(p, n, MEMTRACE_CALLER());
+}
+
+MEMTRACE_EXPORT int posix_memalign(void** out, size_t alignment, size_t n) {
+  if (__builtin_expect(!Resolved(), 0)) {
+    *out = BootstrapAlloc(n, alignment);
+    return *out != nullptr ? 0 : ENOMEM;
+  }
+  const int rc = real.posix_memalign(out, alignment, n);
+  if (rc == 0) memtrace::OnAlloc(*out, n, MEMTRACE_CALLER());
+  return rc;
+}
+
+MEMTRACE_EXPORT void* aligned_alloc(size_t alignment, size_t n) {
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, alignment);
+  void* p = real.aligned_alloc(alignment, n);
+  memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
+  return p;
+}
+
+MEMTRACE_EXPORT void* memalign(size_t alignment, size_t n) {
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, alignment);
+  void* p = real.memalign(alignment, n);
+  memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
+  return p;
+}
+
+MEMTRACE_EXPORT void* valloc(size_t n) {
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, 4096);
+  void* p = real.valloc(n);
+  memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
+  return p;
+}
+
+MEMTRACE_EXPORT void* pvalloc(size_t n) {
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, 4096);
+  void* p = real.pvalloc(n);
+  memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
+  return p;
+}
+
+MEMTRACE_EXPORT size_t malloc_usable_size(void* p) {
+  if (p == nullptr) return 0;
+  if (IsBootstrap(p)) return memtrace::BootstrapSize(p);
+  if (__builtin_expect(!Resolved(), 0)) return 0;
+  return real.malloc_usable_size(p);
+}
+
+// The exec family: the capture ends before the image is replaced. glibc's exec*
+// functions call the internal execve directly, so each is interposed.
+MEMTRACE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  Resolved();
+  memtrace::BeforeExec();
+  return real.execve(path, argv, envp);
+}
+
+MEMTRACE_EXPORT int execv(const char* path, char* const argv[]) {
+  return execve(path, argv, environ);
+}
+
+MEMTRACE_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  Resolved();
+  memtrace::BeforeExec();
+  return real.execvpe(file, argv, envp);
+}
+
+MEMTRACE_EXPORT int execvp(const char* file, char* const argv[]) {
+  return execvpe(file, argv, environ);
+}
+
+namespace {
+// The variadic forms: collect the arguments (and execle's environment) into an array,
+// then exec through the interposed functions above.
+constexpr int kMaxExecArgs = 4096;
+
+enum class ExecKind { kPath, kSearch, kPathWithEnvironment };
+
+int ExecList(ExecKind kind, const char* target, const char* first, va_list ap) {
+  const char* argv[kMaxExecArgs];
+  int n = 0;
+  argv[n++] = first;
+  while (argv[n - 1] != nullptr) {
+    if (n == kMaxExecArgs) {
+      errno = E2BIG;
+      return -1;
+    }
+    argv[n++] = va_arg(ap, const char*);
+  }
+  auto* args = const_cast<char* const*>(argv);
+  switch (kind) {
+    case ExecKind::kPath: return execve(target, args, environ);
+    case ExecKind::kSearch: return execvpe(target, args, environ);
+    case ExecKind::kPathWithEnvironment: return execve(target, args, va_arg(ap, char* const*));
+  }
+  return -1;
+}
+}  // namespace
+
+MEMTRACE_EXPORT int execl(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  const int rc = ExecList(ExecKind::kPath, path, arg, ap);
+  va_end(ap);
+  return rc;
+}
+
+MEMTRACE_EXPORT int execlp(const char* file, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  const int rc = ExecList(ExecKind::kSearch, file, arg, ap);
+  va_end(ap);
+  return rc;
+}
+
+MEMTRACE_EXPORT int execle(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  const int rc = ExecList(ExecKind::kPathWithEnvironment, path, arg, ap);
+  va_end(ap);
+  return rc;
+}

@@ -1,0 +1,105 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "preload/preload_config.h"
+
+#include <charconv>
+#include <cstring>
+
+namespace memtrace {
+namespace {
+
+// Parses a whole decimal number in [lo, hi]; false on anything else.
+bool ParseNumber(const char* text, uint64_t lo, uint64_t hi, uint64_t* out) {
+  const char* end = text + std::strlen(text);
+  uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text, end, v);
+  if (ec != std::errc() || ptr != end || text == end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& lookup,
+                                 std::vector<std::string>* warnings) {
+  PreloadConfig c;
+  auto warn = [&](const char* name, const char* value, const std::string& accepted,
+                  const std::string& used) {
+    warnings->push_back(std::string("memtrace: ") + name + "=\"" + value + "\" is not " +
+                        accepted + "; using " + used);
+  };
+  auto number = [&](const char* name, uint64_t lo, uint64_t hi, uint64_t* out) {
+    const char* v = lookup(name);
+    if (v == nullptr) return;
+    uint64_t parsed;
+    if (ParseNumber(v, lo, hi, &parsed)) {
+      *out = parsed;
+    } else {
+      warn(name, v,
+           "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi),
+           std::to_string(*out));
+    }
+  };
+  auto flag = [&](const char* name, bool* out) {
+    const char* v = lookup(name);
+    if (v == nullptr) return;
+    if (std::strcmp(v, "1") == 0 || std::strcmp(v, "true") == 0 || std::strcmp(v, "yes") == 0) {
+      *out = true;
+    } else if (std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0 ||
+               std::strcmp(v, "no") == 0 || *v == '\0') {
+      *out = false;
+    } else {
+      warn(name, v, "one of 1, 0, true, false, yes, no", *out ? "1" : "0");
+    }
+  };
+
+  if (const char* v = lookup("MEMTRACE_OUTPUT"); v != nullptr) {
+    if (*v == '\0') {
+      warn("MEMTRACE_OUTPUT", v, "a file path", c.output);
+    } else {
+      c.output = v;
+    }
+  }
+  number("MEMTRACE_MIN_SIZE", 0, uint64_t{1} << 47, &c.min_size);
+  uint64_t depth = c.stack_depth;
+  number("MEMTRACE_STACK_DEPTH", 0, kMaxPreloadStackDepth, &depth);
+  c.stack_depth = static_cast<uint32_t>(depth);
+  if (const char* v = lookup("MEMTRACE_UNWIND"); v != nullptr) {
+    if (std::strcmp(v, "fp") == 0) {
+      c.unwind = UnwindMethod::kFramePointers;
+    } else if (std::strcmp(v, "dwarf") == 0) {
+      c.unwind = UnwindMethod::kDwarf;
+    } else {
+      warn("MEMTRACE_UNWIND", v, "\"fp\" or \"dwarf\"", "dwarf");
+    }
+  }
+  flag("MEMTRACE_TRACE_CHILDREN", &c.trace_children);
+  uint64_t ring = c.ring_capacity_log2;
+  number("MEMTRACE_RING_LOG2", 10, 22, &ring);
+  c.ring_capacity_log2 = static_cast<uint32_t>(ring);
+  return c;
+}
+
+std::string CapturePath(const std::string& pattern, int pid, int root_pid) {
+  std::string out;
+  bool had_pid = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
+      out += std::to_string(pid);
+      had_pid = true;
+      ++i;
+    } else {
+      out += pattern[i];
+    }
+  }
+  if (had_pid || root_pid == 0 || pid == root_pid) return out;
+  // Insert ".<pid>" before the extension(s) of the file name: a.jsonl -> a.<pid>.jsonl.
+  const size_t slash = out.rfind('/');
+  const size_t name = slash == std::string::npos ? 0 : slash + 1;
+  const size_t dot = out.find('.', name + 1);
+  const std::string tag = "." + std::to_string(pid);
+  if (dot == std::string::npos) return out + tag;
+  return out.substr(0, dot) + tag + out.substr(dot);
+}
+
+}  // namespace memtrace

@@ -1,0 +1,61 @@
+// Copyright 2026 The memtrace Authors.
+//
+// preload_config.h: the interposer's settings, read from the environment.
+//
+// The knobs mirror the seed's (tiny.memtrace and Tracy's memory profiling):
+//
+//   MEMTRACE_OUTPUT          capture path; "%p" becomes the process id
+//                            (default "memtrace-%p.jsonl"; ".zst" compresses)
+//   MEMTRACE_MIN_SIZE        bytes; blocks whose usable size is smaller are not recorded
+//                            (the seed's minCpuAllocSizeInBytesToTrack; default 0)
+//   MEMTRACE_STACK_DEPTH     frames per allocation, 0..64; 0 records the return address
+//                            only (the seed's memoryTraceStackCaptureDepth; default 16)
+//   MEMTRACE_UNWIND          "fp" (walk frame pointers: fastest, for code built with
+//                            -fno-omit-frame-pointer) or "dwarf" (libunwind, right for
+//                            any code with unwind tables; default)
+//   MEMTRACE_TRACE_CHILDREN  "1": programs this one execs are traced too, each into its
+//                            own capture; "0" (default): the interposer removes itself
+//                            from LD_PRELOAD so children run untraced
+//   MEMTRACE_RING_LOG2       records per thread ring, as a power of two, 10..22 (default 16)
+//
+// A value that cannot be used is never fatal: the problem is written to stderr, naming
+// the variable, the value and the accepted range, and the documented default is used.
+//
+// Thread safety: ParsePreloadConfig is a pure function of its input.
+
+#ifndef MEMTRACE_PRELOAD_PRELOAD_CONFIG_H_
+#define MEMTRACE_PRELOAD_PRELOAD_CONFIG_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace memtrace {
+
+enum class UnwindMethod : uint8_t { kFramePointers, kDwarf };
+
+struct PreloadConfig {
+  std::string output = "memtrace-%p.jsonl";
+  uint64_t min_size = 0;
+  uint32_t stack_depth = 16;
+  UnwindMethod unwind = UnwindMethod::kDwarf;
+  bool trace_children = false;
+  uint32_t ring_capacity_log2 = 16;
+};
+
+inline constexpr uint32_t kMaxPreloadStackDepth = 64;
+
+// Reads the settings through `lookup` (getenv, or a table in tests). Every problem is
+// appended to `warnings` as one line naming the variable and what was used instead.
+PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& lookup,
+                                 std::vector<std::string>* warnings);
+
+// The capture path for process `pid`: "%p" replaced by the pid. When children are traced
+// and the path has no "%p", processes other than the first (`root_pid`) get ".<pid>"
+// before the extension, so no two processes write one file.
+std::string CapturePath(const std::string& pattern, int pid, int root_pid);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_PRELOAD_PRELOAD_CONFIG_H_

@@ -1,0 +1,97 @@
+// Copyright 2026 The memtrace Authors.
+//
+// The interposer's settings: every knob parsed, every bad value warned about with the
+// variable, the value, what is accepted and what is used instead.
+
+#include "preload/preload_config.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace memtrace {
+namespace {
+
+PreloadConfig Parse(const std::map<std::string, std::string>& env,
+                    std::vector<std::string>* warnings) {
+  return ParsePreloadConfig(
+      [&](const char* name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      warnings);
+}
+
+TEST(PreloadConfigTest, DefaultsMirrorTheSeed) {
+  std::vector<std::string> warnings;
+  const PreloadConfig c = Parse({}, &warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(c.output, "memtrace-%p.jsonl");
+  EXPECT_EQ(c.min_size, 0u);
+  EXPECT_EQ(c.stack_depth, 16u);
+  EXPECT_EQ(c.unwind, UnwindMethod::kDwarf);
+  EXPECT_FALSE(c.trace_children);
+  EXPECT_EQ(c.ring_capacity_log2, 16u);
+}
+
+TEST(PreloadConfigTest, GoodValuesAreTaken) {
+  std::vector<std::string> warnings;
+  const PreloadConfig c = Parse({{"MEMTRACE_OUTPUT", "/tmp/x-%p.jsonl.zst"},
+                                 {"MEMTRACE_MIN_SIZE", "4096"},
+                                 {"MEMTRACE_STACK_DEPTH", "0"},
+                                 {"MEMTRACE_UNWIND", "fp"},
+                                 {"MEMTRACE_TRACE_CHILDREN", "yes"},
+                                 {"MEMTRACE_RING_LOG2", "12"}},
+                                &warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(c.output, "/tmp/x-%p.jsonl.zst");
+  EXPECT_EQ(c.min_size, 4096u);
+  EXPECT_EQ(c.stack_depth, 0u);
+  EXPECT_EQ(c.unwind, UnwindMethod::kFramePointers);
+  EXPECT_TRUE(c.trace_children);
+  EXPECT_EQ(c.ring_capacity_log2, 12u);
+}
+
+TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
+  struct Case {
+    const char* name;
+    const char* value;
+    const char* warning;
+  };
+  const std::vector<Case> cases = {
+      {"MEMTRACE_STACK_DEPTH", "65",
+       "memtrace: MEMTRACE_STACK_DEPTH=\"65\" is not a whole number from 0 to 64; using 16"},
+      {"MEMTRACE_STACK_DEPTH", "-1", "MEMTRACE_STACK_DEPTH=\"-1\" is not a whole number"},
+      {"MEMTRACE_STACK_DEPTH", "8x", "MEMTRACE_STACK_DEPTH=\"8x\" is not a whole number"},
+      {"MEMTRACE_MIN_SIZE", "big", "MEMTRACE_MIN_SIZE=\"big\" is not a whole number"},
+      {"MEMTRACE_UNWIND", "guess",
+       "MEMTRACE_UNWIND=\"guess\" is not \"fp\" or \"dwarf\"; using dwarf"},
+      {"MEMTRACE_TRACE_CHILDREN", "maybe",
+       "MEMTRACE_TRACE_CHILDREN=\"maybe\" is not one of 1, 0, true, false, yes, no; using 0"},
+      {"MEMTRACE_RING_LOG2", "30", "MEMTRACE_RING_LOG2=\"30\" is not a whole number from 10 to 22"},
+      {"MEMTRACE_OUTPUT", "", "MEMTRACE_OUTPUT=\"\" is not a file path; using memtrace-%p.jsonl"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> warnings;
+    const PreloadConfig parsed = Parse({{c.name, c.value}}, &warnings);
+    ASSERT_EQ(warnings.size(), 1u) << c.name << "=" << c.value;
+    EXPECT_NE(warnings[0].find(c.warning), std::string::npos) << warnings[0];
+    EXPECT_EQ(parsed.stack_depth, 16u);
+    EXPECT_EQ(parsed.output, "memtrace-%p.jsonl");
+  }
+}
+
+TEST(PreloadConfigTest, CapturePathsNeverCollide) {
+  EXPECT_EQ(CapturePath("cap-%p.jsonl", 42, 0), "cap-42.jsonl");
+  EXPECT_EQ(CapturePath("/d/cap.jsonl", 42, 0), "/d/cap.jsonl");
+  // Traced children without %p: the first process keeps the name, the others get theirs.
+  EXPECT_EQ(CapturePath("/d/cap.jsonl", 42, 42), "/d/cap.jsonl");
+  EXPECT_EQ(CapturePath("/d/cap.jsonl", 43, 42), "/d/cap.43.jsonl");
+  EXPECT_EQ(CapturePath("/d.x/cap", 43, 42), "/d.x/cap.43");
+  EXPECT_EQ(CapturePath("/d/cap.jsonl.zst", 43, 42), "/d/cap.43.jsonl.zst");
+}
+
+}  // namespace
+}  // namespace memtrace

@@ -1,0 +1,325 @@
+// Copyright 2026 The memtrace Authors.
+//
+// A program for the interposer's tests (preload_test.cc), run under LD_PRELOAD.
+//
+// Every block it allocates on purpose has an odd size in [50001, 59999], which neither
+// glibc nor libstdc++ ever asks for, so the test can pick the program's own operations out
+// of a capture that also holds the runtime's. The program keeps its own count of what it
+// did (not memtrace's) and prints it as "allocs=A frees=F live_count=C live_bytes=B"
+// before it ends; the test compares the capture with that.
+//
+// Modes (argv[1]):
+//   basic       every interposed entry point, four threads, frees on other threads,
+//               realloc in place and moving, C++ new/delete in all their forms
+//   exit-thread a worker thread calls exit(5) while the main thread keeps allocating
+//   fork        a multithreaded parent forks; the child allocates, frees and exits
+//   exec        allocates, then execs argv[2] (with argv[3...])
+//   crash       allocates, prints its counts, then dereferences a null pointer
+//   stack       allocates through nested functions and prints their addresses
+
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+std::atomic<uint64_t> allocs{0};
+std::atomic<uint64_t> frees{0};
+std::atomic<int64_t> live_count{0};
+std::atomic<int64_t> live_bytes{0};
+
+size_t MarkerSize(uint64_t i) { return 50001 + 2 * (i % 4999); }
+
+void CountAlloc(size_t n) {
+  allocs.fetch_add(1, std::memory_order_relaxed);
+  live_count.fetch_add(1, std::memory_order_relaxed);
+  live_bytes.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+}
+
+void CountFree(size_t n) {
+  frees.fetch_add(1, std::memory_order_relaxed);
+  live_count.fetch_sub(1, std::memory_order_relaxed);
+  live_bytes.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
+}
+
+void PrintCounts() {
+  printf("allocs=%llu frees=%llu live_count=%lld live_bytes=%lld\n",
+         static_cast<unsigned long long>(allocs.load()),
+         static_cast<unsigned long long>(frees.load()),
+         static_cast<long long>(live_count.load()), static_cast<long long>(live_bytes.load()));
+  fflush(stdout);
+}
+
+// Allocates `count` markers and frees every other one, counting both.
+void AllocateMarkers(int count) {
+  for (int i = 0; i < count; ++i) {
+    void* p = malloc(MarkerSize(i));
+    if (p == nullptr) {
+      fprintf(stderr, "preload_target: allocation failed\n");
+      exit(3);
+    }
+    CountAlloc(MarkerSize(i));
+    if (i % 2 == 0) {
+      CountFree(MarkerSize(i));
+      free(p);
+    }
+  }
+}
+
+struct Block {
+  void* p;
+  size_t n;
+};
+
+// A mailbox of blocks handed from one thread to another, which frees them.
+class Mailbox {
+ public:
+  void Put(Block b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks_.push_back(b);
+  }
+  bool Take(Block* b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (blocks_.empty()) return false;
+    *b = blocks_.back();
+    blocks_.pop_back();
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Block> blocks_;
+};
+
+void* MustAlloc(void* p) {
+  if (p == nullptr) {
+    fprintf(stderr, "preload_target: allocation failed\n");
+    exit(3);
+  }
+  return p;
+}
+
+// One thread's share of `basic`: every entry point; every third block goes to the next
+// thread's mailbox to be freed there.
+void BasicWorker(int id, int rounds, Mailbox* mine, Mailbox* next, std::vector<Block>* kept) {
+  for (int r = 0; r < rounds; ++r) {
+    const uint64_t i = static_cast<uint64_t>(id) * 1000003 + r;
+    Block b{nullptr, MarkerSize(i)};
+    switch (r % 8) {
+      case 0: b.p = MustAlloc(malloc(b.n)); break;
+      case 1: {
+        b.n = 50001 + 2 * (r % 100);  // count * size, both odd: an odd product
+        b.p = MustAlloc(calloc(1, b.n));
+        break;
+      }
+      case 2: {
+        void* p = nullptr;
+        if (posix_memalign(&p, 64, b.n) != 0) MustAlloc(nullptr);
+        b.p = p;
+        break;
+      }
+      case 3: b.p = MustAlloc(aligned_alloc(128, b.n)); break;
+      case 4: b.p = MustAlloc(memalign(256, b.n)); break;
+      case 5: b.p = MustAlloc(valloc(b.n)); break;
+      case 6: b.p = MustAlloc(reallocarray(nullptr, 1, b.n)); break;
+      case 7: b.p = MustAlloc(pvalloc(b.n)); break;
+    }
+    CountAlloc(b.n);
+    // Grow or shrink some blocks: realloc keeps the block (in place or moved).
+    if (r % 5 == 0 && r % 8 != 5 && r % 8 != 7 && r % 8 != 2 && r % 8 != 3 && r % 8 != 4) {
+      const size_t n2 = MarkerSize(i + 17);
+      b.p = MustAlloc(realloc(b.p, n2));
+      live_bytes.fetch_add(static_cast<int64_t>(n2) - static_cast<int64_t>(b.n));
+      b.n = n2;
+    }
+    if (r % 3 == 0) {
+      next->Put(b);
+    } else if (r % 3 == 1) {
+      CountFree(b.n);
+      free(b.p);
+    } else if (r % 100 == 2) {
+      kept->push_back(b);  // live at the end
+    } else {
+      CountFree(b.n);
+      free(b.p);
+    }
+    Block other;
+    while (mine->Take(&other)) {
+      CountFree(other.n);
+      free(other.p);
+    }
+  }
+}
+
+void Basic() {
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 3000;
+  Mailbox boxes[kThreads];
+  std::vector<Block> kept[kThreads];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back(BasicWorker, t, kRounds, &boxes[t], &boxes[(t + 1) % kThreads],
+                         &kept[t]);
+  }
+  for (auto& th : threads) th.join();
+  for (Mailbox& box : boxes) {
+    Block b;
+    while (box.Take(&b)) {
+      CountFree(b.n);
+      free(b.p);
+    }
+  }
+  // C++: libstdc++ reaches malloc/aligned_alloc/free for every form. Aligned new rounds
+  // the size up to the alignment (an even size, so not a marker and not counted here;
+  // its release must still match: the test checks there are no unknown frees).
+  for (int i = 0; i < 100; ++i) {
+    // The pointers escape, so the compiler cannot drop a new/delete pair.
+    char* a = new char[50011];
+    asm volatile("" : : "r"(a) : "memory");
+    CountAlloc(50011);
+    auto* s = static_cast<char*>(::operator new(50013));
+    CountAlloc(50013);
+    auto* n = new (std::nothrow) char[50015];
+    asm volatile("" : : "r"(n) : "memory");
+    CountAlloc(50015);
+    auto* al = static_cast<char*>(::operator new(50017, std::align_val_t{128}));
+    delete[] a;
+    CountFree(50011);
+    ::operator delete(s, 50013);
+    CountFree(50013);
+    delete[] n;
+    CountFree(50015);
+    ::operator delete(al, 50017, std::align_val_t{128});
+  }
+  // malloc_usable_size on a live block; the usable size covers the request.
+  void* probe = MustAlloc(malloc(50019));
+  CountAlloc(50019);
+  if (malloc_usable_size(probe) < 50019) {
+    fprintf(stderr, "preload_target: malloc_usable_size too small\n");
+    exit(4);
+  }
+  kept[0].push_back(Block{probe, 50019});
+  PrintCounts();
+  if (getenv("PRELOAD_TARGET_LIST_LIVE") != nullptr) {
+    for (const auto& blocks : kept) {
+      for (const Block& b : blocks) printf("live %p %zu\n", b.p, b.n);
+    }
+  }
+}
+
+void ExitFromThread() {
+  std::atomic<bool> stop{false};
+  std::thread worker([&] {
+    AllocateMarkers(1000);
+    PrintCounts();
+    exit(5);  // from this thread, while main allocates
+  });
+  for (uint64_t i = 0; !stop.load(); ++i) {
+    void* p = malloc(64);
+    free(p);
+  }
+  worker.join();
+}
+
+void Fork() {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&stop] {
+      while (!stop.load(std::memory_order_relaxed)) free(malloc(128));
+    });
+  }
+  AllocateMarkers(100);
+  const pid_t child = fork();
+  if (child == 0) {
+    // The child: allocates and frees markers of its own, untraced (documented), then
+    // exits through exit(), which runs the interposer's destructor.
+    for (int i = 0; i < 500; ++i) free(MustAlloc(malloc(MarkerSize(i))));
+    exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  stop = true;
+  for (auto& th : threads) th.join();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "preload_target: the forked child failed\n");
+    exit(6);
+  }
+  PrintCounts();
+}
+
+void Exec(char** argv) {
+  AllocateMarkers(10);
+  PrintCounts();
+  execv(argv[0], argv);
+  perror("preload_target: execv");
+  exit(7);
+}
+
+void Crash() {
+  AllocateMarkers(50);
+  PrintCounts();
+  volatile int* null = nullptr;
+  *null = 1;
+}
+
+// A known call chain: Outer -> Middle -> Inner -> malloc.
+__attribute__((noinline)) void* Inner(size_t n) {
+  void* p = malloc(n);
+  asm volatile("" ::: "memory");  // keep the call from becoming a tail call
+  return p;
+}
+__attribute__((noinline)) void* Middle(size_t n) {
+  void* p = Inner(n);
+  asm volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noinline)) void* Outer(size_t n) {
+  void* p = Middle(n);
+  asm volatile("" ::: "memory");
+  return p;
+}
+
+void Stack() {
+  void* p = MustAlloc(Outer(50021));
+  CountAlloc(50021);
+  printf("inner=%p middle=%p outer=%p\n", reinterpret_cast<void*>(&Inner),
+         reinterpret_cast<void*>(&Middle), reinterpret_cast<void*>(&Outer));
+  PrintCounts();
+  CountFree(50021);
+  free(p);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "basic") {
+    Basic();
+  } else if (mode == "exit-thread") {
+    ExitFromThread();
+  } else if (mode == "fork") {
+    Fork();
+  } else if (mode == "exec" && argc > 2) {
+    Exec(argv + 2);
+  } else if (mode == "crash") {
+    Crash();
+  } else if (mode == "stack") {
+    Stack();
+  } else {
+    fprintf(stderr, "usage: preload_target basic|exit-thread|fork|exec PROGRAM...|crash|stack\n");
+    return 2;
+  }
+  return 0;
+}

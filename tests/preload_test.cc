@@ -1,0 +1,446 @@
+// Copyright 2026 The memtrace Authors.
+//
+// The interposer (preload/) on a real program: tests/preload_target.cc, run through
+// `memtrace run` or with LD_PRELOAD directly. The program counts its own operations (odd
+// "marker" sizes that glibc never uses) and prints them; each test replays the capture
+// independently (by address, in capture order) and compares. Process events get their
+// documented outcomes: exit() from a thread, fork, exec, a crash; bad settings warn and
+// fall back; a static program and the CLI itself are never traced.
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "analysis/capture_reader.h"
+
+namespace memtrace {
+namespace {
+
+std::string Runfile(const std::string& path) {
+  const char* dir = getenv("TEST_SRCDIR");
+  return std::string(dir != nullptr ? dir : ".") + "/memtrace/" + path;
+}
+
+std::string TempDir() {
+  const char* dir = getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+const std::string& Cli() {
+  static const std::string path = Runfile("cli/memtrace");
+  return path;
+}
+const std::string& Preload() {
+  static const std::string path = Runfile("preload/libmemtrace_preload.so");
+  return path;
+}
+const std::string& Target() {
+  static const std::string path = Runfile("tests/preload_target");
+  return path;
+}
+
+struct Result {
+  int status = -1;  // exit status, or 128 + signal
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::string text;
+  if (FILE* f = fopen(path.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+    fclose(f);
+  }
+  return text;
+}
+
+// Runs argv with `env` added to ours; stdout and stderr go to files, read back after.
+Result RunProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  static int counter = 0;
+  const std::string base = absl::StrCat(TempDir(), "/run", ++counter);
+  const std::string out_path = base + ".out";
+  const std::string err_path = base + ".err";
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e) environment.push_back(*e);
+  for (const std::string& e : env) environment.push_back(e);
+  std::vector<char*> envp;
+  for (std::string& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> argp;
+  for (std::string& a : args) argp.push_back(a.data());
+  argp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  Result r;
+  if (posix_spawn(&pid, argp[0], &actions, nullptr, argp.data(), envp.data()) != 0) {
+    r.err = "posix_spawn failed";
+    return r;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadFile(out_path);
+  r.err = ReadFile(err_path);
+  return r;
+}
+
+// The program's own counts, from its "allocs=A frees=F live_count=C live_bytes=B" line.
+struct Counts {
+  int64_t allocs = -1;
+  int64_t frees = -1;
+  int64_t live_count = -1;
+  int64_t live_bytes = -1;
+};
+
+Counts ParseCounts(const std::string& out) {
+  Counts c;
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    if (line.substr(0, 7) != "allocs=" || c.allocs >= 0) continue;  // the first line
+    for (absl::string_view field : absl::StrSplit(line, ' ')) {
+      const std::pair<std::string, std::string> kv = absl::StrSplit(field, '=');
+      int64_t v = 0;
+      if (!absl::SimpleAtoi(kv.second, &v)) continue;
+      if (kv.first == "allocs") c.allocs = v;
+      if (kv.first == "frees") c.frees = v;
+      if (kv.first == "live_count") c.live_count = v;
+      if (kv.first == "live_bytes") c.live_bytes = v;
+    }
+  }
+  return c;
+}
+
+bool IsMarker(uint64_t size) { return size >= 50001 && size <= 59999 && size % 2 == 1; }
+
+// A replay of a capture, independent of the analyzer: releases pair with the allocation
+// their `of` ticket names (docs/capture-format.md), or with the oldest live block at the
+// address when the ticket is unknown. (Inside one drainer epoch a capture may list a
+// reuse of an address before the release that freed it, so address order alone is not
+// enough.)
+struct Replay {
+  std::string source;
+  bool has_trailer = false;
+  std::string trailer;
+  Counts markers{0, 0, 0, 0};
+  int64_t unknown_releases = 0;  // releases the replay could not pair
+  std::map<uint32_t, CaptureRecord> sites;
+  std::vector<CaptureRecord> marker_allocs;
+};
+
+Replay ReplayCapture(const std::string& path, absl::Status* status) {
+  Replay r;
+  struct LiveBlock {
+    uint64_t addr;
+    uint64_t size;
+  };
+  std::map<uint64_t, LiveBlock> live;                    // ticket -> block
+  std::map<uint64_t, std::vector<uint64_t>> by_address;  // address -> tickets, oldest first
+  auto add = [&](uint64_t ticket, uint64_t addr, uint64_t size) {
+    live[ticket] = LiveBlock{addr, size};
+    by_address[addr].push_back(ticket);
+  };
+  // Removes the block `of` names (or the oldest at `addr`); its size, or -1 if none.
+  auto take = [&](uint64_t of, uint64_t addr) -> int64_t {
+    auto it = live.find(of);
+    if (it == live.end() || it->second.addr != addr) {
+      auto at = by_address.find(addr);
+      if (at == by_address.end() || at->second.empty()) return -1;
+      it = live.find(at->second.front());
+    }
+    const LiveBlock block = it->second;
+    const uint64_t ticket = it->first;
+    live.erase(it);
+    std::vector<uint64_t>& tickets = by_address[block.addr];
+    tickets.erase(std::find(tickets.begin(), tickets.end(), ticket));
+    if (tickets.empty()) by_address.erase(block.addr);
+    return static_cast<int64_t>(block.size);
+  };
+  auto adjust = [&](int64_t size, int sign) {
+    if (size < 0 || !IsMarker(static_cast<uint64_t>(size))) return;
+    r.markers.live_bytes += sign * size;
+  };
+  // Per thread: the size of the block its last remap released. A move's two halves may
+  // be applied in different epochs, with other threads' records between them.
+  std::map<uint32_t, int64_t> moving;
+  *status = ReadCapture(path, [&](const CaptureRecord& rec) {
+    switch (rec.type) {
+      case LineType::kHeader: r.source = rec.source; break;
+      case LineType::kSite: r.sites[rec.id] = rec; break;
+      case LineType::kAlloc:
+        add(rec.ticket, rec.addr, rec.size);
+        if (IsMarker(rec.size)) {
+          ++r.markers.allocs;
+          ++r.markers.live_count;
+          r.markers.live_bytes += static_cast<int64_t>(rec.size);
+          r.marker_allocs.push_back(rec);
+        }
+        break;
+      case LineType::kFree: {
+        const int64_t size = take(rec.of, rec.addr);
+        if (size < 0) {
+          ++r.unknown_releases;
+        } else if (IsMarker(static_cast<uint64_t>(size))) {
+          ++r.markers.frees;
+          --r.markers.live_count;
+          r.markers.live_bytes -= size;
+        }
+        break;
+      }
+      case LineType::kResize: {
+        // The block keeps its identity; a marker resized to a marker changes bytes only.
+        const int64_t size = take(rec.of, rec.addr);
+        if (size < 0) {
+          ++r.unknown_releases;
+          break;
+        }
+        adjust(size, -1);
+        adjust(static_cast<int64_t>(rec.size), +1);
+        add(rec.ticket, rec.addr, rec.size);
+        break;
+      }
+      case LineType::kRemap:
+        moving[rec.thread] = take(rec.of, rec.addr);
+        if (moving[rec.thread] < 0) ++r.unknown_releases;
+        break;
+      case LineType::kRemapTarget:
+        add(rec.ticket, rec.addr, rec.size);
+        adjust(moving[rec.thread], -1);
+        adjust(static_cast<int64_t>(rec.size), +1);
+        break;
+      case LineType::kTrailer:
+        r.has_trailer = true;
+        r.trailer = rec.raw;
+        break;
+      default: break;
+    }
+    return absl::OkStatus();
+  });
+  return r;
+}
+
+std::string Field(const std::string& json, const std::string& name) {
+  const std::string key = "\"" + name + "\":";
+  const size_t at = json.find(key);
+  if (at == std::string::npos) return "";
+  size_t end = at + key.size();
+  if (json[end] == '"') return json.substr(end + 1, json.find('"', end + 1) - end - 1);
+  while (end < json.size() && json[end] != ',' && json[end] != '}') ++end;
+  return json.substr(at + key.size(), end - at - key.size());
+}
+
+void ExpectMarkersMatch(const Replay& r, const Counts& program) {
+  ASSERT_GE(program.allocs, 0) << "the program printed no counts";
+  EXPECT_EQ(r.markers.allocs, program.allocs);
+  EXPECT_EQ(r.markers.frees, program.frees);
+  EXPECT_EQ(r.markers.live_count, program.live_count);
+  EXPECT_EQ(r.markers.live_bytes, program.live_bytes);
+}
+
+// The interposer and the programs it traces are built with the test's configuration; a
+// sanitizer runtime owns malloc itself and must be first in the process, so the
+// interposer cannot be loaded into a sanitized build. The engine it drives is covered by
+// the other tests under both sanitizers.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MEMTRACE_SKIP_UNDER_SANITIZERS() \
+  GTEST_SKIP() << "the interposer cannot be preloaded into a sanitized build"
+#else
+#define MEMTRACE_SKIP_UNDER_SANITIZERS() static_cast<void>(0)
+#endif
+
+class PreloadTest : public ::testing::Test {
+ protected:
+  void SetUp() override { MEMTRACE_SKIP_UNDER_SANITIZERS(); }
+};
+
+TEST_F(PreloadTest, EveryEntryPointAcrossThreadsMatchesTheProgramsOwnCounts) {
+  const std::string capture = TempDir() + "/basic.jsonl";
+  const Result run = RunProgram({Cli(), "run", "--output=" + capture, "--", Target(), "basic"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("capture complete"), std::string::npos) << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(r.source, "preload");
+  ASSERT_TRUE(r.has_trailer);
+  ExpectMarkersMatch(r, ParseCounts(run.out));
+  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
+  EXPECT_EQ(Field(r.trailer, "unknown_frees"), "0") << r.trailer;
+  EXPECT_EQ(Field(r.trailer, "ended_by"), "exit");
+  EXPECT_EQ(r.unknown_releases, 0);
+  // Stacks were captured (depth 16 by default): marker sites carry frames.
+  ASSERT_FALSE(r.marker_allocs.empty());
+  const auto site = r.sites.find(r.marker_allocs.front().site);
+  ASSERT_NE(site, r.sites.end());
+  EXPECT_GE(site->second.frames.size(), 2u);
+}
+
+TEST_F(PreloadTest, ExitFromAnotherThreadWritesTheTrailer) {
+  const std::string capture = TempDir() + "/exit_thread.jsonl";
+  const Result run =
+      RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "exit-thread"}, {});
+  EXPECT_EQ(run.status, 5) << "the program's exit status passes through; " << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "ended_by"), "exit");
+  ExpectMarkersMatch(r, ParseCounts(run.out));
+}
+
+TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
+  const std::string dir = TempDir() + "/fork";
+  mkdir(dir.c_str(), 0755);
+  const std::string capture = dir + "/cap-%p.jsonl";
+  const Result run =
+      RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "fork"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  // One capture: the parent's (the child neither writes its own nor touches the parent's).
+  std::vector<std::string> files;
+  const Result ls = RunProgram({"/bin/ls", dir}, {});
+  for (absl::string_view name : absl::StrSplit(ls.out, '\n', absl::SkipEmpty())) {
+    files.emplace_back(name);
+  }
+  ASSERT_EQ(files.size(), 1u) << ls.out;
+  absl::Status s;
+  const Replay r = ReplayCapture(dir + "/" + files[0], &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
+  ExpectMarkersMatch(r, ParseCounts(run.out));  // the child's 500 markers are not in it
+}
+
+TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
+  const std::string capture = TempDir() + "/exec.jsonl";
+  // Not traced children: the exec'd program (the target again, in stack mode) is not
+  // traced, so the capture is the first image's alone.
+  Result run = RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "exec",
+                    Target(), "stack"},
+                   {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  absl::Status s;
+  Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "ended_by"), "exec");
+  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
+  ExpectMarkersMatch(r, ParseCounts(run.out));  // the first counts line is the first image's
+  EXPECT_NE(access((capture + ".exec1").c_str(), F_OK), 0) << "the child was not traced";
+
+  // --children: the new image writes its own capture beside the first.
+  const std::string traced = TempDir() + "/exec_children.jsonl";
+  run = RunProgram({Cli(), "run", "--quiet", "--children", "--output=" + traced, "--", Target(),
+             "exec", Target(), "stack"},
+            {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const Replay child = ReplayCapture(traced + ".exec1", &s);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(child.source, "preload");
+  EXPECT_EQ(Field(child.trailer, "ended_by"), "exit");
+  EXPECT_EQ(child.markers.allocs, 1);  // the stack mode's one marker
+}
+
+TEST_F(PreloadTest, CrashKeepsEverythingRecordedAndIsPartial) {
+  const std::string capture = TempDir() + "/crash.jsonl";
+  const Result run =
+      RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "crash"}, {});
+  EXPECT_EQ(run.status, 128 + SIGSEGV) << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "complete"), "false");
+  EXPECT_EQ(Field(r.trailer, "ended_by"), "signal 11");
+  ExpectMarkersMatch(r, ParseCounts(run.out));
+  const Result verify = RunProgram({Cli(), "verify", capture}, {});
+  EXPECT_EQ(verify.status, 1) << verify.out << verify.err;
+}
+
+// Both unwinders find the program's own call chain Outer -> Middle -> Inner -> malloc.
+void CheckStack(const std::string& unwind) {
+  const std::string capture = TempDir() + "/stack_" + unwind + ".jsonl";
+  const Result run = RunProgram({Cli(), "run", "--quiet", "--unwind=" + unwind, "--depth=8",
+                          "--output=" + capture, "--", Target(), "stack"},
+                         {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  uint64_t inner = 0, middle = 0, outer = 0;
+  ASSERT_EQ(sscanf(run.out.c_str(), "inner=%lx middle=%lx outer=%lx", &inner, &middle, &outer),
+            3)
+      << run.out;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(r.marker_allocs.size(), 1u);
+  const auto site = r.sites.find(r.marker_allocs[0].site);
+  ASSERT_NE(site, r.sites.end());
+  const std::vector<uint64_t>& frames = site->second.frames;
+  ASSERT_GE(frames.size(), 3u) << unwind;
+  // Return addresses lie inside the calling functions, a little past their starts.
+  auto inside = [](uint64_t pc, uint64_t fn) { return pc > fn && pc < fn + 256; };
+  EXPECT_TRUE(inside(frames[0], inner)) << unwind;
+  EXPECT_TRUE(inside(frames[1], middle)) << unwind;
+  EXPECT_TRUE(inside(frames[2], outer)) << unwind;
+}
+
+TEST_F(PreloadTest, FramePointerStacksFindTheCallChain) { CheckStack("fp"); }
+TEST_F(PreloadTest, DwarfStacksFindTheCallChain) { CheckStack("dwarf"); }
+
+TEST_F(PreloadTest, BadSettingsWarnAndFallBack) {
+  const std::string capture = TempDir() + "/bad_env.jsonl";
+  const Result run = RunProgram({Target(), "stack"},
+                         {"LD_PRELOAD=" + Preload(), "MEMTRACE_OUTPUT=" + capture,
+                          "MEMTRACE_STACK_DEPTH=lots", "MEMTRACE_UNWIND=magic"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("MEMTRACE_STACK_DEPTH=\"lots\" is not a whole number from 0 to 64; "
+                         "using 16"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("MEMTRACE_UNWIND=\"magic\""), std::string::npos) << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(r.markers.allocs, 1);
+}
+
+TEST_F(PreloadTest, TheCliNeverTracesItself) {
+  const std::string capture = TempDir() + "/cli_self.jsonl";
+  const Result run = RunProgram({Cli(), "help"}, {"LD_PRELOAD=" + Preload(), "MEMTRACE_OUTPUT=" + capture});
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(access(capture.c_str(), F_OK), 0) << "the CLI wrote a capture of itself";
+}
+
+TEST_F(PreloadTest, UnloadableInterposerIsAClearError) {
+  const Result run = RunProgram({Cli(), "run", "--preload=/nonexistent/libmemtrace_preload.so", "--",
+                          Target(), "stack"},
+                         {});
+  EXPECT_EQ(run.status, 125);
+  EXPECT_NE(run.err.find("/nonexistent/libmemtrace_preload.so"), std::string::npos) << run.err;
+}
+
+TEST_F(PreloadTest, StaticProgramIsRefusedWithTheReason) {
+  const Result run = RunProgram({Cli(), "run", "--", Runfile("tests/static_target")}, {});
+  EXPECT_EQ(run.status, 125);
+  EXPECT_NE(run.err.find("statically linked"), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace memtrace
