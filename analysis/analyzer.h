@@ -208,6 +208,9 @@ class Analyzer {
   PeakComposition Composition() const;
   PeakComposition Composition(uint32_t only_scope) const;
   uint64_t events_applied() const noexcept { return events_seen_; }
+  // The state so far, while replaying: per-scope counters and the scope table.
+  const std::map<uint32_t, UsageCounters>& scope_usage() const { return summary_.scopes; }
+  const std::map<uint32_t, std::string>& scope_paths() const { return summary_.scope_paths; }
 
   absl::Status Apply(const CaptureRecord& rec);
   CaptureSummary Finish(const CaptureReadStats& stats);

@@ -65,6 +65,7 @@ struct CaptureRecord {
   uint32_t site = 0;
   uint32_t label = 0;
   int64_t bytes = 0;
+  int64_t mono_ns = 0;  // scope and interval events: the thread's steady clock
   // Tables and header.
   uint32_t id = 0;
   uint32_t parent = 0;

@@ -3,7 +3,9 @@
 #include "cli/analysis_commands.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/analyzer.h"
+#include "analysis/exports.h"
 #include "analysis/symbolizer.h"
 #include "cli/progress_bar.h"
 #include "sinks/json_text.h"
@@ -32,6 +35,8 @@ ABSL_FLAG(bool, expect_preload, false,
 ABSL_FLAG(std::string, from, "end",
           "diff: the first snapshot point: end, event=N, time=NS, scope-exit=PATH[#N]");
 ABSL_FLAG(std::string, to, "end", "diff: the second snapshot point (same forms as --from)");
+ABSL_FLAG(std::string, format, "", "export format: perfetto, folded or pprof");
+ABSL_FLAG(std::string, weight, "bytes", "folded export: weigh stacks by bytes or count allocated");
 
 namespace memtrace {
 
@@ -87,6 +92,18 @@ const CommandSpec kCoverageSpec = {
     "scopes versus unscoped, the census total beside the live bytes the allocator observed,\n"
     "and the temporaries.",
     {"json"}};
+
+const CommandSpec kExportSpec = {
+    "export", "memtrace export --format=perfetto|folded|pprof [flags] CAPTURE -o OUT",
+    "Writes CAPTURE in a format other viewers read (docs/exports.md):\n"
+    "  perfetto  Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing: per-scope\n"
+    "            live-bytes counters, scope slices per thread, instants for the peak and leaks\n"
+    "  folded    collapsed stacks (\"outer;caller;callee WEIGHT\") for flame-graph tools,\n"
+    "            weighted by bytes (--weight=bytes) or allocations (--weight=count)\n"
+    "  pprof     gzip-compressed profile.proto for `go tool pprof` (alloc_objects,\n"
+    "            alloc_space, inuse_objects, inuse_space; inuse = live at the end)\n"
+    "Without -o, perfetto and folded go to stdout; pprof needs -o.",
+    {"format", "weight", "output"}};
 
 namespace {
 
@@ -683,6 +700,61 @@ int CoverageCommand(int argc, char** argv) {
          FormatBytes(s->totals.live_bytes).c_str());
   printf("temporaries                %11llu  blocks (%s) freed almost at once\n",
          static_cast<unsigned long long>(s->temporaries), FormatBytes(s->temporary_bytes).c_str());
+  return 0;
+}
+
+// ---- export -----------------------------------------------------------------------------
+
+int ExportCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kExportSpec, argc, argv, &args)) return *exit;
+  if (auto exit = OneCapture(kExportSpec, args)) return *exit;
+  const std::string format = absl::GetFlag(FLAGS_format);
+  const std::string weight = absl::GetFlag(FLAGS_weight);
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (format != "perfetto" && format != "folded" && format != "pprof") {
+    return UsageError(kExportSpec, format.empty() ? "which format? give --format=perfetto, "
+                                                    "folded or pprof"
+                                                  : absl::StrCat("--format must be perfetto, "
+                                                                 "folded or pprof, not '",
+                                                                 format, "'"));
+  }
+  if (weight != "bytes" && weight != "count") {
+    return UsageError(kExportSpec, absl::StrCat("--weight must be bytes or count, not '", weight, "'"));
+  }
+  if (format == "pprof" && output.empty()) {
+    return UsageError(kExportSpec, "pprof output is binary: give -o FILE (e.g. -o heap.pb.gz)");
+  }
+  const std::string& path = args.positional[0];
+  const auto s = Load(path);
+  if (!s.ok()) return InputError(kExportSpec, std::string(s.status().message()));
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : s->modules) symbolizer.AddModule(m);
+  absl::StatusOr<std::string> data;
+  if (format == "perfetto") {
+    data = PerfettoTrace(path, *s);
+  } else if (format == "folded") {
+    data = FoldedStacks(*s, symbolizer,
+                        weight == "count" ? FoldedWeight::kCount : FoldedWeight::kBytes);
+  } else {
+    data = PprofProfile(*s, symbolizer);
+  }
+  if (!data.ok()) return InputError(kExportSpec, std::string(data.status().message()));
+  FILE* out = output.empty() ? stdout : fopen(output.c_str(), "wb");
+  if (out == nullptr) {
+    return InputError(kExportSpec, absl::StrCat("cannot write '", output, "': ", strerror(errno),
+                                                " (is the directory there and writable?)"));
+  }
+  const bool written = fwrite(data->data(), 1, data->size(), out) == data->size();
+  const bool closed = output.empty() ? fflush(out) == 0 : fclose(out) == 0;
+  if (!written || !closed) {
+    return InputError(kExportSpec, absl::StrCat("writing '", output.empty() ? "stdout" : output,
+                                                "' failed: ", strerror(errno)));
+  }
+  if (!output.empty()) {
+    fprintf(stderr, "memtrace export: wrote %s (%s, %s)%s\n", output.c_str(), format.c_str(),
+            FormatBytes(data->size()).c_str(), s->sampled ? " from a sampled capture: estimates" : "");
+  }
   return 0;
 }
 

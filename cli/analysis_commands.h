@@ -24,6 +24,7 @@ extern const CommandSpec kPeakSpec;
 extern const CommandSpec kRetentionSpec;
 extern const CommandSpec kDiffSpec;
 extern const CommandSpec kCoverageSpec;
+extern const CommandSpec kExportSpec;
 
 int SummaryCommand(int argc, char** argv);
 int VerifyCommand(int argc, char** argv);
@@ -32,6 +33,7 @@ int PeakCommand(int argc, char** argv);
 int RetentionCommand(int argc, char** argv);
 int DiffCommand(int argc, char** argv);
 int CoverageCommand(int argc, char** argv);
+int ExportCommand(int argc, char** argv);
 
 }  // namespace memtrace
 

@@ -43,6 +43,8 @@ constexpr Command kCommands[] = {
      memtrace::DiffCommand},
     {"coverage", "bytes in named scopes vs unscoped, census vs what the allocator saw",
      memtrace::CoverageCommand},
+    {"export", "the capture for other viewers: --format=perfetto, folded or pprof",
+     memtrace::ExportCommand},
 };
 
 void PrintUsage(FILE* out) {
