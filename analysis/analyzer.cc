@@ -3,6 +3,11 @@
 #include "analysis/analyzer.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 
 namespace memtrace {
 namespace {
@@ -11,7 +16,72 @@ uint64_t AddressKey(uint32_t layer, uint64_t addr) {
   return addr ^ (uint64_t{layer} << 56);
 }
 
+// Estimated bytes for a recorded size under a sample weight.
+uint64_t Scaled(uint64_t size, double weight) {
+  return weight == 1.0 ? size : static_cast<uint64_t>(std::llround(static_cast<double>(size) * weight));
+}
+
+// The number after "sample_interval_bytes": in a header line, 0 when absent.
+uint64_t SampleInterval(const std::string& header) {
+  static constexpr std::string_view kKey = "\"sample_interval_bytes\":";
+  const size_t at = header.find(kKey);
+  if (at == std::string::npos) return 0;
+  return strtoull(header.c_str() + at + kKey.size(), nullptr, 10);
+}
+
+constexpr const char* kPointForms =
+    "use end, event=N (or N), time=NS (ns since the capture started, or unix ns), "
+    "scope-exit=PATH or scope-exit=PATH#N";
+
 }  // namespace
+
+absl::StatusOr<SnapshotPoint> ParseSnapshotPoint(std::string_view text) {
+  SnapshotPoint p;
+  p.text = std::string(text);
+  auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad snapshot point '", p.text, "': ", why, " (", kPointForms, ")"));
+  };
+  const std::string_view kEvent = "event=", kTime = "time=", kScope = "scope-exit=";
+  if (text == "end") return p;
+  if (text.substr(0, kScope.size()) == kScope) {
+    std::string_view rest = text.substr(kScope.size());
+    p.kind = SnapshotPoint::Kind::kScopeExit;
+    // "#N" at the end numbers the exit; a '#' followed by anything else is part of the path.
+    const size_t hash = rest.rfind('#');
+    if (hash != std::string_view::npos && hash + 1 < rest.size() &&
+        rest.find_first_not_of("0123456789", hash + 1) == std::string_view::npos) {
+      if (!absl::SimpleAtoi(absl::string_view(rest.data() + hash + 1, rest.size() - hash - 1),
+                            &p.nth) ||
+          p.nth == 0) {
+        return bad("the exit number after '#' must be a positive integer");
+      }
+      rest = rest.substr(0, hash);
+    }
+    if (rest.empty()) return bad("the scope path is empty");
+    p.scope = std::string(rest);
+    return p;
+  }
+  std::string_view number = text;
+  p.kind = SnapshotPoint::Kind::kEvent;
+  if (text.substr(0, kTime.size()) == kTime) {
+    p.kind = SnapshotPoint::Kind::kTime;
+    number = text.substr(kTime.size());
+  } else if (text.substr(0, kEvent.size()) == kEvent) {
+    number = text.substr(kEvent.size());
+  }
+  uint64_t value = 0;
+  if (!absl::SimpleAtoi(absl::string_view(number.data(), number.size()), &value)) {
+    return bad("expected a non-negative integer");
+  }
+  if (p.kind == SnapshotPoint::Kind::kTime) {
+    if (value > static_cast<uint64_t>(INT64_MAX)) return bad("the time is out of range");
+    p.time_ns = static_cast<int64_t>(value);
+  } else {
+    p.event = value;
+  }
+  return p;
+}
 
 std::vector<Difference> Compare(const CaptureSummary& before, const CaptureSummary& after) {
   std::map<std::string, Difference> by_path;
@@ -58,6 +128,28 @@ absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
   return analyzer.Finish(stats);
 }
 
+absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
+                                                   const SnapshotPoint& point) {
+  return Summarize(path, point, Progress());
+}
+
+absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
+                                                   const SnapshotPoint& point,
+                                                   const Progress& progress) {
+  Analyzer analyzer;
+  analyzer.StopAt(point);
+  CaptureReadStats stats;
+  absl::Status s = ReadCapture(
+      path,
+      [&](const CaptureRecord& rec) {
+        if (progress) progress(stats.bytes);
+        return analyzer.Apply(rec);
+      },
+      &stats);
+  if (!s.ok()) return s;
+  return analyzer.Finish(stats);
+}
+
 absl::StatusOr<CaptureSummary> Analyzer::SummarizeText(std::string_view text,
                                                        const std::string& name) {
   Analyzer analyzer;
@@ -69,14 +161,25 @@ absl::StatusOr<CaptureSummary> Analyzer::SummarizeText(std::string_view text,
 }
 
 void Analyzer::Account(const Block& b, bool allocate) {
-  UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer], &summary_.scopes[b.scope],
+  UsageCounters& scope = summary_.scopes[b.scope];
+  const uint64_t scope_high_water = scope.high_water_bytes;
+  UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer], &scope,
                           &attribution_[AttributionKey{b.site, b.scope, b.layer}]};
+  // A sampled block stands for `count` allocations: the counters' own step is one.
+  const uint64_t extra = b.count - 1;
   for (UsageCounters* c : all) {
     if (allocate) {
       c->Allocate(b.size);
+      c->allocated_count += extra;
+      c->live_count += extra;
     } else {
       c->Free(b.size);
+      c->freed_count += extra;
+      c->live_count -= extra;
     }
+  }
+  if (scope.high_water_bytes > scope_high_water) {
+    summary_.scope_peak_event[b.scope] = events_seen_;
   }
 }
 
@@ -107,10 +210,29 @@ bool Analyzer::Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out) {
   return true;
 }
 
+bool Analyzer::BeyondPoint(const CaptureRecord& rec) {
+  if (stopped_ || events_seen_ >= stop_after_) return true;
+  switch (point_.kind) {
+    case SnapshotPoint::Kind::kEnd:
+    case SnapshotPoint::Kind::kScopeExit:  // checked after the event is applied
+      return false;
+    case SnapshotPoint::Kind::kEvent:
+      stopped_ = events_seen_ >= point_.event;
+      return stopped_;
+    case SnapshotPoint::Kind::kTime: {
+      const int64_t started = summary_.started_unix_ns;
+      const int64_t at = point_.time_ns < started ? started + point_.time_ns : point_.time_ns;
+      stopped_ = rec.t > at;
+      return stopped_;
+    }
+  }
+  return false;
+}
+
 absl::Status Analyzer::Apply(const CaptureRecord& rec) {
   const bool is_event = rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd;
   if (is_event) {
-    if (events_seen_ >= stop_after_) return absl::OkStatus();
+    if (BeyondPoint(rec)) return absl::OkStatus();
     ++events_seen_;
     last_t_ = rec.t;
     ++thread_events_[rec.thread];
@@ -121,6 +243,13 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
     summary_.peak_event_index = events_seen_;
     summary_.peak_t = last_t_;
   }
+  if (rec.type == LineType::kScopeExit && point_.kind == SnapshotPoint::Kind::kScopeExit) {
+    auto path = summary_.scope_paths.find(rec.scope);
+    if (path != summary_.scope_paths.end() && path->second == point_.scope &&
+        ++scope_exits_seen_ == point_.nth) {
+      stopped_ = true;
+    }
+  }
   return s;
 }
 
@@ -128,6 +257,10 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
   switch (rec.type) {
     case LineType::kHeader:
       summary_.pid = rec.pid;
+      summary_.source = rec.source;
+      summary_.started_unix_ns = rec.t;
+      summary_.sample_interval_bytes = SampleInterval(rec.raw);
+      summary_.sampled = summary_.sample_interval_bytes > 0;
       break;
     case LineType::kLayer:
       summary_.layer_names[rec.id] = rec.name;
@@ -137,12 +270,16 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       break;
     case LineType::kSite:
       summary_.site_addrs[rec.id] = rec.addr;
+      if (!rec.frames.empty()) summary_.site_frames[rec.id] = rec.frames;
       break;
     case LineType::kModule:
+      summary_.modules.push_back(rec);
       break;
     case LineType::kAlloc:
-      Allocate(rec.ticket, Block{rec.addr, rec.size, rec.scope, rec.site, rec.layer,
-                                 rec.thread, thread_events_[rec.thread]});
+      if (rec.weight != 1.0) summary_.sampled = true;
+      Allocate(rec.ticket, Block{rec.addr, Scaled(rec.size, rec.weight), rec.scope, rec.site,
+                                 rec.layer, rec.thread, thread_events_[rec.thread],
+                                 static_cast<uint64_t>(std::llround(rec.weight)), rec.weight});
       NoteAllocation(rec.thread, rec.ticket);
       break;
     case LineType::kFree: {
@@ -151,9 +288,10 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
         Account(b, /*allocate=*/false);
         if (b.thread == rec.thread &&
             thread_events_[rec.thread] - b.thread_event <= kTemporaryEvents) {
-          ++summary_.temporaries;
+          summary_.temporaries += b.count;
           summary_.temporary_bytes += b.size;
-          ++temporaries_by_key_[(uint64_t{b.site} << 40) ^ (uint64_t{b.scope} << 8) ^ b.layer];
+          temporaries_by_key_[(uint64_t{b.site} << 40) ^ (uint64_t{b.scope} << 8) ^ b.layer] +=
+              b.count;
         }
       } else {
         ++summary_.unmatched_releases;
@@ -166,11 +304,16 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
         ++summary_.unmatched_releases;
         break;
       }
-      UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer],
-                              &summary_.scopes[b.scope]};
-      for (UsageCounters* c : all) c->Resize(b.size, rec.size);
-      attribution_[AttributionKey{b.site, b.scope, b.layer}].Resize(b.size, rec.size);
-      b.size = rec.size;
+      const uint64_t new_size = Scaled(rec.size, b.weight);
+      UsageCounters& scope = summary_.scopes[b.scope];
+      const uint64_t scope_high_water = scope.high_water_bytes;
+      UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer], &scope};
+      for (UsageCounters* c : all) c->Resize(b.size, new_size);
+      attribution_[AttributionKey{b.site, b.scope, b.layer}].Resize(b.size, new_size);
+      if (scope.high_water_bytes > scope_high_water) {
+        summary_.scope_peak_event[b.scope] = events_seen_;
+      }
+      b.size = new_size;
       live_[rec.ticket] = b;  // the block answers to the resize's ticket now
       by_address_[AddressKey(b.layer, b.addr)].push_back(rec.ticket);
       break;
@@ -181,7 +324,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       m = Moving{};
       if (Take(rec.of, rec.layer, rec.addr, &b)) {
         Account(b, /*allocate=*/false);
-        m = Moving{true, b.scope, b.site};
+        m = Moving{true, b.scope, b.site, b.weight};
       } else {
         ++summary_.unmatched_releases;
       }
@@ -189,7 +332,11 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
     }
     case LineType::kRemapTarget: {
       Moving& m = moving_[rec.thread];
-      Block b{rec.addr, rec.size, rec.scope, rec.site, rec.layer};
+      // The moved block keeps the sample weight of the block it came from.
+      const double weight = m.active ? m.weight : rec.weight;
+      if (weight != 1.0) summary_.sampled = true;
+      Block b{rec.addr, Scaled(rec.size, weight), rec.scope, rec.site, rec.layer, 0, 0,
+              static_cast<uint64_t>(std::llround(weight)), weight};
       if (m.active) {
         b.scope = m.scope;
         b.site = m.site;
@@ -255,7 +402,7 @@ void Analyzer::CloseScope(uint32_t thread, uint32_t scope) {
     for (uint64_t ticket : open.tickets) {
       auto live = live_.find(ticket);
       if (live != live_.end()) {
-        ++blocks;
+        blocks += live->second.count;
         bytes += live->second.size;
         survivors.push_back(ticket);
       }
@@ -275,7 +422,12 @@ void Analyzer::CloseScope(uint32_t thread, uint32_t scope) {
 CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   for (const auto& [scope, r] : retention_) summary_.retention.push_back(r);
   summary_.events = stats.events;
-  summary_.live_blocks = live_.size();
+  summary_.events_applied = events_seen_;
+  summary_.snapshot_t = last_t_;
+  summary_.snapshot_reached =
+      point_.kind != SnapshotPoint::Kind::kScopeExit || scope_exits_seen_ >= point_.nth;
+  summary_.live_blocks = 0;
+  for (const auto& [ticket, b] : live_) summary_.live_blocks += b.count;
   for (const auto& [key, usage] : attribution_) {
     auto it = summary_.site_addrs.find(key.site);
     auto tmp = temporaries_by_key_.find((uint64_t{key.site} << 40) ^
@@ -295,11 +447,20 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
 }
 
 PeakComposition Analyzer::Composition() const {
+  return CompositionOf([](const Block&) { return true; });
+}
+
+PeakComposition Analyzer::Composition(uint32_t only_scope) const {
+  return CompositionOf([only_scope](const Block& b) { return b.scope == only_scope; });
+}
+
+PeakComposition Analyzer::CompositionOf(const std::function<bool(const Block&)>& keep) const {
   PeakComposition out;
   out.event_index = events_seen_;
   out.t = last_t_;
   absl::flat_hash_map<uint32_t, uint64_t> scopes, sites;
   for (const auto& [ticket, b] : live_) {
+    if (!keep(b)) continue;
     scopes[b.scope] += b.size;
     sites[b.site] += b.size;
     out.live_bytes += b.size;
@@ -324,6 +485,45 @@ absl::StatusOr<PeakComposition> Analyzer::Peak(const std::string& path) {
       path, [&](const CaptureRecord& rec) { return replay.Apply(rec); }, &stats);
   if (!s.ok()) return s;
   return replay.Composition();
+}
+
+absl::StatusOr<std::vector<ScopePeak>> Analyzer::ScopePeaks(const std::string& path,
+                                                           const std::vector<uint32_t>& scopes) {
+  auto summary = Summarize(path);
+  if (!summary.ok()) return summary.status();
+  // The moments to stop at, in replay order: event index -> scopes peaking there.
+  std::map<uint64_t, std::vector<uint32_t>> moments;
+  for (const auto& [scope, event] : summary->scope_peak_event) {
+    if (scopes.empty() || std::find(scopes.begin(), scopes.end(), scope) != scopes.end()) {
+      moments[event].push_back(scope);
+    }
+  }
+  std::vector<ScopePeak> out;
+  Analyzer replay;
+  auto next = moments.begin();
+  CaptureReadStats stats;
+  absl::Status s = ReadCapture(
+      path,
+      [&](const CaptureRecord& rec) {
+        absl::Status applied = replay.Apply(rec);
+        while (next != moments.end() && replay.events_applied() == next->first) {
+          const uint64_t total = replay.Composition().live_bytes;
+          for (uint32_t scope : next->second) {
+            ScopePeak peak{scope, next->first, replay.last_t_, total, replay.Composition(scope)};
+            out.push_back(std::move(peak));
+          }
+          ++next;
+        }
+        return applied;
+      },
+      &stats);
+  if (!s.ok()) return s;
+  std::sort(out.begin(), out.end(), [](const ScopePeak& a, const ScopePeak& b) {
+    return a.composition.live_bytes != b.composition.live_bytes
+               ? a.composition.live_bytes > b.composition.live_bytes
+               : a.scope < b.scope;
+  });
+  return out;
 }
 
 }  // namespace memtrace

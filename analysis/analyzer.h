@@ -9,9 +9,14 @@
 // falling back to the oldest live block at the same address, as the runtime does. Memory
 // is bounded by the live allocations, not by the file.
 //
-// This is the first part of the analysis issue: totals and integrity. Top sites,
-// snapshots at a point, differences, retention, peak composition and coverage build on
-// the same replay.
+// Snapshots: a SnapshotPoint stops the replay after an event count, at a time (every
+// event whose `t` is not later), or right after the N-th exit of a scope; the summary is
+// then the state at that point. Sampled captures (docs/capture-format.md "Sampling") are
+// scaled: each recorded allocation counts as round(weight) allocations of
+// round(size * weight) bytes, and CaptureSummary::sampled says the numbers are estimates.
+//
+// Top sites, differences, retention, peak composition (global and per scope) and coverage
+// build on the same replay.
 //
 // Thread safety: an Analyzer is used by one thread.
 
@@ -19,6 +24,7 @@
 #define MEMTRACE_ANALYSIS_ANALYZER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -73,8 +79,44 @@ struct Retention {
   uint64_t retained_bytes = 0;
 };
 
+// A point in a capture to take a snapshot at (see ParseSnapshotPoint for the spelling).
+struct SnapshotPoint {
+  enum class Kind { kEnd, kEvent, kTime, kScopeExit };
+  Kind kind = Kind::kEnd;
+  uint64_t event = 0;    // kEvent: after this many events
+  int64_t time_ns = 0;   // kTime: unix ns, or ns since the capture started when below the
+                         // capture's started_unix_ns
+  std::string scope;     // kScopeExit: the scope's path
+  uint64_t nth = 1;      // kScopeExit: after its nth exit (1-based, on any thread)
+  std::string text;      // as written, for messages
+};
+
+// Parses "end", "event=N" (or a bare N), "time=NS", "scope-exit=PATH" or
+// "scope-exit=PATH#N". Errors say what is wrong and show the accepted forms.
+absl::StatusOr<SnapshotPoint> ParseSnapshotPoint(std::string_view text);
+
+// A scope's own high-water moment: when its live bytes first reached their maximum, and
+// what of the scope was live then, by site (composition.by_site, composition.live_bytes),
+// beside the total live bytes of the whole capture at that moment.
+struct ScopePeak {
+  uint32_t scope = 0;
+  uint64_t event_index = 0;
+  int64_t t = 0;
+  uint64_t total_live_bytes = 0;
+  PeakComposition composition;  // restricted to the scope's own blocks
+};
+
 struct CaptureSummary {
   uint64_t pid = 0;
+  std::string source;              // the header's source: "runtime" or "preload"
+  int64_t started_unix_ns = 0;     // the header's, 0 when absent
+  bool sampled = false;            // weights were applied: the numbers are estimates
+  uint64_t sample_interval_bytes = 0;  // the interposer's, 0 when every allocation was kept
+  // Snapshot: how many events were applied (all of them without a snapshot point), and
+  // whether the point was reached (a scope exit may not happen N times).
+  uint64_t events_applied = 0;
+  bool snapshot_reached = true;
+  int64_t snapshot_t = 0;          // `t` of the last event applied
   uint64_t events = 0;
   bool has_trailer = false;
   bool trailer_complete = false;  // the trailer's own verdict (runtime and sink)
@@ -87,6 +129,13 @@ struct CaptureSummary {
   uint64_t unmatched_releases = 0;  // releases the capture has no allocation for
   uint64_t live_blocks = 0;
   std::map<uint32_t, uint64_t> site_addrs;         // site id -> return address
+  // Site id -> call stack, innermost first (frames[0] is the site's address), for sites
+  // that carry one.
+  absl::flat_hash_map<uint32_t, std::vector<uint64_t>> site_frames;
+  std::vector<CaptureRecord> modules;              // the capture's module lines
+  // Scope id -> the event index (1-based) at which its live bytes first reached their
+  // high-water mark.
+  std::map<uint32_t, uint64_t> scope_peak_event;
   std::vector<AllocationAttribution> attribution;  // every (site, scope, layer) seen
   std::vector<Retention> retention;  // scopes whose instances exited, by scope id
   Coverage coverage;
@@ -129,17 +178,39 @@ class Analyzer {
   // after that many events: a snapshot at that point of the capture.
   static absl::StatusOr<CaptureSummary> Summarize(const std::string& path,
                                                   uint64_t stop_after = ~uint64_t{0});
+  static absl::StatusOr<CaptureSummary> Summarize(const std::string& path,
+                                                  const SnapshotPoint& point);
   static absl::StatusOr<CaptureSummary> SummarizeText(std::string_view text,
                                                       const std::string& name);
+
+  // The same with a progress hook: `progress` (may be empty) is called with the bytes read
+  // so far, after every line. Used for the CLI's progress bar.
+  using Progress = std::function<void(uint64_t bytes_read)>;
+  static absl::StatusOr<CaptureSummary> Summarize(const std::string& path,
+                                                  const SnapshotPoint& point,
+                                                  const Progress& progress);
 
   // The composition of live memory at the capture's global high-water moment: reads the
   // capture twice (find the moment, then replay up to it).
   static absl::StatusOr<PeakComposition> Peak(const std::string& path);
 
+  // Each scope's own high-water moment (ScopePeak), for the scopes in `scopes` (all that
+  // allocated when empty), ordered by the scope's high-water bytes, largest first. Reads
+  // the capture twice.
+  static absl::StatusOr<std::vector<ScopePeak>> ScopePeaks(const std::string& path,
+                                                           const std::vector<uint32_t>& scopes);
+
   // Replays only the first `events` events (the rest of the file is still checked).
   void StopAfter(uint64_t events) noexcept { stop_after_ = events; }
-  // Live bytes by scope and by site right now.
+  // Replays up to `point` (the rest of the file is still checked).
+  void StopAt(const SnapshotPoint& point) { point_ = point; }
+  // Live bytes by scope and by site right now; with `only_scope`, only that scope's blocks.
   PeakComposition Composition() const;
+  PeakComposition Composition(uint32_t only_scope) const;
+  uint64_t events_applied() const noexcept { return events_seen_; }
+  // The state so far, while replaying: per-scope counters and the scope table.
+  const std::map<uint32_t, UsageCounters>& scope_usage() const { return summary_.scopes; }
+  const std::map<uint32_t, std::string>& scope_paths() const { return summary_.scope_paths; }
 
   absl::Status Apply(const CaptureRecord& rec);
   CaptureSummary Finish(const CaptureReadStats& stats);
@@ -147,17 +218,23 @@ class Analyzer {
  private:
   struct Block {
     uint64_t addr;
-    uint64_t size;
+    uint64_t size;   // estimated bytes: the recorded size times the weight, rounded
     uint32_t scope;
     uint32_t site;
     uint32_t layer;
     uint32_t thread = 0;
     uint64_t thread_event = 0;  // the allocating thread's event count at allocation
+    uint64_t count = 1;         // allocations this block stands for (the rounded weight)
+    double weight = 1.0;
   };
   struct Moving {
     bool active = false;
     uint32_t scope = 0, site = 0;
+    double weight = 1.0;
   };
+  // Whether `rec` (an event) lies beyond the snapshot point; updates the point's state.
+  bool BeyondPoint(const CaptureRecord& rec);
+  PeakComposition CompositionOf(const std::function<bool(const Block&)>& keep) const;
 
   absl::Status ApplyLine(const CaptureRecord& rec);
   void Allocate(uint64_t ticket, const Block& b);
@@ -192,6 +269,9 @@ class Analyzer {
   absl::flat_hash_map<AttributionKey, UsageCounters> attribution_;
   uint64_t events_seen_ = 0;
   uint64_t stop_after_ = ~uint64_t{0};
+  SnapshotPoint point_;
+  bool stopped_ = false;          // the snapshot point was passed
+  uint64_t scope_exits_seen_ = 0; // exits of point_.scope so far
   int64_t last_t_ = 0;
   absl::flat_hash_map<uint64_t, Block> live_;  // by ticket
   absl::flat_hash_map<uint64_t, std::vector<uint64_t>> by_address_;  // layer<<56^addr

@@ -270,6 +270,8 @@ class LineParser {
     if (key == "path") return str(&rec->path, kPath);
     if (key == "schema_version") return u32(&rec->schema_version, kSchema);
     if (key == "pid") return u64(&rec->pid, 0);
+    if (key == "started_unix_ns") return i64(&rec->t, 0);  // header: kept in `t`
+    if (key == "mono_ns") return i64(&rec->mono_ns, 0);
     if (key == "complete") {
       if (value.get_bool().get(rec->complete)) {
         return Error(line, "field 'complete' must be true or false");

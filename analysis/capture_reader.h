@@ -51,7 +51,7 @@ enum class LineType : uint8_t {
 struct CaptureRecord {
   LineType type = LineType::kHeader;
   uint64_t line = 0;  // 1-based line number in the file
-  // Events.
+  // Events (`t`); on the header, its started_unix_ns.
   int64_t t = 0;
   uint32_t epoch = 0;
   uint32_t thread = 0;
@@ -65,6 +65,7 @@ struct CaptureRecord {
   uint32_t site = 0;
   uint32_t label = 0;
   int64_t bytes = 0;
+  int64_t mono_ns = 0;  // scope and interval events: the thread's steady clock
   // Tables and header.
   uint32_t id = 0;
   uint32_t parent = 0;

@@ -407,5 +407,141 @@ TEST(CaptureReaderTest, StacksModulesAndSampleWeightsAreDecoded) {
   EXPECT_DOUBLE_EQ(records[5].weight, 1.0);
 }
 
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string path = TempPath(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string ScopeLine(uint32_t id, const std::string& path) {
+  return "{\"type\":\"scope\",\"id\":" + std::to_string(id) + ",\"parent\":0,\"name\":\"" +
+         path + "\",\"path\":\"" + path + "\"}\n";
+}
+
+std::string ScopeEvent(const char* type, uint32_t scope, int64_t t) {
+  return std::string("{\"type\":\"") + type + "\",\"t\":" + std::to_string(t) +
+         ",\"thread\":1,\"scope\":" + std::to_string(scope) + ",\"outer\":0}\n";
+}
+
+TEST(AnalyzerTest, ParseSnapshotPointAcceptsEachFormAndRejectsJunk) {
+  EXPECT_EQ(ParseSnapshotPoint("end")->kind, SnapshotPoint::Kind::kEnd);
+  EXPECT_EQ(ParseSnapshotPoint("12")->event, 12u);
+  EXPECT_EQ(ParseSnapshotPoint("event=7")->event, 7u);
+  EXPECT_EQ(ParseSnapshotPoint("time=500")->time_ns, 500);
+  const auto scope = ParseSnapshotPoint("scope-exit=frame/render#3");
+  ASSERT_TRUE(scope.ok());
+  EXPECT_EQ(scope->scope, "frame/render");
+  EXPECT_EQ(scope->nth, 3u);
+  EXPECT_EQ(ParseSnapshotPoint("scope-exit=a#b")->nth, 1u);
+  EXPECT_EQ(ParseSnapshotPoint("scope-exit=a#b")->scope, "a#b") << "a '#' in a path is kept";
+  for (const char* bad : {"", "x", "event=-1", "time=abc", "scope-exit=", "scope-exit=a#0"}) {
+    const auto p = ParseSnapshotPoint(bad);
+    EXPECT_FALSE(p.ok()) << bad;
+    if (!p.ok()) {
+      EXPECT_NE(p.status().message().find("scope-exit=PATH#N"), std::string::npos);
+    }
+  }
+}
+
+TEST(AnalyzerTest, SnapshotAtATimeAndAtAScopeExit) {
+  // Header started at t=1000; events at t = 1000 + ticket (the helpers use t = ticket).
+  std::string text =
+      "{\"type\":\"header\",\"schema_version\":1,\"started_unix_ns\":1000}\n" +
+      ScopeLine(1, "frame");
+  text += ScopeEvent("scope_enter", 1, 1001) + Alloc(10, 100, 1, 0, 1002) +
+          ScopeEvent("scope_exit", 1, 1003);                           // 1st exit: 100 live
+  text += ScopeEvent("scope_enter", 1, 1004) + Alloc(20, 50, 1, 0, 1005) +
+          Free(10, 1002, 1006) + ScopeEvent("scope_exit", 1, 1007);   // 2nd exit: 50 live
+  text += Alloc(30, 7, 0, 0, 1008);
+  const std::string path = WriteFile("points.jsonl", text);
+  auto at = [&](const std::string& point) {
+    auto p = ParseSnapshotPoint(point);
+    EXPECT_TRUE(p.ok()) << p.status();
+    auto s = Analyzer::Summarize(path, *p);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return *s;
+  };
+  EXPECT_EQ(at("time=5").totals.live_bytes, 150u) << "5 ns after the start: t <= 1005";
+  EXPECT_EQ(at("time=5").totals.allocated_count, 2u);
+  EXPECT_EQ(at("time=1002").totals.live_bytes, 100u) << "absolute unix ns";
+  EXPECT_EQ(at("time=1002").events_applied, 2u);
+  EXPECT_EQ(at("scope-exit=frame").totals.live_bytes, 100u);
+  EXPECT_EQ(at("scope-exit=frame").events_applied, 3u);
+  EXPECT_EQ(at("scope-exit=frame#2").totals.live_bytes, 50u);
+  EXPECT_TRUE(at("scope-exit=frame#2").snapshot_reached);
+  EXPECT_FALSE(at("scope-exit=frame#3").snapshot_reached);
+  EXPECT_EQ(at("end").totals.live_bytes, 57u);
+  EXPECT_EQ(at("event=2").totals.live_bytes, 100u);
+  const std::vector<Difference> d = Compare(at("scope-exit=frame"), at("scope-exit=frame#2"));
+  EXPECT_EQ(d[0].live_delta(), -50);
+}
+
+TEST(AnalyzerTest, SampledCapturesAreScaledByWeight) {
+  std::string text =
+      "{\"type\":\"header\",\"schema_version\":1,\"source\":\"preload\",\"interposer\":"
+      "{\"sample_interval_bytes\":4096,\"stack_depth\":0}}\n";
+  text += "{\"type\":\"alloc\",\"t\":1,\"thread\":1,\"addr\":\"0x10\",\"size\":100,\"layer\":0,"
+          "\"scope\":0,\"site\":0,\"ticket\":1,\"weight\":40.96}\n";
+  text += Alloc(20, 8192, 0, 1, 2);  // weight 1: recorded as it is
+  text += Free(10, 1, 3);
+  const auto s = Analyzer::SummarizeText(text, "sampled.jsonl");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->sampled);
+  EXPECT_EQ(s->sample_interval_bytes, 4096u);
+  EXPECT_EQ(s->source, "preload");
+  EXPECT_EQ(s->totals.allocated_count, 41u + 1u);
+  EXPECT_EQ(s->totals.allocated_bytes, 4096u + 8192u);
+  EXPECT_EQ(s->totals.freed_count, 41u);
+  EXPECT_EQ(s->totals.live_bytes, 8192u);
+  EXPECT_EQ(s->totals.live_count, 1u);
+  EXPECT_EQ(s->totals.high_water_bytes, 4096u + 8192u);
+  EXPECT_EQ(s->live_blocks, 1u);
+  const auto unsampled = Analyzer::SummarizeText(std::string(kHeader) + Alloc(1, 2, 0, 0, 1), "u");
+  ASSERT_TRUE(unsampled.ok());
+  EXPECT_FALSE(unsampled->sampled);
+}
+
+TEST(AnalyzerTest, KeepsSiteFramesAndModules) {
+  std::string text = std::string(kHeader) +
+                     "{\"type\":\"module\",\"path\":\"/bin/x\",\"start\":\"0x1000\",\"end\":"
+                     "\"0x2000\",\"offset\":\"0x0\",\"build_id\":\"ab\"}\n"
+                     "{\"type\":\"site\",\"id\":3,\"addr\":\"0x1010\",\"frames\":[\"0x1010\","
+                     "\"0x1020\"]}\n" +
+                     Alloc(10, 8, 0, 3, 1);
+  const auto s = Analyzer::SummarizeText(text, "frames.jsonl");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->modules.size(), 1u);
+  EXPECT_EQ(s->modules[0].path, "/bin/x");
+  EXPECT_EQ(s->modules[0].build_id, "ab");
+  ASSERT_EQ(s->site_frames.count(3), 1u);
+  EXPECT_EQ(s->site_frames.at(3), (std::vector<uint64_t>{0x1010, 0x1020}));
+}
+
+TEST(AnalyzerTest, EachScopePeakIsItsOwnHighWaterComposition) {
+  std::string text = std::string(kHeader) + ScopeLine(1, "load") + ScopeLine(2, "render");
+  text += Alloc(10, 100, 1, 0, 1) + Alloc(11, 60, 1, 1, 2);   // load peaks at 160 (event 2)
+  text += Free(10, 1, 3) + Free(11, 2, 4);
+  text += Alloc(20, 30, 2, 0, 5) + Alloc(21, 400, 1, 0, 6);   // load's own peak is later: 400
+  text += Free(20, 5, 7);
+  const std::string path = WriteFile("scope_peaks.jsonl", text);
+  const auto peaks = Analyzer::ScopePeaks(path, {});
+  ASSERT_TRUE(peaks.ok()) << peaks.status();
+  ASSERT_EQ(peaks->size(), 2u);
+  EXPECT_EQ((*peaks)[0].scope, 1u);
+  EXPECT_EQ((*peaks)[0].event_index, 6u);
+  EXPECT_EQ((*peaks)[0].composition.live_bytes, 400u);
+  EXPECT_EQ((*peaks)[0].total_live_bytes, 430u);
+  ASSERT_EQ((*peaks)[0].composition.by_site.size(), 1u);
+  EXPECT_EQ((*peaks)[1].scope, 2u);
+  EXPECT_EQ((*peaks)[1].event_index, 5u);
+  EXPECT_EQ((*peaks)[1].composition.live_bytes, 30u);
+  EXPECT_EQ((*peaks)[1].total_live_bytes, 30u);
+  const auto only = Analyzer::ScopePeaks(path, {2});
+  ASSERT_TRUE(only.ok());
+  ASSERT_EQ(only->size(), 1u);
+  EXPECT_EQ((*only)[0].scope, 2u);
+}
+
 }  // namespace
 }  // namespace memtrace

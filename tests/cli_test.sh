@@ -24,7 +24,7 @@ grep -q "request/respond" "$dir/t.txt" || fail "top rows: $(cat "$dir/t.txt")"
 "$memtrace" peak "$dir/c.jsonl" > "$dir/p.txt" || fail "peak"
 grep -q "global high-water" "$dir/p.txt" || fail "peak output: $(cat "$dir/p.txt")"
 
-"$memtrace" summary --at-event=10 "$dir/c.jsonl" | grep -q "state after event 10" \
+"$memtrace" summary --at-event=10 "$dir/c.jsonl" | grep -q "state at event 10: after event 10 of" \
   || fail "summary --at-event"
 "$memtrace" summary --at-event=x "$dir/c.jsonl" 2> /dev/null
 [[ $? -eq 2 ]] || fail "a bad --at-event must exit 2"
@@ -52,7 +52,89 @@ echo "garbage" > "$dir/bad.jsonl"
 [[ $? -eq 2 ]] || fail "unreadable input must exit 2"
 grep -q "bad.jsonl:1:" "$dir/e.txt" || fail "error must name the line: $(cat "$dir/e.txt")"
 
-"$memtrace" frobnicate 2> /dev/null
+"$memtrace" frobnicate 2> "$dir/e.txt"
 [[ $? -eq 2 ]] || fail "unknown command must exit 2"
+grep -q "unknown command 'frobnicate'" "$dir/e.txt" || fail "unknown command message: $(cat "$dir/e.txt")"
 "$memtrace" help verify | grep -q "usage: memtrace verify" || fail "help verify"
+"$memtrace" > /dev/null 2>&1
+[[ $? -eq 2 ]] || fail "no command must exit 2"
+
+# Every subcommand: --help prints its own usage and flags (exit 0); a flag of another
+# subcommand is refused by name (exit 2); --json prints one JSON object.
+for cmd in summary verify top peak retention diff coverage; do
+  "$memtrace" "$cmd" --help > "$dir/h.txt" || fail "$cmd --help exit $?"
+  grep -q "usage: memtrace $cmd" "$dir/h.txt" || fail "$cmd --help: $(cat "$dir/h.txt")"
+  grep -q -- "--json" "$dir/h.txt" || fail "$cmd --help lists --json: $(cat "$dir/h.txt")"
+  "$memtrace" "$cmd" --stacks "$dir/c.jsonl" > /dev/null 2> "$dir/e.txt" && [[ $cmd != top ]] \
+    && fail "$cmd accepted --stacks"
+  if [[ $cmd != top ]]; then
+    grep -q "memtrace $cmd: unknown flag '--stacks'" "$dir/e.txt" || fail "$cmd: $(cat "$dir/e.txt")"
+  fi
+done
+json_ok() {  # one JSON object per line that python can parse, with the given command
+  python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); assert d["command"]==sys.argv[1], d' "$1"
+}
+for cmd in summary verify top peak retention coverage; do
+  "$memtrace" "$cmd" --json "$dir/c.jsonl" > "$dir/j.json" || fail "$cmd --json exit $?"
+  json_ok "$cmd" < "$dir/j.json" || fail "$cmd --json: $(head -c 300 "$dir/j.json")"
+done
+"$memtrace" diff --json "$dir/small.jsonl" "$dir/c.jsonl" | json_ok diff || fail "diff --json"
+"$memtrace" top --json --stacks --limit=2 "$dir/c.jsonl" \
+  | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["rows"])==2 and d["rows"][0]["frames"], d' \
+  || fail "top --json --stacks"
+
+# Bad flag values and missing arguments: exit 2 with the flag named.
+"$memtrace" top --limit=abc "$dir/c.jsonl" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "a bad --limit must exit 2"
+grep -q "bad value for --limit" "$dir/e.txt" || fail "bad --limit message: $(cat "$dir/e.txt")"
+"$memtrace" top --limit 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "--limit without a value must exit 2"
+"$memtrace" summary 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "summary without a capture must exit 2"
+grep -q "which capture" "$dir/e.txt" || fail "missing capture message: $(cat "$dir/e.txt")"
+"$memtrace" summary "$dir/nope.jsonl" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "a missing file must exit 2"
+grep -q "cannot open capture" "$dir/e.txt" || fail "missing file message: $(cat "$dir/e.txt")"
+"$memtrace" verify "$dir/nope.jsonl" 2> /dev/null
+[[ $? -eq 2 ]] || fail "verify of a missing file must exit 2"
+
+# Snapshots at a time and at a scope's exit; diff between two points of one capture.
+"$memtrace" summary --at-scope-exit='request/handle#3' "$dir/c.jsonl" > "$dir/s.txt" \
+  || fail "summary --at-scope-exit"
+grep -q "state at exit 3 of request/handle" "$dir/s.txt" || fail "scope-exit snapshot: $(head -3 "$dir/s.txt")"
+"$memtrace" summary --at-scope-exit='no/such/scope' "$dir/c.jsonl" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "a scope that never exits must exit 2"
+grep -q "never reaches exit 1 of no/such/scope" "$dir/e.txt" || fail "never-reached: $(cat "$dir/e.txt")"
+"$memtrace" summary --json --at-time=0 "$dir/c.jsonl" \
+  | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["snapshot"]["events_applied"] < d["events"], d' \
+  || fail "summary --at-time=0 is a snapshot before the end"
+"$memtrace" summary --at-time=soon "$dir/c.jsonl" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "a bad --at-time must exit 2"
+"$memtrace" summary --at-time=1 --at-event=2 "$dir/c.jsonl" 2> /dev/null
+[[ $? -eq 2 ]] || fail "two --at-* flags must exit 2"
+"$memtrace" diff --from=scope-exit=request#5 --to=end "$dir/c.jsonl" > "$dir/d2.txt" \
+  || fail "diff between two points"
+grep -q "at exit 5 of request" "$dir/d2.txt" || fail "diff points: $(head -2 "$dir/d2.txt")"
+"$memtrace" diff "$dir/c.jsonl" 2> /dev/null
+[[ $? -eq 2 ]] || fail "diff of one capture without points must exit 2"
+
+# Per-scope peaks: one scope, and an unknown one.
+"$memtrace" peak --scope=request/respond "$dir/c.jsonl" > "$dir/p2.txt" || fail "peak --scope"
+grep -q "^request/respond: .* live after event" "$dir/p2.txt" || fail "peak --scope: $(cat "$dir/p2.txt")"
+"$memtrace" peak --scope=nope "$dir/c.jsonl" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "peak of an unknown scope must exit 2"
+
+# verify tells an interposer that saw nothing from one that was never loaded.
+printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload","interposer":{"library":"/x/libmemtrace_preload.so"}}' \
+  '{"type":"trailer","complete":true}' > "$dir/empty_preload.jsonl"
+"$memtrace" verify "$dir/empty_preload.jsonl" > "$dir/v3.txt"
+[[ $? -eq 1 ]] || fail "an empty preload capture must fail verify"
+grep -q "the interposer was loaded but recorded no allocations" "$dir/v3.txt" || fail "$(cat "$dir/v3.txt")"
+"$memtrace" verify --expect-preload "$dir/c.jsonl" > "$dir/v4.txt"
+[[ $? -eq 1 ]] || fail "--expect-preload on a runtime capture must fail"
+grep -q 'the interposer was not loaded (header source is "runtime"' "$dir/v4.txt" || fail "$(cat "$dir/v4.txt")"
+
+# No progress bar (or anything else) on stderr when stderr is not a terminal.
+"$memtrace" summary "$dir/c.jsonl" > /dev/null 2> "$dir/e.txt" || fail "summary"
+[[ ! -s "$dir/e.txt" ]] || fail "stderr must stay empty when piped: $(cat "$dir/e.txt")"
 echo "PASS"

@@ -1,0 +1,328 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "analysis/exports.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analysis/internal/proto_writer.h"
+#include "sinks/json_text.h"
+
+namespace memtrace {
+namespace {
+
+using analysis_internal::ProtoWriter;
+
+// Innermost first, as captured: the site's stack, or its return address alone.
+std::vector<uint64_t> SiteFrames(const CaptureSummary& s, uint32_t site, uint64_t addr) {
+  auto it = s.site_frames.find(site);
+  if (it != s.site_frames.end() && !it->second.empty()) return it->second;
+  return {addr};
+}
+
+std::string ScopePath(const CaptureSummary& s, uint32_t id) {
+  auto it = s.scope_paths.find(id);
+  return it != s.scope_paths.end() ? it->second : absl::StrCat("scope ", id);
+}
+
+// ---- Perfetto -------------------------------------------------------------------------------
+
+// Microseconds with nanosecond precision, as trace-event "ts" wants.
+std::string Micros(int64_t ns) { return absl::StrFormat("%.3f", static_cast<double>(ns) / 1e3); }
+
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(uint64_t pid) : pid_(pid) {}
+  void Add(const std::string& event) {
+    absl::StrAppend(&out_, count_++ == 0 ? "\n" : ",\n", event);
+  }
+  std::string Common(const char* ph, const std::string& name, uint32_t tid, int64_t ts_ns) {
+    return absl::StrCat("{\"ph\":\"", ph, "\",\"name\":", JsonQuote(name), ",\"pid\":", pid_,
+                        ",\"tid\":", tid, ",\"ts\":", Micros(ts_ns));
+  }
+  std::string Finish(const std::string& metadata) {
+    return absl::StrCat("{\"displayTimeUnit\":\"ns\",\"otherData\":", metadata,
+                        ",\"traceEvents\":[", out_, "\n]}\n");
+  }
+
+ private:
+  uint64_t pid_;
+  std::string out_;
+  uint64_t count_ = 0;
+};
+
+}  // namespace
+
+std::string FrameName(Symbolizer& symbolizer, uint64_t pc) {
+  const SymbolizedFrame& f = symbolizer.Resolve(pc);
+  return f.function != "??" ? f.function : symbolizer.Describe(pc);
+}
+
+absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const CaptureSummary& summary) {
+  TraceBuilder trace(summary.pid);
+  // Time zero: the capture's start (or its first event). Event times `t` are unix ns at the
+  // start of the drainer epoch, never after the event; scope slices use the steady clock
+  // (mono_ns, one clock for all threads), placed on the same axis by the largest
+  // t - mono_ns over the scope events (a first pass): the closest estimate from below of
+  // the clocks' real offset, exact to one epoch.
+  int64_t base = summary.started_unix_ns;
+  bool have_base = base != 0;
+  bool have_offset = false;
+  int64_t mono_offset = 0;
+  absl::Status scan = ReadCapture(path, [&](const CaptureRecord& rec) {
+    if (rec.type == LineType::kScopeEnter || rec.type == LineType::kScopeExit) {
+      const int64_t offset = rec.t - rec.mono_ns;
+      if (!have_offset || offset > mono_offset) mono_offset = offset;
+      have_offset = true;
+    }
+    return absl::OkStatus();
+  });
+  if (!scan.ok()) return scan;
+  int64_t last_ts = 0;
+  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> open;  // thread -> scope stack
+  std::map<uint32_t, uint64_t> emitted;  // scope -> live bytes last emitted
+  int64_t epoch_t = 0;
+  bool in_epoch = false;
+  Analyzer replay;
+  auto flush_counters = [&](int64_t t) {
+    for (const auto& [scope, usage] : replay.scope_usage()) {
+      auto it = emitted.find(scope);
+      if (it != emitted.end() && it->second == usage.live_bytes) continue;
+      emitted[scope] = usage.live_bytes;
+      trace.Add(absl::StrCat(trace.Common("C", "live bytes: " + ScopePath(summary, scope), 0,
+                                          t - base),
+                             ",\"args\":{\"bytes\":", usage.live_bytes, "}}"));
+    }
+  };
+  CaptureReadStats stats;
+  absl::Status read = ReadCapture(
+      path,
+      [&](const CaptureRecord& rec) {
+        const bool is_event = rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd;
+        if (is_event) {
+          if (!have_base) {
+            base = rec.t;
+            have_base = true;
+          }
+          // Counters once per epoch: the state at the end of the previous one.
+          if (in_epoch && rec.t != epoch_t) flush_counters(epoch_t);
+          epoch_t = rec.t;
+          in_epoch = true;
+          last_ts = std::max(last_ts, rec.t - base);
+        }
+        if (rec.type == LineType::kScopeEnter || rec.type == LineType::kScopeExit) {
+          // Not before time zero (a scope entered before the sink opened).
+          const int64_t ts = std::max<int64_t>(0, rec.mono_ns + mono_offset - base);
+          last_ts = std::max(last_ts, ts);
+          std::vector<uint32_t>& stack = open[rec.thread];
+          if (rec.type == LineType::kScopeEnter) {
+            stack.push_back(rec.scope);
+            trace.Add(trace.Common("B", ScopePath(summary, rec.scope), rec.thread, ts) + "}");
+          } else if (std::find(stack.begin(), stack.end(), rec.scope) != stack.end()) {
+            // Close up to and including the scope (exits are innermost first).
+            while (!stack.empty()) {
+              const uint32_t top = stack.back();
+              stack.pop_back();
+              trace.Add(trace.Common("E", ScopePath(summary, top), rec.thread, ts) + "}");
+              if (top == rec.scope) break;
+            }
+          }  // an exit whose enter precedes the capture: no slice
+        }
+        return replay.Apply(rec);
+      },
+      &stats);
+  if (!read.ok()) return read;
+  if (in_epoch) flush_counters(epoch_t);
+  // Slices still open at the end of the capture end there, so B/E stay balanced.
+  for (auto& [thread, stack] : open) {
+    while (!stack.empty()) {
+      trace.Add(trace.Common("E", ScopePath(summary, stack.back()), thread, last_ts) + "}");
+      stack.pop_back();
+    }
+  }
+  if (summary.peak_event_index > 0) {
+    trace.Add(absl::StrCat(trace.Common("i", "global peak", 0, summary.peak_t - base),
+                           ",\"s\":\"g\",\"args\":{\"live_bytes\":",
+                           summary.totals.high_water_bytes, ",\"event_index\":",
+                           summary.peak_event_index, "}}"));
+  }
+  for (const AllocationAttribution& a : summary.attribution) {
+    if (a.usage.live_bytes == 0) continue;
+    trace.Add(absl::StrCat(trace.Common("i", "leak: " + ScopePath(summary, a.scope), 0, last_ts),
+                           ",\"s\":\"g\",\"args\":{\"site\":\"0x", absl::Hex(a.site_addr),
+                           "\",\"live_bytes\":", a.usage.live_bytes,
+                           ",\"live_blocks\":", a.usage.live_count, "}}"));
+  }
+  trace.Add(absl::StrCat("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":", summary.pid,
+                         ",\"tid\":0,\"ts\":0,\"args\":{\"name\":\"memtrace capture\"}}"));
+  return trace.Finish(absl::StrCat("{\"capture\":", JsonQuote(path), ",\"sampled\":",
+                                   summary.sampled ? "true" : "false", ",\"complete\":",
+                                   summary.has_trailer && summary.trailer_complete ? "true"
+                                                                                   : "false",
+                                   "}"));
+}
+
+// ---- folded ---------------------------------------------------------------------------------
+
+std::string FoldedStacks(const CaptureSummary& summary, Symbolizer& symbolizer,
+                         FoldedWeight weight) {
+  std::map<std::string, uint64_t> stacks;
+  for (const AllocationAttribution& a : summary.attribution) {
+    const uint64_t w = weight == FoldedWeight::kBytes ? a.usage.allocated_bytes
+                                                      : a.usage.allocated_count;
+    if (w == 0) continue;
+    const std::vector<uint64_t> frames = SiteFrames(summary, a.site, a.site_addr);
+    std::string line;
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+      std::string name = FrameName(symbolizer, *it);
+      std::replace(name.begin(), name.end(), ';', ':');
+      std::replace(name.begin(), name.end(), '\n', ' ');
+      absl::StrAppend(&line, line.empty() ? "" : ";", name);
+    }
+    stacks[line] += w;
+  }
+  std::string out;
+  for (const auto& [stack, w] : stacks) absl::StrAppend(&out, stack, " ", w, "\n");
+  return out;
+}
+
+// ---- pprof ----------------------------------------------------------------------------------
+
+namespace {
+
+class StringTable {
+ public:
+  StringTable() { Index(""); }
+  int64_t Index(const std::string& s) {
+    auto [it, added] = index_.emplace(s, strings_.size());
+    if (added) strings_.push_back(s);
+    return static_cast<int64_t>(it->second);
+  }
+  const std::vector<std::string>& strings() const { return strings_; }
+
+ private:
+  absl::flat_hash_map<std::string, size_t> index_;
+  std::vector<std::string> strings_;
+};
+
+absl::StatusOr<std::string> Gzip(const std::string& data) {
+  z_stream z{};
+  // windowBits 15 + 16: a gzip header and trailer around the deflate stream.
+  if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    return absl::InternalError("zlib: deflateInit2 failed");
+  }
+  std::string out(deflateBound(&z, data.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) return absl::InternalError(absl::StrCat("zlib: deflate returned ", rc));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symbolizer& symbolizer) {
+  // profile.proto (github.com/google/pprof/proto/profile.proto) field numbers.
+  enum : uint32_t {
+    kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5,
+    kStringTable = 6, kTimeNanos = 9, kPeriodType = 11, kPeriod = 12, kDefaultSampleType = 14,
+  };
+  StringTable strings;
+  ProtoWriter profile;
+  const char* kTypes[][2] = {{"alloc_objects", "count"}, {"alloc_space", "bytes"},
+                             {"inuse_objects", "count"}, {"inuse_space", "bytes"}};
+  for (const auto& [type, unit] : kTypes) {
+    ProtoWriter vt;
+    vt.Int64(1, strings.Index(type));
+    vt.Int64(2, strings.Index(unit));
+    profile.Message(kSampleType, vt);
+  }
+  // Mappings: one per module line, ids from 1.
+  std::vector<const CaptureRecord*> modules;
+  for (const CaptureRecord& m : summary.modules) {
+    modules.push_back(&m);
+    ProtoWriter mapping;
+    mapping.Varint(1, modules.size());
+    mapping.Varint(2, m.start);
+    mapping.Varint(3, m.end);
+    mapping.Varint(4, m.offset);
+    mapping.Int64(5, strings.Index(m.path));
+    mapping.Int64(6, strings.Index(m.build_id));
+    mapping.Varint(7, 1);  // has_functions: names come with the profile
+    profile.Message(kMapping, mapping);
+  }
+  auto mapping_of = [&](uint64_t pc) -> uint64_t {
+    for (size_t i = 0; i < modules.size(); ++i) {
+      if (pc >= modules[i]->start && pc < modules[i]->end) return i + 1;
+    }
+    return 0;
+  };
+  absl::flat_hash_map<uint64_t, uint64_t> location_ids;   // pc -> id
+  absl::flat_hash_map<std::string, uint64_t> function_ids;  // name + file -> id
+  auto location = [&](uint64_t pc) {
+    auto [it, added] = location_ids.emplace(pc, location_ids.size() + 1);
+    if (!added) return it->second;
+    const SymbolizedFrame& f = symbolizer.Resolve(pc);
+    const std::string name = FrameName(symbolizer, pc);
+    auto [fn, new_function] = function_ids.emplace(name + '\0' + f.file, function_ids.size() + 1);
+    if (new_function) {
+      ProtoWriter function;
+      function.Varint(1, fn->second);
+      function.Int64(2, strings.Index(name));
+      function.Int64(3, strings.Index(name));
+      function.Int64(4, strings.Index(f.file));
+      profile.Message(kFunction, function);
+    }
+    ProtoWriter loc;
+    loc.Varint(1, it->second);
+    if (const uint64_t mapping = mapping_of(pc); mapping != 0) loc.Varint(2, mapping);
+    loc.Varint(3, pc);
+    ProtoWriter line;
+    line.Varint(1, fn->second);
+    line.Int64(2, f.line);
+    loc.Message(4, line);
+    profile.Message(kLocation, loc);
+    return it->second;
+  };
+  const int64_t scope_key = strings.Index("scope");
+  const int64_t layer_key = strings.Index("layer");
+  for (const AllocationAttribution& a : summary.attribution) {
+    ProtoWriter sample;
+    std::vector<uint64_t> ids;
+    for (uint64_t pc : SiteFrames(summary, a.site, a.site_addr)) ids.push_back(location(pc));
+    sample.Packed(1, ids);
+    sample.Packed(2, {a.usage.allocated_count, a.usage.allocated_bytes, a.usage.live_count,
+                      a.usage.live_bytes});
+    auto label = [&](int64_t key, const std::string& value) {
+      ProtoWriter l;
+      l.Int64(1, key);
+      l.Int64(2, strings.Index(value));
+      sample.Message(3, l);
+    };
+    label(scope_key, ScopePath(summary, a.scope));
+    auto layer = summary.layer_names.find(a.layer);
+    label(layer_key, layer != summary.layer_names.end() ? layer->second : absl::StrCat(a.layer));
+    profile.Message(kSample, sample);
+  }
+  ProtoWriter period_type;
+  period_type.Int64(1, strings.Index("space"));
+  period_type.Int64(2, strings.Index("bytes"));
+  profile.Message(kPeriodType, period_type);
+  profile.Int64(kPeriod, static_cast<int64_t>(summary.sample_interval_bytes));
+  profile.Int64(kTimeNanos, summary.started_unix_ns);
+  profile.Int64(kDefaultSampleType, strings.Index("inuse_space"));
+  for (const std::string& s : strings.strings()) profile.Bytes(kStringTable, s);
+  return Gzip(profile.data());
+}
+
+}  // namespace memtrace

@@ -1,0 +1,53 @@
+// Copyright 2026 The memtrace Authors.
+//
+// exports.h: a capture in the formats other viewers read (docs/exports.md).
+//
+//   PerfettoTrace()  Chrome trace-event JSON ({"traceEvents":[...]}) that Perfetto UI and
+//                    chrome://tracing open: a live-bytes counter per scope ("ph":"C"),
+//                    scope slices per thread ("B"/"E", balanced per thread), and instant
+//                    events ("ph":"i") for the global peak and for what was still live at
+//                    the end (leaks), one per site and scope.
+//   FoldedStacks()   collapsed stacks for flame-graph tools: "outer;caller;callee WEIGHT"
+//                    per line, weighted by bytes or by allocations.
+//   PprofProfile()   a gzip-compressed profile.proto heap profile with sample types
+//                    alloc_objects/count, alloc_space/bytes, inuse_objects/count and
+//                    inuse_space/bytes (inuse: live at the end), for `go tool pprof`.
+//
+// Frames are symbolized through the capture's module lines (analysis/symbolizer.h); a
+// site without a captured stack is the one frame of its return address. Sampled captures
+// export the scaled estimates (docs/capture-format.md "Sampling").
+//
+// Thread safety: pure functions over their arguments; the Symbolizer is used by one thread.
+
+#ifndef MEMTRACE_ANALYSIS_EXPORTS_H_
+#define MEMTRACE_ANALYSIS_EXPORTS_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "analysis/analyzer.h"
+#include "analysis/symbolizer.h"
+
+namespace memtrace {
+
+// Replays the capture at `path` (whose summary is `summary`) into trace-event JSON.
+absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const CaptureSummary& summary);
+
+enum class FoldedWeight { kBytes, kCount };
+// Collapsed stacks of the allocations, outermost frame first, identical stacks merged, one
+// line each, sorted. A ';' inside a frame name becomes ':' and a newline a space (the
+// format has no escape). Stacks that weigh 0 are left out.
+std::string FoldedStacks(const CaptureSummary& summary, Symbolizer& symbolizer,
+                         FoldedWeight weight);
+
+// The gzip-compressed profile.proto bytes. Each (site, scope, layer) is a sample labelled
+// with its scope and layer.
+absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symbolizer& symbolizer);
+
+// A frame's name in exports: the function, or Describe() when the function is unknown (so
+// two unknown pcs stay apart).
+std::string FrameName(Symbolizer& symbolizer, uint64_t pc);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_ANALYSIS_EXPORTS_H_

@@ -1,0 +1,107 @@
+// Copyright 2026 The memtrace Authors.
+//
+// symbolizer.h: turns the return addresses of a capture's call stacks into function, file
+// and line, offline, from the module lines the capture lists (docs/capture-format.md).
+//
+// A capture's `module` lines say which file was mapped where in the traced process: the
+// range [start, end) maps file `path` from file offset `offset`. The Symbolizer opens that
+// file with elfutils (libdw/libdwfl, Debian's libdw-dev) the first time a pc falls into
+// it, works out the load bias from the ELF program headers (the PT_LOAD segment that holds
+// `offset` maps file offset o to virtual address p_vaddr + (o - p_offset), so
+// bias = start - (p_vaddr + offset - p_offset); this is right for executables, PIE and
+// shared objects alike), and resolves `pc - 1` (every frame is a return address, so
+// pc - 1 lies inside the call instruction) to:
+//
+//   1. DWARF line information (file:line) and the symbol table's function name,
+//      demangled (abi::__cxa_demangle); the DWARF subprogram's name when the symbol
+//      tables do not cover the pc;
+//   2. without debug information: the ELF .symtab or .dynsym name alone;
+//   3. nothing known: "??", with the module and the offset inside it.
+//
+// Resolution never fails. A module whose file is missing, unreadable, not ELF, or whose
+// GNU build id differs from the capture's (the file on disk is not the one that ran) is
+// treated as missing: its pcs describe as "?? (path+0xoff)", where the offset is the file
+// offset (pc - start + offset) because the program headers are unknown. For a module that
+// was read, module_offset is the ELF virtual address (pc - bias), the number addr2line and
+// objdump take.
+//
+// Thread safety: a Symbolizer is used by one thread. Resolve() caches; the reference it
+// returns stays valid for the Symbolizer's lifetime.
+//
+// Example:
+//
+//   Symbolizer symbolizer;
+//   for (const CaptureRecord& m : modules) symbolizer.AddModule(m);
+//   puts(symbolizer.Describe(site_addr).c_str());  // "Parse(Request&) (server.cc:88)"
+
+#ifndef MEMTRACE_ANALYSIS_SYMBOLIZER_H_
+#define MEMTRACE_ANALYSIS_SYMBOLIZER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/node_hash_map.h"
+#include "analysis/capture_reader.h"
+
+namespace memtrace {
+
+struct SymbolizedFrame {
+  uint64_t pc;
+  std::string function;  // demangled; "??" when unknown
+  std::string file;      // source file, empty without line information
+  uint32_t line = 0;     // 0 without line information
+  std::string module;    // the module's path; empty when the pc is in no module
+  uint64_t module_offset = 0;
+};
+
+namespace analysis_internal {
+struct LoadedModule;  // the opened ELF file of a module (symbolizer.cc)
+}  // namespace analysis_internal
+
+class Symbolizer {
+ public:
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Adds a module line of a capture (a CaptureRecord of type kModule: path, start, end,
+  // offset, build_id). Cheap: the file is opened on the first Resolve() inside it. A later
+  // module overlapping an earlier one replaces it for the overlapping start.
+  void AddModule(const CaptureRecord& module);
+
+  // Resolves a return address (looks up pc - 1). Never fails: unknown pcs get function
+  // "??"; module is the module's path when the pc is inside one (module_offset set), else
+  // empty. Cached.
+  const SymbolizedFrame& Resolve(uint64_t pc);
+
+  // "function (file:line)", "function (module+0xoff)" without line information,
+  // "?? (module+0xoff)" when nothing is known inside a module, "?? (0xpc)" outside all.
+  std::string Describe(uint64_t pc);
+
+  // Module lines added so far.
+  size_t module_count() const { return modules_.size(); }
+
+ private:
+  struct Module {
+    CaptureRecord record;
+    bool tried = false;  // opening was attempted
+    uint64_t bias = 0;   // runtime address minus ELF virtual address, once loaded
+    std::shared_ptr<analysis_internal::LoadedModule> loaded;  // null: missing or mismatched
+  };
+  Module* FindModule(uint64_t pc);
+  void Load(Module& m);
+
+  std::vector<Module> modules_;
+  std::map<uint64_t, size_t> by_start_;  // module start -> index into modules_
+  // Opened files by path (null: could not be opened), shared by the mappings of one file.
+  std::map<std::string, std::shared_ptr<analysis_internal::LoadedModule>> files_;
+  absl::node_hash_map<uint64_t, SymbolizedFrame> cache_;  // node map: stable references
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_ANALYSIS_SYMBOLIZER_H_

@@ -1,0 +1,761 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "cli/analysis_commands.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analysis/analyzer.h"
+#include "analysis/exports.h"
+#include "analysis/symbolizer.h"
+#include "cli/progress_bar.h"
+#include "sinks/json_text.h"
+#include "sinks/summary_table.h"
+
+ABSL_FLAG(std::string, at_event, "", "snapshot: the state right after the first N events");
+ABSL_FLAG(std::string, at_time, "",
+          "snapshot: the state at a time, in ns since the capture started or in unix ns");
+ABSL_FLAG(std::string, at_scope_exit, "",
+          "snapshot: the state right after a scope's first exit (PATH) or its N-th (PATH#N)");
+ABSL_FLAG(std::string, by, "bytes", "order by: bytes, count, live or temporaries");
+ABSL_FLAG(int32_t, limit, 20, "rows to print");
+ABSL_FLAG(bool, stacks, false, "print each site's whole call stack, symbolized");
+ABSL_FLAG(std::string, scope, "",
+          "only this scope's own high-water moment (a path like frame/render)");
+ABSL_FLAG(bool, expect_preload, false,
+          "also fail unless the capture came from the LD_PRELOAD interposer (memtrace run)");
+ABSL_FLAG(std::string, from, "end",
+          "diff: the first snapshot point: end, event=N, time=NS, scope-exit=PATH[#N]");
+ABSL_FLAG(std::string, to, "end", "diff: the second snapshot point (same forms as --from)");
+ABSL_FLAG(std::string, format, "", "export format: perfetto, folded or pprof");
+ABSL_FLAG(std::string, weight, "bytes", "folded export: weigh stacks by bytes or count allocated");
+
+namespace memtrace {
+
+const CommandSpec kSummarySpec = {
+    "summary", "memtrace summary [flags] CAPTURE",
+    "Replays CAPTURE and prints live bytes, blocks, high-water, allocated and freed per\n"
+    "scope and per layer, then the capture's integrity verdict from its trailer. With one\n"
+    "of the --at-* flags, the state at that point of the capture (a snapshot).",
+    {"json", "at_event", "at_time", "at_scope_exit"}};
+
+const CommandSpec kVerifySpec = {
+    "verify", "memtrace verify [flags] CAPTURE",
+    "Checks that CAPTURE has at least one memory event, ends with a trailer (it was not cut\n"
+    "off), and that the trailer says nothing was lost. Exit 0 when all hold; otherwise print\n"
+    "which failed and exit 1. A capture from the interposer (header source \"preload\") with\n"
+    "no memory events means the interposer was loaded but recorded no allocations.",
+    {"json", "expect_preload"}};
+
+const CommandSpec kTopSpec = {
+    "top", "memtrace top [flags] CAPTURE",
+    "Lists call sites, each with the scope and layer it allocated in, largest first, with\n"
+    "the site symbolized from the capture's module lines (function (file:line)).\n"
+    "--by=bytes: bytes allocated; count: allocations; live: bytes live at the end (leaks at\n"
+    "exit); temporaries: blocks freed almost at once by the thread that allocated them.",
+    {"json", "by", "limit", "stacks"}};
+
+const CommandSpec kPeakSpec = {
+    "peak", "memtrace peak [flags] CAPTURE",
+    "Finds the moment total live memory was highest and lists what held it, by scope and\n"
+    "by call site; then, for each scope (largest first, --limit of them) or for --scope, its\n"
+    "own high-water moment and what of it was live then, by site. Reads the capture three\n"
+    "times.",
+    {"json", "limit", "scope"}};
+
+const CommandSpec kRetentionSpec = {
+    "retention", "memtrace retention [flags] CAPTURE",
+    "For every scope whose instances exited, how many exits left memory allocated inside\n"
+    "them still live, and how much (summed over exits): per-frame or per-request leaks.",
+    {"json"}};
+
+const CommandSpec kDiffSpec = {
+    "diff", "memtrace diff [flags] BEFORE AFTER | memtrace diff --from=P --to=P CAPTURE",
+    "Compares two snapshots scope by scope (matched by path): live bytes, high-water and\n"
+    "bytes allocated, largest change in live bytes first. With two captures, --from applies\n"
+    "to BEFORE and --to to AFTER (both default to the end); with one capture, --from and\n"
+    "--to pick two points of it. Points: end, event=N, time=NS (since the start, or unix\n"
+    "ns), scope-exit=PATH or scope-exit=PATH#N.",
+    {"json", "from", "to"}};
+
+const CommandSpec kCoverageSpec = {
+    "coverage", "memtrace coverage [flags] CAPTURE",
+    "How much of the memory is explained: bytes allocated (and live at the end) in named\n"
+    "scopes versus unscoped, the census total beside the live bytes the allocator observed,\n"
+    "and the temporaries.",
+    {"json"}};
+
+const CommandSpec kExportSpec = {
+    "export", "memtrace export --format=perfetto|folded|pprof [flags] CAPTURE -o OUT",
+    "Writes CAPTURE in a format other viewers read (docs/exports.md):\n"
+    "  perfetto  Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing: per-scope\n"
+    "            live-bytes counters, scope slices per thread, instants for the peak and leaks\n"
+    "  folded    collapsed stacks (\"outer;caller;callee WEIGHT\") for flame-graph tools,\n"
+    "            weighted by bytes (--weight=bytes) or allocations (--weight=count)\n"
+    "  pprof     gzip-compressed profile.proto for `go tool pprof` (alloc_objects,\n"
+    "            alloc_space, inuse_objects, inuse_space; inuse = live at the end)\n"
+    "Without -o, perfetto and folded go to stdout; pprof needs -o.",
+    {"format", "weight", "output"}};
+
+namespace {
+
+std::string Verdict(const CaptureSummary& s) {
+  if (!s.has_trailer) return "TRUNCATED (no trailer: the program or the sink stopped early)";
+  if (!s.trailer_complete) return "PARTIAL (the trailer reports lost records)";
+  return "complete";
+}
+
+std::string VerdictWord(const CaptureSummary& s) {
+  return !s.has_trailer ? "truncated" : (s.trailer_complete ? "complete" : "partial");
+}
+
+// The line under every text header of a sampled capture.
+void PrintSampledNote(const CaptureSummary& s) {
+  if (!s.sampled) return;
+  printf("sampled estimate: the interposer kept a sample (one per %llu bytes on average); "
+         "counts and bytes are scaled by each sample's weight\n",
+         static_cast<unsigned long long>(s.sample_interval_bytes));
+}
+
+// The JSON fields every analysis output starts with.
+std::string JsonHead(const std::string& command, const std::string& path,
+                     const CaptureSummary& s) {
+  return absl::StrCat("\"command\":", JsonQuote(command), ",\"capture\":", JsonQuote(path),
+                      ",\"verdict\":\"", VerdictWord(s), "\",\"sampled\":",
+                      s.sampled ? "true" : "false", ",\"events\":", s.events);
+}
+
+std::string ScopeName(const CaptureSummary& s, uint32_t id) {
+  auto it = s.scope_paths.find(id);
+  return it != s.scope_paths.end() ? it->second : absl::StrCat("scope ", id);
+}
+
+std::string LayerName(const CaptureSummary& s, uint32_t id) {
+  auto it = s.layer_names.find(id);
+  return it != s.layer_names.end() ? it->second : absl::StrCat(id);
+}
+
+std::string Hex(uint64_t v) { return absl::StrCat("0x", absl::Hex(v)); }
+
+std::string Signed(int64_t v) {
+  return v < 0 ? absl::StrCat("-", FormatBytes(static_cast<uint64_t>(-v)))
+               : absl::StrCat("+", FormatBytes(static_cast<uint64_t>(v)));
+}
+
+double Share(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+// Reads `path` up to `point`, with a progress bar when stderr is a terminal.
+absl::StatusOr<CaptureSummary> Load(const std::string& path, const SnapshotPoint& point) {
+  ProgressBar bar(path, "reading");
+  return Analyzer::Summarize(path, point, [&bar](uint64_t bytes) { bar.Update(bytes); });
+}
+
+absl::StatusOr<CaptureSummary> Load(const std::string& path) { return Load(path, SnapshotPoint{}); }
+
+// Exactly one CAPTURE argument, or a usage error.
+std::optional<int> OneCapture(const CommandSpec& spec, const ParsedArgs& args) {
+  if (args.positional.empty()) return UsageError(spec, "which capture? give a CAPTURE file");
+  if (args.positional.size() > 1 || args.dashdash) {
+    return UsageError(spec, "give exactly one CAPTURE file");
+  }
+  return std::nullopt;
+}
+
+// Names call sites: symbolized through the capture's module lines when it has any, else
+// the bare return address (captures of the wrapped-allocator API list no modules).
+class SiteNamer {
+ public:
+  explicit SiteNamer(const CaptureSummary& s) : summary_(s) {
+    for (const CaptureRecord& m : s.modules) symbolizer_.AddModule(m);
+  }
+  uint64_t Addr(uint32_t site) const {
+    auto it = summary_.site_addrs.find(site);
+    return it != summary_.site_addrs.end() ? it->second : 0;
+  }
+  std::vector<uint64_t> Frames(uint32_t site) const {
+    auto it = summary_.site_frames.find(site);
+    if (it != summary_.site_frames.end()) return it->second;
+    return {Addr(site)};
+  }
+  std::string Describe(uint64_t pc) {
+    return summary_.modules.empty() ? Hex(pc) : symbolizer_.Describe(pc);
+  }
+  std::string Name(uint32_t site) {
+    if (summary_.site_addrs.count(site) == 0) return absl::StrCat("site ", site);
+    return Describe(Frames(site)[0]);
+  }
+  std::string JsonFrame(uint64_t pc) {
+    const SymbolizedFrame& f = symbolizer_.Resolve(pc);
+    return absl::StrCat("{\"pc\":\"", Hex(pc), "\",\"function\":", JsonQuote(f.function),
+                        ",\"file\":", JsonQuote(f.file), ",\"line\":", f.line,
+                        ",\"module\":", JsonQuote(f.module), ",\"module_offset\":\"",
+                        Hex(f.module_offset), "\",\"text\":", JsonQuote(Describe(pc)), "}");
+  }
+
+ private:
+  const CaptureSummary& summary_;
+  Symbolizer symbolizer_;
+};
+
+// ---- summary ----------------------------------------------------------------------------
+
+void PrintTable(const CaptureSummary& s, const std::string& path) {
+  printf("memtrace summary of %s: capture %s\n", path.c_str(), Verdict(s).c_str());
+  PrintSampledNote(s);
+  printf("\n");
+  const char* row = "%-36s %11s %9s %11s %11s %10s %11s %10s\n";
+  printf(row, "scope", "live", "blocks", "high-water", "allocated", "allocs", "freed", "frees");
+  auto line = [&](const std::string& name, const UsageCounters& u) {
+    printf(row, name.c_str(), FormatBytes(u.live_bytes).c_str(),
+           absl::StrCat(u.live_count).c_str(), FormatBytes(u.high_water_bytes).c_str(),
+           FormatBytes(u.allocated_bytes).c_str(), absl::StrCat(u.allocated_count).c_str(),
+           FormatBytes(u.freed_bytes).c_str(), absl::StrCat(u.freed_count).c_str());
+  };
+  for (const auto& [id, usage] : s.scopes) line(ScopeName(s, id), usage);
+  line("TOTAL", s.totals);
+  printf("\n");
+  for (const auto& [id, usage] : s.layers) line("layer " + LayerName(s, id), usage);
+  printf("\n%llu events; %llu blocks live at the end; %llu releases with no allocation in "
+         "the capture\n",
+         static_cast<unsigned long long>(s.events), static_cast<unsigned long long>(s.live_blocks),
+         static_cast<unsigned long long>(s.unmatched_releases));
+}
+
+std::string JsonScopeUsages(const CaptureSummary& s) {
+  std::string scopes;
+  for (const auto& [id, usage] : s.scopes) {
+    absl::StrAppend(&scopes, scopes.empty() ? "" : ",", "{\"id\":", id,
+                    ",\"path\":", JsonQuote(s.scope_paths.count(id) ? s.scope_paths.at(id) : ""),
+                    ",\"usage\":", JsonUsage(usage), "}");
+  }
+  return scopes;
+}
+
+std::optional<SnapshotPoint> SummaryPoint(int* exit) {
+  std::vector<std::string> given;
+  if (!absl::GetFlag(FLAGS_at_event).empty()) given.push_back("event=" + absl::GetFlag(FLAGS_at_event));
+  if (!absl::GetFlag(FLAGS_at_time).empty()) given.push_back("time=" + absl::GetFlag(FLAGS_at_time));
+  if (!absl::GetFlag(FLAGS_at_scope_exit).empty()) {
+    given.push_back("scope-exit=" + absl::GetFlag(FLAGS_at_scope_exit));
+  }
+  if (given.size() > 1) {
+    *exit = UsageError(kSummarySpec, "give at most one of --at-event, --at-time, --at-scope-exit");
+    return std::nullopt;
+  }
+  if (given.empty()) return SnapshotPoint{};
+  auto point = ParseSnapshotPoint(given[0]);
+  if (!point.ok()) {
+    *exit = UsageError(kSummarySpec, std::string(point.status().message()));
+    return std::nullopt;
+  }
+  return *point;
+}
+
+std::string PointDescription(const SnapshotPoint& p) {
+  switch (p.kind) {
+    case SnapshotPoint::Kind::kEnd: return "the end";
+    case SnapshotPoint::Kind::kEvent: return absl::StrCat("event ", p.event);
+    case SnapshotPoint::Kind::kTime: return absl::StrCat("time ", p.time_ns, " ns");
+    case SnapshotPoint::Kind::kScopeExit: return absl::StrCat("exit ", p.nth, " of ", p.scope);
+  }
+  return p.text;
+}
+
+// Fails when a scope-exit point was never reached.
+std::optional<int> CheckReached(const CommandSpec& spec, const CaptureSummary& s,
+                                const SnapshotPoint& p) {
+  if (s.snapshot_reached) return std::nullopt;
+  return InputError(spec, absl::StrCat("the capture never reaches ", PointDescription(p),
+                                       " (the scope exits fewer times, or never: check the "
+                                       "path with memtrace retention)"));
+}
+
+}  // namespace
+
+int SummaryCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kSummarySpec, argc, argv, &args)) return *exit;
+  if (auto exit = OneCapture(kSummarySpec, args)) return *exit;
+  int exit = 0;
+  const std::optional<SnapshotPoint> point = SummaryPoint(&exit);
+  if (!point) return exit;
+  const std::string& path = args.positional[0];
+  const auto s = Load(path, *point);
+  if (!s.ok()) return InputError(kSummarySpec, std::string(s.status().message()));
+  if (auto e = CheckReached(kSummarySpec, *s, *point)) return *e;
+  const bool at_point = point->kind != SnapshotPoint::Kind::kEnd;
+  if (absl::GetFlag(FLAGS_json)) {
+    std::string layers;
+    for (const auto& [id, usage] : s->layers) {
+      absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", id,
+                      ",\"name\":", JsonQuote(LayerName(*s, id)), ",\"usage\":", JsonUsage(usage),
+                      "}");
+    }
+    printf("{%s,\"has_trailer\":%s,\"complete\":%s,\"source\":%s,\"unmatched_releases\":%llu,"
+           "\"live_blocks\":%llu,\"snapshot\":%s,\"totals\":%s,\"scopes\":[%s],\"layers\":[%s]}\n",
+           JsonHead("summary", path, *s).c_str(), s->has_trailer ? "true" : "false",
+           s->has_trailer && s->trailer_complete ? "true" : "false",
+           JsonQuote(s->source).c_str(), static_cast<unsigned long long>(s->unmatched_releases),
+           static_cast<unsigned long long>(s->live_blocks),
+           at_point ? absl::StrCat("{\"point\":", JsonQuote(point->text), ",\"events_applied\":",
+                                   s->events_applied, ",\"t\":", s->snapshot_t, "}")
+                          .c_str()
+                    : "null",
+           JsonUsage(s->totals).c_str(), JsonScopeUsages(*s).c_str(), layers.c_str());
+    return 0;
+  }
+  if (at_point) {
+    printf("(state at %s: after event %llu of %llu)\n", PointDescription(*point).c_str(),
+           static_cast<unsigned long long>(s->events_applied),
+           static_cast<unsigned long long>(s->events));
+  }
+  PrintTable(*s, path);
+  return 0;
+}
+
+// ---- verify -----------------------------------------------------------------------------
+
+int VerifyCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kVerifySpec, argc, argv, &args)) return *exit;
+  if (auto exit = OneCapture(kVerifySpec, args)) return *exit;
+  const std::string& path = args.positional[0];
+  const auto s = Load(path);
+  if (!s.ok()) return InputError(kVerifySpec, std::string(s.status().message()));
+  std::vector<std::string> problems;
+  const bool preload = s->source == "preload";
+  if (absl::GetFlag(FLAGS_expect_preload) && !preload) {
+    problems.push_back(absl::StrCat(
+        "the interposer was not loaded (header source is \"", s->source,
+        "\", not \"preload\": was libmemtrace_preload.so in LD_PRELOAD of the program?)"));
+  }
+  if (s->events == 0) {
+    problems.push_back(
+        preload ? "the interposer was loaded but recorded no allocations (did the program "
+                  "allocate above the interposer's min_size, in a process it traces?)"
+                : "it has no memory events (was the tracer started, and the sink attached "
+                  "before Start()?)");
+  }
+  if (!s->has_trailer) {
+    problems.push_back("it is truncated: there is no trailer (the program or the sink stopped "
+                       "before Finish())");
+  } else if (!s->trailer_complete) {
+    problems.push_back("it is partial: the trailer reports lost records (see its integrity "
+                       "and sink blocks)");
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    std::vector<std::string> quoted;
+    for (const std::string& p : problems) quoted.push_back(JsonQuote(p));
+    printf("{%s,\"ok\":%s,\"source\":%s,\"problems\":[%s]}\n", JsonHead("verify", path, *s).c_str(),
+           problems.empty() ? "true" : "false", JsonQuote(s->source).c_str(),
+           absl::StrJoin(quoted, ",").c_str());
+    return problems.empty() ? 0 : 1;
+  }
+  if (problems.empty()) {
+    printf("memtrace verify: %s is complete: %llu memory events, nothing lost\n", path.c_str(),
+           static_cast<unsigned long long>(s->events));
+    return 0;
+  }
+  for (const std::string& p : problems) {
+    printf("memtrace verify: %s FAILED: %s\n", path.c_str(), p.c_str());
+  }
+  return 1;
+}
+
+// ---- top --------------------------------------------------------------------------------
+
+int TopCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kTopSpec, argc, argv, &args)) return *exit;
+  if (auto exit = OneCapture(kTopSpec, args)) return *exit;
+  const std::string by = absl::GetFlag(FLAGS_by);
+  if (by != "bytes" && by != "count" && by != "live" && by != "temporaries") {
+    return UsageError(kTopSpec, absl::StrCat("--by must be bytes, count, live or temporaries, "
+                                             "not '", by, "'"));
+  }
+  if (absl::GetFlag(FLAGS_limit) < 1) return UsageError(kTopSpec, "--limit must be at least 1");
+  const size_t limit = static_cast<size_t>(absl::GetFlag(FLAGS_limit));
+  const std::string& path = args.positional[0];
+  auto s = Load(path);
+  if (!s.ok()) return InputError(kTopSpec, std::string(s.status().message()));
+  auto& rows = s->attribution;
+  auto key = [&](const AllocationAttribution& a) {
+    if (by == "count") return a.usage.allocated_count;
+    if (by == "live") return a.usage.live_bytes;
+    if (by == "temporaries") return a.temporaries;
+    return a.usage.allocated_bytes;
+  };
+  std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+    if (key(a) != key(b)) return key(a) > key(b);
+    if (a.site != b.site) return a.site < b.site;
+    return a.scope != b.scope ? a.scope < b.scope : a.layer < b.layer;
+  });
+  SiteNamer names(*s);
+  const bool stacks = absl::GetFlag(FLAGS_stacks);
+  const size_t shown = std::min(limit, rows.size());
+  if (absl::GetFlag(FLAGS_json)) {
+    std::string out;
+    for (size_t i = 0; i < shown; ++i) {
+      const AllocationAttribution& a = rows[i];
+      std::string frames;
+      if (stacks) {
+        for (uint64_t pc : names.Frames(a.site)) {
+          absl::StrAppend(&frames, frames.empty() ? "" : ",", names.JsonFrame(pc));
+        }
+      }
+      absl::StrAppend(&out, i == 0 ? "" : ",", "{\"site\":", a.site, ",\"addr\":\"",
+                      Hex(a.site_addr), "\",\"name\":", JsonQuote(names.Name(a.site)),
+                      stacks ? absl::StrCat(",\"frames\":[", frames, "]") : "",
+                      ",\"scope\":", JsonQuote(ScopeName(*s, a.scope)),
+                      ",\"layer\":", JsonQuote(LayerName(*s, a.layer)),
+                      ",\"usage\":", JsonUsage(a.usage), ",\"temporaries\":", a.temporaries, "}");
+    }
+    printf("{%s,\"by\":%s,\"rows\":[%s],\"more_rows\":%zu}\n", JsonHead("top", path, *s).c_str(),
+           JsonQuote(by).c_str(), out.c_str(), rows.size() - shown);
+    return 0;
+  }
+  printf("memtrace top of %s by %s: capture %s\n", path.c_str(), by.c_str(), Verdict(*s).c_str());
+  PrintSampledNote(*s);
+  printf("\n");
+  const char* row = "%11s %10s %11s %9s %11s  %-28s %-10s %s\n";
+  printf(row, "allocated", "allocs", "live", "blocks", "temporaries", "scope", "layer", "site");
+  for (size_t i = 0; i < shown; ++i) {
+    const AllocationAttribution& a = rows[i];
+    printf(row, FormatBytes(a.usage.allocated_bytes).c_str(),
+           absl::StrCat(a.usage.allocated_count).c_str(), FormatBytes(a.usage.live_bytes).c_str(),
+           absl::StrCat(a.usage.live_count).c_str(), absl::StrCat(a.temporaries).c_str(),
+           ScopeName(*s, a.scope).c_str(), LayerName(*s, a.layer).c_str(),
+           names.Name(a.site).c_str());
+    if (stacks) {
+      const std::vector<uint64_t> frames = names.Frames(a.site);
+      for (size_t f = 0; f < frames.size(); ++f) {
+        printf("    #%-2zu %s\n", f, names.Describe(frames[f]).c_str());
+      }
+    }
+  }
+  if (rows.size() > shown) printf("(%zu more rows; --limit=N shows more)\n", rows.size() - shown);
+  return 0;
+}
+
+// ---- peak -------------------------------------------------------------------------------
+
+int PeakCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kPeakSpec, argc, argv, &args)) return *exit;
+  if (auto exit = OneCapture(kPeakSpec, args)) return *exit;
+  if (absl::GetFlag(FLAGS_limit) < 1) return UsageError(kPeakSpec, "--limit must be at least 1");
+  const size_t limit = static_cast<size_t>(absl::GetFlag(FLAGS_limit));
+  const std::string& path = args.positional[0];
+  const auto s = Load(path);
+  if (!s.ok()) return InputError(kPeakSpec, std::string(s.status().message()));
+  const auto peak = Analyzer::Peak(path);
+  if (!peak.ok()) return InputError(kPeakSpec, std::string(peak.status().message()));
+  std::vector<uint32_t> only;
+  const std::string scope = absl::GetFlag(FLAGS_scope);
+  if (!scope.empty()) {
+    for (const auto& [id, p] : s->scope_paths) {
+      if (p == scope) only.push_back(id);
+    }
+    if (only.empty()) {
+      std::vector<std::string> known;
+      for (const auto& [id, usage] : s->scopes) known.push_back(ScopeName(*s, id));
+      return InputError(kPeakSpec, absl::StrCat("no scope '", scope, "' in ", path,
+                                                " (its scopes: ", absl::StrJoin(known, ", "), ")"));
+    }
+  }
+  auto scope_peaks = Analyzer::ScopePeaks(path, only);
+  if (!scope_peaks.ok()) return InputError(kPeakSpec, std::string(scope_peaks.status().message()));
+  const size_t scopes_shown = std::min(limit, scope_peaks->size());
+  const size_t kSitesPerScope = 5;
+  SiteNamer names(*s);
+  if (absl::GetFlag(FLAGS_json)) {
+    auto pairs = [&](const std::vector<std::pair<uint32_t, uint64_t>>& v, bool sites,
+                     size_t cap) {
+      std::string out;
+      for (size_t i = 0; i < v.size() && i < cap; ++i) {
+        absl::StrAppend(&out, i == 0 ? "" : ",", "{",
+                        sites ? absl::StrCat("\"site\":", v[i].first, ",\"name\":",
+                                             JsonQuote(names.Name(v[i].first)))
+                              : absl::StrCat("\"scope\":", JsonQuote(ScopeName(*s, v[i].first))),
+                        ",\"live_bytes\":", v[i].second, "}");
+      }
+      return out;
+    };
+    std::string per_scope;
+    for (size_t i = 0; i < scopes_shown; ++i) {
+      const ScopePeak& p = (*scope_peaks)[i];
+      absl::StrAppend(&per_scope, i == 0 ? "" : ",", "{\"scope\":", JsonQuote(ScopeName(*s, p.scope)),
+                      ",\"event_index\":", p.event_index, ",\"t\":", p.t,
+                      ",\"live_bytes\":", p.composition.live_bytes,
+                      ",\"total_live_bytes\":", p.total_live_bytes, ",\"by_site\":[",
+                      pairs(p.composition.by_site, true, kSitesPerScope),
+                      "],\"more_sites\":",
+                      p.composition.by_site.size() -
+                          std::min(kSitesPerScope, p.composition.by_site.size()),
+                      "}");
+    }
+    printf("{%s,\"event_index\":%llu,\"t\":%lld,\"live_bytes\":%llu,\"by_scope\":[%s],"
+           "\"by_site\":[%s],\"more_sites\":%zu,\"scope_peaks\":[%s],\"more_scopes\":%zu}\n",
+           JsonHead("peak", path, *s).c_str(), static_cast<unsigned long long>(peak->event_index),
+           static_cast<long long>(peak->t), static_cast<unsigned long long>(peak->live_bytes),
+           pairs(peak->by_scope, false, ~size_t{0}).c_str(),
+           pairs(peak->by_site, true, limit).c_str(),
+           peak->by_site.size() - std::min(limit, peak->by_site.size()), per_scope.c_str(),
+           scope_peaks->size() - scopes_shown);
+    return 0;
+  }
+  printf("memtrace peak of %s: capture %s\n", path.c_str(), Verdict(*s).c_str());
+  PrintSampledNote(*s);
+  printf("global high-water: %s live after event %llu of %llu\n\n",
+         FormatBytes(peak->live_bytes).c_str(), static_cast<unsigned long long>(peak->event_index),
+         static_cast<unsigned long long>(s->events));
+  printf("%-40s %11s %7s\n", "by scope", "live", "share");
+  for (const auto& [id, bytes] : peak->by_scope) {
+    printf("%-40s %11s %6.1f%%\n", ScopeName(*s, id).c_str(), FormatBytes(bytes).c_str(),
+           Share(bytes, peak->live_bytes));
+  }
+  printf("\n%11s %7s  %s\n", "live", "share", "by call site");
+  for (size_t i = 0; i < peak->by_site.size() && i < limit; ++i) {
+    const auto& [site, bytes] = peak->by_site[i];
+    printf("%11s %6.1f%%  %s\n", FormatBytes(bytes).c_str(), Share(bytes, peak->live_bytes),
+           names.Name(site).c_str());
+  }
+  if (peak->by_site.size() > limit) {
+    printf("(%zu more sites; --limit=N shows more)\n", peak->by_site.size() - limit);
+  }
+  printf("\neach scope at its own high-water moment (scope's live bytes, by site)\n");
+  for (size_t i = 0; i < scopes_shown; ++i) {
+    const ScopePeak& p = (*scope_peaks)[i];
+    printf("\n%s: %s live after event %llu (all scopes: %s)\n", ScopeName(*s, p.scope).c_str(),
+           FormatBytes(p.composition.live_bytes).c_str(),
+           static_cast<unsigned long long>(p.event_index), FormatBytes(p.total_live_bytes).c_str());
+    const auto& sites = p.composition.by_site;
+    for (size_t k = 0; k < sites.size() && k < kSitesPerScope; ++k) {
+      printf("  %11s %6.1f%%  %s\n", FormatBytes(sites[k].second).c_str(),
+             Share(sites[k].second, p.composition.live_bytes), names.Name(sites[k].first).c_str());
+    }
+    if (sites.size() > kSitesPerScope) {
+      printf("  (%zu more sites)\n", sites.size() - kSitesPerScope);
+    }
+  }
+  if (scope_peaks->size() > scopes_shown) {
+    printf("\n(%zu more scopes; --limit=N or --scope=PATH shows them)\n",
+           scope_peaks->size() - scopes_shown);
+  }
+  return 0;
+}
+
+// ---- retention --------------------------------------------------------------------------
+
+int RetentionCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kRetentionSpec, argc, argv, &args)) return *exit;
+  if (auto exit = OneCapture(kRetentionSpec, args)) return *exit;
+  const std::string& path = args.positional[0];
+  const auto s = Load(path);
+  if (!s.ok()) return InputError(kRetentionSpec, std::string(s.status().message()));
+  auto rows = s->retention;
+  std::sort(rows.begin(), rows.end(), [](const Retention& a, const Retention& b) {
+    return a.retained_bytes != b.retained_bytes ? a.retained_bytes > b.retained_bytes
+                                                : a.scope < b.scope;
+  });
+  if (absl::GetFlag(FLAGS_json)) {
+    std::string out;
+    for (const Retention& r : rows) {
+      absl::StrAppend(&out, out.empty() ? "" : ",", "{\"scope\":", JsonQuote(ScopeName(*s, r.scope)),
+                      ",\"exits\":", r.exits, ",\"exits_retaining\":", r.exits_retaining,
+                      ",\"retained_blocks\":", r.retained_blocks,
+                      ",\"retained_bytes\":", r.retained_bytes, "}");
+    }
+    printf("{%s,\"rows\":[%s]}\n", JsonHead("retention", path, *s).c_str(), out.c_str());
+    return 0;
+  }
+  printf("memtrace retention of %s: capture %s\n", path.c_str(), Verdict(*s).c_str());
+  PrintSampledNote(*s);
+  printf("\n");
+  const char* row = "%-40s %10s %16s %14s %12s\n";
+  printf(row, "scope", "exits", "exits retaining", "blocks kept", "bytes kept");
+  for (const Retention& r : rows) {
+    printf(row, ScopeName(*s, r.scope).c_str(), absl::StrCat(r.exits).c_str(),
+           absl::StrCat(r.exits_retaining).c_str(), absl::StrCat(r.retained_blocks).c_str(),
+           FormatBytes(r.retained_bytes).c_str());
+  }
+  return 0;
+}
+
+// ---- diff -------------------------------------------------------------------------------
+
+int DiffCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kDiffSpec, argc, argv, &args)) return *exit;
+  if (args.positional.empty() || args.positional.size() > 2 || args.dashdash) {
+    return UsageError(kDiffSpec, "give two captures (BEFORE AFTER), or one capture with "
+                                 "--from and --to");
+  }
+  const std::string before_path = args.positional[0];
+  const std::string after_path = args.positional.size() == 2 ? args.positional[1] : before_path;
+  if (args.positional.size() == 1 && absl::GetFlag(FLAGS_from) == absl::GetFlag(FLAGS_to)) {
+    return UsageError(kDiffSpec, "with one capture, --from and --to must name two different "
+                                 "points (e.g. --from=scope-exit=frame#1 --to=end)");
+  }
+  auto from = ParseSnapshotPoint(absl::GetFlag(FLAGS_from));
+  if (!from.ok()) return UsageError(kDiffSpec, absl::StrCat("--from: ", from.status().message()));
+  auto to = ParseSnapshotPoint(absl::GetFlag(FLAGS_to));
+  if (!to.ok()) return UsageError(kDiffSpec, absl::StrCat("--to: ", to.status().message()));
+  const auto before = Load(before_path, *from);
+  if (!before.ok()) return InputError(kDiffSpec, std::string(before.status().message()));
+  if (auto e = CheckReached(kDiffSpec, *before, *from)) return *e;
+  const auto after = Load(after_path, *to);
+  if (!after.ok()) return InputError(kDiffSpec, std::string(after.status().message()));
+  if (auto e = CheckReached(kDiffSpec, *after, *to)) return *e;
+  const std::vector<Difference> rows = Compare(*before, *after);
+  auto label = [](const std::string& path, const SnapshotPoint& p) {
+    return p.kind == SnapshotPoint::Kind::kEnd ? path
+                                               : absl::StrCat(path, " at ", PointDescription(p));
+  };
+  if (absl::GetFlag(FLAGS_json)) {
+    std::string out;
+    for (const Difference& d : rows) {
+      absl::StrAppend(&out, out.empty() ? "" : ",", "{\"path\":", JsonQuote(d.path),
+                      ",\"before\":", JsonUsage(d.before), ",\"after\":", JsonUsage(d.after),
+                      ",\"live_delta\":", d.live_delta(),
+                      ",\"high_water_delta\":", d.high_water_delta(),
+                      ",\"allocated_delta\":", d.allocated_delta(), "}");
+    }
+    printf("{\"command\":\"diff\",\"before\":%s,\"before_verdict\":\"%s\",\"after\":%s,"
+           "\"after_verdict\":\"%s\",\"sampled\":%s,\"rows\":[%s]}\n",
+           JsonQuote(label(before_path, *from)).c_str(), VerdictWord(*before).c_str(),
+           JsonQuote(label(after_path, *to)).c_str(), VerdictWord(*after).c_str(),
+           before->sampled || after->sampled ? "true" : "false", out.c_str());
+    return 0;
+  }
+  printf("memtrace diff: %s (%s) -> %s (%s)\n", label(before_path, *from).c_str(),
+         Verdict(*before).c_str(), label(after_path, *to).c_str(), Verdict(*after).c_str());
+  PrintSampledNote(before->sampled ? *before : *after);
+  printf("\n");
+  const char* row = "%-40s %12s %12s %12s %14s %12s\n";
+  printf(row, "scope", "live before", "live after", "live change", "high-water +/-",
+         "allocated +/-");
+  for (const Difference& d : rows) {
+    printf(row, d.path.c_str(), FormatBytes(d.before.live_bytes).c_str(),
+           FormatBytes(d.after.live_bytes).c_str(), Signed(d.live_delta()).c_str(),
+           Signed(d.high_water_delta()).c_str(), Signed(d.allocated_delta()).c_str());
+  }
+  return 0;
+}
+
+// ---- coverage ---------------------------------------------------------------------------
+
+int CoverageCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kCoverageSpec, argc, argv, &args)) return *exit;
+  if (auto exit = OneCapture(kCoverageSpec, args)) return *exit;
+  const std::string& path = args.positional[0];
+  const auto s = Load(path);
+  if (!s.ok()) return InputError(kCoverageSpec, std::string(s.status().message()));
+  const Coverage& c = s->coverage;
+  if (absl::GetFlag(FLAGS_json)) {
+    printf("{%s,\"allocated_scoped\":%llu,\"allocated_unscoped\":%llu,\"live_scoped\":%llu,"
+           "\"live_unscoped\":%llu,\"census_bytes\":%lld,\"census_entries\":%llu,"
+           "\"live_bytes\":%llu,\"temporaries\":%llu,\"temporary_bytes\":%llu}\n",
+           JsonHead("coverage", path, *s).c_str(),
+           static_cast<unsigned long long>(c.allocated_scoped),
+           static_cast<unsigned long long>(c.allocated_unscoped),
+           static_cast<unsigned long long>(c.live_scoped),
+           static_cast<unsigned long long>(c.live_unscoped), static_cast<long long>(c.census_bytes),
+           static_cast<unsigned long long>(c.census_entries),
+           static_cast<unsigned long long>(s->totals.live_bytes),
+           static_cast<unsigned long long>(s->temporaries),
+           static_cast<unsigned long long>(s->temporary_bytes));
+    return 0;
+  }
+  printf("memtrace coverage of %s: capture %s\n", path.c_str(), Verdict(*s).c_str());
+  PrintSampledNote(*s);
+  printf("\n");
+  const uint64_t allocated = c.allocated_scoped + c.allocated_unscoped;
+  const uint64_t live = c.live_scoped + c.live_unscoped;
+  printf("allocated in named scopes  %11s  %5.1f%%\n", FormatBytes(c.allocated_scoped).c_str(),
+         Share(c.allocated_scoped, allocated));
+  printf("allocated unscoped         %11s  %5.1f%%\n", FormatBytes(c.allocated_unscoped).c_str(),
+         Share(c.allocated_unscoped, allocated));
+  printf("live at the end, scoped    %11s  %5.1f%%\n", FormatBytes(c.live_scoped).c_str(),
+         Share(c.live_scoped, live));
+  printf("live at the end, unscoped  %11s  %5.1f%%\n", FormatBytes(c.live_unscoped).c_str(),
+         Share(c.live_unscoped, live));
+  printf("census (%llu entries)       %11s  beside %s the allocator saw live\n",
+         static_cast<unsigned long long>(c.census_entries),
+         (c.census_bytes < 0 ? "-" + FormatBytes(static_cast<uint64_t>(-c.census_bytes))
+                             : FormatBytes(static_cast<uint64_t>(c.census_bytes)))
+             .c_str(),
+         FormatBytes(s->totals.live_bytes).c_str());
+  printf("temporaries                %11llu  blocks (%s) freed almost at once\n",
+         static_cast<unsigned long long>(s->temporaries), FormatBytes(s->temporary_bytes).c_str());
+  return 0;
+}
+
+// ---- export -----------------------------------------------------------------------------
+
+int ExportCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kExportSpec, argc, argv, &args)) return *exit;
+  if (auto exit = OneCapture(kExportSpec, args)) return *exit;
+  const std::string format = absl::GetFlag(FLAGS_format);
+  const std::string weight = absl::GetFlag(FLAGS_weight);
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (format != "perfetto" && format != "folded" && format != "pprof") {
+    return UsageError(kExportSpec, format.empty() ? "which format? give --format=perfetto, "
+                                                    "folded or pprof"
+                                                  : absl::StrCat("--format must be perfetto, "
+                                                                 "folded or pprof, not '",
+                                                                 format, "'"));
+  }
+  if (weight != "bytes" && weight != "count") {
+    return UsageError(kExportSpec, absl::StrCat("--weight must be bytes or count, not '", weight, "'"));
+  }
+  if (format == "pprof" && output.empty()) {
+    return UsageError(kExportSpec, "pprof output is binary: give -o FILE (e.g. -o heap.pb.gz)");
+  }
+  const std::string& path = args.positional[0];
+  const auto s = Load(path);
+  if (!s.ok()) return InputError(kExportSpec, std::string(s.status().message()));
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : s->modules) symbolizer.AddModule(m);
+  absl::StatusOr<std::string> data;
+  if (format == "perfetto") {
+    data = PerfettoTrace(path, *s);
+  } else if (format == "folded") {
+    data = FoldedStacks(*s, symbolizer,
+                        weight == "count" ? FoldedWeight::kCount : FoldedWeight::kBytes);
+  } else {
+    data = PprofProfile(*s, symbolizer);
+  }
+  if (!data.ok()) return InputError(kExportSpec, std::string(data.status().message()));
+  FILE* out = output.empty() ? stdout : fopen(output.c_str(), "wb");
+  if (out == nullptr) {
+    return InputError(kExportSpec, absl::StrCat("cannot write '", output, "': ", strerror(errno),
+                                                " (is the directory there and writable?)"));
+  }
+  const bool written = fwrite(data->data(), 1, data->size(), out) == data->size();
+  const bool closed = output.empty() ? fflush(out) == 0 : fclose(out) == 0;
+  if (!written || !closed) {
+    return InputError(kExportSpec, absl::StrCat("writing '", output.empty() ? "stdout" : output,
+                                                "' failed: ", strerror(errno)));
+  }
+  if (!output.empty()) {
+    fprintf(stderr, "memtrace export: wrote %s (%s, %s)%s\n", output.c_str(), format.c_str(),
+            FormatBytes(data->size()).c_str(), s->sampled ? " from a sampled capture: estimates" : "");
+  }
+  return 0;
+}
+
+}  // namespace memtrace

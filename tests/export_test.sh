@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# memtrace export, each format checked by its consumer's rules:
+#   pprof     `go tool pprof` (Debian's golang-go) reads the profile; its -raw samples sum
+#             to the analyzer's totals and its -top total equals inuse bytes;
+#   folded    every line is "frame(;frame)* WEIGHT" as flamegraph.pl/inferno parse it (no
+#             Debian package ships a flame-graph tool), and the weights sum to the totals;
+#   perfetto  the trace-event format's rules: a JSON object with traceEvents, every event
+#             with ph/name/pid/tid/ts, B/E balanced and nested per thread, numeric counters,
+#             an instant for the global peak.
+set -uo pipefail
+memtrace="$1"
+workload="$2"
+dir="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$workload" --requests=400 --workers=2 --capture="$dir/c.jsonl" > /dev/null 2>&1 || fail "workload"
+# A cut-off capture still has live blocks, so the inuse numbers are not all zero.
+head -n 4000 "$dir/c.jsonl" > "$dir/cut.jsonl"
+"$memtrace" summary --json "$dir/cut.jsonl" > "$dir/s.json" || fail "summary"
+total() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"][sys.argv[2]])' "$dir/s.json" "$1"; }
+live_bytes=$(total live_bytes); live_count=$(total live_count)
+alloc_bytes=$(total allocated_bytes); alloc_count=$(total allocated_count)
+[[ $live_bytes -gt 0 ]] || fail "the cut capture should have live bytes"
+
+# ---- pprof, read by go tool pprof (offline, with a private cache).
+"$memtrace" export --format=pprof "$dir/cut.jsonl" -o "$dir/heap.pb.gz" 2> "$dir/e.txt" || fail "export pprof: $(cat "$dir/e.txt")"
+gzip -t "$dir/heap.pb.gz" || fail "pprof output is not gzip"
+export HOME="$dir/home" GOCACHE="$dir/gocache" GOPATH="$dir/gopath" GOTOOLCHAIN=local GOPROXY=off GOFLAGS=
+mkdir -p "$HOME"
+go tool pprof -raw "$dir/heap.pb.gz" > "$dir/raw.txt" 2> "$dir/raw.err" || fail "go tool pprof -raw: $(cat "$dir/raw.err")"
+grep -q "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes" "$dir/raw.txt" \
+  || fail "sample types: $(head -8 "$dir/raw.txt")"
+sums=$(awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && /:/ && $1 ~ /^[0-9]+$/ {a+=$1; b+=$2; c+=$3; d+=$4} END {print a, b, c, d}' "$dir/raw.txt")
+[[ "$sums" == "$alloc_count $alloc_bytes $live_count $live_bytes" ]] \
+  || fail "pprof sample sums '$sums' != analyzer '$alloc_count $alloc_bytes $live_count $live_bytes'"
+go tool pprof -top -sample_index=inuse_space -unit=B "$dir/heap.pb.gz" > "$dir/top.txt" 2>&1 || fail "go tool pprof -top: $(cat "$dir/top.txt")"
+grep -q " of ${live_bytes}B total" "$dir/top.txt" || fail "pprof -top total: $(cat "$dir/top.txt")"
+
+# ---- folded, both weights.
+for w in bytes count; do
+  "$memtrace" export --format=folded --weight=$w "$dir/cut.jsonl" > "$dir/f_$w.txt" || fail "export folded $w"
+  [[ -s "$dir/f_$w.txt" ]] || fail "folded $w is empty"
+  if grep -vqE '^[^;]+(;[^;]+)* [0-9]+$' "$dir/f_$w.txt"; then
+    fail "folded lines must be 'frame;frame WEIGHT': $(grep -vE '^[^;]+(;[^;]+)* [0-9]+$' "$dir/f_$w.txt" | head -3)"
+  fi
+  sum=$(awk '{s += $NF} END {print s}' "$dir/f_$w.txt")
+  want=$([[ $w == bytes ]] && echo "$alloc_bytes" || echo "$alloc_count")
+  [[ "$sum" == "$want" ]] || fail "folded $w weights sum to $sum, the analyzer says $want"
+done
+
+# ---- perfetto trace-event JSON.
+"$memtrace" export --format=perfetto "$dir/c.jsonl" -o "$dir/trace.json" 2> /dev/null || fail "export perfetto"
+python3 - "$dir/trace.json" <<'PY' || fail "perfetto trace does not follow the trace-event rules"
+import json, sys
+d = json.load(open(sys.argv[1]))
+events = d["traceEvents"]
+assert isinstance(events, list) and events, "no traceEvents"
+stacks, counters, instants, slices = {}, 0, [], 0
+for e in events:
+    for k in ("ph", "name", "pid", "tid", "ts"):
+        assert k in e, f"event without {k}: {e}"
+    assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0, e
+    ph = e["ph"]
+    if ph == "B":
+        stacks.setdefault(e["tid"], []).append(e["name"])
+        slices += 1
+    elif ph == "E":
+        st = stacks.get(e["tid"], [])
+        assert st and st[-1] == e["name"], f"unbalanced E on tid {e['tid']}: {e}"
+        st.pop()
+    elif ph == "C":
+        counters += 1
+        assert e["args"] and all(isinstance(v, (int, float)) for v in e["args"].values()), e
+    elif ph == "i":
+        assert e.get("s") in ("g", "p", "t"), e
+        instants.append(e["name"])
+    else:
+        assert ph == "M", f"unexpected ph {ph}"
+assert all(not s for s in stacks.values()), "B without E"
+assert slices > 0 and counters > 0, (slices, counters)
+assert "global peak" in instants, instants
+PY
+
+# ---- errors.
+"$memtrace" export "$dir/c.jsonl" 2> "$dir/e.txt"; [[ $? -eq 2 ]] || fail "export without --format must exit 2"
+grep -q "which format" "$dir/e.txt" || fail "$(cat "$dir/e.txt")"
+"$memtrace" export --format=svg "$dir/c.jsonl" 2> /dev/null; [[ $? -eq 2 ]] || fail "a bad --format must exit 2"
+"$memtrace" export --format=pprof "$dir/c.jsonl" 2> /dev/null; [[ $? -eq 2 ]] || fail "pprof without -o must exit 2"
+"$memtrace" export --format=folded -o /nonexistent/dir/x "$dir/c.jsonl" 2> "$dir/e.txt"; [[ $? -eq 2 ]] || fail "unwritable -o must exit 2"
+grep -q "cannot write '/nonexistent/dir/x'" "$dir/e.txt" || fail "$(cat "$dir/e.txt")"
+echo "PASS"

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Golden tests: a small deterministic capture from //examples:server_workload (one worker,
+# 300 requests: the counts and sizes come from a seeded generator), and the output of
+# `memtrace summary`, `top`, `retention`, `coverage` and `verify` on it compared with
+# tests/golden/*.txt.
+#
+# What varies from run to run is normalized before comparing: addresses (0xADDR), the
+# capture's path (CAPTURE), and the numbers that depend on how the writer thread that frees
+# responses interleaves with the worker: high-water marks (summary) and what each scope
+# instance still held at its exit (retention's last three columns) are masked with '*'.
+#
+# Regenerate the goldens after an intended output change (then review the diff):
+#   bazel run //tests:golden_test -- --update
+set -uo pipefail
+memtrace="$1"
+workload="$2"
+golden_dir="$3"
+update="${4:-}"
+dir="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$workload" --requests=300 --workers=1 --capture="$dir/g.jsonl" > /dev/null 2>&1 \
+  || fail "workload exited $?"
+
+normalize() {
+  sed -E -e "s#$dir/g.jsonl#CAPTURE#g" -e 's/0x[0-9a-f]+/0xADDR/g'
+}
+# summary rows: "%-36s %11s %9s %11s": the high-water column is characters 60-70.
+mask_high_water() {
+  sed -E -e '/^(memtrace|[0-9]+ events;|$)/!s/^(.{59}).{11}/\1          */'
+}
+# retention rows: "%-40s %10s %16s %14s %12s": keep the scope and its exits.
+mask_retention() {
+  sed -E -e '/^(memtrace|$)/!s/^(.{51}).*/\1  *  *  */'
+}
+
+# Rows of the per-scope tables come in scope-id order (ids are handed out as threads
+# first enter a scope) or by a racy quantity (retention): sort the rows after each
+# "scope" header up to the next blank line or TOTAL.
+sort_rows() {
+  LC_ALL=C awk '
+    /^scope / { print; inblock = 1; next }
+    inblock && (/^$/ || /^TOTAL/) { close("sort"); inblock = 0 }
+    inblock { print | "sort"; next }
+    { print }
+    END { close("sort") }'
+}
+
+declare -A commands=(
+  [summary]="summary"
+  [top]="top --limit=10"
+  [top_count]="top --by=count --limit=10"
+  [retention]="retention"
+  [coverage]="coverage"
+  [verify]="verify"
+)
+status=0
+for name in "${!commands[@]}"; do
+  # shellcheck disable=SC2086
+  "$memtrace" ${commands[$name]} "$dir/g.jsonl" > "$dir/$name.raw" 2>&1 \
+    || fail "memtrace ${commands[$name]} exited $?: $(cat "$dir/$name.raw")"
+  case "$name" in
+    summary) normalize < "$dir/$name.raw" | mask_high_water | sort_rows > "$dir/$name.txt" ;;
+    retention) normalize < "$dir/$name.raw" | mask_retention | sort_rows > "$dir/$name.txt" ;;
+    *) normalize < "$dir/$name.raw" > "$dir/$name.txt" ;;
+  esac
+  if [[ "$update" == "--update" ]]; then
+    target="${BUILD_WORKSPACE_DIRECTORY:?run --update through bazel run}/tests/golden/$name.txt"
+    cp "$dir/$name.txt" "$target"
+    echo "updated $target"
+  elif [[ ! -s "$dir/$name.txt" ]]; then
+    echo "FAIL: the normalized output of memtrace ${commands[$name]} is empty"
+    status=1
+  elif ! diff -u "$golden_dir/$name.txt" "$dir/$name.txt"; then
+    echo "FAIL: memtrace ${commands[$name]} differs from tests/golden/$name.txt (above);"
+    echo "      if the change is intended: bazel run //tests:golden_test -- --update"
+    status=1
+  fi
+done
+[[ $status -eq 0 ]] && echo "PASS"
+exit $status

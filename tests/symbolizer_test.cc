@@ -1,0 +1,138 @@
+// Copyright 2026 The memtrace Authors.
+//
+// The Symbolizer against this test's own process: module lines built from /proc/self/maps
+// (as the interposer writes them), pcs inside functions whose names and lines are known.
+
+#include "analysis/symbolizer.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/self_modules.h"
+
+namespace memtrace_symbolizer_test {
+
+constexpr int kReturnAddressLine = __LINE__ + 1;  // the function's first line
+__attribute__((noinline)) uint64_t ReturnAddress() {
+  uint64_t pc = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  asm volatile("" : "+r"(pc));
+  return pc;
+}
+
+constexpr int kCallLine = __LINE__ + 3;  // the line of the call below
+__attribute__((noinline)) uint64_t KnownCaller() {
+  asm volatile("");
+  uint64_t pc = ReturnAddress();
+  asm volatile("" : "+r"(pc));  // not a tail call: the return address stays in here
+  return pc;
+}
+
+}  // namespace memtrace_symbolizer_test
+
+namespace memtrace {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(),
+                                                suffix) == 0;
+}
+
+TEST(SymbolizerTest, ResolvesReturnAddressToCallerFileAndLine) {
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : SelfExecutableModules()) symbolizer.AddModule(m);
+  const uint64_t pc = memtrace_symbolizer_test::KnownCaller();
+  const SymbolizedFrame& f = symbolizer.Resolve(pc);
+  EXPECT_EQ(f.function, "memtrace_symbolizer_test::KnownCaller()");
+  EXPECT_TRUE(EndsWith(f.file, "symbolizer_test.cc")) << f.file;
+  EXPECT_EQ(f.line, static_cast<uint32_t>(memtrace_symbolizer_test::kCallLine));
+  EXPECT_FALSE(f.module.empty());
+  EXPECT_EQ(symbolizer.Describe(pc),
+            "memtrace_symbolizer_test::KnownCaller() (" + f.file + ":" +
+                std::to_string(memtrace_symbolizer_test::kCallLine) + ")");
+}
+
+TEST(SymbolizerTest, ResolvesAPcJustInsideAFunction) {
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : SelfExecutableModules()) symbolizer.AddModule(m);
+  // A "return address" one byte into the function: pc - 1 is its first instruction.
+  const uint64_t pc = reinterpret_cast<uint64_t>(&memtrace_symbolizer_test::ReturnAddress) + 1;
+  const SymbolizedFrame& f = symbolizer.Resolve(pc);
+  EXPECT_EQ(f.function, "memtrace_symbolizer_test::ReturnAddress()");
+  EXPECT_TRUE(EndsWith(f.file, "symbolizer_test.cc")) << f.file;
+  // The function's opening line, or one of its first lines.
+  EXPECT_GE(f.line, static_cast<uint32_t>(memtrace_symbolizer_test::kReturnAddressLine));
+  EXPECT_LE(f.line, static_cast<uint32_t>(memtrace_symbolizer_test::kReturnAddressLine + 2));
+  // Cached: the same object comes back.
+  EXPECT_EQ(&symbolizer.Resolve(pc), &f);
+}
+
+TEST(SymbolizerTest, SharedLibraryWithoutDebugInfoUsesItsSymbolTable) {
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : SelfExecutableModules()) symbolizer.AddModule(m);
+  const uint64_t pc = reinterpret_cast<uint64_t>(&abort) + 1;
+  const SymbolizedFrame& f = symbolizer.Resolve(pc);
+  EXPECT_EQ(f.function, "abort");
+  EXPECT_NE(f.module.find("libc.so"), std::string::npos) << f.module;
+}
+
+TEST(SymbolizerTest, PcOutsideEveryModuleIsUnknown) {
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : SelfExecutableModules()) symbolizer.AddModule(m);
+  const SymbolizedFrame& f = symbolizer.Resolve(0x10);
+  EXPECT_EQ(f.function, "??");
+  EXPECT_EQ(f.module, "");
+  EXPECT_EQ(symbolizer.Describe(0x10), "?? (0x10)");
+}
+
+TEST(SymbolizerTest, MissingFileGivesModuleAndFileOffset) {
+  Symbolizer symbolizer;
+  CaptureRecord m;
+  m.type = LineType::kModule;
+  m.path = "/nonexistent/libgone.so";
+  m.start = 0x7f0000001000;
+  m.end = 0x7f0000003000;
+  m.offset = 0x2000;
+  symbolizer.AddModule(m);
+  const SymbolizedFrame& f = symbolizer.Resolve(0x7f0000001100);
+  EXPECT_EQ(f.function, "??");
+  EXPECT_EQ(f.module, "/nonexistent/libgone.so");
+  EXPECT_EQ(f.module_offset, 0x2100u);
+  EXPECT_EQ(symbolizer.Describe(0x7f0000001100), "?? (/nonexistent/libgone.so+0x2100)");
+  EXPECT_EQ(symbolizer.Describe(0x7f0000003000), "?? (0x7f0000003000)");  // end excluded
+}
+
+TEST(SymbolizerTest, BuildIdMismatchIsTreatedAsMissing) {
+  Symbolizer symbolizer;
+  for (CaptureRecord m : SelfExecutableModules()) {
+    m.build_id = "00112233445566778899aabbccddeeff00112233";
+    symbolizer.AddModule(m);
+  }
+  const uint64_t pc = memtrace_symbolizer_test::KnownCaller();
+  const SymbolizedFrame& f = symbolizer.Resolve(pc);
+  EXPECT_EQ(f.function, "??");
+  EXPECT_FALSE(f.module.empty());
+  EXPECT_EQ(f.file, "");
+}
+
+TEST(SymbolizerTest, FileThatIsNotElfGivesModuleOffset) {
+  const std::string path = std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") +
+                           "/not_elf.so";
+  FILE* out = fopen(path.c_str(), "w");
+  ASSERT_NE(out, nullptr);
+  fputs("this is not an ELF file\n", out);
+  fclose(out);
+  Symbolizer symbolizer;
+  CaptureRecord m;
+  m.type = LineType::kModule;
+  m.path = path;
+  m.start = 0x1000;
+  m.end = 0x2000;
+  symbolizer.AddModule(m);
+  EXPECT_EQ(symbolizer.Describe(0x1010), "?? (" + path + "+0x10)");
+}
+
+}  // namespace
+}  // namespace memtrace
