@@ -78,6 +78,7 @@ void Analyzer::Account(const Block& b, bool allocate) {
       c->Free(b.size);
     }
   }
+  if (live_change_hook_) live_change_hook_(b.scope, b.layer);
 }
 
 void Analyzer::Allocate(uint64_t ticket, const Block& b) {
@@ -170,6 +171,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
                               &summary_.scopes[b.scope]};
       for (UsageCounters* c : all) c->Resize(b.size, rec.size);
       attribution_[AttributionKey{b.site, b.scope, b.layer}].Resize(b.size, rec.size);
+      if (live_change_hook_) live_change_hook_(b.scope, b.layer);
       b.size = rec.size;
       live_[rec.ticket] = b;  // the block answers to the resize's ticket now
       by_address_[AddressKey(b.layer, b.addr)].push_back(rec.ticket);

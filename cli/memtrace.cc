@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/analyzer.h"
+#include "cli/report_command.h"
 #include "sinks/json_text.h"
 #include "sinks/summary_table.h"
 
@@ -444,6 +445,7 @@ int main(int argc, char** argv) {
   if (command == "retention") return Retention(args);
   if (command == "diff") return Diff(args);
   if (command == "coverage") return CoverageCommand(args);
+  if (command == "report") return memtrace::ReportCommand(argc - 1, argv + 1);
   if (command == "help" || command == "--help" || command == "-h") {
     if (!args.empty() && args[0] == "summary") {
       fputs(kSummaryHelp, stdout);
