@@ -337,35 +337,43 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
                       ",\"tables\":", tables_json, ",\"flame\":", flame, "}");
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
-                                             const ReportOptions& options) {
-  // First pass: totals, tables, the global high-water moment, call stacks and modules.
-  CaptureTables tables;
+absl::StatusOr<CaptureSummary> FirstPass(const std::string& capture_path,
+                                         CaptureTables* tables) {
   Analyzer first;
   absl::Status read = ReadCapture(
       capture_path,
       [&](const CaptureRecord& rec) {
         switch (rec.type) {
           case LineType::kHeader:
-            tables.header = rec.raw.empty() ? "{}" : rec.raw;
+            tables->header = rec.raw.empty() ? "{}" : rec.raw;
             break;
           case LineType::kSite:
-            if (rec.other) tables.other_sites.insert(rec.id);
-            if (!rec.frames.empty()) tables.site_frames[rec.id] = rec.frames;
+            if (rec.other) tables->other_sites.insert(rec.id);
+            if (!rec.frames.empty()) tables->site_frames[rec.id] = rec.frames;
             break;
           case LineType::kModule:
-            tables.modules.push_back({rec.start, rec.end, rec.offset, rec.path});
+            tables->modules.push_back({rec.start, rec.end, rec.offset, rec.path});
             break;
           default:
             break;
         }
         return first.Apply(rec);
       },
-      &tables.stats);
+      &tables->stats);
   if (!read.ok()) return read;
-  const CaptureSummary summary = first.Finish(tables.stats);
+  return first.Finish(tables->stats);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
+                                             const ReportOptions& options) {
+  // First pass: totals, tables, the global high-water moment, call stacks and modules.
+  // The Analyzer goes out of scope before the second pass, so only one live set is held.
+  CaptureTables tables;
+  absl::StatusOr<CaptureSummary> first = FirstPass(capture_path, &tables);
+  if (!first.ok()) return first.status();
+  const CaptureSummary& summary = *first;
 
   // Second pass: the series, and the composition at the global high-water moment.
   TimelineOptions timeline_options;
@@ -374,7 +382,7 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
   TimelineBuilder builder(timeline_options, summary);
   PeakComposition peak;
   bool peak_taken = summary.peak_event_index == 0;
-  read = ReadCapture(capture_path, [&](const CaptureRecord& rec) {
+  absl::Status read = ReadCapture(capture_path, [&](const CaptureRecord& rec) {
     absl::Status s = builder.Apply(rec);
     if (!peak_taken && builder.analyzer().events_seen() == summary.peak_event_index) {
       peak = builder.analyzer().Composition();

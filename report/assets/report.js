@@ -2,7 +2,7 @@
 //
 // Inlined into every report by report/html_report.cc; plain browser JavaScript with no
 // libraries, drawing SVG by hand. docs/report.md describes the data. After drawing, the
-// page writes a JSON summary of what it drew (and any script error) into <div id="selftest">
+// page writes a JSON summary of what it drew (and any script error) into the element #selftest
 // for tests/report_browser_test.sh.
 "use strict";
 
@@ -80,7 +80,7 @@
   }
   tl.series.forEach((s, i) => {
     s.index = i;
-    if (s.kind === "census") s.name = "census: " + censusName(s.id);
+    if (s.kind === "census") { const n = censusName(s.id); s.name = n.startsWith("census") ? n : "census: " + n; }
   });
 
   // ---- header, facts, banner ----------------------------------------------------------
@@ -99,7 +99,8 @@
       ["peak live", fmtBytes(cap.totals.high_water_bytes)],
       ["allocated", fmtBytes(cap.totals.allocated_bytes)],
       ["allocations", fmtCount(cap.totals.allocated_count)],
-      ["live at end", fmtBytes(cap.totals.live_bytes) + " / " + fmtCount(cap.live_blocks) + " blocks"],
+      ["live at end", fmtBytes(cap.totals.live_bytes)],
+      ["blocks live at end", fmtCount(cap.live_blocks)],
     ];
     app.append(el("div", { class: "facts" }, ...facts.map(([k, v]) =>
       el("div", { class: "fact" }, el("div", { class: "k", text: k }), el("div", { class: "v", text: v })))));
@@ -168,13 +169,16 @@
     for (const m of [1, 2, 2.5, 5, 10]) if (m * mag >= raw) return m * mag;
     return 10 * mag;
   }
+  // Steps that are round in the unit the axis reads in (KiB, MiB, ...), labelled in it.
   function byteTicks(max) {
-    // Steps that are round in the unit the axis reads in (KiB, MiB, ...).
     let unit = 1;
     while (max / unit >= 1024 && unit < Math.pow(1024, 4)) unit *= 1024;
     const step = niceStep(max / unit, 5) * unit;
+    const name = ["B", "KiB", "MiB", "GiB", "TiB"][Math.round(Math.log(unit) / Math.log(1024))];
     const ticks = [];
-    for (let v = 0; v <= max * 1.0001; v += step) ticks.push(v);
+    for (let v = 0; v <= max * 1.0001; v += step) {
+      ticks.push({ v: v, label: v === 0 ? "0" : String(Number((v / unit).toPrecision(4))) + " " + name });
+    }
     return ticks;
   }
   function linearTicks(min, max, target) {
@@ -234,11 +238,11 @@
     const yMin = Math.min(0, opts.yMin || 0);
     const Y = (y) => m.t + (height - m.t - m.b) * (1 - (y - yMin) / (yMax - yMin));
     const grid = svg("g", { class: "grid" }), axis = svg("g", { class: "axis" });
-    for (const v of byteTicks(yMax)) {
+    for (const { v, label } of byteTicks(yMax)) {
       if (v > yMax) continue;
       grid.append(svg("line", { x1: m.l, x2: width - m.r, y1: Y(v), y2: Y(v) }));
       const t = svg("text", { x: m.l - 6, y: Y(v) + 4, "text-anchor": "end" });
-      t.textContent = fmtBytes(v);
+      t.textContent = label;
       axis.append(t);
     }
     for (const v of linearTicks(0, xMax, Math.max(3, Math.floor(width / 110)))) {
@@ -398,7 +402,8 @@
             drawn.series.add(total.index);
             hwMarker(g, total, X, Y, "#c92a2a", "global high-water " + fmtBytes(total.hw[2]));
           }
-          for (const s of visible) if (s.kind === "scope") hwMarker(g, s, X, Y, colorOf(s), null);
+          // Scope marks only where they can be seen: 5% of the global peak or more.
+          for (const s of visible) if (s.kind === "scope" && s.hw[2] >= 0.05 * total.hw[2]) hwMarker(g, s, X, Y, colorOf(s), null);
         },
         hover(x) {
           const rows = [];
