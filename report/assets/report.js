@@ -103,7 +103,7 @@
       ["blocks live at end", fmtCount(cap.live_blocks)],
     ];
     app.append(el("div", { class: "facts" }, ...facts.map(([k, v]) =>
-      el("div", { class: "fact" }, el("div", { class: "k", text: k }), el("div", { class: "v", text: v })))));
+      el("div", { class: v.length > 12 ? "fact wide" : "fact" }, el("div", { class: "k", text: k }), el("div", { class: "v", text: v })))));
   }
 
   function counterList(obj) {
@@ -199,7 +199,12 @@
   }
 
   // ---- the time series charts ---------------------------------------------------------
-  const state = { axis: tl.duration_ns > 0 ? "t" : "e", hidden: new Set() };
+  // Times are epoch starts: when most points share a time with another (bursts inside one
+  // epoch), the event axis shows them and is the default.
+  const totalSeries = tl.series.find((s) => s.kind === "total");
+  const distinctTimes = new Set(totalSeries ? totalSeries.t : []).size;
+  const coarseTime = totalSeries && distinctTimes * 3 < totalSeries.t.length;
+  const state = { axis: tl.duration_ns > 0 && !coarseTime ? "t" : "e", hidden: new Set() };
   const xMaxOf = (axis) => axis === "t" ? Math.max(1, tl.duration_ns) : Math.max(1, tl.events);
 
   function colorOf(s) {
@@ -336,7 +341,8 @@
         ? "Downsampled: " + fmtCount(tl.events) + " events in buckets of " + fmtCount(tl.events_per_bucket) +
           "; each bucket keeps its minimum, maximum and last value, so peaks survive. "
         : "Every event is drawn. ",
-      "Times are the drainer's epochs (about 1 ms apart). "];
+      "Times are the drainer's epochs (about 1 ms apart)" +
+        (coarseTime ? "; most points of this capture share their epoch with others, so the x axis shows events unless you choose time. " : ". ")];
     const c = cut(tl.scopes_drawn, nScopes, "scopes", "the rest are stacked as \u201cother scopes\u201d");
     if (c) sub.push(c);
     const c2 = cut(tl.census_drawn, tl.census_total, "census entries");
