@@ -181,6 +181,7 @@ void Analyzer::Account(const Block& b, bool allocate) {
   if (scope.high_water_bytes > scope_high_water) {
     summary_.scope_peak_event[b.scope] = events_seen_;
   }
+  if (live_change_hook_) live_change_hook_(b.scope, b.layer);
 }
 
 void Analyzer::Allocate(uint64_t ticket, const Block& b) {
@@ -313,6 +314,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       if (scope.high_water_bytes > scope_high_water) {
         summary_.scope_peak_event[b.scope] = events_seen_;
       }
+      if (live_change_hook_) live_change_hook_(b.scope, b.layer);
       b.size = new_size;
       live_[rec.ticket] = b;  // the block answers to the resize's ticket now
       by_address_[AddressKey(b.layer, b.addr)].push_back(rec.ticket);

@@ -215,6 +215,21 @@ class Analyzer {
   absl::Status Apply(const CaptureRecord& rec);
   CaptureSummary Finish(const CaptureReadStats& stats);
 
+  // Replay in progress, for consumers that follow it event by event (analysis/timeline.h).
+  // `hook` is called during Apply() each time one block's bytes are counted in or out of
+  // its scope and layer (an allocation, a release, a resize, either half of a move, each
+  // block of an arena reset); read the new values from state().
+  using LiveChangeHook = std::function<void(uint32_t scope, uint32_t layer)>;
+  void SetLiveChangeHook(LiveChangeHook hook) { live_change_hook_ = std::move(hook); }
+  // The state so far: totals, scopes and layers are current after every Apply(); the
+  // attribution, retention and coverage are filled in only by Finish().
+  const CaptureSummary& state() const noexcept { return summary_; }
+  // Census values so far: label -> last value.
+  const std::map<uint32_t, int64_t>& census() const noexcept { return census_; }
+  // Events applied so far (the 1-based index of the last one), and its time.
+  uint64_t events_seen() const noexcept { return events_seen_; }
+  int64_t last_t() const noexcept { return last_t_; }
+
  private:
   struct Block {
     uint64_t addr;
@@ -276,6 +291,7 @@ class Analyzer {
   absl::flat_hash_map<uint64_t, Block> live_;  // by ticket
   absl::flat_hash_map<uint64_t, std::vector<uint64_t>> by_address_;  // layer<<56^addr
   absl::flat_hash_map<uint32_t, Moving> moving_;  // by thread, between remap halves
+  LiveChangeHook live_change_hook_;
 };
 
 }  // namespace memtrace

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "cli/analysis_commands.h"
+#include "cli/report_command.h"
 #include "cli/run_command.h"
 
 namespace {
@@ -46,6 +47,8 @@ constexpr Command kCommands[] = {
      memtrace::CoverageCommand},
     {"export", "the capture for other viewers: --format=perfetto, folded or pprof",
      memtrace::ExportCommand},
+    {"report", "a self-contained HTML report with plots: report CAPTURE -o report.html",
+     memtrace::ReportCommand},
     {"run", "trace an unmodified program: memtrace run [flags] -- program args...",
      memtrace::RunCommand},
 };

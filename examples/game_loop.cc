@@ -10,12 +10,13 @@
 // times the phases, the way a frame timer or another profiler would hang off memtrace's
 // scopes. A job thread does work for the physics phase under the carried scope.
 //
-//   bazel run //examples:game_loop -- --frames=600
+//   bazel run //examples:game_loop -- --frames=600 [--capture=/tmp/game.jsonl]
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -29,9 +30,12 @@
 #include "runtime/frame_arena.h"
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
+#include "sinks/jsonl_sink.h"
 #include "sinks/summary_table.h"
 
 ABSL_FLAG(int, frames, 600, "frames to simulate");
+ABSL_FLAG(std::string, capture, "",
+          "also write the JSONL capture here (docs/capture-format.md)");
 
 namespace {
 
@@ -73,6 +77,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   memtrace::Tracer& tracer = **created;
+  std::unique_ptr<memtrace::JsonlSink> capture;
+  if (const std::string path = absl::GetFlag(FLAGS_capture); !path.empty()) {
+    auto opened = memtrace::JsonlSink::Open(path);
+    if (!opened.ok()) {
+      fprintf(stderr, "game_loop: %s\n", opened.status().ToString().c_str());
+      return 1;
+    }
+    capture = std::move(opened).value();
+    if (absl::Status s = tracer.recorder().SetObserver(capture.get()); !s.ok()) {
+      fprintf(stderr, "game_loop: %s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
   if (absl::Status s = tracer.Start(); !s.ok()) {
     fprintf(stderr, "game_loop: %s\n", s.ToString().c_str());
     return 1;
@@ -163,7 +180,16 @@ int main(int argc, char** argv) {
   fputs(memtrace::FormatSummaryTable(snapshot).c_str(), stdout);
   for (auto [p, n] : entities) cpu.Free(heap, AsMemory(p, n), 16, 0);
   for (auto [t, n] : textures) gpu.Free(device, AsMemory(t, n), 256, 0);
-  tracer.AttachCensus(nullptr);
   tracer.Stop().IgnoreError();
+  if (capture != nullptr) {
+    // The capture's trailer holds the final state (with the census), after Stop().
+    const absl::Status written = capture->Finish(tracer.TakeSnapshot());
+    if (!written.ok()) {
+      fprintf(stderr, "game_loop: capture %s: %s\n", absl::GetFlag(FLAGS_capture).c_str(),
+              written.ToString().c_str());
+      return 3;
+    }
+  }
+  tracer.AttachCensus(nullptr);
   return snapshot.integrity.complete() ? 0 : 3;
 }

@@ -262,8 +262,11 @@ void JsonlSink::WriteBatch(const Batch& batch) {
   for (const ObservedEvent& o : batch.events) {
     const Event& e = o.event;
     const EventKind kind = e.kind();
+    // Line types are the capture format's names (docs/capture-format.md), which match the
+    // event kinds' names except for census updates.
+    const char* type = kind == EventKind::kCensusUpdate ? "census" : EventKindName(kind);
     const std::string head =
-        absl::StrCat("{\"type\":\"", EventKindName(kind), "\",\"t\":", batch.start_unix_ns,
+        absl::StrCat("{\"type\":\"", type, "\",\"t\":", batch.start_unix_ns,
                      ",\"epoch\":", batch.epoch, ",\"thread\":", Ticket::RingId(o.ticket));
     switch (kind) {
       case EventKind::kAlloc:

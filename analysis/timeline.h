@@ -1,0 +1,135 @@
+// Copyright 2026 The memtrace Authors.
+//
+// timeline.h: live bytes over the course of a capture, downsampled so that peaks survive.
+//
+// A Timeline holds one series per quantity worth plotting: the total live bytes, the live
+// bytes of each layer (cpu, frame_arena, gpu, ...), of the scopes that reached the highest
+// high-water marks (the rest summed as one "other scopes" series) and the census entries.
+// TimelineBuilder follows an Analyzer's replay event by event (through its live-change
+// hook) and keeps, per series, at most `max_points` points however long the capture:
+//
+//   events:   1 ........ W | W+1 ..... 2W | 2W+1 ...                 (buckets of W events)
+//   kept:     min, max and last value of each bucket, with the event index and time of
+//             each, in event order: a step line through them shows every bucket's extremes
+//
+// When the buckets run out, neighbours are merged pairwise and W doubles, so memory is
+// bounded by the output (series x max_points), never by the capture. Each series' exact
+// high-water mark (value, event, time) is kept beside its points, and the stacked view of
+// the scope series takes all of them at the same moments (the bucket's minimum, maximum
+// and last total), so a stack of the scope series reaches the total's true peak.
+//
+// Times are the events' `t` (ns since the Unix epoch, epoch resolution; see
+// docs/capture-format.md) minus the first event's `t`.
+//
+// Thread safety: a TimelineBuilder is used by one thread. Timeline is a plain value.
+//
+// Example:
+//
+//   absl::StatusOr<CaptureSummary> first = Analyzer::Summarize(path);
+//   TimelineBuilder builder(TimelineOptions{}, *first);
+//   ReadCapture(path, [&](const CaptureRecord& r) { return builder.Apply(r); });
+//   Timeline timeline = builder.Finish();
+
+#ifndef MEMTRACE_ANALYSIS_TIMELINE_H_
+#define MEMTRACE_ANALYSIS_TIMELINE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "analysis/analyzer.h"
+#include "analysis/capture_reader.h"
+
+namespace memtrace {
+
+struct TimelineOptions {
+  // Points kept per series (at least 3: one bucket's min, max and last).
+  uint64_t max_points = 2000;
+  // Scopes drawn as their own series (largest high-water first); the rest are summed.
+  uint64_t scope_series = 10;
+  // Census entries drawn (largest high-water first); the rest are not drawn.
+  uint64_t census_series = 8;
+};
+
+struct TimelinePoint {
+  uint64_t event = 0;  // 1-based index of the event after which the value held
+  int64_t t = 0;       // ns since the first event
+  int64_t value = 0;
+};
+
+struct TimelineSeries {
+  enum class Kind { kTotal, kLayer, kScope, kOtherScopes, kCensus };
+  Kind kind = Kind::kTotal;
+  uint32_t id = 0;    // layer id, scope id or census label; 0 for the total and "other"
+  std::string name;   // "total", a layer name, a scope path, "other scopes", "census #N"
+  std::vector<TimelinePoint> points;  // in event order; the value holds until the next
+  TimelinePoint high_water;           // the first moment of the series' maximum
+};
+
+struct Timeline {
+  std::vector<TimelineSeries> series;  // total, layers, scopes, other scopes, census
+  // The stacked view: the moments (shared by all scope series) and, per scope series in
+  // the order of `stack_series`, its value at each of them.
+  std::vector<TimelinePoint> stack_moments;  // value: the total at that moment
+  std::vector<size_t> stack_series;          // indices into `series`
+  std::vector<std::vector<int64_t>> stack_values;
+  uint64_t events = 0;
+  uint64_t events_per_bucket = 1;
+  int64_t first_t = 0;  // the first event's t (ns since the Unix epoch)
+  int64_t last_t = 0;   // the last event's t, absolute
+  uint64_t scopes_total = 0;    // scopes that allocated
+  uint64_t scopes_drawn = 0;    // of those, drawn as their own series
+  uint64_t census_total = 0;    // census entries that changed
+  uint64_t census_drawn = 0;
+};
+
+class TimelineBuilder {
+ public:
+  // `first_pass` is the summary of the same capture (Analyzer::Summarize): it chooses
+  // which scopes and census entries get their own series.
+  TimelineBuilder(const TimelineOptions& options, const CaptureSummary& first_pass);
+  TimelineBuilder(const TimelineBuilder&) = delete;
+  TimelineBuilder& operator=(const TimelineBuilder&) = delete;
+
+  // Replays one line (in file order) and records the values it changed.
+  absl::Status Apply(const CaptureRecord& rec);
+  // The replay's state right now, e.g. for Analyzer::Composition() at the peak.
+  const Analyzer& analyzer() const noexcept { return analyzer_; }
+
+  Timeline Finish();
+
+ private:
+  // The extremes and the last value of one series within one bucket.
+  struct Bucket {
+    bool used = false;
+    TimelinePoint min, max, last;
+  };
+  // The scope values at the total's minimum, maximum and last moment in one bucket.
+  struct StackBucket {
+    std::vector<int64_t> at_min, at_max, at_last;
+  };
+
+  void Record(size_t series, int64_t value);
+  void MergeBuckets();
+
+  TimelineOptions options_;
+  Analyzer analyzer_;
+  Timeline out_;
+  absl::flat_hash_map<uint32_t, size_t> layer_series_;   // layer id -> series index
+  absl::flat_hash_map<uint32_t, size_t> scope_series_;   // scope id -> series index
+  absl::flat_hash_map<uint32_t, size_t> census_series_;  // label -> series index
+  size_t other_series_ = 0;  // "other scopes"; == series count when every scope is drawn
+  std::vector<int64_t> current_;               // per series
+  std::vector<std::vector<Bucket>> buckets_;   // per series, per bucket
+  std::vector<StackBucket> stack_buckets_;
+  std::vector<uint32_t> dirty_scopes_, dirty_layers_;
+  uint64_t bucket_count_ = 0;  // buckets available per series
+  bool started_ = false;
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_ANALYSIS_TIMELINE_H_

@@ -1,0 +1,679 @@
+// memtrace report: draws the page from the JSON in the element #memtrace-data.
+//
+// Inlined into every report by report/html_report.cc; plain browser JavaScript with no
+// libraries, drawing SVG by hand. docs/report.md describes the data. After drawing, the
+// page writes a JSON summary of what it drew (and any script error) into the element #selftest
+// for tests/report_browser_test.sh.
+"use strict";
+
+(function () {
+  const errors = [];
+  window.addEventListener("error", (e) => {
+    errors.push(String(e.message || e.error || "error") + (e.lineno ? " (line " + e.lineno + ")" : ""));
+    writeSelftest();
+  });
+  const drawn = { series: new Set(), charts: [], flame: null, tables: {} };
+
+  // The SVG namespace, as the HTML parser assigns it: the page spells out no URL at all
+  // (tests check that it holds none).
+  const SVG = (() => { const d = document.createElement("div"); d.innerHTML = "<svg></svg>"; return d.firstChild.namespaceURI; })();
+  const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
+                   "#b07aa1", "#ff9da7", "#9c755f", "#86bcb6", "#a0cbe8", "#8cd17d"];
+  const LAYER_COLORS = ["#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c", "#c2255c", "#0b7285"];
+  const CENSUS_COLORS = ["#5c940d", "#e67700", "#5f3dc4", "#0c8599"];
+
+  // ---- formatting ---------------------------------------------------------------------
+  function fmtBytes(b) {
+    const neg = b < 0;
+    let v = Math.abs(b);
+    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let u = 0;
+    while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+    const s = u === 0 ? String(Math.round(v)) : v.toFixed(v >= 100 ? 0 : 1);
+    return (neg ? "-" : "") + s + " " + units[u];
+  }
+  function fmtCount(n) { return Number(n).toLocaleString("en-US"); }
+  function fmtNs(ns) {
+    const a = Math.abs(ns);
+    if (a >= 60e9) return (ns / 60e9).toFixed(1) + " min";
+    if (a >= 1e9) return (ns / 1e9).toFixed(a >= 10e9 ? 1 : 2) + " s";
+    if (a >= 1e6) return (ns / 1e6).toFixed(a >= 10e6 ? 0 : 1) + " ms";
+    if (a >= 1e3) return (ns / 1e3).toFixed(0) + " \u00b5s";
+    return Math.round(ns) + " ns";
+  }
+  function pct(part, whole) { return whole > 0 ? (100 * part / whole).toFixed(1) + "%" : "\u2013"; }
+
+  // ---- DOM helpers --------------------------------------------------------------------
+  function el(tag, attrs, ...kids) {
+    const n = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") n.className = v;
+      else if (k === "text") n.textContent = v;
+      else if (k.startsWith("on")) n.addEventListener(k.slice(2), v);
+      else n.setAttribute(k, v);
+    }
+    for (const k of kids) if (k != null) n.append(k);
+    return n;
+  }
+  function svg(tag, attrs) {
+    const n = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) n.setAttribute(k, v);
+    return n;
+  }
+  function cut(shown, total, what, hint) {
+    if (shown >= total) return null;
+    return el("span", { class: "cut", text: "showing " + fmtCount(shown) + " of " + fmtCount(total) + " " + what + (hint ? " (" + hint + ")" : "") });
+  }
+
+  // ---- data ---------------------------------------------------------------------------
+  const data = JSON.parse(document.getElementById("memtrace-data").textContent);
+  const app = document.getElementById("app");
+  const tl = data.timeline;
+  const trailer = data.trailer;
+  const header = data.header || {};
+
+  function censusName(label) {
+    if (trailer && Array.isArray(trailer.census)) {
+      for (const c of trailer.census) if (c.label === label && c.name) return c.name;
+    }
+    return "census #" + label;
+  }
+  tl.series.forEach((s, i) => {
+    s.index = i;
+    if (s.kind === "census") { const n = censusName(s.id); s.name = n.startsWith("census") ? n : "census: " + n; }
+  });
+
+  // ---- header, facts, banner ----------------------------------------------------------
+  function renderHeader() {
+    const cap = data.capture;
+    app.append(el("header", { class: "top" },
+      el("h1", {}, el("span", { class: "brand", text: "memtrace" }), " report"),
+      el("div", { class: "path", text: cap.path })));
+    const started = header.started_unix_ns ? new Date(Number(header.started_unix_ns) / 1e6) : null;
+    const facts = [
+      ["pid", String(cap.pid)],
+      ["source", header.source || "runtime"],
+      ["started", started && !isNaN(started) ? started.toISOString().replace("T", " ").slice(0, 19) + " UTC" : "\u2013"],
+      ["duration", fmtNs(tl.duration_ns)],
+      ["events", fmtCount(cap.events)],
+      ["peak live", fmtBytes(cap.totals.high_water_bytes)],
+      ["allocated", fmtBytes(cap.totals.allocated_bytes)],
+      ["allocations", fmtCount(cap.totals.allocated_count)],
+      ["live at end", fmtBytes(cap.totals.live_bytes)],
+      ["blocks live at end", fmtCount(cap.live_blocks)],
+    ];
+    app.append(el("div", { class: "facts" }, ...facts.map(([k, v]) =>
+      el("div", { class: v.length > 12 ? "fact wide" : "fact" }, el("div", { class: "k", text: k }), el("div", { class: "v", text: v })))));
+  }
+
+  function counterList(obj) {
+    const box = el("div", { class: "counters" });
+    for (const [k, v] of Object.entries(obj || {})) {
+      if (typeof v === "object") continue;
+      const bad = typeof v === "number" && v !== 0 && !/rings|slots|fill|epochs|lag|recorded|applied|written|capacity|bytes/.test(k);
+      box.append(el("span", { class: bad ? "nonzero" : "", text: k + " " + (typeof v === "number" ? fmtCount(v) : String(v)) }));
+    }
+    return box;
+  }
+
+  function renderBanner() {
+    const v = data.capture.verdict;
+    let title, text;
+    if (v === "complete") {
+      const exact = trailer && trailer.integrity && trailer.integrity.exact;
+      title = "Capture complete";
+      text = " \u2014 nothing was lost" + (exact === false ? " (matching was not exact; see the integrity counters)" : ", every release matched exactly") + ".";
+    } else if (v === "partial") {
+      title = "PARTIAL capture";
+      text = " \u2014 the trailer reports lost records: the numbers below are what the capture kept, not everything the program did.";
+    } else {
+      title = "TRUNCATED capture";
+      text = " \u2014 there is no trailer (the program or the sink stopped early): the numbers below cover only the events written before it stopped.";
+    }
+    const b = el("div", { class: "banner " + v, id: "integrity" }, el("strong", { text: title }), text);
+    if (trailer) {
+      const d = el("details", {}, el("summary", { text: "integrity counters" }));
+      if (trailer.integrity) d.append(counterList(trailer.integrity));
+      if (trailer.sink) d.append(el("div", { text: "sink" }), counterList(trailer.sink));
+      b.append(d);
+    }
+    if (data.capture.unmatched_releases > 0) {
+      b.append(el("div", { text: fmtCount(data.capture.unmatched_releases) + " releases had no allocation in the capture." }));
+    }
+    app.append(b);
+    const interposer = header.interposer || {};
+    if (interposer.sample_interval_bytes > 0) {
+      app.append(el("div", { class: "banner partial" }, el("strong", { text: "Sampled capture" }),
+        " \u2014 the interposer recorded a sample (one per " + fmtBytes(interposer.sample_interval_bytes) +
+        " on average); sizes and counts are of the recorded sample."));
+    }
+  }
+
+  function renderNav() {
+    const links = [["timeline", "Live bytes over time"], ["peak", "Peak composition"], ["flame", "Flame graph"],
+                   ["sites", "Top sites"], ["scopes", "Scopes"], ["retention", "Retention"], ["leaks", "Leaks"]];
+    app.append(el("nav", { class: "toc" }, ...links.map(([id, t]) => el("a", { href: "#" + id, text: t }))));
+  }
+
+  function panel(id, title, sub) {
+    const p = el("section", { class: "panel", id: id }, el("h2", { text: title }));
+    if (sub) p.append(el("p", { class: "sub" }, ...[].concat(sub)));
+    app.append(p);
+    return p;
+  }
+
+  // ---- axes ---------------------------------------------------------------------------
+  function niceStep(range, target) {
+    const raw = range / Math.max(1, target);
+    const mag = Math.pow(10, Math.floor(Math.log10(raw || 1)));
+    for (const m of [1, 2, 2.5, 5, 10]) if (m * mag >= raw) return m * mag;
+    return 10 * mag;
+  }
+  // Steps that are round in the unit the axis reads in (KiB, MiB, ...), labelled in it.
+  function byteTicks(max) {
+    let unit = 1;
+    while (max / unit >= 1024 && unit < Math.pow(1024, 4)) unit *= 1024;
+    const step = niceStep(max / unit, 5) * unit;
+    const name = ["B", "KiB", "MiB", "GiB", "TiB"][Math.round(Math.log(unit) / Math.log(1024))];
+    const ticks = [];
+    for (let v = 0; v <= max * 1.0001; v += step) {
+      ticks.push({ v: v, label: v === 0 ? "0" : String(Number((v / unit).toPrecision(4))) + " " + name });
+    }
+    return ticks;
+  }
+  function linearTicks(min, max, target) {
+    const step = niceStep(max - min, target);
+    const ticks = [];
+    for (let v = Math.ceil(min / step) * step; v <= max + step * 1e-9; v += step) ticks.push(v);
+    return ticks;
+  }
+
+  // The last index with xs[i] <= x (-1 if none).
+  function lastAtOrBefore(xs, x) {
+    let lo = 0, hi = xs.length - 1, ans = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (xs[mid] <= x) { ans = mid; lo = mid + 1; } else hi = mid - 1;
+    }
+    return ans;
+  }
+
+  // ---- the time series charts ---------------------------------------------------------
+  // Times are epoch starts: when most points share a time with another (bursts inside one
+  // epoch), the event axis shows them and is the default.
+  const totalSeries = tl.series.find((s) => s.kind === "total");
+  const distinctTimes = new Set(totalSeries ? totalSeries.t : []).size;
+  const coarseTime = totalSeries && distinctTimes * 3 < totalSeries.t.length;
+  const state = { axis: tl.duration_ns > 0 && !coarseTime ? "t" : "e", hidden: new Set() };
+  const xMaxOf = (axis) => axis === "t" ? Math.max(1, tl.duration_ns) : Math.max(1, tl.events);
+
+  function colorOf(s) {
+    if (s.kind === "total") return "#1d232b";
+    if (s.kind === "layer") return LAYER_COLORS[layerIndex(s) % LAYER_COLORS.length];
+    if (s.kind === "census") return CENSUS_COLORS[censusIndex(s) % CENSUS_COLORS.length];
+    if (s.kind === "other") return "#b8c0cc";
+    return PALETTE[tl.stack.series.indexOf(s.index) % PALETTE.length];
+  }
+  function layerIndex(s) { return tl.series.filter((x) => x.kind === "layer").indexOf(s); }
+  function censusIndex(s) { return tl.series.filter((x) => x.kind === "census").indexOf(s); }
+
+  // A step path through (xs[i], ys[i]) from x=0 (value 0) to xEnd.
+  function stepPath(xs, ys, X, Y, xEnd) {
+    let d = "M" + X(0).toFixed(1) + "," + Y(0).toFixed(1);
+    let prev = 0;
+    for (let i = 0; i < xs.length; i++) {
+      const x = X(xs[i]).toFixed(1);
+      d += "H" + x;
+      if (ys[i] !== prev) d += "V" + Y(ys[i]).toFixed(1);
+      prev = ys[i];
+    }
+    d += "H" + X(xEnd).toFixed(1);
+    return d;
+  }
+
+  function makeChart(container, opts) {
+    // opts: height, yMax, draw(g, X, Y), hover(x) -> {head, rows:[{name,color,value}]}
+    const width = Math.max(560, container.clientWidth || 1000);
+    const height = opts.height;
+    const m = { l: 72, r: 16, t: 14, b: 34 };
+    const root = svg("svg", { viewBox: "0 0 " + width + " " + height, width: width, height: height, role: "img" });
+    const xMax = xMaxOf(state.axis);
+    const X = (x) => m.l + (width - m.l - m.r) * (x / xMax);
+    const yMax = Math.max(1, opts.yMax) * 1.08;
+    const yMin = Math.min(0, opts.yMin || 0);
+    const Y = (y) => m.t + (height - m.t - m.b) * (1 - (y - yMin) / (yMax - yMin));
+    const grid = svg("g", { class: "grid" }), axis = svg("g", { class: "axis" });
+    for (const { v, label } of byteTicks(yMax)) {
+      if (v > yMax) continue;
+      grid.append(svg("line", { x1: m.l, x2: width - m.r, y1: Y(v), y2: Y(v) }));
+      const t = svg("text", { x: m.l - 6, y: Y(v) + 4, "text-anchor": "end" });
+      t.textContent = label;
+      axis.append(t);
+    }
+    for (const v of linearTicks(0, xMax, Math.max(3, Math.floor(width / 110)))) {
+      axis.append(svg("line", { x1: X(v), x2: X(v), y1: height - m.b, y2: height - m.b + 4 }));
+      const t = svg("text", { x: X(v), y: height - m.b + 16, "text-anchor": "middle" });
+      t.textContent = state.axis === "t" ? fmtNs(v) : fmtCount(Math.round(v));
+      axis.append(t);
+    }
+    axis.append(svg("line", { x1: m.l, x2: width - m.r, y1: height - m.b, y2: height - m.b }));
+    const label = svg("text", { x: width - m.r, y: height - 4, "text-anchor": "end" });
+    label.textContent = state.axis === "t" ? "time since the first event" : "event";
+    axis.append(label);
+    root.append(grid, axis);
+    const g = svg("g", {});
+    root.append(g);
+    opts.draw(g, X, Y);
+
+    const cursor = svg("line", { class: "cursor", y1: m.t, y2: height - m.b, visibility: "hidden" });
+    root.append(cursor);
+    const tip = el("div", { class: "tip" });
+    container.append(root, tip);
+    root.addEventListener("mousemove", (ev) => {
+      const r = root.getBoundingClientRect();
+      const px = (ev.clientX - r.left) * (width / r.width);
+      if (px < m.l || px > width - m.r) { cursor.setAttribute("visibility", "hidden"); tip.style.display = "none"; return; }
+      const x = (px - m.l) / (width - m.l - m.r) * xMax;
+      cursor.setAttribute("x1", px); cursor.setAttribute("x2", px);
+      cursor.setAttribute("visibility", "visible");
+      const h = opts.hover(x);
+      tip.replaceChildren(el("div", { class: "head", text: h.head }),
+        ...h.rows.map((row) => el("div", { class: "row" },
+          el("span", { class: "n" }, el("span", { class: "dot", style: "background:" + row.color }), row.name),
+          el("span", { class: "val", text: row.value }))));
+      tip.style.display = "block";
+      const left = ev.clientX - r.left + 14;
+      tip.style.left = Math.min(left, r.width - tip.offsetWidth - 4) + "px";
+      tip.style.top = Math.max(0, ev.clientY - r.top - tip.offsetHeight / 2) + "px";
+    });
+    root.addEventListener("mouseleave", () => { cursor.setAttribute("visibility", "hidden"); tip.style.display = "none"; });
+    drawn.charts.push({ id: container.id, w: Math.round(root.getBoundingClientRect().width), h: Math.round(root.getBoundingClientRect().height) });
+    return { X, Y, root };
+  }
+
+  function xsOf(s) { return state.axis === "t" ? s.t : s.e; }
+
+  function headAt(x) {
+    return state.axis === "t" ? "at " + fmtNs(x) : "after event " + fmtCount(Math.round(x));
+  }
+
+  function hwMarker(g, s, X, Y, color, label, anchorRight) {
+    if (!s.hw || s.hw[0] === 0) return;
+    const x = X(state.axis === "t" ? s.hw[1] : s.hw[0]), y = Y(s.hw[2]);
+    const grp = svg("g", { class: "hw" });
+    grp.append(svg("line", { x1: x, x2: x, y1: y, y2: Y(0), stroke: color, "stroke-dasharray": "2 3", "stroke-width": 1 }));
+    grp.append(svg("circle", { cx: x, cy: y, r: 3.5, fill: "#fff", stroke: color, "stroke-width": 2 }));
+    if (label) {
+      const right = anchorRight || x > X(xMaxOf(state.axis)) * 0.7;
+      // Move the label down until it overlaps no label placed before it on this chart.
+      const w = label.length * 6.3;
+      const x0 = right ? x - 6 - w : x + 6;
+      let ly = Math.max(12, y - 6);
+      const boxes = g.labelBoxes || (g.labelBoxes = []);
+      for (let tries = 0; tries < 20 && boxes.some((b) => x0 < b.x1 && x0 + w > b.x0 && Math.abs(ly - b.y) < 13); tries++) ly += 13;
+      boxes.push({ x0: x0, x1: x0 + w, y: ly });
+      const t = svg("text", { x: right ? x - 6 : x + 6, y: ly, "text-anchor": right ? "end" : "start", fill: color });
+      t.textContent = label;
+      grp.append(t);
+    }
+    g.append(grp);
+  }
+
+  function legend(container, list, onToggle) {
+    const box = el("div", { class: "legend" });
+    for (const s of list) {
+      const item = el("span", { class: "item" + (state.hidden.has(s.index) ? " off" : ""), title: "click to hide or show" },
+        el("span", { class: "sw" + (s.kind === "layer" || s.kind === "census" || s.kind === "total" ? " line" : ""), style: "background:" + colorOf(s) }),
+        s.name, el("span", { class: "hwv", text: "high-water " + fmtBytes(s.hw[2]) }));
+      item.addEventListener("click", () => {
+        if (state.hidden.has(s.index)) state.hidden.delete(s.index); else state.hidden.add(s.index);
+        onToggle();
+      });
+      box.append(item);
+    }
+    container.append(box);
+  }
+
+  function renderTimeline() {
+    const nScopes = tl.scopes_total;
+    const sub = ["Live bytes after each event. ",
+      tl.events_per_bucket > 1
+        ? "Downsampled: " + fmtCount(tl.events) + " events in buckets of " + fmtCount(tl.events_per_bucket) +
+          "; each bucket keeps its minimum, maximum and last value, so peaks survive. "
+        : "Every event is drawn. ",
+      "Times are the drainer's epochs (about 1 ms apart)" +
+        (coarseTime ? "; most points of this capture share their epoch with others, so the x axis shows events unless you choose time. " : ". ")];
+    const c = cut(tl.scopes_drawn, nScopes, "scopes", "the rest are stacked as \u201cother scopes\u201d");
+    if (c) sub.push(c);
+    const c2 = cut(tl.census_drawn, tl.census_total, "census entries");
+    if (c2) sub.push(" ", c2);
+    const p = panel("timeline", "Live bytes over time", sub);
+    const controls = el("div", { class: "controls" }, "x axis ");
+    const seg = el("span", { class: "seg" });
+    for (const [axis, name] of [["t", "time"], ["e", "events"]]) {
+      const b = el("button", { class: state.axis === axis ? "on" : "", text: name, type: "button" });
+      b.addEventListener("click", () => { state.axis = axis; draw(); });
+      seg.append(b);
+    }
+    controls.append(seg);
+    p.append(controls);
+    const body = el("div", {});
+    p.append(body);
+
+    const stackSeries = tl.stack.series.map((i) => tl.series[i]);
+    const total = tl.series.find((s) => s.kind === "total");
+    const lines = tl.series.filter((s) => s.kind === "layer" || s.kind === "census");
+
+    function draw() {
+      for (const b of seg.children) b.classList.toggle("on", (b.textContent === "time") === (state.axis === "t"));
+      body.replaceChildren();
+      drawn.series.clear();
+      drawn.charts.length = 0;
+
+      // Stacked by scope, with the total on top.
+      body.append(el("h3", { text: "By scope (stacked) and total" }));
+      const c1 = el("div", { class: "chart", id: "chart-scopes" });
+      body.append(c1);
+      const sx = state.axis === "t" ? tl.stack.t : tl.stack.e;
+      const visible = stackSeries.filter((s) => !state.hidden.has(s.index));
+      makeChart(c1, {
+        height: 320,
+        yMax: total.hw[2],
+        draw(g, X, Y) {
+          const xEnd = xMaxOf(state.axis);
+          const base = new Array(sx.length).fill(0);
+          for (const s of visible) {
+            const k = tl.stack.series.indexOf(s.index);
+            const vals = tl.stack.v[k];
+            const top = vals.map((v, j) => base[j] + v);
+            // Area: the step line of the top edge, back along the bottom edge.
+            let d = stepPath(sx, top, X, Y, xEnd);
+            const back = [];
+            let prevY = Y(base[sx.length - 1] || 0).toFixed(1);
+            back.push("V" + prevY);
+            for (let j = sx.length - 1; j >= 0; j--) {
+              back.push("H" + X(sx[j]).toFixed(1));
+              const y = Y(j > 0 ? base[j - 1] : 0).toFixed(1);
+              if (y !== prevY) back.push("V" + y);
+              prevY = y;
+            }
+            back.push("H" + X(0).toFixed(1) + "Z");
+            d += back.join("");
+            g.append(svg("path", { d: d, fill: colorOf(s), "fill-opacity": 0.78, stroke: "none", "data-series": s.index }));
+            drawn.series.add(s.index);
+            for (let j = 0; j < top.length; j++) base[j] = top[j];
+          }
+          if (!state.hidden.has(total.index)) {
+            g.append(svg("path", { d: stepPath(xsOf(total), total.v, X, Y, xEnd), fill: "none", stroke: colorOf(total), "stroke-width": 1.4, "data-series": total.index }));
+            drawn.series.add(total.index);
+            hwMarker(g, total, X, Y, "#c92a2a", "global high-water " + fmtBytes(total.hw[2]));
+          }
+          // Scope marks only where they can be seen: 5% of the global peak or more.
+          for (const s of visible) if (s.kind === "scope" && s.hw[2] >= 0.05 * total.hw[2]) hwMarker(g, s, X, Y, colorOf(s), null);
+        },
+        hover(x) {
+          const rows = [];
+          const j = lastAtOrBefore(sx, x);
+          rows.push({ name: "total", color: colorOf(total), value: fmtBytes(valueAt(total, x)) });
+          for (const s of stackSeries.slice().reverse()) {
+            const k = tl.stack.series.indexOf(s.index);
+            rows.push({ name: s.name, color: colorOf(s), value: fmtBytes(j >= 0 ? tl.stack.v[k][j] : 0) });
+          }
+          return { head: headAt(x), rows };
+        },
+      });
+      legend(body, [total].concat(stackSeries), draw);
+
+      // One line per layer and census entry.
+      body.append(el("h3", { text: "By layer, and census (reported by the program)" }));
+      const c2 = el("div", { class: "chart", id: "chart-layers" });
+      body.append(c2);
+      const shown = lines.filter((s) => !state.hidden.has(s.index));
+      const yMax = Math.max(1, ...shown.map((s) => s.hw[2]));
+      const yMin = Math.min(0, ...shown.map((s) => Math.min(0, ...s.v)));
+      makeChart(c2, {
+        height: 260,
+        yMax: yMax,
+        yMin: yMin,
+        draw(g, X, Y) {
+          const xEnd = xMaxOf(state.axis);
+          for (const s of shown) {
+            const attrs = { d: stepPath(xsOf(s), s.v, X, Y, xEnd), fill: "none", stroke: colorOf(s), "stroke-width": 1.6, "data-series": s.index };
+            if (s.kind === "census") attrs["stroke-dasharray"] = "5 3";
+            g.append(svg("path", attrs));
+            drawn.series.add(s.index);
+          }
+          for (const s of shown) hwMarker(g, s, X, Y, colorOf(s), s.name + " " + fmtBytes(s.hw[2]));
+        },
+        hover(x) {
+          return { head: headAt(x), rows: lines.map((s) => ({ name: s.name, color: colorOf(s), value: fmtBytes(valueAt(s, x)) })) };
+        },
+      });
+      legend(body, lines, draw);
+      writeSelftest();
+    }
+    draw();
+    let width = p.clientWidth;
+    window.addEventListener("resize", () => { if (Math.abs(p.clientWidth - width) > 40) { width = p.clientWidth; draw(); } });
+  }
+
+  function valueAt(s, x) {
+    const i = lastAtOrBefore(xsOf(s), x);
+    return i >= 0 ? s.v[i] : 0;
+  }
+
+  // ---- peak composition ---------------------------------------------------------------
+  function bars(title, table, total) {
+    const box = el("div", {}, el("h3", { text: title }));
+    const c = cut(table.shown, table.total, "rows", "--top=N shows more");
+    if (c) box.append(c);
+    const list = el("div", { class: "bars" });
+    if (table.rows.length === 0) list.append(el("div", { class: "empty", text: "nothing was live" }));
+    const max = table.rows.length ? table.rows[0][1] : 1;
+    for (const [name, bytes] of table.rows) {
+      list.append(el("div", { class: "bar", title: name },
+        el("div", { class: "name" }, el("div", { class: "fill", style: "width:" + (100 * bytes / max).toFixed(1) + "%" }), el("span", { text: name })),
+        el("div", { class: "num", text: fmtBytes(bytes) }),
+        el("div", { class: "pct", text: pct(bytes, total) })));
+    }
+    box.append(list);
+    return box;
+  }
+
+  function renderPeak() {
+    const pk = data.peak;
+    const p = panel("peak", "Peak composition",
+      pk.event > 0 ? "What held memory at the global high-water moment: " + fmtBytes(pk.live) + " live after event " +
+        fmtCount(pk.event) + " (" + fmtNs(pk.t) + " after the first event)." : "The capture allocated nothing.");
+    p.append(el("div", { class: "cols" }, bars("By scope", pk.by_scope, pk.live), bars("By call site", pk.by_site, pk.live)));
+  }
+
+  // ---- flame graph --------------------------------------------------------------------
+  function renderFlame() {
+    const fl = data.flame;
+    const sub = [fl.has_stacks ? "Allocation call stacks, callers above callees. " :
+      "This capture has no call stacks (only return addresses), so each site is one frame. ",
+      "Click a frame to zoom in; click the top bar to zoom out. "];
+    const c = cut(fl.sites_shown, fl.sites_total, "call stacks", "the rest as \u201c(other call stacks)\u201d");
+    if (c) sub.push(c);
+    const p = panel("flame", "Flame graph", sub);
+    const metricState = { metric: "live", focus: null };
+    const controls = el("div", { class: "controls" }, "weight ");
+    const seg = el("span", { class: "seg" });
+    for (const [m, name] of [["live", "bytes live at the peak"], ["alloc", "bytes allocated"]]) {
+      const b = el("button", { class: m === "live" ? "on" : "", text: name, type: "button", "data-metric": m });
+      b.addEventListener("click", () => { metricState.metric = m; metricState.focus = null; draw(); });
+      seg.append(b);
+    }
+    controls.append(seg);
+    p.append(controls);
+    const box = el("div", { class: "flame", id: "flame-graph" });
+    p.append(box);
+
+    // The tree, merged by frame name from the outermost caller in.
+    const root = { name: "all", live: 0, alloc: 0, kids: new Map(), parent: null };
+    for (const st of fl.stacks) {
+      let node = root;
+      root.live += st.live; root.alloc += st.alloc;
+      for (const f of st.f) {
+        let k = node.kids.get(f);
+        if (!k) { k = { name: fl.names[f], live: 0, alloc: 0, kids: new Map(), parent: node }; node.kids.set(f, k); }
+        k.live += st.live; k.alloc += st.alloc;
+        node = k;
+      }
+    }
+    function hue(name) {
+      let h = 0;
+      for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+      return "hsl(" + (12 + h % 38) + "," + (62 + h % 20) + "%," + (58 + (h >> 8) % 14) + "%)";
+    }
+    function draw() {
+      for (const b of seg.children) b.classList.toggle("on", b.getAttribute("data-metric") === metricState.metric);
+      box.replaceChildren();
+      const metric = metricState.metric;
+      const focus = metricState.focus || root;
+      if (focus[metric] <= 0) {
+        box.append(el("div", { class: "empty", text: metric === "live" ? "Nothing was live at the peak." : "Nothing was allocated." }));
+        drawn.flame = { w: 0, h: 0, frames: 0 };
+        writeSelftest();
+        return;
+      }
+      const width = Math.max(560, box.clientWidth || 1000);
+      const rowH = 20;
+      const rects = [];
+      let depthMax = 0;
+      // The focus's ancestors as full-width bars, then its subtree.
+      const chain = [];
+      for (let n = focus; n; n = n.parent) chain.unshift(n);
+      chain.forEach((n, d) => rects.push({ n, x: 0, w: width, d }));
+      (function layout(n, x, w, d) {
+        depthMax = Math.max(depthMax, d);
+        let cx = x;
+        const kids = [...n.kids.values()].filter((k) => k[metric] > 0).sort((a, b) => b[metric] - a[metric]);
+        for (const k of kids) {
+          const kw = w * k[metric] / n[metric];
+          if (kw >= 0.8) { rects.push({ n: k, x: cx, w: kw, d: d + 1 }); layout(k, cx, kw, d + 1); }
+          cx += kw;
+        }
+      })(focus, 0, width, chain.length - 1);
+      const height = (depthMax + 1) * rowH + 4;
+      const root_ = svg("svg", { viewBox: "0 0 " + width + " " + height, width: width, height: height });
+      const tip = el("div", { class: "tip" });
+      for (const r of rects) {
+        const g = svg("g", {});
+        const rect = svg("rect", { x: r.x.toFixed(1), y: r.d * rowH, width: Math.max(0.5, r.w - 0.5).toFixed(1), height: rowH - 1, rx: 2,
+          fill: r.n === root ? "#c9d3e0" : hue(r.n.name) });
+        g.append(rect);
+        if (r.w > 34) {
+          const t = svg("text", { x: (r.x + 4).toFixed(1), y: r.d * rowH + 14 });
+          const chars = Math.floor((r.w - 8) / 6.6);
+          const label = r.n === root ? "all (" + fmtBytes(root[metric]) + ")" : r.n.name;
+          t.textContent = label.length > chars ? label.slice(0, Math.max(1, chars - 1)) + "\u2026" : label;
+          g.append(t);
+        }
+        g.addEventListener("click", () => { metricState.focus = r.n === focus ? r.n.parent : r.n; draw(); });
+        g.addEventListener("mousemove", (ev) => {
+          const b = box.getBoundingClientRect();
+          tip.replaceChildren(el("div", { class: "head", text: r.n.name }),
+            el("div", { class: "row" }, el("span", { text: metric === "live" ? "live at the peak" : "allocated" }), el("span", { class: "val", text: fmtBytes(r.n[metric]) })),
+            el("div", { class: "row" }, el("span", { text: "share of all" }), el("span", { class: "val", text: pct(r.n[metric], root[metric]) })),
+            el("div", { class: "row" }, el("span", { text: metric === "live" ? "allocated" : "live at the peak" }), el("span", { class: "val", text: fmtBytes(r.n[metric === "live" ? "alloc" : "live"]) })));
+          tip.style.display = "block";
+          tip.style.left = Math.min(ev.clientX - b.left + 12, b.width - tip.offsetWidth - 4) + "px";
+          tip.style.top = (ev.clientY - b.top + 14) + "px";
+        });
+        g.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+        root_.append(g);
+      }
+      box.append(root_, tip);
+      const bb = root_.getBoundingClientRect();
+      drawn.flame = { w: Math.round(bb.width), h: Math.round(bb.height), frames: rects.length };
+      writeSelftest();
+    }
+    draw();
+  }
+
+  // ---- tables -------------------------------------------------------------------------
+  // columns: [title, kind] with kind "text", "bytes" or "count".
+  function table(id, title, sub, t, columns, emptyText) {
+    const p = panel(id, title, sub);
+    const c = cut(t.shown, t.total, "rows", "--top=N shows more");
+    if (c) p.append(el("p", { class: "sub" }, c));
+    drawn.tables[id] = t.rows.length;
+    if (t.rows.length === 0) { p.append(el("div", { class: "empty", text: emptyText })); return; }
+    const rows = t.rows.slice();
+    let sortCol = -1, asc = false;
+    const thead = el("thead", {}), tbody = el("tbody", {});
+    const tr = el("tr", {});
+    columns.forEach(([name, kind], i) => {
+      const th = el("th", { class: kind === "text" ? "text" : "", text: name, title: "sort" });
+      th.addEventListener("click", () => {
+        asc = sortCol === i ? !asc : kind === "text";
+        sortCol = i;
+        rows.sort((a, b) => (a[i] < b[i] ? -1 : a[i] > b[i] ? 1 : 0) * (asc ? 1 : -1));
+        for (const h of tr.children) h.classList.remove("sorted", "asc");
+        th.classList.add("sorted");
+        if (asc) th.classList.add("asc");
+        fill();
+      });
+      tr.append(th);
+    });
+    thead.append(tr);
+    function fill() {
+      tbody.replaceChildren(...rows.map((r) => el("tr", {}, ...columns.map(([, kind], i) =>
+        el("td", { class: kind === "text" ? "text" : "", title: kind === "text" ? r[i] : "",
+          text: kind === "bytes" ? fmtBytes(r[i]) : kind === "count" ? fmtCount(r[i]) : r[i] })))));
+    }
+    fill();
+    p.append(el("div", { class: "table-wrap" }, el("table", { class: "data" }, thead, tbody)));
+  }
+
+  function renderTables() {
+    const T = data.tables;
+    const siteCols = [["call site", "text"], ["scope", "text"], ["layer", "text"], ["allocated", "bytes"], ["allocations", "count"],
+                      ["live at end", "bytes"], ["blocks live", "count"], ["temporaries", "count"]];
+    table("sites", "Top call sites", "By bytes allocated, per call site, scope and layer. Temporaries are blocks freed almost at once by the thread that allocated them.",
+      T.sites, siteCols, "No allocations.");
+    const usageCols = (first) => [[first, "text"], ["live", "bytes"], ["blocks", "count"], ["high-water", "bytes"], ["allocated", "bytes"],
+                                  ["allocations", "count"], ["freed", "bytes"], ["frees", "count"]];
+    table("scopes", "Scopes", "Every scope that allocated, by high-water mark; live is at the end of the capture.", T.scopes, usageCols("scope"), "No scopes allocated.");
+    table("layers", "Layers", "Per allocator layer.", T.layers, usageCols("layer"), "No layers.");
+    table("retention", "Retention", "For each scope, how many of its exits left memory allocated inside it still live, and how much (summed over exits): per-frame or per-request leaks.",
+      T.retention, [["scope", "text"], ["exits", "count"], ["exits retaining", "count"], ["blocks kept", "count"], ["bytes kept", "bytes"]], "No scope exited.");
+    table("leaks", "Leaks (live at the end)",
+      data.capture.verdict === "complete" ? "Blocks still live when the capture ended, by call site, scope and layer." :
+        "Blocks still live when the capture stopped. The capture is not complete, so some of these may have been freed later.",
+      T.leaks, siteCols, "Nothing was live at the end of the capture.");
+  }
+
+  // ---- self test ----------------------------------------------------------------------
+  function writeSelftest() {
+    let box = document.getElementById("selftest");
+    if (!box) { box = el("div", { id: "selftest" }); document.body.append(box); }
+    box.textContent = JSON.stringify({
+      ok: errors.length === 0,
+      errors: errors,
+      verdict: data.capture.verdict,
+      series_expected: tl.series.length,
+      series_drawn: drawn.series.size,
+      charts: drawn.charts,
+      flame: drawn.flame,
+      tables: drawn.tables,
+    });
+  }
+
+  try {
+    renderHeader();
+    renderBanner();
+    renderNav();
+    renderTimeline();
+    renderPeak();
+    renderFlame();
+    renderTables();
+    app.append(el("footer", { text: "memtrace report \u00b7 format " + data.format + " v" + data.version + " \u00b7 self-contained: nothing on this page was loaded from elsewhere" }));
+  } catch (e) {
+    errors.push(String(e && e.stack || e));
+    app.append(el("div", { class: "banner truncated", text: "The report failed to draw: " + e }));
+  }
+  writeSelftest();
+})();

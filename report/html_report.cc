@@ -1,0 +1,451 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "report/html_report.h"
+
+#include "analysis/symbolizer.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/analyzer.h"
+#include "analysis/capture_reader.h"
+#include "analysis/timeline.h"
+#include "report/report_assets.h"
+#include "sinks/json_text.h"
+
+namespace memtrace {
+namespace {
+
+// What the first pass keeps beside the Analyzer's summary: the header, call stacks and
+// modules, for naming frames.
+struct CaptureTables {
+  std::string header = "{}";
+  absl::flat_hash_map<uint32_t, std::vector<uint64_t>> site_frames;  // only sites with frames
+  std::set<uint32_t> other_sites;  // the bucket for sites beyond the site table
+  struct Module {
+    uint64_t start, end, offset;
+    std::string path;
+  };
+  std::vector<Module> modules;
+  std::vector<CaptureRecord> module_records;  // for the symbolizer
+  CaptureReadStats stats;
+};
+
+// Names frames through the caller's describer, or the symbolizer (function (file:line)
+// from the capture's module map, analysis/symbolizer.h), or "module+0xoffset", or
+// "0x<hex>"; each address once.
+class FrameNames {
+ public:
+  FrameNames(const ReportOptions& options, const CaptureTables& tables)
+      : describe_(options.describe_frame), tables_(tables) {
+    if (!describe_ && options.symbolize && !tables.module_records.empty()) {
+      for (const CaptureRecord& m : tables.module_records) symbolizer_.AddModule(m);
+      use_symbolizer_ = true;
+    }
+  }
+
+  std::string Describe(uint64_t pc) {
+    auto it = cache_.find(pc);
+    if (it != cache_.end()) return it->second;
+    std::string name = describe_         ? describe_(pc)
+                       : use_symbolizer_ ? symbolizer_.Describe(pc)
+                                         : Default(pc);
+    cache_.emplace(pc, name);
+    return name;
+  }
+
+  // An index into names() for `name`, which the flame graph uses.
+  uint32_t Index(const std::string& name) {
+    auto [it, added] = index_.emplace(name, static_cast<uint32_t>(names_.size()));
+    if (added) names_.push_back(name);
+    return it->second;
+  }
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::string Default(uint64_t pc) const {
+    for (const auto& m : tables_.modules) {
+      if (pc >= m.start && pc < m.end) {
+        const size_t slash = m.path.rfind('/');
+        return absl::StrCat(slash == std::string::npos ? m.path : m.path.substr(slash + 1),
+                            "+0x", absl::Hex(pc - m.start + m.offset));
+      }
+    }
+    return absl::StrCat("0x", absl::Hex(pc));
+  }
+
+  std::function<std::string(uint64_t)> describe_;
+  const CaptureTables& tables_;
+  Symbolizer symbolizer_;
+  bool use_symbolizer_ = false;
+  absl::flat_hash_map<uint64_t, std::string> cache_;
+  absl::flat_hash_map<std::string, uint32_t> index_;
+  std::vector<std::string> names_;
+};
+
+// A JSON array of the values `fn` gives for each element.
+template <typename T, typename F>
+std::string JsonArray(const std::vector<T>& items, F fn) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ',';
+    absl::StrAppend(&out, fn(items[i]));
+  }
+  out += ']';
+  return out;
+}
+
+std::string HtmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// JSON text safe inside a <script> element: '<' can only occur inside JSON strings, where
+// \u003c means the same, so "</script>" and "<!--" never appear.
+std::string ScriptSafe(const std::string& json) {
+  std::string out;
+  out.reserve(json.size());
+  for (char c : json) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Path(const CaptureSummary& s, uint32_t scope) {
+  auto it = s.scope_paths.find(scope);
+  return it != s.scope_paths.end() ? it->second : absl::StrCat("scope ", scope);
+}
+
+std::string LayerName(const CaptureSummary& s, uint32_t layer) {
+  auto it = s.layer_names.find(layer);
+  return it != s.layer_names.end() ? it->second : absl::StrCat("layer ", layer);
+}
+
+std::string SiteName(const CaptureSummary& s, const CaptureTables& tables, FrameNames& names,
+                     uint32_t site) {
+  if (tables.other_sites.count(site) > 0) return "(sites beyond the site table)";
+  auto it = s.site_addrs.find(site);
+  return it != s.site_addrs.end() ? names.Describe(it->second) : absl::StrCat("site ", site);
+}
+
+// {"shown":N,"total":M,"rows":[...]} for the first `top` rows.
+template <typename T, typename F>
+std::string JsonTable(const std::vector<T>& rows, uint64_t top, F row) {
+  std::vector<T> shown(rows.begin(), rows.begin() + std::min<size_t>(rows.size(), top));
+  return absl::StrCat("{\"shown\":", shown.size(), ",\"total\":", rows.size(),
+                      ",\"rows\":", JsonArray(shown, row), "}");
+}
+
+std::string JsonTimeline(const Timeline& timeline) {
+  auto kind = [](TimelineSeries::Kind k) {
+    switch (k) {
+      case TimelineSeries::Kind::kTotal: return "total";
+      case TimelineSeries::Kind::kLayer: return "layer";
+      case TimelineSeries::Kind::kScope: return "scope";
+      case TimelineSeries::Kind::kOtherScopes: return "other";
+      case TimelineSeries::Kind::kCensus: return "census";
+    }
+    return "";
+  };
+  auto point = [](const TimelinePoint& p) {
+    return absl::StrCat("[", p.event, ",", p.t, ",", p.value, "]");
+  };
+  std::string series = JsonArray(timeline.series, [&](const TimelineSeries& s) {
+    return absl::StrCat(
+        "{\"name\":", JsonQuote(s.name), ",\"kind\":\"", kind(s.kind), "\",\"id\":", s.id,
+        ",\"hw\":", point(s.high_water),
+        ",\"e\":", JsonArray(s.points, [](const TimelinePoint& p) { return p.event; }),
+        ",\"t\":", JsonArray(s.points, [](const TimelinePoint& p) { return p.t; }),
+        ",\"v\":", JsonArray(s.points, [](const TimelinePoint& p) { return p.value; }), "}");
+  });
+  std::string stack = absl::StrCat(
+      "{\"series\":", JsonArray(timeline.stack_series, [](size_t i) { return i; }),
+      ",\"e\":", JsonArray(timeline.stack_moments, [](const TimelinePoint& p) { return p.event; }),
+      ",\"t\":", JsonArray(timeline.stack_moments, [](const TimelinePoint& p) { return p.t; }),
+      ",\"v\":", JsonArray(timeline.stack_values, [](const std::vector<int64_t>& v) {
+        return JsonArray(v, [](int64_t x) { return x; });
+      }),
+      "}");
+  return absl::StrCat("{\"events\":", timeline.events,
+                      ",\"events_per_bucket\":", timeline.events_per_bucket,
+                      ",\"first_t\":\"", timeline.first_t, "\",\"duration_ns\":",
+                      timeline.last_t - timeline.first_t,
+                      ",\"scopes_total\":", timeline.scopes_total,
+                      ",\"scopes_drawn\":", timeline.scopes_drawn,
+                      ",\"census_total\":", timeline.census_total,
+                      ",\"census_drawn\":", timeline.census_drawn, ",\"series\":", series,
+                      ",\"stack\":", stack, "}");
+}
+
+// The flame graph's stacks: the sites with the largest share of live-at-peak or allocated
+// bytes, each as frame-name indices from the outermost caller in; the rest as one stack.
+std::string JsonFlame(const CaptureSummary& s, const CaptureTables& tables,
+                      const PeakComposition& peak, uint64_t max_sites, FrameNames& names) {
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> by_site;  // site -> (live, allocated)
+  for (const auto& [site, bytes] : peak.by_site) by_site[site].first += bytes;
+  for (const AllocationAttribution& a : s.attribution) {
+    by_site[a.site].second += a.usage.allocated_bytes;
+  }
+  uint64_t live_total = 0, alloc_total = 0;
+  for (const auto& [site, v] : by_site) {
+    live_total += v.first;
+    alloc_total += v.second;
+  }
+  auto share = [](uint64_t part, uint64_t whole) {
+    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+  };
+  std::vector<std::pair<double, uint32_t>> ranked;
+  for (const auto& [site, v] : by_site) {
+    ranked.emplace_back(std::max(share(v.first, live_total), share(v.second, alloc_total)),
+                        site);
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  struct Stack {
+    std::vector<uint32_t> frames;
+    uint64_t live, alloc;
+  };
+  std::vector<Stack> stacks;
+  Stack rest{{names.Index("(other call stacks)")}, 0, 0};
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    const uint32_t site = ranked[i].second;
+    const auto [live, alloc] = by_site[site];
+    if (i >= max_sites) {
+      rest.live += live;
+      rest.alloc += alloc;
+      continue;
+    }
+    Stack st{{}, live, alloc};
+    auto frames = tables.site_frames.find(site);
+    if (frames != tables.site_frames.end() && tables.other_sites.count(site) == 0) {
+      for (auto f = frames->second.rbegin(); f != frames->second.rend(); ++f) {
+        st.frames.push_back(names.Index(names.Describe(*f)));
+      }
+    } else {
+      st.frames.push_back(names.Index(SiteName(s, tables, names, site)));
+    }
+    stacks.push_back(std::move(st));
+  }
+  if (ranked.size() > max_sites) stacks.push_back(rest);
+  std::string json_stacks = JsonArray(stacks, [](const Stack& st) {
+    return absl::StrCat("{\"f\":", JsonArray(st.frames, [](uint32_t f) { return f; }),
+                        ",\"live\":", st.live, ",\"alloc\":", st.alloc, "}");
+  });
+  return absl::StrCat("{\"sites_total\":", ranked.size(),
+                      ",\"sites_shown\":", std::min<uint64_t>(ranked.size(), max_sites),
+                      ",\"has_stacks\":", tables.site_frames.empty() ? "false" : "true",
+                      ",\"stacks\":", json_stacks,
+                      ",\"names\":", JsonArray(names.names(), JsonQuote), "}");
+}
+
+std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
+                     const CaptureTables& tables, const Timeline& timeline,
+                     const PeakComposition& peak, const ReportOptions& options) {
+  FrameNames names(options, tables);
+  const char* verdict =
+      !s.has_trailer ? "truncated" : (s.trailer_complete ? "complete" : "partial");
+  std::string capture = absl::StrCat(
+      "{\"path\":", JsonQuote(capture_path), ",\"pid\":", s.pid, ",\"verdict\":\"", verdict,
+      "\",\"events\":", s.events, ",\"lines\":", tables.stats.lines,
+      ",\"bytes\":", tables.stats.bytes, ",\"live_blocks\":", s.live_blocks,
+      ",\"unmatched_releases\":", s.unmatched_releases, ",\"temporaries\":", s.temporaries,
+      ",\"temporary_bytes\":", s.temporary_bytes, ",\"totals\":", JsonUsage(s.totals), "}");
+
+  // Peak composition.
+  std::string peak_json = absl::StrCat(
+      "{\"event\":", peak.event_index, ",\"t\":", peak.t - timeline.first_t,
+      ",\"live\":", peak.live_bytes, ",\"by_scope\":",
+      JsonTable(peak.by_scope, options.top,
+                [&](const std::pair<uint32_t, uint64_t>& p) {
+                  return absl::StrCat("[", JsonQuote(Path(s, p.first)), ",", p.second, "]");
+                }),
+      ",\"by_site\":",
+      JsonTable(peak.by_site, options.top, [&](const std::pair<uint32_t, uint64_t>& p) {
+        return absl::StrCat("[", JsonQuote(SiteName(s, tables, names, p.first)), ",",
+                            p.second, "]");
+      }),
+      "}");
+
+  // Tables.
+  std::vector<AllocationAttribution> sites = s.attribution;
+  std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) {
+    if (a.usage.allocated_bytes != b.usage.allocated_bytes) {
+      return a.usage.allocated_bytes > b.usage.allocated_bytes;
+    }
+    return std::tie(a.site, a.scope, a.layer) < std::tie(b.site, b.scope, b.layer);
+  });
+  auto site_row = [&](const AllocationAttribution& a) {
+    return absl::StrCat("[", JsonQuote(SiteName(s, tables, names, a.site)), ",",
+                        JsonQuote(Path(s, a.scope)), ",", JsonQuote(LayerName(s, a.layer)), ",",
+                        a.usage.allocated_bytes, ",", a.usage.allocated_count, ",",
+                        a.usage.live_bytes, ",", a.usage.live_count, ",", a.temporaries, "]");
+  };
+  std::vector<AllocationAttribution> leaks;
+  for (const auto& a : sites) {
+    if (a.usage.live_bytes > 0 || a.usage.live_count > 0) leaks.push_back(a);
+  }
+  std::sort(leaks.begin(), leaks.end(), [](const auto& a, const auto& b) {
+    if (a.usage.live_bytes != b.usage.live_bytes) return a.usage.live_bytes > b.usage.live_bytes;
+    return std::tie(a.site, a.scope, a.layer) < std::tie(b.site, b.scope, b.layer);
+  });
+  std::vector<std::pair<uint32_t, UsageCounters>> scopes(s.scopes.begin(), s.scopes.end());
+  std::sort(scopes.begin(), scopes.end(), [](const auto& a, const auto& b) {
+    if (a.second.high_water_bytes != b.second.high_water_bytes) {
+      return a.second.high_water_bytes > b.second.high_water_bytes;
+    }
+    return a.first < b.first;
+  });
+  auto usage_row = [](const std::string& name, const UsageCounters& u) {
+    return absl::StrCat("[", JsonQuote(name), ",", u.live_bytes, ",", u.live_count, ",",
+                        u.high_water_bytes, ",", u.allocated_bytes, ",", u.allocated_count, ",",
+                        u.freed_bytes, ",", u.freed_count, "]");
+  };
+  std::vector<Retention> retention = s.retention;
+  std::sort(retention.begin(), retention.end(), [](const auto& a, const auto& b) {
+    return a.retained_bytes != b.retained_bytes ? a.retained_bytes > b.retained_bytes
+                                                : a.scope < b.scope;
+  });
+  std::vector<std::pair<uint32_t, UsageCounters>> layers(s.layers.begin(), s.layers.end());
+  std::string tables_json = absl::StrCat(
+      "{\"sites\":", JsonTable(sites, options.top, site_row),
+      ",\"leaks\":", JsonTable(leaks, options.top, site_row),
+      ",\"scopes\":",
+      JsonTable(scopes, options.top,
+                [&](const auto& p) { return usage_row(Path(s, p.first), p.second); }),
+      ",\"layers\":",
+      JsonTable(layers, ~uint64_t{0},
+                [&](const auto& p) { return usage_row(LayerName(s, p.first), p.second); }),
+      ",\"retention\":", JsonTable(retention, options.top, [&](const Retention& r) {
+        return absl::StrCat("[", JsonQuote(Path(s, r.scope)), ",", r.exits, ",",
+                            r.exits_retaining, ",", r.retained_blocks, ",", r.retained_bytes,
+                            "]");
+      }),
+      "}");
+
+  const std::string flame = JsonFlame(s, tables, peak, options.flame_sites, names);
+  return absl::StrCat("{\"format\":\"memtrace-report\",\"version\":1,\"capture\":", capture,
+                      ",\"header\":", tables.header,
+                      ",\"trailer\":", s.has_trailer ? s.trailer : std::string("null"),
+                      ",\"timeline\":", JsonTimeline(timeline), ",\"peak\":", peak_json,
+                      ",\"tables\":", tables_json, ",\"flame\":", flame, "}");
+}
+
+absl::StatusOr<CaptureSummary> FirstPass(const std::string& capture_path,
+                                         CaptureTables* tables) {
+  Analyzer first;
+  absl::Status read = ReadCapture(
+      capture_path,
+      [&](const CaptureRecord& rec) {
+        switch (rec.type) {
+          case LineType::kHeader:
+            tables->header = rec.raw.empty() ? "{}" : rec.raw;
+            break;
+          case LineType::kSite:
+            if (rec.other) tables->other_sites.insert(rec.id);
+            if (!rec.frames.empty()) tables->site_frames[rec.id] = rec.frames;
+            break;
+          case LineType::kModule:
+            tables->modules.push_back({rec.start, rec.end, rec.offset, rec.path});
+            tables->module_records.push_back(rec);
+            break;
+          default:
+            break;
+        }
+        return first.Apply(rec);
+      },
+      &tables->stats);
+  if (!read.ok()) return read;
+  return first.Finish(tables->stats);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
+                                             const ReportOptions& options) {
+  // First pass: totals, tables, the global high-water moment, call stacks and modules.
+  // The Analyzer goes out of scope before the second pass, so only one live set is held.
+  CaptureTables tables;
+  absl::StatusOr<CaptureSummary> first = FirstPass(capture_path, &tables);
+  if (!first.ok()) return first.status();
+  const CaptureSummary& summary = *first;
+
+  // Second pass: the series, and the composition at the global high-water moment.
+  TimelineOptions timeline_options;
+  timeline_options.max_points = options.max_points;
+  timeline_options.scope_series = options.scope_series;
+  TimelineBuilder builder(timeline_options, summary);
+  PeakComposition peak;
+  bool peak_taken = summary.peak_event_index == 0;
+  absl::Status read = ReadCapture(capture_path, [&](const CaptureRecord& rec) {
+    absl::Status s = builder.Apply(rec);
+    if (!peak_taken && builder.analyzer().events_seen() == summary.peak_event_index) {
+      peak = builder.analyzer().Composition();
+      peak_taken = true;
+    }
+    return s;
+  });
+  if (!read.ok()) return read;
+  const Timeline timeline = builder.Finish();
+
+  std::string name = capture_path;
+  if (const size_t slash = name.rfind('/'); slash != std::string::npos) {
+    name = name.substr(slash + 1);
+  }
+  const std::string title =
+      options.title.empty() ? absl::StrCat("memtrace report: ", name) : options.title;
+  const char* verdict =
+      !summary.has_trailer ? "truncated" : (summary.trailer_complete ? "complete" : "partial");
+  return absl::StrCat(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      // Nothing outside the page may load, even if a name in the data looked like markup.
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<meta name=\"generator\" content=\"memtrace report\">\n<title>",
+      HtmlEscape(title), "</title>\n<style>\n", report_internal::kReportCss,
+      "</style>\n</head>\n<body class=\"verdict-", verdict, "\">\n<noscript>This report draws "
+      "its charts and tables with JavaScript; allow scripts for this file to see them."
+      "</noscript>\n<div id=\"app\"></div>\n"
+      "<script type=\"application/json\" id=\"memtrace-data\">",
+      ScriptSafe(JsonData(capture_path, summary, tables, timeline, peak, options)),
+      "</script>\n<script>\n", report_internal::kReportJs, "</script>\n</body>\n</html>\n");
+}
+
+absl::Status WriteHtmlReport(const std::string& capture_path, const std::string& out_path,
+                             const ReportOptions& options) {
+  absl::StatusOr<std::string> page = RenderHtmlReport(capture_path, options);
+  if (!page.ok()) return page.status();
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        out_path, ": cannot open for writing (does the directory exist and is it writable?)"));
+  }
+  out << *page;
+  out.flush();
+  if (!out) {
+    return absl::InternalError(absl::StrCat(out_path, ": write failed (is the disk full?)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace memtrace

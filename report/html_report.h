@@ -1,0 +1,70 @@
+// Copyright 2026 The memtrace Authors.
+//
+// html_report.h: `memtrace report`, one self-contained HTML page about a capture.
+//
+// WriteHtmlReport() reads a capture twice (analysis/analyzer.h for the totals, tables and
+// the global high-water moment; analysis/timeline.h for the downsampled series and the
+// composition at that moment) and writes a page that works offline: its script and style
+// sheet (report/assets/, embedded into the binary at build time) and its data (one JSON
+// object) are inlined, and it refers to nothing outside itself. The page shows
+//
+//   - the capture's integrity verdict as a banner (warning colours unless complete);
+//   - live bytes over time: the scopes stacked, the total, one line per layer and census
+//     entry, each series' high-water mark annotated;
+//   - the composition at the global high-water moment, by scope and by call site;
+//   - a flame graph of allocation call stacks, by bytes live at the peak or allocated;
+//   - top sites and scopes, retention (per-phase leaks) and leaks (live at the end).
+//
+// Size is bounded whatever the capture: every series keeps at most `max_points` points
+// (peaks kept), tables keep `top` rows and the flame graph `flame_sites` stacks, and the
+// page says what was cut ("showing 50 of 1234"). docs/report.md describes the page and its
+// data; the data's `</` never appears raw (every `<` is written as \u003c).
+//
+// Thread safety: WriteHtmlReport is reentrant; `describe_frame` is called from the
+// calling thread only.
+//
+// Example:
+//
+//   ReportOptions options;
+//   options.describe_frame = [&](uint64_t pc) { return symbolizer.Describe(pc); };
+//   absl::Status s = WriteHtmlReport("capture.jsonl", "report.html", options);
+
+#ifndef MEMTRACE_REPORT_HTML_REPORT_H_
+#define MEMTRACE_REPORT_HTML_REPORT_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace memtrace {
+
+struct ReportOptions {
+  uint64_t max_points = 2000;  // points per time series (at least 3)
+  uint64_t top = 50;           // rows per table
+  uint64_t scope_series = 10;  // scopes stacked on their own; the rest as "other scopes"
+  uint64_t flame_sites = 2000; // call stacks in the flame graph; the rest as one "other"
+  // A name for a code address (a call stack frame). When empty, the page shows
+  // "module+0xoffset" for addresses inside a module the capture lists, else "0x<hex>".
+  std::function<std::string(uint64_t pc)> describe_frame;
+  // Without describe_frame: name frames with the symbolizer (function (file:line)) from
+  // the capture's module lines, or, when false, as "module+0xoffset".
+  bool symbolize = true;
+  // The page's title; when empty, "memtrace report: <capture file name>".
+  std::string title;
+};
+
+// Reads `capture_path` and writes the page to `out_path`. Errors name the capture's line
+// (unreadable input) or the output path (cannot write).
+absl::Status WriteHtmlReport(const std::string& capture_path, const std::string& out_path,
+                             const ReportOptions& options);
+
+// The page as a string (what WriteHtmlReport writes).
+absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
+                                             const ReportOptions& options);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_REPORT_HTML_REPORT_H_

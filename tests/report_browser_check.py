@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+# Copyright 2026 The memtrace Authors.
+"""Checks for tests/report_browser_test.sh, with the standard library only.
+
+  report_browser_check.py expected CAPTURE SUMMARY_JSON
+      prints the number of series the report must draw, computed from `memtrace summary
+      --json` and the capture's trailer (not from the report): the total, one per layer,
+      up to 10 scopes plus "other scopes" beyond that, one per census entry (up to 8).
+  report_browser_check.py selftest DOM_FILE EXPECTED_SERIES VERDICT
+      reads the page's <div id="selftest"> from chromium's --dump-dom and checks that it
+      drew without script errors, both charts and the flame graph have a size, and it drew
+      EXPECTED_SERIES series.
+  report_browser_check.py png PNG WIDTH HEIGHT RGB_HEX [ABSENT_RGB_HEX]
+      decodes a screenshot (PNG filters and all) and checks its size, that it is not one
+      colour, and that RGB_HEX covers a visible area (the banner's background), and that
+      ABSENT_RGB_HEX does not appear at all.
+Exit status 0 when the checks pass; otherwise 1 with the reason.
+"""
+
+import html
+import json
+import re
+import struct
+import sys
+import zlib
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def expected(capture, summary_json):
+    summary = json.load(open(summary_json))
+    trailer = None
+    with open(capture, "rb") as f:
+        for line in f:
+            if line.startswith(b'{"type":"trailer"'):
+                trailer = json.loads(line)
+    census = len(trailer.get("census", [])) if trailer else 0
+    scopes = len(summary["scopes"])
+    drawn_scopes = min(scopes, 10) + (1 if scopes > 10 else 0)
+    print(1 + len(summary["layers"]) + drawn_scopes + min(census, 8))
+
+
+def selftest(dom_file, expected_series, verdict):
+    dom = open(dom_file, encoding="utf-8", errors="replace").read()
+    # The last one: the page's script, also in the dump, names the element in a comment.
+    found = re.findall(r'<div id="selftest">(\{.*?)</div>', dom, re.S)
+    if not found:
+        fail("the page wrote no selftest block: its script did not run to the end")
+    st = json.loads(html.unescape(found[-1]))
+    if not st["ok"] or st["errors"]:
+        fail("script errors: %s" % st["errors"])
+    if st["verdict"] != verdict:
+        fail("verdict %s, expected %s" % (st["verdict"], verdict))
+    if st["series_drawn"] != int(expected_series) or st["series_expected"] != int(expected_series):
+        fail("drew %d of %d series; the capture has %s" %
+             (st["series_drawn"], st["series_expected"], expected_series))
+    charts = {c["id"]: c for c in st["charts"]}
+    for cid in ("chart-scopes", "chart-layers"):
+        if cid not in charts or charts[cid]["w"] < 400 or charts[cid]["h"] < 100:
+            fail("chart %s missing or too small: %s" % (cid, charts.get(cid)))
+    flame = st["flame"] or {}
+    if flame.get("w", 0) < 400 or flame.get("h", 0) < 20 or flame.get("frames", 0) < 2:
+        fail("flame graph missing or empty: %s" % flame)
+    for table in ("sites", "scopes", "layers", "retention"):
+        if st["tables"].get(table, 0) < 1:
+            fail("table %s has no rows: %s" % (table, st["tables"]))
+    print("selftest ok: %s" % json.dumps(st))
+
+
+def paeth(a, b, c):
+    p = a + b - c
+    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+    if pa <= pb and pa <= pc:
+        return a
+    return b if pb <= pc else c
+
+
+def decode_png(path):
+    data = open(path, "rb").read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        fail("%s is not a PNG" % path)
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            if depth != 8 or color not in (2, 6) or interlace != 0:
+                fail("unexpected PNG layout: depth %d colour type %d interlace %d" %
+                     (depth, color, interlace))
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + ((a + b) >> 1)) & 255
+            elif f == 4:
+                line[i] = (line[i] + paeth(a, b, c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, bpp, rows
+
+
+def png(path, width, height, present, absent=None):
+    w, h, bpp, rows = decode_png(path)
+    if (w, h) != (int(width), int(height)):
+        fail("screenshot is %dx%d, expected %sx%s" % (w, h, width, height))
+    counts = {}
+    for row in rows[::2]:  # every other row is plenty, and twice as fast
+        for i in range(0, len(row), bpp * 2):
+            px = row[i:i + 3]
+            counts[px] = counts.get(px, 0) + 1
+    if len(counts) < 50:
+        fail("screenshot has only %d colours: the page did not draw" % len(counts))
+    want = bytes.fromhex(present)
+    if counts.get(want, 0) < 2000:
+        fail("colour #%s covers only %d sampled pixels" % (present, counts.get(want, 0)))
+    if absent and counts.get(bytes.fromhex(absent), 0) > 0:
+        fail("colour #%s must not appear (%d sampled pixels)" % (absent, counts[bytes.fromhex(absent)]))
+    print("screenshot ok: %dx%d, %d colours, #%s on %d sampled pixels" %
+          (w, h, len(counts), present, counts[want]))
+
+
+if __name__ == "__main__":
+    commands = {"expected": expected, "selftest": selftest, "png": png}
+    if len(sys.argv) < 2 or sys.argv[1] not in commands:
+        fail("usage: see the docstring")
+    commands[sys.argv[1]](*sys.argv[2:])

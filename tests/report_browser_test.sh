@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The HTML report in a real browser: a traced game loop writes a capture, `memtrace report`
+# turns it into a page, and headless chromium (Debian's `chromium`, from tools/setup) opens
+# it. The page must draw without script errors, with both charts and the flame graph
+# sized and as many series as the capture has (counted from `memtrace summary --json` and
+# the trailer, not from the report); its screenshot must be the right size, not blank,
+# and show the banner colour of its verdict. A truncated capture must show the warning
+# colours and never the "complete" one. Screenshots are kept in the test's outputs.
+set -uo pipefail
+memtrace="$1"
+game_loop="$2"
+check="$3"
+dir="${TEST_TMPDIR:-$(mktemp -d)}"
+out="${TEST_UNDECLARED_OUTPUTS_DIR:-$dir}"
+fail() { echo "FAIL: $*"; exit 1; }
+
+chromium=$(command -v chromium || command -v chromium-browser) \
+  || fail "chromium is not installed: run tools/setup (it installs Debian's chromium)"
+export HOME="$dir/home"
+mkdir -p "$HOME"
+# Headless, no sandbox (tests may run as root), no GPU; a fresh profile under TEST_TMPDIR;
+# `timeout` so a stuck browser can never hang the test.
+browse() {
+  timeout 60 "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars \
+    --no-first-run --user-data-dir="$dir/profile" --enable-logging=stderr --v=0 \
+    --virtual-time-budget=5000 "$@"
+}
+
+"$game_loop" --frames=120 --capture="$dir/game.jsonl" > "$dir/game.txt" 2>&1 \
+  || fail "game_loop exited $?: $(tail -3 "$dir/game.txt")"
+
+"$memtrace" report "$dir/game.jsonl" -o "$dir/game.html" 2> "$dir/report.err" \
+  || fail "memtrace report exited $?: $(cat "$dir/report.err")"
+"$memtrace" summary --json "$dir/game.jsonl" > "$dir/summary.json" || fail "summary --json"
+series=$(python3 "$check" expected "$dir/game.jsonl" "$dir/summary.json") || fail "$series"
+[[ "$series" -ge 8 ]] || fail "game_loop's capture should have at least 8 series (total, \
+cpu, frame_arena, gpu, 3 scopes, a census entry), found $series"
+
+browse --window-size=1280,2000 --dump-dom "file://$dir/game.html" > "$dir/game.dom" 2> "$dir/chromium.err" \
+  || fail "chromium --dump-dom exited $?: $(tail -5 "$dir/chromium.err")"
+if grep -q "Uncaught" "$dir/chromium.err"; then
+  fail "script errors in the console: $(grep Uncaught "$dir/chromium.err")"
+fi
+python3 "$check" selftest "$dir/game.dom" "$series" complete || exit 1
+
+browse --window-size=1280,2000 --screenshot="$out/report.png" "file://$dir/game.html" \
+  2> "$dir/shot.err" || fail "chromium --screenshot exited $?: $(tail -5 "$dir/shot.err")"
+# The complete capture's banner is green (#e7f6ec); no red warning (#fde8e6) anywhere.
+python3 "$check" png "$out/report.png" 1280 2000 e7f6ec fde8e6 || exit 1
+
+# The same capture cut off before its trailer: truncated, in warning colours.
+head -n 20000 "$dir/game.jsonl" > "$dir/cut.jsonl"
+"$memtrace" report "$dir/cut.jsonl" -o "$dir/cut.html" 2> "$dir/report.err" \
+  || fail "memtrace report of a truncated capture exited $?: $(cat "$dir/report.err")"
+browse --dump-dom "file://$dir/cut.html" > "$dir/cut.dom" 2> "$dir/chromium.err" \
+  || fail "chromium --dump-dom (truncated) exited $?"
+grep -q '"verdict":"truncated"' "$dir/cut.dom" || fail "the truncated page does not say so"
+grep -q 'TRUNCATED capture' "$dir/cut.dom" || fail "no TRUNCATED banner"
+browse --window-size=1280,2000 --screenshot="$out/report_truncated.png" "file://$dir/cut.html" \
+  2> "$dir/shot.err" || fail "chromium --screenshot (truncated) exited $?"
+python3 "$check" png "$out/report_truncated.png" 1280 2000 fde8e6 e7f6ec || exit 1
+
+# Usage errors exit 2.
+"$memtrace" report "$dir/game.jsonl" 2> /dev/null
+[[ $? -eq 2 ]] || fail "report without -o must exit 2"
+"$memtrace" report --top=0 "$dir/game.jsonl" -o "$dir/x.html" 2> /dev/null
+[[ $? -eq 2 ]] || fail "--top=0 must exit 2"
+echo "PASS"

@@ -1,0 +1,357 @@
+// Copyright 2026 The memtrace Authors.
+//
+// The timeline (analysis/timeline.h) and the HTML report (report/html_report.h) on
+// synthetic captures: series values at known events, downsampling that keeps every
+// bucket's extremes (checked against values computed here, independently of the replay),
+// caps that say what they cut, and a page that refers to nothing outside itself and whose
+// data cannot end its <script> element.
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/analyzer.h"
+#include "analysis/capture_reader.h"
+#include "analysis/timeline.h"
+#include "report/html_report.h"
+
+namespace memtrace {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+constexpr const char* kHeader =
+    "{\"type\":\"header\",\"format\":\"memtrace-jsonl\",\"schema_version\":1,\"pid\":77,"
+    "\"source\":\"runtime\"}\n"
+    "{\"type\":\"layer\",\"id\":0,\"name\":\"cpu\"}\n"
+    "{\"type\":\"layer\",\"id\":2,\"name\":\"gpu\"}\n"
+    "{\"type\":\"scope\",\"id\":1,\"parent\":0,\"name\":\"a\",\"path\":\"a\"}\n"
+    "{\"type\":\"scope\",\"id\":2,\"parent\":0,\"name\":\"b\",\"path\":\"b\"}\n"
+    "{\"type\":\"scope\",\"id\":3,\"parent\":0,\"name\":\"c\",\"path\":\"c\"}\n"
+    "{\"type\":\"site\",\"id\":0,\"addr\":\"0x401000\"}\n";
+constexpr const char* kTrailer = "{\"type\":\"trailer\",\"complete\":true}\n";
+
+std::string Alloc(int64_t t, uint64_t size, uint32_t scope, uint32_t layer, uint64_t ticket,
+                  uint32_t site = 0) {
+  return absl::StrCat("{\"type\":\"alloc\",\"t\":", t, ",\"thread\":1,\"addr\":\"0x",
+                      absl::Hex(0x10000 + ticket * 16), "\",\"size\":", size,
+                      ",\"layer\":", layer, ",\"scope\":", scope, ",\"site\":", site,
+                      ",\"ticket\":", ticket, "}\n");
+}
+
+std::string Free(int64_t t, uint32_t layer, uint64_t of, uint64_t ticket) {
+  return absl::StrCat("{\"type\":\"free\",\"t\":", t, ",\"thread\":1,\"addr\":\"0x",
+                      absl::Hex(0x10000 + of * 16), "\",\"layer\":", layer, ",\"of\":", of,
+                      ",\"ticket\":", ticket, "}\n");
+}
+
+std::string Census(int64_t t, uint32_t label, int64_t bytes) {
+  return absl::StrCat("{\"type\":\"census\",\"t\":", t, ",\"thread\":1,\"label\":", label,
+                      ",\"bytes\":", bytes, "}\n");
+}
+
+// Both passes over `text`, as WriteHtmlReport runs them.
+Timeline BuildTimeline(const std::string& text, const TimelineOptions& options) {
+  auto summary = Analyzer::SummarizeText(text, "t.jsonl");
+  EXPECT_TRUE(summary.ok()) << summary.status();
+  TimelineBuilder builder(options, *summary);
+  const absl::Status s = ReadCaptureText(
+      text, "t.jsonl", [&](const CaptureRecord& r) { return builder.Apply(r); });
+  EXPECT_TRUE(s.ok()) << s;
+  return builder.Finish();
+}
+
+const TimelineSeries& Named(const Timeline& t, const std::string& name) {
+  for (const TimelineSeries& s : t.series) {
+    if (s.name == name) return s;
+  }
+  ADD_FAILURE() << "no series " << name;
+  static const TimelineSeries none;
+  return none;
+}
+
+using Points = std::vector<std::tuple<uint64_t, int64_t, int64_t>>;  // (event, t, value)
+Points Flat(const std::vector<TimelinePoint>& points) {
+  Points out;
+  for (const TimelinePoint& p : points) out.emplace_back(p.event, p.t, p.value);
+  return out;
+}
+
+TEST(TimelineTest, SeriesHoldTheLiveBytesAfterEachEvent) {
+  const std::string text = absl::StrCat(
+      kHeader, Alloc(1000, 100, 1, 0, 1),  // e1: a 100 on cpu
+      Alloc(2000, 200, 2, 2, 2),           // e2: b 200 on gpu
+      Census(2000, 0, 500),                // e3
+      Free(3000, 0, 1, 3),                 // e4: a back to 0
+      Alloc(4000, 50, 3, 0, 4),            // e5: c 50 on cpu
+      kTrailer);
+  TimelineOptions options;
+  options.scope_series = 2;  // a and b (largest high-water first); c goes to "other scopes"
+  const Timeline t = BuildTimeline(text, options);
+  EXPECT_EQ(t.events, 5u);
+  EXPECT_EQ(t.events_per_bucket, 1u);
+  EXPECT_EQ(t.first_t, 1000);
+  EXPECT_EQ(t.scopes_total, 3u);
+  EXPECT_EQ(t.scopes_drawn, 2u);
+  ASSERT_EQ(t.series.size(), 1u + 2u + 2u + 1u + 1u);  // total, 2 layers, a, b, other, census
+
+  EXPECT_EQ(Flat(Named(t, "total").points),
+            (Points{{1, 0, 100}, {2, 1000, 300}, {4, 2000, 200}, {5, 3000, 250}}));
+  EXPECT_EQ(Flat(Named(t, "cpu").points), (Points{{1, 0, 100}, {4, 2000, 0}, {5, 3000, 50}}));
+  EXPECT_EQ(Flat(Named(t, "gpu").points), (Points{{2, 1000, 200}}));
+  EXPECT_EQ(Flat(Named(t, "a").points), (Points{{1, 0, 100}, {4, 2000, 0}}));
+  EXPECT_EQ(Flat(Named(t, "b").points), (Points{{2, 1000, 200}}));
+  EXPECT_EQ(Flat(Named(t, "other scopes").points), (Points{{5, 3000, 50}}));
+  EXPECT_EQ(Flat(Named(t, "census #0").points), (Points{{3, 1000, 500}}));
+
+  const TimelineSeries& total = Named(t, "total");
+  EXPECT_EQ(total.high_water.value, 300);
+  EXPECT_EQ(total.high_water.event, 2u);
+  EXPECT_EQ(Named(t, "cpu").high_water.value, 100);
+  EXPECT_EQ(Named(t, "cpu").high_water.event, 1u);
+
+  // The stack: b, a (largest high-water first), other at every moment the total changed;
+  // it sums to the total.
+  ASSERT_EQ(t.stack_series.size(), 3u);
+  EXPECT_EQ(t.series[t.stack_series[0]].name, "b");
+  EXPECT_EQ(t.series[t.stack_series[1]].name, "a");
+  EXPECT_EQ(t.series[t.stack_series[2]].name, "other scopes");
+  ASSERT_EQ(t.stack_moments.size(), 4u);
+  EXPECT_EQ(t.stack_values[0], (std::vector<int64_t>{0, 200, 200, 200}));
+  EXPECT_EQ(t.stack_values[1], (std::vector<int64_t>{100, 100, 0, 0}));
+  EXPECT_EQ(t.stack_values[2], (std::vector<int64_t>{0, 0, 0, 50}));
+  for (size_t m = 0; m < t.stack_moments.size(); ++m) {
+    EXPECT_EQ(t.stack_values[0][m] + t.stack_values[1][m] + t.stack_values[2][m],
+              t.stack_moments[m].value);
+  }
+}
+
+TEST(TimelineTest, DownsamplingKeepsEveryBucketsExtremesAndBoundsThePoints) {
+  // 20,000 events: a block allocated then freed, sizes varying; one spike in the middle.
+  // `truth[e]` is the total after event e, computed here from the same sizes.
+  std::string text = kHeader;
+  std::vector<int64_t> truth(1, 0);
+  uint64_t ticket = 1;
+  int64_t held = 0;  // a slowly growing set of blocks that stay live
+  for (int i = 0; i < 10000; ++i) {
+    const uint64_t size = i == 6143 ? 1000000 : (uint64_t{static_cast<uint32_t>(i)} * 7919) % 1000 + 1;
+    const uint32_t scope = 1 + i % 3;
+    const uint64_t a = ticket++;
+    text += Alloc(1000 + i, size, scope, 0, a);
+    truth.push_back(held + static_cast<int64_t>(size));
+    if (i % 10 == 0) {
+      held += static_cast<int64_t>(size);  // kept: no free
+      text += Census(1000 + i, 0, held);
+      truth.push_back(held);
+    } else {
+      text += Free(1000 + i, 0, a, ticket++);
+      truth.push_back(held);
+    }
+  }
+  text += kTrailer;
+  TimelineOptions options;
+  options.max_points = 60;
+  const Timeline t = BuildTimeline(text, options);
+  ASSERT_EQ(t.events, truth.size() - 1);
+  EXPECT_GT(t.events_per_bucket, 1u);
+
+  const TimelineSeries& total = Named(t, "total");
+  EXPECT_LE(total.points.size(), 60u);
+  EXPECT_GE(total.points.size(), 20u);
+  for (const TimelinePoint& p : total.points) {
+    ASSERT_LT(p.event, truth.size());
+    EXPECT_EQ(p.value, truth[p.event]) << "a point is the true value after its event " << p.event;
+  }
+  // Every bucket's maximum and minimum survive: for each bucket of events_per_bucket
+  // events, the points inside it include the true max and min over the bucket's events
+  // at which the total changed.
+  const uint64_t w = t.events_per_bucket;
+  for (uint64_t first = 1; first < truth.size(); first += w) {
+    int64_t max = INT64_MIN, min = INT64_MAX;
+    bool changed = false;
+    for (uint64_t e = first; e < first + w && e < truth.size(); ++e) {
+      if (truth[e] != truth[e - 1]) {
+        changed = true;
+        max = std::max(max, truth[e]);
+        min = std::min(min, truth[e]);
+      }
+    }
+    if (!changed) continue;
+    int64_t got_max = INT64_MIN, got_min = INT64_MAX;
+    for (const TimelinePoint& p : total.points) {
+      if (p.event >= first && p.event < first + w) {
+        got_max = std::max(got_max, p.value);
+        got_min = std::min(got_min, p.value);
+      }
+    }
+    EXPECT_EQ(got_max, max) << "bucket starting at event " << first;
+    EXPECT_EQ(got_min, min) << "bucket starting at event " << first;
+  }
+  const auto peak = std::max_element(truth.begin(), truth.end());
+  EXPECT_EQ(total.high_water.value, *peak);
+  EXPECT_EQ(total.high_water.event, static_cast<uint64_t>(peak - truth.begin()));
+  EXPECT_EQ(total.points.back().value, truth.back()) << "the last value is kept";
+
+  // The stack reaches the same peak, and sums to the total at every moment it shows.
+  int64_t stack_max = 0;
+  for (size_t m = 0; m < t.stack_moments.size(); ++m) {
+    int64_t sum = 0;
+    for (const auto& values : t.stack_values) sum += values[m];
+    EXPECT_EQ(sum, truth[t.stack_moments[m].event]);
+    stack_max = std::max(stack_max, sum);
+  }
+  EXPECT_EQ(stack_max, *peak);
+  EXPECT_LE(t.stack_moments.size(), 60u);
+  // The census series is bounded too, and ends at its last value.
+  const TimelineSeries& census = Named(t, "census #0");
+  EXPECT_LE(census.points.size(), 60u);
+  EXPECT_EQ(census.points.back().value, held);
+  EXPECT_EQ(census.high_water.value, held);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+size_t Count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// 60 sites, a scope whose path tries to end the data's <script>, call stacks in a module.
+std::string RichCapture(bool with_trailer) {
+  std::string text = absl::StrCat(
+      kHeader,
+      "{\"type\":\"scope\",\"id\":9,\"parent\":0,\"name\":\"x\","
+      "\"path\":\"evil</script><script>alert(1)</script><!--\"}\n",
+      "{\"type\":\"module\",\"path\":\"/opt/app/bin/prog\",\"start\":\"0x400000\","
+      "\"end\":\"0x500000\",\"offset\":\"0x1000\",\"build_id\":\"\"}\n");
+  for (uint32_t site = 1; site <= 60; ++site) {
+    absl::StrAppend(&text, "{\"type\":\"site\",\"id\":", site, ",\"addr\":\"0x",
+                    absl::Hex(0x400000 + site * 0x10), "\",\"frames\":[\"0x",
+                    absl::Hex(0x400000 + site * 0x10), "\",\"0x400800\"]}\n");
+  }
+  uint64_t ticket = 1;
+  for (uint32_t site = 1; site <= 60; ++site) {
+    text += Alloc(1000 + site, 100 * site, site % 2 == 0 ? 9 : 1, 0, ticket++, site);
+  }
+  text += Free(2000, 0, 60, ticket++);  // the largest is freed; 59 leak
+  if (with_trailer) text += kTrailer;
+  return text;
+}
+
+TEST(HtmlReportTest, PageIsSelfContainedAndItsDataCannotEndTheScript) {
+  const std::string capture = TempPath("rich.jsonl");
+  std::ofstream(capture) << RichCapture(/*with_trailer=*/true);
+  ReportOptions options;
+  options.top = 50;
+  options.symbolize = false;  // the made-up module has no file: name frames by offset
+  const std::string out = TempPath("rich.html");
+  const absl::Status s = WriteHtmlReport(capture, out, options);
+  ASSERT_TRUE(s.ok()) << s;
+  const std::string html = Slurp(out);
+  ASSERT_FALSE(html.empty());
+  const std::string lower = absl::AsciiStrToLower(html);
+  EXPECT_EQ(lower.find("http://"), std::string::npos);
+  EXPECT_EQ(lower.find("https://"), std::string::npos);
+  EXPECT_EQ(lower.find("src=\"//"), std::string::npos);
+  EXPECT_EQ(lower.find("src="), std::string::npos) << "nothing is loaded by reference";
+  EXPECT_EQ(lower.find("<link"), std::string::npos);
+  EXPECT_EQ(lower.find("@import"), std::string::npos);
+  EXPECT_EQ(lower.find("url("), std::string::npos);
+  // Exactly our two scripts close; the scope path's "</script>" and "<!--" are escaped.
+  EXPECT_EQ(Count(lower, "</script"), 2u);
+  EXPECT_EQ(Count(lower, "<script"), 2u);
+  EXPECT_EQ(html.find("<!--"), std::string::npos);
+  EXPECT_NE(html.find("evil\\u003c/script>\\u003cscript>alert(1)\\u003c/script>\\u003c!--"),
+            std::string::npos);
+  // The script and the style sheet are inlined.
+  EXPECT_NE(html.find("writeSelftest"), std::string::npos);
+  EXPECT_NE(html.find("--panel"), std::string::npos);
+  EXPECT_NE(html.find("<body class=\"verdict-complete\">"), std::string::npos);
+
+  // Caps say what they cut: 60 (site, scope, layer) rows, 59 still live, top 50 shown.
+  EXPECT_NE(html.find("\"sites\":{\"shown\":50,\"total\":60,"), std::string::npos);
+  EXPECT_NE(html.find("\"leaks\":{\"shown\":50,\"total\":59,"), std::string::npos);
+  // The peak (all 60 live, before the free) by site, also capped.
+  EXPECT_NE(html.find("\"by_site\":{\"shown\":50,\"total\":60,"), std::string::npos);
+  EXPECT_NE(html.find("\"live\":183000"), std::string::npos) << "100 * (1 + ... + 60)";
+  // Frames are named by module and file offset: 0x400800 - 0x400000 + 0x1000.
+  EXPECT_NE(html.find("\"prog+0x1800\""), std::string::npos);
+  EXPECT_NE(html.find("\"has_stacks\":true"), std::string::npos);
+
+  // With the symbolizer (the default) a module whose file is missing still names the
+  // frame by module and offset, marked unknown.
+  const std::string symbolized = TempPath("rich_symbolized.html");
+  options.symbolize = true;
+  ASSERT_TRUE(WriteHtmlReport(capture, symbolized, options).ok());
+  EXPECT_NE(Slurp(symbolized).find("?? (/opt/app/bin/prog+0x1800)"), std::string::npos);
+}
+
+TEST(HtmlReportTest, CapsAndTheFrameDescriberAreHonoured) {
+  const std::string capture = TempPath("rich2.jsonl");
+  std::ofstream(capture) << RichCapture(/*with_trailer=*/true);
+  ReportOptions options;
+  options.top = 5;
+  options.flame_sites = 10;
+  options.describe_frame = [](uint64_t pc) { return absl::StrCat("fn_", absl::Hex(pc)); };
+  const auto html = RenderHtmlReport(capture, options);
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_NE(html->find("\"sites\":{\"shown\":5,\"total\":60,"), std::string::npos);
+  EXPECT_NE(html->find("\"scopes\":{\"shown\":2,\"total\":2,"), std::string::npos);
+  EXPECT_NE(html->find("\"sites_total\":60,\"sites_shown\":10,"), std::string::npos);
+  EXPECT_NE(html->find("\"(other call stacks)\""), std::string::npos);
+  EXPECT_NE(html->find("\"fn_400800\""), std::string::npos);
+  EXPECT_EQ(html->find("prog+0x"), std::string::npos) << "the describer replaces the default";
+}
+
+TEST(HtmlReportTest, TruncatedCaptureIsMarkedAndNeverComplete) {
+  const std::string capture = TempPath("cut.jsonl");
+  std::ofstream(capture) << RichCapture(/*with_trailer=*/false);
+  const auto html = RenderHtmlReport(capture, ReportOptions{});
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_NE(html->find("<body class=\"verdict-truncated\">"), std::string::npos);
+  EXPECT_NE(html->find("\"verdict\":\"truncated\""), std::string::npos);
+  EXPECT_NE(html->find("\"trailer\":null"), std::string::npos);
+  EXPECT_EQ(html->find("verdict-complete"), std::string::npos);
+
+  const std::string partial = TempPath("partial.jsonl");
+  std::string text = RichCapture(/*with_trailer=*/false);
+  text += "{\"type\":\"trailer\",\"complete\":false,\"sink\":{\"events_lost\":3}}\n";
+  std::ofstream(partial) << text;
+  const auto page = RenderHtmlReport(partial, ReportOptions{});
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_NE(page->find("<body class=\"verdict-partial\">"), std::string::npos);
+  EXPECT_NE(page->find("\"events_lost\":3"), std::string::npos) << "the trailer is embedded";
+}
+
+TEST(HtmlReportTest, BadInputAndUnwritableOutputGetClearErrors) {
+  const std::string bad = TempPath("bad.jsonl");
+  std::ofstream(bad) << kHeader << "{\"type\":\"alloc\"}\n";
+  const absl::Status s = WriteHtmlReport(bad, TempPath("bad.html"), ReportOptions{});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("bad.jsonl:8"), std::string::npos) << s;
+
+  const std::string good = TempPath("good.jsonl");
+  std::ofstream(good) << RichCapture(true);
+  const absl::Status w = WriteHtmlReport(good, "/nonexistent-dir/r.html", ReportOptions{});
+  EXPECT_FALSE(w.ok());
+  EXPECT_NE(w.message().find("/nonexistent-dir/r.html"), std::string::npos) << w;
+}
+
+}  // namespace
+}  // namespace memtrace
