@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "preload/internal_blocks.h"
 #include "preload/preload_config.h"
 #include "preload/unwind.h"
 #include "runtime/internal/thread_state.h"
@@ -241,6 +242,17 @@ void PrestartRemove(void* p) noexcept {
 
 uint64_t Addr(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
 
+// What memtrace allocated on the program's threads (internal_blocks.h).
+constinit preload_internal::InternalBlocks internal_blocks;
+
+// True when this call is memtrace's own, made on a program thread while memtrace is
+// active: its block is remembered so that a later release by other code is not recorded.
+bool OwnCallOnProgramThread(const runtime_internal::ThreadState& state) noexcept {
+  if (!state.in_tracer || state.internal_thread) return false;
+  const int p = phase.load(std::memory_order_relaxed);
+  return p == kBeforeStart || p == kTracing;
+}
+
 bool Tracked(void* p) noexcept {
   return config.min_size == 0 || real.malloc_usable_size(p) >= config.min_size;
 }
@@ -302,6 +314,10 @@ bool BeforeStart() noexcept {
 
 void OnAlloc(void* p, size_t n, Caller caller) noexcept {
   if (p == nullptr) return;
+  if (OwnCallOnProgramThread(runtime_internal::Tls())) {
+    internal_blocks.Insert(Addr(p));
+    return;
+  }
   RecordScope scope;
   Tracer* t = scope.tracer();
   if (t == nullptr) {
@@ -326,6 +342,7 @@ void OnFree(void* p) noexcept {
     state.skip_next_release = false;  // glibc's node for the thread's exit hook
     return;
   }
+  if (internal_blocks.Erase(Addr(p))) return;  // memtrace's own block, released by anyone
   RecordScope scope;
   Tracer* t = scope.tracer();
   if (t == nullptr) {
@@ -346,6 +363,13 @@ void* Realloc(void* p, size_t n, Caller caller) noexcept {
     void* q = real.malloc(n);
     if (q != nullptr) memcpy(q, p, BootstrapSize(p) < n ? BootstrapSize(p) : n);
     OnAlloc(q, n, caller);
+    return q;
+  }
+  if (OwnCallOnProgramThread(runtime_internal::Tls())) {
+    const bool own = internal_blocks.Erase(Addr(p));
+    void* q = real.realloc(p, n);
+    if (q == nullptr && n != 0 && own) internal_blocks.Insert(Addr(p));  // unchanged
+    if (q != nullptr) internal_blocks.Insert(Addr(q));
     return q;
   }
   RecordScope scope;

@@ -62,6 +62,7 @@ struct ThreadState {
   uint64_t stack_cache_generation;       // the recorder the cache below belongs to
   uint64_t stack_cache[kStackCacheSize];  // hashes whose frames this thread sent
   bool in_tracer;                        // reentrancy guard
+  bool internal_thread;                  // memtrace's own (drainer, sink writer)
   bool exit_hook_armed;
   bool exited;                           // the exit hook has run
   // Set as the exit hook returns: glibc frees the hook's registration node (allocated
@@ -84,7 +85,10 @@ inline ThreadState& Tls() noexcept { return tls_state; }
 void ArmExitHook() noexcept;
 
 // Marks the calling thread as memtrace's own (the drainer): never traced.
-inline void MarkInternalThread() noexcept { Tls().in_tracer = true; }
+inline void MarkInternalThread() noexcept {
+  Tls().in_tracer = true;
+  Tls().internal_thread = true;
+}
 
 // Sets the reentrancy guard for a scope; nests.
 class ReentrancyGuard {
