@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -357,12 +358,29 @@ void JsonlSink::FlushOutput() {
           "memtrace: writing capture '", name_, "' failed: ", strerror(err), " (errno ",
           err, "); records from here on are counted as lost and tracing goes on. Free "
           "space or choose another path for the next capture"));
+    } else if (Unlinked()) {
+      // Writes to a removed file succeed and go nowhere anyone can read: say so.
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.write_errors;
+      status_ = absl::DataLossError(absl::StrCat(
+          "memtrace: the capture file '", name_, "' was removed while it was being written "
+          "(it, or its directory, was deleted); records from here on are counted as lost "
+          "and tracing goes on. Write captures where nothing cleans up behind the program"));
     } else {
       std::lock_guard<std::mutex> lock(mu_);
       stats_.bytes_written += n;
     }
   }
   buffer_.clear();
+}
+
+bool JsonlSink::Unlinked() const {
+  if (stream_ == nullptr) return false;
+  struct stat st;
+  // Only a regular file can be unlinked from under us; a pipe or a device has no link
+  // count to lose. One fstat per flush (at most one per drained epoch), writer thread.
+  if (fstat(fileno(stream_), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  return st.st_nlink == 0;
 }
 
 absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fields,
