@@ -76,8 +76,14 @@ struct ThreadState {
 // lazily (a global-dynamic access may call malloc on a thread's first touch, which the
 // interposer in preload/ could not allow). memtrace is linked into executables or
 // preloaded, never dlopen()ed, so the static TLS block always has room.
+// (Sanitizer builds keep the default model: GCC's UBSan misreads an initial-exec access
+// in an executable as a null pointer, and the interposer is never built with them.)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline thread_local constinit ThreadState tls_state{};
+#else
 inline thread_local constinit ThreadState tls_state
     __attribute__((tls_model("initial-exec"))){};
+#endif
 
 inline ThreadState& Tls() noexcept { return tls_state; }
 
