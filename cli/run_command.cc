@@ -142,6 +142,7 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
   if (!o.depth.empty()) env.push_back("MEMTRACE_STACK_DEPTH=" + o.depth);
   if (!o.unwind.empty()) env.push_back("MEMTRACE_UNWIND=" + o.unwind);
   if (!o.min_size.empty()) env.push_back("MEMTRACE_MIN_SIZE=" + o.min_size);
+  if (!o.sample.empty()) env.push_back("MEMTRACE_SAMPLE_BYTES=" + o.sample);
   env.push_back(std::string("MEMTRACE_TRACE_CHILDREN=") + (o.children ? "1" : "0"));
   return env;
 }
@@ -203,6 +204,7 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     };
     if (value("--output", &o->output) || value("--depth", &o->depth) ||
         value("--unwind", &o->unwind) || value("--min-size", &o->min_size) ||
+        value("--sample", &o->sample) ||
         value("--preload", &o->preload)) {
       continue;
     }
@@ -232,6 +234,10 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     *error = absl::StrCat("--min-size=", o->min_size, " is not a whole number of bytes");
     return false;
   }
+  if (!o->sample.empty() && !absl::SimpleAtoi(o->sample, &bytes)) {
+    *error = absl::StrCat("--sample=", o->sample, " is not a whole number of bytes");
+    return false;
+  }
   if (!o->unwind.empty() && o->unwind != "fp" && o->unwind != "dwarf") {
     *error = absl::StrCat("--unwind=", o->unwind, " is not \"fp\" or \"dwarf\"");
     return false;
@@ -256,6 +262,8 @@ const char* RunUsage() {
          "  --unwind=fp|dwarf   frame pointers (fast; code built with them) or libunwind\n"
          "                      (any code; default)\n"
          "  --min-size=BYTES    do not record blocks smaller than this (0)\n"
+         "  --sample=BYTES      record a sample: a block of s bytes with probability\n"
+         "                      1-exp(-s/BYTES); summaries are scaled estimates (0: all)\n"
          "  --children          also trace programs it execs, each into its own capture\n"
          "  --preload=PATH      the interposer (default: beside this binary, or\n"
          "                      $MEMTRACE_PRELOAD)\n"

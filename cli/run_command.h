@@ -19,6 +19,8 @@
 //   --depth=N           stack frames per allocation, 0..64 (default 16)
 //   --unwind=fp|dwarf   how stacks are walked (default dwarf)
 //   --min-size=BYTES    skip blocks smaller than this (default 0)
+//   --sample=BYTES      record a sample: a block of s bytes with probability
+//                       1 - exp(-s/BYTES); results are scaled estimates (default 0: all)
 //   --children          trace programs it execs too, each into its own capture
 //   --preload=PATH      the interposer library (default: found beside this binary, or
 //                       $MEMTRACE_PRELOAD)
@@ -40,6 +42,7 @@ struct RunOptions {
   std::string depth;
   std::string unwind;
   std::string min_size;
+  std::string sample;
   std::string preload;
   bool children = false;
   bool quiet = false;

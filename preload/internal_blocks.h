@@ -11,7 +11,10 @@
 // count an unknown free. So the interposer remembers such blocks here and skips their
 // release.
 //
-// A fixed open-addressing set of addresses (2^16 slots, linear probing, at most
+// The interposer's sampling (MEMTRACE_SAMPLE_BYTES) uses the same set for the blocks it
+// sampled: only their releases are recorded.
+//
+// A fixed open-addressing set of addresses (2^kSlotsLog2 slots, linear probing, at most
 // kMaxProbe slots looked at). Insert takes an empty or deleted slot with a CAS; Erase
 // marks the slot deleted. An address is inserted only while its block is live and erased
 // when it is released, so it is never in the set twice. When the set is full, or a probe
@@ -38,12 +41,13 @@
 
 namespace memtrace::preload_internal {
 
-class InternalBlocks {
+template <int kSlotsLog2>
+class AddressSet {
  public:
-  static constexpr size_t kSlots = size_t{1} << 16;
+  static constexpr size_t kSlots = size_t{1} << kSlotsLog2;
   static constexpr size_t kMaxProbe = 128;
 
-  constexpr InternalBlocks() = default;
+  constexpr AddressSet() = default;
 
   void Insert(uint64_t address) noexcept {
     size_t i = Home(address);
@@ -85,13 +89,18 @@ class InternalBlocks {
   static constexpr uint64_t kDeleted = 1;  // never a block address (blocks are aligned)
 
   static size_t Home(uint64_t address) noexcept {
-    return static_cast<size_t>((address * 0x9e3779b97f4a7c15ull) >> 48) & (kSlots - 1);
+    return static_cast<size_t>((address * 0x9e3779b97f4a7c15ull) >> (64 - kSlotsLog2));
   }
 
   std::atomic<uint64_t> slots_[kSlots] = {};
   std::atomic<int64_t> live_{0};
   std::atomic<uint64_t> overflowed_{0};
 };
+
+// memtrace's own blocks on program threads: a few per thread.
+using InternalBlocks = AddressSet<16>;
+// Sampled live blocks: about live heap / sample interval of them.
+using SampledBlocks = AddressSet<20>;
 
 }  // namespace memtrace::preload_internal
 

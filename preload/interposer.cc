@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <new>
 #include <string>
@@ -187,8 +188,9 @@ struct Settings {
   uint64_t min_size;
   uint32_t stack_depth;
   UnwindMethod unwind;
+  uint64_t sample_bytes;  // 0: no sampling
 };
-constinit Settings config{0, 0, UnwindMethod::kFramePointers};
+constinit Settings config{0, 0, UnwindMethod::kFramePointers, 0};
 JsonlSink* sink = nullptr;
 pid_t traced_pid = 0;
 uint64_t own_code_begin = 0;  // this library's executable segment, for unwinding
@@ -244,6 +246,36 @@ uint64_t Addr(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
 
 // What memtrace allocated on the program's threads (internal_blocks.h).
 constinit preload_internal::InternalBlocks internal_blocks;
+// With sampling: the live blocks that were sampled, whose releases are recorded.
+constinit preload_internal::SampledBlocks sampled_blocks;
+
+// Byte sampling as a Poisson process (MEMTRACE_SAMPLE_BYTES = N): each thread counts
+// down an exponentially distributed number of bytes with mean N, and the allocation that
+// crosses zero is sampled. By memorylessness a block of s bytes is sampled with
+// probability 1 - exp(-s/N), whatever came before it; the sink writes 1/probability as
+// its weight.
+bool TakeSample(size_t n) noexcept {
+  runtime_internal::ThreadState& t = runtime_internal::Tls();
+  auto draw = [&t]() {
+    // xorshift64*, seeded from the thread's state address and the clock.
+    uint64_t x = t.sample_random;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    t.sample_random = x;
+    const double u = static_cast<double>((x * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
+    const double bytes = -std::log(1.0 - u) * static_cast<double>(config.sample_bytes);
+    t.sample_countdown = bytes < 1.0 ? 1 : bytes > 9e18 ? INT64_MAX : static_cast<int64_t>(bytes);
+  };
+  if (__builtin_expect(t.sample_random == 0, 0)) {
+    t.sample_random = (reinterpret_cast<uint64_t>(&t) ^ __builtin_ia32_rdtsc()) | 1;
+    draw();
+  }
+  t.sample_countdown -= static_cast<int64_t>(n);
+  if (t.sample_countdown > 0) return false;
+  draw();
+  return true;
+}
 
 // True when this call is memtrace's own, made on a program thread while memtrace is
 // active: its block is remembered so that a later release by other code is not recorded.
@@ -327,10 +359,18 @@ void OnAlloc(void* p, size_t n, Caller caller) noexcept {
     RecordScope retry;  // tracing began meanwhile
     t = retry.tracer();
     if (t == nullptr || !Tracked(p)) return;
+    if (config.sample_bytes != 0) {
+      if (!TakeSample(n)) return;
+      sampled_blocks.Insert(Addr(p));
+    }
     t->recorder().RecordAlloc(kLayer, Addr(p), n, Site(t, caller.frame, caller.ret));
     return;
   }
   if (!Tracked(p)) return;
+  if (config.sample_bytes != 0) {
+    if (!TakeSample(n)) return;
+    sampled_blocks.Insert(Addr(p));  // before any thread can free it
+  }
   // A failed record leaves the block allocated (the program never sees memtrace fail);
   // the loss is counted in integrity and the capture is partial.
   t->recorder().RecordAlloc(kLayer, Addr(p), n, Site(t, caller.frame, caller.ret));
@@ -352,7 +392,52 @@ void OnFree(void* p) noexcept {
     return;
   }
   if (!Tracked(p)) return;
+  if (config.sample_bytes != 0 && !sampled_blocks.Erase(Addr(p))) return;  // not sampled
   t->recorder().RecordFree(kLayer, Addr(p));
+}
+
+// realloc under sampling: the old block's release is recorded if it was sampled, and the
+// new block gets its own sampling decision (a resized block is a new sample, so weights
+// stay those of its size). A move or resize of a sampled block into a sampled one is
+// recorded as a free and an allocation.
+void* ReallocSampled(Tracer* t, void* p, size_t n, Caller caller) noexcept {
+  Recorder& r = t->recorder();
+  const bool old_sampled = Tracked(p) && sampled_blocks.Erase(Addr(p));
+  if (n == 0) {  // glibc frees the block and returns null
+    if (old_sampled) r.RecordFree(kLayer, Addr(p));
+    return real.realloc(p, 0);
+  }
+  if (!old_sampled) {
+    void* q = real.realloc(p, n);
+    if (q != nullptr && Tracked(q) && TakeSample(n)) {
+      sampled_blocks.Insert(Addr(q));
+      r.RecordAlloc(kLayer, Addr(q), n, Site(t, caller.frame, caller.ret));
+    }
+    return q;
+  }
+  const uint64_t site = Site(t, caller.frame, caller.ret);
+  // The release is claimed before the call (Recorder::BeginRemap): once realloc returns,
+  // another thread may get the old address.
+  const Recorder::RemapClaim claim = r.BeginRemap(kLayer, Addr(p));
+  void* q = real.realloc(p, n);
+  if (q == nullptr) {
+    r.AbortRemap(claim);
+    if (n != 0) sampled_blocks.Insert(Addr(p));  // unchanged, still sampled
+    return nullptr;
+  }
+  const bool new_sampled = Tracked(q) && TakeSample(n);
+  if (q == p) {
+    r.AbortRemap(claim);
+    r.RecordFree(kLayer, Addr(p));  // still ours: no one else can have the address yet
+  } else {
+    r.CommitRemap(claim, Addr(q), n, site);
+    r.RecordFree(kLayer, Addr(q));
+  }
+  if (new_sampled) {
+    sampled_blocks.Insert(Addr(q));
+    r.RecordAlloc(kLayer, Addr(q), n, site);
+  }
+  return q;
 }
 
 void* Realloc(void* p, size_t n, Caller caller) noexcept {
@@ -388,6 +473,7 @@ void* Realloc(void* p, size_t n, Caller caller) noexcept {
     return real.realloc(p, n);
   }
   Recorder& r = t->recorder();
+  if (config.sample_bytes != 0) return ReallocSampled(t, p, n, caller);
   if (n == 0) {  // glibc frees the block and returns null
     if (Tracked(p)) r.RecordFree(kLayer, Addr(p));
     void* q = real.realloc(p, 0);
@@ -538,7 +624,8 @@ void Start() {
   const PreloadConfig settings =
       ParsePreloadConfig([](const char* name) { return getenv(name); }, &warnings);
   for (const std::string& w : warnings) WriteStderr(w + "\n");
-  config = Settings{settings.min_size, settings.stack_depth, settings.unwind};
+  config = Settings{settings.min_size, settings.stack_depth, settings.unwind,
+                    settings.sample_bytes};
   traced_pid = getpid();
   int root_pid = 0;
   if (settings.trace_children) {
@@ -583,11 +670,12 @@ void Start() {
   JsonlSinkOptions options;
   options.source = "preload";
   options.max_backpressure = absl::Seconds(2);
+  options.sample_interval_bytes = settings.sample_bytes;
   options.header_fields = absl::StrCat(
       "\"interposer\":{\"library\":", JsonQuote(LibraryPath()), ",\"version\":\"", kVersion,
       "\",\"min_size\":", config.min_size, ",\"stack_depth\":", config.stack_depth,
       ",\"unwind\":\"", config.unwind == UnwindMethod::kFramePointers ? "fp" : "dwarf",
-      "\",\"sample_interval_bytes\":0,\"trace_children\":",
+      "\",\"sample_interval_bytes\":", settings.sample_bytes, ",\"trace_children\":",
       settings.trace_children ? "true" : "false", "}");
   auto opened = JsonlSink::Open(path, options);
   if (!opened.ok()) {

@@ -74,6 +74,7 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
     }
   }
   flag("MEMTRACE_TRACE_CHILDREN", &c.trace_children);
+  number("MEMTRACE_SAMPLE_BYTES", 0, uint64_t{1} << 40, &c.sample_bytes);
   uint64_t ring = c.ring_capacity_log2;
   number("MEMTRACE_RING_LOG2", 10, 22, &ring);
   c.ring_capacity_log2 = static_cast<uint32_t>(ring);

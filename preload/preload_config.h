@@ -16,6 +16,10 @@
 //   MEMTRACE_TRACE_CHILDREN  "1": programs this one execs are traced too, each into its
 //                            own capture; "0" (default): the interposer removes itself
 //                            from LD_PRELOAD so children run untraced
+//   MEMTRACE_SAMPLE_BYTES    0 (default): record every block; N: record a sample, each
+//                            block of s bytes with probability 1 - exp(-s/N), and mark
+//                            the capture sampled (estimates are scaled by 1/probability;
+//                            docs/capture-format.md, Sampling)
 //   MEMTRACE_RING_LOG2       records per thread ring, as a power of two, 10..22 (default 16)
 //
 // A value that cannot be used is never fatal: the problem is written to stderr, naming
@@ -41,6 +45,7 @@ struct PreloadConfig {
   uint32_t stack_depth = 16;
   UnwindMethod unwind = UnwindMethod::kDwarf;
   bool trace_children = false;
+  uint64_t sample_bytes = 0;
   uint32_t ring_capacity_log2 = 16;
 };
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 
@@ -27,6 +28,13 @@ namespace {
 constexpr size_t kFlushBytes = size_t{1} << 20;
 
 std::string Hex(uint64_t v) { return absl::StrCat("\"0x", absl::Hex(v), "\""); }
+
+// A sampled block's weight (JsonlSinkOptions::sample_interval_bytes), as JSON text.
+std::string SampleWeightText(uint64_t size, uint64_t interval) {
+  const double p = -std::expm1(-static_cast<double>(size) / static_cast<double>(interval));
+  const double w = p > 0 ? 1.0 / p : 1e15;
+  return absl::StrCat(w < 1.0 ? 1.0 : w > 1e15 ? 1e15 : w);
+}
 
 // Appends JSON fragments to a string without temporaries: the event lines' formatter.
 class LineAppender {
@@ -257,6 +265,10 @@ void JsonlSink::EnsureScope(uint32_t path) {
                     ",\"path\":", JsonQuote(table.PathString(path)), "}"));
 }
 
+std::string JsonlSink::SampleWeight(uint64_t size) const {
+  return SampleWeightText(size, options_.sample_interval_bytes);
+}
+
 uint32_t JsonlSink::SiteId(uint64_t site) {
   auto it = site_ids_.find(site);
   if (it != site_ids_.end()) return it->second;
@@ -351,6 +363,7 @@ void JsonlSink::WriteBatch(const Batch& batch) {
         line.Raw(",\"addr\":").Hex(e.address()).Raw(",\"size\":").U64(e.size());
         line.Raw(",\"layer\":").U64(e.layer()).Raw(",\"scope\":").U64(e.scope());
         line.Raw(",\"site\":").U64(site).Raw(",\"ticket\":").U64(o.ticket);
+        if (options_.sample_interval_bytes != 0) line.Raw(",\"weight\":").Raw(SampleWeight(e.size()));
         break;
       case EventKind::kFree:
       case EventKind::kRemap:

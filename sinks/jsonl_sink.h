@@ -66,6 +66,9 @@ struct JsonlSinkOptions {
   // Distinct sites written before the rest share the "other sites" bucket; the same bound
   // as the recorder's (Config::request_site_capacity_max), so both count the same sites.
   uint32_t site_capacity = kDefaultSiteCapacity;
+  // The interposer's sampling interval (0: not sampled). When set, every allocation line
+  // carries its weight, 1 / (1 - exp(-size / interval)) (docs/capture-format.md).
+  uint64_t sample_interval_bytes = 0;
 };
 
 struct JsonlSinkStats {
@@ -118,6 +121,7 @@ class JsonlSink final : public EventObserver {
   void EnsureScope(uint32_t path);
   void EnsureLayer(uint8_t layer);
   uint32_t SiteId(uint64_t site);
+  std::string SampleWeight(uint64_t size) const;
   void AddStackFrames(const ObservedEvent& o);
   void Emit(const std::string& line);  // writer thread only
   void FlushOutput();

@@ -43,7 +43,8 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
                                  {"MEMTRACE_STACK_DEPTH", "0"},
                                  {"MEMTRACE_UNWIND", "fp"},
                                  {"MEMTRACE_TRACE_CHILDREN", "yes"},
-                                 {"MEMTRACE_RING_LOG2", "12"}},
+                                 {"MEMTRACE_RING_LOG2", "12"},
+                                 {"MEMTRACE_SAMPLE_BYTES", "524288"}},
                                 &warnings);
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(c.output, "/tmp/x-%p.jsonl.zst");
@@ -52,6 +53,7 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
   EXPECT_EQ(c.unwind, UnwindMethod::kFramePointers);
   EXPECT_TRUE(c.trace_children);
   EXPECT_EQ(c.ring_capacity_log2, 12u);
+  EXPECT_EQ(c.sample_bytes, 524288u);
 }
 
 TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
@@ -66,6 +68,7 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
       {"MEMTRACE_STACK_DEPTH", "-1", "MEMTRACE_STACK_DEPTH=\"-1\" is not a whole number"},
       {"MEMTRACE_STACK_DEPTH", "8x", "MEMTRACE_STACK_DEPTH=\"8x\" is not a whole number"},
       {"MEMTRACE_MIN_SIZE", "big", "MEMTRACE_MIN_SIZE=\"big\" is not a whole number"},
+      {"MEMTRACE_SAMPLE_BYTES", "1e6", "MEMTRACE_SAMPLE_BYTES=\"1e6\" is not a whole number"},
       {"MEMTRACE_UNWIND", "guess",
        "MEMTRACE_UNWIND=\"guess\" is not \"fp\" or \"dwarf\"; using dwarf"},
       {"MEMTRACE_TRACE_CHILDREN", "maybe",

@@ -59,6 +59,10 @@ struct ThreadState {
   // start of the module's TLS block, which aliases this struct.
   uint64_t stack_low;
   uint64_t stack_high;
+  // The interposer's byte sampling: bytes left until the next sample, and the thread's
+  // random state (0 until first used).
+  int64_t sample_countdown;
+  uint64_t sample_random;
   uint64_t stack_cache_generation;       // the recorder the cache below belongs to
   uint64_t stack_cache[kStackCacheSize];  // hashes whose frames this thread sent
   bool in_tracer;                        // reentrancy guard
