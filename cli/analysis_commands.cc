@@ -325,6 +325,16 @@ int SummaryCommand(int argc, char** argv) {
 
 // ---- verify -----------------------------------------------------------------------------
 
+// A string member of the trailer object (raw JSON), or "" when it is absent.
+std::string TrailerString(const std::string& trailer, const std::string& name) {
+  const std::string key = absl::StrCat("\"", name, "\":\"");
+  const size_t at = trailer.find(key);
+  if (at == std::string::npos) return "";
+  const size_t start = at + key.size();
+  const size_t end = trailer.find('"', start);
+  return end == std::string::npos ? "" : trailer.substr(start, end - start);
+}
+
 int VerifyCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kVerifySpec, argc, argv, &args)) return *exit;
@@ -350,8 +360,18 @@ int VerifyCommand(int argc, char** argv) {
     problems.push_back("it is truncated: there is no trailer (the program or the sink stopped "
                        "before Finish())");
   } else if (!s->trailer_complete) {
-    problems.push_back("it is partial: the trailer reports lost records (see its integrity "
-                       "and sink blocks)");
+    // The interposer names what ended the capture; a fatal signal means the program
+    // crashed, and everything before the crash is in the capture.
+    const std::string ended_by = TrailerString(s->trailer, "ended_by");
+    if (ended_by.rfind("signal ", 0) == 0) {
+      problems.push_back(absl::StrCat(
+          "it is partial: the program ended by ", ended_by,
+          "; the capture holds everything recorded up to it, but blocks live then are not "
+          "leaks"));
+    } else {
+      problems.push_back("it is partial: the trailer reports lost records (see its "
+                         "integrity and sink blocks)");
+    }
   }
   if (absl::GetFlag(FLAGS_json)) {
     std::vector<std::string> quoted;

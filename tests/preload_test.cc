@@ -374,6 +374,8 @@ TEST_F(PreloadTest, CrashKeepsEverythingRecordedAndIsPartial) {
   ExpectMarkersMatch(r, ParseCounts(run.out));
   const Result verify = RunProgram({Cli(), "verify", capture}, {});
   EXPECT_EQ(verify.status, 1) << verify.out << verify.err;
+  EXPECT_NE(verify.out.find("the program ended by signal 11"), std::string::npos)
+      << verify.out << verify.err;
 }
 
 // Both unwinders find the program's own call chain Outer -> Middle -> Inner -> malloc.
