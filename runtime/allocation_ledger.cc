@@ -100,6 +100,11 @@ bool AllocationLedger::InGraveyard(LayerId layer, uint64_t address,
   return g.key == key && g.ticket48 == ticket48;
 }
 
+bool AllocationLedger::InGraveyardAt(LayerId layer, uint64_t address) const {
+  const uint64_t key = address ^ (uint64_t{layer} << 56);
+  return graveyard_[Mix(key) & (kGraveyardSlots - 1)].key == key;
+}
+
 bool AllocationLedger::Alloc(LayerId layer, uint64_t address, uint64_t size,
                              uint64_t ticket, uint32_t scope, uint64_t site) {
   auto& shard = Shard(layer, address);
@@ -171,9 +176,12 @@ AllocationLedger::Outcome AllocationLedger::Free(LayerId layer, uint64_t address
                                                  uint64_t ticket) {
   const Found f = Take(layer, address, ticket);
   if (!f.found) {
-    return ticket != 0 && InGraveyard(layer, address, CompactTicket(ticket))
-               ? Outcome::kDoubleFree
-               : Outcome::kUnknown;
+    // A release of a block released before: the same ticket again, or no ticket at an
+    // address whose last block was released (the first release took the ticket from the
+    // ticket table, so a repeated free(p) carries none).
+    const bool again = ticket != 0 ? InGraveyard(layer, address, CompactTicket(ticket))
+                                   : InGraveyardAt(layer, address);
+    return again ? Outcome::kDoubleFree : Outcome::kUnknown;
   }
   const auto scope = contexts_[f.block.context()].first;
   Account(layer, scope, f.block.size(), /*allocate=*/false);

@@ -169,6 +169,7 @@ class AllocationLedger {
   UsageCounters& ScopeCounters(uint32_t scope);
   void Bury(LayerId layer, uint64_t address, uint64_t ticket48);
   bool InGraveyard(LayerId layer, uint64_t address, uint64_t ticket48) const;
+  bool InGraveyardAt(LayerId layer, uint64_t address) const;
 
   std::vector<std::unique_ptr<Shards>> tables_;  // by layer id, created on first use
   absl::flat_hash_map<Key, absl::InlinedVector<LiveBlock, 1>> displaced_;
