@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
       {
         auto physics = cpu.Enter(kPhysicsScope, kPhysics);
         // Broadphase pairs: frame scratch.
-        for (int i = 0; i < 200; ++i) frame_memory.Alloc(48, 16, MEMTRACE_CALL_SITE());
+        for (int i = 0; i < 200; ++i) frame_memory.Alloc(48, 16, MEMTRACE_HERE());
         // A job thread computes contacts under the physics scope, carried over.
         const memtrace::Scope carried = memtrace::Scope::Current();
         std::vector<std::pair<void*, size_t>> contacts;
@@ -132,39 +132,39 @@ int main(int argc, char** argv) {
           auto adopted = cpu.Adopt(carried, kPhysics);
           for (int i = 0; i < 16; ++i) {
             const size_t n = 64 + rng() % 64;
-            contacts.emplace_back(cpu.Alloc(heap, n, 16, MEMTRACE_CALL_SITE()), n);
+            contacts.emplace_back(cpu.Alloc(heap, n, 16, MEMTRACE_HERE()), n);
           }
         });
         job.join();
-        for (auto [p, n] : contacts) cpu.Free(heap, AsMemory(p, n), 16, MEMTRACE_CALL_SITE());
+        for (auto [p, n] : contacts) cpu.Free(heap, AsMemory(p, n), 16, MEMTRACE_HERE());
       }
       {
         auto ai = cpu.Enter(kAiScope, kAi);
         if (entities.size() < 500 || rng() % 2 == 0) {
           const size_t n = 256 + rng() % 2048;
-          entities.emplace_back(cpu.Alloc(heap, n, 16, MEMTRACE_CALL_SITE()), n);
+          entities.emplace_back(cpu.Alloc(heap, n, 16, MEMTRACE_HERE()), n);
         }
         if (entities.size() > 400 && rng() % 3 == 0) {
           const size_t i = rng() % entities.size();
           cpu.Free(heap, AsMemory(entities[i].first, entities[i].second), 16,
-                   MEMTRACE_CALL_SITE());
+                   MEMTRACE_HERE());
           entities[i] = entities.back();
           entities.pop_back();
         }
-        for (int i = 0; i < 100; ++i) frame_memory.Alloc(128, 16, MEMTRACE_CALL_SITE());
+        for (int i = 0; i < 100; ++i) frame_memory.Alloc(128, 16, MEMTRACE_HERE());
       }
     }
     {
       auto render = cpu.Enter(kRenderScope, kRender);
-      for (int i = 0; i < 300; ++i) frame_memory.Alloc(64, 16, MEMTRACE_CALL_SITE());
+      for (int i = 0; i < 300; ++i) frame_memory.Alloc(64, 16, MEMTRACE_HERE());
       if (f % 10 == 0) {  // stream a texture in, and an old one out
         const size_t n = size_t{1} << (18 + rng() % 4);
-        if (void* t = gpu.Alloc(device, n, 256, MEMTRACE_CALL_SITE())) textures.emplace_back(t, n);
+        if (void* t = gpu.Alloc(device, n, 256, MEMTRACE_HERE())) textures.emplace_back(t, n);
         cpu.CensusAdd(streaming, static_cast<int64_t>(n));
         if (textures.size() > 24) {
           auto [t, size] = textures.front();
           textures.pop_front();
-          gpu.Free(device, AsMemory(t, size), 256, MEMTRACE_CALL_SITE());
+          gpu.Free(device, AsMemory(t, size), 256, MEMTRACE_HERE());
           cpu.CensusSubtract(streaming, static_cast<int64_t>(size));
         }
       }

@@ -54,6 +54,18 @@ class Allocator {
 #define MEMTRACE_CALL_SITE() \
   (reinterpret_cast<uintptr_t>(__builtin_extract_return_addr(__builtin_return_address(0))))
 
+namespace allocator_internal {
+// Returns the address its call returns to: a code address inside the caller. noipa keeps
+// the compiler from inlining it or merging two calls.
+__attribute__((noinline, noipa)) inline uintptr_t AddressAfterThisCall() noexcept {
+  return reinterpret_cast<uintptr_t>(__builtin_extract_return_addr(__builtin_return_address(0)));
+}
+}  // namespace allocator_internal
+
+// The address of the code that uses it, for ret_addr at a call made directly where the
+// blame belongs (main(), a loop body): MEMTRACE_HERE() names that very line. Costs a call.
+#define MEMTRACE_HERE() (::memtrace::allocator_internal::AddressAfterThisCall())
+
 inline Memory AsMemory(void* p, size_t len) noexcept {
   return Memory(static_cast<std::byte*>(p), len);
 }

@@ -23,6 +23,28 @@ std::unique_ptr<Tracer> Started() {
   return tracer;
 }
 
+// Two MEMTRACE_HERE() in one function name two different places inside it; the
+// wrapper macro MEMTRACE_CALL_SITE() names the function's caller instead.
+__attribute__((noinline)) void TwoCallSites(uintptr_t* first, uintptr_t* second,
+                                            uintptr_t* caller) {
+  *first = MEMTRACE_HERE();
+  asm volatile("" ::: "memory");
+  *second = MEMTRACE_HERE();
+  *caller = MEMTRACE_CALL_SITE();
+}
+
+TEST(CallSiteTest, HereNamesEachLineAndCallSiteNamesTheCaller) {
+  uintptr_t first = 0, second = 0, caller = 0;
+  TwoCallSites(&first, &second, &caller);
+  const auto fn = reinterpret_cast<uintptr_t>(&TwoCallSites);
+  EXPECT_NE(first, second);
+  EXPECT_GT(first, fn);
+  EXPECT_LT(first, fn + 512);
+  EXPECT_GT(second, fn);
+  EXPECT_LT(second, fn + 512);
+  EXPECT_TRUE(caller < fn || caller >= fn + 512) << "the caller is outside TwoCallSites";
+}
+
 TEST(AdaptersTest, TracedMemoryResourceTracesPmrContainers) {
   auto tracer = Started();
   TracedMemoryResource traced(tracer.get(), std::pmr::new_delete_resource(),
