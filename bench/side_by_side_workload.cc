@@ -161,6 +161,9 @@ int Main(int argc, char** argv) {
     const CaptureIntegrity& in = snap.integrity;
     traced_fields = absl::StrCat(
         ",\"finish_s\":", finish_s, ",\"memtrace_bytes\":", snap.memtrace_bytes,
+        ",\"memtrace_memory\":{\"rings\":", snap.memtrace_memory.rings, ",\"tickets\":",
+        snap.memtrace_memory.tickets, ",\"ledger\":", snap.memtrace_memory.ledger,
+        ",\"sites\":", snap.memtrace_memory.sites, "}",
         ",\"dropped\":", in.events_dropped + in.records_failed + in.rings_unavailable,
         ",\"sink_lost\":", stats.events_lost, ",\"overflow_waits\":", in.overflow_waits,
         ",\"events\":", in.events_applied, ",\"capture_ok\":", finished.ok() ? "true" : "false");

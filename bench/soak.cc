@@ -56,6 +56,7 @@ struct Sample {
   double seconds;
   uint64_t requests;
   uint64_t memtrace_bytes;
+  MemtraceMemory parts;
   long rss_kb;
   uint64_t live_bytes;
   uint64_t events;
@@ -127,9 +128,10 @@ int Main(int argc, char** argv) {
          threads, round_requests,
          rate > 0 ? absl::StrCat(rate, " requests/s").c_str() : "unpaced", minutes,
          absl::GetFlag(FLAGS_capture).c_str());
-  printf("| elapsed s | requests | memtrace memory | RSS | live bytes | events | dropped "
-         "| sink lost | overflow waits |\n");
-  printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  printf("| elapsed s | requests | memtrace memory | rings | tickets | ledger | sites | RSS "
+         "| live bytes | events | dropped | sink lost | overflow waits |\n");
+  printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+         "| ---: |\n");
   fflush(stdout);
 
   std::vector<Sample> samples;
@@ -154,6 +156,7 @@ int Main(int argc, char** argv) {
       Sample s{elapsed(),
                requests,
                snap.memtrace_bytes,
+               snap.memtrace_memory,
                bench::CurrentRssKb(),
                snap.totals.live_bytes,
                in.events_applied,
@@ -161,9 +164,14 @@ int Main(int argc, char** argv) {
                stats.events_lost,
                in.overflow_waits};
       samples.push_back(s);
-      printf("| %.0f | %llu | %llu | %ld KiB | %llu | %llu | %llu | %llu | %llu |\n",
+      printf("| %.0f | %llu | %llu | %llu | %llu | %llu | %llu | %ld KiB | %llu | %llu | %llu "
+             "| %llu | %llu |\n",
              s.seconds, static_cast<unsigned long long>(s.requests),
-             static_cast<unsigned long long>(s.memtrace_bytes), s.rss_kb,
+             static_cast<unsigned long long>(s.memtrace_bytes),
+             static_cast<unsigned long long>(s.parts.rings),
+             static_cast<unsigned long long>(s.parts.tickets),
+             static_cast<unsigned long long>(s.parts.ledger),
+             static_cast<unsigned long long>(s.parts.sites), s.rss_kb,
              static_cast<unsigned long long>(s.live_bytes),
              static_cast<unsigned long long>(s.events),
              static_cast<unsigned long long>(s.dropped),

@@ -67,8 +67,17 @@ def check(path, expected):
         memtrace = v in ("memtrace-api", "preload-dwarf16", "preload-fp16")
         if memtrace and row["dropped"] != "0":
             sys.exit(f"FAIL: {w}/{v}: dropped {row['dropped']}, expected 0")
-        if memtrace and not re.fullmatch(r"[0-9.]+ (KiB|MiB|GiB)", row["memtrace memory 1T"]):
-            sys.exit(f"FAIL: {w}/{v}: memtrace memory '{row['memtrace memory 1T']}'")
+        mem = row["memtrace memory 1T (parts)"]
+        parts = re.fullmatch(r"([0-9.]+) (KiB|MiB|GiB) \(rings ([0-9.]+), tickets ([0-9.]+), "
+                             r"ledger ([0-9.]+), sites ([0-9.]+) MiB\)", mem)
+        if memtrace and not parts:
+            sys.exit(f"FAIL: {w}/{v}: memtrace memory '{mem}' lacks its parts")
+        if memtrace and parts.group(2) == "MiB":
+            # The parts sum to the total (each rounded to 0.1 MiB).
+            total = float(parts.group(1))
+            summed = sum(float(parts.group(i)) for i in range(3, 7))
+            if abs(total - summed) > 0.25:
+                sys.exit(f"FAIL: {w}/{v}: parts sum to {summed} MiB, total {total} MiB")
         if not memtrace and row["dropped"] != "n/a":
             sys.exit(f"FAIL: {w}/{v}: dropped should be n/a, is {row['dropped']}")
 
