@@ -30,17 +30,6 @@ namespace {
 
 constexpr int kCaptureFailed = 125;  // like env(1) and timeout(1): the tool itself failed
 
-struct RunOptions {
-  std::string output = "memtrace-%p.jsonl";
-  std::string depth;
-  std::string unwind;
-  std::string min_size;
-  std::string preload;
-  bool children = false;
-  bool quiet = false;
-  std::vector<std::string> command;
-};
-
 int UsageError(const std::string& message) {
   fprintf(stderr, "memtrace run: %s\n\n%s", message.c_str(), RunUsage());
   return 2;
@@ -179,7 +168,26 @@ absl::Status CheckHeader(const std::string& path) {
   return s;
 }
 
-bool ParseOptions(int argc, char** argv, RunOptions* o, std::string* error) {
+
+// Runs `memtrace summary PATH` (this binary) with its output on our stderr.
+void PrintSummary(const std::string& path) {
+  const std::string self = SelfPath();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(2, 1);
+    execl(self.c_str(), self.c_str(), "summary", path.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  if (pid > 0) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+}  // namespace
+
+bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
   int i = 1;
   for (; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -235,24 +243,6 @@ bool ParseOptions(int argc, char** argv, RunOptions* o, std::string* error) {
   return true;
 }
 
-// Runs `memtrace summary PATH` (this binary) with its output on our stderr.
-void PrintSummary(const std::string& path) {
-  const std::string self = SelfPath();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(2, 1);
-    execl(self.c_str(), self.c_str(), "summary", path.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  if (pid > 0) {
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-}
-
-}  // namespace
-
 const char* RunUsage() {
   return "usage: memtrace run [options] -- program [args...]\n"
          "\n"
@@ -284,7 +274,7 @@ int RunCommand(int argc, char** argv) {
       return 0;
     }
   }
-  if (!ParseOptions(argc, argv, &o, &error)) return UsageError(error);
+  if (!ParseRunOptions(argc, argv, &o, &error)) return UsageError(error);
 
   std::string tried;
   const std::string preload = FindPreload(o.preload, &tried);

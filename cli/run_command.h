@@ -29,7 +29,28 @@
 #ifndef MEMTRACE_CLI_RUN_COMMAND_H_
 #define MEMTRACE_CLI_RUN_COMMAND_H_
 
+#include <string>
+#include <vector>
+
 namespace memtrace {
+
+// The options of `memtrace run`, as ParseRunOptions() reads them.
+struct RunOptions {
+  std::string output = "memtrace-%p.jsonl";
+  std::string depth;
+  std::string unwind;
+  std::string min_size;
+  std::string preload;
+  bool children = false;
+  bool quiet = false;
+  std::vector<std::string> command;  // the program and its arguments; never empty if OK
+};
+
+// Reads argv[1..argc) (argv[0] is "run") into `options`: flags until "--" or the first
+// argument that is not one, then the program. False with `error` saying what is wrong
+// (an unknown option, no program, a value out of range). Touches nothing outside its
+// arguments: no file, no environment (the fuzz target in tests/fuzz relies on this).
+bool ParseRunOptions(int argc, char** argv, RunOptions* options, std::string* error);
 
 // argv[0] is "run"; returns the process exit code.
 int RunCommand(int argc, char** argv);

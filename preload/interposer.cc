@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "preload/internal_blocks.h"
 #include "preload/preload_config.h"
 #include "preload/unwind.h"
 #include "runtime/internal/thread_state.h"
@@ -241,8 +242,21 @@ void PrestartRemove(void* p) noexcept {
 
 uint64_t Addr(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
 
+// What memtrace allocated on the program's threads (internal_blocks.h).
+constinit preload_internal::InternalBlocks internal_blocks;
+
+// True when this call is memtrace's own, made on a program thread while memtrace is
+// active: its block is remembered so that a later release by other code is not recorded.
+bool OwnCallOnProgramThread(const runtime_internal::ThreadState& state) noexcept {
+  if (!state.in_tracer || state.internal_thread) return false;
+  const int p = phase.load(std::memory_order_relaxed);
+  return p == kBeforeStart || p == kTracing;
+}
+
 bool Tracked(void* p) noexcept {
-  return config.min_size == 0 || real.malloc_usable_size(p) >= config.min_size;
+  if (config.min_size == 0) return true;
+  const size_t usable = IsBootstrap(p) ? BootstrapSize(p) : real.malloc_usable_size(p);
+  return usable >= config.min_size;
 }
 
 // The call site of an interposed call whose own frame is `frame` and return address
@@ -302,6 +316,10 @@ bool BeforeStart() noexcept {
 
 void OnAlloc(void* p, size_t n, Caller caller) noexcept {
   if (p == nullptr) return;
+  if (OwnCallOnProgramThread(runtime_internal::Tls())) {
+    internal_blocks.Insert(Addr(p));
+    return;
+  }
   RecordScope scope;
   Tracer* t = scope.tracer();
   if (t == nullptr) {
@@ -326,6 +344,7 @@ void OnFree(void* p) noexcept {
     state.skip_next_release = false;  // glibc's node for the thread's exit hook
     return;
   }
+  if (internal_blocks.Erase(Addr(p))) return;  // memtrace's own block, released by anyone
   RecordScope scope;
   Tracer* t = scope.tracer();
   if (t == nullptr) {
@@ -342,10 +361,19 @@ void* Realloc(void* p, size_t n, Caller caller) noexcept {
     OnAlloc(q, n, caller);
     return q;
   }
-  if (IsBootstrap(p)) {
+  if (IsBootstrap(p)) {  // moves out of the bootstrap buffer, which never takes it back
     void* q = real.malloc(n);
-    if (q != nullptr) memcpy(q, p, BootstrapSize(p) < n ? BootstrapSize(p) : n);
+    if (q == nullptr) return nullptr;
+    memcpy(q, p, BootstrapSize(p) < n ? BootstrapSize(p) : n);
+    OnFree(p);
     OnAlloc(q, n, caller);
+    return q;
+  }
+  if (OwnCallOnProgramThread(runtime_internal::Tls())) {
+    const bool own = internal_blocks.Erase(Addr(p));
+    void* q = real.realloc(p, n);
+    if (q == nullptr && n != 0 && own) internal_blocks.Insert(Addr(p));  // unchanged
+    if (q != nullptr) internal_blocks.Insert(Addr(q));
     return q;
   }
   RecordScope scope;
@@ -594,6 +622,14 @@ __attribute__((destructor(101))) void PreloadDestructor() { Finish("exit", false
 
 void BeforeExec() { Finish("exec", false); }
 
+// Bootstrap blocks (served while dlsym runs) are remembered like any block allocated
+// before tracing starts, so the capture counts every call the program made.
+void* BootstrapCall(size_t n, size_t alignment, Caller caller) noexcept {
+  void* p = BootstrapAlloc(n, alignment);
+  OnAlloc(p, n, caller);
+  return p;
+}
+
 }  // namespace
 }  // namespace memtrace
 
@@ -607,15 +643,21 @@ using memtrace::Resolved;
 
 #define MEMTRACE_EXPORT extern "C" __attribute__((visibility("default")))
 
+using memtrace::BootstrapCall;
+
 MEMTRACE_EXPORT void* malloc(size_t n) {
-  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, 16);
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapCall(n, 16, MEMTRACE_CALLER());
   void* p = real.malloc(n);
   memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
   return p;
 }
 
 MEMTRACE_EXPORT void free(void* p) {
-  if (p == nullptr || IsBootstrap(p)) return;
+  if (p == nullptr) return;
+  if (IsBootstrap(p)) {  // recorded, never passed on
+    memtrace::OnFree(p);
+    return;
+  }
   if (__builtin_expect(!Resolved(), 0)) return;  // cannot be ours to pass on yet
   memtrace::OnFree(p);
   real.free(p);
@@ -627,7 +669,7 @@ MEMTRACE_EXPORT void* calloc(size_t count, size_t size) {
     errno = ENOMEM;
     return nullptr;
   }
-  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, 16);
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapCall(n, 16, MEMTRACE_CALLER());
   void* p = real.calloc(count, size);
   memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
   return p;
@@ -635,9 +677,10 @@ MEMTRACE_EXPORT void* calloc(size_t count, size_t size) {
 
 MEMTRACE_EXPORT void* realloc(void* p, size_t n) {
   if (__builtin_expect(!Resolved(), 0)) {
-    void* q = BootstrapAlloc(n, 16);
+    void* q = BootstrapCall(n, 16, MEMTRACE_CALLER());
     if (q != nullptr && p != nullptr) {
       memcpy(q, p, memtrace::BootstrapSize(p) < n ? memtrace::BootstrapSize(p) : n);
+      memtrace::OnFree(p);
     }
     return q;
   }
@@ -650,13 +693,13 @@ MEMTRACE_EXPORT void* reallocarray(void* p, size_t count, size_t size) {
     errno = ENOMEM;
     return nullptr;
   }
-  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, 16);
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapCall(n, 16, MEMTRACE_CALLER());
   return memtrace::Realloc(p, n, MEMTRACE_CALLER());
 }
 
 MEMTRACE_EXPORT int posix_memalign(void** out, size_t alignment, size_t n) {
   if (__builtin_expect(!Resolved(), 0)) {
-    *out = BootstrapAlloc(n, alignment);
+    *out = BootstrapCall(n, alignment, MEMTRACE_CALLER());
     return *out != nullptr ? 0 : ENOMEM;
   }
   const int rc = real.posix_memalign(out, alignment, n);
@@ -665,28 +708,28 @@ MEMTRACE_EXPORT int posix_memalign(void** out, size_t alignment, size_t n) {
 }
 
 MEMTRACE_EXPORT void* aligned_alloc(size_t alignment, size_t n) {
-  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, alignment);
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapCall(n, alignment, MEMTRACE_CALLER());
   void* p = real.aligned_alloc(alignment, n);
   memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
   return p;
 }
 
 MEMTRACE_EXPORT void* memalign(size_t alignment, size_t n) {
-  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, alignment);
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapCall(n, alignment, MEMTRACE_CALLER());
   void* p = real.memalign(alignment, n);
   memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
   return p;
 }
 
 MEMTRACE_EXPORT void* valloc(size_t n) {
-  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, 4096);
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapCall(n, 4096, MEMTRACE_CALLER());
   void* p = real.valloc(n);
   memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
   return p;
 }
 
 MEMTRACE_EXPORT void* pvalloc(size_t n) {
-  if (__builtin_expect(!Resolved(), 0)) return BootstrapAlloc(n, 4096);
+  if (__builtin_expect(!Resolved(), 0)) return BootstrapCall(n, 4096, MEMTRACE_CALLER());
   void* p = real.pvalloc(n);
   memtrace::OnAlloc(p, n, MEMTRACE_CALLER());
   return p;

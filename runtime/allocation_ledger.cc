@@ -131,7 +131,12 @@ AllocationLedger::Location AllocationLedger::Locate(LayerId layer, uint64_t addr
     }
   }
   LiveBlock* main = Shard(layer, address).Find(address);
-  if (main == nullptr) return loc;  // nothing live here (set-aside blocks need a ticket)
+  if (main == nullptr) {
+    // The block that displaced the others is gone already; a release without a usable
+    // ticket refers to the oldest one still set aside here.
+    if (dit != displaced_.end()) return Location{&dit->second.front(), false, ticket != 0, 0};
+    return loc;
+  }
   if (ticket != 0 && main->ticket48() == t48) return Location{main, true, false, -1};
   if (dit != displaced_.end()) {
     // The ticket matched nothing: the oldest block set aside at this address is the one

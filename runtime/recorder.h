@@ -28,6 +28,8 @@
 //
 // Thread safety: Record* from any thread, concurrently. Start, Stop and the destructor
 // from one owner thread at a time. Flush and Inspect from any thread but the drainer.
+// Record* may race with Stop() (the record is either applied or kNotRecording), but not
+// with the destructor: no thread may be inside a Record* call once destruction begins.
 //
 // Example:
 //   auto recorder = memtrace::Recorder::Create(memtrace::Config{}).value();

@@ -26,6 +26,18 @@
 // TracingAllocator method, from any thread, as far as the backing allocator allows:
 // TracingAllocator adds no locking of its own.
 //
+// Shutting down while threads still allocate: call Stop(). Threads may keep calling
+// through Stop() and after it; their operations are forwarded untraced and counted as
+// not_recording, so none is lost silently. Destroy the tracer only once no thread will
+// call it (or a TracingAllocator or Span on it) again: destroying it while another thread
+// is inside one of its calls is undefined, as for any object in use. Threads that
+// recorded may outlive the tracer; their rings die with it (internal/thread_state.h).
+// Misuse answers (tests/api_misuse_test.cc): Stop() twice is kFailedPrecondition and
+// changes nothing; a free of a block the tracer never saw counts unknown_frees, and so
+// does a second free of the same block (its ticket went with the first), a resize or remap of a freed block unknown_resizes/unknown_remaps;
+// each is forwarded to the backing allocator, and the capture stays complete but not
+// clean (capture_integrity.h).
+//
 // Example:
 //   auto tracer = memtrace::Tracer::Create(memtrace::Config{}).value();
 //   tracer->Start().IgnoreError();

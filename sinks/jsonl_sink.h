@@ -14,7 +14,9 @@
 // are dropped and counted (events_lost), and the trailer marks the capture partial.
 // Write errors (disk full, a closed pipe, a removed directory) are kept as the sink's
 // status, counted, and reported in the trailer when it can still be written; tracing goes
-// on either way.
+// on either way. A capture file removed while open (rm -rf of its directory) still
+// accepts writes on Linux, into a file nobody can read: the sink notices at its next
+// flush (the file's link count is 0) and reports it like a write error.
 //
 // Thread safety: Open/Finish from the owner; OnEpoch/OnStop from the drainer; status()
 // and stats() from any thread.
@@ -120,6 +122,9 @@ class JsonlSink final : public EventObserver {
   void Emit(const std::string& line);  // writer thread only
   void FlushOutput();
   void CloseOutput();
+  // True when the capture is a regular file with no name left (it or its directory was
+  // removed): writes still succeed, but nobody can read them.
+  bool Unlinked() const;
 
   // zstd state when compressing (an opaque ZSTD_CCtx*), and its output buffer.
   void* zstd_ = nullptr;

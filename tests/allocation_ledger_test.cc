@@ -135,6 +135,21 @@ TEST(AllocationLedgerTest, AllocOverLiveAddressDisplacesUntilItsFreeArrives) {
   EXPECT_EQ(live[0].scope, 2u);
 }
 
+TEST(AllocationLedgerTest, SetAsideBlockIsFoundWhenTheNewerOneIsGoneAndTheTicketIsLost) {
+  // C's re-allocation of 0x1000 displaces A's block, C frees its own, then B's free of
+  // A's block arrives without a usable ticket (a ticket-table miss): it still releases
+  // A's block, matched by address, and nothing is left over.
+  AllocationLedger ledger(16);
+  ledger.Alloc(kHeap, 0x1000, 10, T(1, 0), /*scope=*/1, 0);
+  ledger.Alloc(kHeap, 0x1000, 20, T(3, 0), /*scope=*/2, 0);
+  EXPECT_EQ(ledger.Free(kHeap, 0x1000, T(3, 0)), Outcome::kApplied);
+  EXPECT_EQ(ledger.Free(kHeap, 0x1000, 0), Outcome::kMatchedByAddress);
+  EXPECT_EQ(ledger.totals().live_count, 0u);
+  EXPECT_EQ(ledger.scope_usage(1).live_bytes, 0u);
+  EXPECT_EQ(ledger.SettleDisplaced(), 0u);
+  ExpectInvariants(ledger.totals());
+}
+
 TEST(AllocationLedgerTest, SettleReleasesDisplacedBlocksWhoseFreeNeverCame) {
   AllocationLedger ledger(16);
   ledger.Alloc(kHeap, 0x1000, 10, T(1, 0), 1, 0);

@@ -1,13 +1,16 @@
 // Copyright 2026 The memtrace Authors.
 //
 // The JSONL capture sink: structure of a capture, and the sink errors it must survive
-// (an unwritable path, a full disk, a closed pipe) while tracing goes on.
+// (an unwritable path, a full disk, a closed pipe, a directory removed mid-run) while
+// tracing goes on.
 
 #include "sinks/jsonl_sink.h"
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -248,6 +251,49 @@ TEST(JsonlSinkTest, ClosedPipeIsReportedNotASignal) {
   TraceThroughFailingSink(*sink);  // a SIGPIPE would kill the test here
   EXPECT_NE(sink->status().message().find("Broken pipe"), std::string::npos)
       << sink->status();
+}
+
+// rm -rf of the capture's directory while the program traces: Linux keeps accepting
+// writes into the unlinked file, so the sink must notice by itself (link count 0).
+TEST(JsonlSinkTest, DirectoryRemovedMidRunIsReportedAndTracingGoesOn) {
+  const std::filesystem::path dir = TempPath("removed_mid_run");
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(std::filesystem::create_directories(dir));
+  auto sink = JsonlSink::Open((dir / "capture.jsonl").string()).value();
+  auto tracer = Tracer::Create(Config{}).value();
+  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
+  ASSERT_TRUE(tracer->Start().ok());
+  MallocAllocator heap;
+  TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
+  auto churn = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      void* p = traced.Alloc(64, 16, 0);
+      ASSERT_NE(p, nullptr);
+      traced.Free(AsMemory(p, 64), 16, 0);
+    }
+    ASSERT_TRUE(tracer->Flush().ok());
+  };
+  churn(1000);
+  // Wait (hang guard only) until the writer has written what was drained.
+  for (int i = 0; i < 10000 && sink->stats().events_written < 2000; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(sink->status().ok()) << sink->status();
+  std::filesystem::remove_all(dir);  // the capture's directory goes away mid-run
+  for (int round = 0; round < 4; ++round) churn(1000);
+  ASSERT_TRUE(tracer->Stop().ok());
+  const Snapshot snap = tracer->TakeSnapshot();
+  EXPECT_TRUE(snap.integrity.complete()) << "the sink's failure does not stop tracing";
+  EXPECT_EQ(snap.totals.allocated_count, 5000u);
+  EXPECT_EQ(snap.totals.live_count, 0u);
+  const absl::Status finished = sink->Finish(snap);
+  EXPECT_EQ(finished.code(), absl::StatusCode::kDataLoss) << finished;
+  EXPECT_NE(finished.message().find("was removed while it was being written"),
+            std::string::npos)
+      << finished;
+  EXPECT_EQ(sink->stats().write_errors, 1u);
+  EXPECT_GT(sink->stats().events_lost, 0u) << "records after the removal are counted lost";
+  EXPECT_FALSE(std::filesystem::exists(dir)) << "nothing recreated the directory";
 }
 
 TEST(JsonlSinkTest, QueueOverflowDropsAndCountsInsteadOfBlocking) {

@@ -16,6 +16,7 @@
 #include "runtime/event_observer.h"
 #include "runtime/internal/thread_state.h"
 #include "runtime/span.h"
+#include "tests/drainer_stall.h"
 
 namespace memtrace {
 namespace {
@@ -28,30 +29,7 @@ std::unique_ptr<Recorder> Make(Config config = Config{}) {
   return std::move(r).value();
 }
 
-// Holds the drainer between rounds (Inspect keeps the state lock) on a helper thread
-// until Release() is called, so rings fill up.
-class DrainerStall {
- public:
-  explicit DrainerStall(Recorder& recorder) {
-    thread_ = std::thread([&] {
-      recorder.Inspect([&](const AllocationLedger&, const CaptureIntegrity&) {
-        stalled_ = true;
-        while (!release_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      });
-    });
-    while (!stalled_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~DrainerStall() { Release(); }
-  void Release() {
-    release_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  std::atomic<bool> stalled_{false};
-  std::atomic<bool> release_{false};
-  std::thread thread_;
-};
+using testing::DrainerStall;
 
 TEST(RecorderTest, ConfigErrorsSayWhatAndHowToFix) {
   Config config;

@@ -17,6 +17,7 @@
 #include "runtime/frame_arena.h"
 #include "runtime/layer_table.h"
 #include "runtime/malloc_allocator.h"
+#include "tests/drainer_stall.h"
 
 namespace memtrace {
 namespace {
@@ -61,27 +62,7 @@ std::unique_ptr<Tracer> MakeTracer(Config config = Config{}) {
   return std::move(tracer).value();
 }
 
-// Stalls the drainer (as in recorder_test) so a 16-slot ring fills.
-class Stall {
- public:
-  explicit Stall(Tracer& tracer) {
-    thread_ = std::thread([&] {
-      tracer.recorder().Inspect([&](const AllocationLedger&, const CaptureIntegrity&) {
-        stalled_ = true;
-        while (!release_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      });
-    });
-    while (!stalled_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ~Stall() {
-    release_ = true;
-    thread_.join();
-  }
-
- private:
-  std::atomic<bool> stalled_{false}, release_{false};
-  std::thread thread_;
-};
+using testing::DrainerStall;
 
 TEST(TracerTest, ForwardsEveryOperationAndRecordsIt) {
   auto tracer = MakeTracer();
@@ -132,7 +113,7 @@ TEST(TracerTest, AllocWhoseRecordFailsFreesTheMemoryAndAnswersNull) {
   std::vector<void*> kept;
   int nulls = 0;
   {
-    Stall stall(*tracer);
+    DrainerStall stall(tracer->recorder());
     std::thread t([&] {
       for (int i = 0; i < 20; ++i) {
         void* p = traced.Alloc(32, 16, 0);
@@ -168,7 +149,7 @@ TEST(TracerTest, ReleaseWhoseRecordFailsStandsAndRaisesTheFailureFlag) {
   ASSERT_TRUE(tracer->Flush().ok());
   void* moved = nullptr;
   {
-    Stall stall(*tracer);
+    DrainerStall stall(tracer->recorder());
     std::thread t([&] {
       // 16 slots: fill the ring with frees, then a resize, a remap and a free that fail.
       for (int i = 0; i < 9; ++i) traced.Free(AsMemory(blocks[i], 48), 16, 0);

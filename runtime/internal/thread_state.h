@@ -62,6 +62,7 @@ struct ThreadState {
   uint64_t stack_cache_generation;       // the recorder the cache below belongs to
   uint64_t stack_cache[kStackCacheSize];  // hashes whose frames this thread sent
   bool in_tracer;                        // reentrancy guard
+  bool internal_thread;                  // memtrace's own (drainer, sink writer)
   bool exit_hook_armed;
   bool exited;                           // the exit hook has run
   // Set as the exit hook returns: glibc frees the hook's registration node (allocated
@@ -75,8 +76,14 @@ struct ThreadState {
 // lazily (a global-dynamic access may call malloc on a thread's first touch, which the
 // interposer in preload/ could not allow). memtrace is linked into executables or
 // preloaded, never dlopen()ed, so the static TLS block always has room.
+// (Sanitizer builds keep the default model: GCC's UBSan misreads an initial-exec access
+// in an executable as a null pointer, and the interposer is never built with them.)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline thread_local constinit ThreadState tls_state{};
+#else
 inline thread_local constinit ThreadState tls_state
     __attribute__((tls_model("initial-exec"))){};
+#endif
 
 inline ThreadState& Tls() noexcept { return tls_state; }
 
@@ -84,7 +91,10 @@ inline ThreadState& Tls() noexcept { return tls_state; }
 void ArmExitHook() noexcept;
 
 // Marks the calling thread as memtrace's own (the drainer): never traced.
-inline void MarkInternalThread() noexcept { Tls().in_tracer = true; }
+inline void MarkInternalThread() noexcept {
+  Tls().in_tracer = true;
+  Tls().internal_thread = true;
+}
 
 // Sets the reentrancy guard for a scope; nests.
 class ReentrancyGuard {

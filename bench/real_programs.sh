@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Traces real programs nobody here wrote (python3, sqlite3, redis-server under
+# redis-benchmark) with `memtrace run` and with heaptrack, on the same workload, and prints
+# one table: allocation calls and peak heap as each tool counts them, wall time untraced /
+# memtrace / heaptrack, and memtrace's verify verdict.
+#
+#   bench/real_programs.sh [--runs=N]      (default 3 runs each; the median is shown)
+#
+# Needs: bazel (builds //cli:memtrace), python3, sqlite3, redis-server, redis-benchmark,
+# redis-cli, heaptrack, heaptrack_print (tools/setup installs them with --bench).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=3
+for arg in "$@"; do
+  case "$arg" in
+    --runs=*) runs="${arg#--runs=}" ;;
+    *) echo "usage: bench/real_programs.sh [--runs=N]" >&2; exit 2 ;;
+  esac
+done
+
+for tool in python3 sqlite3 redis-server redis-benchmark redis-cli heaptrack heaptrack_print; do
+  command -v "$tool" > /dev/null || { echo "real_programs: '$tool' is missing; run tools/setup --bench" >&2; exit 2; }
+done
+
+bazel build //cli:memtrace > /dev/null 2>&1 || { echo "real_programs: bazel build failed" >&2; exit 1; }
+memtrace="$(bazel info bazel-bin 2>/dev/null)/cli/memtrace"
+work="$(mktemp -d)"
+trap 'redis-cli -p 6399 shutdown nosave > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
+
+# ---- the workloads: each a function that runs the program given as "$@" prefix ----------
+
+cat > "$work/py.py" <<'EOF'
+import json, threading, sqlite3
+docs = [json.dumps({"id": i, "tags": ["t%d" % (i % 7)] * (i % 5), "v": list(range(i % 50))})
+        for i in range(20000)]
+def work(n):
+    rows = [json.loads(d) for d in docs[n::4]]
+    db = sqlite3.connect(":memory:")
+    db.execute("create table t(id, v)")
+    db.executemany("insert into t values (?, ?)", [(r["id"], str(r["v"])) for r in rows])
+    db.execute("select count(*), sum(length(v)) from t group by id % 13").fetchall()
+threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+EOF
+
+cat > "$work/sq.sql" <<'EOF'
+create table t(a integer primary key, b text, c real);
+with recursive n(i) as (select 1 union all select i+1 from n where i < 200000)
+insert into t select i, printf('row-%d-%s', i, hex(randomblob(8))), i*0.5 from n;
+create index tb on t(b);
+select count(*), sum(length(b)), avg(c) from t group by a % 17 order by 1 limit 3;
+delete from t where a % 3 = 0;
+vacuum;
+EOF
+
+run_python() { "$@" /usr/bin/python3 "$work/py.py"; }
+run_sqlite() { "$@" /usr/bin/sqlite3 :memory: < "$work/sq.sql" > /dev/null; }
+# redis: the server runs under the tool; redis-benchmark drives it; a clean shutdown ends
+# it (and writes the capture's trailer).
+run_redis() {
+  "$@" /usr/bin/redis-server --port 6399 --save "" --appendonly no --io-threads 2 \
+    --daemonize no > "$work/redis.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do redis-cli -p 6399 ping > /dev/null 2>&1 && break; sleep 0.1; done
+  redis-benchmark -p 6399 -q -n 50000 -c 20 -P 4 -t set,get,lpush,lpop,hset > /dev/null
+  redis-cli -p 6399 shutdown nosave > /dev/null 2>&1 || true
+  wait "$pid" || true
+}
+
+seconds() { python3 -c 'import sys,time; print(f"{time.time():.3f}")'; }
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# Wall time of one run of workload $1 with the prefix "${@:2}".
+timed() {
+  local workload="$1"; shift
+  local start end
+  start=$(seconds)
+  "run_$workload" "$@"
+  end=$(seconds)
+  python3 -c "print(f'{$end - $start:.3f}')"
+}
+
+noprefix() { "$@"; }
+# heaptrack prints its own progress on stdout; the capture goes to $ht_out.
+heaptrack_quiet() { heaptrack -o "$ht_out" "$@" > "$work/heaptrack.log" 2>&1; }
+
+printf '| program | workload | allocation calls (memtrace / heaptrack) | peak heap (memtrace / heaptrack) | untraced s | memtrace s | heaptrack s | memtrace verify |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- |\n'
+for workload in python sqlite redis; do
+  untraced=$(for _ in $(seq "$runs"); do timed "$workload" noprefix; done | median)
+  mt=$(for i in $(seq "$runs"); do
+    timed "$workload" "$memtrace" run --quiet --output="$work/mt_$workload.jsonl" --
+  done | median)
+  ht_out="$work/ht_$workload"
+  ht=$(for i in $(seq "$runs"); do
+    rm -f "$ht_out"*
+    timed "$workload" heaptrack_quiet
+  done | median)
+  # memtrace: calls = allocations + in-place resizes + moves (each realloc is one call).
+  calls=$(python3 - "$work/mt_$workload.jsonl" <<'EOF'
+import sys
+n = 0
+for line in open(sys.argv[1]):
+    if line.startswith(('{"type":"alloc"', '{"type":"resize"', '{"type":"remap_target"')):
+        n += 1
+print(n)
+EOF
+)
+  peak=$("$memtrace" summary --json "$work/mt_$workload.jsonl" | python3 -c \
+    'import json,sys; print(json.load(sys.stdin)["totals"]["high_water_bytes"])')
+  verdict=$("$memtrace" verify "$work/mt_$workload.jsonl" > /dev/null 2>&1 && echo pass || echo FAIL)
+  heap=$(heaptrack_print "$work/ht_$workload".zst 2>/dev/null | sed -n \
+    -e 's/^calls to allocation functions: \([0-9]*\).*/calls \1/p' \
+    -e 's/^peak heap memory consumption: \(.*\)/peak \1/p')
+  ht_calls=$(awk '$1 == "calls" {print $2}' <<< "$heap")
+  ht_peak=$(awk '$1 == "peak" {print $2}' <<< "$heap")
+  mt_peak=$(python3 -c "print(f'{$peak / 1e6:.2f}M')")
+  printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s |\n' \
+    "$workload" "$(case $workload in python) echo '4 threads: json + sqlite3 module';; \
+      sqlite) echo '200k inserts, index, group by, vacuum';; \
+      redis) echo 'redis-benchmark -n 50000 -c 20 -P 4, 5 commands';; esac)" \
+    "$calls" "$ht_calls" "$mt_peak" "$ht_peak" "$untraced" "$mt" "$ht" "$verdict"
+done
