@@ -221,6 +221,8 @@ int Main(int argc, char** argv) {
          lossless ? "NO DROPS" : "DROPS", static_cast<unsigned long long>(dropped),
          static_cast<unsigned long long>(stats.events_lost),
          static_cast<unsigned long long>(in.overflow_waits), in.Verdict().c_str());
+  printf("soak: integrity counters: %s; max drainer lag %.1f ms\n", in.Counters().c_str(),
+         static_cast<double>(in.max_drainer_lag_ns) / 1e6);
   printf("soak: verdict %s\n", flat && lossless ? "PASS" : "FAIL");
   return flat && lossless ? 0 : 1;
 }
