@@ -313,8 +313,11 @@ uint64_t AllocationLedger::memory_bytes() const noexcept {
   bytes += context_cache_.capacity() * sizeof(ContextCacheEntry);
   bytes += scopes_.capacity() * sizeof(UsageCounters);
   bytes += displaced_.size() * (sizeof(Key) + sizeof(LiveBlock) * 2);
-  bytes += sites_.size() * (sizeof(uint64_t) * 2 + sizeof(uint32_t) + 1);
-  return bytes;
+  return bytes + site_table_bytes();
+}
+
+uint64_t AllocationLedger::site_table_bytes() const noexcept {
+  return sites_.size() * (sizeof(uint64_t) * 2 + sizeof(uint32_t) + 1);
 }
 
 }  // namespace memtrace

@@ -134,8 +134,10 @@ class AllocationLedger {
 
   const SiteTable& sites() const noexcept { return sites_; }
 
-  // Bytes the ledger itself holds: tables, side tables, counters.
+  // Bytes the ledger itself holds: tables, side tables, counters, and the site table
+  // (site_table_bytes() of them).
   uint64_t memory_bytes() const noexcept;
+  uint64_t site_table_bytes() const noexcept;
 
  private:
   using LiveBlock = runtime_internal::LiveBlock;

@@ -240,7 +240,8 @@ Snapshot Recorder::TakeSnapshot() {
   Snapshot snap;
   snap.taken_unix_ns = absl::GetCurrentTimeNanos();
   snap.integrity = Integrity();
-  snap.memtrace_bytes = memory_bytes();
+  snap.memtrace_memory = memory();
+  snap.memtrace_bytes = snap.memtrace_memory.total();
   drainer_.ReadState([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
     snap.totals = ledger.totals();
     const auto& scopes = ledger.scopes();
@@ -260,13 +261,15 @@ Snapshot Recorder::TakeSnapshot() {
   return snap;
 }
 
-uint64_t Recorder::memory_bytes() const {
-  uint64_t bytes = sizeof(*this) + registry_.mapped_bytes() + tickets_.mapped_bytes();
-  drainer_.ReadState(
-      [&](const AllocationLedger& ledger, const CaptureIntegrity&) {
-        bytes += ledger.memory_bytes();
-      });
-  return bytes;
+MemtraceMemory Recorder::memory() const {
+  MemtraceMemory m;
+  m.rings = registry_.mapped_bytes();
+  m.tickets = tickets_.mapped_bytes();
+  drainer_.ReadState([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
+    m.sites = ledger.site_table_bytes();
+    m.ledger = ledger.memory_bytes() - m.sites + sizeof(*this);  // the recorder itself too
+  });
+  return m;
 }
 
 }  // namespace memtrace

@@ -285,8 +285,9 @@ class Recorder {
 
   const Config& config() const noexcept { return config_; }
 
-  // Bytes memtrace holds for this recorder: rings, ticket table, ledger.
-  uint64_t memory_bytes() const;
+  // Bytes memtrace holds for this recorder: rings, ticket table, ledger; memory() by part.
+  uint64_t memory_bytes() const { return memory().total(); }
+  MemtraceMemory memory() const;
 
  private:
   explicit Recorder(const Config& config);

@@ -35,6 +35,19 @@ struct LayerUsage {
   UsageCounters usage;
 };
 
+// The memory a recorder holds, by part (Recorder::memory()). Rings are mapped per
+// recording thread and kept for reuse; the ticket table is mapped once and touched as
+// blocks are allocated; the ledger grows with the live set; the site table with the
+// distinct call sites (bounded by Config::request_site_capacity_max).
+struct MemtraceMemory {
+  uint64_t rings = 0;
+  uint64_t tickets = 0;
+  uint64_t ledger = 0;  // without the site table
+  uint64_t sites = 0;
+
+  uint64_t total() const noexcept { return rings + tickets + ledger + sites; }
+};
+
 struct Snapshot {
   int64_t taken_unix_ns = 0;
   UsageCounters totals;
@@ -42,6 +55,7 @@ struct Snapshot {
   std::vector<LayerUsage> layers;  // by layer id; only layers with any allocation
   CaptureIntegrity integrity;
   uint64_t memtrace_bytes = 0;     // rings, ticket table and ledger of the recorder
+  MemtraceMemory memtrace_memory;  // the same, by part (memtrace_bytes is its total)
 
   // The attached census, if any (Tracer::AttachCensus): hand-reported bytes, shown beside
   // the totals the tracer observed, and whether the census ran out of room.

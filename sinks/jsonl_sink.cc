@@ -497,7 +497,10 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
         s.write_errors, ",\"stack_collisions\":", s.stack_collisions, "},\"integrity\":", Integrity(snap.integrity),
         ",\"totals\":", JsonUsage(snap.totals), ",\"layers\":", JsonLayers(snap.layers),
         ",\"scopes\":", JsonScopes(snap.scopes), ",\"census\":[", census,
-        "],\"memtrace_bytes\":", snap.memtrace_bytes,
+        "],\"memtrace_bytes\":", snap.memtrace_bytes, ",\"memtrace_memory\":{\"rings\":",
+        snap.memtrace_memory.rings, ",\"tickets\":", snap.memtrace_memory.tickets,
+        ",\"ledger\":", snap.memtrace_memory.ledger, ",\"sites\":",
+        snap.memtrace_memory.sites, "}",
         trailer_fields.empty() ? "" : ",", std::string(trailer_fields), "}");
     stopping_ = true;
   }

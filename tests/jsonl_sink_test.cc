@@ -82,6 +82,15 @@ TEST(JsonlSinkTest, CaptureHasHeaderTablesEventsAndTrailer) {
   EXPECT_NE(lines.front().find("\"schema_version\":1"), std::string::npos);
   EXPECT_EQ(TypeOf(lines.back()), "trailer");
   EXPECT_NE(lines.back().find("\"complete\":true"), std::string::npos) << lines.back();
+  const MemtraceMemory& m = snap.memtrace_memory;
+  const std::string memory =
+      "\"memtrace_bytes\":" + std::to_string(snap.memtrace_bytes) +
+      ",\"memtrace_memory\":{\"rings\":" + std::to_string(m.rings) +
+      ",\"tickets\":" + std::to_string(m.tickets) + ",\"ledger\":" + std::to_string(m.ledger) +
+      ",\"sites\":" + std::to_string(m.sites) + "}";
+  EXPECT_NE(lines.back().find(memory), std::string::npos) << lines.back();
+  EXPECT_EQ(snap.memtrace_bytes, m.rings + m.tickets + m.ledger + m.sites);
+  EXPECT_GT(m.rings, 0u);
   std::map<std::string, int> counts;
   bool scope_before_use = false, seen_scope = false;
   for (const std::string& line : lines) {

@@ -87,6 +87,45 @@ TEST(RecorderTest, StopAppliesEverythingRecordedBeforeIt) {
   });
 }
 
+TEST(RecorderTest, MemoryPartsSumToTheTotalAndGrowWhereTheyShould) {
+  Config config;
+  config.ring_capacity_log2 = 12;
+  config.ticket_table_log2 = 10;
+  auto recorder = Make(config);
+  ASSERT_TRUE(recorder->Start().ok());
+  // 10 distinct sites, then 100 more, each with 50 live blocks.
+  uint64_t address = 0x100000;
+  auto record_sites = [&](uint64_t first, uint64_t last) {
+    for (uint64_t site = first; site <= last; ++site) {
+      for (int i = 0; i < 50; ++i, address += 64) {
+        ASSERT_EQ(recorder->RecordAlloc(kHeap, address, 48, site), RecordResult::kRecorded);
+      }
+    }
+    ASSERT_TRUE(recorder->Flush().ok());
+  };
+  record_sites(1, 10);
+  const MemtraceMemory before = recorder->memory();
+  record_sites(11, 110);
+  const MemtraceMemory after = recorder->memory();
+  ASSERT_TRUE(recorder->Stop().ok());
+
+  EXPECT_EQ(after.total(), recorder->memory_bytes());
+  // One thread recorded: one ring of 2^12 slots of 32 bytes, at least.
+  EXPECT_GE(after.rings, (uint64_t{1} << 12) * sizeof(Event));
+  EXPECT_EQ(after.rings, before.rings) << "no new thread, no new ring";
+  // The ticket table is mapped once, 16 bytes a slot.
+  EXPECT_EQ(after.tickets, (uint64_t{1} << 10) * 16);
+  EXPECT_EQ(after.tickets, before.tickets);
+  // The site table grows by the same amount for each new site; the ledger with the
+  // live set (5,500 blocks now against 500).
+  EXPECT_GT(before.sites, 0u);
+  EXPECT_EQ(after.sites, before.sites * 11) << "110 sites against 10";
+  EXPECT_GT(after.ledger, before.ledger);
+  const Snapshot snap = recorder->TakeSnapshot();
+  EXPECT_EQ(snap.memtrace_bytes, snap.memtrace_memory.total());
+  EXPECT_EQ(snap.memtrace_memory.sites, after.sites);
+}
+
 TEST(RecorderTest, RestartContinuesTheSameCapture) {
   auto recorder = Make();
   ASSERT_TRUE(recorder->Start().ok());
