@@ -7,9 +7,10 @@
 #   bench/real_programs.sh [--runs=N]      (default 3 runs each; the median is shown)
 #
 # Needs: bazel (builds //cli:memtrace), python3, sqlite3, redis-server, redis-benchmark,
-# redis-cli, heaptrack, heaptrack_print (tools/setup installs them with --bench).
+# redis-cli, heaptrack, heaptrack_print (tools/setup --bench installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tools/setup --bench
 
 runs=3
 for arg in "$@"; do
