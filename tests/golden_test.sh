@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Golden tests: a small deterministic capture from //examples:server_workload (one worker,
-# 300 requests: the counts and sizes come from a seeded generator), and the output of
-# `memtrace summary`, `top`, `retention`, `coverage` and `verify` on it compared with
-# tests/golden/*.txt.
+# Golden tests: small deterministic captures from the examples, and the CLI's output on
+# them compared with tests/golden/*.txt:
+#   - //examples:server_workload (one worker, 300 requests: the counts and sizes come from
+#     a seeded generator): `memtrace summary`, `top`, `retention`, `coverage`, `verify`;
+#   - //examples:game_loop (30 frames: a frame arena reset per frame, a GPU heap, a job
+#     thread adopting the frame's context, a census): `summary`, `top --by=count`,
+#     `coverage` (game_*.txt).
 #
 # What varies from run to run is normalized before comparing: addresses (0xADDR), the
 # capture's path (CAPTURE), and the numbers that depend on how the writer thread that frees
@@ -15,15 +18,18 @@ set -uo pipefail
 memtrace="$1"
 workload="$2"
 golden_dir="$3"
-update="${4:-}"
+game_loop="$4"
+update="${5:-}"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$workload" --requests=300 --workers=1 --capture="$dir/g.jsonl" > /dev/null 2>&1 \
   || fail "workload exited $?"
+"$game_loop" --frames=30 --capture="$dir/game.jsonl" > /dev/null 2>&1 \
+  || fail "game_loop exited $?"
 
 normalize() {
-  sed -E -e "s#$dir/g.jsonl#CAPTURE#g" -e 's/0x[0-9a-f]+/0xADDR/g'
+  sed -E -e "s#$dir/(g|game).jsonl#CAPTURE#g" -e 's/0x[0-9a-f]+/0xADDR/g'
 }
 # summary rows: "%-36s %11s %9s %11s": the high-water column is characters 60-70.
 mask_high_water() {
@@ -53,14 +59,19 @@ declare -A commands=(
   [retention]="retention"
   [coverage]="coverage"
   [verify]="verify"
+  [game_summary]="summary"
+  [game_top_count]="top --by=count --limit=12"
+  [game_coverage]="coverage"
 )
 status=0
 for name in "${!commands[@]}"; do
   # shellcheck disable=SC2086
-  "$memtrace" ${commands[$name]} "$dir/g.jsonl" > "$dir/$name.raw" 2>&1 \
+  capture="$dir/g.jsonl"
+  [[ $name == game_* ]] && capture="$dir/game.jsonl"
+  "$memtrace" ${commands[$name]} "$capture" > "$dir/$name.raw" 2>&1 \
     || fail "memtrace ${commands[$name]} exited $?: $(cat "$dir/$name.raw")"
   case "$name" in
-    summary) normalize < "$dir/$name.raw" | mask_high_water | sort_rows > "$dir/$name.txt" ;;
+    summary|game_summary) normalize < "$dir/$name.raw" | mask_high_water | sort_rows > "$dir/$name.txt" ;;
     retention) normalize < "$dir/$name.raw" | mask_retention | sort_rows > "$dir/$name.txt" ;;
     *) normalize < "$dir/$name.raw" > "$dir/$name.txt" ;;
   esac
