@@ -26,6 +26,10 @@ namespace memtrace {
 namespace {
 
 constexpr size_t kFlushBytes = size_t{1} << 20;
+// Emptied batch vectors kept for reuse (JsonlSink::OnEpoch): a few, of ordinary size
+// (64K records, 2.5 MiB), so an outsized epoch's memory is given back.
+constexpr size_t kSpareBatches = 4;
+constexpr size_t kSpareCapacity = size_t{1} << 16;
 
 std::string Hex(uint64_t v) { return absl::StrCat("\"0x", absl::Hex(v), "\""); }
 
@@ -46,13 +50,26 @@ class LineAppender {
     return *this;
   }
   LineAppender& U64(uint64_t v) {
+    // Two digits per step from a table of "00".."99".
+    static constexpr char kPairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char digits[20];
     char* const end = digits + sizeof(digits);
     char* p = end;
-    do {
-      *--p = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
+    while (v >= 100) {
+      const uint64_t pair = (v % 100) * 2;
+      v /= 100;
+      *--p = kPairs[pair + 1];
+      *--p = kPairs[pair];
+    }
+    if (v >= 10) {
+      *--p = kPairs[v * 2 + 1];
+      *--p = kPairs[v * 2];
+    } else {
+      *--p = static_cast<char>('0' + v);
+    }
     out_->append(p, static_cast<size_t>(end - p));
     return *this;
   }
@@ -189,6 +206,18 @@ bool JsonlSink::CompressAndWrite(const std::string& input, bool end_frame, size_
 void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
                         std::span<const ObservedEvent> events) noexcept {
   if (events.empty()) return;
+  // The copy is made outside the lock, into a vector the writer gave back (its capacity
+  // is already touched), so neither side waits on the other for allocation or page
+  // faults.
+  std::vector<ObservedEvent> copy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!spare_.empty()) {
+      copy = std::move(spare_.back());
+      spare_.pop_back();
+    }
+  }
+  copy.assign(events.begin(), events.end());
   std::unique_lock<std::mutex> lock(mu_);
   if (!finished_ && options_.max_backpressure > absl::ZeroDuration() &&
       queued_records_ + events.size() > options_.max_queued_records) {
@@ -206,8 +235,7 @@ void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
     stats_.events_lost += events.size();  // never wait on I/O: drop and count
     return;
   }
-  queue_.push_back(Batch{epoch, epoch_start_unix_ns,
-                         std::vector<ObservedEvent>(events.begin(), events.end())});
+  queue_.push_back(Batch{epoch, epoch_start_unix_ns, std::move(copy)});
   queued_records_ += events.size();
   cv_.notify_one();
 }
@@ -242,6 +270,10 @@ void JsonlSink::WriterLoop() {
     FlushOutput();
     lock.lock();
     queued_records_ -= batch.events.size();
+    if (spare_.size() < kSpareBatches && batch.events.capacity() <= kSpareCapacity) {
+      batch.events.clear();
+      spare_.push_back(std::move(batch.events));
+    }
     writer_idle_ = queue_.empty();
     cv_.notify_all();
   }

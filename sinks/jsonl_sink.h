@@ -143,6 +143,7 @@ class JsonlSink final : public EventObserver {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Batch> queue_;
+  std::vector<std::vector<ObservedEvent>> spare_;  // written batches' vectors, for reuse
   size_t queued_records_ = 0;
   bool writer_idle_ = true;
   bool stopping_ = false;

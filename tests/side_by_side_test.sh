@@ -20,7 +20,7 @@ run() {  # run OUT ARGS...: the driver on prebuilt binaries, tiny work, one repe
 # A sanitizer runtime must come first in a process, so nothing can be preloaded into a
 # sanitized build (tests/preload_test.cc skips likewise): there, only the variants
 # without a preload run.
-if ldd "$workload" | grep -q 'libasan\|libtsan'; then
+if readelf -d "$workload" | grep -q 'NEEDED.*lib[at]san'; then
   echo "sanitized build: the preload and heaptrack variants are skipped"
   frame_variants="untraced,untraced-arena,memtrace-api"
   rest_variants="memtrace-api"
