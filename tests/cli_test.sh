@@ -137,4 +137,14 @@ grep -q 'the interposer was not loaded (header source is "runtime"' "$dir/v4.txt
 # No progress bar (or anything else) on stderr when stderr is not a terminal.
 "$memtrace" summary "$dir/c.jsonl" > /dev/null 2> "$dir/e.txt" || fail "summary"
 [[ ! -s "$dir/e.txt" ]] || fail "stderr must stay empty when piped: $(cat "$dir/e.txt")"
+
+# On a terminal, a large capture (over 32 MiB, ~160 MB here) gets a progress bar on
+# stderr: script(1) gives memtrace a pseudo-terminal and records what it draws.
+"$workload" --requests=60000 --workers=2 --capture="$dir/big.jsonl" > /dev/null 2>&1 \
+  || fail "workload (large capture) exited $?"
+script -qec "'$memtrace' summary '$dir/big.jsonl' > /dev/null" /dev/null > "$dir/tty.txt" \
+  || fail "summary on a terminal exited $?"
+grep -q "reading .*big.jsonl: .*% (.* of .*MiB)" "$dir/tty.txt" \
+  || fail "no progress bar on a terminal: $(od -c "$dir/tty.txt" | head -3)"
+rm -f "$dir/big.jsonl"
 echo "PASS"
