@@ -379,12 +379,9 @@ void OnAlloc(void* p, size_t n, Caller caller) noexcept {
 // Before the block goes back to the allocator, so no other thread can get the address
 // again before this release has its place in the order (transport/epoch_clock.h).
 void OnFree(void* p) noexcept {
-  runtime_internal::ThreadState& state = runtime_internal::Tls();
-  if (__builtin_expect(state.skip_next_release, 0)) {
-    state.skip_next_release = false;  // glibc's node for the thread's exit hook
-    return;
-  }
-  if (internal_blocks.Erase(Addr(p))) return;  // memtrace's own block, released by anyone
+  // memtrace's own block (internal_blocks.h), released by anyone: glibc frees the node it
+  // allocated for a thread's exit hook, and a dlopen()ed library's TLS block, this way.
+  if (internal_blocks.Erase(Addr(p))) return;
   RecordScope scope;
   Tracer* t = scope.tracer();
   if (t == nullptr) {
@@ -402,6 +399,7 @@ void OnFree(void* p) noexcept {
 // recorded as a free and an allocation.
 void* ReallocSampled(Tracer* t, void* p, size_t n, Caller caller) noexcept {
   Recorder& r = t->recorder();
+  internal_blocks.Erase(Addr(p));  // memtrace's own block: not sampled either
   const bool old_sampled = Tracked(p) && sampled_blocks.Erase(Addr(p));
   if (n == 0) {  // glibc frees the block and returns null
     if (old_sampled) r.RecordFree(kLayer, Addr(p));
@@ -474,15 +472,16 @@ void* Realloc(void* p, size_t n, Caller caller) noexcept {
   }
   Recorder& r = t->recorder();
   if (config.sample_bytes != 0) return ReallocSampled(t, p, n, caller);
+  const bool own = internal_blocks.Erase(Addr(p));  // memtrace's block: never recorded
   if (n == 0) {  // glibc frees the block and returns null
-    if (Tracked(p)) r.RecordFree(kLayer, Addr(p));
+    if (Tracked(p) && !own) r.RecordFree(kLayer, Addr(p));
     void* q = real.realloc(p, 0);
     if (q != nullptr && Tracked(q)) {
       r.RecordAlloc(kLayer, Addr(q), 0, Site(t, caller.frame, caller.ret));
     }
     return q;
   }
-  if (!Tracked(p)) {
+  if (!Tracked(p) || own) {  // the old block was not recorded
     void* q = real.realloc(p, n);
     if (q != nullptr && Tracked(q)) {
       r.RecordAlloc(kLayer, Addr(q), n, Site(t, caller.frame, caller.ret));

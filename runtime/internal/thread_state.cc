@@ -38,11 +38,7 @@ void RetireThreadRings() noexcept {
 }
 
 struct ExitHook {
-  ~ExitHook() {
-    RetireThreadRings();
-    // glibc's __call_tls_dtors frees this hook's node next (thread_state.h).
-    Tls().skip_next_release = true;
-  }
+  ~ExitHook() { RetireThreadRings(); }
 };
 
 thread_local ExitHook exit_hook;

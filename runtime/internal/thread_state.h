@@ -69,10 +69,6 @@ struct ThreadState {
   bool internal_thread;                  // memtrace's own (drainer, sink writer)
   bool exit_hook_armed;
   bool exited;                           // the exit hook has run
-  // Set as the exit hook returns: glibc frees the hook's registration node (allocated
-  // untraced, under the reentrancy guard) right after it, and the interposer (preload/)
-  // must not record that release. Cleared by the interposer's next free().
-  bool skip_next_release;
 };
 
 // Constant-initialised and trivially destructible, so access is a plain TLS load.
