@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/capture_reader.h"
+#include "preload/preload_config.h"
 
 // The interposer looks this up and stands down in any program that defines it: the CLI
 // must never trace itself (cli/BUILD.bazel exports it in the dynamic symbol table).
@@ -106,19 +107,6 @@ bool IsStaticElf(const std::string& path) {
   }
   close(fd);
   return is_static;
-}
-
-std::string ReplacePid(const std::string& pattern, pid_t pid) {
-  std::string out;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
-      out += std::to_string(pid);
-      ++i;
-    } else {
-      out += pattern[i];
-    }
-  }
-  return out;
 }
 
 // The child's environment: ours with the interposer and its settings added.
@@ -225,8 +213,9 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     return false;
   }
   uint32_t n = 0;
-  if (!o->depth.empty() && (!absl::SimpleAtoi(o->depth, &n) || n > 64)) {
-    *error = absl::StrCat("--depth=", o->depth, " is not a whole number from 0 to 64");
+  if (!o->depth.empty() && (!absl::SimpleAtoi(o->depth, &n) || n > kMaxPreloadStackDepth)) {
+    *error = absl::StrCat("--depth=", o->depth, " is not a whole number from 0 to ",
+                          kMaxPreloadStackDepth);
     return false;
   }
   uint64_t bytes = 0;
@@ -356,7 +345,8 @@ int RunCommand(int argc, char** argv) {
                          ")");
   }
 
-  const std::string capture = ReplacePid(o.output, child);
+  // The path the program's interposer opens: it is the first (root) traced process.
+  const std::string capture = CapturePath(o.output, child, /*root_pid=*/0);
   if (absl::Status s = CheckHeader(capture); !s.ok()) {
     fprintf(stderr,
             "memtrace run: %s\nThe interposer was not loaded into '%s' (which %s). A setuid "

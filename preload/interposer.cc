@@ -346,26 +346,9 @@ bool BeforeStart() noexcept {
          !runtime_internal::Tls().in_tracer;
 }
 
-void OnAlloc(void* p, size_t n, Caller caller) noexcept {
-  if (p == nullptr) return;
-  if (OwnCallOnProgramThread(runtime_internal::Tls())) {
-    internal_blocks.Insert(Addr(p));
-    return;
-  }
-  RecordScope scope;
-  Tracer* t = scope.tracer();
-  if (t == nullptr) {
-    if (BeforeStart() && PrestartAdd(p, n)) return;
-    RecordScope retry;  // tracing began meanwhile
-    t = retry.tracer();
-    if (t == nullptr || !Tracked(p)) return;
-    if (config.sample_bytes != 0) {
-      if (!TakeSample(n)) return;
-      sampled_blocks.Insert(Addr(p));
-    }
-    t->recorder().RecordAlloc(kLayer, Addr(p), n, Site(t, caller.frame, caller.ret));
-    return;
-  }
+// Records a new block of the program's, unless the minimum size or sampling leaves it
+// out. The stack is unwound only for a block that is recorded.
+void RecordNewBlock(Tracer* t, void* p, size_t n, Caller caller) noexcept {
   if (!Tracked(p)) return;
   if (config.sample_bytes != 0) {
     if (!TakeSample(n)) return;
@@ -374,6 +357,22 @@ void OnAlloc(void* p, size_t n, Caller caller) noexcept {
   // A failed record leaves the block allocated (the program never sees memtrace fail);
   // the loss is counted in integrity and the capture is partial.
   t->recorder().RecordAlloc(kLayer, Addr(p), n, Site(t, caller.frame, caller.ret));
+}
+
+void OnAlloc(void* p, size_t n, Caller caller) noexcept {
+  if (p == nullptr) return;
+  if (OwnCallOnProgramThread(runtime_internal::Tls())) {
+    internal_blocks.Insert(Addr(p));
+    return;
+  }
+  RecordScope scope;
+  if (scope.tracer() != nullptr) {
+    RecordNewBlock(scope.tracer(), p, n, caller);
+    return;
+  }
+  if (BeforeStart() && PrestartAdd(p, n)) return;
+  RecordScope retry;  // tracing began meanwhile
+  if (retry.tracer() != nullptr) RecordNewBlock(retry.tracer(), p, n, caller);
 }
 
 // Before the block goes back to the allocator, so no other thread can get the address
@@ -407,10 +406,7 @@ void* ReallocSampled(Tracer* t, void* p, size_t n, Caller caller) noexcept {
   }
   if (!old_sampled) {
     void* q = real.realloc(p, n);
-    if (q != nullptr && Tracked(q) && TakeSample(n)) {
-      sampled_blocks.Insert(Addr(q));
-      r.RecordAlloc(kLayer, Addr(q), n, Site(t, caller.frame, caller.ret));
-    }
+    if (q != nullptr) RecordNewBlock(t, q, n, caller);
     return q;
   }
   const uint64_t site = Site(t, caller.frame, caller.ret);
@@ -470,22 +466,18 @@ void* Realloc(void* p, size_t n, Caller caller) noexcept {
     }
     return real.realloc(p, n);
   }
-  Recorder& r = t->recorder();
   if (config.sample_bytes != 0) return ReallocSampled(t, p, n, caller);
+  Recorder& r = t->recorder();
   const bool own = internal_blocks.Erase(Addr(p));  // memtrace's block: never recorded
   if (n == 0) {  // glibc frees the block and returns null
     if (Tracked(p) && !own) r.RecordFree(kLayer, Addr(p));
     void* q = real.realloc(p, 0);
-    if (q != nullptr && Tracked(q)) {
-      r.RecordAlloc(kLayer, Addr(q), 0, Site(t, caller.frame, caller.ret));
-    }
+    if (q != nullptr) RecordNewBlock(t, q, 0, caller);
     return q;
   }
   if (!Tracked(p) || own) {  // the old block was not recorded
     void* q = real.realloc(p, n);
-    if (q != nullptr && Tracked(q)) {
-      r.RecordAlloc(kLayer, Addr(q), n, Site(t, caller.frame, caller.ret));
-    }
+    if (q != nullptr) RecordNewBlock(t, q, n, caller);
     return q;
   }
   // Claimed before the call, so the old address cannot be handed to another thread

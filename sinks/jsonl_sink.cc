@@ -297,10 +297,6 @@ void JsonlSink::EnsureScope(uint32_t path) {
                     ",\"path\":", JsonQuote(table.PathString(path)), "}"));
 }
 
-std::string JsonlSink::SampleWeight(uint64_t size) const {
-  return SampleWeightText(size, options_.sample_interval_bytes);
-}
-
 uint32_t JsonlSink::SiteId(uint64_t site) {
   auto it = site_ids_.find(site);
   if (it != site_ids_.end()) return it->second;
@@ -395,7 +391,9 @@ void JsonlSink::WriteBatch(const Batch& batch) {
         line.Raw(",\"addr\":").Hex(e.address()).Raw(",\"size\":").U64(e.size());
         line.Raw(",\"layer\":").U64(e.layer()).Raw(",\"scope\":").U64(e.scope());
         line.Raw(",\"site\":").U64(site).Raw(",\"ticket\":").U64(o.ticket);
-        if (options_.sample_interval_bytes != 0) line.Raw(",\"weight\":").Raw(SampleWeight(e.size()));
+        if (options_.sample_interval_bytes != 0) {
+          line.Raw(",\"weight\":").Raw(SampleWeightText(e.size(), options_.sample_interval_bytes));
+        }
         break;
       case EventKind::kFree:
       case EventKind::kRemap:

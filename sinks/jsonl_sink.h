@@ -121,7 +121,6 @@ class JsonlSink final : public EventObserver {
   void EnsureScope(uint32_t path);
   void EnsureLayer(uint8_t layer);
   uint32_t SiteId(uint64_t site);
-  std::string SampleWeight(uint64_t size) const;
   void AddStackFrames(const ObservedEvent& o);
   void Emit(const std::string& line);  // writer thread only
   void FlushOutput();
