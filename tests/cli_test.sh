@@ -140,8 +140,11 @@ grep -q 'the interposer was not loaded (header source is "runtime"' "$dir/v4.txt
 
 # On a terminal, a large capture (over 32 MiB, ~160 MB here) gets a progress bar on
 # stderr: script(1) gives memtrace a pseudo-terminal and records what it draws.
-"$workload" --requests=60000 --workers=2 --capture="$dir/big.jsonl" > /dev/null 2>&1 \
-  || fail "workload (large capture) exited $?"
+# Exit 3 means the capture is partial (a slow sanitizer build can outrun the sink, which
+# drops and counts): it is still a large, readable capture, which is all this needs.
+"$workload" --requests=60000 --workers=2 --capture="$dir/big.jsonl" > /dev/null 2>&1
+rc=$?
+[[ $rc -eq 0 || $rc -eq 3 ]] || fail "workload (large capture) exited $rc"
 script -qec "'$memtrace' summary '$dir/big.jsonl' > /dev/null" /dev/null > "$dir/tty.txt" \
   || fail "summary on a terminal exited $?"
 grep -q "reading .*big.jsonl: .*% (.* of .*MiB)" "$dir/tty.txt" \
