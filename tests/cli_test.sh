@@ -18,19 +18,22 @@ grep -q '"path":"request/respond"' "$dir/s.json" || fail "summary scopes: $(cat 
 
 "$memtrace" top --limit=3 "$dir/c.jsonl" > "$dir/t.txt" || fail "top"
 grep -q "request/respond" "$dir/t.txt" || fail "top rows: $(cat "$dir/t.txt")"
-"$memtrace" top --by=count "$dir/c.jsonl" | grep -q "by count" || fail "top --by=count"
+"$memtrace" top --by=count "$dir/c.jsonl" > "$dir/tc.txt" || fail "top --by=count"
+grep -q "by count" "$dir/tc.txt" || fail "top --by=count output: $(cat "$dir/tc.txt")"
 "$memtrace" top --by=nope "$dir/c.jsonl" 2> /dev/null
 [[ $? -eq 2 ]] || fail "a bad --by must exit 2"
 "$memtrace" peak "$dir/c.jsonl" > "$dir/p.txt" || fail "peak"
 grep -q "global high-water" "$dir/p.txt" || fail "peak output: $(cat "$dir/p.txt")"
 
-"$memtrace" summary --at-event=10 "$dir/c.jsonl" | grep -q "state at event 10: after event 10 of" \
-  || fail "summary --at-event"
+"$memtrace" summary --at-event=10 "$dir/c.jsonl" > "$dir/ae.txt" || fail "summary --at-event"
+grep -q "state at event 10: after event 10 of" "$dir/ae.txt" \
+  || fail "summary --at-event output: $(cat "$dir/ae.txt")"
 "$memtrace" summary --at-event=x "$dir/c.jsonl" 2> /dev/null
 [[ $? -eq 2 ]] || fail "a bad --at-event must exit 2"
 "$memtrace" coverage "$dir/c.jsonl" > "$dir/cov.txt" || fail "coverage"
 grep -q "allocated in named scopes" "$dir/cov.txt" || fail "coverage output: $(cat "$dir/cov.txt")"
-"$memtrace" top --by=temporaries "$dir/c.jsonl" | grep -q "by temporaries" || fail "top --by=temporaries"
+"$memtrace" top --by=temporaries "$dir/c.jsonl" > "$dir/tt.txt" || fail "top --by=temporaries"
+grep -q "by temporaries" "$dir/tt.txt" || fail "top --by=temporaries output: $(cat "$dir/tt.txt")"
 "$memtrace" retention "$dir/c.jsonl" > "$dir/r.txt" || fail "retention"
 grep -q "request/handle/session_cache" "$dir/r.txt" || fail "retention rows: $(cat "$dir/r.txt")"
 "$workload" --requests=200 --workers=1 --capture="$dir/small.jsonl" > /dev/null 2>&1 || fail "workload 2"
@@ -40,7 +43,8 @@ grep -q "TOTAL" "$dir/d.txt" || fail "diff output: $(cat "$dir/d.txt")"
 [[ $? -eq 2 ]] || fail "diff with one file must exit 2"
 
 "$workload" --requests=300 --workers=2 --capture="$dir/z.jsonl.zst" > /dev/null 2>&1 || fail "zstd capture"
-"$memtrace" verify "$dir/z.jsonl.zst" | grep -q "is complete" || fail "verify of a zstd capture"
+"$memtrace" verify "$dir/z.jsonl.zst" > "$dir/vz.txt" || fail "verify of a zstd capture"
+grep -q "is complete" "$dir/vz.txt" || fail "zstd verify output: $(cat "$dir/vz.txt")"
 
 head -n 100 "$dir/c.jsonl" > "$dir/cut.jsonl"
 "$memtrace" verify "$dir/cut.jsonl" > "$dir/v2.txt"
@@ -55,7 +59,8 @@ grep -q "bad.jsonl:1:" "$dir/e.txt" || fail "error must name the line: $(cat "$d
 "$memtrace" frobnicate 2> "$dir/e.txt"
 [[ $? -eq 2 ]] || fail "unknown command must exit 2"
 grep -q "unknown command 'frobnicate'" "$dir/e.txt" || fail "unknown command message: $(cat "$dir/e.txt")"
-"$memtrace" help verify | grep -q "usage: memtrace verify" || fail "help verify"
+"$memtrace" help verify > "$dir/hv.txt" || fail "help verify"
+grep -q "usage: memtrace verify" "$dir/hv.txt" || fail "help verify output: $(cat "$dir/hv.txt")"
 "$memtrace" > /dev/null 2>&1
 [[ $? -eq 2 ]] || fail "no command must exit 2"
 

@@ -19,8 +19,10 @@ run() {  # run OUT ARGS...: the driver on prebuilt binaries, tiny work, one repe
 
 # A sanitizer runtime must come first in a process, so nothing can be preloaded into a
 # sanitized build (tests/preload_test.cc skips likewise): there, only the variants
-# without a preload run.
-if readelf -d "$workload" | grep -q 'NEEDED.*lib[at]san'; then
+# without a preload run. (readelf's output is read whole first: with pipefail, `grep -q`
+# quitting at its first match could SIGPIPE readelf and turn a match into a miss.)
+dynamic="$(readelf -d "$workload")" || fail "readelf -d $workload"
+if grep -q 'NEEDED.*lib[at]san' <<< "$dynamic"; then
   echo "sanitized build: the preload and heaptrack variants are skipped"
   frame_variants="untraced,untraced-arena,memtrace-api"
   rest_variants="memtrace-api"
