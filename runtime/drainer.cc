@@ -35,7 +35,7 @@ Drainer::Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* le
                  absl::Duration period)
     : clock_(clock), registry_(registry), ledger_(ledger), period_(period) {
   counters_.ring_capacity = uint64_t{1} << registry->capacity_log2();
-  counters_.uses_membarrier = EpochClock::UsesMembarrier();
+  counters_.uses_membarrier = clock_->UsesMembarrier();
   // Nothing records until Start() opens the clock.
   clock_->Close();
 }
@@ -129,7 +129,7 @@ bool Drainer::Round(bool final_round) {
   open_epoch_started_ns_ = SteadyNowNs();
   open_epoch_started_unix_ns_ = UnixNowNs();
   // The heavy side of the watermark (epoch_clock.h, step (6)).
-  EpochClock::HeavyFence();
+  clock_->HeavyFence();
   {
     // Readers (Inspect, Integrity) see the registry and the ledger between rounds only.
     std::lock_guard<std::mutex> lock(state_mu_);

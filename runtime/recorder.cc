@@ -113,7 +113,7 @@ uint64_t Recorder::SendStack(uint64_t hash, const uint64_t* frames, uint32_t dep
   // No waiting and no loss counted: without its frames the allocation keeps its caller.
   if (!ring->TryClaim(records, &pos)) return frames[0];
   // Watermark step (2), as in Begin().
-  EpochClock::LightFence();
+  clock_.LightFence();
   const uint32_t epoch = clock_.Load();
   if (epoch == EpochClock::kClosed) {
     ring->Unclaim();

@@ -97,25 +97,33 @@ class Recorder {
 
   // ---- Producer side: any thread, hot path ---------------------------------------------
 
-  RecordResult RecordAlloc(LayerId layer, uint64_t address, uint64_t size,
-                           uint64_t site) noexcept {
+  __attribute__((always_inline)) RecordResult RecordAlloc(LayerId layer, uint64_t address,
+                                                         uint64_t size,
+                                                         uint64_t site) noexcept {
     if (__builtin_expect(!Event::Fits(size), 0)) return Refuse(/*allocation=*/true);
-    tickets_.Prefetch(address);  // its bucket is written below, after the record
+    const TicketTable::Bucket bucket = tickets_.BucketOf(address);
+    TicketTable::Prefetch(bucket);  // written below, after the record
     Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/true, &c);
     if (r != RecordResult::kRecorded) return r;
     c.ring->slot(c.pos) = Event{address, Event::PackKindSize(EventKind::kAlloc, layer, size),
                                 site, Event::PackScopeEpoch(c.scope, c.epoch)};
     End(c, 1);
-    tickets_.Record(address, Ticket::Make(c.ring_id, c.pos), c.epoch);
+    tickets_.Record(bucket, address, c.ring_id, c.pos, c.epoch);
     return RecordResult::kRecorded;
   }
 
-  RecordResult RecordFree(LayerId layer, uint64_t address) noexcept {
-    const uint64_t ticket = tickets_.Take(address);
+  __attribute__((always_inline)) RecordResult RecordFree(LayerId layer,
+                                                        uint64_t address) noexcept {
+    const TicketTable::Bucket bucket = tickets_.BucketOf(address);
+    TicketTable::Prefetch(bucket);  // read and cleared below, after the claim
     Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/false, &c);
-    if (r != RecordResult::kRecorded) return r;
+    if (r != RecordResult::kRecorded) {
+      tickets_.Take(bucket, address);  // the block is going away, recorded or not
+      return r;
+    }
+    const uint64_t ticket = tickets_.Take(bucket, address);
     c.ring->slot(c.pos) = Event{address, Event::PackKindSize(EventKind::kFree, layer, 0),
                                 ticket, Event::PackScopeEpoch(c.scope, c.epoch)};
     End(c, 1);
@@ -126,7 +134,8 @@ class Recorder {
   // release on another thread is applied after it (drainer.h, dependencies).
   RecordResult RecordResize(LayerId layer, uint64_t address, uint64_t new_size) noexcept {
     if (__builtin_expect(!Event::Fits(new_size), 0)) return Refuse(/*allocation=*/false);
-    const uint64_t ticket = tickets_.Lookup(address);
+    const TicketTable::Bucket bucket = tickets_.BucketOf(address);
+    const uint64_t ticket = tickets_.Lookup(bucket, address);
     Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/false, &c);
     if (r != RecordResult::kRecorded) return r;
@@ -134,7 +143,7 @@ class Recorder {
         Event{address, Event::PackKindSize(EventKind::kResize, layer, new_size), ticket,
               Event::PackScopeEpoch(c.scope, c.epoch)};
     End(c, 1);
-    tickets_.Record(address, Ticket::Make(c.ring_id, c.pos), c.epoch);
+    tickets_.Record(bucket, address, c.ring_id, c.pos, c.epoch);
     return RecordResult::kRecorded;
   }
 
@@ -192,7 +201,8 @@ class Recorder {
                                   Event::Fits(new_size) ? new_size : Event::kMaxSize),
               site, Event::PackScopeEpoch(c.scope, target_epoch)};
     End(c, 2);
-    tickets_.Record(new_address, Ticket::Make(c.ring_id, c.pos + 1), target_epoch);
+    tickets_.Record(tickets_.BucketOf(new_address), new_address, c.ring_id, c.pos + 1,
+                    target_epoch);
   }
 
   void AbortRemap(const RemapClaim& rc) noexcept {
@@ -306,7 +316,7 @@ class Recorder {
       if (!WaitForSpace(ring, n, &pos)) return Overflowed(ring, allocation);
     }
     // Watermark step (2): orders the claim above before the epoch load below.
-    EpochClock::LightFence();
+    clock_.LightFence();
     const uint32_t epoch = clock_.Load();
     if (__builtin_expect(epoch == EpochClock::kClosed, 0)) {
       ring->Unclaim();

@@ -22,16 +22,19 @@ bool RegisterMembarrier() noexcept {
   return Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0;
 }
 
+// Registers once per process, the first time a clock is made (whatever the order of
+// static initialisation).
+bool MembarrierWorks() noexcept {
+  static const bool works = RegisterMembarrier();
+  return works;
+}
+
 }  // namespace
 
-// Initialised before main and before any thread records. Until then it is false, which is
-// the safe setting: LightFence() is a real fence.
-bool EpochClock::membarrier_ok_ = RegisterMembarrier();
+EpochClock::EpochClock() noexcept : epoch_(kFirstEpoch), membarrier_(MembarrierWorks()), pad_{} {}
 
-EpochClock::EpochClock() noexcept : epoch_(kFirstEpoch), pad_{} {}
-
-void EpochClock::HeavyFence() noexcept {
-  if (membarrier_ok_ && Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
+void EpochClock::HeavyFence() const noexcept {
+  if (membarrier_ && Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;
   // Producers then run real seq_cst fences, which pair with this one.
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }

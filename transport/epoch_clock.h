@@ -42,6 +42,7 @@
 // system call per epoch, which interrupts each CPU running one of our threads and executes
 // a full barrier there. Where the kernel lacks membarrier (older kernels, some sandboxes)
 // LightFence() becomes a real seq_cst fence; UsesMembarrier() says which is in force.
+// Each clock decides once, when it is constructed, and both fences follow that decision.
 //
 // Closing: the value kClosed (all ones) tells producers the recorder has stopped. A
 // producer that reads it gives back its claim and fails the record instead of publishing,
@@ -89,9 +90,10 @@ class EpochClock {
   void Reopen(uint32_t epoch) noexcept { epoch_.store(epoch, std::memory_order_relaxed); }
 
   // Producer side of the asymmetric fence: a compiler barrier when membarrier() works,
-  // else a seq_cst fence.
-  static void LightFence() noexcept {
-    if (__builtin_expect(membarrier_ok_, 1)) {
+  // else a seq_cst fence. Reads this clock's own copy of the choice, on the line the
+  // epoch load reads next.
+  void LightFence() const noexcept {
+    if (__builtin_expect(membarrier_, 1)) {
       std::atomic_signal_fence(std::memory_order_seq_cst);
     } else {
       std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -99,16 +101,16 @@ class EpochClock {
   }
 
   // Drainer side: a full memory barrier on every running thread of this process.
-  static void HeavyFence() noexcept;
+  void HeavyFence() const noexcept;
 
   // Whether the asymmetric fence uses membarrier() (true) or seq_cst fences (false).
-  static bool UsesMembarrier() noexcept { return membarrier_ok_; }
+  // Decided once per clock, at construction, so both sides always agree.
+  bool UsesMembarrier() const noexcept { return membarrier_; }
 
  private:
-  static bool membarrier_ok_;  // set once, before main, by the registration in the .cc
-
   alignas(kCacheLineSize) std::atomic<uint32_t> epoch_;
-  char pad_[kCacheLineSize - sizeof(std::atomic<uint32_t>)];
+  const bool membarrier_;
+  char pad_[kCacheLineSize - sizeof(std::atomic<uint32_t>) - sizeof(bool)];
 };
 
 static_assert(sizeof(EpochClock) == kCacheLineSize, "the clock owns its cache line");

@@ -16,8 +16,9 @@
 //
 // The producer never locks, allocates, makes a system call or writes a cache line the
 // consumer writes: head_ and claim_ sit on the producer's line, tail_ on the consumer's,
-// and each side keeps a private cached copy of the other's index so that it reads the
-// other's line only when its copy says the ring looks full (producer) or empty (consumer).
+// and each side keeps a private cached copy of the other's index (the producer keeps it
+// as the position it may fill up to) so that it reads the other's line only when its
+// copy says the ring looks full (producer) or empty (consumer).
 //
 // Thread safety: exactly one producer thread calls the producer methods (TryClaim,
 // Unclaim, slot, Publish) and exactly one consumer thread calls the consumer methods
@@ -78,11 +79,11 @@ class SpscRing {
   // Producer only. Never blocks, never allocates.
   [[nodiscard]] bool TryClaim(uint32_t n, uint64_t* position) noexcept {
     const uint64_t pos = producer_head_;
-    if (pos + n - cached_tail_ > mask_ + 1) {
+    if (pos + n > producer_limit_) {
       // Acquire: pairs with the release store of tail_ in Release(), so the consumer has
       // finished reading every slot below the tail we observe before we overwrite it.
-      cached_tail_ = tail_.load(std::memory_order_acquire);
-      if (pos + n - cached_tail_ > mask_ + 1) return false;
+      producer_limit_ = tail_.load(std::memory_order_acquire) + mask_ + 1;
+      if (pos + n > producer_limit_) return false;
     }
     // Relaxed: claim_ is ordered against the epoch by the caller's asymmetric fence
     // (epoch_clock.h); it carries no data of its own.
@@ -167,7 +168,7 @@ class SpscRing {
   alignas(kCacheLineSize) std::atomic<uint64_t> head_{0};
   std::atomic<uint64_t> claim_{0};
   uint64_t producer_head_ = 0;  // producer's own copy of head_
-  uint64_t cached_tail_ = 0;    // producer's last view of tail_
+  uint64_t producer_limit_;     // producer's last view of tail_, plus the capacity
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> waited_{0};

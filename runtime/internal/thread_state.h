@@ -49,9 +49,15 @@ struct RingBinding {
 };
 
 struct ThreadState {
-  RingBinding rings[kMaxRecorders];
+  // What every record reads comes first, so that with the first recorder's ring binding
+  // it shares one cache line.
   uint32_t scope;                        // innermost scope path in force (0 = unscoped)
   uint32_t depth;                        // scopes entered and not yet exited
+  bool in_tracer;                        // reentrancy guard
+  bool internal_thread;                  // memtrace's own (drainer, sink writer)
+  bool exit_hook_armed;
+  bool exited;                           // the exit hook has run
+  RingBinding rings[kMaxRecorders];
   uint32_t scope_stack[kMaxScopeDepth];  // the path in force before each enter
   // This thread's stack, for walking frame pointers safely (preload/unwind.h); 0 until
   // known. Kept here because this is the one initial-exec TLS variable: gold resolves an
@@ -65,10 +71,6 @@ struct ThreadState {
   uint64_t sample_random;
   uint64_t stack_cache_generation;       // the recorder the cache below belongs to
   uint64_t stack_cache[kStackCacheSize];  // hashes whose frames this thread sent
-  bool in_tracer;                        // reentrancy guard
-  bool internal_thread;                  // memtrace's own (drainer, sink writer)
-  bool exit_hook_armed;
-  bool exited;                           // the exit hook has run
 };
 
 // Constant-initialised and trivially destructible, so access is a plain TLS load.
