@@ -153,6 +153,8 @@ class AllocationLedger {
 
   runtime_internal::AddressTable& Shard(LayerId layer, uint64_t address);
   uint32_t Context(uint32_t scope, uint64_t site);
+  struct ContextCacheEntry;
+  uint32_t NewContext(uint32_t scope, uint64_t site, ContextCacheEntry* set);
   AllocationRecord Expand(LayerId layer, const LiveBlock& b) const noexcept;
   // The block a release or resize of (address, ticket) refers to, and where it is.
   struct Location {
@@ -160,6 +162,7 @@ class AllocationLedger {
     bool by_ticket = false;
     bool ambiguous = false;
     ptrdiff_t displaced_index = -1;  // index in displaced_[{layer, address}], or -1: main
+    runtime_internal::AddressTable* shard = nullptr;  // where `block` is, when main
   };
   Location Locate(LayerId layer, uint64_t address, uint64_t ticket);
 
@@ -177,8 +180,8 @@ class AllocationLedger {
   absl::flat_hash_map<Key, absl::InlinedVector<LiveBlock, 1>> displaced_;
 
   SiteTable sites_;
-  // Context id -> (scope, site id), and its inverse, with a small direct-mapped cache in
-  // front (most allocations come from a few sites in a few scopes).
+  // Context id -> (scope, site id), and its inverse, with a small 2-way set-associative
+  // cache in front (most allocations come from a few sites in a few scopes).
   std::vector<std::pair<uint32_t, uint32_t>> contexts_;
   absl::flat_hash_map<uint64_t, uint32_t> context_ids_;
   struct ContextCacheEntry {
@@ -186,7 +189,8 @@ class AllocationLedger {
     uint32_t scope = ~0u;
     uint32_t context = 0;
   };
-  static constexpr size_t kContextCacheSize = 4096;
+  static constexpr int kContextCacheSetBits = 11;
+  static constexpr size_t kContextCacheSets = size_t{1} << kContextCacheSetBits;  // 64 KiB
   std::vector<ContextCacheEntry> context_cache_;
 
   // Last ticket released at each (hashed) address, to tell double frees from unknown ones.

@@ -234,42 +234,8 @@ int Drainer::Dependency(const Event& e, size_t self, uint32_t epoch,
   return index;
 }
 
-void Drainer::ApplyEpoch(uint32_t epoch) {
-  for (size_t base = 0; base < cursors_.size(); ++base) {
-    stack_.clear();
-    stack_.emplace_back(base, ~uint64_t{0});
-    cursors_[base].on_stack = true;
-    while (!stack_.empty()) {
-      const auto [index, target] = stack_.back();
-      Cursor& c = cursors_[index];
-      if (c.pos >= target || !InSegment(c, c.pos, epoch)) {
-        c.on_stack = false;
-        stack_.pop_back();
-        continue;
-      }
-      const Event& e = c.ring->Read(c.pos);
-      if (e.epoch() != epoch) ++counters_.late_records;
-      if (IsRelease(e.kind())) {
-        uint64_t dep_pos = 0;
-        const int dep = Dependency(e, index, epoch, &dep_pos);
-        if (dep >= 0) {
-          Cursor& d = cursors_[static_cast<size_t>(dep)];
-          if (!d.on_stack) {
-            d.on_stack = true;
-            stack_.emplace_back(static_cast<size_t>(dep), dep_pos + 1);
-            continue;
-          }
-          ++counters_.order_conflicts;  // impossible for real input: see the header
-        }
-      }
-      Apply(c);
-      ++c.pos;
-    }
-  }
-}
-
-void Drainer::Apply(Cursor& c) {
-  const Event& e = c.ring->Read(c.pos);
+// Inline: called once per record, from ApplyEpoch only.
+__attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event& e) {
   const uint64_t ticket = Ticket::Make(c.ring->id(), c.pos);
   if (observer_ != nullptr) observed_.push_back(ObservedEvent{e, ticket});
   using Outcome = AllocationLedger::Outcome;
@@ -324,6 +290,49 @@ void Drainer::Apply(Cursor& c) {
       break;  // carried to sinks; the ledger has nothing to do
   }
   ++counters_.events_applied;
+}
+
+void Drainer::ApplyEpoch(uint32_t epoch) {
+  for (size_t base = 0; base < cursors_.size(); ++base) {
+    stack_.clear();
+    stack_.emplace_back(base, ~uint64_t{0});
+    cursors_[base].on_stack = true;
+    while (!stack_.empty()) {
+      const auto [index, target] = stack_.back();
+      Cursor& c = cursors_[index];
+      // Apply this ring's records of the epoch up to `target`, until one depends on a
+      // record of another ring not yet applied; that ring goes on the stack first.
+      const uint64_t end = std::min(target, c.limit);
+      bool blocked = false;
+      for (; c.pos < end; ++c.pos) {
+        const Event& e = c.ring->Read(c.pos);
+        const uint32_t record_epoch = e.epoch();
+        if (EpochBefore(epoch, record_epoch)) break;  // the next epoch's records
+        if (record_epoch != epoch) ++counters_.late_records;
+        // A release whose ticket names another ring may have to wait for that ring (a
+        // ticket of this ring names a record already applied, or none).
+        if (IsRelease(e.kind()) && e.word2 != 0 && Ticket::RingId(e.word2) != c.ring->id()) {
+          uint64_t dep_pos = 0;
+          const int dep = Dependency(e, index, epoch, &dep_pos);
+          if (dep >= 0) {
+            Cursor& d = cursors_[static_cast<size_t>(dep)];
+            if (!d.on_stack) {
+              d.on_stack = true;
+              stack_.emplace_back(static_cast<size_t>(dep), dep_pos + 1);
+              blocked = true;
+              break;
+            }
+            ++counters_.order_conflicts;  // impossible for real input: see the header
+          }
+        }
+        Apply(c, e);
+      }
+      if (!blocked) {
+        c.on_stack = false;
+        stack_.pop_back();
+      }
+    }
+  }
 }
 
 void Drainer::RemoveCursor(size_t index) {

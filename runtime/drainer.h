@@ -112,8 +112,8 @@ class Drainer {
   bool InSegment(const Cursor& c, uint64_t position, uint32_t epoch) const noexcept;
   // The cursor index and position of the record `e` depends on, or -1.
   int Dependency(const Event& e, size_t self, uint32_t epoch, uint64_t* position) const;
-  // Applies the record at c.pos.
-  void Apply(Cursor& c);
+  // Applies `e`, the record at c.pos.
+  void Apply(Cursor& c, const Event& e);
   void RemoveCursor(size_t index);
 
   EpochClock* const clock_;

@@ -58,16 +58,20 @@ TEST(AddressTableTest, MatchesAReferenceMapUnderRandomInsertErase) {
   EXPECT_EQ(visited, reference.size());
 }
 
-TEST(AddressTableTest, FindOrInsertInsertsOnceThenFinds) {
+TEST(AddressTableTest, FindOrAddAddsOnceThenFinds) {
   AddressTable table;
-  bool inserted = false;
-  LiveBlock* a = table.FindOrInsert(LiveBlock::Make(0x40, 8, 1, 0), &inserted);
-  EXPECT_TRUE(inserted);
-  LiveBlock* b = table.FindOrInsert(LiveBlock::Make(0x40, 99, 2, 0), &inserted);
-  EXPECT_FALSE(inserted);
+  bool added = false;
+  LiveBlock* a = table.FindOrAdd(0x40, &added);
+  EXPECT_TRUE(added);
+  EXPECT_EQ(a->address, 0x40u);
+  EXPECT_EQ(a->size(), 0u) << "a new slot is empty but for its address";
+  *a = LiveBlock::Make(0x40, 8, 1, 0);
+  LiveBlock* b = table.FindOrAdd(0x40, &added);
+  EXPECT_FALSE(added);
   EXPECT_EQ(a, b);
   EXPECT_EQ(b->size(), 8u) << "an existing block is returned unchanged";
   EXPECT_EQ(table.size(), 1u);
+  EXPECT_EQ(table.Find(0x40), a);
 }
 
 TEST(AddressTableTest, LiveBlockPacksTicketContextAndSize) {

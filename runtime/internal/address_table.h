@@ -63,17 +63,62 @@ class AddressTable {
   size_t memory_bytes() const noexcept { return slots_.capacity() * sizeof(LiveBlock); }
 
   // The block at `address`, or nullptr. The pointer is valid until the next Insert/Erase.
-  LiveBlock* Find(uint64_t address) noexcept;
+  // Find, FindOrInsert and Erase are the drainer's per-event work: defined here, inline.
+  LiveBlock* Find(uint64_t address) noexcept {
+    if (size_ == 0) return nullptr;
+    for (size_t i = Home(address);; i = Next(i)) {
+      LiveBlock& b = slots_[i];
+      if (b.address == address) return &b;
+      if (b.address == 0) return nullptr;
+    }
+  }
 
   // Inserts a block whose address is not present. Returns the stored block.
   LiveBlock* Insert(const LiveBlock& block);
 
-  // The block at block.address if there is one (*inserted = false, nothing changed), else
-  // inserts `block` (*inserted = true). One probe instead of Find() then Insert().
-  LiveBlock* FindOrInsert(const LiveBlock& block, bool* inserted);
+  // The slot of the block at `address` if there is one (*added = false, nothing changed),
+  // else a new slot for it (*added = true): its address is set, the rest is zero, and the
+  // caller fills it in place. One probe instead of Find() then Insert(), and the block is
+  // written once, where it lives.
+  LiveBlock* FindOrAdd(uint64_t address, bool* added) {
+    if (__builtin_expect(Full(), 0)) Grow();
+    size_t i = Home(address);
+    for (;; i = Next(i)) {
+      LiveBlock& b = slots_[i];
+      if (b.address == address) {
+        *added = false;
+        return &b;
+      }
+      if (b.address == 0) break;
+    }
+    slots_[i].address = address;
+    ++size_;
+    *added = true;
+    return &slots_[i];
+  }
 
   // Removes `block` (a pointer from Find()).
-  void Erase(LiveBlock* block) noexcept;
+  void Erase(LiveBlock* block) noexcept {
+    // Backward-shift deletion: pull later members of the probe run into the hole so that
+    // lookups never need tombstones.
+    size_t hole = static_cast<size_t>(block - slots_.data());
+    size_t i = hole;
+    for (;;) {
+      i = Next(i);
+      LiveBlock& b = slots_[i];
+      if (b.address == 0) break;
+      const size_t home = Home(b.address);
+      // b may move into the hole if its home is not in the cyclic range (hole, i].
+      const bool home_in_range = hole <= i ? (home > hole && home <= i)
+                                           : (home > hole || home <= i);
+      if (!home_in_range) {
+        slots_[hole] = b;
+        hole = i;
+      }
+    }
+    slots_[hole] = LiveBlock{};
+    --size_;
+  }
 
   // Calls fn(const LiveBlock&) for every block, in no particular order.
   template <typename Fn>
@@ -93,6 +138,8 @@ class AddressTable {
                                 slots_.size()) >> 64);
   }
   size_t Next(size_t i) const noexcept { return i + 1 == slots_.size() ? 0 : i + 1; }
+  // One more block would pass 85% of capacity.
+  bool Full() const noexcept { return (size_ + 1) * 20 > slots_.size() * 17; }
   void Grow();
 
   std::vector<LiveBlock> slots_;
