@@ -22,13 +22,20 @@
 // release then shows as an unknown free, so the loss is visible).
 //
 // Cost on the hot path (every free): one relaxed load of the live count; when it is not
-// zero, a hash and usually one cache line.
+// zero, a hash and one byte of a small counting filter (2^kFilterLog2 one-byte counters,
+// one per hash bucket, 4 KiB for the internal blocks: it stays in cache), and only when
+// that counter is not zero, the slot's cache line in the 512 KiB table. Internal blocks
+// stay live for a thread's lifetime (the exit hook's node), so without the filter every
+// free of a program with threads paid a likely cache miss. A counter that reaches 255
+// stays there (the filter then only answers "look" more often). kFilterLog2 = 0 means no
+// filter (the sampled set, which holds most live blocks).
 //
 // Memory ordering: slots are read and written with relaxed atomics plus CAS. A block's
 // insertion happens before its release in program order or through the allocator's own
 // synchronization (the block is handed to whoever frees it), so the releasing thread sees
-// the slot. The live count only decides whether to look: a stale zero can only miss a
-// block inserted concurrently with its own release, which cannot happen (same argument).
+// the slot. The live count and the filter only decide whether to look: a stale zero can
+// only miss a block inserted concurrently with its own release, which cannot happen (same
+// argument; Insert counts the block before it returns).
 //
 // Thread safety: every method is for any thread; no locks, no allocation.
 
@@ -41,7 +48,7 @@
 
 namespace memtrace::preload_internal {
 
-template <int kSlotsLog2>
+template <int kSlotsLog2, int kFilterLog2 = 0>
 class AddressSet {
  public:
   static constexpr size_t kSlots = size_t{1} << kSlotsLog2;
@@ -57,6 +64,7 @@ class AddressSet {
         // Relaxed: see the header; the CAS only arbitrates between inserters.
         if (slots_[i].compare_exchange_weak(seen, address, std::memory_order_relaxed)) {
           live_.fetch_add(1, std::memory_order_relaxed);
+          Count(address, +1);
           return;
         }
       }
@@ -68,6 +76,10 @@ class AddressSet {
   bool Erase(uint64_t address) noexcept {
     // Relaxed: a statistic that only says whether to look (see the header).
     if (live_.load(std::memory_order_relaxed) == 0) return false;
+    if constexpr (kFilterLog2 > 0) {
+      // Relaxed: as the live count.
+      if (filter_[FilterSlot(address)].load(std::memory_order_relaxed) == 0) return false;
+    }
     size_t i = Home(address);
     for (size_t probe = 0; probe < kMaxProbe; ++probe, i = (i + 1) & (kSlots - 1)) {
       uint64_t seen = slots_[i].load(std::memory_order_relaxed);
@@ -75,6 +87,7 @@ class AddressSet {
       if (seen == address &&
           slots_[i].compare_exchange_strong(seen, kDeleted, std::memory_order_relaxed)) {
         live_.fetch_sub(1, std::memory_order_relaxed);
+        Count(address, -1);
         return true;
       }
     }
@@ -92,13 +105,33 @@ class AddressSet {
     return static_cast<size_t>((address * 0x9e3779b97f4a7c15ull) >> (64 - kSlotsLog2));
   }
 
+  static constexpr size_t kFilterSlots = kFilterLog2 > 0 ? size_t{1} << kFilterLog2 : 1;
+  static size_t FilterSlot(uint64_t address) noexcept {
+    // A multiplier unrelated to Home()'s, so that one filter counter spans many homes.
+    return static_cast<size_t>((address * 0xd6e8feb86659fd93ull) >> (64 - kFilterLog2));
+  }
+  // Adds `delta` to the address's filter counter, unless the counter is stuck at 255.
+  static constexpr uint8_t kStuck = 255;
+  void Count(uint64_t address, int delta) noexcept {
+    if constexpr (kFilterLog2 > 0) {
+      std::atomic<uint8_t>& counter = filter_[FilterSlot(address)];
+      // Relaxed: see the header; the CAS only arbitrates between writers.
+      uint8_t seen = counter.load(std::memory_order_relaxed);
+      while (seen != kStuck && !counter.compare_exchange_weak(
+                                   seen, static_cast<uint8_t>(seen + delta),
+                                   std::memory_order_relaxed)) {
+      }
+    }
+  }
+
   std::atomic<uint64_t> slots_[kSlots] = {};
+  std::atomic<uint8_t> filter_[kFilterSlots] = {};
   std::atomic<int64_t> live_{0};
   std::atomic<uint64_t> overflowed_{0};
 };
 
 // memtrace's own blocks on program threads: a few per thread.
-using InternalBlocks = AddressSet<16>;
+using InternalBlocks = AddressSet<16, 12>;
 // Sampled live blocks: about live heap / sample interval of them.
 using SampledBlocks = AddressSet<20>;
 

@@ -57,11 +57,10 @@ TEST(AddressSetTest, AFullSetCountsWhatItRefuses) {
 
 // Four threads each own a range of addresses; a block inserted by one thread is erased
 // by another (the way a block allocated on one thread is freed on another), through a
-// hand-off queue per thread. Every hand-off must find its address.
-TEST(AddressSetTest, ConcurrentInsertAndEraseAcrossThreads) {
-  // The interposer's sampled-block set (2^20 slots): room for every address handed off
-  // below (at most half of 4 x kRounds live at once).
-  static SampledBlocks set;
+// hand-off queue per thread. Every hand-off must find its address. `set` needs room for
+// every address handed off (at most half of 4 x kRounds live at once).
+template <typename Set>
+void InsertAndEraseAcrossThreads(Set& set) {
   constexpr int kThreads = 4;
   struct Mailbox {
     std::vector<std::atomic<uint64_t>> slots;
@@ -121,6 +120,38 @@ TEST(AddressSetTest, ConcurrentInsertAndEraseAcrossThreads) {
   EXPECT_EQ(own_erased.load() + handed, int64_t{kThreads} * kRounds);
   EXPECT_EQ(set.live(), 0);
   EXPECT_EQ(set.overflowed(), 0u);
+}
+
+TEST(AddressSetTest, ConcurrentInsertAndEraseAcrossThreads) {
+  static SampledBlocks set;  // the interposer's sampled-block set: 2^20 slots, no filter
+  InsertAndEraseAcrossThreads(set);
+}
+
+TEST(AddressSetTest, ConcurrentInsertAndEraseThroughASaturatedFilter) {
+  // 16 filter counters for up to 400K live addresses: they reach 255 and stick, and
+  // every erase must still find its address.
+  static AddressSet<20, 4> set;
+  InsertAndEraseAcrossThreads(set);
+}
+
+TEST(AddressSetTest, TheFilterAnswersForAddressesNeverInserted) {
+  static InternalBlocks set;  // the interposer's own-block set, with its 4 KiB filter
+  for (uint64_t a = 1; a <= 8; ++a) set.Insert(a << 20);
+  int erased = 0;
+  for (uint64_t a = 1; a <= 4096; ++a) erased += set.Erase((a << 20) + 16) ? 1 : 0;
+  EXPECT_EQ(erased, 0) << "addresses never inserted";
+  for (uint64_t a = 1; a <= 8; ++a) EXPECT_TRUE(set.Erase(a << 20)) << a;
+  for (uint64_t a = 1; a <= 8; ++a) EXPECT_FALSE(set.Erase(a << 20)) << "erased once: " << a;
+  EXPECT_EQ(set.live(), 0);
+}
+
+TEST(AddressSetTest, StuckFilterCountersStillFindEveryAddress) {
+  static AddressSet<10, 1> set;  // two counters for 600 addresses: both stick at 255
+  for (uint64_t a = 1; a <= 600; ++a) set.Insert(a * 16);
+  ASSERT_EQ(set.overflowed(), 0u);
+  for (uint64_t a = 1; a <= 600; ++a) ASSERT_TRUE(set.Erase(a * 16)) << a;
+  EXPECT_EQ(set.live(), 0);
+  EXPECT_FALSE(set.Erase(16)) << "erased once";
 }
 
 }  // namespace
