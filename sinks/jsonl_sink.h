@@ -1,6 +1,9 @@
 // Copyright 2026 The memtrace Authors.
 //
-// jsonl_sink.h: the capture file, one JSON object per line (docs/capture-format.md).
+// jsonl_sink.h: the capture file, one JSON object per line (docs/capture-format.md), or
+// the same records in the compact binary encoding (binary_encoding.h; paths ending in
+// .mtb). The name stays from when JSONL was the only encoding: everything but the bytes of
+// each record (the queue, the writer thread, tables, the trailer) is shared.
 //
 // A JsonlSink is an EventObserver (runtime/event_observer.h): attach it to a tracer's
 // recorder before Start(), and call Finish() with a final snapshot after Stop(). The file
@@ -41,12 +44,20 @@
 #include "runtime/event_observer.h"
 #include "runtime/site_table.h"
 #include "runtime/snapshot.h"
+#include "sinks/binary_encoding.h"
+#include "sinks/zstd_file_stream.h"
 
 namespace memtrace {
 
 inline constexpr int kCaptureSchemaVersion = 1;
 
+// How records are written: JSONL text (sinks/jsonl_encoding.h) or the compact binary form
+// (sinks/binary_encoding.h), several times cheaper to write and ~10x smaller.
+enum class CaptureEncoding : uint8_t { kJsonl, kBinary };
+
 struct JsonlSinkOptions {
+  // Open() picks kBinary by itself for paths ending in ".mtb" or ".mtb.zst".
+  CaptureEncoding encoding = CaptureEncoding::kJsonl;
   // Compress the capture with zstd (a single zstd frame; `zstd -d` or the capture reader
   // reads it). Open() turns this on by itself for paths ending in ".zst".
   bool zstd = false;
@@ -83,7 +94,9 @@ struct JsonlSinkStats {
 
 class JsonlSink final : public EventObserver {
  public:
-  // Creates (truncates) `path` and writes the header. Errors say what and where.
+  // Creates (truncates) `path` and writes the header. Errors say what and where. The
+  // path's extension may switch options on: ".zst" compresses, ".mtb" (or ".mtb.zst")
+  // writes the binary encoding.
   static absl::StatusOr<std::unique_ptr<JsonlSink>> Open(
       const std::string& path, const JsonlSinkOptions& options = JsonlSinkOptions{});
   // Writes to an open stream (a pipe, stdout). The sink closes it if `owned`.
@@ -122,17 +135,16 @@ class JsonlSink final : public EventObserver {
   void EnsureLayer(uint8_t layer);
   uint32_t SiteId(uint64_t site);
   void AddStackFrames(const ObservedEvent& o);
-  void Emit(const std::string& line);  // writer thread only
+  // Writes a header, table, module or trailer line (JSON text, no newline) in the
+  // capture's encoding. Writer thread only.
+  void Emit(const std::string& line);
   void FlushOutput();
   void CloseOutput();
   // True when the capture is a regular file with no name left (it or its directory was
   // removed): writes still succeed, but nobody can read them.
   bool Unlinked() const;
 
-  // zstd state when compressing (an opaque ZSTD_CCtx*), and its output buffer.
-  void* zstd_ = nullptr;
-  std::string compressed_;
-  bool CompressAndWrite(const std::string& input, bool end_frame, size_t* written);
+  std::unique_ptr<ZstdFileStream> zstd_;  // when compressing
 
   FILE* stream_;
   const bool owned_;
@@ -149,10 +161,12 @@ class JsonlSink final : public EventObserver {
   bool finished_ = false;
   JsonlSinkStats stats_;
   absl::Status status_;
-  std::string trailer_;  // set by Finish(); the writer writes it last
+  // Set by Finish(): the module lines and the trailer; the writer writes them last.
+  std::vector<std::string> final_lines_;
 
   // Writer-thread state.
   std::string buffer_;
+  BinaryEncoder binary_{&buffer_};  // used when options_.encoding is kBinary
   std::vector<bool> scopes_written_;
   bool layers_written_[256] = {};
   absl::flat_hash_map<uint64_t, uint32_t> site_ids_;
