@@ -474,6 +474,12 @@ class CaptureBytes {
   }
 
   absl::Status End() {
+    if (mode_ == Mode::kUnknown && !pending_.empty() &&
+        std::string_view(kBinaryMagic).substr(0, pending_.size()) == pending_) {
+      return absl::DataLossError(absl::StrCat(
+          name_, ": the binary capture's magic is cut off after ", pending_.size(),
+          " bytes: the capture was truncated"));
+    }
     if (mode_ == Mode::kUnknown) {
       std::string first = std::move(pending_);
       pending_.clear();

@@ -250,12 +250,8 @@ void JsonlSink::AddStackFrames(const ObservedEvent& o) {
 void JsonlSink::WriteBatch(const Batch& batch) {
   // Every line of the batch shares the epoch's time and number.
   const bool binary = options_.encoding == CaptureEncoding::kBinary;
-  std::string time_fields;
-  if (binary) {
-    binary_.Epoch(batch.start_unix_ns, batch.epoch);
-  } else {
-    time_fields = JsonTimeFields(batch.start_unix_ns, batch.epoch);
-  }
+  const std::string time_fields =
+      binary ? std::string() : JsonTimeFields(batch.start_unix_ns, batch.epoch);
   for (const ObservedEvent& o : batch.events) {
     const Event& e = o.event;
     // Table lines an event refers to go first, then the event, encoded straight into the
@@ -327,6 +323,9 @@ void JsonlSink::WriteBatch(const Batch& batch) {
         continue;  // kInvalid
     }
     if (binary) {
+      // After the event's table lines, as `memtrace convert` writes it (a no-op but for
+      // the epoch's first event).
+      binary_.Epoch(batch.start_unix_ns, batch.epoch);
       binary_.Event(c);
     } else {
       AppendJsonEvent(c, time_fields, &buffer_);
