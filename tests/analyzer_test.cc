@@ -309,6 +309,17 @@ struct Malformed {
   const char* message;
 };
 
+// Each case must fail, with its message, when read as a capture named `name`.
+void ExpectClearErrors(const std::vector<Malformed>& cases, const std::string& name) {
+  for (const Malformed& c : cases) {
+    const absl::Status s =
+        ReadCaptureText(c.text, name, [](const CaptureRecord&) { return absl::OkStatus(); });
+    EXPECT_FALSE(s.ok()) << c.what;
+    EXPECT_NE(s.message().find(c.message), std::string::npos)
+        << c.what << ": got '" << s.message() << "'";
+  }
+}
+
 TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
   const std::string header = "{\"type\":\"header\",\"schema_version\":1}\n";
   const std::vector<Malformed> cases = {
@@ -347,13 +358,7 @@ TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
                 "\"layer\":0,\"scope\":0,\"site\":0,\"ticket\":1,\"weight\":0.5}\n",
        "bad.jsonl:2: field 'weight' must be a number from 1 to 1e15"},
   };
-  for (const Malformed& c : cases) {
-    const absl::Status s = ReadCaptureText(
-        c.text, "bad.jsonl", [](const CaptureRecord&) { return absl::OkStatus(); });
-    EXPECT_FALSE(s.ok()) << c.what;
-    EXPECT_NE(s.message().find(c.message), std::string::npos)
-        << c.what << ": got '" << s.message() << "'";
-  }
+  ExpectClearErrors(cases, "bad.jsonl");
 }
 
 // Binary captures (.mtb; docs/capture-format.md, "Binary encoding"), built byte by byte
@@ -423,13 +428,7 @@ TEST(CaptureReaderTest, MalformedBinaryInputsGetClearErrors) {
       {"after the trailer", head + trailer + "\x02\x01\x02",
        "record 3 at byte 82: content after the trailer"},
   };
-  for (const Malformed& c : cases) {
-    const absl::Status s = ReadCaptureText(
-        c.text, "bad.mtb", [](const CaptureRecord&) { return absl::OkStatus(); });
-    EXPECT_FALSE(s.ok()) << c.what;
-    EXPECT_NE(s.message().find(c.message), std::string::npos)
-        << c.what << ": got '" << s.message() << "'";
-  }
+  ExpectClearErrors(cases, "bad.mtb");
 }
 
 TEST(CaptureReaderTest, BinaryRecordsDecodeWithTheirEpochAndSkippablesAreIgnored) {
