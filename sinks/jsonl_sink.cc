@@ -62,12 +62,7 @@ int64_t UnixNowNs() {
 absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& path,
                                                            const JsonlSinkOptions& given) {
   JsonlSinkOptions options = given;
-  auto ends_with = [&](std::string_view suffix) {
-    return path.size() > suffix.size() &&
-           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends_with(".zst")) options.zstd = true;
-  if (ends_with(".mtb") || ends_with(".mtb.zst")) options.encoding = CaptureEncoding::kBinary;
+  ApplyPathExtension(path, &options);
   FILE* f = fopen(path.c_str(), "we");
   if (f == nullptr) {
     const int err = errno;
@@ -79,6 +74,15 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& pa
   // would be written twice if the program forked and the child exited through exit().
   setvbuf(f, nullptr, _IONBF, 0);
   return FromStream(f, /*owned=*/true, path, options);
+}
+
+void JsonlSink::ApplyPathExtension(const std::string& path, JsonlSinkOptions* options) {
+  auto ends_with = [&](std::string_view suffix) {
+    return path.size() > suffix.size() &&
+           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".zst")) options->zstd = true;
+  if (ends_with(".mtb") || ends_with(".mtb.zst")) options->encoding = CaptureEncoding::kBinary;
 }
 
 absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::FromStream(

@@ -99,6 +99,9 @@ class JsonlSink final : public EventObserver {
   // writes the binary encoding.
   static absl::StatusOr<std::unique_ptr<JsonlSink>> Open(
       const std::string& path, const JsonlSinkOptions& options = JsonlSinkOptions{});
+  // What Open() turns on for `path`: zstd for ".zst", the binary encoding for ".mtb" and
+  // ".mtb.zst". For callers that open a variant of the path (a ".exec1" suffix).
+  static void ApplyPathExtension(const std::string& path, JsonlSinkOptions* options);
   // Writes to an open stream (a pipe, stdout). The sink closes it if `owned`.
   static absl::StatusOr<std::unique_ptr<JsonlSink>> FromStream(
       FILE* stream, bool owned, const std::string& name,
