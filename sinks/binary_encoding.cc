@@ -99,9 +99,9 @@ bool IsBinaryCapture(std::string_view bytes) {
          memcmp(bytes.data(), kBinaryMagic, kBinaryMagicSize) == 0;
 }
 
-BinaryThreadState& BinaryThreadStates::Get(uint32_t thread) {
+BinaryThreadState& BinaryThreadStates::GetSlow(uint32_t thread) {
   if (thread < kDirect) {
-    if (thread >= direct_.size()) direct_.resize(thread + 1);
+    direct_.resize(thread + 1);
     return direct_[thread];
   }
   return others_[thread];
@@ -117,8 +117,7 @@ void BinaryEncoder::Json(std::string_view line) {
   out_->append(line.data(), line.size());
 }
 
-void BinaryEncoder::Epoch(int64_t t, uint32_t epoch) {
-  if (t == t_ && epoch == epoch_) return;
+void BinaryEncoder::WriteEpoch(int64_t t, uint32_t epoch) {
   uint8_t record[21];
   record[0] = kBinaryTagEpoch;
   uint8_t* p = PutVarint(record + 1, epoch);

@@ -85,9 +85,14 @@ struct BinaryThreadState {
 
 class BinaryThreadStates {
  public:
-  BinaryThreadState& Get(uint32_t thread);
+  BinaryThreadState& Get(uint32_t thread) {
+    if (thread < direct_.size()) return direct_[thread];
+    return GetSlow(thread);
+  }
 
  private:
+  BinaryThreadState& GetSlow(uint32_t thread);
+
   // Ring ids are small and dense; others (hand-written captures) go to the map.
   static constexpr uint32_t kDirect = 4096;
   std::vector<BinaryThreadState> direct_;
@@ -102,10 +107,14 @@ class BinaryEncoder {
   // A header, table or trailer line: its JSONL text, without the newline.
   void Json(std::string_view line);
   // The `t` and `epoch` of the events that follow; writes a record only on a change.
-  void Epoch(int64_t t, uint32_t epoch);
+  void Epoch(int64_t t, uint32_t epoch) {
+    if (t != t_ || epoch != epoch_) WriteEpoch(t, epoch);
+  }
   void Event(const CaptureEvent& e);
 
  private:
+  void WriteEpoch(int64_t t, uint32_t epoch);
+
   std::string* out_;
   int64_t t_ = 0;
   uint32_t epoch_ = 0;

@@ -197,14 +197,12 @@ void JsonlSink::WriterLoop() {
   }
 }
 
-void JsonlSink::EnsureLayer(uint8_t layer) {
-  if (layers_written_[layer]) return;
+void JsonlSink::WriteLayer(uint8_t layer) {
   layers_written_[layer] = true;
   Emit(JsonLayerLine(layer, LayerTable::Global().Name(layer)));
 }
 
-void JsonlSink::EnsureScope(uint32_t path) {
-  if (path < scopes_written_.size() && scopes_written_[path]) return;
+void JsonlSink::WriteScope(uint32_t path) {
   ScopeTable& table = ScopeTable::Global();
   if (path != ScopeTable::kRootPath) EnsureScope(table.Parent(path));
   if (path >= scopes_written_.size()) scopes_written_.resize(path + 1, false);
@@ -213,6 +211,14 @@ void JsonlSink::EnsureScope(uint32_t path) {
 }
 
 uint32_t JsonlSink::SiteId(uint64_t site) {
+  // Consecutive allocations often share a site: skip the lookup for a repeat.
+  if (site == last_site_ && last_site_id_ != kNoSite) return last_site_id_;
+  last_site_ = site;
+  last_site_id_ = SiteIdSlow(site);
+  return last_site_id_;
+}
+
+uint32_t JsonlSink::SiteIdSlow(uint64_t site) {
   auto it = site_ids_.find(site);
   if (it != site_ids_.end()) return it->second;
   if (site_ids_.size() >= options_.site_capacity) {

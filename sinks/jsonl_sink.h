@@ -134,9 +134,17 @@ class JsonlSink final : public EventObserver {
   JsonlSink(FILE* stream, bool owned, std::string name, const JsonlSinkOptions& options);
   void WriterLoop();
   void WriteBatch(const Batch& batch);
-  void EnsureScope(uint32_t path);
-  void EnsureLayer(uint8_t layer);
-  uint32_t SiteId(uint64_t site);
+  // Table lines, written before the first event that refers to them.
+  void EnsureScope(uint32_t path) {
+    if (path >= scopes_written_.size() || !scopes_written_[path]) WriteScope(path);
+  }
+  void EnsureLayer(uint8_t layer) {
+    if (!layers_written_[layer]) WriteLayer(layer);
+  }
+  void WriteScope(uint32_t path);  // and its parents
+  void WriteLayer(uint8_t layer);
+  uint32_t SiteId(uint64_t site);  // writes the site's line the first time
+  uint32_t SiteIdSlow(uint64_t site);
   void AddStackFrames(const ObservedEvent& o);
   // Writes a header, table, module or trailer line (JSON text, no newline) in the
   // capture's encoding. Writer thread only.
@@ -174,6 +182,9 @@ class JsonlSink final : public EventObserver {
   bool layers_written_[256] = {};
   absl::flat_hash_map<uint64_t, uint32_t> site_ids_;
   uint32_t other_site_id_ = 0;  // 0 until the bucket's line is written, then id + 1
+  static constexpr uint32_t kNoSite = ~uint32_t{0};
+  uint64_t last_site_ = 0;  // SiteId()'s last answer
+  uint32_t last_site_id_ = kNoSite;
   // Call stacks by hash (event.h), and each thread's stack being received.
   absl::flat_hash_map<uint64_t, std::vector<uint64_t>> stacks_;
   absl::flat_hash_map<uint32_t, std::vector<uint64_t>> partial_stacks_;
