@@ -8,7 +8,8 @@
 // sinks/binary_encoding.h), so a capture converted to JSONL has exactly the lines the sink
 // would have written, and JSONL -> binary -> JSONL gives back the same bytes. The header
 // and trailer are copied as they were (CaptureRecord::raw); table and event lines are
-// written from their decoded fields, so fields the reader does not know are dropped.
+// written from their decoded fields, so fields the reader does not know are dropped and
+// optional fields a hand-written line left out (`epoch`, `mono_ns`) are written as 0.
 //
 // Thread safety: one writer per thread.
 //
