@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "sinks/binary_encoding.h"
 
 namespace memtrace {
 namespace {
@@ -108,9 +109,15 @@ class LineParser {
   explicit LineParser(std::string name) : name_(std::move(name)) {}
 
   absl::Status Error(uint64_t line, const std::string& what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name_, ":", line, ": ", what));
+    if (binary_offset_ >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": record ", line, " at byte ",
+                                                     binary_offset_, ": ", what));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(name_, ":", line, ": ", what));
   }
+
+  // Binary captures: errors name the record's byte offset as well as its number.
+  void set_binary_offset(int64_t offset) { binary_offset_ = offset; }
 
   // Parses one line (without its newline) into `rec`.
   absl::Status Parse(std::string_view text, uint64_t line, CaptureRecord* rec) {
@@ -250,6 +257,7 @@ class LineParser {
           !(rec->weight <= 1e15)) {
         return Error(line, "field 'weight' must be a number from 1 to 1e15");
       }
+      rec->has_weight = true;
       return absl::OkStatus();
     }
     if (key == "t") return i64(&rec->t, kT);
@@ -272,6 +280,7 @@ class LineParser {
     if (key == "pid") return u64(&rec->pid, 0);
     if (key == "started_unix_ns") return i64(&rec->t, 0);  // header: kept in `t`
     if (key == "mono_ns") return i64(&rec->mono_ns, 0);
+    if (key == "category") return u32(&rec->category, 0);
     if (key == "complete") {
       if (value.get_bool().get(rec->complete)) {
         return Error(line, "field 'complete' must be true or false");
@@ -283,12 +292,13 @@ class LineParser {
   }
 
   const std::string name_;
+  int64_t binary_offset_ = -1;
   simdjson::ondemand::parser parser_;
   std::string buffer_;
   std::string type_storage_;
 };
 
-// Shared by the file and text readers: feeds lines in order and checks the structure.
+// Shared by the file and text readers: takes records in order and checks the structure.
 class StructureChecker {
  public:
   StructureChecker(std::string name,
@@ -296,6 +306,7 @@ class StructureChecker {
                    CaptureReadStats* stats)
       : parser_(std::move(name)), fn_(fn), stats_(stats) {}
 
+  // One JSONL line, without its newline.
   absl::Status Line(std::string_view text) {
     ++line_;
     stats_->lines = line_;
@@ -306,23 +317,40 @@ class StructureChecker {
     }
     CaptureRecord rec;
     if (absl::Status s = parser_.Parse(text, line_, &rec); !s.ok()) return s;
-    if (line_ == 1) {
-      if (rec.type != LineType::kHeader) {
-        return parser_.Error(1, "the first line is not a header (type \"header\"); is this a "
-                                "memtrace capture?");
-      }
-      if (rec.schema_version != kKnownSchema) {
-        return parser_.Error(1, absl::StrCat("unknown schema version ", rec.schema_version,
-                                             "; this reader knows version ", kKnownSchema,
-                                             ". Use a memtrace built for that version"));
-      }
-      stats_->has_header = true;
-    } else if (rec.type == LineType::kHeader) {
-      return parser_.Error(line_, "a second header (two captures concatenated?)");
+    return Deliver(rec);
+  }
+
+  // One record of a binary capture that begins at byte `offset` and is `size` bytes long.
+  absl::Status Binary(const BinaryRecord& record, uint64_t offset, size_t size) {
+    ++line_;
+    stats_->lines = line_;
+    stats_->bytes = offset + size;
+    parser_.set_binary_offset(static_cast<int64_t>(offset));
+    if (stats_->has_trailer) {
+      return parser_.Error(line_, "content after the trailer (two captures concatenated?)");
     }
-    if (rec.type == LineType::kTrailer) stats_->has_trailer = true;
-    if (rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd) ++stats_->events;
-    return fn_(rec);
+    if (!stats_->has_header && record.kind != BinaryRecord::Kind::kJson) {
+      return parser_.Error(line_, "the first record is not a header; is this a memtrace "
+                                  "capture?");
+    }
+    CaptureRecord rec;
+    switch (record.kind) {
+      case BinaryRecord::Kind::kEpoch:
+      case BinaryRecord::Kind::kSkipped:
+        return absl::OkStatus();
+      case BinaryRecord::Kind::kJson:
+        if (record.json.empty()) return parser_.Error(line_, "an empty JSON record");
+        if (absl::Status s = parser_.Parse(record.json, line_, &rec); !s.ok()) return s;
+        if (rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd) {
+          return parser_.Error(line_, "a JSON record holds an event; JSON records hold only "
+                                      "the header, table lines and the trailer");
+        }
+        return Deliver(rec);
+      case BinaryRecord::Kind::kEvent:
+        EventRecord(record, &rec);
+        return Deliver(rec);
+    }
+    return absl::OkStatus();
   }
 
   absl::Status End(const std::string& name) const {
@@ -334,25 +362,227 @@ class StructureChecker {
   }
 
   LineParser& parser() { return parser_; }
+  uint64_t records() const { return line_; }
 
  private:
+  absl::Status Deliver(CaptureRecord& rec) {
+    if (!stats_->has_header) {
+      if (rec.type != LineType::kHeader) {
+        return parser_.Error(line_, "the first line is not a header (type \"header\"); is "
+                                    "this a memtrace capture?");
+      }
+      if (rec.schema_version != kKnownSchema) {
+        return parser_.Error(line_, absl::StrCat("unknown schema version ",
+                                                 rec.schema_version, "; this reader knows "
+                                                 "version ", kKnownSchema,
+                                                 ". Use a memtrace built for that version"));
+      }
+      stats_->has_header = true;
+    } else if (rec.type == LineType::kHeader) {
+      return parser_.Error(line_, "a second header (two captures concatenated?)");
+    }
+    if (rec.type == LineType::kTrailer) stats_->has_trailer = true;
+    if (rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd) ++stats_->events;
+    return fn_(rec);
+  }
+
+  // The fields a JSONL line of the event's type has, and only those.
+  void EventRecord(const BinaryRecord& record, CaptureRecord* rec) const {
+    const CaptureEvent& e = record.event;
+    rec->type = static_cast<LineType>(static_cast<uint8_t>(LineType::kAlloc) +
+                                      static_cast<uint8_t>(e.type));
+    rec->line = line_;
+    rec->t = record.t;
+    rec->epoch = record.epoch;
+    rec->thread = e.thread;
+    switch (e.type) {
+      case CaptureEventType::kAlloc:
+      case CaptureEventType::kRemapTarget:
+        rec->addr = e.addr;
+        rec->size = e.size;
+        rec->layer = e.layer;
+        rec->scope = e.scope;
+        rec->site = e.site;
+        rec->ticket = e.ticket;
+        rec->has_weight = e.has_weight;
+        if (e.has_weight) rec->weight = e.weight;
+        break;
+      case CaptureEventType::kResize:
+        rec->size = e.size;
+        [[fallthrough]];
+      case CaptureEventType::kFree:
+      case CaptureEventType::kRemap:
+        rec->addr = e.addr;
+        rec->layer = e.layer;
+        rec->of = e.of;
+        rec->ticket = e.ticket;
+        break;
+      case CaptureEventType::kArenaReset:
+        rec->layer = e.layer;
+        break;
+      case CaptureEventType::kScopeEnter:
+      case CaptureEventType::kScopeExit:
+        rec->scope = e.scope;
+        rec->outer = e.outer;
+        rec->mono_ns = e.mono_ns;
+        break;
+      case CaptureEventType::kCensus:
+        rec->label = e.label;
+        rec->bytes = e.bytes;
+        break;
+      case CaptureEventType::kIntervalBegin:
+      case CaptureEventType::kIntervalEnd:
+        rec->category = e.category;
+        rec->mono_ns = e.mono_ns;
+        break;
+    }
+  }
+
   LineParser parser_;
   const std::function<absl::Status(const CaptureRecord&)>& fn_;
   CaptureReadStats* stats_;
   uint64_t line_ = 0;
 };
 
+static_assert(static_cast<uint8_t>(LineType::kIntervalEnd) -
+                      static_cast<uint8_t>(LineType::kAlloc) + 1 ==
+                  kCaptureEventTypes,
+              "the event line types and CaptureEventType are in the same order");
+static_assert(static_cast<uint8_t>(LineType::kRemapTarget) -
+                  static_cast<uint8_t>(LineType::kAlloc) ==
+              static_cast<uint8_t>(CaptureEventType::kRemapTarget));
+static_assert(static_cast<uint8_t>(LineType::kCensus) - static_cast<uint8_t>(LineType::kAlloc) ==
+              static_cast<uint8_t>(CaptureEventType::kCensus));
+
+// A capture's bytes, in chunks of any size, in order: tells the encodings apart by the
+// first bytes, then splits lines or decodes binary records and hands them to `checker`.
+class CaptureBytes {
+ public:
+  CaptureBytes(const std::string& name, StructureChecker& checker)
+      : name_(name), checker_(checker) {}
+
+  absl::Status Feed(std::string_view chunk) {
+    if (mode_ == Mode::kUnknown) {
+      pending_.append(chunk.data(), chunk.size());
+      if (pending_.size() < kBinaryMagicSize) return absl::OkStatus();
+      std::string first = std::move(pending_);
+      pending_.clear();
+      Decide(first);
+      return Feed(first);
+    }
+    return mode_ == Mode::kText ? FeedText(chunk) : FeedBinary(chunk);
+  }
+
+  absl::Status End() {
+    if (mode_ == Mode::kUnknown && !pending_.empty() &&
+        std::string_view(kBinaryMagic).substr(0, pending_.size()) == pending_) {
+      return absl::DataLossError(absl::StrCat(
+          name_, ": the binary capture's magic is cut off after ", pending_.size(),
+          " bytes: the capture was truncated"));
+    }
+    if (mode_ == Mode::kUnknown) {
+      std::string first = std::move(pending_);
+      pending_.clear();
+      Decide(first);
+      if (absl::Status s = Feed(first); !s.ok()) return s;
+    }
+    if (mode_ == Mode::kText) {
+      if (!pending_.empty()) return checker_.Line(pending_);
+      return absl::OkStatus();
+    }
+    if (!pending_.empty()) {
+      return absl::DataLossError(absl::StrCat(
+          name_, ": record ", checker_.records() + 1, " at byte ", offset_, " is cut off (",
+          pending_.size(), " bytes of it are there): the capture was truncated, by a crash "
+          "or a full disk while it was written"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  enum class Mode : uint8_t { kUnknown, kText, kBinary };
+
+  void Decide(std::string_view first) {
+    mode_ = IsBinaryCapture(first) ? Mode::kBinary : Mode::kText;
+    if (mode_ == Mode::kBinary) skip_magic_ = true;
+  }
+
+  absl::Status FeedText(std::string_view chunk) {
+    size_t start = 0;
+    if (!pending_.empty()) {
+      const size_t nl = chunk.find('\n');
+      if (nl == std::string_view::npos) {
+        pending_.append(chunk.data(), chunk.size());
+        return absl::OkStatus();
+      }
+      pending_.append(chunk.data(), nl);
+      if (absl::Status s = checker_.Line(pending_); !s.ok()) return s;
+      pending_.clear();
+      start = nl + 1;
+    }
+    for (size_t nl; (nl = chunk.find('\n', start)) != std::string_view::npos; start = nl + 1) {
+      if (absl::Status s = checker_.Line(chunk.substr(start, nl - start)); !s.ok()) return s;
+    }
+    pending_.assign(chunk.data() + start, chunk.size() - start);
+    return absl::OkStatus();
+  }
+
+  absl::Status FeedBinary(std::string_view chunk) {
+    if (skip_magic_) {
+      // Decide() saw the whole magic at the start of this chunk.
+      chunk.remove_prefix(kBinaryMagicSize);
+      offset_ = kBinaryMagicSize;
+      skip_magic_ = false;
+    }
+    std::string_view data = chunk;
+    if (!pending_.empty()) {
+      pending_.append(chunk.data(), chunk.size());
+      data = pending_;
+    }
+    size_t pos = 0;
+    BinaryRecord record;
+    std::string error;
+    absl::Status status;
+    while (pos < data.size()) {
+      size_t used = 0;
+      const BinaryDecoder::Result r = decoder_.Next(data.substr(pos), &used, &record, &error);
+      if (r == BinaryDecoder::Result::kNeedMore) break;
+      if (r == BinaryDecoder::Result::kError) {
+        checker_.parser().set_binary_offset(static_cast<int64_t>(offset_));
+        return checker_.parser().Error(checker_.records() + 1, error);
+      }
+      status = checker_.Binary(record, offset_, used);
+      if (!status.ok()) return status;
+      pos += used;
+      offset_ += used;
+    }
+    if (data.data() == pending_.data()) {
+      pending_.erase(0, pos);
+    } else {
+      pending_.assign(data.data() + pos, data.size() - pos);
+    }
+    return absl::OkStatus();
+  }
+
+  const std::string& name_;
+  StructureChecker& checker_;
+  Mode mode_ = Mode::kUnknown;
+  bool skip_magic_ = false;
+  std::string pending_;  // an unfinished line or record
+  BinaryDecoder decoder_;
+  uint64_t offset_ = 0;  // binary: the byte offset of pending_'s first byte
+};
+
 }  // namespace
 
 namespace {
 
-// Feeds the lines of a zstd-compressed capture (one or more frames) to `checker`.
-absl::Status ReadZstd(FILE* f, const std::string& path, StructureChecker& checker) {
+// Feeds a zstd-compressed capture (one or more frames), decompressed, to `bytes`.
+absl::Status ReadZstd(FILE* f, const std::string& path, CaptureBytes& bytes) {
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
   if (dctx == nullptr) return absl::ResourceExhaustedError("cannot create a zstd context");
   std::string in(ZSTD_DStreamInSize(), '\0');
   std::string out(ZSTD_DStreamOutSize(), '\0');
-  std::string pending;
   size_t last = 0;  // ZSTD_decompressStream's last hint: 0 when a frame is complete
   uint64_t offset = 0;
   absl::Status status;
@@ -369,16 +599,11 @@ absl::Status ReadZstd(FILE* f, const std::string& path, StructureChecker& checke
             "capture '", path, "' is not valid zstd data near compressed byte ",
             offset + input.pos, ": ", ZSTD_getErrorName(last)));
       }
-      pending.append(out.data(), output.pos);
-      size_t start = 0;
-      for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
-        status = checker.Line(std::string_view(pending).substr(start, nl - start));
-        if (!status.ok()) {
-          ZSTD_freeDCtx(dctx);
-          return status;
-        }
+      status = bytes.Feed(std::string_view(out.data(), output.pos));
+      if (!status.ok()) {
+        ZSTD_freeDCtx(dctx);
+        return status;
       }
-      pending.erase(0, start);
     }
     offset += n;
   }
@@ -388,8 +613,7 @@ absl::Status ReadZstd(FILE* f, const std::string& path, StructureChecker& checke
     return absl::DataLossError(absl::StrCat(
         "capture '", path, "': the zstd stream is cut off (the capture was truncated)"));
   }
-  if (!pending.empty()) return checker.Line(pending);
-  return absl::OkStatus();
+  return bytes.End();
 }
 
 }  // namespace
@@ -407,33 +631,30 @@ absl::Status ReadCapture(const std::string& path,
                                             strerror(err), " (errno ", err, ")"));
   }
   StructureChecker checker(path, fn, stats);
+  CaptureBytes bytes(path, checker);
   // zstd frames start with the magic number 0xFD2FB528 (little-endian).
   unsigned char magic[4] = {};
   const size_t got = fread(magic, 1, 4, f);
   rewind(f);
+  absl::Status status;
   if (got == 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f &&
       magic[3] == 0xfd) {
-    absl::Status s = ReadZstd(f, path, checker);
-    fclose(f);
-    if (!s.ok()) return s;
-    return checker.End(path);
+    status = ReadZstd(f, path, bytes);
+  } else {
+    std::string chunk(size_t{1} << 20, '\0');
+    for (;;) {
+      const size_t n = fread(chunk.data(), 1, chunk.size(), f);
+      if (n == 0) break;
+      status = bytes.Feed(std::string_view(chunk.data(), n));
+      if (!status.ok()) break;
+    }
+    if (status.ok() && ferror(f) != 0) {
+      status = absl::DataLossError(absl::StrCat("error reading capture '", path, "'"));
+    }
+    if (status.ok()) status = bytes.End();
   }
-  char* line = nullptr;
-  size_t capacity = 0;
-  absl::Status status;
-  for (;;) {
-    const ssize_t n = getline(&line, &capacity, f);
-    if (n < 0) break;
-    size_t len = static_cast<size_t>(n);
-    if (len > 0 && line[len - 1] == '\n') --len;
-    status = checker.Line(std::string_view(line, len));
-    if (!status.ok()) break;
-  }
-  const bool read_error = ferror(f) != 0;
-  free(line);
   fclose(f);
   if (!status.ok()) return status;
-  if (read_error) return absl::DataLossError(absl::StrCat("error reading capture '", path, "'"));
   return checker.End(path);
 }
 
@@ -444,13 +665,9 @@ absl::Status ReadCaptureText(std::string_view text, const std::string& name,
   if (stats == nullptr) stats = &local;
   *stats = CaptureReadStats{};
   StructureChecker checker(name, fn, stats);
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    if (absl::Status s = checker.Line(text.substr(start, end - start)); !s.ok()) return s;
-    start = end + 1;
-  }
+  CaptureBytes bytes(name, checker);
+  if (absl::Status s = bytes.Feed(text); !s.ok()) return s;
+  if (absl::Status s = bytes.End(); !s.ok()) return s;
   return checker.End(name);
 }
 

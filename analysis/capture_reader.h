@@ -1,6 +1,7 @@
 // Copyright 2026 The memtrace Authors.
 //
-// capture_reader.h: a streaming reader of JSONL captures (docs/capture-format.md).
+// capture_reader.h: a streaming reader of captures (docs/capture-format.md), in either
+// encoding: JSONL text, or the compact binary form (.mtb, sinks/binary_encoding.h).
 //
 // ReadCapture() reads a capture one line at a time with simdjson and hands each line to a
 // callback as a CaptureRecord: the line's type and its fields, already decoded (addresses
@@ -11,6 +12,11 @@
 // compressed with zstd (the sink's .zst output) are recognised by their magic number and
 // decompressed as they stream; a cut-off zstd stream is reported as truncated. The trailer's
 // object is kept as raw JSON for callers that want it (CaptureRecord::raw).
+//
+// A binary capture is recognised by its magic bytes (also inside zstd) and yields exactly
+// the records its JSONL form would, except `line`, which is then the record's number
+// (epoch records count). Its errors name the record number and byte offset; a capture
+// cut off inside a record is an error that says it was truncated.
 //
 // Thread safety: ReadCapture is reentrant; each call has its own parser.
 
@@ -50,7 +56,7 @@ enum class LineType : uint8_t {
 // One decoded line. Fields a line type does not carry are zero or empty.
 struct CaptureRecord {
   LineType type = LineType::kHeader;
-  uint64_t line = 0;  // 1-based line number in the file
+  uint64_t line = 0;  // 1-based line number in the file (binary captures: record number)
   // Events (`t`); on the header, its started_unix_ns.
   int64_t t = 0;
   uint32_t epoch = 0;
@@ -66,6 +72,7 @@ struct CaptureRecord {
   uint32_t label = 0;
   int64_t bytes = 0;
   int64_t mono_ns = 0;  // scope and interval events: the thread's steady clock
+  uint32_t category = 0;  // interval events
   // Tables and header.
   uint32_t id = 0;
   uint32_t parent = 0;
@@ -87,6 +94,7 @@ struct CaptureRecord {
   // Sampled captures: how many allocations like this one the sample stands for (1 when
   // the capture is not sampled).
   double weight = 1.0;
+  bool has_weight = false;  // the line carried a `weight` (every allocation of a sampled capture)
   // Trailer.
   bool complete = false;
   std::string raw;  // the whole line, for the header and the trailer
@@ -106,7 +114,8 @@ absl::Status ReadCapture(const std::string& path,
                          const std::function<absl::Status(const CaptureRecord&)>& fn,
                          CaptureReadStats* stats = nullptr);
 
-// The same over text in memory (tests, fuzzers). `name` stands in for the file name.
+// The same over a capture in memory, either encoding but not compressed (tests, fuzzers).
+// `name` stands in for the file name.
 absl::Status ReadCaptureText(std::string_view text, const std::string& name,
                              const std::function<absl::Status(const CaptureRecord&)>& fn,
                              CaptureReadStats* stats = nullptr);

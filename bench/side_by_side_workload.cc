@@ -56,7 +56,8 @@ ABSL_FLAG(std::string, workload, "churn", "churn, server, frame or realloc");
 ABSL_FLAG(std::string, mode, "plain", "plain, api, or arena (frame only)");
 ABSL_FLAG(int, threads, 1, "worker threads, 1..256");
 ABSL_FLAG(double, scale, 1.0, "multiplies the work per thread (0 < scale <= 1000)");
-ABSL_FLAG(std::string, capture, "side_by_side.jsonl", "api mode: the capture path");
+ABSL_FLAG(std::string, capture, "side_by_side.mtb",
+          "api mode: the capture path (.mtb binary, .jsonl JSONL; .zst compresses)");
 
 namespace memtrace {
 namespace {

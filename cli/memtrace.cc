@@ -19,6 +19,7 @@
 #include <string>
 
 #include "cli/analysis_commands.h"
+#include "cli/convert_command.h"
 #include "cli/report_command.h"
 #include "cli/run_command.h"
 
@@ -47,6 +48,8 @@ constexpr Command kCommands[] = {
      memtrace::CoverageCommand},
     {"export", "the capture for other viewers: --format=perfetto, folded or pprof",
      memtrace::ExportCommand},
+    {"convert", "rewrite a capture as binary (OUT.mtb) or JSONL: convert IN OUT",
+     memtrace::ConvertCommand},
     {"report", "a self-contained HTML report with plots: report CAPTURE -o report.html",
      memtrace::ReportCommand},
     {"run", "trace an unmodified program: memtrace run [flags] -- program args...",
@@ -57,9 +60,9 @@ void PrintUsage(FILE* out) {
   fputs("usage: memtrace <command> [flags] ARGS...\n\ncommands:\n", out);
   for (const Command& c : kCommands) fprintf(out, "  %-10s %s\n", c.name, c.summary);
   fputs("  help       this text, or `memtrace help COMMAND` (same as COMMAND --help)\n\n"
-        "Every command takes --help. CAPTURE is a JSONL capture written by memtrace\n"
-        "(docs/capture-format.md), plain or zstd-compressed. Exit status: 0 ok, 1 a finding\n"
-        "(verify), 2 bad usage or unreadable input.\n",
+        "Every command takes --help. CAPTURE is a capture written by memtrace\n"
+        "(docs/capture-format.md): binary (.mtb) or JSONL, plain or zstd-compressed.\n"
+        "Exit status: 0 ok, 1 a finding (verify), 2 bad usage or unreadable input.\n",
         out);
 }
 

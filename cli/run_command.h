@@ -15,7 +15,8 @@
 //     partial; `memtrace verify` says so.
 //
 // Options (before `--`):
-//   --output=PATH       capture path; "%p" is the program's pid (default memtrace-%p.jsonl)
+//   --output=PATH       capture path; "%p" is the program's pid (default memtrace-%p.mtb,
+//                       the binary encoding; a path ending in .jsonl gives JSONL)
 //   --depth=N           stack frames per allocation, 0..64 (default 16)
 //   --unwind=fp|dwarf   how stacks are walked (default dwarf)
 //   --min-size=BYTES    skip blocks smaller than this (default 0)
@@ -38,7 +39,7 @@ namespace memtrace {
 
 // The options of `memtrace run`, as ParseRunOptions() reads them.
 struct RunOptions {
-  std::string output = "memtrace-%p.jsonl";
+  std::string output = "memtrace-%p.mtb";
   std::string depth;
   std::string unwind;
   std::string min_size;

@@ -651,6 +651,9 @@ void Start() {
     return;
   }
   std::string path = CapturePath(settings.output, traced_pid, root_pid);
+  JsonlSinkOptions options;
+  // The encoding and compression the path names, before an ".execN" suffix hides them.
+  JsonlSink::ApplyPathExtension(path, &options);
   if (settings.trace_children) {
     // An exec'd image keeps the pid, so it would reuse its parent image's path.
     const std::string base = path;
@@ -658,7 +661,6 @@ void Start() {
       path = absl::StrCat(base, ".exec", n);
     }
   }
-  JsonlSinkOptions options;
   options.source = "preload";
   options.max_backpressure = absl::Seconds(2);
   options.sample_interval_bytes = settings.sample_bytes;

@@ -5,7 +5,8 @@
 // The knobs mirror the seed's (tiny.memtrace and Tracy's memory profiling):
 //
 //   MEMTRACE_OUTPUT          capture path; "%p" becomes the process id
-//                            (default "memtrace-%p.jsonl"; ".zst" compresses)
+//                            (default "memtrace-%p.mtb", the binary encoding; a path
+//                            ending in ".jsonl" gives JSONL; ".zst" compresses)
 //   MEMTRACE_MIN_SIZE        bytes; blocks whose usable size is smaller are not recorded
 //                            (the seed's minCpuAllocSizeInBytesToTrack; default 0)
 //   MEMTRACE_STACK_DEPTH     frames per allocation, 0..64; 0 records the return address
@@ -40,7 +41,7 @@ namespace memtrace {
 enum class UnwindMethod : uint8_t { kFramePointers, kDwarf };
 
 struct PreloadConfig {
-  std::string output = "memtrace-%p.jsonl";
+  std::string output = "memtrace-%p.mtb";
   uint64_t min_size = 0;
   uint32_t stack_depth = 16;
   UnwindMethod unwind = UnwindMethod::kDwarf;

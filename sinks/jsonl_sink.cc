@@ -8,18 +8,17 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <chrono>
 #include <cstring>
 
-#include <zstd.h>
-
 #include "absl/strings/str_cat.h"
 #include "runtime/internal/thread_state.h"
-#include "sinks/json_text.h"
 #include "runtime/layer_table.h"
 #include "runtime/module_map.h"
 #include "runtime/scope_table.h"
+#include "sinks/json_text.h"
+#include "sinks/jsonl_encoding.h"
+#include "sinks/zstd_file_stream.h"
 #include "transport/ticket.h"
 
 namespace memtrace {
@@ -30,73 +29,6 @@ constexpr size_t kFlushBytes = size_t{1} << 20;
 // (64K records, 2.5 MiB), so an outsized epoch's memory is given back.
 constexpr size_t kSpareBatches = 4;
 constexpr size_t kSpareCapacity = size_t{1} << 16;
-
-std::string Hex(uint64_t v) { return absl::StrCat("\"0x", absl::Hex(v), "\""); }
-
-// A sampled block's weight (JsonlSinkOptions::sample_interval_bytes), as JSON text.
-std::string SampleWeightText(uint64_t size, uint64_t interval) {
-  const double p = -std::expm1(-static_cast<double>(size) / static_cast<double>(interval));
-  const double w = p > 0 ? 1.0 / p : 1e15;
-  return absl::StrCat(w < 1.0 ? 1.0 : w > 1e15 ? 1e15 : w);
-}
-
-// Appends JSON fragments to a string without temporaries: the event lines' formatter.
-class LineAppender {
- public:
-  explicit LineAppender(std::string* out) : out_(out) {}
-
-  LineAppender& Raw(std::string_view text) {
-    out_->append(text.data(), text.size());
-    return *this;
-  }
-  LineAppender& U64(uint64_t v) {
-    // Two digits per step from a table of "00".."99".
-    static constexpr char kPairs[] =
-        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-        "8081828384858687888990919293949596979899";
-    char digits[20];
-    char* const end = digits + sizeof(digits);
-    char* p = end;
-    while (v >= 100) {
-      const uint64_t pair = (v % 100) * 2;
-      v /= 100;
-      *--p = kPairs[pair + 1];
-      *--p = kPairs[pair];
-    }
-    if (v >= 10) {
-      *--p = kPairs[v * 2 + 1];
-      *--p = kPairs[v * 2];
-    } else {
-      *--p = static_cast<char>('0' + v);
-    }
-    out_->append(p, static_cast<size_t>(end - p));
-    return *this;
-  }
-  LineAppender& I64(int64_t v) {
-    if (v >= 0) return U64(static_cast<uint64_t>(v));
-    out_->push_back('-');
-    return U64(0 - static_cast<uint64_t>(v));
-  }
-  // "0x..." in lower-case hex, quoted (docs/capture-format.md, Conventions).
-  LineAppender& Hex(uint64_t v) {
-    static constexpr char kDigits[] = "0123456789abcdef";
-    char digits[19];
-    char* const end = digits + sizeof(digits);
-    char* p = end;
-    do {
-      *--p = kDigits[v & 15];
-      v >>= 4;
-    } while (v != 0);
-    out_->append("\"0x", 3);
-    out_->append(p, static_cast<size_t>(end - p));
-    out_->push_back('"');
-    return *this;
-  }
-
- private:
-  std::string* out_;
-};
 
 std::string Integrity(const CaptureIntegrity& in) {
   return absl::StrCat(
@@ -130,7 +62,7 @@ int64_t UnixNowNs() {
 absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& path,
                                                            const JsonlSinkOptions& given) {
   JsonlSinkOptions options = given;
-  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".zst") == 0) options.zstd = true;
+  ApplyPathExtension(path, &options);
   FILE* f = fopen(path.c_str(), "we");
   if (f == nullptr) {
     const int err = errno;
@@ -142,6 +74,15 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& pa
   // would be written twice if the program forked and the child exited through exit().
   setvbuf(f, nullptr, _IONBF, 0);
   return FromStream(f, /*owned=*/true, path, options);
+}
+
+void JsonlSink::ApplyPathExtension(const std::string& path, JsonlSinkOptions* options) {
+  auto ends_with = [&](std::string_view suffix) {
+    return path.size() > suffix.size() &&
+           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".zst")) options->zstd = true;
+  if (ends_with(".mtb") || ends_with(".mtb.zst")) options->encoding = CaptureEncoding::kBinary;
 }
 
 absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::FromStream(
@@ -157,21 +98,17 @@ JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
                      const JsonlSinkOptions& options)
     : stream_(stream), owned_(owned), name_(std::move(name)), options_(options) {
   if (options_.zstd) {
-    ZSTD_CCtx* cctx = ZSTD_createCCtx();
-    if (cctx != nullptr) {
-      ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, options_.zstd_level);
-      ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-    }
-    zstd_ = cctx;
-    if (zstd_ == nullptr) status_ = absl::ResourceExhaustedError("memtrace: zstd context");
+    zstd_ = std::make_unique<ZstdFileStream>(options_.zstd_level, /*checksum=*/true);
+    if (!zstd_->ok()) status_ = absl::ResourceExhaustedError("memtrace: zstd context");
   }
   // The header is the writer's first line (written on its thread, like every line).
-  buffer_ = absl::StrCat(
+  if (options_.encoding == CaptureEncoding::kBinary) binary_.Magic();
+  Emit(absl::StrCat(
       "{\"type\":\"header\",\"format\":\"memtrace-jsonl\",\"schema_version\":",
       kCaptureSchemaVersion, ",\"pid\":", getpid(),
       ",\"clock\":\"unix_ns\",\"started_unix_ns\":", UnixNowNs(),
       ",\"source\":", JsonQuote(options_.source), ",\"time_resolution\":\"epoch\"",
-      options_.header_fields.empty() ? "" : ",", options_.header_fields, "}\n");
+      options_.header_fields.empty() ? "" : ",", options_.header_fields, "}"));
   writer_ = std::thread([this] { WriterLoop(); });
 }
 
@@ -182,25 +119,6 @@ JsonlSink::~JsonlSink() {
   }
   cv_.notify_all();
   if (writer_.joinable()) writer_.join();  // drains the queue and closes the file
-  ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(zstd_));
-}
-
-bool JsonlSink::CompressAndWrite(const std::string& input, bool end_frame, size_t* written) {
-  auto* cctx = static_cast<ZSTD_CCtx*>(zstd_);
-  ZSTD_inBuffer in{input.data(), input.size(), 0};
-  compressed_.resize(ZSTD_CStreamOutSize());
-  for (;;) {
-    ZSTD_outBuffer out{compressed_.data(), compressed_.size(), 0};
-    const size_t left =
-        ZSTD_compressStream2(cctx, &out, &in, end_frame ? ZSTD_e_end : ZSTD_e_flush);
-    if (ZSTD_isError(left)) {
-      errno = EIO;
-      return false;
-    }
-    if (out.pos > 0 && fwrite(compressed_.data(), 1, out.pos, stream_) != out.pos) return false;
-    *written += out.pos;
-    if (left == 0 && in.pos == in.size) return true;
-  }
 }
 
 void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
@@ -253,10 +171,10 @@ void JsonlSink::WriterLoop() {
   for (;;) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty() && stopping_) {
-      std::string trailer = std::move(trailer_);
+      std::vector<std::string> final_lines = std::move(final_lines_);
       lock.unlock();
-      if (!trailer.empty()) {
-        Emit(trailer);
+      if (!final_lines.empty()) {
+        for (const std::string& line : final_lines) Emit(line);
         FlushOutput();
       }
       CloseOutput();
@@ -279,51 +197,46 @@ void JsonlSink::WriterLoop() {
   }
 }
 
-void JsonlSink::EnsureLayer(uint8_t layer) {
-  if (layers_written_[layer]) return;
+void JsonlSink::WriteLayer(uint8_t layer) {
   layers_written_[layer] = true;
-  Emit(absl::StrCat("{\"type\":\"layer\",\"id\":", layer,
-                    ",\"name\":", JsonQuote(LayerTable::Global().Name(layer)), "}"));
+  Emit(JsonLayerLine(layer, LayerTable::Global().Name(layer)));
 }
 
-void JsonlSink::EnsureScope(uint32_t path) {
-  if (path < scopes_written_.size() && scopes_written_[path]) return;
+void JsonlSink::WriteScope(uint32_t path) {
   ScopeTable& table = ScopeTable::Global();
   if (path != ScopeTable::kRootPath) EnsureScope(table.Parent(path));
   if (path >= scopes_written_.size()) scopes_written_.resize(path + 1, false);
   scopes_written_[path] = true;
-  Emit(absl::StrCat("{\"type\":\"scope\",\"id\":", path, ",\"parent\":", table.Parent(path),
-                    ",\"name\":", JsonQuote(table.Name(path)),
-                    ",\"path\":", JsonQuote(table.PathString(path)), "}"));
+  Emit(JsonScopeLine(path, table.Parent(path), table.Name(path), table.PathString(path)));
 }
 
 uint32_t JsonlSink::SiteId(uint64_t site) {
+  // Consecutive allocations often share a site: skip the lookup for a repeat.
+  if (site == last_site_ && last_site_id_ != kNoSite) return last_site_id_;
+  last_site_ = site;
+  last_site_id_ = SiteIdSlow(site);
+  return last_site_id_;
+}
+
+uint32_t JsonlSink::SiteIdSlow(uint64_t site) {
   auto it = site_ids_.find(site);
   if (it != site_ids_.end()) return it->second;
   if (site_ids_.size() >= options_.site_capacity) {
     // Past the bound: one shared bucket, as in the recorder's site table.
     if (other_site_id_ == 0) {
       other_site_id_ = static_cast<uint32_t>(site_ids_.size()) + 1;
-      Emit(absl::StrCat("{\"type\":\"site\",\"id\":", other_site_id_ - 1,
-                        ",\"addr\":", Hex(SiteTable::kOtherSitesValue), ",\"other\":true}"));
+      Emit(JsonSiteLine(other_site_id_ - 1, SiteTable::kOtherSitesValue, {}, /*other=*/true));
     }
     return other_site_id_ - 1;
   }
   const auto id = static_cast<uint32_t>(site_ids_.size());
   site_ids_.emplace(site, id);
-  std::string line;
   auto stack = stacks_.find(site);
   if (stack != stacks_.end() && !stack->second.empty()) {
-    line = absl::StrCat("{\"type\":\"site\",\"id\":", id, ",\"addr\":", Hex(stack->second[0]),
-                        ",\"frames\":[");
-    for (size_t i = 0; i < stack->second.size(); ++i) {
-      absl::StrAppend(&line, i == 0 ? "" : ",", Hex(stack->second[i]));
-    }
-    line += "]}";
+    Emit(JsonSiteLine(id, stack->second[0], stack->second, /*other=*/false));
   } else {
-    line = absl::StrCat("{\"type\":\"site\",\"id\":", id, ",\"addr\":", Hex(site), "}");
+    Emit(JsonSiteLine(id, site, {}, /*other=*/false));
   }
-  Emit(line);
   return id;
 }
 
@@ -346,85 +259,88 @@ void JsonlSink::AddStackFrames(const ObservedEvent& o) {
 
 void JsonlSink::WriteBatch(const Batch& batch) {
   // Every line of the batch shares the epoch's time and number.
-  const std::string epoch_fields =
-      absl::StrCat("\",\"t\":", batch.start_unix_ns, ",\"epoch\":", batch.epoch, ",\"thread\":");
+  const bool binary = options_.encoding == CaptureEncoding::kBinary;
+  const std::string time_fields =
+      binary ? std::string() : JsonTimeFields(batch.start_unix_ns, batch.epoch);
   for (const ObservedEvent& o : batch.events) {
     const Event& e = o.event;
-    const EventKind kind = e.kind();
-    // Table lines an event refers to go first, then the event's line, formatted straight
-    // into the output buffer (this loop is the sink's throughput).
-    uint32_t site = 0;
-    switch (kind) {
+    // Table lines an event refers to go first, then the event, encoded straight into the
+    // output buffer (this loop is the sink's throughput).
+    CaptureEvent c;
+    c.thread = Ticket::RingId(o.ticket);
+    c.layer = e.layer();
+    switch (e.kind()) {
       case EventKind::kAlloc:
       case EventKind::kRemapTarget:
         EnsureLayer(e.layer());
         EnsureScope(e.scope());
-        site = SiteId(e.word2);
+        c.type = e.kind() == EventKind::kAlloc ? CaptureEventType::kAlloc
+                                               : CaptureEventType::kRemapTarget;
+        c.site = SiteId(e.word2);
+        c.addr = e.address();
+        c.size = e.size();
+        c.scope = e.scope();
+        c.ticket = o.ticket;
+        if (options_.sample_interval_bytes != 0) {
+          c.has_weight = true;
+          c.weight = SampleWeight(e.size(), options_.sample_interval_bytes);
+          // The binary record stores the value a reader of the JSON text would get.
+          if (binary) c.weight = RoundedWeight(c.weight);
+        }
         break;
       case EventKind::kFree:
       case EventKind::kRemap:
       case EventKind::kResize:
+        EnsureLayer(e.layer());
+        c.type = e.kind() == EventKind::kFree    ? CaptureEventType::kFree
+                 : e.kind() == EventKind::kRemap ? CaptureEventType::kRemap
+                                                 : CaptureEventType::kResize;
+        c.addr = e.address();
+        c.size = e.size();
+        c.of = e.word2;
+        c.ticket = o.ticket;
+        break;
       case EventKind::kArenaReset:
         EnsureLayer(e.layer());
+        c.type = CaptureEventType::kArenaReset;
         break;
       case EventKind::kScopeEnter:
       case EventKind::kScopeExit:
         EnsureScope(static_cast<uint32_t>(e.address()));
         EnsureScope(e.scope());
+        c.type = e.kind() == EventKind::kScopeEnter ? CaptureEventType::kScopeEnter
+                                                    : CaptureEventType::kScopeExit;
+        c.scope = static_cast<uint32_t>(e.address());
+        c.outer = e.scope();
+        c.mono_ns = static_cast<int64_t>(e.word2);
+        break;
+      case EventKind::kCensusUpdate:
+        c.type = CaptureEventType::kCensus;
+        c.label = static_cast<uint32_t>(e.address());
+        c.bytes = static_cast<int64_t>(e.word2);
+        break;
+      case EventKind::kIntervalBegin:
+      case EventKind::kIntervalEnd:
+        c.type = e.kind() == EventKind::kIntervalBegin ? CaptureEventType::kIntervalBegin
+                                                       : CaptureEventType::kIntervalEnd;
+        c.category = static_cast<uint32_t>(e.address());
+        c.mono_ns = static_cast<int64_t>(e.word2);
         break;
       case EventKind::kStackFrames:
         AddStackFrames(o);
         continue;  // stacks become site lines, not lines of their own
-      case EventKind::kInvalid:
-        continue;
       default:
-        break;
+        continue;  // kInvalid
     }
-    // Line types are the capture format's names (docs/capture-format.md), which match the
-    // event kinds' names except for census updates.
-    const char* type = kind == EventKind::kCensusUpdate ? "census" : EventKindName(kind);
-    LineAppender line(&buffer_);
-    line.Raw("{\"type\":\"").Raw(type).Raw(epoch_fields).U64(Ticket::RingId(o.ticket));
-    switch (kind) {
-      case EventKind::kAlloc:
-      case EventKind::kRemapTarget:
-        line.Raw(",\"addr\":").Hex(e.address()).Raw(",\"size\":").U64(e.size());
-        line.Raw(",\"layer\":").U64(e.layer()).Raw(",\"scope\":").U64(e.scope());
-        line.Raw(",\"site\":").U64(site).Raw(",\"ticket\":").U64(o.ticket);
-        if (options_.sample_interval_bytes != 0) {
-          line.Raw(",\"weight\":").Raw(SampleWeightText(e.size(), options_.sample_interval_bytes));
-        }
-        break;
-      case EventKind::kFree:
-      case EventKind::kRemap:
-        line.Raw(",\"addr\":").Hex(e.address()).Raw(",\"layer\":").U64(e.layer());
-        line.Raw(",\"of\":").U64(e.word2).Raw(",\"ticket\":").U64(o.ticket);
-        break;
-      case EventKind::kResize:
-        line.Raw(",\"addr\":").Hex(e.address()).Raw(",\"size\":").U64(e.size());
-        line.Raw(",\"layer\":").U64(e.layer()).Raw(",\"of\":").U64(e.word2);
-        line.Raw(",\"ticket\":").U64(o.ticket);
-        break;
-      case EventKind::kScopeEnter:
-      case EventKind::kScopeExit:
-        line.Raw(",\"scope\":").U64(e.address()).Raw(",\"outer\":").U64(e.scope());
-        line.Raw(",\"mono_ns\":").U64(e.word2);
-        break;
-      case EventKind::kCensusUpdate:
-        line.Raw(",\"label\":").U64(e.address());
-        line.Raw(",\"bytes\":").I64(static_cast<int64_t>(e.word2));
-        break;
-      case EventKind::kIntervalBegin:
-      case EventKind::kIntervalEnd:
-        line.Raw(",\"category\":").U64(e.address()).Raw(",\"mono_ns\":").U64(e.word2);
-        break;
-      case EventKind::kArenaReset:
-        line.Raw(",\"layer\":").U64(e.layer());
-        break;
-      default:
-        break;
+    if (binary) {
+      // After the event's table lines, as `memtrace convert` writes it (a no-op but for
+      // the epoch's first event).
+      binary_.Epoch(batch.start_unix_ns, batch.epoch);
+      binary_.Event(c);
+    } else {
+      AppendJsonEvent(c, time_fields, &buffer_);
+      buffer_ += '\n';
     }
-    line.Raw("}\n");
     if (buffer_.size() >= kFlushBytes) FlushOutput();
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -436,8 +352,12 @@ void JsonlSink::WriteBatch(const Batch& batch) {
 }
 
 void JsonlSink::Emit(const std::string& line) {
-  buffer_ += line;
-  buffer_ += '\n';
+  if (options_.encoding == CaptureEncoding::kBinary) {
+    binary_.Json(line);
+  } else {
+    buffer_ += line;
+    buffer_ += '\n';
+  }
   if (buffer_.size() >= kFlushBytes) FlushOutput();
 }
 
@@ -453,7 +373,7 @@ void JsonlSink::FlushOutput() {
     size_t n = 0;
     bool ok;
     if (zstd_ != nullptr) {
-      ok = CompressAndWrite(buffer_, /*end_frame=*/false, &n);
+      ok = zstd_->Write(buffer_, /*end_frame=*/false, stream_, &n);
     } else {
       n = fwrite(buffer_.data(), 1, buffer_.size(), stream_);
       ok = n == buffer_.size();
@@ -511,17 +431,15 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
   const bool complete =
       !mark_partial && snap.integrity.complete() && s.events_lost == 0 && status().ok();
   // The module map goes last, so it includes libraries loaded while tracing.
-  std::string modules;
+  std::vector<std::string> lines;
   for (const ModuleInfo& m : LoadedModules()) {
-    absl::StrAppend(&modules, "{\"type\":\"module\",\"path\":", JsonQuote(m.path),
-                    ",\"start\":", Hex(m.start), ",\"end\":", Hex(m.end),
-                    ",\"offset\":", Hex(m.offset), ",\"build_id\":", JsonQuote(m.build_id),
-                    "}\n");
+    lines.push_back(JsonModuleLine(m.path, m.start, m.end, m.offset, m.build_id));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    trailer_ = absl::StrCat(
-        modules, "{\"type\":\"trailer\",\"complete\":", complete ? "true" : "false",
+    final_lines_ = std::move(lines);
+    final_lines_.push_back(absl::StrCat(
+        "{\"type\":\"trailer\",\"complete\":", complete ? "true" : "false",
         ",\"finished_unix_ns\":", UnixNowNs(), ",\"sink\":{\"events_written\":",
         s.events_written, ",\"events_lost\":", s.events_lost, ",\"write_errors\":",
         s.write_errors, ",\"stack_collisions\":", s.stack_collisions, "},\"integrity\":", Integrity(snap.integrity),
@@ -531,7 +449,7 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
         snap.memtrace_memory.rings, ",\"tickets\":", snap.memtrace_memory.tickets,
         ",\"ledger\":", snap.memtrace_memory.ledger, ",\"sites\":",
         snap.memtrace_memory.sites, "}",
-        trailer_fields.empty() ? "" : ",", std::string(trailer_fields), "}");
+        trailer_fields.empty() ? "" : ",", std::string(trailer_fields), "}"));
     stopping_ = true;
   }
   cv_.notify_all();
@@ -543,7 +461,7 @@ void JsonlSink::CloseOutput() {
   if (zstd_ != nullptr && stream_ != nullptr && status().ok()) {
     // End the zstd frame (its checksum), so the file is complete.
     size_t n = 0;
-    if (!CompressAndWrite(std::string(), /*end_frame=*/true, &n) || fflush(stream_) != 0) {
+    if (!zstd_->Write({}, /*end_frame=*/true, stream_, &n) || fflush(stream_) != 0) {
       const int err = errno != 0 ? errno : EIO;
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.write_errors;

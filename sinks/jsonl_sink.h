@@ -1,6 +1,9 @@
 // Copyright 2026 The memtrace Authors.
 //
-// jsonl_sink.h: the capture file, one JSON object per line (docs/capture-format.md).
+// jsonl_sink.h: the capture file, one JSON object per line (docs/capture-format.md), or
+// the same records in the compact binary encoding (binary_encoding.h; paths ending in
+// .mtb). The name stays from when JSONL was the only encoding: everything but the bytes of
+// each record (the queue, the writer thread, tables, the trailer) is shared.
 //
 // A JsonlSink is an EventObserver (runtime/event_observer.h): attach it to a tracer's
 // recorder before Start(), and call Finish() with a final snapshot after Stop(). The file
@@ -41,12 +44,20 @@
 #include "runtime/event_observer.h"
 #include "runtime/site_table.h"
 #include "runtime/snapshot.h"
+#include "sinks/binary_encoding.h"
+#include "sinks/zstd_file_stream.h"
 
 namespace memtrace {
 
 inline constexpr int kCaptureSchemaVersion = 1;
 
+// How records are written: JSONL text (sinks/jsonl_encoding.h) or the compact binary form
+// (sinks/binary_encoding.h), several times cheaper to write and ~10x smaller.
+enum class CaptureEncoding : uint8_t { kJsonl, kBinary };
+
 struct JsonlSinkOptions {
+  // Open() picks kBinary by itself for paths ending in ".mtb" or ".mtb.zst".
+  CaptureEncoding encoding = CaptureEncoding::kJsonl;
   // Compress the capture with zstd (a single zstd frame; `zstd -d` or the capture reader
   // reads it). Open() turns this on by itself for paths ending in ".zst".
   bool zstd = false;
@@ -83,9 +94,14 @@ struct JsonlSinkStats {
 
 class JsonlSink final : public EventObserver {
  public:
-  // Creates (truncates) `path` and writes the header. Errors say what and where.
+  // Creates (truncates) `path` and writes the header. Errors say what and where. The
+  // path's extension may switch options on: ".zst" compresses, ".mtb" (or ".mtb.zst")
+  // writes the binary encoding.
   static absl::StatusOr<std::unique_ptr<JsonlSink>> Open(
       const std::string& path, const JsonlSinkOptions& options = JsonlSinkOptions{});
+  // What Open() turns on for `path`: zstd for ".zst", the binary encoding for ".mtb" and
+  // ".mtb.zst". For callers that open a variant of the path (a ".exec1" suffix).
+  static void ApplyPathExtension(const std::string& path, JsonlSinkOptions* options);
   // Writes to an open stream (a pipe, stdout). The sink closes it if `owned`.
   static absl::StatusOr<std::unique_ptr<JsonlSink>> FromStream(
       FILE* stream, bool owned, const std::string& name,
@@ -118,21 +134,28 @@ class JsonlSink final : public EventObserver {
   JsonlSink(FILE* stream, bool owned, std::string name, const JsonlSinkOptions& options);
   void WriterLoop();
   void WriteBatch(const Batch& batch);
-  void EnsureScope(uint32_t path);
-  void EnsureLayer(uint8_t layer);
-  uint32_t SiteId(uint64_t site);
+  // Table lines, written before the first event that refers to them.
+  void EnsureScope(uint32_t path) {
+    if (path >= scopes_written_.size() || !scopes_written_[path]) WriteScope(path);
+  }
+  void EnsureLayer(uint8_t layer) {
+    if (!layers_written_[layer]) WriteLayer(layer);
+  }
+  void WriteScope(uint32_t path);  // and its parents
+  void WriteLayer(uint8_t layer);
+  uint32_t SiteId(uint64_t site);  // writes the site's line the first time
+  uint32_t SiteIdSlow(uint64_t site);
   void AddStackFrames(const ObservedEvent& o);
-  void Emit(const std::string& line);  // writer thread only
+  // Writes a header, table, module or trailer line (JSON text, no newline) in the
+  // capture's encoding. Writer thread only.
+  void Emit(const std::string& line);
   void FlushOutput();
   void CloseOutput();
   // True when the capture is a regular file with no name left (it or its directory was
   // removed): writes still succeed, but nobody can read them.
   bool Unlinked() const;
 
-  // zstd state when compressing (an opaque ZSTD_CCtx*), and its output buffer.
-  void* zstd_ = nullptr;
-  std::string compressed_;
-  bool CompressAndWrite(const std::string& input, bool end_frame, size_t* written);
+  std::unique_ptr<ZstdFileStream> zstd_;  // when compressing
 
   FILE* stream_;
   const bool owned_;
@@ -149,14 +172,19 @@ class JsonlSink final : public EventObserver {
   bool finished_ = false;
   JsonlSinkStats stats_;
   absl::Status status_;
-  std::string trailer_;  // set by Finish(); the writer writes it last
+  // Set by Finish(): the module lines and the trailer; the writer writes them last.
+  std::vector<std::string> final_lines_;
 
   // Writer-thread state.
   std::string buffer_;
+  BinaryEncoder binary_{&buffer_};  // used when options_.encoding is kBinary
   std::vector<bool> scopes_written_;
   bool layers_written_[256] = {};
   absl::flat_hash_map<uint64_t, uint32_t> site_ids_;
   uint32_t other_site_id_ = 0;  // 0 until the bucket's line is written, then id + 1
+  static constexpr uint32_t kNoSite = ~uint32_t{0};
+  uint64_t last_site_ = 0;  // SiteId()'s last answer
+  uint32_t last_site_id_ = kNoSite;
   // Call stacks by hash (event.h), and each thread's stack being received.
   absl::flat_hash_map<uint64_t, std::vector<uint64_t>> stacks_;
   absl::flat_hash_map<uint32_t, std::vector<uint64_t>> partial_stacks_;

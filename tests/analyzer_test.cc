@@ -6,6 +6,8 @@
 
 #include "analysis/analyzer.h"
 
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -307,6 +309,17 @@ struct Malformed {
   const char* message;
 };
 
+// Each case must fail, with its message, when read as a capture named `name`.
+void ExpectClearErrors(const std::vector<Malformed>& cases, const std::string& name) {
+  for (const Malformed& c : cases) {
+    const absl::Status s =
+        ReadCaptureText(c.text, name, [](const CaptureRecord&) { return absl::OkStatus(); });
+    EXPECT_FALSE(s.ok()) << c.what;
+    EXPECT_NE(s.message().find(c.message), std::string::npos)
+        << c.what << ": got '" << s.message() << "'";
+  }
+}
+
 TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
   const std::string header = "{\"type\":\"header\",\"schema_version\":1}\n";
   const std::vector<Malformed> cases = {
@@ -345,13 +358,121 @@ TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
                 "\"layer\":0,\"scope\":0,\"site\":0,\"ticket\":1,\"weight\":0.5}\n",
        "bad.jsonl:2: field 'weight' must be a number from 1 to 1e15"},
   };
-  for (const Malformed& c : cases) {
-    const absl::Status s = ReadCaptureText(
-        c.text, "bad.jsonl", [](const CaptureRecord&) { return absl::OkStatus(); });
-    EXPECT_FALSE(s.ok()) << c.what;
-    EXPECT_NE(s.message().find(c.message), std::string::npos)
-        << c.what << ": got '" << s.message() << "'";
+  ExpectClearErrors(cases, "bad.jsonl");
+}
+
+// Binary captures (.mtb; docs/capture-format.md, "Binary encoding"), built byte by byte
+// here so the cases do not depend on the encoder they check.
+std::string Varint(uint64_t v) {
+  std::string out;
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
   }
+  out.push_back(static_cast<char>(v));
+  return out;
+}
+
+std::string JsonRecord(const std::string& json) { return "\x01" + Varint(json.size()) + json; }
+
+std::string Double(double d) {
+  uint64_t bits;
+  memcpy(&bits, &d, 8);
+  std::string out;
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(bits >> (8 * i)));
+  return out;
+}
+
+TEST(CaptureReaderTest, MalformedBinaryInputsGetClearErrors) {
+  const std::string magic = "MTRACEB1";
+  // The header record spans bytes 8..45, so the second record starts at byte 46.
+  const std::string head = magic + JsonRecord("{\"type\":\"header\",\"schema_version\":1}");
+  ASSERT_EQ(head.size(), 46u);
+  const std::string trailer = JsonRecord("{\"type\":\"trailer\",\"complete\":true}");
+  // An alloc on thread 1: addr +16, size 8, layer 0, scope 0, site 0, ticket +1.
+  const std::string alloc_fields = std::string("\x01\x20\x08\x00\x00\x00\x02", 7);
+  const std::vector<Malformed> cases = {
+      {"magic only", magic, "bad.mtb: empty file"},
+      {"event first", magic + "\x10" + alloc_fields,
+       "bad.mtb: record 1 at byte 8: the first record is not a header"},
+      {"future schema", magic + JsonRecord("{\"type\":\"header\",\"schema_version\":2}"),
+       "bad.mtb: record 1 at byte 8: unknown schema version 2"},
+      {"not JSON", magic + JsonRecord("abc"), "bad.mtb: record 1 at byte 8: not"},
+      {"unknown tag", head + "\x30", "bad.mtb: record 2 at byte 46: unknown record tag 0x30"},
+      {"weight on a free", head + "\x91", "record 2 at byte 46: unknown record tag 0x91"},
+      {"cut-off varint", head + "\x10\x80",
+       "bad.mtb: record 2 at byte 46 is cut off (2 bytes of it are there): the capture was "
+       "truncated"},
+      {"cut-off weight", head + "\x90" + alloc_fields + "\x01\x02",
+       "record 2 at byte 46 is cut off"},
+      {"varint past 64 bits", head + "\x10" + std::string(9, '\xff') + "\x7f",
+       "record 2 at byte 46: a varint overflows 64 bits"},
+      {"thread out of range", head + "\x10" + Varint(uint64_t{1} << 33),
+       "record 2 at byte 46: field 'thread' is out of range (8589934592)"},
+      {"epoch out of range", head + "\x02" + Varint(uint64_t{1} << 32) + std::string(1, '\0'),
+       "record 2 at byte 46: field 'epoch' is out of range"},
+      {"length past the end", head + "\x01\x50{}", "record 2 at byte 46 is cut off"},
+      {"absurd length", head + "\x01" + Varint(uint64_t{1} << 40),
+       "record 2 at byte 46: a record of 1099511627776 bytes"},
+      {"weight below one", head + "\x90" + alloc_fields + Double(0.5),
+       "record 2 at byte 46: field 'weight' must be a number from 1 to 1e15"},
+      {"weight not a number", head + "\x94" + alloc_fields + Double(std::nan("")),
+       "record 2 at byte 46: field 'weight' must be a number from 1 to 1e15"},
+      {"event in a JSON record",
+       head + JsonRecord("{\"type\":\"arena_reset\",\"t\":1,\"thread\":1,\"layer\":0}"),
+       "record 2 at byte 46: a JSON record holds an event"},
+      {"empty JSON record", head + JsonRecord(""), "record 2 at byte 46: an empty JSON record"},
+      {"table line missing a field", head + JsonRecord("{\"type\":\"layer\",\"id\":1}"),
+       "record 2 at byte 46: a 'layer' line needs field 'name'"},
+      {"second header", head + head.substr(8), "record 2 at byte 46: a second header"},
+      {"after the trailer", head + trailer + "\x02\x01\x02",
+       "record 3 at byte 82: content after the trailer"},
+  };
+  ExpectClearErrors(cases, "bad.mtb");
+}
+
+TEST(CaptureReaderTest, BinaryRecordsDecodeWithTheirEpochAndSkippablesAreIgnored) {
+  const std::string text =
+      "MTRACEB1" + JsonRecord("{\"type\":\"header\",\"schema_version\":1}") +
+      "\x02\x07" + Varint(2000) +                       // epoch 7, t = 0 + 1000 (zigzag)
+      "\x40\x03xyz" +                                   // a later version's record
+      std::string("\x10\x05\x40\x08\x01\x02\x00\x06", 8) +  // alloc, thread 5
+      std::string("\x11\x05\x00\x01\x02\x01", 6) +     // free: same addr, of = ticket - 1
+      JsonRecord("{\"type\":\"trailer\",\"complete\":true}");
+  std::vector<CaptureRecord> records;
+  CaptureReadStats stats;
+  const absl::Status s = ReadCaptureText(
+      text, "ok.mtb",
+      [&](const CaptureRecord& r) {
+        records.push_back(r);
+        return absl::OkStatus();
+      },
+      &stats);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(stats.events, 2u);
+  EXPECT_TRUE(stats.has_trailer);
+  EXPECT_EQ(stats.bytes, text.size());
+  const CaptureRecord& alloc = records[1];
+  EXPECT_EQ(alloc.type, LineType::kAlloc);
+  EXPECT_EQ(alloc.line, 4u) << "records are numbered, epoch and skipped ones included";
+  EXPECT_EQ(alloc.t, 1000);
+  EXPECT_EQ(alloc.epoch, 7u);
+  EXPECT_EQ(alloc.thread, 5u);
+  EXPECT_EQ(alloc.addr, 32u);
+  EXPECT_EQ(alloc.size, 8u);
+  EXPECT_EQ(alloc.layer, 1u);
+  EXPECT_EQ(alloc.scope, 2u);
+  EXPECT_EQ(alloc.site, 0u);
+  EXPECT_EQ(alloc.ticket, 3u);
+  EXPECT_FALSE(alloc.has_weight);
+  const CaptureRecord& free = records[2];
+  EXPECT_EQ(free.type, LineType::kFree);
+  EXPECT_EQ(free.addr, 32u);
+  EXPECT_EQ(free.layer, 1u);
+  EXPECT_EQ(free.ticket, 4u);
+  EXPECT_EQ(free.of, 3u);
+  EXPECT_EQ(free.t, 1000);
 }
 
 TEST(CaptureReaderTest, MissingFileIsNotFound) {

@@ -46,6 +46,52 @@ grep -q "TOTAL" "$dir/d.txt" || fail "diff output: $(cat "$dir/d.txt")"
 "$memtrace" verify "$dir/z.jsonl.zst" > "$dir/vz.txt" || fail "verify of a zstd capture"
 grep -q "is complete" "$dir/vz.txt" || fail "zstd verify output: $(cat "$dir/vz.txt")"
 
+# The binary encoding (.mtb): written by the sink for .mtb paths, read by every command,
+# and `memtrace convert` turns either encoding into the other (JSONL back byte for byte).
+"$workload" --requests=500 --workers=2 --capture="$dir/b.mtb" > /dev/null 2>&1 || fail "binary capture"
+[[ "$(head -c 8 "$dir/b.mtb")" == "MTRACEB1" ]] || fail "b.mtb is not binary: $(head -c 16 "$dir/b.mtb" | od -c | head -1)"
+"$memtrace" verify "$dir/b.mtb" > "$dir/vb.txt" || fail "verify of a binary capture: $(cat "$dir/vb.txt")"
+grep -q "is complete" "$dir/vb.txt" || fail "binary verify output: $(cat "$dir/vb.txt")"
+"$memtrace" summary --json "$dir/b.mtb" > "$dir/sb.json" || fail "summary --json of a binary capture"
+grep -q '"path":"request/respond"' "$dir/sb.json" || fail "binary summary scopes: $(cat "$dir/sb.json")"
+"$memtrace" convert "$dir/c.jsonl" "$dir/c.mtb" 2> "$dir/conv.txt" || fail "convert to binary: $(cat "$dir/conv.txt")"
+grep -q "wrote .*c.mtb (binary, [0-9]* events)" "$dir/conv.txt" || fail "convert message: $(cat "$dir/conv.txt")"
+(( $(stat -c %s "$dir/c.mtb") * 5 < $(stat -c %s "$dir/c.jsonl") )) || fail "c.mtb is not much smaller than c.jsonl"
+for cmd in summary top peak retention coverage; do
+  "$memtrace" "$cmd" "$dir/c.jsonl" | sed 's/c\.jsonl/CAPTURE/g' > "$dir/from_jsonl.txt"
+  "$memtrace" "$cmd" "$dir/c.mtb" | sed 's/c\.mtb/CAPTURE/g' > "$dir/from_mtb.txt"
+  cmp -s "$dir/from_jsonl.txt" "$dir/from_mtb.txt" \
+    || fail "$cmd differs between encodings: $(diff "$dir/from_jsonl.txt" "$dir/from_mtb.txt" | head -5)"
+done
+"$memtrace" convert "$dir/c.mtb" "$dir/back.jsonl.zst" 2> /dev/null || fail "convert to compressed JSONL"
+"$memtrace" convert "$dir/back.jsonl.zst" "$dir/back.jsonl" 2> /dev/null || fail "convert from zstd"
+cmp -s "$dir/c.jsonl" "$dir/back.jsonl" || fail "jsonl -> mtb -> jsonl is not byte-identical"
+"$memtrace" convert "$dir/b.mtb" "$dir/b.jsonl" 2> /dev/null || fail "convert binary to JSONL"
+"$memtrace" verify "$dir/b.jsonl" > /dev/null || fail "verify of a converted capture"
+"$memtrace" convert "$dir/c.jsonl" 2> /dev/null
+[[ $? -eq 2 ]] || fail "convert with one file must exit 2"
+"$memtrace" convert "$dir/nope.mtb" "$dir/never.jsonl" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "convert of a missing capture must exit 2"
+[[ ! -e "$dir/never.jsonl" ]] || fail "convert of a missing capture left an output file"
+"$memtrace" convert "$dir/c.mtb" "$dir/c.mtb" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "convert onto itself must exit 2"
+grep -q "the same file" "$dir/e.txt" || fail "convert onto itself message: $(cat "$dir/e.txt")"
+# An unknown tag right after the header record (which ends with the header's last field).
+at=$(grep -abo '"time_resolution":"epoch"}' "$dir/b.mtb" | head -1 | cut -d: -f1)
+{ head -c $((at + 26)) "$dir/b.mtb"; printf '\x3f'; } > "$dir/badtag.mtb"
+"$memtrace" summary "$dir/badtag.mtb" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "a corrupt binary capture must exit 2"
+grep -q "badtag.mtb: record 2 at byte $((at + 26)): unknown record tag 0x3f" "$dir/e.txt" || fail "corrupt binary message: $(cat "$dir/e.txt")"
+# Cut 3 bytes into the record after the header (a scope line's JSON record).
+head -c $((at + 29)) "$dir/b.mtb" > "$dir/cut.mtb"
+"$memtrace" verify "$dir/cut.mtb" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "a binary capture cut inside a record must exit 2"
+grep -q "cut.mtb: record 2 at byte $((at + 26)) is cut off" "$dir/e.txt" || fail "cut binary message: $(cat "$dir/e.txt")"
+"$memtrace" convert "$dir/cut.mtb" "$dir/cut_conv.jsonl" 2> /dev/null
+[[ $? -eq 2 && ! -e "$dir/cut_conv.jsonl" ]] || fail "convert of a cut capture must exit 2 and leave no output"
+"$memtrace" help convert > "$dir/hc.txt" || fail "help convert"
+grep -q "usage: memtrace convert" "$dir/hc.txt" || fail "help convert output: $(cat "$dir/hc.txt")"
+
 head -n 100 "$dir/c.jsonl" > "$dir/cut.jsonl"
 "$memtrace" verify "$dir/cut.jsonl" > "$dir/v2.txt"
 [[ $? -eq 1 ]] || fail "a truncated capture must fail verify with 1"

@@ -235,10 +235,14 @@ void TraceThroughFailingSink(JsonlSink& sink) {
 }
 
 TEST(JsonlSinkTest, FullDiskIsReportedAndTracingGoesOn) {
-  auto sink = JsonlSink::Open("/dev/full").value();
-  TraceThroughFailingSink(*sink);
-  EXPECT_NE(sink->status().message().find("No space left on device"), std::string::npos)
-      << sink->status();
+  for (const CaptureEncoding encoding : {CaptureEncoding::kJsonl, CaptureEncoding::kBinary}) {
+    JsonlSinkOptions options;
+    options.encoding = encoding;
+    auto sink = JsonlSink::Open("/dev/full", options).value();
+    TraceThroughFailingSink(*sink);
+    EXPECT_NE(sink->status().message().find("No space left on device"), std::string::npos)
+        << sink->status();
+  }
 }
 
 TEST(JsonlSinkTest, ClosedPipeIsReportedNotASignal) {

@@ -28,7 +28,7 @@ TEST(PreloadConfigTest, DefaultsMirrorTheSeed) {
   std::vector<std::string> warnings;
   const PreloadConfig c = Parse({}, &warnings);
   EXPECT_TRUE(warnings.empty());
-  EXPECT_EQ(c.output, "memtrace-%p.jsonl");
+  EXPECT_EQ(c.output, "memtrace-%p.mtb") << "the binary encoding by default";
   EXPECT_EQ(c.min_size, 0u);
   EXPECT_EQ(c.stack_depth, 16u);
   EXPECT_EQ(c.unwind, UnwindMethod::kDwarf);
@@ -74,7 +74,7 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
       {"MEMTRACE_TRACE_CHILDREN", "maybe",
        "MEMTRACE_TRACE_CHILDREN=\"maybe\" is not one of 1, 0, true, false, yes, no; using 0"},
       {"MEMTRACE_RING_LOG2", "30", "MEMTRACE_RING_LOG2=\"30\" is not a whole number from 10 to 22"},
-      {"MEMTRACE_OUTPUT", "", "MEMTRACE_OUTPUT=\"\" is not a file path; using memtrace-%p.jsonl"},
+      {"MEMTRACE_OUTPUT", "", "MEMTRACE_OUTPUT=\"\" is not a file path; using memtrace-%p.mtb"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> warnings;
@@ -82,7 +82,7 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
     ASSERT_EQ(warnings.size(), 1u) << c.name << "=" << c.value;
     EXPECT_NE(warnings[0].find(c.warning), std::string::npos) << warnings[0];
     EXPECT_EQ(parsed.stack_depth, 16u);
-    EXPECT_EQ(parsed.output, "memtrace-%p.jsonl");
+    EXPECT_EQ(parsed.output, "memtrace-%p.mtb");
   }
 }
 
@@ -94,6 +94,7 @@ TEST(PreloadConfigTest, CapturePathsNeverCollide) {
   EXPECT_EQ(CapturePath("/d/cap.jsonl", 43, 42), "/d/cap.43.jsonl");
   EXPECT_EQ(CapturePath("/d.x/cap", 43, 42), "/d.x/cap.43");
   EXPECT_EQ(CapturePath("/d/cap.jsonl.zst", 43, 42), "/d/cap.43.jsonl.zst");
+  EXPECT_EQ(CapturePath("/d/cap.mtb", 43, 42), "/d/cap.43.mtb");
 }
 
 }  // namespace

@@ -273,30 +273,67 @@ class PreloadTest : public ::testing::Test {
   void SetUp() override { MEMTRACE_SKIP_UNDER_SANITIZERS(); }
 };
 
+// In both encodings: binary (.mtb, the default) and JSONL.
 TEST_F(PreloadTest, EveryEntryPointAcrossThreadsMatchesTheProgramsOwnCounts) {
-  const std::string capture = TempDir() + "/basic.jsonl";
-  const Result run = RunProgram({Cli(), "run", "--output=" + capture, "--", Target(), "basic"}, {});
-  ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_NE(run.err.find("capture complete"), std::string::npos) << run.err;
-  absl::Status s;
-  const Replay r = ReplayCapture(capture, &s);
-  ASSERT_TRUE(s.ok()) << s;
-  EXPECT_EQ(r.source, "preload");
-  ASSERT_TRUE(r.has_trailer);
-  ExpectMarkersMatch(r, ParseCounts(run.out));
-  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
-  EXPECT_EQ(Field(r.trailer, "unknown_frees"), "0") << r.trailer;
-  EXPECT_EQ(Field(r.trailer, "ended_by"), "exit");
-  EXPECT_EQ(r.unknown_releases, 0);
-  // Stacks were captured (depth 16 by default): marker sites carry frames.
-  ASSERT_FALSE(r.marker_allocs.empty());
-  const auto site = r.sites.find(r.marker_allocs.front().site);
-  ASSERT_NE(site, r.sites.end());
-  EXPECT_GE(site->second.frames.size(), 2u);
+  for (const char* extension : {".mtb", ".jsonl"}) {
+    SCOPED_TRACE(extension);
+    const std::string capture = TempDir() + "/basic" + extension;
+    const Result run =
+        RunProgram({Cli(), "run", "--output=" + capture, "--", Target(), "basic"}, {});
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_NE(run.err.find("capture complete"), std::string::npos) << run.err;
+    EXPECT_EQ(ReadFile(capture).substr(0, 8) == "MTRACEB1", extension == std::string(".mtb"));
+    absl::Status s;
+    const Replay r = ReplayCapture(capture, &s);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(r.source, "preload");
+    ASSERT_TRUE(r.has_trailer);
+    ExpectMarkersMatch(r, ParseCounts(run.out));
+    EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
+    EXPECT_EQ(Field(r.trailer, "unknown_frees"), "0") << r.trailer;
+    EXPECT_EQ(Field(r.trailer, "ended_by"), "exit");
+    EXPECT_EQ(r.unknown_releases, 0);
+    // Stacks were captured (depth 16 by default): marker sites carry frames.
+    ASSERT_FALSE(r.marker_allocs.empty());
+    const auto site = r.sites.find(r.marker_allocs.front().site);
+    ASSERT_NE(site, r.sites.end());
+    EXPECT_GE(site->second.frames.size(), 2u);
+  }
+}
+
+// Without --output (or MEMTRACE_OUTPUT), the capture is memtrace-<pid>.mtb in the working
+// directory, in the binary encoding.
+TEST_F(PreloadTest, DefaultCaptureIsBinary) {
+  for (const bool through_cli : {true, false}) {
+    const std::string dir = TempDir() + (through_cli ? "/default_cli" : "/default_env");
+    mkdir(dir.c_str(), 0755);
+    const std::string command =
+        through_cli ? absl::StrCat("cd '", dir, "' && exec '", Cli(), "' run --quiet -- '",
+                                   Target(), "' stack")
+                    : absl::StrCat("cd '", dir, "' && LD_PRELOAD='", Preload(), "' exec '",
+                                   Target(), "' stack");
+    const Result run = RunProgram({"/bin/sh", "-c", command}, {});
+    ASSERT_EQ(run.status, 0) << run.err;
+    const Result ls = RunProgram({"/bin/ls", dir}, {});
+    std::vector<std::string> files;
+    for (absl::string_view name : absl::StrSplit(ls.out, '\n', absl::SkipEmpty())) {
+      files.emplace_back(name);
+    }
+    ASSERT_EQ(files.size(), 1u) << ls.out;
+    EXPECT_TRUE(absl::StartsWith(files[0], "memtrace-")) << files[0];
+    EXPECT_TRUE(absl::EndsWith(files[0], ".mtb")) << files[0];
+    const std::string capture = dir + "/" + files[0];
+    EXPECT_EQ(ReadFile(capture).substr(0, 8), "MTRACEB1");
+    absl::Status s;
+    const Replay r = ReplayCapture(capture, &s);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(r.markers.allocs, 1);
+    EXPECT_TRUE(r.has_trailer);
+  }
 }
 
 TEST_F(PreloadTest, ExitFromAnotherThreadWritesTheTrailer) {
-  const std::string capture = TempDir() + "/exit_thread.jsonl";
+  const std::string capture = TempDir() + "/exit_thread.mtb";
   const Result run =
       RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "exit-thread"}, {});
   EXPECT_EQ(run.status, 5) << "the program's exit status passes through; " << run.err;
@@ -311,7 +348,7 @@ TEST_F(PreloadTest, ExitFromAnotherThreadWritesTheTrailer) {
 TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
   const std::string dir = TempDir() + "/fork";
   mkdir(dir.c_str(), 0755);
-  const std::string capture = dir + "/cap-%p.jsonl";
+  const std::string capture = dir + "/cap-%p.mtb";
   const Result run =
       RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "fork"}, {});
   ASSERT_EQ(run.status, 0) << run.err;
@@ -331,7 +368,7 @@ TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
 }
 
 TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
-  const std::string capture = TempDir() + "/exec.jsonl";
+  const std::string capture = TempDir() + "/exec.mtb";
   // Not traced children: the exec'd program (the target again, in stack mode) is not
   // traced, so the capture is the first image's alone.
   Result run = RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "exec",
@@ -348,20 +385,22 @@ TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
   EXPECT_NE(access((capture + ".exec1").c_str(), F_OK), 0) << "the child was not traced";
 
   // --children: the new image writes its own capture beside the first.
-  const std::string traced = TempDir() + "/exec_children.jsonl";
+  const std::string traced = TempDir() + "/exec_children.mtb";
   run = RunProgram({Cli(), "run", "--quiet", "--children", "--output=" + traced, "--", Target(),
              "exec", Target(), "stack"},
             {});
   ASSERT_EQ(run.status, 0) << run.err;
   const Replay child = ReplayCapture(traced + ".exec1", &s);
   ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(ReadFile(traced + ".exec1").substr(0, 8), "MTRACEB1")
+      << "the new image's capture keeps the encoding the path named";
   EXPECT_EQ(child.source, "preload");
   EXPECT_EQ(Field(child.trailer, "ended_by"), "exit");
   EXPECT_EQ(child.markers.allocs, 1);  // the stack mode's one marker
 }
 
 TEST_F(PreloadTest, CrashKeepsEverythingRecordedAndIsPartial) {
-  const std::string capture = TempDir() + "/crash.jsonl";
+  const std::string capture = TempDir() + "/crash.mtb";
   const Result run =
       RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "crash"}, {});
   EXPECT_EQ(run.status, 128 + SIGSEGV) << run.err;
@@ -380,7 +419,7 @@ TEST_F(PreloadTest, CrashKeepsEverythingRecordedAndIsPartial) {
 
 // Both unwinders find the program's own call chain Outer -> Middle -> Inner -> malloc.
 void CheckStack(const std::string& unwind) {
-  const std::string capture = TempDir() + "/stack_" + unwind + ".jsonl";
+  const std::string capture = TempDir() + "/stack_" + unwind + ".mtb";
   const Result run = RunProgram({Cli(), "run", "--quiet", "--unwind=" + unwind, "--depth=8",
                           "--output=" + capture, "--", Target(), "stack"},
                          {});
@@ -412,7 +451,7 @@ TEST_F(PreloadTest, DwarfStacksFindTheCallChain) { CheckStack("dwarf"); }
 // weighted count estimates the program's own. The bounds below are over 10 standard
 // deviations wide (about 12,000 markers sampled at p ~ 0.53), so the test does not flake.
 TEST_F(PreloadTest, ByteSamplingKeepsAWeightedSampleAndPairsItsReleases) {
-  const std::string capture = TempDir() + "/sampled.jsonl";
+  const std::string capture = TempDir() + "/sampled.mtb";
   constexpr double kInterval = 65536;
   const Result run = RunProgram({Cli(), "run", "--quiet", "--sample=65536",
                                  "--output=" + capture, "--", Target(), "basic"},
@@ -444,7 +483,7 @@ TEST_F(PreloadTest, ByteSamplingKeepsAWeightedSampleAndPairsItsReleases) {
 }
 
 TEST_F(PreloadTest, BadSettingsWarnAndFallBack) {
-  const std::string capture = TempDir() + "/bad_env.jsonl";
+  const std::string capture = TempDir() + "/bad_env.mtb.zst";
   const Result run = RunProgram({Target(), "stack"},
                          {"LD_PRELOAD=" + Preload(), "MEMTRACE_OUTPUT=" + capture,
                           "MEMTRACE_STACK_DEPTH=lots", "MEMTRACE_UNWIND=magic"});
@@ -461,7 +500,7 @@ TEST_F(PreloadTest, BadSettingsWarnAndFallBack) {
 }
 
 TEST_F(PreloadTest, TheCliNeverTracesItself) {
-  const std::string capture = TempDir() + "/cli_self.jsonl";
+  const std::string capture = TempDir() + "/cli_self.mtb";
   const Result run = RunProgram({Cli(), "help"}, {"LD_PRELOAD=" + Preload(), "MEMTRACE_OUTPUT=" + capture});
   EXPECT_EQ(run.status, 0) << run.err;
   EXPECT_NE(access(capture.c_str(), F_OK), 0) << "the CLI wrote a capture of itself";

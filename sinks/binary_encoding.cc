@@ -1,0 +1,336 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "sinks/binary_encoding.h"
+
+#include <bit>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace memtrace {
+namespace {
+
+// The longest event: tag, thread (5), six 10-byte varints, an 8-byte weight.
+constexpr size_t kMaxEventBytes = 1 + 5 + 6 * 10 + 8;
+
+uint64_t ZigZag(uint64_t delta) {
+  const auto v = static_cast<int64_t>(delta);
+  return (delta << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+
+uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
+
+// Writes `v` as LEB128 (7 bits a byte, low bits first, high bit set on all but the last).
+uint8_t* PutVarint(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+
+// Reads records field by field from [p, end); remembers the first problem.
+class FieldReader {
+ public:
+  FieldReader(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
+
+  bool Varint(uint64_t* out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      if (p_ == end_) {
+        need_more_ = true;
+        return false;
+      }
+      const uint8_t b = *p_++;
+      if (shift == 63 && b > 1) return Fail("a varint overflows 64 bits");
+      v |= uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80) == 0) {
+        *out = v;
+        return true;
+      }
+    }
+    return Fail("a varint is longer than 10 bytes");
+  }
+  bool U32(const char* field, uint32_t* out) {
+    uint64_t v;
+    if (!Varint(&v)) return false;
+    if (v > 0xffffffffu) return Fail(absl::StrCat("field '", field, "' is out of range (", v, ")"));
+    *out = static_cast<uint32_t>(v);
+    return true;
+  }
+  bool Delta(uint64_t base, uint64_t* out) {
+    uint64_t v;
+    if (!Varint(&v)) return false;
+    *out = base + UnZigZag(v);
+    return true;
+  }
+  bool Fixed64(uint64_t* out) {
+    if (end_ - p_ < 8) {
+      need_more_ = true;
+      return false;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{p_[i]} << (8 * i);
+    p_ += 8;
+    *out = v;
+    return true;
+  }
+  bool Fail(std::string what) {
+    error_ = std::move(what);
+    return false;
+  }
+
+  const uint8_t* position() const { return p_; }
+  bool need_more() const { return need_more_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* const end_;
+  bool need_more_ = false;
+  std::string error_;
+};
+
+}  // namespace
+
+bool IsBinaryCapture(std::string_view bytes) {
+  return bytes.size() >= kBinaryMagicSize &&
+         memcmp(bytes.data(), kBinaryMagic, kBinaryMagicSize) == 0;
+}
+
+BinaryThreadState& BinaryThreadStates::GetSlow(uint32_t thread) {
+  if (thread < kDirect) {
+    direct_.resize(thread + 1);
+    return direct_[thread];
+  }
+  return others_[thread];
+}
+
+void BinaryEncoder::Magic() { out_->append(kBinaryMagic, kBinaryMagicSize); }
+
+void BinaryEncoder::Json(std::string_view line) {
+  uint8_t head[11];
+  head[0] = kBinaryTagJson;
+  const uint8_t* end = PutVarint(head + 1, line.size());
+  out_->append(reinterpret_cast<const char*>(head), static_cast<size_t>(end - head));
+  out_->append(line.data(), line.size());
+}
+
+void BinaryEncoder::WriteEpoch(int64_t t, uint32_t epoch) {
+  uint8_t record[21];
+  record[0] = kBinaryTagEpoch;
+  uint8_t* p = PutVarint(record + 1, epoch);
+  p = PutVarint(p, ZigZag(static_cast<uint64_t>(t) - static_cast<uint64_t>(t_)));
+  out_->append(reinterpret_cast<const char*>(record), static_cast<size_t>(p - record));
+  t_ = t;
+  epoch_ = epoch;
+}
+
+void BinaryEncoder::Event(const CaptureEvent& e) {
+  uint8_t record[kMaxEventBytes];
+  const bool weighted = IsAllocation(e.type) && e.has_weight;
+  record[0] = static_cast<uint8_t>(kBinaryEventTagBase + static_cast<uint8_t>(e.type) +
+                                   (weighted ? kBinaryWeightFlag : 0));
+  uint8_t* p = PutVarint(record + 1, e.thread);
+  BinaryThreadState& s = threads_.Get(e.thread);
+  auto addr = [&] {
+    p = PutVarint(p, ZigZag(e.addr - s.addr));
+    s.addr = e.addr;
+  };
+  auto ticket_and_of = [&](bool with_of) {
+    p = PutVarint(p, ZigZag(e.ticket - s.ticket));
+    s.ticket = e.ticket;
+    if (with_of) p = PutVarint(p, ZigZag(e.of - e.ticket));
+  };
+  auto mono = [&] {
+    const auto now = static_cast<uint64_t>(e.mono_ns);
+    p = PutVarint(p, ZigZag(now - s.mono_ns));
+    s.mono_ns = now;
+  };
+  switch (e.type) {
+    case CaptureEventType::kAlloc:
+    case CaptureEventType::kRemapTarget:
+      addr();
+      p = PutVarint(p, e.size);
+      p = PutVarint(p, e.layer);
+      p = PutVarint(p, e.scope);
+      p = PutVarint(p, e.site);
+      ticket_and_of(false);
+      if (weighted) {
+        const uint64_t bits = std::bit_cast<uint64_t>(e.weight);
+        for (int i = 0; i < 8; ++i) *p++ = static_cast<uint8_t>(bits >> (8 * i));
+      }
+      break;
+    case CaptureEventType::kFree:
+    case CaptureEventType::kRemap:
+      addr();
+      p = PutVarint(p, e.layer);
+      ticket_and_of(true);
+      break;
+    case CaptureEventType::kResize:
+      addr();
+      p = PutVarint(p, e.size);
+      p = PutVarint(p, e.layer);
+      ticket_and_of(true);
+      break;
+    case CaptureEventType::kArenaReset:
+      p = PutVarint(p, e.layer);
+      break;
+    case CaptureEventType::kScopeEnter:
+    case CaptureEventType::kScopeExit:
+      p = PutVarint(p, e.scope);
+      p = PutVarint(p, e.outer);
+      mono();
+      break;
+    case CaptureEventType::kCensus:
+      p = PutVarint(p, e.label);
+      p = PutVarint(p, ZigZag(static_cast<uint64_t>(e.bytes)));
+      break;
+    case CaptureEventType::kIntervalBegin:
+    case CaptureEventType::kIntervalEnd:
+      p = PutVarint(p, e.category);
+      mono();
+      break;
+  }
+  out_->append(reinterpret_cast<const char*>(record), static_cast<size_t>(p - record));
+}
+
+BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
+                                          BinaryRecord* out, std::string* error) {
+  const auto* begin = reinterpret_cast<const uint8_t*>(in.data());
+  const uint8_t* const end = begin + in.size();
+  if (begin == end) return Result::kNeedMore;
+  const uint8_t tag = *begin;
+  FieldReader r(begin + 1, end);
+  // Each branch decodes into locals and commits state only once the record is whole.
+  auto finish = [&](bool ok) {
+    if (ok) {
+      *used = static_cast<size_t>(r.position() - begin);
+      return Result::kRecord;
+    }
+    if (!r.error().empty()) {
+      *error = r.error();
+      return Result::kError;
+    }
+    return Result::kNeedMore;
+  };
+  *out = BinaryRecord{};
+  if (tag == kBinaryTagJson ||
+      (tag >= kBinarySkippableFirst && tag <= kBinarySkippableLast)) {
+    uint64_t length = 0;
+    if (!r.Varint(&length)) return finish(false);
+    if (length > kBinaryMaxPayload) {
+      *error = absl::StrCat("a record of ", length, " bytes (at most ", kBinaryMaxPayload,
+                            " are allowed)");
+      return Result::kError;
+    }
+    const auto available = static_cast<uint64_t>(end - r.position());
+    if (length > available) return Result::kNeedMore;
+    out->kind = tag == kBinaryTagJson ? BinaryRecord::Kind::kJson : BinaryRecord::Kind::kSkipped;
+    out->json = std::string_view(reinterpret_cast<const char*>(r.position()), length);
+    out->t = t_;
+    out->epoch = epoch_;
+    *used = static_cast<size_t>(r.position() - begin) + length;
+    return Result::kRecord;
+  }
+  if (tag == kBinaryTagEpoch) {
+    uint32_t epoch = 0;
+    uint64_t t = 0;
+    if (!r.U32("epoch", &epoch) || !r.Delta(static_cast<uint64_t>(t_), &t)) {
+      return finish(false);
+    }
+    t_ = static_cast<int64_t>(t);
+    epoch_ = epoch;
+    out->kind = BinaryRecord::Kind::kEpoch;
+    out->t = t_;
+    out->epoch = epoch_;
+    return finish(true);
+  }
+  const bool weighted = (tag & kBinaryWeightFlag) != 0;
+  const uint8_t base = tag & static_cast<uint8_t>(~kBinaryWeightFlag);
+  const auto type = static_cast<CaptureEventType>(base - kBinaryEventTagBase);
+  if (base < kBinaryEventTagBase || base >= kBinaryEventTagBase + kCaptureEventTypes ||
+      (weighted && !IsAllocation(type))) {
+    *error = absl::StrCat("unknown record tag 0x", absl::Hex(tag, absl::kZeroPad2),
+                          " (this reader knows binary encoding version 1)");
+    return Result::kError;
+  }
+  CaptureEvent& e = out->event;
+  e.type = type;
+  if (!r.U32("thread", &e.thread)) return finish(false);
+  const BinaryThreadState before = threads_.Get(e.thread);
+  BinaryThreadState after = before;
+  bool ok = true;
+  auto addr = [&] {
+    ok = ok && r.Delta(before.addr, &e.addr);
+    after.addr = e.addr;
+  };
+  auto ticket_and_of = [&](bool with_of) {
+    ok = ok && r.Delta(before.ticket, &e.ticket);
+    after.ticket = e.ticket;
+    if (with_of) ok = ok && r.Delta(e.ticket, &e.of);
+  };
+  auto mono = [&] {
+    uint64_t now = 0;
+    ok = ok && r.Delta(before.mono_ns, &now);
+    e.mono_ns = static_cast<int64_t>(now);
+    after.mono_ns = now;
+  };
+  switch (type) {
+    case CaptureEventType::kAlloc:
+    case CaptureEventType::kRemapTarget:
+      addr();
+      ok = ok && r.Varint(&e.size) && r.U32("layer", &e.layer) && r.U32("scope", &e.scope) &&
+           r.U32("site", &e.site);
+      ticket_and_of(false);
+      if (ok && weighted) {
+        uint64_t bits = 0;
+        ok = r.Fixed64(&bits);
+        e.has_weight = true;
+        e.weight = std::bit_cast<double>(bits);
+        if (ok && !(e.weight >= 1.0 && e.weight <= 1e15)) {
+          ok = r.Fail("field 'weight' must be a number from 1 to 1e15");
+        }
+      }
+      break;
+    case CaptureEventType::kFree:
+    case CaptureEventType::kRemap:
+      addr();
+      ok = ok && r.U32("layer", &e.layer);
+      ticket_and_of(true);
+      break;
+    case CaptureEventType::kResize:
+      addr();
+      ok = ok && r.Varint(&e.size) && r.U32("layer", &e.layer);
+      ticket_and_of(true);
+      break;
+    case CaptureEventType::kArenaReset:
+      ok = r.U32("layer", &e.layer);
+      break;
+    case CaptureEventType::kScopeEnter:
+    case CaptureEventType::kScopeExit:
+      ok = r.U32("scope", &e.scope) && r.U32("outer", &e.outer);
+      mono();
+      break;
+    case CaptureEventType::kCensus: {
+      uint64_t bytes = 0;
+      ok = r.U32("label", &e.label) && r.Varint(&bytes);
+      e.bytes = static_cast<int64_t>(UnZigZag(bytes));
+      break;
+    }
+    case CaptureEventType::kIntervalBegin:
+    case CaptureEventType::kIntervalEnd:
+      ok = r.U32("category", &e.category);
+      mono();
+      break;
+  }
+  if (!ok) return finish(false);
+  threads_.Get(e.thread) = after;
+  out->kind = BinaryRecord::Kind::kEvent;
+  out->t = t_;
+  out->epoch = epoch_;
+  return finish(true);
+}
+
+}  // namespace memtrace

@@ -1,0 +1,150 @@
+// Copyright 2026 The memtrace Authors.
+//
+// binary_encoding.h: the compact binary capture encoding (.mtb), byte by byte in
+// docs/capture-format.md, "Binary encoding (.mtb)".
+//
+// A binary capture holds the same records as a JSONL capture, in the same order, and a
+// reader turns it into the same CaptureRecords (analysis/capture_reader.h). It exists
+// because formatting JSON is most of what the sink's writer thread does, and the
+// interposer paces the traced program by that thread: a binary event is 8-12 bytes of
+// varints instead of ~150 bytes of text.
+//
+//   file    := magic record*
+//   magic   := "MTRACEB1"                          (8 bytes)
+//   record  := 0x01 len:varint json[len]           header, layer, scope, site, module,
+//                                                  trailer: the JSONL line's exact text
+//            | 0x02 epoch:varint dt:zigzag         sets the current `t` (+= dt), `epoch`
+//            | tag fields...                       an event; tag = 0x10 + type, 0x80 set
+//                                                  when a weight follows
+//            | 0x40..0x7f len:varint bytes[len]    skippable (later versions); ignored
+//
+// Events carry neither `t` nor `epoch` (the last epoch record's apply), and encode
+// addresses, tickets and steady-clock times as zigzag differences against the same
+// thread's previous value, so most fields take one or two bytes.
+//
+// BinaryEncoder appends records to a caller's byte buffer without allocating per event
+// (the buffer grows, then is reused). BinaryDecoder decodes one record at a time from a
+// byte range, tells "needs more bytes" apart from "malformed", and never reads past the
+// range it is given.
+//
+// Thread safety: an encoder or a decoder belongs to one thread (each keeps per-thread
+// delta state of the capture it encodes).
+//
+// Example:
+//   std::string buffer;
+//   BinaryEncoder encoder(&buffer);
+//   encoder.Magic();
+//   encoder.Json(header_line);
+//   encoder.Epoch(start_unix_ns, epoch);
+//   encoder.Event(event);
+//   ... write `buffer`, then buffer.clear() ...
+//
+//   BinaryDecoder decoder;      // over the bytes after the magic
+//   BinaryRecord record;
+//   switch (decoder.Next(bytes, &used, &record, &error)) { ... }
+
+#ifndef MEMTRACE_SINKS_BINARY_ENCODING_H_
+#define MEMTRACE_SINKS_BINARY_ENCODING_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "sinks/capture_event.h"
+
+namespace memtrace {
+
+// The first 8 bytes of a binary capture. The last byte is the encoding version: a change
+// a version-1 reader would misread (a new non-skippable tag, a changed field) raises it.
+inline constexpr char kBinaryMagic[] = "MTRACEB1";
+inline constexpr size_t kBinaryMagicSize = 8;
+static_assert(sizeof(kBinaryMagic) == kBinaryMagicSize + 1);
+
+inline constexpr uint8_t kBinaryTagJson = 0x01;
+inline constexpr uint8_t kBinaryTagEpoch = 0x02;
+inline constexpr uint8_t kBinaryEventTagBase = 0x10;  // + CaptureEventType
+inline constexpr uint8_t kBinaryWeightFlag = 0x80;    // on alloc and remap_target tags
+inline constexpr uint8_t kBinarySkippableFirst = 0x40;
+inline constexpr uint8_t kBinarySkippableLast = 0x7f;
+// The longest JSON or skippable payload a reader accepts (a trailer with thousands of
+// scopes is well under a megabyte).
+inline constexpr uint64_t kBinaryMaxPayload = uint64_t{64} << 20;
+
+// True when `bytes` starts with kBinaryMagic.
+bool IsBinaryCapture(std::string_view bytes);
+
+// The delta state kept per thread (ring id) by both sides.
+struct BinaryThreadState {
+  uint64_t addr = 0;
+  uint64_t ticket = 0;
+  uint64_t mono_ns = 0;
+};
+
+class BinaryThreadStates {
+ public:
+  BinaryThreadState& Get(uint32_t thread) {
+    if (thread < direct_.size()) return direct_[thread];
+    return GetSlow(thread);
+  }
+
+ private:
+  BinaryThreadState& GetSlow(uint32_t thread);
+
+  // Ring ids are small and dense; others (hand-written captures) go to the map.
+  static constexpr uint32_t kDirect = 4096;
+  std::vector<BinaryThreadState> direct_;
+  absl::flat_hash_map<uint32_t, BinaryThreadState> others_;
+};
+
+class BinaryEncoder {
+ public:
+  explicit BinaryEncoder(std::string* out) : out_(out) {}
+
+  void Magic();
+  // A header, table or trailer line: its JSONL text, without the newline.
+  void Json(std::string_view line);
+  // The `t` and `epoch` of the events that follow; writes a record only on a change.
+  void Epoch(int64_t t, uint32_t epoch) {
+    if (t != t_ || epoch != epoch_) WriteEpoch(t, epoch);
+  }
+  void Event(const CaptureEvent& e);
+
+ private:
+  void WriteEpoch(int64_t t, uint32_t epoch);
+
+  std::string* out_;
+  int64_t t_ = 0;
+  uint32_t epoch_ = 0;
+  BinaryThreadStates threads_;
+};
+
+struct BinaryRecord {
+  enum class Kind : uint8_t { kJson, kEpoch, kEvent, kSkipped };
+  Kind kind = Kind::kJson;
+  std::string_view json;  // kJson: points into the bytes given to Next()
+  CaptureEvent event;     // kEvent
+  int64_t t = 0;          // the current epoch's, for every kind
+  uint32_t epoch = 0;
+};
+
+class BinaryDecoder {
+ public:
+  enum class Result : uint8_t { kRecord, kNeedMore, kError };
+
+  // Decodes the record at the start of `in` (after the magic). kRecord: `*out` holds it
+  // and `*used` is its length. kNeedMore: `in` ends inside the record (at the end of the
+  // file, the capture was cut off); nothing changed. kError: `*error` says what is wrong.
+  Result Next(std::string_view in, size_t* used, BinaryRecord* out, std::string* error);
+
+ private:
+  int64_t t_ = 0;
+  uint32_t epoch_ = 0;
+  BinaryThreadStates threads_;
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_SINKS_BINARY_ENCODING_H_

@@ -1,0 +1,354 @@
+// Copyright 2026 The memtrace Authors.
+//
+// The two capture encodings (docs/capture-format.md): the sink, fed the same epochs of
+// records, writes a JSONL capture and a binary (.mtb) capture that the reader turns into
+// the same records, field by field; `memtrace convert`'s writer turns either into the
+// other, JSONL -> binary -> JSONL byte for byte.
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "analysis/capture_reader.h"
+#include "analysis/capture_writer.h"
+#include "runtime/scope_table.h"
+#include "sinks/binary_encoding.h"
+#include "sinks/jsonl_sink.h"
+#include "transport/ticket.h"
+
+namespace memtrace {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Epoch {
+  uint32_t epoch;
+  int64_t t;
+  std::vector<ObservedEvent> events;
+};
+
+// One record as the drainer hands it to a sink.
+ObservedEvent Record(EventKind kind, uint8_t layer, uint64_t word0, uint64_t size,
+                     uint64_t word2, uint32_t scope, uint32_t ring, uint64_t position) {
+  Event e;
+  e.word0 = word0;
+  e.word1 = Event::PackKindSize(kind, layer, size);
+  e.word2 = word2;
+  e.word3 = Event::PackScopeEpoch(scope, 0);
+  return ObservedEvent{e, Ticket::Make(ring, position)};
+}
+
+constexpr uint64_t kStackHash = kStackHashBit | 0x1234abcd;
+constexpr int64_t kStart = 1764457000001000000;
+
+// Every kind of record, from four rings (one with an id past the encoder's direct table),
+// over epochs whose time moves forward, stays, and goes back; a stack of three frames; a
+// site past the sink's capacity (3); a release of an unknown ticket; a negative census
+// change; a size near the 48-bit limit.
+std::vector<Epoch> Epochs() {
+  ScopeTable& scopes = ScopeTable::Global();
+  const uint32_t a = scopes.Child(ScopeTable::kRootPath, scopes.InternName("encode_a"));
+  const uint32_t ab = scopes.Child(a, scopes.InternName("encode_b"));
+  const uint64_t alloc1 = Ticket::Make(1, 3);
+  const uint64_t alloc2 = Ticket::Make(1, 4);
+  const uint64_t resize = Ticket::Make(1, 10);
+  const uint64_t target = Ticket::Make(1, 12);
+  std::vector<Epoch> out;
+  out.push_back(Epoch{1, kStart, {
+      Record(EventKind::kScopeEnter, 0, a, 0, 1000, 0, 1, 0),
+      Record(EventKind::kStackFrames, 2, kStackHash, 0x401000, 0x402000, 0, 1, 1),
+      Record(EventKind::kStackFrames, 1 | kStackLastRecord, kStackHash, 0x403000, 0, 0, 1, 2),
+      Record(EventKind::kAlloc, 0, 0x7f0000001000, 64, kStackHash, a, 1, 3),
+      Record(EventKind::kAlloc, 0, 0x7f0000001040, 4096, 0x401234, a, 1, 4),
+      Record(EventKind::kCensusUpdate, 0, 0, 0, 100, 0, 1, 5),
+      Record(EventKind::kIntervalBegin, 0, 2, 0, 1500, 0, 1, 6),
+      Record(EventKind::kAlloc, 1, 0x5555000010, Event::kMaxSize - 1, 0x401234, 0, 2, 0),
+      Record(EventKind::kFree, 0, 0x7f0000001000, 0, alloc1, 0, 2, 1),
+  }});
+  out.push_back(Epoch{2, kStart + 1000000, {
+      Record(EventKind::kScopeEnter, 0, ab, 0, 2000, a, 1, 9),
+      Record(EventKind::kResize, 0, 0x7f0000001040, 8192, alloc2, ab, 1, 10),
+      Record(EventKind::kRemap, 0, 0x7f0000001040, 0, resize, ab, 1, 11),
+      Record(EventKind::kRemapTarget, 0, 0x7f0000100000, 16384, 0x401234, a, 1, 12),
+      Record(EventKind::kFree, 0, 0x7f0000100000, 0, target, ab, 1, 13),
+      Record(EventKind::kFree, 0, 0xdead, 0, 0, ab, 1, 14),
+      Record(EventKind::kCensusUpdate, 0, 0, 0, static_cast<uint64_t>(int64_t{-50}), 0, 1, 15),
+      Record(EventKind::kScopeExit, 0, ab, 0, 5000, a, 1, 16),
+      Record(EventKind::kIntervalEnd, 0, 2, 0, 4000, 0, 1, 17),
+      Record(EventKind::kArenaReset, 1, 0, 0, 0, 0, 3, 0),
+      Record(EventKind::kAlloc, 1, 0x1000, 24, 0x405555, 0, 3, 1),
+      Record(EventKind::kAlloc, 1, 0x1020, 24, 0x406666, 0, 3, 2),  // past the capacity
+  }});
+  out.push_back(Epoch{3, kStart + 1000000, {  // same time, next epoch
+      Record(EventKind::kAlloc, 0, 0x2000, 1, 0x401234, 0, 5000, 7),
+      Record(EventKind::kFree, 0, 0x2000, 0, Ticket::Make(5000, 7), 0, 5000, 8),
+      Record(EventKind::kScopeExit, 0, a, 0, 6000, 0, 1, 18),
+  }});
+  out.push_back(Epoch{4, kStart - 5, {  // time went back (a wall-clock step)
+      Record(EventKind::kAlloc, 0, 0x7f0000001000, 128, kStackHash, 0, 2, 2),
+  }});
+  return out;
+}
+
+Snapshot FinalSnapshot() {
+  Snapshot snap;
+  snap.has_census = true;
+  snap.census = {CensusEntry{"textures", 50, 100}};
+  return snap;
+}
+
+void WriteCapture(const std::string& path, JsonlSinkOptions options) {
+  options.site_capacity = 3;
+  auto sink = JsonlSink::Open(path, options);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  for (const Epoch& e : Epochs()) (*sink)->OnEpoch(e.epoch, e.t, e.events);
+  ASSERT_TRUE((*sink)->Finish(FinalSnapshot(), "\"ended_by\":\"exit\"").ok())
+      << (*sink)->status();
+}
+
+// Every field of a record but `line`, with the times two sinks cannot share (when each
+// opened and finished) masked when `mask_times`.
+std::string Describe(const CaptureRecord& r, bool mask_times) {
+  std::string raw = r.raw;
+  int64_t t = r.t;
+  if (mask_times) {
+    for (const char* key : {"\"started_unix_ns\":", "\"finished_unix_ns\":"}) {
+      const size_t at = raw.find(key);
+      if (at == std::string::npos) continue;
+      size_t end = at + strlen(key);
+      while (end < raw.size() && isdigit(static_cast<unsigned char>(raw[end]))) ++end;
+      raw.replace(at + strlen(key), end - at - strlen(key), "T");
+    }
+    if (r.type == LineType::kHeader) t = 0;
+  }
+  std::string frames;
+  for (uint64_t f : r.frames) absl::StrAppend(&frames, absl::Hex(f), ",");
+  char weight[64];
+  snprintf(weight, sizeof(weight), "%a", r.weight);
+  return absl::StrCat(
+      "type=", static_cast<int>(r.type), " t=", t, " epoch=", r.epoch, " thread=", r.thread,
+      " addr=", absl::Hex(r.addr), " size=", r.size, " ticket=", r.ticket, " of=", r.of,
+      " layer=", r.layer, " scope=", r.scope, " outer=", r.outer, " site=", r.site,
+      " label=", r.label, " bytes=", r.bytes, " mono_ns=", r.mono_ns,
+      " category=", r.category, " id=", r.id, " parent=", r.parent, " name=", r.name,
+      " path=", r.path, " schema=", r.schema_version, " pid=", r.pid, " source=", r.source,
+      " frames=", frames, " other=", r.other, " start=", absl::Hex(r.start),
+      " end=", absl::Hex(r.end), " offset=", absl::Hex(r.offset), " build_id=", r.build_id,
+      " weight=", weight, " has_weight=", r.has_weight, " complete=", r.complete,
+      " raw=", raw);
+}
+
+std::vector<std::string> Records(const std::string& path, bool mask_times,
+                                 std::vector<CaptureRecord>* kept = nullptr) {
+  std::vector<std::string> out;
+  const absl::Status s = ReadCapture(path, [&](const CaptureRecord& r) {
+    out.push_back(Describe(r, mask_times));
+    if (kept != nullptr) kept->push_back(r);
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+void ExpectSameRecords(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "record " << i;
+}
+
+TEST(CaptureEncodingTest, SinkWritesTheSameRecordsInBothEncodings) {
+  const std::string jsonl = TempPath("same.jsonl");
+  const std::string mtb = TempPath("same.mtb");
+  WriteCapture(jsonl, JsonlSinkOptions{});
+  WriteCapture(mtb, JsonlSinkOptions{});
+  ASSERT_TRUE(IsBinaryCapture(FileBytes(mtb)));
+  ASSERT_EQ(FileBytes(jsonl).front(), '{');
+  std::vector<CaptureRecord> records;
+  const std::vector<std::string> from_jsonl = Records(jsonl, true, &records);
+  ExpectSameRecords(from_jsonl, Records(mtb, true));
+  // The capture holds what the test wrote (so the comparison is not of two empty files).
+  int allocs = 0, frees = 0, sites = 0, modules = 0, scope_events = 0, other_sites = 0;
+  int census = 0, intervals = 0, resets = 0, remaps = 0;
+  bool stack = false;
+  for (const CaptureRecord& r : records) {
+    allocs += r.type == LineType::kAlloc;
+    frees += r.type == LineType::kFree;
+    sites += r.type == LineType::kSite;
+    other_sites += r.type == LineType::kSite && r.other;
+    modules += r.type == LineType::kModule;
+    scope_events += r.type == LineType::kScopeEnter || r.type == LineType::kScopeExit;
+    census += r.type == LineType::kCensus;
+    intervals += r.type == LineType::kIntervalBegin || r.type == LineType::kIntervalEnd;
+    resets += r.type == LineType::kArenaReset;
+    remaps += r.type == LineType::kRemap || r.type == LineType::kRemapTarget;
+    if (r.type == LineType::kSite && r.frames == std::vector<uint64_t>{0x401000, 0x402000,
+                                                                       0x403000}) {
+      stack = true;
+    }
+    if (r.type == LineType::kCensus && r.bytes < 0) {
+      EXPECT_EQ(r.bytes, -50);
+    }
+    if (r.type == LineType::kIntervalEnd) {
+      EXPECT_EQ(r.category, 2u);
+    }
+  }
+  EXPECT_EQ(allocs, 7);
+  EXPECT_EQ(frees, 4);
+  EXPECT_EQ(sites, 4) << "three sites and the other-sites bucket";
+  EXPECT_EQ(other_sites, 1);
+  EXPECT_TRUE(stack);
+  EXPECT_GT(modules, 0);
+  EXPECT_EQ(scope_events, 4);
+  EXPECT_EQ(census, 2);
+  EXPECT_EQ(intervals, 2);
+  EXPECT_EQ(resets, 1);
+  EXPECT_EQ(remaps, 2);
+  EXPECT_EQ(records.back().type, LineType::kTrailer);
+  EXPECT_NE(records.back().raw.find("\"ended_by\":\"exit\""), std::string::npos);
+}
+
+TEST(CaptureEncodingTest, SampledWeightsSurviveExactly) {
+  JsonlSinkOptions options;
+  options.sample_interval_bytes = 4096;
+  const std::string jsonl = TempPath("sampled.jsonl");
+  const std::string mtb = TempPath("sampled.mtb");
+  WriteCapture(jsonl, options);
+  WriteCapture(mtb, options);
+  std::vector<CaptureRecord> records;
+  ExpectSameRecords(Records(jsonl, true), Records(mtb, true, &records));
+  int weighted = 0;
+  for (const CaptureRecord& r : records) {
+    if (r.type != LineType::kAlloc && r.type != LineType::kRemapTarget) {
+      EXPECT_FALSE(r.has_weight);
+      continue;
+    }
+    EXPECT_TRUE(r.has_weight);
+    ++weighted;
+    // 1 / (1 - exp(-64/4096)) = 64.50130..., written with six digits.
+    if (r.size == 64) {
+      EXPECT_EQ(r.weight, 64.5013);
+    }
+  }
+  EXPECT_EQ(weighted, 8);
+}
+
+TEST(CaptureEncodingTest, CompressedBinaryIsReadLikeThePlainOne) {
+  const std::string mtb = TempPath("plain.mtb");
+  const std::string zst = TempPath("packed.mtb.zst");
+  WriteCapture(mtb, JsonlSinkOptions{});
+  WriteCapture(zst, JsonlSinkOptions{});
+  const std::string packed = FileBytes(zst);
+  ASSERT_GE(packed.size(), 4u);
+  EXPECT_EQ(static_cast<unsigned char>(packed[0]), 0x28) << "a zstd frame";
+  ExpectSameRecords(Records(mtb, true), Records(zst, true));
+}
+
+absl::Status Convert(const std::string& in, const std::string& out) {
+  auto writer = CaptureWriter::Open(out);
+  if (!writer.ok()) return writer.status();
+  const absl::Status s =
+      ReadCapture(in, [&](const CaptureRecord& r) { return (*writer)->Write(r); });
+  const absl::Status finished = (*writer)->Finish();
+  return s.ok() ? finished : s;
+}
+
+TEST(CaptureEncodingTest, ConvertRoundTripsByteForByte) {
+  for (const bool sampled : {false, true}) {
+    JsonlSinkOptions options;
+    options.sample_interval_bytes = sampled ? 1000 : 0;
+    const std::string jsonl = TempPath("rt.jsonl");
+    const std::string mtb = TempPath("rt.mtb");
+    WriteCapture(jsonl, options);
+    WriteCapture(mtb, options);
+    // Binary -> JSONL: the reader sees the same records, header and trailer included.
+    const std::string back = TempPath("rt_back.jsonl");
+    ASSERT_TRUE(Convert(mtb, back).ok());
+    ExpectSameRecords(Records(mtb, false), Records(back, false));
+    // JSONL -> binary -> JSONL: the sink's own lines, byte for byte.
+    const std::string there = TempPath("rt_there.mtb.zst");
+    const std::string again = TempPath("rt_again.jsonl");
+    ASSERT_TRUE(Convert(jsonl, there).ok());
+    ASSERT_TRUE(Convert(there, again).ok());
+    EXPECT_EQ(FileBytes(again), FileBytes(jsonl)) << (sampled ? "sampled" : "");
+    // And binary -> JSONL -> binary gives the binary capture back.
+    const std::string mtb_again = TempPath("rt_again.mtb");
+    ASSERT_TRUE(Convert(back, mtb_again).ok());
+    EXPECT_EQ(FileBytes(mtb_again), FileBytes(mtb));
+  }
+}
+
+// A capture cut anywhere reads up to the cut and then says it was truncated (or, cut at
+// a record boundary, reads as a capture without a trailer); a flipped byte anywhere gives
+// an error or different records, never a crash or a hang.
+TEST(CaptureEncodingTest, CutOrCorruptedBinaryCapturesFailCleanly) {
+  const std::string mtb = TempPath("cut.mtb");
+  WriteCapture(mtb, JsonlSinkOptions{});
+  const std::string bytes = FileBytes(mtb);
+  auto read = [](std::string_view text, CaptureReadStats* stats) {
+    return ReadCaptureText(text, "cut.mtb", [](const CaptureRecord&) { return absl::OkStatus(); },
+                           stats);
+  };
+  int cut_errors = 0, boundaries = 0;
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    CaptureReadStats stats;
+    const absl::Status s = read(std::string_view(bytes).substr(0, n), &stats);
+    if (s.ok()) {
+      ++boundaries;
+      EXPECT_FALSE(stats.has_trailer) << "cut at " << n;
+      continue;
+    }
+    ++cut_errors;
+    const bool named = s.message().find("is cut off") != std::string::npos ||
+                       s.message().find("empty file") != std::string::npos;
+    EXPECT_TRUE(named) << "cut at " << n << ": " << s;
+  }
+  EXPECT_GT(boundaries, 20);
+  EXPECT_GT(cut_errors, boundaries);
+  uint32_t seed = 12345;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    std::string corrupt = bytes;
+    seed = seed * 1103515245 + 12345;
+    corrupt[i] = static_cast<char>(corrupt[i] ^ static_cast<char>(1 + (seed >> 16) % 255));
+    CaptureReadStats stats;
+    (void)read(corrupt, &stats);  // any outcome but a crash
+  }
+}
+
+TEST(CaptureEncodingTest, BinaryIsMuchSmaller) {
+  // Many ordinary records: the per-event size, not the header and module lines, counts.
+  std::vector<ObservedEvent> events;
+  for (uint64_t i = 0; i < 10000; ++i) {
+    const uint64_t addr = 0x7f1200000000 + (i % 64) * 48;
+    events.push_back(Record(EventKind::kAlloc, 0, addr, 16 + i % 100, 0x401234, 0, 1, 2 * i));
+    events.push_back(
+        Record(EventKind::kFree, 0, addr, 0, Ticket::Make(1, 2 * i), 0, 1, 2 * i + 1));
+  }
+  const std::string jsonl = TempPath("many.jsonl");
+  const std::string mtb = TempPath("many.mtb");
+  for (const std::string& path : {jsonl, mtb}) {
+    auto sink = JsonlSink::Open(path).value();
+    sink->OnEpoch(1, kStart, events);
+    ASSERT_TRUE(sink->Finish(Snapshot{}).ok());
+  }
+  const size_t text = FileBytes(jsonl).size();
+  const size_t binary = FileBytes(mtb).size();
+  EXPECT_LT(binary * 8, text) << binary << " vs " << text << " bytes";
+  ExpectSameRecords(Records(jsonl, true), Records(mtb, true));
+}
+
+}  // namespace
+}  // namespace memtrace
