@@ -143,7 +143,7 @@ bool Drainer::Round(bool final_round) {
     counters_.site_overflow = ledger_->sites().overflowed();
   }
   if (observer_ != nullptr) {
-    observer_->OnEpoch(epoch, epoch_started_unix, observed_);
+    observer_->OnEpochRecords(epoch, epoch_started_unix, observed_);
     observed_.clear();
     if (final_round) observer_->OnStop();
   }

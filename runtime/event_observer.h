@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "transport/event.h"
 
@@ -35,6 +36,15 @@ class EventObserver {
   // The records applied in `epoch`, which began at `epoch_start_unix_ns`.
   virtual void OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
                        std::span<const ObservedEvent> events) noexcept = 0;
+
+  // What the drainer calls: the same records in its own vector. An observer that keeps
+  // the records may take them without a copy by swapping `events` with another vector
+  // (empty, ideally with capacity); the drainer clears and reuses whatever `events` holds
+  // afterwards. The default hands them to OnEpoch().
+  virtual void OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
+                              std::vector<ObservedEvent>& events) noexcept {
+    OnEpoch(epoch, epoch_start_unix_ns, events);
+  }
 
   // The recorder stopped; no more epochs will come until it starts again.
   virtual void OnStop() noexcept {}

@@ -121,40 +121,57 @@ JsonlSink::~JsonlSink() {
   if (writer_.joinable()) writer_.join();  // drains the queue and closes the file
 }
 
+std::vector<ObservedEvent> JsonlSink::TakeSpare() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spare_.empty()) return {};
+  std::vector<ObservedEvent> spare = std::move(spare_.back());
+  spare_.pop_back();
+  return spare;
+}
+
 void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
                         std::span<const ObservedEvent> events) noexcept {
   if (events.empty()) return;
   // The copy is made outside the lock, into a vector the writer gave back (its capacity
   // is already touched), so neither side waits on the other for allocation or page
   // faults.
-  std::vector<ObservedEvent> copy;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!spare_.empty()) {
-      copy = std::move(spare_.back());
-      spare_.pop_back();
-    }
-  }
+  std::vector<ObservedEvent> copy = TakeSpare();
   copy.assign(events.begin(), events.end());
+  Enqueue(epoch, epoch_start_unix_ns, std::move(copy));
+}
+
+void JsonlSink::OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
+                               std::vector<ObservedEvent>& events) noexcept {
+  if (events.empty()) return;
+  // No copy: the drainer's vector becomes the batch, and the drainer goes on with one the
+  // writer gave back.
+  std::vector<ObservedEvent> batch = TakeSpare();
+  batch.swap(events);
+  Enqueue(epoch, epoch_start_unix_ns, std::move(batch));
+}
+
+void JsonlSink::Enqueue(uint32_t epoch, int64_t epoch_start_unix_ns,
+                        std::vector<ObservedEvent>&& batch) noexcept {
+  const size_t n = batch.size();
   std::unique_lock<std::mutex> lock(mu_);
   if (!finished_ && options_.max_backpressure > absl::ZeroDuration() &&
-      queued_records_ + events.size() > options_.max_queued_records) {
+      queued_records_ + n > options_.max_queued_records) {
     // The writer notifies after every batch it writes.
     cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.max_backpressure), [&] {
-      return finished_ || queued_records_ + events.size() <= options_.max_queued_records ||
+      return finished_ || queued_records_ + n <= options_.max_queued_records ||
              queued_records_ == 0;
     });
   }
   // With backpressure an epoch larger than the whole queue still goes in once the queue
   // is empty; without it, it is dropped like any epoch that does not fit.
-  const bool fits = queued_records_ + events.size() <= options_.max_queued_records ||
+  const bool fits = queued_records_ + n <= options_.max_queued_records ||
                     (options_.max_backpressure > absl::ZeroDuration() && queued_records_ == 0);
   if (finished_ || !fits) {
-    stats_.events_lost += events.size();  // never wait on I/O: drop and count
+    stats_.events_lost += n;  // never wait on I/O: drop and count
     return;
   }
-  queue_.push_back(Batch{epoch, epoch_start_unix_ns, std::move(copy)});
-  queued_records_ += events.size();
+  queue_.push_back(Batch{epoch, epoch_start_unix_ns, std::move(batch)});
+  queued_records_ += n;
   cv_.notify_one();
 }
 

@@ -11,9 +11,9 @@
 // event refers to them, one line per event, and a trailer with the totals and the
 // integrity block. A capture without a trailer is truncated.
 //
-// Sinks never block allocating threads, and never hold up the drainer for I/O: OnEpoch
-// copies the epoch's records into a bounded queue and a writer thread formats and writes
-// them. If the queue is full (the disk is slower than the program), the epoch's records
+// Sinks never block allocating threads, and never hold up the drainer for I/O: the
+// drainer's OnEpochRecords hands over the epoch's records without a copy (OnEpoch copies
+// them) into a bounded queue, and a writer thread formats and writes them. If the queue is full (the disk is slower than the program), the epoch's records
 // are dropped and counted (events_lost), and the trailer marks the capture partial.
 // Write errors (disk full, a closed pipe, a removed directory) are kept as the sink's
 // status, counted, and reported in the trailer when it can still be written; tracing goes
@@ -111,6 +111,8 @@ class JsonlSink final : public EventObserver {
 
   void OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
                std::span<const ObservedEvent> events) noexcept override;
+  void OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
+                      std::vector<ObservedEvent>& events) noexcept override;
 
   // Writes everything queued, the module map (runtime/module_map.h), then the trailer
   // from `final_snapshot` (take it after Stop(), so it includes everything), and closes
@@ -132,6 +134,11 @@ class JsonlSink final : public EventObserver {
   };
 
   JsonlSink(FILE* stream, bool owned, std::string name, const JsonlSinkOptions& options);
+  // A vector the writer gave back (empty, with capacity), or a new one.
+  std::vector<ObservedEvent> TakeSpare();
+  // Queues an epoch's records for the writer, waiting or dropping as the options say.
+  void Enqueue(uint32_t epoch, int64_t epoch_start_unix_ns,
+               std::vector<ObservedEvent>&& batch) noexcept;
   void WriterLoop();
   void WriteBatch(const Batch& batch);
   // Table lines, written before the first event that refers to them.

@@ -318,5 +318,33 @@ TEST(JsonlSinkTest, QueueOverflowDropsAndCountsInsteadOfBlocking) {
   EXPECT_NE(lines.back().find("\"events_lost\":2"), std::string::npos);
 }
 
+// The drainer's path: the sink takes the records out of the drainer's vector (no copy)
+// and leaves it an empty one; the capture has every record, in order.
+TEST(JsonlSinkTest, OnEpochRecordsTakesTheDrainersVector) {
+  const std::string path = TempPath("taken.jsonl");
+  auto sink = JsonlSink::Open(path).value();
+  std::vector<ObservedEvent> events;
+  for (uint64_t i = 1; i <= 3; ++i) {
+    events.push_back({Event{0x1000 * i, Event::PackKindSize(EventKind::kAlloc, 0, 8 * i),
+                            0x400000, 0},
+                      i});
+  }
+  sink->OnEpochRecords(1, 0, events);
+  EXPECT_TRUE(events.empty()) << "the records went to the sink";
+  events.push_back({Event{0x1000, Event::PackKindSize(EventKind::kFree, 0, 0), 1, 0}, 4});
+  sink->OnEpochRecords(2, 0, events);
+  EXPECT_TRUE(events.empty());
+  ASSERT_TRUE(sink->Finish(Snapshot{}).ok());
+  EXPECT_EQ(sink->stats().events_written, 4u);
+  EXPECT_EQ(sink->stats().events_lost, 0u);
+  std::vector<std::string> lines = ReadLines(path);
+  std::vector<std::string> kinds;
+  for (const std::string& l : lines) {
+    const std::string type = TypeOf(l);
+    if (type == "alloc" || type == "free") kinds.push_back(type);
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"alloc", "alloc", "alloc", "free"}));
+}
+
 }  // namespace
 }  // namespace memtrace
