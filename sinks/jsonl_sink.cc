@@ -279,13 +279,17 @@ void JsonlSink::WriteBatch(const Batch& batch) {
   const bool binary = options_.encoding == CaptureEncoding::kBinary;
   const std::string time_fields =
       binary ? std::string() : JsonTimeFields(batch.start_unix_ns, batch.epoch);
+  // One CaptureEvent for the whole batch: each case below sets every field its type's
+  // encoding reads (sinks/capture_event.h), so nothing stale is written, and the struct
+  // is not zeroed per event (that `rep stos` was 40% of this loop's samples).
+  CaptureEvent c;
   for (const ObservedEvent& o : batch.events) {
     const Event& e = o.event;
     // Table lines an event refers to go first, then the event, encoded straight into the
     // output buffer (this loop is the sink's throughput).
-    CaptureEvent c;
     c.thread = Ticket::RingId(o.ticket);
     c.layer = e.layer();
+    c.has_weight = false;
     switch (e.kind()) {
       case EventKind::kAlloc:
       case EventKind::kRemapTarget:

@@ -18,7 +18,7 @@ TicketTable::TicketTable(uint32_t slots_log2) noexcept
   if (slots_log2 < kMinSlotsLog2 || slots_log2 > kMaxSlotsLog2) return;
   // Zero-filled pages hold empty slots (address 0). The atomics are lock-free words with
   // no other state, so mapped zero pages are valid objects of that type.
-  buckets_ = static_cast<Slot*>(transport_internal::MapZeroed(mapped_bytes()));
+  buckets_ = static_cast<Slot*>(transport_internal::MapZeroedHuge(mapped_bytes()));
 }
 
 TicketTable::~TicketTable() { transport_internal::Unmap(buckets_, mapped_bytes()); }

@@ -13,6 +13,12 @@ void* MapZeroed(size_t bytes) noexcept {
   return p == MAP_FAILED ? nullptr : p;
 }
 
+void* MapZeroedHuge(size_t bytes) noexcept {
+  void* p = MapZeroed(bytes);
+  if (p != nullptr) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure changes nothing
+  return p;
+}
+
 void Unmap(void* memory, size_t bytes) noexcept {
   if (memory != nullptr) munmap(memory, bytes);
 }
