@@ -155,7 +155,10 @@ TEST(JsonlSinkTest, StacksArriveWithTheirAllocationsAndModulesAreListed) {
     });
   }
   for (auto& th : threads) th.join();
-  // The fifth stack, past the capacity.
+  // The fifth stack, past the capacity. Flush first: inside one epoch the drainer applies
+  // (and the sink numbers sites in) ring order, not time order, so without it the late
+  // allocation could take a site id before the threads' stacks (drainer.h, guarantees).
+  ASSERT_TRUE(tracer->recorder().Flush().ok());
   const uint64_t late = tracer->recorder().StackSite(stacks[4].data(), 3);
   ASSERT_EQ(tracer->recorder().RecordAlloc(layers::kCpuHeap, 0x7000, 8, late),
             RecordResult::kRecorded);
