@@ -26,6 +26,7 @@ void AddressTable::Grow() {
   const size_t capacity =
       old.empty() ? kInitialCapacity : old.size() + old.size() / 2;
   slots_.assign(capacity, LiveBlock{});
+  capacity_ = capacity;
   size_ = 0;
   for (const LiveBlock& b : old) {
     if (b.address == 0) continue;
@@ -38,6 +39,7 @@ void AddressTable::Grow() {
 
 void AddressTable::Clear() noexcept {
   std::vector<LiveBlock>().swap(slots_);
+  capacity_ = 0;
   size_ = 0;
 }
 

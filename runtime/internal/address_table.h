@@ -59,7 +59,7 @@ class AddressTable {
   AddressTable() = default;
 
   size_t size() const noexcept { return size_; }
-  size_t capacity() const noexcept { return slots_.size(); }
+  size_t capacity() const noexcept { return capacity_; }
   size_t memory_bytes() const noexcept { return slots_.capacity() * sizeof(LiveBlock); }
 
   // The block at `address`, or nullptr. The pointer is valid until the next Insert/Erase.
@@ -135,14 +135,17 @@ class AddressTable {
   size_t Home(uint64_t address) const noexcept {
     const uint64_t h = address * 0x9E3779B97F4A7C15ull;
     return static_cast<size_t>((static_cast<unsigned __int128>(h ^ (h >> 29)) *
-                                slots_.size()) >> 64);
+                                capacity_) >> 64);
   }
-  size_t Next(size_t i) const noexcept { return i + 1 == slots_.size() ? 0 : i + 1; }
+  size_t Next(size_t i) const noexcept { return i + 1 == capacity_ ? 0 : i + 1; }
   // One more block would pass 85% of capacity.
-  bool Full() const noexcept { return (size_ + 1) * 20 > slots_.size() * 17; }
+  bool Full() const noexcept { return (size_ + 1) * 20 > capacity_ * 17; }
   void Grow();
 
   std::vector<LiveBlock> slots_;
+  // slots_.size(), kept apart: the vector's size is (end - begin) / 24, a multiply on
+  // the path of every lookup.
+  size_t capacity_ = 0;
   size_t size_ = 0;
 };
 
