@@ -348,7 +348,8 @@ bool BeforeStart() noexcept {
 
 // Records a new block of the program's, unless the minimum size or sampling leaves it
 // out. The stack is unwound only for a block that is recorded.
-void RecordNewBlock(Tracer* t, void* p, size_t n, Caller caller) noexcept {
+__attribute__((always_inline)) inline void RecordNewBlock(Tracer* t, void* p, size_t n,
+                                                       Caller caller) noexcept {
   if (!Tracked(p)) return;
   if (config.sample_bytes != 0) {
     if (!TakeSample(n)) return;
@@ -359,7 +360,9 @@ void RecordNewBlock(Tracer* t, void* p, size_t n, Caller caller) noexcept {
   t->recorder().RecordAlloc(kLayer, Addr(p), n, Site(t, caller.frame, caller.ret));
 }
 
-void OnAlloc(void* p, size_t n, Caller caller) noexcept {
+// Inlined into each interposed function, with the unwinder call: fewer frames of our own
+// for the DWARF walk to step through (unwind.h).
+__attribute__((always_inline)) inline void OnAlloc(void* p, size_t n, Caller caller) noexcept {
   if (p == nullptr) return;
   if (OwnCallOnProgramThread(runtime_internal::Tls())) {
     internal_blocks.Insert(Addr(p));

@@ -37,12 +37,6 @@ StackBounds Bounds() noexcept {
   return b;
 }
 
-// libunwind's unw_backtrace(), from a private dlopen() (see LoadDwarfUnwinder).
-using BacktraceFn = int (*)(void**, int);
-// Written once by LoadDwarfUnwinder before tracing starts; the tracer's start publishes it
-// (release/acquire on the preload's active tracer pointer).
-BacktraceFn unw_backtrace_fn = nullptr;
-
 }  // namespace
 
 bool LoadDwarfUnwinder(std::string* error) {
@@ -77,24 +71,6 @@ uint32_t UnwindFramePointers(const void* frame, uint64_t* frames, uint32_t max) 
     if (next <= fp) break;  // the chain must move up the stack
     fp = next;
   }
-  return n;
-}
-
-uint32_t UnwindDwarf(uint64_t skip_begin, uint64_t skip_end, uint64_t* frames,
-                     uint32_t max) noexcept {
-  static constexpr int kSlack = 8;  // our own frames, left out below
-  void* buffer[64 + kSlack];
-  const int want = static_cast<int>(max) + kSlack;
-  if (unw_backtrace_fn == nullptr) return 0;
-  const int got = unw_backtrace_fn(buffer, want < 64 + kSlack ? want : 64 + kSlack);
-  int first = 0;
-  while (first < got) {
-    const auto pc = reinterpret_cast<uint64_t>(buffer[first]);
-    if (pc < skip_begin || pc >= skip_end) break;
-    ++first;
-  }
-  uint32_t n = 0;
-  for (int i = first; i < got && n < max; ++i) frames[n++] = reinterpret_cast<uint64_t>(buffer[i]);
   return n;
 }
 

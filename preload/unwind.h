@@ -33,10 +33,36 @@ uint32_t UnwindFramePointers(const void* frame, uint64_t* frames, uint32_t max) 
 // once, before tracing starts.
 bool LoadDwarfUnwinder(std::string* error);
 
-// The same with libunwind (0 frames until LoadDwarfUnwinder() succeeded). Frames inside [skip_begin, skip_end) (the interposer's own
-// code) are left out at the start, so frames[0] is the interposed function's caller.
-uint32_t UnwindDwarf(uint64_t skip_begin, uint64_t skip_end, uint64_t* frames,
-                     uint32_t max) noexcept;
+// libunwind's unw_backtrace(), from a private dlopen() (LoadDwarfUnwinder). Written once
+// before tracing starts; the tracer's start publishes it (release/acquire on the
+// preload's active tracer pointer).
+using BacktraceFn = int (*)(void**, int);
+inline BacktraceFn unw_backtrace_fn = nullptr;
+
+// The same with libunwind (0 frames until LoadDwarfUnwinder() succeeded). Frames inside
+// [skip_begin, skip_end) (the interposer's own code) are left out at the start, so
+// frames[0] is the interposed function's caller. Always inlined, like the interposer's
+// path to it: every frame of memtrace's own between the program and unw_backtrace() is
+// one more step of the DWARF walk, paid on every recorded allocation.
+__attribute__((always_inline)) inline uint32_t UnwindDwarf(uint64_t skip_begin,
+                                                           uint64_t skip_end,
+                                                           uint64_t* frames,
+                                                           uint32_t max) noexcept {
+  constexpr int kSlack = 8;  // our own frames, left out below
+  void* buffer[64 + kSlack];
+  const int want = static_cast<int>(max) + kSlack;
+  if (unw_backtrace_fn == nullptr) return 0;
+  const int got = unw_backtrace_fn(buffer, want < 64 + kSlack ? want : 64 + kSlack);
+  int first = 0;
+  while (first < got) {
+    const auto pc = reinterpret_cast<uint64_t>(buffer[first]);
+    if (pc < skip_begin || pc >= skip_end) break;
+    ++first;
+  }
+  uint32_t n = 0;
+  for (int i = first; i < got && n < max; ++i) frames[n++] = reinterpret_cast<uint64_t>(buffer[i]);
+  return n;
+}
 
 }  // namespace memtrace::preload_internal
 
