@@ -34,8 +34,9 @@ struct Config {
   // Records per thread ring: 2^ring_capacity_log2, each 32 bytes.
   uint32_t ring_capacity_log2 = 14;
   // Slots in the ticket table: 2^ticket_table_log2, 16 bytes of address space each
-  // (4 MiB by default, touched as blocks are allocated). Size it above the number of
-  // blocks live at once for the fewest ticket misses.
+  // (4 MiB by default, touched as blocks are allocated, 2 MiB at a time where the kernel
+  // grants huge pages). Size it above the number of blocks live at once for the fewest
+  // ticket misses.
   uint32_t ticket_table_log2 = 18;
   OverflowPolicy overflow_policy = OverflowPolicy::kWaitThenFail;
   absl::Duration overflow_wait = absl::Milliseconds(100);

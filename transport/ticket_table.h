@@ -63,7 +63,8 @@ class TicketTable {
   static constexpr uint32_t kMinSlotsLog2 = 4;
   static constexpr uint32_t kMaxSlotsLog2 = 28;
 
-  // Maps 2^slots_log2 slots (16 bytes each, touched lazily). Check ok() afterwards.
+  // Maps 2^slots_log2 slots (16 bytes each, touched lazily, in transparent huge pages
+  // where the kernel grants them: 2 MiB at a time). Check ok() afterwards.
   explicit TicketTable(uint32_t slots_log2) noexcept;
   ~TicketTable();
 
