@@ -35,18 +35,6 @@ Snapshot Tracer::TakeSnapshot() {
   return snap;
 }
 
-void* Tracer::Alloc(Allocator& backing, LayerId layer, size_t len, size_t alignment,
-                    uintptr_t ret_addr) noexcept {
-  void* p = backing.Alloc(len, alignment, ret_addr);
-  if (p == nullptr) return nullptr;  // the backing failed: nothing to record
-  if (recorder_->RecordAlloc(layer, Addr(p), len, ret_addr) == RecordResult::kFailed) {
-    // The seed's rawAlloc: no live memory the record does not mention.
-    backing.Free(AsMemory(p, len), alignment, ret_addr);
-    return nullptr;
-  }
-  return p;
-}
-
 bool Tracer::Resize(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
                     size_t new_len, uintptr_t ret_addr) noexcept {
   if (!backing.Resize(memory, alignment, new_len, ret_addr)) return false;
@@ -71,14 +59,6 @@ void* Tracer::Remap(Allocator& backing, LayerId layer, Memory memory, size_t ali
     RaiseFailure();
   }
   return p;
-}
-
-void Tracer::Free(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
-                  uintptr_t ret_addr) noexcept {
-  if (recorder_->RecordFree(layer, Addr(memory.data())) == RecordResult::kFailed) {
-    RaiseFailure();
-  }
-  backing.Free(memory, alignment, ret_addr);
 }
 
 void TracingAllocator::RecordReset() noexcept {

@@ -101,15 +101,37 @@ class Tracer {
   Recorder& recorder() noexcept { return *recorder_; }
 
   // The traced operations, on any backing allocator and layer. TracingAllocator and
-  // Context forward here; the semantics are those in the header comment.
+  // Context forward here; the semantics are those in the header comment. Alloc and Free
+  // are defined here, inline, so that a TracingAllocator call is the backing's call plus
+  // the recorder's inlined record, with no call in between.
   void* Alloc(Allocator& backing, LayerId layer, size_t len, size_t alignment,
-              uintptr_t ret_addr) noexcept;
+              uintptr_t ret_addr) noexcept {
+    void* p = backing.Alloc(len, alignment, ret_addr);
+    if (p == nullptr) return nullptr;  // the backing failed: nothing to record
+    if (__builtin_expect(recorder_->RecordAlloc(layer, reinterpret_cast<uint64_t>(p), len,
+                                                ret_addr) == RecordResult::kFailed,
+                         0)) {
+      // The seed's rawAlloc: no live memory the record does not mention.
+      backing.Free(AsMemory(p, len), alignment, ret_addr);
+      return nullptr;
+    }
+    return p;
+  }
   bool Resize(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
               size_t new_len, uintptr_t ret_addr) noexcept;
   void* Remap(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
               size_t new_len, uintptr_t ret_addr) noexcept;
   void Free(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
-            uintptr_t ret_addr) noexcept;
+            uintptr_t ret_addr) noexcept {
+    // Recorded before the release, so the address cannot be handed out again first.
+    if (__builtin_expect(recorder_->RecordFree(layer, reinterpret_cast<uint64_t>(
+                                                          memory.data())) ==
+                             RecordResult::kFailed,
+                         0)) {
+      RaiseFailure();
+    }
+    backing.Free(memory, alignment, ret_addr);
+  }
 
  private:
   explicit Tracer(std::unique_ptr<Recorder> recorder) : recorder_(std::move(recorder)) {}
