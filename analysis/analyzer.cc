@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -438,6 +439,13 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
         key.site, it != summary_.site_addrs.end() ? it->second : 0, key.scope, key.layer,
         usage, tmp != temporaries_by_key_.end() ? tmp->second : 0});
   }
+  // The hash map's order changes from process to process (abseil seeds its hash), and
+  // exports follow this vector: sort it so that the same capture always gives the same
+  // output.
+  std::sort(summary_.attribution.begin(), summary_.attribution.end(),
+            [](const AllocationAttribution& a, const AllocationAttribution& b) {
+              return std::tie(a.site, a.scope, a.layer) < std::tie(b.site, b.scope, b.layer);
+            });
   Coverage& c = summary_.coverage;
   for (const auto& [scope, usage] : summary_.scopes) {
     (scope == 0 ? c.allocated_unscoped : c.allocated_scoped) += usage.allocated_bytes;

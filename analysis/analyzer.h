@@ -136,7 +136,8 @@ struct CaptureSummary {
   // Scope id -> the event index (1-based) at which its live bytes first reached their
   // high-water mark.
   std::map<uint32_t, uint64_t> scope_peak_event;
-  std::vector<AllocationAttribution> attribution;  // every (site, scope, layer) seen
+  std::vector<AllocationAttribution> attribution;  // every (site, scope, layer) seen, in
+                                                   // that order
   std::vector<Retention> retention;  // scopes whose instances exited, by scope id
   Coverage coverage;
   uint64_t temporaries = 0;        // blocks freed almost at once, on the allocating thread

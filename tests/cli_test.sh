@@ -63,6 +63,22 @@ for cmd in summary top peak retention coverage; do
   cmp -s "$dir/from_jsonl.txt" "$dir/from_mtb.txt" \
     || fail "$cmd differs between encodings: $(diff "$dir/from_jsonl.txt" "$dir/from_mtb.txt" | head -5)"
 done
+# Exports are the same from either encoding, and the same every time (a pprof sample
+# order once followed abseil's per-process hash seed).
+for fmt in folded pprof perfetto; do
+  n=0
+  for src in c.jsonl c.mtb c.jsonl; do
+    n=$((n + 1))
+    "$memtrace" export --format="$fmt" "$dir/$src" -o "$dir/x.$fmt" 2> /dev/null || fail "export $fmt of $src"
+    if [[ $fmt == pprof ]]; then
+      gzip -dc "$dir/x.$fmt"
+    else
+      sed "s/$src/CAPTURE/g" "$dir/x.$fmt"
+    fi > "$dir/x.$fmt.$n"
+  done
+  cmp -s "$dir/x.$fmt.1" "$dir/x.$fmt.2" || fail "export $fmt differs between encodings"
+  cmp -s "$dir/x.$fmt.1" "$dir/x.$fmt.3" || fail "export $fmt differs from one run to the next"
+done
 "$memtrace" convert "$dir/c.mtb" "$dir/back.jsonl.zst" 2> /dev/null || fail "convert to compressed JSONL"
 "$memtrace" convert "$dir/back.jsonl.zst" "$dir/back.jsonl" 2> /dev/null || fail "convert from zstd"
 cmp -s "$dir/c.jsonl" "$dir/back.jsonl" || fail "jsonl -> mtb -> jsonl is not byte-identical"
