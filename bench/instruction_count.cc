@@ -9,50 +9,28 @@
 //   instruction_count pairs-traced N     ... and the same recorded through the Recorder
 //   instruction_count drain N            N alloc/free pairs recorded, then one Flush
 //
-// The loops to count are the functions ChurnBurst and (for drain) Drainer::Round; the
-// script restricts callgrind to them (--toggle-collect), so setup and teardown are not
-// counted.
+// The loops to count are the functions ChurnBurst<...> (overhead_benchmark's churn step,
+// bench/churn.h) and (for drain) Drainer::Round; the script restricts callgrind to them
+// (--toggle-collect), so setup and teardown are not counted.
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "bench/churn.h"
 #include "runtime/recorder.h"
 
 namespace memtrace {
 namespace {
 
-uint32_t XorShift(uint32_t& s) {
-  s ^= s << 13;
-  s ^= s >> 17;
-  s ^= s << 5;
-  return s;
-}
-
 constexpr int kBurst = 2048;
 
-// One burst of the churn loop of overhead_benchmark.cc: a random slot of a 64-slot
-// window is freed and refilled with 16-271 bytes; traced when `recorder` is set.
-extern "C" __attribute__((noinline)) void ChurnBurst(Recorder* recorder, void** slots,
-                                                     uint32_t* seed) {
-  for (int i = 0; i < kBurst; ++i) {
-    const uint32_t r = XorShift(*seed);
-    void*& slot = slots[r & 63];
-    if (slot != nullptr) {
-      if (recorder != nullptr) {
-        recorder->RecordFree(layers::kCpuHeap, reinterpret_cast<uint64_t>(slot));
-      }
-      free(slot);
-    }
-    const uint64_t size = 16 + (r >> 8) % 256;
-    slot = malloc(size);
-    if (recorder != nullptr) {
-      recorder->RecordAlloc(layers::kCpuHeap, reinterpret_cast<uint64_t>(slot), size,
-                            0x401000);
-    }
-    asm volatile("" : : "r"(slot) : "memory");
-  }
+// One burst of overhead_benchmark's churn loop (churn.h), traced or not.
+template <bool kTraced>
+__attribute__((noinline)) void ChurnBurst(Recorder* recorder, void* (&slots)[bench::kChurnWindow],
+                                          uint32_t& seed, uint64_t& failed) {
+  for (int i = 0; i < kBurst; ++i) bench::ChurnStep<kTraced>(recorder, slots, seed, failed);
 }
 
 int Pairs(bool traced, int64_t n) {
@@ -63,10 +41,15 @@ int Pairs(bool traced, int64_t n) {
     recorder = owner.get();
     recorder->Start().IgnoreError();
   }
-  void* slots[64] = {};
+  void* slots[bench::kChurnWindow] = {};
   uint32_t seed = 12345;
+  uint64_t failed = 0;
   for (int64_t done = 0; done < n; done += kBurst) {
-    ChurnBurst(recorder, slots, &seed);
+    if (recorder != nullptr) {
+      ChurnBurst<true>(recorder, slots, seed, failed);
+    } else {
+      ChurnBurst<false>(nullptr, slots, seed, failed);
+    }
     if (recorder != nullptr) recorder->Flush().IgnoreError();  // the drainer keeps up
   }
   for (void* p : slots) {
@@ -75,7 +58,8 @@ int Pairs(bool traced, int64_t n) {
     }
     free(p);
   }
-  printf("pairs %lld\n", static_cast<long long>((n + kBurst - 1) / kBurst * kBurst));
+  printf("pairs %lld failed %llu\n", static_cast<long long>((n + kBurst - 1) / kBurst * kBurst),
+         static_cast<unsigned long long>(failed));
   return 0;
 }
 

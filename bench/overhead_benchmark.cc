@@ -32,19 +32,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench/churn.h"
 #include "runtime/recorder.h"
 
 namespace memtrace {
 namespace {
 
-constexpr int kWindow = 64;
-
-uint32_t XorShift(uint32_t& s) {
-  s ^= s << 13;
-  s ^= s >> 17;
-  s ^= s << 5;
-  return s;
-}
+using bench::kChurnWindow;
+using bench::XorShift;
 
 uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
@@ -68,36 +63,13 @@ constexpr int kBurst = 2048;  // 4096 records: a quarter of the default ring
 template <bool kTraced>
 void Churn(benchmark::State& state, bool flush_between_bursts) {
   Recorder* recorder = kTraced ? &SharedRecorder() : nullptr;
-  void* slots[kWindow] = {};
+  void* slots[kChurnWindow] = {};
   uint32_t seed = 12345 + static_cast<uint32_t>(state.thread_index());
   uint64_t failed = 0;
   double seconds = 0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBurst; ++i) {
-      const uint32_t r = XorShift(seed);
-      void*& slot = slots[r & (kWindow - 1)];
-      if (slot != nullptr) {
-        if constexpr (kTraced) {
-          // Record a release before releasing (tracer.h explains the order).
-          if (recorder->RecordFree(layers::kCpuHeap, Addr(slot)) == RecordResult::kFailed) {
-            ++failed;
-          }
-        }
-        free(slot);
-      }
-      const uint64_t size = 16 + (r >> 8) % 256;
-      slot = malloc(size);
-      if constexpr (kTraced) {
-        if (recorder->RecordAlloc(layers::kCpuHeap, Addr(slot), size, 0x401000) ==
-            RecordResult::kFailed) {
-          free(slot);  // the seed's semantics: an allocation that cannot be recorded fails
-          slot = nullptr;
-          ++failed;
-        }
-      }
-      benchmark::DoNotOptimize(slot);
-    }
+    for (int i = 0; i < kBurst; ++i) bench::ChurnStep<kTraced>(recorder, slots, seed, failed);
     const auto stop = std::chrono::steady_clock::now();
     const double burst = std::chrono::duration<double>(stop - start).count();
     seconds += burst;
@@ -210,7 +182,7 @@ void BM_SustainedRate(benchmark::State& state) {
       const double per_thread = rate / threads;
       const auto batch_period = std::chrono::nanoseconds(
           static_cast<int64_t>(1000.0 / per_thread * 1e9));
-      void* slots[kWindow] = {};
+      void* slots[kChurnWindow] = {};
       uint32_t seed = 99 + static_cast<uint32_t>(t);
       auto next = std::chrono::steady_clock::now();
       const auto end = next + duration;
@@ -218,7 +190,7 @@ void BM_SustainedRate(benchmark::State& state) {
       while (std::chrono::steady_clock::now() < end) {
         for (int i = 0; i < 1000; ++i) {
           const uint32_t r = XorShift(seed);
-          void*& slot = slots[r & (kWindow - 1)];
+          void*& slot = slots[r & (kChurnWindow - 1)];
           if (slot != nullptr) {
             recorder->RecordFree(layers::kCpuHeap, Addr(slot));
             free(slot);

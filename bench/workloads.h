@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/churn.h"  // XorShift
 #include "runtime/frame_arena.h"
 #include "runtime/span.h"
 #include "runtime/std_allocator.h"
@@ -45,13 +46,6 @@
 
 namespace memtrace {
 namespace bench {
-
-inline uint32_t XorShift(uint32_t& s) {
-  s ^= s << 13;
-  s ^= s >> 17;
-  s ^= s << 5;
-  return s;
-}
 
 // ---- Heaps: what the workloads allocate through ---------------------------------------
 

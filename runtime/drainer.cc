@@ -203,14 +203,12 @@ bool Drainer::InSegment(const Cursor& c, uint64_t position, uint32_t epoch) cons
   return position < c.limit && !EpochBefore(epoch, c.ring->Read(position).epoch());
 }
 
-int Drainer::Dependency(const Event& e, size_t self, uint32_t epoch,
-                        uint64_t* position) const {
+int Drainer::Dependency(const Event& e, uint32_t epoch, uint64_t* position) const {
   const uint64_t ticket = e.word2;
-  if (ticket == 0) return -1;
   const uint32_t ring_id = Ticket::RingId(ticket);
   if (ring_id >= cursor_of_ring_.size()) return -1;
   const int32_t index = cursor_of_ring_[ring_id];
-  if (index < 0 || static_cast<size_t>(index) == self) return -1;
+  if (index < 0) return -1;
   const Cursor& other = cursors_[static_cast<size_t>(index)];
   // The ticket keeps the low 28 bits of the position (ticket.h). An unapplied record lies
   // in [other.pos, other.limit), a window shorter than 2^28, so the distance from
@@ -313,7 +311,7 @@ void Drainer::ApplyEpoch(uint32_t epoch) {
         // ticket of this ring names a record already applied, or none).
         if (IsRelease(e.kind()) && e.word2 != 0 && Ticket::RingId(e.word2) != c.ring->id()) {
           uint64_t dep_pos = 0;
-          const int dep = Dependency(e, index, epoch, &dep_pos);
+          const int dep = Dependency(e, epoch, &dep_pos);
           if (dep >= 0) {
             Cursor& d = cursors_[static_cast<size_t>(dep)];
             if (!d.on_stack) {

@@ -110,8 +110,9 @@ class Drainer {
   void AwaitClaims(Cursor& c);
   void ApplyEpoch(uint32_t epoch);
   bool InSegment(const Cursor& c, uint64_t position, uint32_t epoch) const noexcept;
-  // The cursor index and position of the record `e` depends on, or -1.
-  int Dependency(const Event& e, size_t self, uint32_t epoch, uint64_t* position) const;
+  // The cursor index and position of the record `e` depends on, or -1. For a release
+  // whose (non-zero) ticket names another ring than its own (ApplyEpoch checks that).
+  int Dependency(const Event& e, uint32_t epoch, uint64_t* position) const;
   // Applies `e`, the record at c.pos.
   void Apply(Cursor& c, const Event& e);
   void RemoveCursor(size_t index);
