@@ -115,11 +115,14 @@ absl::Status CaptureWriter::Write(const CaptureRecord& r) {
       break;
     }
   }
-  if (buffer_.size() >= kFlushBytes) return Flush(/*end=*/false);
+  if ((binary_ ? encoder_.size() : buffer_.size()) >= kFlushBytes) {
+    return Flush(/*end=*/false);
+  }
   return absl::OkStatus();
 }
 
 absl::Status CaptureWriter::Flush(bool end) {
+  encoder_.Flush();  // staged binary records, if any
   size_t written = 0;
   bool ok;
   if (zstd_ != nullptr) {

@@ -12,6 +12,8 @@ namespace {
 
 // The longest event: tag, thread (5), six 10-byte varints, an 8-byte weight.
 constexpr size_t kMaxEventBytes = 1 + 5 + 6 * 10 + 8;
+// An epoch record: tag, epoch (5), time delta (10).
+constexpr size_t kMaxEpochBytes = 1 + 5 + 10;
 
 uint64_t ZigZag(uint64_t delta) {
   const auto v = static_cast<int64_t>(delta);
@@ -107,9 +109,13 @@ BinaryThreadState& BinaryThreadStates::GetSlow(uint32_t thread) {
   return others_[thread];
 }
 
-void BinaryEncoder::Magic() { out_->append(kBinaryMagic, kBinaryMagicSize); }
+void BinaryEncoder::Magic() {
+  Flush();
+  out_->append(kBinaryMagic, kBinaryMagicSize);
+}
 
 void BinaryEncoder::Json(std::string_view line) {
+  Flush();
   uint8_t head[11];
   head[0] = kBinaryTagJson;
   const uint8_t* end = PutVarint(head + 1, line.size());
@@ -118,17 +124,17 @@ void BinaryEncoder::Json(std::string_view line) {
 }
 
 void BinaryEncoder::WriteEpoch(int64_t t, uint32_t epoch) {
-  uint8_t record[21];
+  uint8_t* const record = Room(kMaxEpochBytes);
   record[0] = kBinaryTagEpoch;
   uint8_t* p = PutVarint(record + 1, epoch);
   p = PutVarint(p, ZigZag(static_cast<uint64_t>(t) - static_cast<uint64_t>(t_)));
-  out_->append(reinterpret_cast<const char*>(record), static_cast<size_t>(p - record));
+  Staged(p);
   t_ = t;
   epoch_ = epoch;
 }
 
 void BinaryEncoder::Event(const CaptureEvent& e) {
-  uint8_t record[kMaxEventBytes];
+  uint8_t* const record = Room(kMaxEventBytes);
   const bool weighted = IsAllocation(e.type) && e.has_weight;
   record[0] = static_cast<uint8_t>(kBinaryEventTagBase + static_cast<uint8_t>(e.type) +
                                    (weighted ? kBinaryWeightFlag : 0));
@@ -193,7 +199,7 @@ void BinaryEncoder::Event(const CaptureEvent& e) {
       mono();
       break;
   }
-  out_->append(reinterpret_cast<const char*>(record), static_cast<size_t>(p - record));
+  Staged(p);
 }
 
 BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,

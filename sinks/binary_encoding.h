@@ -23,7 +23,10 @@
 // thread's previous value, so most fields take one or two bytes.
 //
 // BinaryEncoder appends records to a caller's byte buffer without allocating per event
-// (the buffer grows, then is reused). BinaryDecoder decodes one record at a time from a
+// (the buffer grows, then is reused). Events are first encoded into a block inside the
+// encoder and reach the buffer a block at a time (one copy per 16 KiB instead of a
+// string append per 9-byte event: the append was a fifth of the sink's time); call
+// Flush() before reading or writing the buffer yourself. BinaryDecoder decodes one record at a time from a
 // byte range, tells "needs more bytes" apart from "malformed", and never reads past the
 // range it is given.
 //
@@ -37,6 +40,7 @@
 //   encoder.Json(header_line);
 //   encoder.Epoch(start_unix_ns, epoch);
 //   encoder.Event(event);
+//   encoder.Flush();
 //   ... write `buffer`, then buffer.clear() ...
 //
 //   BinaryDecoder decoder;      // over the bytes after the magic
@@ -102,6 +106,8 @@ class BinaryThreadStates {
 class BinaryEncoder {
  public:
   explicit BinaryEncoder(std::string* out) : out_(out) {}
+  BinaryEncoder(const BinaryEncoder&) = delete;
+  BinaryEncoder& operator=(const BinaryEncoder&) = delete;
 
   void Magic();
   // A header, table or trailer line: its JSONL text, without the newline.
@@ -112,13 +118,31 @@ class BinaryEncoder {
   }
   void Event(const CaptureEvent& e);
 
+  // Moves the staged records to the end of the output buffer. Magic() and Json() do it
+  // themselves; the caller does it before it reads, writes or clears the buffer.
+  void Flush() {
+    out_->append(reinterpret_cast<const char*>(stage_), staged_);
+    staged_ = 0;
+  }
+  // Bytes written so far and not yet cleared from the buffer: its size plus the staged.
+  size_t size() const { return out_->size() + staged_; }
+
  private:
+  static constexpr size_t kStageBytes = 16 * 1024;
+  // Room for `n` more bytes in the stage; flushes when there is not.
+  uint8_t* Room(size_t n) {
+    if (kStageBytes - staged_ < n) Flush();
+    return stage_ + staged_;
+  }
+  void Staged(const uint8_t* end) { staged_ = static_cast<size_t>(end - stage_); }
   void WriteEpoch(int64_t t, uint32_t epoch);
 
   std::string* out_;
   int64_t t_ = 0;
   uint32_t epoch_ = 0;
   BinaryThreadStates threads_;
+  size_t staged_ = 0;
+  uint8_t stage_[kStageBytes];
 };
 
 struct BinaryRecord {

@@ -358,11 +358,12 @@ void JsonlSink::WriteBatch(const Batch& batch) {
       // the epoch's first event).
       binary_.Epoch(batch.start_unix_ns, batch.epoch);
       binary_.Event(c);
+      if (binary_.size() >= kFlushBytes) FlushOutput();
     } else {
       AppendJsonEvent(c, time_fields, &buffer_);
       buffer_ += '\n';
+      if (buffer_.size() >= kFlushBytes) FlushOutput();
     }
-    if (buffer_.size() >= kFlushBytes) FlushOutput();
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (status_.ok()) {
@@ -383,6 +384,7 @@ void JsonlSink::Emit(const std::string& line) {
 }
 
 void JsonlSink::FlushOutput() {
+  binary_.Flush();  // staged binary records, if any, go out first
   if (buffer_.empty()) return;
   bool failed = false;
   int err = 0;

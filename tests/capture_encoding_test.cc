@@ -330,10 +330,13 @@ TEST(CaptureEncodingTest, CutOrCorruptedBinaryCapturesFailCleanly) {
 
 TEST(CaptureEncodingTest, BinaryIsMuchSmaller) {
   // Many ordinary records: the per-event size, not the header and module lines, counts.
+  // A new site every 997 allocations puts site lines between events all along, across
+  // the encoder's staging blocks, whose order must survive.
   std::vector<ObservedEvent> events;
   for (uint64_t i = 0; i < 10000; ++i) {
     const uint64_t addr = 0x7f1200000000 + (i % 64) * 48;
-    events.push_back(Record(EventKind::kAlloc, 0, addr, 16 + i % 100, 0x401234, 0, 1, 2 * i));
+    const uint64_t site = 0x401234 + 16 * (i / 997);
+    events.push_back(Record(EventKind::kAlloc, 0, addr, 16 + i % 100, site, 0, 1, 2 * i));
     events.push_back(
         Record(EventKind::kFree, 0, addr, 0, Ticket::Make(1, 2 * i), 0, 1, 2 * i + 1));
   }
