@@ -15,22 +15,7 @@ constexpr size_t kMaxEventBytes = 1 + 5 + 6 * 10 + 8;
 // An epoch record: tag, epoch (5), time delta (10).
 constexpr size_t kMaxEpochBytes = 1 + 5 + 10;
 
-uint64_t ZigZag(uint64_t delta) {
-  const auto v = static_cast<int64_t>(delta);
-  return (delta << 1) ^ static_cast<uint64_t>(v >> 63);
-}
-
 uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
-
-// Writes `v` as LEB128 (7 bits a byte, low bits first, high bit set on all but the last).
-uint8_t* PutVarint(uint8_t* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<uint8_t>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<uint8_t>(v);
-  return p;
-}
 
 // Reads records field by field from [p, end); remembers the first problem.
 class FieldReader {
@@ -134,6 +119,14 @@ void BinaryEncoder::WriteEpoch(int64_t t, uint32_t epoch) {
 }
 
 void BinaryEncoder::Event(const CaptureEvent& e) {
+  if (e.type == CaptureEventType::kAlloc && !e.has_weight) {
+    Alloc(e.thread, e.addr, e.size, e.layer, e.scope, e.site, e.ticket);
+    return;
+  }
+  if (e.type == CaptureEventType::kFree) {
+    Free(e.thread, e.addr, e.layer, e.ticket, e.of);
+    return;
+  }
   uint8_t* const record = Room(kMaxEventBytes);
   const bool weighted = IsAllocation(e.type) && e.has_weight;
   record[0] = static_cast<uint8_t>(kBinaryEventTagBase + static_cast<uint8_t>(e.type) +

@@ -283,8 +283,30 @@ void JsonlSink::WriteBatch(const Batch& batch) {
   // encoding reads (sinks/capture_event.h), so nothing stale is written, and the struct
   // is not zeroed per event (that `rep stos` was 40% of this loop's samples).
   CaptureEvent c;
+  // The binary encoding's common records skip the CaptureEvent (BinaryEncoder::Alloc,
+  // Free: the same bytes): a third of the writer's instructions per event.
+  const bool binary_fast = binary && options_.sample_interval_bytes == 0;
   for (const ObservedEvent& o : batch.events) {
     const Event& e = o.event;
+    if (binary_fast) {
+      if (e.kind() == EventKind::kFree) {
+        EnsureLayer(e.layer());
+        binary_.Epoch(batch.start_unix_ns, batch.epoch);
+        binary_.Free(Ticket::RingId(o.ticket), e.address(), e.layer(), o.ticket, e.word2);
+        if (binary_.size() >= kFlushBytes) FlushOutput();
+        continue;
+      }
+      if (e.kind() == EventKind::kAlloc) {
+        EnsureLayer(e.layer());
+        EnsureScope(e.scope());
+        const uint32_t site = SiteId(e.word2);
+        binary_.Epoch(batch.start_unix_ns, batch.epoch);
+        binary_.Alloc(Ticket::RingId(o.ticket), e.address(), e.size(), e.layer(), e.scope(),
+                      site, o.ticket);
+        if (binary_.size() >= kFlushBytes) FlushOutput();
+        continue;
+      }
+    }
     // Table lines an event refers to go first, then the event, encoded straight into the
     // output buffer (this loop is the sink's throughput).
     c.thread = Ticket::RingId(o.ticket);
