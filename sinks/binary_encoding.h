@@ -123,30 +123,22 @@ class BinaryEncoder {
   // (Event() calls these). The sink's loop uses them directly.
   void Alloc(uint32_t thread, uint64_t addr, uint64_t size, uint32_t layer, uint32_t scope,
              uint32_t site, uint64_t ticket) {
-    uint8_t* p = Room(kMaxAllocBytes);
-    *p++ = kBinaryEventTagBase + static_cast<uint8_t>(CaptureEventType::kAlloc);
-    p = PutVarint(p, thread);
-    BinaryThreadState& s = threads_.Get(thread);
-    p = PutVarint(p, ZigZag(addr - s.addr));
-    s.addr = addr;
+    BinaryThreadState* s;
+    uint8_t* p = Start(kMaxAllocBytes, CaptureEventType::kAlloc, thread, addr, &s);
     p = PutVarint(p, size);
     p = PutVarint(p, layer);
     p = PutVarint(p, scope);
     p = PutVarint(p, site);
-    p = PutVarint(p, ZigZag(ticket - s.ticket));
-    s.ticket = ticket;
+    p = PutVarint(p, ZigZag(ticket - s->ticket));
+    s->ticket = ticket;
     Staged(p);
   }
   void Free(uint32_t thread, uint64_t addr, uint32_t layer, uint64_t ticket, uint64_t of) {
-    uint8_t* p = Room(kMaxFreeBytes);
-    *p++ = kBinaryEventTagBase + static_cast<uint8_t>(CaptureEventType::kFree);
-    p = PutVarint(p, thread);
-    BinaryThreadState& s = threads_.Get(thread);
-    p = PutVarint(p, ZigZag(addr - s.addr));
-    s.addr = addr;
+    BinaryThreadState* s;
+    uint8_t* p = Start(kMaxFreeBytes, CaptureEventType::kFree, thread, addr, &s);
     p = PutVarint(p, layer);
-    p = PutVarint(p, ZigZag(ticket - s.ticket));
-    s.ticket = ticket;
+    p = PutVarint(p, ZigZag(ticket - s->ticket));
+    s->ticket = ticket;
     p = PutVarint(p, ZigZag(of - ticket));
     Staged(p);
   }
@@ -186,6 +178,19 @@ class BinaryEncoder {
   uint8_t* Room(size_t n) {
     if (kStageBytes - staged_ < n) Flush();
     return stage_ + staged_;
+  }
+  // The start both Alloc() and Free() share: room for `max_bytes`, the tag, the thread and
+  // the address delta. Sets *state to the thread's delta state.
+  uint8_t* Start(size_t max_bytes, CaptureEventType type, uint32_t thread, uint64_t addr,
+                 BinaryThreadState** state) {
+    uint8_t* p = Room(max_bytes);
+    *p++ = kBinaryEventTagBase + static_cast<uint8_t>(type);
+    p = PutVarint(p, thread);
+    BinaryThreadState& s = threads_.Get(thread);
+    p = PutVarint(p, ZigZag(addr - s.addr));
+    s.addr = addr;
+    *state = &s;
+    return p;
   }
   void Staged(const uint8_t* end) { staged_ = static_cast<size_t>(end - stage_); }
   void WriteEpoch(int64_t t, uint32_t epoch);
