@@ -302,7 +302,13 @@ __attribute__((always_inline)) inline uint64_t Site(Tracer* t, const void* frame
   if (config.unwind == UnwindMethod::kFramePointers) {
     n = preload_internal::UnwindFramePointers(frame, frames, config.stack_depth);
   } else {
-    n = preload_internal::UnwindDwarf(own_code_begin, own_code_end, frames, config.stack_depth);
+    bool complete;
+    n = preload_internal::UnwindCfi(frame, frames, config.stack_depth, &complete);
+    if (__builtin_expect(!complete, 0) && preload_internal::unw_backtrace_fn != nullptr) {
+      // A frame whose rule memtrace does not follow (a signal trampoline): libunwind.
+      n = preload_internal::UnwindDwarf(own_code_begin, own_code_end, frames,
+                                        config.stack_depth);
+    }
   }
   if (n == 0) return ret;
   return t->recorder().StackSite(frames, n);
@@ -636,8 +642,10 @@ void Start() {
   if (config.stack_depth > 0 && config.unwind == UnwindMethod::kDwarf) {
     std::string error;
     if (!preload_internal::LoadDwarfUnwinder(&error)) {
-      WriteStderr(absl::StrCat("memtrace: ", error, "; unwinding with frame pointers\n"));
-      config.unwind = UnwindMethod::kFramePointers;
+      // memtrace's own reader of the unwind tables (unwind.h) does the walk; libunwind
+      // only takes the stacks that pass through a signal frame or a CFA expression.
+      WriteStderr(absl::StrCat("memtrace: ", error, "; stacks that pass through a signal "
+                               "handler end at its frame\n"));
     }
   }
 

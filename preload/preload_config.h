@@ -11,9 +11,9 @@
 //                            (the seed's minCpuAllocSizeInBytesToTrack; default 0)
 //   MEMTRACE_STACK_DEPTH     frames per allocation, 0..64; 0 records the return address
 //                            only (the seed's memoryTraceStackCaptureDepth; default 16)
-//   MEMTRACE_UNWIND          "fp" (walk frame pointers: fastest, for code built with
-//                            -fno-omit-frame-pointer) or "dwarf" (libunwind, right for
-//                            any code with unwind tables; default)
+//   MEMTRACE_UNWIND          "fp" (walk frame pointers: for code built with
+//                            -fno-omit-frame-pointer) or "dwarf" (the unwind tables,
+//                            right for any code that has them; default: unwind.h)
 //   MEMTRACE_TRACE_CHILDREN  "1": programs this one execs are traced too, each into its
 //                            own capture; "0" (default): the interposer removes itself
 //                            from LD_PRELOAD so children run untraced

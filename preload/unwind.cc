@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "preload/eh_frame.h"
 #include "runtime/internal/thread_state.h"
 
 namespace memtrace::preload_internal {
@@ -55,6 +56,44 @@ bool LoadDwarfUnwinder(std::string* error) {
     return false;
   }
   return true;
+}
+
+__attribute__((no_sanitize("address")))  // reads other frames' saved registers
+uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete) noexcept {
+  *complete = true;
+  const StackBounds bounds = Bounds();
+  // In bounds: [address, address + 8) lies inside the thread's stack.
+  auto in_stack = [&](uint64_t address) {
+    return address >= bounds.low && address + 8 <= bounds.high && (address & 7) == 0;
+  };
+  const auto fp = reinterpret_cast<uint64_t>(frame);
+  if (max == 0 || !in_stack(fp) || !in_stack(fp + 8)) return 0;
+  // The interposed function's frame: saved rbp at fp, return address above it, and the
+  // caller's stack pointer just above that.
+  uint64_t rbp = *reinterpret_cast<const uint64_t*>(fp);
+  uint64_t ret = *reinterpret_cast<const uint64_t*>(fp + 8);
+  uint64_t rsp = fp + 16;
+  uint32_t n = 0;
+  while (ret != 0) {
+    frames[n++] = ret;
+    if (n == max) break;
+    const FrameRule rule = RuleFor(ret);
+    if (!rule.is_rule()) {
+      if (rule.is_unsupported()) *complete = false;
+      break;
+    }
+    const uint64_t cfa = (rule.cfa_from_rbp() ? rbp : rsp) + rule.cfa_offset();
+    // The caller's frame lies above this one, and everything read is on the stack.
+    if (cfa <= rsp || !in_stack(cfa - 8)) break;
+    if (rule.rbp_slot() != 0) {
+      const uint64_t slot = cfa - 8 * uint64_t{rule.rbp_slot()};
+      if (!in_stack(slot)) break;
+      rbp = *reinterpret_cast<const uint64_t*>(slot);
+    }
+    ret = *reinterpret_cast<const uint64_t*>(cfa - 8);
+    rsp = cfa;
+  }
+  return n;
 }
 
 uint32_t UnwindFramePointers(const void* frame, uint64_t* frames, uint32_t max) noexcept {

@@ -8,9 +8,11 @@
 //     through code without them the chain skips frames or ends early. Every frame
 //     pointer is checked against the thread's stack bounds before it is read, so a chain
 //     broken by such code ends the walk instead of faulting.
-//   - DWARF: libunwind's unw_backtrace(), which reads the unwind tables every ELF object
-//     carries (.eh_frame) and caches them. Right for distribution binaries built without
-//     frame pointers; several times slower per frame.
+//   - DWARF: the unwind tables every ELF object carries (.eh_frame). Right for
+//     distribution binaries built without frame pointers. memtrace reads them itself
+//     (UnwindCfi, eh_frame.h), caching a rule per return address; the few frames whose
+//     rules it does not follow (signal trampolines, CFA expressions) send the stack to
+//     libunwind's unw_backtrace() (UnwindDwarf), which is several times slower per frame.
 // Both return addresses, so a symbolizer looks up pc - 1 (the call instruction).
 //
 // Thread safety: per thread; may allocate on a thread's first call (stack bounds,
@@ -28,6 +30,16 @@ namespace memtrace::preload_internal {
 // __builtin_frame_address(0)): frames[0] is that function's return address. Returns the
 // number of frames written, at most `max`.
 uint32_t UnwindFramePointers(const void* frame, uint64_t* frames, uint32_t max) noexcept;
+
+// The DWARF walk, by the unwind tables' rules for each return address (eh_frame.h,
+// cached), from the frame whose frame pointer is `frame` (the interposed function's
+// __builtin_frame_address(0); memtrace's own code keeps frame pointers): frames[0] is
+// that function's return address. Right for code built without frame pointers, at a few
+// loads per frame once the rules are cached. Returns the number of frames written, at
+// most `max`, and sets *complete to false when it stopped at a frame whose rule it does
+// not follow (a CFA expression, a signal frame: eh_frame.h): the caller then asks
+// libunwind (UnwindDwarf) instead. Every read is checked against the thread's stack.
+uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete) noexcept;
 
 // Loads libunwind for UnwindDwarf(); false, with the reason, when it is not there. Call
 // once, before tracing starts.

@@ -1,0 +1,147 @@
+// Copyright 2026 The memtrace Authors.
+//
+// The interposer's DWARF walk (preload/unwind.h, preload/eh_frame.h) against libunwind's
+// unw_backtrace(), which walks the same stacks by its own reading of the same tables: the
+// expected frames are libunwind's, never computed by the code under test. The stacks go
+// through functions built without frame pointers (unwind_test_frames.cc), a thread, and a
+// signal handler.
+
+#include <signal.h>
+
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "preload/eh_frame.h"
+#include "preload/unwind.h"
+#include "tests/unwind_test_frames.h"
+
+namespace memtrace::preload_internal {
+namespace {
+
+struct Capture {
+  uint64_t frames[64];
+  uint32_t count = 0;
+  bool complete = false;
+  void* expected[80];
+  int expected_count = 0;
+  uint32_t max = 64;
+};
+
+// Built with frame pointers (.bazelrc), like the interposer's entry points: the walk
+// starts at this function's frame, so frames[0] is its return address. libunwind's first
+// frame is the call to unw_backtrace() inside it, so its list is one longer.
+__attribute__((noinline)) void Probe(void* arg) {
+  auto* c = static_cast<Capture*>(arg);
+  c->count = UnwindCfi(__builtin_frame_address(0), c->frames, c->max, &c->complete);
+  c->expected_count = unw_backtrace_fn(c->expected, 80);
+}
+
+class UnwindTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string error;
+    ASSERT_TRUE(LoadDwarfUnwinder(&error)) << error;
+  }
+};
+
+// Every frame the walk found is libunwind's; returns how many.
+void ExpectPrefixOfLibunwind(const Capture& c) {
+  ASSERT_GE(c.expected_count, 2);
+  ASSERT_LE(c.count, static_cast<uint32_t>(c.expected_count - 1));
+  for (uint32_t i = 0; i < c.count; ++i) {
+    EXPECT_EQ(c.frames[i], reinterpret_cast<uint64_t>(c.expected[i + 1])) << "frame " << i;
+  }
+}
+
+TEST_F(UnwindTest, FramesWithoutFramePointersMatchLibunwind) {
+  for (int depth : {0, 1, 2, 3, 7, 12}) {
+    Capture c;
+    unwind_test::Chain(depth, &Probe, &c);
+    EXPECT_TRUE(c.complete) << "depth " << depth;
+    ExpectPrefixOfLibunwind(c);
+    // The whole stack, to the outermost frame libunwind reports.
+    EXPECT_EQ(c.count, static_cast<uint32_t>(c.expected_count - 1)) << "depth " << depth;
+    // The chain's own frames are there: one per level, plus the probe's caller.
+    EXPECT_GE(c.count, static_cast<uint32_t>(depth + 1));
+  }
+}
+
+TEST_F(UnwindTest, CachedRulesEqualParsedRules) {
+  // The same call site twice: the second walk takes every rule from the cache.
+  Capture walks[2];
+  volatile int walk_count = 2;  // a loop the compiler cannot unroll into two call sites
+  for (int i = 0; i < walk_count; ++i) unwind_test::Chain(5, &Probe, &walks[i]);
+  const Capture& first = walks[0];
+  const Capture& second = walks[1];
+  EXPECT_TRUE(second.complete);
+  ASSERT_EQ(first.count, second.count);
+  for (uint32_t i = 0; i < first.count; ++i) {
+    EXPECT_EQ(first.frames[i], second.frames[i]);
+    EXPECT_EQ(RuleFor(first.frames[i]), ParseRuleFor(first.frames[i])) << "frame " << i;
+  }
+  // The last frame is the outermost: its rule says the stack ends there.
+  EXPECT_TRUE(ParseRuleFor(first.frames[first.count - 1]).is_end());
+}
+
+TEST_F(UnwindTest, DepthLimit) {
+  Capture c;
+  c.max = 3;
+  unwind_test::Chain(6, &Probe, &c);
+  EXPECT_EQ(c.count, 3u);
+  EXPECT_TRUE(c.complete);
+  ExpectPrefixOfLibunwind(c);
+}
+
+TEST_F(UnwindTest, ThreadStacksEndAtTheThreadStart) {
+#if defined(__SANITIZE_THREAD__)
+  // libunwind's per-thread cache destructor locks a mutex at thread exit, after TSan has
+  // torn the thread's state down, and TSan's interceptor faults (libunwind + TSan; the
+  // walk under test is not involved). The default and ASan runs cover this test.
+  GTEST_SKIP() << "libunwind's thread-exit destructor faults under TSan";
+#endif
+  Capture c;
+  std::thread([&] { unwind_test::Chain(4, &Probe, &c); }).join();
+  EXPECT_TRUE(c.complete);
+  ExpectPrefixOfLibunwind(c);
+  EXPECT_EQ(c.count, static_cast<uint32_t>(c.expected_count - 1));
+}
+
+TEST_F(UnwindTest, AFrameBeyondTheCacheFormatIsLeftToLibunwind) {
+  Capture c;
+  unwind_test::ChainWithHugeFrame(2, &Probe, &c);
+  EXPECT_FALSE(c.complete) << "a 40 KiB frame's CFA offset does not fit a rule";
+  ExpectPrefixOfLibunwind(c);
+  EXPECT_GE(c.count, 3u) << "the frames below the huge one are walked";
+}
+
+Capture* signal_capture = nullptr;
+
+void OnSignal(int) { unwind_test::Chain(2, &Probe, signal_capture); }
+
+TEST_F(UnwindTest, SignalFramesAreLeftToLibunwind) {
+  Capture c;
+  signal_capture = &c;
+  struct sigaction action = {};
+  action.sa_handler = &OnSignal;
+  struct sigaction old;
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &old), 0);
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_FALSE(c.complete) << "the walk must stop at the signal trampoline";
+  ExpectPrefixOfLibunwind(c);
+  EXPECT_GE(c.count, 4u) << "the handler's own frames are walked";
+  EXPECT_GT(c.expected_count - 1, static_cast<int>(c.count)) << "libunwind goes on";
+}
+
+TEST_F(UnwindTest, ABadFrameAddressGivesNoFrames) {
+  uint64_t frames[8];
+  bool complete = false;
+  static uint64_t not_on_a_stack[4];  // static storage: outside every thread's stack
+  EXPECT_EQ(UnwindCfi(not_on_a_stack, frames, 8, &complete), 0u);
+  EXPECT_EQ(UnwindCfi(nullptr, frames, 8, &complete), 0u);
+}
+
+}  // namespace
+}  // namespace memtrace::preload_internal
