@@ -280,6 +280,30 @@ std::optional<int> CheckReached(const CommandSpec& spec, const CaptureSummary& s
                                        "path with memtrace retention)"));
 }
 
+// A string member of the trailer object (raw JSON), or "" when it is absent.
+std::string TrailerString(const std::string& trailer, const std::string& name) {
+  const std::string key = absl::StrCat("\"", name, "\":\"");
+  const size_t at = trailer.find(key);
+  if (at == std::string::npos) return "";
+  const size_t start = at + key.size();
+  const size_t end = trailer.find('"', start);
+  return end == std::string::npos ? "" : trailer.substr(start, end - start);
+}
+
+// A capture the interposer ended at an exec holds the first program image only. When the
+// program is a wrapper (a pyenv shim, a launcher script), the program the user meant ran
+// after it: say where it went and how to trace it.
+void PrintExecNote(const CaptureSummary& s, const std::string& path) {
+  if (TrailerString(s.trailer, "ended_by") != "exec") return;
+  const std::string target = TrailerString(s.trailer, "exec");
+  printf("\nnote: the capture ends where the program replaced itself with %s (exec).\n"
+         "  What ran after that is traced only with `memtrace run --children`\n"
+         "  (MEMTRACE_TRACE_CHILDREN=1), into %s.exec1, .exec2 and so on.\n"
+         "  A wrapper script (a pyenv shim, a launcher) starts the real program that way.\n",
+         target.empty() ? "another program" : absl::StrCat("'", target, "'").c_str(),
+         path.c_str());
+}
+
 }  // namespace
 
 int SummaryCommand(int argc, char** argv) {
@@ -320,20 +344,11 @@ int SummaryCommand(int argc, char** argv) {
            static_cast<unsigned long long>(s->events));
   }
   PrintTable(*s, path);
+  PrintExecNote(*s, path);
   return 0;
 }
 
 // ---- verify -----------------------------------------------------------------------------
-
-// A string member of the trailer object (raw JSON), or "" when it is absent.
-std::string TrailerString(const std::string& trailer, const std::string& name) {
-  const std::string key = absl::StrCat("\"", name, "\":\"");
-  const size_t at = trailer.find(key);
-  if (at == std::string::npos) return "";
-  const size_t start = at + key.size();
-  const size_t end = trailer.find('"', start);
-  return end == std::string::npos ? "" : trailer.substr(start, end - start);
-}
 
 int VerifyCommand(int argc, char** argv) {
   ParsedArgs args;

@@ -27,8 +27,9 @@
 //   - fork(): the child runs untraced (documented): its copy of the tracer has no drainer
 //     thread, and its heap is a copy of the parent's, already recorded. A child that
 //     execs is traced again when MEMTRACE_TRACE_CHILDREN=1, into its own capture.
-//   - exec: the capture is finished (trailer "ended_by":"exec") before the process image
-//     is replaced; if exec fails the process goes on untraced.
+//   - exec: the capture is finished (trailer "ended_by":"exec", and "exec": the program
+//     named) before the process image is replaced; if exec fails the process goes on
+//     untraced.
 //   - Process exit, through exit() from any thread or a return from main: this library's
 //     destructor stops the tracer and writes the trailer. The tracer is never destroyed,
 //     so threads still running during exit keep calling into valid (stopped) state.
@@ -564,7 +565,9 @@ void RemoveFromPreload() {
   }
 }
 
-void Finish(const std::string& ended_by, bool partial) {
+// `exec_target`: for ended_by "exec", the program the process is replaced with, as the
+// exec call named it (the trailer's "exec"; `memtrace summary` points at it).
+void Finish(const std::string& ended_by, bool partial, const char* exec_target = nullptr) {
   static std::atomic<bool> finished{false};
   if (getpid() != traced_pid) return;  // a forked or vforked child: not its capture
   // Acq_rel: one caller finishes; it sees the constructor's writes.
@@ -575,8 +578,9 @@ void Finish(const std::string& ended_by, bool partial) {
   runtime_internal::ReentrancyGuard guard;
   t->Stop().IgnoreError();
   const Snapshot snap = t->TakeSnapshot();
-  const std::string fields = absl::StrCat("\"ended_by\":", JsonQuote(ended_by),
-                                          ",\"prestart_untracked\":", prestart_overflow);
+  std::string fields = absl::StrCat("\"ended_by\":", JsonQuote(ended_by),
+                                    ",\"prestart_untracked\":", prestart_overflow);
+  if (exec_target != nullptr) absl::StrAppend(&fields, ",\"exec\":", JsonQuote(exec_target));
   const absl::Status s = sink->Finish(snap, fields, partial);
   if (!s.ok()) WriteStderr(absl::StrCat(s.message(), "\n"));
 }
@@ -712,7 +716,7 @@ void Start() {
 __attribute__((constructor(101))) void PreloadConstructor() { Start(); }
 __attribute__((destructor(101))) void PreloadDestructor() { Finish("exit", false); }
 
-void BeforeExec() { Finish("exec", false); }
+void BeforeExec(const char* target) { Finish("exec", false, target); }
 
 // Bootstrap blocks (served while dlsym runs) are remembered like any block allocated
 // before tracing starts, so the capture counts every call the program made.
@@ -838,7 +842,7 @@ MEMTRACE_EXPORT size_t malloc_usable_size(void* p) {
 // functions call the internal execve directly, so each is interposed.
 MEMTRACE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   Resolved();
-  memtrace::BeforeExec();
+  memtrace::BeforeExec(path);
   return real.execve(path, argv, envp);
 }
 
@@ -848,7 +852,7 @@ MEMTRACE_EXPORT int execv(const char* path, char* const argv[]) {
 
 MEMTRACE_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   Resolved();
-  memtrace::BeforeExec();
+  memtrace::BeforeExec(file);
   return real.execvpe(file, argv, envp);
 }
 

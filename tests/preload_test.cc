@@ -380,9 +380,17 @@ TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
   ASSERT_TRUE(s.ok()) << s;
   ASSERT_TRUE(r.has_trailer);
   EXPECT_EQ(Field(r.trailer, "ended_by"), "exec");
+  EXPECT_EQ(Field(r.trailer, "exec"), Target()) << "the trailer names the program exec'd";
   EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
   ExpectMarkersMatch(r, ParseCounts(run.out));  // the first counts line is the first image's
   EXPECT_NE(access((capture + ".exec1").c_str(), F_OK), 0) << "the child was not traced";
+  // The summary says where the program went, for wrapper scripts (a pyenv shim).
+  const Result summary = RunProgram({Cli(), "summary", capture}, {});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  EXPECT_NE(summary.out.find(absl::StrCat("replaced itself with '", Target(), "' (exec)")),
+            std::string::npos)
+      << summary.out;
+  EXPECT_NE(summary.out.find("memtrace run --children"), std::string::npos) << summary.out;
 
   // --children: the new image writes its own capture beside the first.
   const std::string traced = TempDir() + "/exec_children.mtb";
