@@ -73,11 +73,24 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   uint64_t rbp = *reinterpret_cast<const uint64_t*>(fp);
   uint64_t ret = *reinterpret_cast<const uint64_t*>(fp + 8);
   uint64_t rsp = fp + 16;
+  runtime_internal::ThreadState& t = runtime_internal::Tls();
   uint32_t n = 0;
   while (ret != 0) {
+    const uint32_t depth = n;
     frames[n++] = ret;
     if (n == max) break;
-    const FrameRule rule = RuleFor(ret);
+    // The memo (thread_state.h) holds a rule of RuleFor() for the address it names; an
+    // empty slot names address 0, never a return address here.
+    FrameRule rule = FrameRule::End();
+    if (depth < runtime_internal::kUnwindMemoDepth && t.unwind_memo_address[depth] == ret) {
+      rule = FrameRule::FromBits(t.unwind_memo_rule[depth]);
+    } else {
+      rule = RuleFor(ret);
+      if (depth < runtime_internal::kUnwindMemoDepth) {
+        t.unwind_memo_address[depth] = ret;
+        t.unwind_memo_rule[depth] = rule.bits();
+      }
+    }
     if (!rule.is_rule()) {
       if (rule.is_unsupported()) *complete = false;
       break;

@@ -48,6 +48,9 @@ struct RingBinding {
   SpscRing* ring;
 };
 
+// Frames of a stack the DWARF walk remembers per thread (the interposer's default depth).
+inline constexpr uint32_t kUnwindMemoDepth = 16;
+
 struct ThreadState {
   // What every record reads comes first, so that with the first recorder's ring binding
   // it shares one cache line.
@@ -65,6 +68,11 @@ struct ThreadState {
   // start of the module's TLS block, which aliases this struct.
   uint64_t stack_low;
   uint64_t stack_high;
+  // The DWARF walk's memo (preload/unwind.cc): the return address last seen at each depth
+  // and its frame rule (preload/eh_frame.h), so a thread allocating from the same place
+  // again skips the shared rule cache.
+  uint64_t unwind_memo_address[kUnwindMemoDepth];
+  uint32_t unwind_memo_rule[kUnwindMemoDepth];
   // The interposer's byte sampling: bytes left until the next sample, and the thread's
   // random state (0 until first used).
   int64_t sample_countdown;
