@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "preload/eh_frame.h"
@@ -83,6 +84,43 @@ TEST_F(UnwindTest, CachedRulesEqualParsedRules) {
   }
   // The last frame is the outermost: its rule says the stack ends there.
   EXPECT_TRUE(ParseRuleFor(first.frames[first.count - 1]).is_end());
+}
+
+// Callers with the same frame layout: the walk starts at the same frame address from
+// each, with different return addresses above it. Whatever the walk remembers per thread
+// (the rule memo in thread_state.h) must never hand one caller's frames to another.
+__attribute__((noinline)) void WalkFromA(Capture* c) {
+  unwind_test::Chain(3, &Probe, c);
+  asm volatile("" ::: "memory");  // not a tail call
+}
+__attribute__((noinline)) void WalkFromB(Capture* c) {
+  unwind_test::Chain(3, &Probe, c);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void WalkFromC(Capture* c) {
+  unwind_test::Chain(3, &Probe, c);
+  asm volatile("" ::: "memory");
+}
+
+TEST_F(UnwindTest, RepeatedWalksFromOneFrameFollowTheStack) {
+  void (*const callers[])(Capture*) = {&WalkFromA, &WalkFromB, &WalkFromA, &WalkFromC,
+                                       &WalkFromB, &WalkFromA, &WalkFromA, &WalkFromC};
+  std::vector<uint64_t> first_walk_of[3];
+  for (int i = 0; i < 8; ++i) {
+    Capture c;
+    c.max = 16;  // the interposer's default depth
+    callers[i](&c);
+    EXPECT_TRUE(c.complete) << "walk " << i;
+    ExpectPrefixOfLibunwind(c);
+    EXPECT_EQ(c.count, 16u) << "walk " << i;
+    const int which = callers[i] == &WalkFromA ? 0 : callers[i] == &WalkFromB ? 1 : 2;
+    const std::vector<uint64_t> walk(c.frames, c.frames + c.count);
+    if (first_walk_of[which].empty()) first_walk_of[which] = walk;
+    EXPECT_EQ(walk, first_walk_of[which]) << "walk " << i;
+  }
+  // The callers' return addresses tell the three apart.
+  EXPECT_NE(first_walk_of[0], first_walk_of[1]);
+  EXPECT_NE(first_walk_of[1], first_walk_of[2]);
 }
 
 TEST_F(UnwindTest, DepthLimit) {
