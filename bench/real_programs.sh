@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Traces real programs nobody here wrote (python3, sqlite3, redis-server under
-# redis-benchmark) with `memtrace run` and with heaptrack, on the same workload, and prints
-# one table: allocation calls and peak heap as each tool counts them, wall time untraced /
-# memtrace / heaptrack, and memtrace's verify verdict.
+# redis-benchmark) with `memtrace run` (its defaults: depth-16 DWARF stacks, the binary
+# capture) and with heaptrack, on the same workload, and prints one table: allocation
+# calls and peak heap as each tool counts them, wall time untraced / memtrace / heaptrack,
+# what each tool adds per allocation call (its wall time less the untraced one and less
+# the tool's fixed cost, measured on /bin/true, over the calls), and memtrace's verify
+# verdict. The wall times include each tool's start and its final flush (heaptrack:
+# waiting for its interpreter).
 #
 #   bench/real_programs.sh [--runs=N]      (default 3 runs each; the median is shown)
 #
@@ -56,6 +60,7 @@ delete from t where a % 3 = 0;
 vacuum;
 EOF
 
+run_true() { "$@" /bin/true; }  # each tool's fixed cost: start, empty capture, exit
 run_python() { "$@" /usr/bin/python3 "$work/py.py"; }
 run_sqlite() { "$@" /usr/bin/sqlite3 :memory: < "$work/sq.sql" > /dev/null; }
 # redis: the server runs under the tool; redis-benchmark drives it; a clean shutdown ends
@@ -88,19 +93,29 @@ noprefix() { "$@"; }
 # heaptrack prints its own progress on stdout; the capture goes to $ht_out.
 heaptrack_quiet() { heaptrack -o "$ht_out" "$@" > "$work/heaptrack.log" 2>&1; }
 
-printf '| program | workload | allocation calls (memtrace / heaptrack) | peak heap (memtrace / heaptrack) | untraced s | memtrace s | heaptrack s | memtrace verify |\n'
-printf '| --- | --- | --- | --- | --- | --- | --- | --- |\n'
+# The fixed cost of starting and finishing each tool, taken out of "added per call".
+fixed_untraced=$(for _ in $(seq "$runs"); do timed true noprefix; done | median)
+fixed_mt=$(for _ in $(seq "$runs"); do
+  timed true "$memtrace" run --quiet --output="$work/mt_true.mtb" --
+done | median)
+ht_out="$work/ht_true"
+fixed_ht=$(for _ in $(seq "$runs"); do rm -f "$ht_out"*; timed true heaptrack_quiet; done | median)
+
+printf '| program | workload | allocation calls (memtrace / heaptrack) | peak heap (memtrace / heaptrack) | untraced s | memtrace s | heaptrack s | added per call (memtrace / heaptrack) | memtrace verify |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
 for workload in python sqlite redis; do
   untraced=$(for _ in $(seq "$runs"); do timed "$workload" noprefix; done | median)
   mt=$(for i in $(seq "$runs"); do
-    timed "$workload" "$memtrace" run --quiet --output="$work/mt_$workload.jsonl" --
+    timed "$workload" "$memtrace" run --quiet --output="$work/mt_$workload.mtb" --
   done | median)
   ht_out="$work/ht_$workload"
   ht=$(for i in $(seq "$runs"); do
     rm -f "$ht_out"*
     timed "$workload" heaptrack_quiet
   done | median)
-  # memtrace: calls = allocations + in-place resizes + moves (each realloc is one call).
+  # memtrace: calls = allocations + in-place resizes + moves (each realloc is one call),
+  # counted in the capture's JSONL form (converted after the timed runs).
+  "$memtrace" convert "$work/mt_$workload.mtb" "$work/mt_$workload.jsonl" > /dev/null 2>&1
   calls=$(python3 - "$work/mt_$workload.jsonl" <<'EOF'
 import sys
 n = 0
@@ -110,18 +125,24 @@ for line in open(sys.argv[1]):
 print(n)
 EOF
 )
-  peak=$("$memtrace" summary --json "$work/mt_$workload.jsonl" | python3 -c \
+  peak=$("$memtrace" summary --json "$work/mt_$workload.mtb" | python3 -c \
     'import json,sys; print(json.load(sys.stdin)["totals"]["high_water_bytes"])')
-  verdict=$("$memtrace" verify "$work/mt_$workload.jsonl" > /dev/null 2>&1 && echo pass || echo FAIL)
+  verdict=$("$memtrace" verify "$work/mt_$workload.mtb" > /dev/null 2>&1 && echo pass || echo FAIL)
   heap=$(heaptrack_print "$work/ht_$workload".zst 2>/dev/null | sed -n \
     -e 's/^calls to allocation functions: \([0-9]*\).*/calls \1/p' \
     -e 's/^peak heap memory consumption: \(.*\)/peak \1/p')
   ht_calls=$(awk '$1 == "calls" {print $2}' <<< "$heap")
   ht_peak=$(awk '$1 == "peak" {print $2}' <<< "$heap")
   mt_peak=$(python3 -c "print(f'{$peak / 1e6:.2f}M')")
-  printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s |\n' \
+  # What each tool adds per allocation call, fixed costs out, and how many times more
+# heaptrack adds.
+  added=$(python3 -c "
+mt = ($mt - $untraced - ($fixed_mt - $fixed_untraced)) / $calls * 1e9
+ht = ($ht - $untraced - ($fixed_ht - $fixed_untraced)) / $ht_calls * 1e9
+print(f'{mt:.0f} / {ht:.0f} ns ({ht / mt:.1f}x)' if mt > 0 else f'{mt:.0f} / {ht:.0f} ns')")
+  printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s |\n' \
     "$workload" "$(case $workload in python) echo '4 threads: json + sqlite3 module';; \
       sqlite) echo '200k inserts, index, group by, vacuum';; \
       redis) echo 'redis-benchmark -n 50000 -c 20 -P 4, 5 commands';; esac)" \
-    "$calls" "$ht_calls" "$mt_peak" "$ht_peak" "$untraced" "$mt" "$ht" "$verdict"
+    "$calls" "$ht_calls" "$mt_peak" "$ht_peak" "$untraced" "$mt" "$ht" "$added" "$verdict"
 done
