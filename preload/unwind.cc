@@ -67,7 +67,13 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     return address >= bounds.low && address + 8 <= bounds.high && (address & 7) == 0;
   };
   const auto fp = reinterpret_cast<uint64_t>(frame);
-  if (max == 0 || !in_stack(fp) || !in_stack(fp + 8)) return 0;
+  if (max == 0) return 0;
+  if (!in_stack(fp) || !in_stack(fp + 8)) {
+    // Not on the thread's own stack (a coroutine's or an alternate signal stack): the
+    // walk has no bounds to check its reads against, so it leaves this one to libunwind.
+    *complete = false;
+    return 0;
+  }
   // The interposed function's frame: saved rbp at fp, return address above it, and the
   // caller's stack pointer just above that.
   uint64_t rbp = *reinterpret_cast<const uint64_t*>(fp);

@@ -37,8 +37,9 @@ uint32_t UnwindFramePointers(const void* frame, uint64_t* frames, uint32_t max) 
 // that function's return address. Right for code built without frame pointers, at a few
 // loads per frame once the rules are cached. Returns the number of frames written, at
 // most `max`, and sets *complete to false when it stopped at a frame whose rule it does
-// not follow (a CFA expression, a signal frame: eh_frame.h): the caller then asks
-// libunwind (UnwindDwarf) instead. Every read is checked against the thread's stack.
+// not follow (a CFA expression, a signal frame: eh_frame.h), or that started off the
+// thread's own stack (a coroutine's), returning 0 frames in that case: the caller then
+// asks libunwind (UnwindDwarf) instead. Every read is checked against the thread's stack.
 uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete) noexcept;
 
 // Loads libunwind for UnwindDwarf(); false, with the reason, when it is not there. Call

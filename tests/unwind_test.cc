@@ -7,6 +7,7 @@
 // signal handler.
 
 #include <signal.h>
+#include <ucontext.h>
 
 #include <cstdint>
 #include <string>
@@ -173,12 +174,38 @@ TEST_F(UnwindTest, SignalFramesAreLeftToLibunwind) {
   EXPECT_GT(c.expected_count - 1, static_cast<int>(c.count)) << "libunwind goes on";
 }
 
-TEST_F(UnwindTest, ABadFrameAddressGivesNoFrames) {
+TEST_F(UnwindTest, AFrameOffTheThreadStackIsLeftToLibunwind) {
   uint64_t frames[8];
-  bool complete = false;
+  bool complete = true;
   static uint64_t not_on_a_stack[4];  // static storage: outside every thread's stack
   EXPECT_EQ(UnwindCfi(not_on_a_stack, frames, 8, &complete), 0u);
+  EXPECT_FALSE(complete);
+  complete = true;
   EXPECT_EQ(UnwindCfi(nullptr, frames, 8, &complete), 0u);
+  EXPECT_FALSE(complete);
+}
+
+// A coroutine's stack (makecontext): heap memory, not the thread's stack, so the walk
+// cannot bound its reads there and hands the stack to libunwind, which walks it.
+Capture* coroutine_capture = nullptr;
+ucontext_t coroutine_return;
+void CoroutineBody() { unwind_test::Chain(2, &Probe, coroutine_capture); }
+
+TEST_F(UnwindTest, CoroutineStacksAreLeftToLibunwind) {
+  std::vector<char> stack(256 * 1024);
+  ucontext_t coroutine;
+  ASSERT_EQ(getcontext(&coroutine), 0);
+  coroutine.uc_stack.ss_sp = stack.data();
+  coroutine.uc_stack.ss_size = stack.size();
+  coroutine.uc_link = &coroutine_return;
+  makecontext(&coroutine, &CoroutineBody, 0);
+  Capture c;
+  c.complete = true;
+  coroutine_capture = &c;
+  ASSERT_EQ(swapcontext(&coroutine_return, &coroutine), 0);
+  EXPECT_FALSE(c.complete);
+  EXPECT_EQ(c.count, 0u);
+  EXPECT_GE(c.expected_count, 5) << "libunwind walks the coroutine's frames";
 }
 
 }  // namespace
