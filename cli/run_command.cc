@@ -132,6 +132,7 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
   if (!o.min_size.empty()) env.push_back("MEMTRACE_MIN_SIZE=" + o.min_size);
   if (!o.sample.empty()) env.push_back("MEMTRACE_SAMPLE_BYTES=" + o.sample);
   env.push_back(std::string("MEMTRACE_TRACE_CHILDREN=") + (o.children ? "1" : "0"));
+  env.push_back(std::string("MEMTRACE_MMAP=") + (o.mmap ? "1" : "0"));
   return env;
 }
 
@@ -198,6 +199,8 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     }
     if (arg == "--children") {
       o->children = true;
+    } else if (arg == "--mmap") {
+      o->mmap = true;
     } else if (arg == "--quiet") {
       o->quiet = true;
     } else if (arg.rfind("-", 0) == 0) {
@@ -256,6 +259,8 @@ const char* RunUsage() {
          "  --sample=BYTES      record a sample: a block of s bytes with probability\n"
          "                      1-exp(-s/BYTES); summaries are scaled estimates (0: all)\n"
          "  --children          also trace programs it execs, each into its own capture\n"
+         "  --mmap              also record anonymous mappings (mmap, munmap, mremap) on\n"
+         "                      a layer of their own, \"mmap\"\n"
          "  --preload=PATH      the interposer (default: beside this binary, or\n"
          "                      $MEMTRACE_PRELOAD)\n"
          "  --quiet             do not print the summary\n"

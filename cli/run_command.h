@@ -23,6 +23,8 @@
 //   --sample=BYTES      record a sample: a block of s bytes with probability
 //                       1 - exp(-s/BYTES); results are scaled estimates (default 0: all)
 //   --children          trace programs it execs too, each into its own capture
+//   --mmap              also record anonymous mappings (mmap, munmap, mremap) on a
+//                       layer of their own, "mmap"
 //   --preload=PATH      the interposer library (default: found beside this binary, or
 //                       $MEMTRACE_PRELOAD)
 //   --quiet             do not print the summary
@@ -46,6 +48,7 @@ struct RunOptions {
   std::string sample;
   std::string preload;
   bool children = false;
+  bool mmap = false;
   bool quiet = false;
   std::vector<std::string> command;  // the program and its arguments; never empty if OK
 };

@@ -9,7 +9,11 @@
 // layer, with the call stack (unwind.h). A JsonlSink writes the capture.
 //
 // Interposed: malloc, free, calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
-// memalign, valloc, pvalloc, malloc_usable_size, and the exec family. C++ operator
+// memalign, valloc, pvalloc, malloc_usable_size, the exec family, and mmap, mmap64,
+// munmap and mremap. The mapping calls are recorded only with MEMTRACE_MMAP=1, on a layer
+// of their own ("mmap"), and only for anonymous mappings: mappings.h turns holes,
+// MAP_FIXED and mremap into block operations; mappings made before tracing starts are
+// not known, and their unmapping is ignored like a file mapping's. C++ operator
 // new/delete are not interposed: libstdc++ implements every variant (sized, aligned,
 // nothrow, arrays) with malloc, aligned_alloc and free, which reach the functions here
 // through the PLT (tests/preload_test.cc checks each variant).
@@ -52,20 +56,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "preload/internal_blocks.h"
+#include "preload/mappings.h"
 #include "preload/preload_config.h"
 #include "preload/unwind.h"
 #include "runtime/internal/thread_state.h"
+#include "runtime/layer_table.h"
 #include "runtime/tracer.h"
 #include "sinks/json_text.h"
 #include "sinks/jsonl_sink.h"
@@ -85,6 +94,9 @@ using PosixMemalignFn = int (*)(void**, size_t, size_t);
 using UsableSizeFn = size_t (*)(void*);
 using ExecveFn = int (*)(const char*, char* const[], char* const[]);
 using ExecvpeFn = int (*)(const char*, char* const[], char* const[]);
+using MmapFn = void* (*)(void*, size_t, int, int, int, off_t);
+using MunmapFn = int (*)(void*, size_t);
+using MremapFn = void* (*)(void*, size_t, size_t, int, ...);
 
 struct RealFunctions {
   MallocFn malloc;
@@ -99,6 +111,9 @@ struct RealFunctions {
   UsableSizeFn malloc_usable_size;
   ExecveFn execve;
   ExecvpeFn execvpe;
+  MmapFn mmap;
+  MunmapFn munmap;
+  MremapFn mremap;
 };
 
 RealFunctions real;
@@ -162,6 +177,9 @@ bool Resolved() noexcept {
   Resolve(&real.malloc_usable_size, "malloc_usable_size");
   Resolve(&real.execve, "execve");
   Resolve(&real.execvpe, "execvpe");
+  Resolve(&real.mmap, "mmap");
+  Resolve(&real.munmap, "munmap");
+  Resolve(&real.mremap, "mremap");
   if (real.malloc == nullptr || real.free == nullptr || real.calloc == nullptr ||
       real.realloc == nullptr) {
     static const char kMessage[] =
@@ -190,9 +208,18 @@ struct Settings {
   uint32_t stack_depth;
   UnwindMethod unwind;
   uint64_t sample_bytes;  // 0: no sampling
+  bool mmap;              // the mmap layer is on (MEMTRACE_MMAP)
+  LayerId mmap_layer;
 };
-constinit Settings config{0, 0, UnwindMethod::kFramePointers, 0};
+constinit Settings config{0, 0, UnwindMethod::kFramePointers, 0, false, 0};
 JsonlSink* sink = nullptr;
+// The mmap layer's table of the program's anonymous mappings (mappings.h), set by Start()
+// when MEMTRACE_MMAP=1. The mutex is held across each mapping call and its records, so
+// the table follows the kernel and every mmap-layer record of an address range is
+// ordered after the one that released it. (Mapping calls are system calls; unlike malloc
+// they take this lock.)
+std::mutex mappings_mu;
+preload_internal::MappingTable* mappings = nullptr;
 pid_t traced_pid = 0;
 uint64_t own_code_begin = 0;  // this library's executable segment, for unwinding
 uint64_t own_code_end = 0;
@@ -629,7 +656,16 @@ void Start() {
       ParsePreloadConfig([](const char* name) { return getenv(name); }, &warnings);
   for (const std::string& w : warnings) WriteStderr(w + "\n");
   config = Settings{settings.min_size, settings.stack_depth, settings.unwind,
-                    settings.sample_bytes};
+                    settings.sample_bytes, false, 0};
+  if (settings.mmap) {
+    if (auto layer = LayerTable::Global().Register("mmap"); layer.ok()) {
+      mappings = new preload_internal::MappingTable(static_cast<uint64_t>(getpagesize()));
+      config.mmap = true;
+      config.mmap_layer = *layer;
+    } else {
+      WriteStderr(absl::StrCat(layer.status().message(), "; mappings are not recorded\n"));
+    }
+  }
   traced_pid = getpid();
   int root_pid = 0;
   if (settings.trace_children) {
@@ -684,7 +720,8 @@ void Start() {
       "\",\"min_size\":", config.min_size, ",\"stack_depth\":", config.stack_depth,
       ",\"unwind\":\"", config.unwind == UnwindMethod::kFramePointers ? "fp" : "dwarf",
       "\",\"sample_interval_bytes\":", settings.sample_bytes, ",\"trace_children\":",
-      settings.trace_children ? "true" : "false", "}");
+      settings.trace_children ? "true" : "false", ",\"mmap\":", config.mmap ? "true" : "false",
+      "}");
   auto opened = JsonlSink::Open(path, options);
   if (!opened.ok()) {
     WriteStderr(absl::StrCat(opened.status().message(), "; tracing is off\n"));
@@ -717,6 +754,132 @@ __attribute__((constructor(101))) void PreloadConstructor() { Start(); }
 __attribute__((destructor(101))) void PreloadDestructor() { Finish("exit", false); }
 
 void BeforeExec(const char* target) { Finish("exec", false, target); }
+
+// ---- The mmap layer (MEMTRACE_MMAP=1) ---------------------------------------------------
+
+void RecordMappingOps(Recorder& r, const std::vector<preload_internal::MappingOp>& ops) {
+  using Kind = preload_internal::MappingOp::Kind;
+  for (const preload_internal::MappingOp& op : ops) {
+    switch (op.kind) {
+      case Kind::kAlloc:
+        r.RecordAlloc(config.mmap_layer, op.address, op.size, op.site);
+        break;
+      case Kind::kResize:
+        r.RecordResize(config.mmap_layer, op.address, op.size);
+        break;
+      case Kind::kFree:
+        r.RecordFree(config.mmap_layer, op.address);
+        break;
+    }
+  }
+}
+
+// What the interposed mapping calls do when the layer is on and the call is the
+// program's. Anonymous mappings only: file mappings are not allocations (and a munmap of
+// one finds nothing in the table).
+void* Map(void* addr, size_t length, int prot, int flags, int fd, off_t offset,
+          Caller caller) noexcept {
+  RecordScope scope;
+  Tracer* t = scope.tracer();
+  if (t == nullptr || (flags & MAP_ANONYMOUS) == 0) {
+    return real.mmap(addr, length, prot, flags, fd, offset);
+  }
+  const uint64_t site = Site(t, caller.frame, caller.ret);
+  std::lock_guard<std::mutex> lock(mappings_mu);
+  void* p = real.mmap(addr, length, prot, flags, fd, offset);
+  if (p == MAP_FAILED) return p;
+  // A new range, recorded after the kernel made it; MAP_FIXED may have replaced known
+  // mappings, whose releases come first (nobody else can have those addresses: the new
+  // mapping holds them).
+  std::vector<preload_internal::MappingOp> ops;
+  mappings->Map(Addr(p), length, site, &ops);
+  RecordMappingOps(t->recorder(), ops);
+  return p;
+}
+
+// Puts back known mappings a failed call had already released in the records: each as a
+// new block with its own site (the table's entries for the range, taken before).
+void RestoreMappings(Recorder& r, const std::vector<preload_internal::MappingTable::Entry>& before) {
+  std::vector<preload_internal::MappingOp> ops;
+  for (const auto& e : before) mappings->Map(e.start, e.end - e.start, e.site, &ops);
+  RecordMappingOps(r, ops);
+}
+
+int Unmap(void* addr, size_t length) noexcept {
+  RecordScope scope;
+  Tracer* t = scope.tracer();
+  if (t == nullptr) return real.munmap(addr, length);
+  std::lock_guard<std::mutex> lock(mappings_mu);
+  // Released in the records before the kernel releases the range: once it does, another
+  // thread (or malloc itself) may get these addresses.
+  const auto before = mappings->Overlapping(Addr(addr), length);
+  std::vector<preload_internal::MappingOp> ops;
+  mappings->Unmap(Addr(addr), length, &ops);
+  RecordMappingOps(t->recorder(), ops);
+  const int rc = real.munmap(addr, length);
+  if (rc != 0) {
+    const int saved = errno;
+    RestoreMappings(t->recorder(), before);
+    errno = saved;
+  }
+  return rc;
+}
+
+void* Remap(void* old_address, size_t old_size, size_t new_size, int flags,
+            void* new_address, Caller caller) noexcept {
+  RecordScope scope;
+  Tracer* t = scope.tracer();
+  if (t == nullptr) return real.mremap(old_address, old_size, new_size, flags, new_address);
+  Recorder& r = t->recorder();
+  std::lock_guard<std::mutex> lock(mappings_mu);
+  const uint64_t old_start = Addr(old_address);
+  uint64_t site = 0;
+  const bool copy = old_size == 0 || (flags & MREMAP_DONTUNMAP) != 0;  // the old stays
+  if (!copy && mappings->Exact(old_start, old_size, &site)) {
+    // A whole mapping, resized or moved: one block, like realloc. The release is
+    // claimed before the call (Recorder::BeginRemap).
+    const Recorder::RemapClaim claim = r.BeginRemap(config.mmap_layer, old_start);
+    void* q = real.mremap(old_address, old_size, new_size, flags, new_address);
+    if (q == MAP_FAILED) {
+      const int saved = errno;
+      r.AbortRemap(claim);
+      errno = saved;
+      return q;
+    }
+    std::vector<preload_internal::MappingOp> ops;
+    mappings->Moved(old_start, Addr(q), new_size, &ops);  // what MREMAP_FIXED replaced
+    RecordMappingOps(r, ops);
+    if (q == old_address) {
+      r.AbortRemap(claim);
+      r.RecordResize(config.mmap_layer, old_start, mappings->Round(new_size));
+    } else {
+      r.CommitRemap(claim, Addr(q), mappings->Round(new_size), site);
+    }
+    return q;
+  }
+  // Part of a mapping, an unknown one, or a copy: the old range (unless it stays) is
+  // released first, and what the call returns is a new mapping made here.
+  std::vector<preload_internal::MappingTable::Entry> before;
+  std::vector<preload_internal::MappingOp> ops;
+  if (!copy) {
+    before = mappings->Overlapping(old_start, old_size);
+    mappings->Unmap(old_start, old_size, &ops);
+    RecordMappingOps(r, ops);
+  }
+  void* q = real.mremap(old_address, old_size, new_size, flags, new_address);
+  if (q == MAP_FAILED) {
+    const int saved = errno;
+    RestoreMappings(r, before);
+    errno = saved;
+    return q;
+  }
+  // The result is one of the program's anonymous mappings only if the old range was.
+  if (copy ? !mappings->Contains(old_start) : before.empty()) return q;
+  ops.clear();
+  mappings->Map(Addr(q), new_size, Site(t, caller.frame, caller.ret), &ops);
+  RecordMappingOps(r, ops);
+  return q;
+}
 
 // Bootstrap blocks (served while dlsym runs) are remembered like any block allocated
 // before tracing starts, so the capture counts every call the program made.
@@ -910,4 +1073,60 @@ MEMTRACE_EXPORT int execle(const char* path, const char* arg, ...) {
   const int rc = ExecList(ExecKind::kPathWithEnvironment, path, arg, ap);
   va_end(ap);
   return rc;
+}
+
+// The mapping calls (the mmap layer). Before the real functions are known they go
+// straight to the kernel.
+namespace memtrace {
+namespace {
+// mmap and mmap64 (the same on 64-bit Linux), inlined into each so that the call site
+// and the stack start at the exported function.
+__attribute__((always_inline)) inline void* MmapCall(void* addr, size_t length, int prot,
+                                                     int flags, int fd, off_t offset,
+                                                     Caller caller) {
+  if (__builtin_expect(!Resolved(), 0)) {
+    return reinterpret_cast<void*>(syscall(SYS_mmap, addr, length, prot, flags, fd, offset));
+  }
+  if (!config.mmap) return real.mmap(addr, length, prot, flags, fd, offset);
+  return Map(addr, length, prot, flags, fd, offset, caller);
+}
+}  // namespace
+}  // namespace memtrace
+
+MEMTRACE_EXPORT void* mmap(void* addr, size_t length, int prot, int flags, int fd,
+                           off_t offset) {
+  return memtrace::MmapCall(addr, length, prot, flags, fd, offset, MEMTRACE_CALLER());
+}
+
+MEMTRACE_EXPORT void* mmap64(void* addr, size_t length, int prot, int flags, int fd,
+                             off_t offset) {
+  return memtrace::MmapCall(addr, length, prot, flags, fd, offset, MEMTRACE_CALLER());
+}
+
+MEMTRACE_EXPORT int munmap(void* addr, size_t length) {
+  if (__builtin_expect(!memtrace::Resolved(), 0)) {
+    return static_cast<int>(syscall(SYS_munmap, addr, length));
+  }
+  if (!memtrace::config.mmap) return memtrace::real.munmap(addr, length);
+  return memtrace::Unmap(addr, length);
+}
+
+MEMTRACE_EXPORT void* mremap(void* old_address, size_t old_size, size_t new_size, int flags,
+                             ...) {
+  void* new_address = nullptr;
+  if (flags & MREMAP_FIXED) {
+    va_list ap;
+    va_start(ap, flags);
+    new_address = va_arg(ap, void*);
+    va_end(ap);
+  }
+  if (__builtin_expect(!memtrace::Resolved(), 0)) {
+    return reinterpret_cast<void*>(
+        syscall(SYS_mremap, old_address, old_size, new_size, flags, new_address));
+  }
+  if (!memtrace::config.mmap) {
+    return memtrace::real.mremap(old_address, old_size, new_size, flags, new_address);
+  }
+  return memtrace::Remap(old_address, old_size, new_size, flags, new_address,
+                         MEMTRACE_CALLER());
 }

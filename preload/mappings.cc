@@ -52,6 +52,23 @@ void MappingTable::Unmap(uint64_t start, uint64_t length, std::vector<MappingOp>
   }
 }
 
+std::vector<MappingTable::Entry> MappingTable::Overlapping(uint64_t start,
+                                                          uint64_t length) const {
+  std::vector<Entry> out;
+  const uint64_t end = start + Round(length);
+  auto it = ranges_.upper_bound(start);
+  if (it != ranges_.begin() && std::prev(it)->second.end > start) --it;
+  for (; it != ranges_.end() && it->first < end; ++it) {
+    out.push_back(Entry{it->first, it->second.end, it->second.site});
+  }
+  return out;
+}
+
+bool MappingTable::Contains(uint64_t address) const {
+  auto it = ranges_.upper_bound(address);
+  return it != ranges_.begin() && std::prev(it)->second.end > address;
+}
+
 bool MappingTable::Exact(uint64_t start, uint64_t length, uint64_t* site) const {
   const auto it = ranges_.find(start);
   if (it == ranges_.end() || it->second.end != start + Round(length)) return false;

@@ -52,6 +52,18 @@ class MappingTable {
   // (file mappings, mappings made before tracing started) are ignored.
   void Unmap(uint64_t start, uint64_t length, std::vector<MappingOp>* ops);
 
+  // The known mappings that overlap [start, start + length), whole (for putting them
+  // back with Map() when the call that was to change them fails).
+  struct Entry {
+    uint64_t start;
+    uint64_t end;
+    uint64_t site;
+  };
+  std::vector<Entry> Overlapping(uint64_t start, uint64_t length) const;
+
+  // Whether `address` lies in a known mapping.
+  bool Contains(uint64_t address) const;
+
   // The call site of the known mapping that is exactly [start, start + length), or
   // false: what a whole-mapping mremap() can move as one block.
   bool Exact(uint64_t start, uint64_t length, uint64_t* site) const;

@@ -78,6 +78,7 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
   uint64_t ring = c.ring_capacity_log2;
   number("MEMTRACE_RING_LOG2", 10, 22, &ring);
   c.ring_capacity_log2 = static_cast<uint32_t>(ring);
+  flag("MEMTRACE_MMAP", &c.mmap);
   return c;
 }
 

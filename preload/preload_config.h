@@ -22,6 +22,9 @@
 //                            the capture sampled (estimates are scaled by 1/probability;
 //                            docs/capture-format.md, Sampling)
 //   MEMTRACE_RING_LOG2       records per thread ring, as a power of two, 10..22 (default 16)
+//   MEMTRACE_MMAP            "1": also record the program's anonymous mappings (mmap,
+//                            munmap, mremap) on a layer of their own, "mmap"; "0"
+//                            (default): leave them out (interposer.cc, mappings.h)
 //
 // A value that cannot be used is never fatal: the problem is written to stderr, naming
 // the variable, the value and the accepted range, and the documented default is used.
@@ -48,6 +51,7 @@ struct PreloadConfig {
   bool trace_children = false;
   uint64_t sample_bytes = 0;
   uint32_t ring_capacity_log2 = 16;
+  bool mmap = false;
 };
 
 inline constexpr uint32_t kMaxPreloadStackDepth = 64;

@@ -34,6 +34,7 @@ TEST(PreloadConfigTest, DefaultsMirrorTheSeed) {
   EXPECT_EQ(c.unwind, UnwindMethod::kDwarf);
   EXPECT_FALSE(c.trace_children);
   EXPECT_EQ(c.ring_capacity_log2, 16u);
+  EXPECT_FALSE(c.mmap) << "mappings are opt-in";
 }
 
 TEST(PreloadConfigTest, GoodValuesAreTaken) {
@@ -44,7 +45,8 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
                                  {"MEMTRACE_UNWIND", "fp"},
                                  {"MEMTRACE_TRACE_CHILDREN", "yes"},
                                  {"MEMTRACE_RING_LOG2", "12"},
-                                 {"MEMTRACE_SAMPLE_BYTES", "524288"}},
+                                 {"MEMTRACE_SAMPLE_BYTES", "524288"},
+                                 {"MEMTRACE_MMAP", "1"}},
                                 &warnings);
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(c.output, "/tmp/x-%p.jsonl.zst");
@@ -54,6 +56,7 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
   EXPECT_TRUE(c.trace_children);
   EXPECT_EQ(c.ring_capacity_log2, 12u);
   EXPECT_EQ(c.sample_bytes, 524288u);
+  EXPECT_TRUE(c.mmap);
 }
 
 TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
@@ -73,6 +76,8 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
        "MEMTRACE_UNWIND=\"guess\" is not \"fp\" or \"dwarf\"; using dwarf"},
       {"MEMTRACE_TRACE_CHILDREN", "maybe",
        "MEMTRACE_TRACE_CHILDREN=\"maybe\" is not one of 1, 0, true, false, yes, no; using 0"},
+      {"MEMTRACE_MMAP", "on",
+       "MEMTRACE_MMAP=\"on\" is not one of 1, 0, true, false, yes, no; using 0"},
       {"MEMTRACE_RING_LOG2", "30", "MEMTRACE_RING_LOG2=\"30\" is not a whole number from 10 to 22"},
       {"MEMTRACE_OUTPUT", "", "MEMTRACE_OUTPUT=\"\" is not a file path; using memtrace-%p.mtb"},
   };

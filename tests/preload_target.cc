@@ -16,11 +16,17 @@
 //   exec        allocates, then execs argv[2] (with argv[3...])
 //   crash       allocates, prints its counts, then dereferences a null pointer
 //   stack       allocates through nested functions and prints their addresses
+//   mmap        anonymous mappings: a hole cut in one, a whole-mapping mremap that grows
+//               it, MAP_FIXED over part of another, a mapping made on one thread and
+//               unmapped on another, a file mapping (not an allocation); prints the
+//               pages it leaves mapped as "mmap_live_pages=P mmap_live_mappings=M"
 
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -301,6 +307,56 @@ void Stack() {
   free(p);
 }
 
+char* MapPages(size_t pages, void* at = nullptr, int extra_flags = 0) {
+  const size_t page = static_cast<size_t>(getpagesize());
+  void* p = mmap(at, pages * page, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | extra_flags, -1, 0);
+  if (p == MAP_FAILED) {
+    perror("mmap");
+    exit(3);
+  }
+  return static_cast<char*>(p);
+}
+
+void Unmap(void* p, size_t pages) {
+  if (munmap(p, pages * static_cast<size_t>(getpagesize())) != 0) {
+    perror("munmap");
+    exit(3);
+  }
+}
+
+void Mappings() {
+  const size_t page = static_cast<size_t>(getpagesize());
+  // 10 pages, then a 2-page hole: a 3-page front and a 5-page tail.
+  char* a = MapPages(10);
+  Unmap(a + 3 * page, 2);
+  // The front grows to 8 pages (it may move).
+  void* grown = mremap(a, 3 * page, 8 * page, MREMAP_MAYMOVE);
+  if (grown == MAP_FAILED) {
+    perror("mremap");
+    exit(3);
+  }
+  // MAP_FIXED over the middle of a 4-page mapping leaves three mappings; all go.
+  char* e = MapPages(4);
+  MapPages(2, e + page, MAP_FIXED);
+  Unmap(e, 4);
+  // Mapped on one thread, unmapped on another.
+  char* c = nullptr;
+  std::thread([&] { c = MapPages(2); }).join();
+  std::thread([&] { Unmap(c, 2); }).join();
+  // A file mapping is not an allocation.
+  const int fd = open("/proc/self/exe", O_RDONLY);
+  if (fd >= 0) {
+    void* f = mmap(nullptr, page, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (f != MAP_FAILED) munmap(f, page);
+    close(fd);
+  }
+  // One more, kept.
+  MapPages(6);
+  printf("mmap_live_pages=%d mmap_live_mappings=%d page=%zu\n", 8 + 5 + 6, 3, page);
+  PrintCounts();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -317,8 +373,11 @@ int main(int argc, char** argv) {
     Crash();
   } else if (mode == "stack") {
     Stack();
+  } else if (mode == "mmap") {
+    Mappings();
   } else {
-    fprintf(stderr, "usage: preload_target basic|exit-thread|fork|exec PROGRAM...|crash|stack\n");
+    fprintf(stderr,
+            "usage: preload_target basic|exit-thread|fork|exec PROGRAM...|crash|stack|mmap\n");
     return 2;
   }
   return 0;

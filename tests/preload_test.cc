@@ -140,6 +140,7 @@ bool IsMarker(uint64_t size) { return size >= 50001 && size <= 59999 && size % 2
 // enough.)
 struct Replay {
   std::string source;
+  std::string header;
   bool has_trailer = false;
   std::string trailer;
   Counts markers{0, 0, 0, 0};
@@ -185,7 +186,10 @@ Replay ReplayCapture(const std::string& path, absl::Status* status) {
   std::map<uint32_t, int64_t> moving;
   *status = ReadCapture(path, [&](const CaptureRecord& rec) {
     switch (rec.type) {
-      case LineType::kHeader: r.source = rec.source; break;
+      case LineType::kHeader:
+        r.source = rec.source;
+        r.header = rec.raw;
+        break;
       case LineType::kSite: r.sites[rec.id] = rec; break;
       case LineType::kAlloc:
         add(rec.ticket, rec.addr, rec.size);
@@ -365,6 +369,53 @@ TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
   ASSERT_TRUE(r.has_trailer);
   EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
   ExpectMarkersMatch(r, ParseCounts(run.out));  // the child's 500 markers are not in it
+}
+
+// The mmap layer (MEMTRACE_MMAP=1, `memtrace run --mmap`): what the program leaves mapped,
+// by its own count, is what the capture's "mmap" layer holds live; without the setting
+// there is no such layer.
+TEST_F(PreloadTest, MappingsAreALayerOfTheirOwnWhenAsked) {
+  const std::string capture = TempDir() + "/mmap.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--mmap", "--output=" + capture, "--", Target(), "mmap"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  // The program's own "name=N" words.
+  auto word = [&](const std::string& name) {
+    const size_t at = run.out.find(name + "=");
+    if (at == std::string::npos) return std::string();
+    const size_t start = at + name.size() + 1;
+    return run.out.substr(start, run.out.find_first_not_of("0123456789", start) - start);
+  };
+  const std::string pages = word("mmap_live_pages");
+  const std::string mappings = word("mmap_live_mappings");
+  ASSERT_FALSE(pages.empty()) << run.out;
+  const uint64_t page = static_cast<uint64_t>(getpagesize());
+  const Result summary = RunProgram({Cli(), "summary", "--json", capture}, {});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  const size_t layer = summary.out.find("\"name\":\"mmap\"");
+  ASSERT_NE(layer, std::string::npos) << summary.out;
+  const std::string usage = summary.out.substr(layer, summary.out.find('}', layer) - layer + 1);
+  EXPECT_EQ(Field(usage, "live_bytes"), std::to_string(std::stoull(pages) * page)) << usage;
+  EXPECT_EQ(Field(usage, "live_count"), mappings) << usage;
+  // Mapped 10 + 8 (the move) + 4 + 2 (MAP_FIXED) + 2 + 6 pages, the pieces cut off
+  // counted again as new blocks: 5 (after the hole) and 1 (after the MAP_FIXED part).
+  EXPECT_EQ(Field(usage, "allocated_count"), "8") << usage;
+  const Result verify = RunProgram({Cli(), "verify", capture}, {});
+  EXPECT_EQ(verify.status, 0) << verify.out << verify.err;
+  EXPECT_NE(verify.out.find("nothing lost"), std::string::npos) << verify.out;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Field(r.header, "mmap"), "true") << r.header;
+  EXPECT_EQ(r.unknown_releases, 0);
+
+  const std::string plain = TempDir() + "/no_mmap.mtb";
+  ASSERT_EQ(RunProgram({Cli(), "run", "--quiet", "--output=" + plain, "--", Target(), "mmap"},
+                       {})
+                .status,
+            0);
+  const Result no_layer = RunProgram({Cli(), "summary", "--json", plain}, {});
+  EXPECT_EQ(no_layer.out.find("\"name\":\"mmap\""), std::string::npos) << no_layer.out;
 }
 
 TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
