@@ -657,7 +657,12 @@ void Start() {
   for (const std::string& w : warnings) WriteStderr(w + "\n");
   config = Settings{settings.min_size, settings.stack_depth, settings.unwind,
                     settings.sample_bytes, false, 0};
-  if (settings.mmap) {
+  if (settings.mmap && settings.sample_bytes != 0) {
+    // The sink gives every allocation of a sampled capture a weight, and the mmap layer
+    // records every mapping: its bytes would be scaled up as if sampled.
+    WriteStderr("memtrace: MEMTRACE_MMAP=1 and MEMTRACE_SAMPLE_BYTES do not go together "
+                "(mappings are recorded whole, never sampled); mappings are not recorded\n");
+  } else if (settings.mmap) {
     if (auto layer = LayerTable::Global().Register("mmap"); layer.ok()) {
       mappings = new preload_internal::MappingTable(static_cast<uint64_t>(getpagesize()));
       config.mmap = true;

@@ -24,7 +24,9 @@
 //   MEMTRACE_RING_LOG2       records per thread ring, as a power of two, 10..22 (default 16)
 //   MEMTRACE_MMAP            "1": also record the program's anonymous mappings (mmap,
 //                            munmap, mremap) on a layer of their own, "mmap"; "0"
-//                            (default): leave them out (interposer.cc, mappings.h)
+//                            (default): leave them out (interposer.cc, mappings.h).
+//                            Not with MEMTRACE_SAMPLE_BYTES (mappings are recorded
+//                            whole): the interposer warns and leaves them out
 //
 // A value that cannot be used is never fatal: the problem is written to stderr, naming
 // the variable, the value and the accepted range, and the documented default is used.

@@ -416,6 +416,18 @@ TEST_F(PreloadTest, MappingsAreALayerOfTheirOwnWhenAsked) {
             0);
   const Result no_layer = RunProgram({Cli(), "summary", "--json", plain}, {});
   EXPECT_EQ(no_layer.out.find("\"name\":\"mmap\""), std::string::npos) << no_layer.out;
+
+  // With sampling, mappings (recorded whole) would be weighted as samples: refused.
+  const std::string sampled = TempDir() + "/mmap_sampled.mtb";
+  const Result both = RunProgram({Cli(), "run", "--quiet", "--mmap", "--sample=65536",
+                                  "--output=" + sampled, "--", Target(), "mmap"},
+                                 {});
+  ASSERT_EQ(both.status, 0) << both.err;
+  EXPECT_NE(both.err.find("MEMTRACE_MMAP=1 and MEMTRACE_SAMPLE_BYTES do not go together"),
+            std::string::npos)
+      << both.err;
+  const Result sampled_summary = RunProgram({Cli(), "summary", "--json", sampled}, {});
+  EXPECT_EQ(sampled_summary.out.find("\"name\":\"mmap\""), std::string::npos);
 }
 
 TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
