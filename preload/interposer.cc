@@ -641,6 +641,23 @@ void InstallSignalHandlers() {
   }
 }
 
+// The object that defines the malloc this library forwards to.
+std::string MallocLibrary() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(real.malloc), &info) == 0 || info.dli_fname == nullptr) {
+    return "an unknown object";
+  }
+  return info.dli_fname;
+}
+
+// glibc's malloc maps memory with its internal mmap, never through the interposed one.
+bool MallocIsGlibcs() {
+  const std::string library = MallocLibrary();
+  const size_t slash = library.rfind('/');
+  return library.compare(slash == std::string::npos ? 0 : slash + 1, std::string::npos,
+                         "libc.so.6") == 0;
+}
+
 void Start() {
   if (!Resolved()) return;
   runtime_internal::ReentrancyGuard guard;
@@ -662,6 +679,13 @@ void Start() {
     // records every mapping: its bytes would be scaled up as if sampled.
     WriteStderr("memtrace: MEMTRACE_MMAP=1 and MEMTRACE_SAMPLE_BYTES do not go together "
                 "(mappings are recorded whole, never sampled); mappings are not recorded\n");
+  } else if (settings.mmap && !MallocIsGlibcs()) {
+    WriteStderr(absl::StrCat(
+        "memtrace: the program's malloc comes from ", MallocLibrary(),
+        ", not glibc; an allocator like that maps its own memory with mmap while holding "
+        "its locks, and recording a mapping may allocate, so MEMTRACE_MMAP=1 could "
+        "deadlock it: mappings are not recorded (its blocks still are, on the interposer "
+        "layer)\n"));
   } else if (settings.mmap) {
     if (auto layer = LayerTable::Global().Register("mmap"); layer.ok()) {
       mappings = new preload_internal::MappingTable(static_cast<uint64_t>(getpagesize()));

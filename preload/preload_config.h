@@ -26,7 +26,9 @@
 //                            munmap, mremap) on a layer of their own, "mmap"; "0"
 //                            (default): leave them out (interposer.cc, mappings.h).
 //                            Not with MEMTRACE_SAMPLE_BYTES (mappings are recorded
-//                            whole): the interposer warns and leaves them out
+//                            whole), nor under a malloc other than glibc's (which may
+//                            mmap while holding its locks): the interposer warns and
+//                            leaves mappings out
 //
 // A value that cannot be used is never fatal: the problem is written to stderr, naming
 // the variable, the value and the accepted range, and the documented default is used.

@@ -53,6 +53,10 @@ const std::string& Target() {
   static const std::string path = Runfile("tests/preload_target");
   return path;
 }
+const std::string& OtherMalloc() {
+  static const std::string path = Runfile("tests/libother_malloc.so");
+  return path;
+}
 
 struct Result {
   int status = -1;  // exit status, or 128 + signal
@@ -428,6 +432,26 @@ TEST_F(PreloadTest, MappingsAreALayerOfTheirOwnWhenAsked) {
       << both.err;
   const Result sampled_summary = RunProgram({Cli(), "summary", "--json", sampled}, {});
   EXPECT_EQ(sampled_summary.out.find("\"name\":\"mmap\""), std::string::npos);
+}
+
+// An allocator other than glibc's may call mmap while holding its own locks, where
+// recording the mapping (which may allocate) could deadlock it: the layer stays off, and
+// says why. (Debian's redis-server, on jemalloc, did deadlock before this check.)
+TEST_F(PreloadTest, MappingsAreNotRecordedUnderAnotherAllocator) {
+  const std::string capture = TempDir() + "/mmap_other.mtb";
+  const Result run = RunProgram(
+      {Target(), "mmap"},
+      {"LD_PRELOAD=" + Preload() + " " + OtherMalloc(), "MEMTRACE_MMAP=1",
+       "MEMTRACE_OUTPUT=" + capture});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("the program's malloc comes from " + OtherMalloc()),
+            std::string::npos)
+      << run.err;
+  const Result summary = RunProgram({Cli(), "summary", "--json", capture}, {});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  EXPECT_EQ(summary.out.find("\"name\":\"mmap\""), std::string::npos) << summary.out;
+  EXPECT_NE(summary.out.find("\"name\":\"interposer\""), std::string::npos)
+      << "malloc is still traced: " << summary.out;
 }
 
 TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
