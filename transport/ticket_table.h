@@ -80,7 +80,7 @@ class TicketTable {
  private:
   struct Slot {
     std::atomic<uint64_t> address;
-    std::atomic<uint64_t> packed;  // Pack(): ring id (20) | position (low 28) | epoch (16)
+    std::atomic<uint64_t> packed;  // Pack(): ring id (20) | epoch (16) | position (low 28)
   };
   static_assert(sizeof(Slot) == 16);
 
@@ -159,19 +159,23 @@ class TicketTable {
   uint64_t Take(uint64_t address) noexcept { return Take(BucketOf(address), address); }
 
  private:
-  // The 48-bit ticket (ticket.h, Truncate) beside the epoch's low 16 bits, with the ring
-  // id where Ticket::Make puts it, so that packing and unpacking are a few bit operations:
-  //   63        44 43                  16 15      0
-  //   | ring id   | position (low 28)    | epoch   |
+  // The 48-bit ticket (ticket.h, Truncate) with the epoch's low 16 bits in the position
+  // bits Truncate drops, so that the ring id and the position sit where Ticket::Make puts
+  // them and unpacking is one mask:
+  //   63        44 43          28 27                   0
+  //   | ring id   | epoch (16)   | position (low 28)    |
+  static constexpr int kEpochShift = Ticket::kTruncatedPositionBits;
+  static constexpr uint64_t kEpochBits = uint64_t{0xffff} << kEpochShift;
+  static_assert(Ticket::kPositionBits == kEpochShift + 16, "the epoch fills the gap exactly");
   static uint64_t Pack(uint32_t ring_id, uint64_t position, uint32_t epoch) noexcept {
     return (uint64_t{ring_id} << Ticket::kPositionBits) |
-           ((position & Ticket::kTruncatedPositionMask) << 16) | (epoch & 0xffff);
+           (uint64_t{epoch & 0xffff} << kEpochShift) |
+           (position & Ticket::kTruncatedPositionMask);
   }
   // Back to the ticket format of ticket.h, position truncated to 28 bits.
-  static uint64_t Unpack(uint64_t packed) noexcept {
-    static_assert(Ticket::kPositionBits >= Ticket::kTruncatedPositionBits + 16);
-    return (packed & ~Ticket::kPositionMask) |
-           ((packed >> 16) & Ticket::kTruncatedPositionMask);
+  static uint64_t Unpack(uint64_t packed) noexcept { return packed & ~kEpochBits; }
+  static uint16_t EpochOf(uint64_t packed) noexcept {
+    return static_cast<uint16_t>(packed >> kEpochShift);
   }
   // A full bucket: the slot written in the oldest epoch. Not the hot path.
   Slot* Evict(Slot* bucket, uint32_t epoch) noexcept {
@@ -180,7 +184,7 @@ class TicketTable {
     for (uint32_t i = 0; i < kWays; ++i) {
       // Relaxed: see Record().
       const auto age = static_cast<uint16_t>(
-          epoch - static_cast<uint16_t>(bucket[i].packed.load(std::memory_order_relaxed)));
+          epoch - EpochOf(bucket[i].packed.load(std::memory_order_relaxed)));
       if (i == 0 || age > oldest_age) {
         target = &bucket[i];
         oldest_age = age;
