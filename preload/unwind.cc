@@ -58,6 +58,8 @@ bool LoadDwarfUnwinder(std::string* error) {
   return true;
 }
 
+constexpr uint64_t kRuleBitsMask = (uint64_t{1} << FrameRule::kBits) - 1;
+
 __attribute__((no_sanitize("address")))  // reads other frames' saved registers
 uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete) noexcept {
   *complete = true;
@@ -80,36 +82,41 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   uint64_t ret = *reinterpret_cast<const uint64_t*>(fp + 8);
   uint64_t rsp = fp + 16;
   runtime_internal::ThreadState& t = runtime_internal::Tls();
+  FrameRule rule = ret != 0 ? RuleFor(ret) : FrameRule::End();
   uint32_t n = 0;
   while (ret != 0) {
-    const uint32_t depth = n;
     frames[n++] = ret;
     if (n == max) break;
-    // The memo (thread_state.h) holds a rule of RuleFor() for the address it names; an
-    // empty slot names address 0, never a return address here.
-    FrameRule rule = FrameRule::End();
-    if (depth < runtime_internal::kUnwindMemoDepth && t.unwind_memo_address[depth] == ret) {
-      rule = FrameRule::FromBits(t.unwind_memo_rule[depth]);
-    } else {
-      rule = RuleFor(ret);
-      if (depth < runtime_internal::kUnwindMemoDepth) {
-        t.unwind_memo_address[depth] = ret;
-        t.unwind_memo_rule[depth] = rule.bits();
-      }
-    }
     if (!rule.is_rule()) {
       if (rule.is_unsupported()) *complete = false;
       break;
     }
     const uint64_t cfa = (rule.cfa_from_rbp() ? rbp : rsp) + rule.cfa_offset();
-    // The caller's frame lies above this one, and everything read is on the stack.
-    if (cfa <= rsp || !in_stack(cfa - 8)) break;
+    // The caller's frame lies above this one and below the stack's top; rsp never drops
+    // below the stack's bottom (it starts above it and only grows), so the words read,
+    // between rsp and cfa, are on the stack.
+    if (cfa <= rsp || cfa > bounds.high) break;
     if (rule.rbp_slot() != 0) {
       const uint64_t slot = cfa - 8 * uint64_t{rule.rbp_slot()};
-      if (!in_stack(slot)) break;
+      if (slot < rsp) break;
       rbp = *reinterpret_cast<const uint64_t*>(slot);
     }
-    ret = *reinterpret_cast<const uint64_t*>(cfa - 8);
+    const uint64_t next = *reinterpret_cast<const uint64_t*>(cfa - 8);
+    // The predictor (thread_state.h): its entry's address depends only on `ret`, so it is
+    // loaded while the stack word above is, and a hit leaves the next rule in hand. A
+    // miss asks the shared cache and teaches the entry.
+    runtime_internal::UnwindStep& step =
+        t.unwind_steps[(ret * 0x9E3779B97F4A7C15ull) >> (64 - runtime_internal::kUnwindStepsLog2)];
+    if (step.from == ret && (step.to >> FrameRule::kBits) == next && next != 0) {
+      rule = FrameRule::FromBits(static_cast<uint32_t>(step.to & kRuleBitsMask));
+    } else if (next != 0) {
+      rule = RuleFor(next);
+      if (next < (uint64_t{1} << (64 - FrameRule::kBits))) {
+        step.from = ret;
+        step.to = (next << FrameRule::kBits) | rule.bits();
+      }
+    }
+    ret = next;
     rsp = cfa;
   }
   return n;

@@ -48,8 +48,16 @@ struct RingBinding {
   SpscRing* ring;
 };
 
-// Frames of a stack the DWARF walk remembers per thread (the interposer's default depth).
-inline constexpr uint32_t kUnwindMemoDepth = 16;
+// The DWARF walk's predictor (preload/unwind.cc): entries, a power of two.
+inline constexpr uint32_t kUnwindStepsLog2 = 9;
+
+// One step of a stack, as the walk last saw it: the frame found above the return address
+// `from`, as (its return address << 17) | its frame rule (preload/eh_frame.h, FrameRule);
+// 0 when empty.
+struct UnwindStep {
+  uint64_t from;
+  uint64_t to;
+};
 
 struct ThreadState {
   // What every record reads comes first, so that with the first recorder's ring binding
@@ -68,11 +76,10 @@ struct ThreadState {
   // start of the module's TLS block, which aliases this struct.
   uint64_t stack_low;
   uint64_t stack_high;
-  // The DWARF walk's memo (preload/unwind.cc): the return address last seen at each depth
-  // and its frame rule (preload/eh_frame.h), so a thread allocating from the same place
-  // again skips the shared rule cache.
-  uint64_t unwind_memo_address[kUnwindMemoDepth];
-  uint32_t unwind_memo_rule[kUnwindMemoDepth];
+  // The DWARF walk's predictor (preload/unwind.cc), indexed by a hash of `from`: given a
+  // frame's return address, the caller's and its rule as last seen (9 frames in 10 on
+  // sqlite3's stacks), so most frames skip the shared rule cache. 8 KiB.
+  UnwindStep unwind_steps[size_t{1} << kUnwindStepsLog2];
   // The interposer's byte sampling: bytes left until the next sample, and the thread's
   // random state (0 until first used).
   int64_t sample_countdown;
