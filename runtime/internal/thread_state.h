@@ -49,7 +49,7 @@ struct RingBinding {
 };
 
 // The DWARF walk's predictor (preload/unwind.cc): entries, a power of two.
-inline constexpr uint32_t kUnwindStepsLog2 = 9;
+inline constexpr uint32_t kUnwindStepsLog2 = 8;
 
 // One step of a stack, as the walk last saw it: the frame found above the return address
 // `from`, as (its return address << 17) | its frame rule (preload/eh_frame.h, FrameRule);
@@ -77,8 +77,9 @@ struct ThreadState {
   uint64_t stack_low;
   uint64_t stack_high;
   // The DWARF walk's predictor (preload/unwind.cc), indexed by a hash of `from`: given a
-  // frame's return address, the caller's and its rule as last seen (9 frames in 10 on
-  // sqlite3's stacks), so most frames skip the shared rule cache. 8 KiB.
+  // frame's return address, the caller's and its rule as last seen, so most frames skip
+  // the shared rule cache. 4 KiB, zeroed with the rest of a new thread's TLS; on sqlite3's
+  // stacks it predicts 87% of frames (512 entries: 91%).
   UnwindStep unwind_steps[size_t{1} << kUnwindStepsLog2];
   // The interposer's byte sampling: bytes left until the next sample, and the thread's
   // random state (0 until first used).
