@@ -62,6 +62,12 @@ constexpr uint64_t kRuleBitsMask = (uint64_t{1} << FrameRule::kBits) - 1;
 
 __attribute__((no_sanitize("address")))  // reads other frames' saved registers
 uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete) noexcept {
+#if !defined(__x86_64__)
+  // The rules are x86-64's (eh_frame.h): elsewhere libunwind walks every stack.
+  (void)frame, (void)frames, (void)max;
+  *complete = false;
+  return 0;
+#endif
   *complete = true;
   const StackBounds bounds = Bounds();
   // In bounds: [address, address + 8) lies inside the thread's stack.
