@@ -10,8 +10,9 @@
 namespace memtrace {
 namespace {
 
-// The longest event: tag, thread (5), six 10-byte varints, an 8-byte weight.
-constexpr size_t kMaxEventBytes = 1 + 5 + 6 * 10 + 8;
+// The longest event Event() writes itself (a resize): tag, thread (5), five 10-byte
+// varints.
+constexpr size_t kMaxEventBytes = 1 + 5 + 5 * 10;
 // An epoch record: tag, epoch (5), time delta (10).
 constexpr size_t kMaxEpochBytes = 1 + 5 + 10;
 
@@ -119,29 +120,23 @@ void BinaryEncoder::WriteEpoch(int64_t t, uint32_t epoch) {
 }
 
 void BinaryEncoder::Event(const CaptureEvent& e) {
-  if (e.type == CaptureEventType::kAlloc && !e.has_weight) {
-    Alloc(e.thread, e.addr, e.size, e.layer, e.scope, e.site, e.ticket);
-    return;
-  }
-  if (e.type == CaptureEventType::kFree) {
-    Free(e.thread, e.addr, e.layer, e.ticket, e.of);
-    return;
+  switch (e.type) {
+    case CaptureEventType::kAlloc:
+    case CaptureEventType::kRemapTarget:
+      Alloc(e.thread, e.addr, e.size, e.layer, e.scope, e.site, e.ticket, e.type,
+            e.has_weight ? &e.weight : nullptr);
+      return;
+    case CaptureEventType::kFree:
+    case CaptureEventType::kRemap:
+      Free(e.thread, e.addr, e.layer, e.ticket, e.of, e.type);
+      return;
+    default:
+      break;
   }
   uint8_t* const record = Room(kMaxEventBytes);
-  const bool weighted = IsAllocation(e.type) && e.has_weight;
-  record[0] = static_cast<uint8_t>(kBinaryEventTagBase + static_cast<uint8_t>(e.type) +
-                                   (weighted ? kBinaryWeightFlag : 0));
+  record[0] = static_cast<uint8_t>(kBinaryEventTagBase + static_cast<uint8_t>(e.type));
   uint8_t* p = PutVarint(record + 1, e.thread);
   BinaryThreadState& s = threads_.Get(e.thread);
-  auto addr = [&] {
-    p = PutVarint(p, ZigZag(e.addr - s.addr));
-    s.addr = e.addr;
-  };
-  auto ticket_and_of = [&](bool with_of) {
-    p = PutVarint(p, ZigZag(e.ticket - s.ticket));
-    s.ticket = e.ticket;
-    if (with_of) p = PutVarint(p, ZigZag(e.of - e.ticket));
-  };
   auto mono = [&] {
     const auto now = static_cast<uint64_t>(e.mono_ns);
     p = PutVarint(p, ZigZag(now - s.mono_ns));
@@ -150,28 +145,17 @@ void BinaryEncoder::Event(const CaptureEvent& e) {
   switch (e.type) {
     case CaptureEventType::kAlloc:
     case CaptureEventType::kRemapTarget:
-      addr();
-      p = PutVarint(p, e.size);
-      p = PutVarint(p, e.layer);
-      p = PutVarint(p, e.scope);
-      p = PutVarint(p, e.site);
-      ticket_and_of(false);
-      if (weighted) {
-        const uint64_t bits = std::bit_cast<uint64_t>(e.weight);
-        for (int i = 0; i < 8; ++i) *p++ = static_cast<uint8_t>(bits >> (8 * i));
-      }
-      break;
     case CaptureEventType::kFree:
     case CaptureEventType::kRemap:
-      addr();
-      p = PutVarint(p, e.layer);
-      ticket_and_of(true);
-      break;
+      break;  // written above
     case CaptureEventType::kResize:
-      addr();
+      p = PutVarint(p, ZigZag(e.addr - s.addr));
+      s.addr = e.addr;
       p = PutVarint(p, e.size);
       p = PutVarint(p, e.layer);
-      ticket_and_of(true);
+      p = PutVarint(p, ZigZag(e.ticket - s.ticket));
+      s.ticket = e.ticket;
+      p = PutVarint(p, ZigZag(e.of - e.ticket));
       break;
     case CaptureEventType::kArenaReset:
       p = PutVarint(p, e.layer);

@@ -50,6 +50,7 @@
 #ifndef MEMTRACE_SINKS_BINARY_ENCODING_H_
 #define MEMTRACE_SINKS_BINARY_ENCODING_H_
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -118,24 +119,32 @@ class BinaryEncoder {
   }
   void Event(const CaptureEvent& e);
 
-  // The two records most of a capture is made of, from their fields instead of a
-  // CaptureEvent: exactly the bytes Event() writes for an unweighted alloc and a free
-  // (Event() calls these). The sink's loop uses them directly.
+  // The two record shapes most of a capture is made of, from their fields instead of a
+  // CaptureEvent; Event() writes every alloc and remap_target with Alloc() (`weight` set
+  // in a sampled capture) and every free and remap with Free(). The sink's loop calls
+  // them directly for unsampled allocs and frees.
   void Alloc(uint32_t thread, uint64_t addr, uint64_t size, uint32_t layer, uint32_t scope,
-             uint32_t site, uint64_t ticket) {
+             uint32_t site, uint64_t ticket,
+             CaptureEventType type = CaptureEventType::kAlloc,
+             const double* weight = nullptr) {
     BinaryThreadState* s;
-    uint8_t* p = Start(kMaxAllocBytes, CaptureEventType::kAlloc, thread, addr, &s);
+    uint8_t* p = Start(kMaxAllocBytes, type, weight != nullptr, thread, addr, &s);
     p = PutVarint(p, size);
     p = PutVarint(p, layer);
     p = PutVarint(p, scope);
     p = PutVarint(p, site);
     p = PutVarint(p, ZigZag(ticket - s->ticket));
     s->ticket = ticket;
+    if (weight != nullptr) {
+      const uint64_t bits = std::bit_cast<uint64_t>(*weight);
+      for (int i = 0; i < 8; ++i) *p++ = static_cast<uint8_t>(bits >> (8 * i));
+    }
     Staged(p);
   }
-  void Free(uint32_t thread, uint64_t addr, uint32_t layer, uint64_t ticket, uint64_t of) {
+  void Free(uint32_t thread, uint64_t addr, uint32_t layer, uint64_t ticket, uint64_t of,
+            CaptureEventType type = CaptureEventType::kFree) {
     BinaryThreadState* s;
-    uint8_t* p = Start(kMaxFreeBytes, CaptureEventType::kFree, thread, addr, &s);
+    uint8_t* p = Start(kMaxFreeBytes, type, /*weighted=*/false, thread, addr, &s);
     p = PutVarint(p, layer);
     p = PutVarint(p, ZigZag(ticket - s->ticket));
     s->ticket = ticket;
@@ -170,9 +179,9 @@ class BinaryEncoder {
 
  private:
   static constexpr size_t kStageBytes = 16 * 1024;
-  // Tag, thread, address delta, size, layer, scope, site, ticket delta (alloc); tag,
-  // thread, address delta, layer, ticket delta, `of` delta (free).
-  static constexpr size_t kMaxAllocBytes = 1 + 5 + 10 + 10 + 5 + 5 + 5 + 10;
+  // Tag, thread, address delta, size, layer, scope, site, ticket delta, weight (alloc);
+  // tag, thread, address delta, layer, ticket delta, `of` delta (free).
+  static constexpr size_t kMaxAllocBytes = 1 + 5 + 10 + 10 + 5 + 5 + 5 + 10 + 8;
   static constexpr size_t kMaxFreeBytes = 1 + 5 + 10 + 5 + 10 + 10;
   // Room for `n` more bytes in the stage; flushes when there is not.
   uint8_t* Room(size_t n) {
@@ -181,10 +190,11 @@ class BinaryEncoder {
   }
   // The start both Alloc() and Free() share: room for `max_bytes`, the tag, the thread and
   // the address delta. Sets *state to the thread's delta state.
-  uint8_t* Start(size_t max_bytes, CaptureEventType type, uint32_t thread, uint64_t addr,
-                 BinaryThreadState** state) {
+  uint8_t* Start(size_t max_bytes, CaptureEventType type, bool weighted, uint32_t thread,
+                 uint64_t addr, BinaryThreadState** state) {
     uint8_t* p = Room(max_bytes);
-    *p++ = kBinaryEventTagBase + static_cast<uint8_t>(type);
+    *p++ = static_cast<uint8_t>(kBinaryEventTagBase + static_cast<uint8_t>(type) +
+                                (weighted ? kBinaryWeightFlag : 0));
     p = PutVarint(p, thread);
     BinaryThreadState& s = threads_.Get(thread);
     p = PutVarint(p, ZigZag(addr - s.addr));
