@@ -491,10 +491,9 @@ FrameRule ParseRuleFor(uint64_t return_address) noexcept {
 
 FrameRule RuleForMiss(uint64_t return_address, uint64_t slot) noexcept {
   const FrameRule rule = ParseRuleFor(return_address);
-  if (return_address < (uint64_t{1} << (64 - FrameRule::kBits))) {
+  if (RuleEntry::Fits(return_address)) {
     // Relaxed: see RuleFor().
-    rule_cache[slot].store((return_address << FrameRule::kBits) | rule.bits(),
-                           std::memory_order_relaxed);
+    rule_cache[slot].store(RuleEntry::Make(return_address, rule), std::memory_order_relaxed);
   }
   return rule;
 }

@@ -78,11 +78,28 @@ static_assert(FrameRule::Make(true, FrameRule::kMaxOffsetUnits, FrameRule::kMaxR
 static_assert(!FrameRule::End().is_rule() && !FrameRule::Unsupported().is_rule());
 static_assert(FrameRule::Make(false, 1, 0).cfa_offset() == 8);
 
+// A return address and its rule in one word, the way the caches keep them (the shared
+// one below, and the walk's per-thread predictor, runtime/internal/thread_state.h):
+// (address << FrameRule::kBits) | rule bits. 0 is empty: no return address is 0.
+struct RuleEntry {
+  // Whether `address` can be kept: below 2^47, as user-space code is.
+  static constexpr bool Fits(uint64_t address) {
+    return address < (uint64_t{1} << (64 - FrameRule::kBits));
+  }
+  static constexpr uint64_t Make(uint64_t address, FrameRule rule) {
+    return (address << FrameRule::kBits) | rule.bits();
+  }
+  static constexpr uint64_t Address(uint64_t entry) { return entry >> FrameRule::kBits; }
+  static constexpr FrameRule Rule(uint64_t entry) {
+    return FrameRule::FromBits(static_cast<uint32_t>(entry & ((1u << FrameRule::kBits) - 1)));
+  }
+};
+
 // The same without the cache: parses the tables every time. For tests, and for return
 // addresses the cache cannot hold (at or above 2^47).
 FrameRule ParseRuleFor(uint64_t return_address) noexcept;
 
-// The cache: 8192 entries, each (return address << FrameRule::kBits) | rule bits, or 0.
+// The cache: 8192 RuleEntry words.
 inline constexpr uint32_t kRuleCacheBits = 13;
 inline std::atomic<uint64_t> rule_cache[size_t{1} << kRuleCacheBits];
 
@@ -96,9 +113,7 @@ inline FrameRule RuleFor(uint64_t return_address) noexcept {
   // Relaxed: an entry is one self-contained word derived from read-only tables; there is
   // nothing else to order. Pairs with the relaxed store in RuleForMiss().
   const uint64_t entry = rule_cache[slot].load(std::memory_order_relaxed);
-  if ((entry >> FrameRule::kBits) == return_address) {
-    return FrameRule::FromBits(static_cast<uint32_t>(entry & ((1u << FrameRule::kBits) - 1)));
-  }
+  if (RuleEntry::Address(entry) == return_address) return RuleEntry::Rule(entry);
   return RuleForMiss(return_address, slot);
 }
 

@@ -58,8 +58,6 @@ bool LoadDwarfUnwinder(std::string* error) {
   return true;
 }
 
-constexpr uint64_t kRuleBitsMask = (uint64_t{1} << FrameRule::kBits) - 1;
-
 __attribute__((no_sanitize("address")))  // reads other frames' saved registers
 uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete) noexcept {
 #if !defined(__x86_64__)
@@ -113,13 +111,13 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     // miss asks the shared cache and teaches the entry.
     runtime_internal::UnwindStep& step =
         t.unwind_steps[(ret * 0x9E3779B97F4A7C15ull) >> (64 - runtime_internal::kUnwindStepsLog2)];
-    if (step.from == ret && (step.to >> FrameRule::kBits) == next && next != 0) {
-      rule = FrameRule::FromBits(static_cast<uint32_t>(step.to & kRuleBitsMask));
+    if (step.from == ret && RuleEntry::Address(step.to) == next && next != 0) {
+      rule = RuleEntry::Rule(step.to);
     } else if (next != 0) {
       rule = RuleFor(next);
-      if (next < (uint64_t{1} << (64 - FrameRule::kBits))) {
+      if (RuleEntry::Fits(next)) {
         step.from = ret;
-        step.to = (next << FrameRule::kBits) | rule.bits();
+        step.to = RuleEntry::Make(next, rule);
       }
     }
     ret = next;

@@ -52,7 +52,7 @@ struct RingBinding {
 inline constexpr uint32_t kUnwindStepsLog2 = 8;
 
 // One step of a stack, as the walk last saw it: the frame found above the return address
-// `from`, as (its return address << 17) | its frame rule (preload/eh_frame.h, FrameRule);
+// `from`, as a RuleEntry word (preload/eh_frame.h: its return address and frame rule);
 // 0 when empty.
 struct UnwindStep {
   uint64_t from;
