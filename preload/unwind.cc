@@ -86,9 +86,31 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   uint64_t ret = *reinterpret_cast<const uint64_t*>(fp + 8);
   uint64_t rsp = fp + 16;
   runtime_internal::ThreadState& t = runtime_internal::Tls();
-  FrameRule rule = ret != 0 ? RuleFor(ret) : FrameRule::End();
+  // The memo of the last walk from this position (thread_state.h). Following it, the next
+  // frame's rule is known before the stack word that names the frame is loaded, so the
+  // CFAs follow one another at the cost of an add, and the loads overlap; each loaded
+  // return address is then checked against the memo's, and from the first that differs
+  // on, the walk looks rules up (the predictor, the shared cache) and rewrites the memo.
+  // Either way every rule used is the rule of the return address read from the stack.
+  const size_t set =
+      (rsp * 0x9E3779B97F4A7C15ull) >> (64 - runtime_internal::kUnwindWalkSetsLog2);
+  runtime_internal::UnwindWalk* ways = t.unwind_walks[set];
+  uint8_t& recent = t.unwind_walk_recent[set];
+  // The way that started here, else the one used less recently, which this walk takes.
+  const uint32_t way = ways[0].start == rsp ? 0 : ways[1].start == rsp ? 1 : recent ^ 1u;
+  ways[way].start = rsp;
+  recent = static_cast<uint8_t>(way);
+  uint64_t* memo = ways[way].frames;
+  bool following = ret != 0 && RuleEntry::Address(memo[0]) == ret;
+  FrameRule rule = following ? RuleEntry::Rule(memo[0])
+                   : ret != 0 ? RuleFor(ret)
+                              : FrameRule::End();
   uint32_t n = 0;
   while (ret != 0) {
+    if (!following && n < runtime_internal::kUnwindWalkFrames) {
+      // 0 matches no return address: an entry that cannot hold this one is left empty.
+      memo[n] = RuleEntry::Fits(ret) ? RuleEntry::Make(ret, rule) : 0;
+    }
     frames[n++] = ret;
     if (n == max) break;
     if (!rule.is_rule()) {
@@ -106,18 +128,25 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
       rbp = *reinterpret_cast<const uint64_t*>(slot);
     }
     const uint64_t next = *reinterpret_cast<const uint64_t*>(cfa - 8);
-    // The predictor (thread_state.h): its entry's address depends only on `ret`, so it is
-    // loaded while the stack word above is, and a hit leaves the next rule in hand. A
-    // miss asks the shared cache and teaches the entry.
-    runtime_internal::UnwindStep& step =
-        t.unwind_steps[(ret * 0x9E3779B97F4A7C15ull) >> (64 - runtime_internal::kUnwindStepsLog2)];
-    if (step.from == ret && RuleEntry::Address(step.to) == next && next != 0) {
-      rule = RuleEntry::Rule(step.to);
+    if (following && n < runtime_internal::kUnwindWalkFrames &&
+        RuleEntry::Address(memo[n]) == next && next != 0) {
+      rule = RuleEntry::Rule(memo[n]);
     } else if (next != 0) {
-      rule = RuleFor(next);
-      if (RuleEntry::Fits(next)) {
-        step.from = ret;
-        step.to = RuleEntry::Make(next, rule);
+      following = false;
+      // The predictor (thread_state.h): its entry's address depends only on `ret`, so it
+      // is loaded while the stack word above is, and a hit leaves the next rule in hand. A
+      // miss asks the shared cache and teaches the entry.
+      runtime_internal::UnwindStep& step =
+          t.unwind_steps[(ret * 0x9E3779B97F4A7C15ull) >>
+                         (64 - runtime_internal::kUnwindStepsLog2)];
+      if (step.from == ret && RuleEntry::Address(step.to) == next) {
+        rule = RuleEntry::Rule(step.to);
+      } else {
+        rule = RuleFor(next);
+        if (RuleEntry::Fits(next)) {
+          step.from = ret;
+          step.to = RuleEntry::Make(next, rule);
+        }
       }
     }
     ret = next;

@@ -10,7 +10,9 @@
 //     broken by such code ends the walk instead of faulting.
 //   - DWARF: the unwind tables every ELF object carries (.eh_frame). Right for
 //     distribution binaries built without frame pointers. memtrace reads them itself
-//     (UnwindCfi, eh_frame.h), caching a rule per return address; the few frames whose
+//     (UnwindCfi, eh_frame.h), caching a rule per return address, and per thread the
+//     frames of recent walks by where they started, whose rules it uses before the stack
+//     confirms each return address (thread_state.h); the few frames whose
 //     rules it does not follow (signal trampolines, CFA expressions) send the stack to
 //     libunwind's unw_backtrace() (UnwindDwarf), which is several times slower per frame.
 // Both return addresses, so a symbolizer looks up pc - 1 (the call instruction).

@@ -9,7 +9,9 @@
 #include <signal.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +31,7 @@ struct Capture {
   void* expected[80];
   int expected_count = 0;
   uint32_t max = 64;
+  uint64_t frame = 0;  // the probe's frame address, where the walk starts
 };
 
 // Built with frame pointers (.bazelrc), like the interposer's entry points: the walk
@@ -36,6 +39,7 @@ struct Capture {
 // frame is the call to unw_backtrace() inside it, so its list is one longer.
 __attribute__((noinline)) void Probe(void* arg) {
   auto* c = static_cast<Capture*>(arg);
+  c->frame = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
   c->count = UnwindCfi(__builtin_frame_address(0), c->frames, c->max, &c->complete);
   c->expected_count = unw_backtrace_fn(c->expected, 80);
 }
@@ -122,6 +126,72 @@ TEST_F(UnwindTest, RepeatedWalksFromOneFrameFollowTheStack) {
   // The callers' return addresses tell the three apart.
   EXPECT_NE(first_walk_of[0], first_walk_of[1]);
   EXPECT_NE(first_walk_of[1], first_walk_of[2]);
+}
+
+// The walk memo (thread_state.h) proposes each frame's rule from the last walk that
+// started at the same place. Random paths, each keeping a random outer part of the one
+// before, at depths 3 to 64, through plain frames, same-layout frames of other functions,
+// alloca frames of random sizes and big frames: every walk must equal libunwind's.
+TEST_F(UnwindTest, WalksThatShareTheOuterStackMatchLibunwind) {
+  std::mt19937 random(20261201);
+  unsigned char path[40];
+  for (unsigned char& element : path) element = static_cast<unsigned char>(random());
+  int length = 8;
+  const uint32_t depths[] = {16, 64, 3, 16, 23, 16};
+  for (int walk = 0; walk < 3000; ++walk) {
+    const int keep = static_cast<int>(random() % static_cast<unsigned>(length + 1));
+    length = 1 + static_cast<int>(random() % 40);
+    for (int i = keep; i < length; ++i) path[i] = static_cast<unsigned char>(random());
+    Capture c;
+    c.max = depths[walk % 6];
+    unwind_test::Path(path, length, &Probe, &c);
+    ASSERT_TRUE(c.complete) << "walk " << walk;
+    ASSERT_GE(c.expected_count, 2);
+    const uint32_t want = std::min(c.max, static_cast<uint32_t>(c.expected_count - 1));
+    ASSERT_EQ(c.count, want) << "walk " << walk;
+    for (uint32_t i = 0; i < c.count; ++i) {
+      ASSERT_EQ(c.frames[i], reinterpret_cast<uint64_t>(c.expected[i + 1]))
+          << "walk " << walk << ", frame " << i;
+    }
+  }
+}
+
+// Two walks with nothing between them, from the same place: the second's lower frames
+// stand where the first's did, with the same return addresses, but the middle alloca frame
+// has moved, so the rbp its rule reads differs; and the first walk's middle frame is still
+// there, stale, inside the second's larger outer alloca area, with the first outer
+// function's return address. A walk that reused anything of the first one's beyond the
+// rules of the return addresses it reads would report that function.
+__attribute__((noinline)) void TwoWalks(unsigned inner, Capture* first, Capture* second) {
+  unwind_test::AllocaFrames(0, 64, 512, inner, &Probe, first);
+  unwind_test::AllocaFrames(1, 512, 64, inner, &Probe, second);
+  asm volatile("" ::: "memory");  // not a tail call
+}
+
+// Both walks of TwoWalks(inner) equal libunwind's; their first `same` frames are equal
+// and the next one (the outer functions' return addresses) differs.
+void ExpectTwoWalksFollowTheirStacks(unsigned inner, uint32_t same) {
+  Capture first, second;
+  TwoWalks(inner, &first, &second);
+  ASSERT_EQ(first.frame, second.frame) << "the probes must stand at the same place";
+  for (uint32_t i = 0; i < same; ++i) ASSERT_EQ(first.frames[i], second.frames[i]);
+  for (const Capture* c : {&first, &second}) {
+    EXPECT_TRUE(c->complete);
+    ExpectPrefixOfLibunwind(*c);
+    EXPECT_EQ(c->count, static_cast<uint32_t>(c->expected_count - 1));
+  }
+  EXPECT_NE(first.frames[same], second.frames[same]) << "the outer functions differ";
+}
+
+TEST_F(UnwindTest, AFrameThatMovedAboveARepeatedStartIsFollowed) {
+  // inner == 0: the probe's caller is the middle frame, whose CFA is rbp + 16.
+  ExpectTwoWalksFollowTheirStacks(0, 1);
+}
+
+TEST_F(UnwindTest, AMovedFrameWhoseRbpIsReloadedIsFollowed) {
+  // An inner frame at the same place in both walks, with the same rbp, saves the middle
+  // frame's rbp, which differs.
+  ExpectTwoWalksFollowTheirStacks(128, 2);
 }
 
 TEST_F(UnwindTest, DepthLimit) {

@@ -59,6 +59,17 @@ struct UnwindStep {
   uint64_t to;
 };
 
+// The DWARF walk's memo (preload/unwind.cc): the first kUnwindWalkFrames frames of the
+// last walk that started at a given position of the interposed function's frame, as
+// RuleEntry words (preload/eh_frame.h: a return address and its frame rule; 0 where
+// unknown). Two ways in each of 2^kUnwindWalkSetsLog2 sets, by a hash of the position.
+inline constexpr uint32_t kUnwindWalkSetsLog2 = 4;
+inline constexpr uint32_t kUnwindWalkFrames = 16;
+struct UnwindWalk {
+  uint64_t start;  // the stack pointer the walk started from; 0: none yet
+  uint64_t frames[kUnwindWalkFrames];
+};
+
 struct ThreadState {
   // What every record reads comes first, so that with the first recorder's ring binding
   // it shares one cache line.
@@ -81,6 +92,12 @@ struct ThreadState {
   // the shared rule cache. 4 KiB, zeroed with the rest of a new thread's TLS; on sqlite3's
   // stacks it predicts 87% of frames (512 entries: 91%).
   UnwindStep unwind_steps[size_t{1} << kUnwindStepsLog2];
+  // The walk memo (4.3 KiB): allocations made from the same stack depth mostly come
+  // through the same frames, so the walk takes each next frame's rule from here without
+  // waiting for the stack word that names it, and checks that word afterwards
+  // (preload/unwind.cc). `unwind_walk_recent`: the way of each set used last.
+  UnwindWalk unwind_walks[size_t{1} << kUnwindWalkSetsLog2][2];
+  uint8_t unwind_walk_recent[size_t{1} << kUnwindWalkSetsLog2];
   // The interposer's byte sampling: bytes left until the next sample, and the thread's
   // random state (0 until first used).
   int64_t sample_countdown;
