@@ -228,11 +228,12 @@ void JsonlSink::WriteScope(uint32_t path) {
 }
 
 uint32_t JsonlSink::SiteId(uint64_t site) {
-  // Consecutive allocations often share a site: skip the lookup for a repeat.
-  if (site == last_site_ && last_site_id_ != kNoSite) return last_site_id_;
-  last_site_ = site;
-  last_site_id_ = SiteIdSlow(site);
-  return last_site_id_;
+  RecentSite& recent =
+      recent_sites_[(site * 0x9E3779B97F4A7C15ull) >> (64 - kRecentSitesLog2)];
+  if (recent.site == site && recent.id != kNoSite) return recent.id;
+  recent.site = site;
+  recent.id = SiteIdSlow(site);
+  return recent.id;
 }
 
 uint32_t JsonlSink::SiteIdSlow(uint64_t site) {

@@ -206,6 +206,39 @@ TEST(JsonlSinkTest, StacksArriveWithTheirAllocationsAndModulesAreListed) {
   EXPECT_TRUE(found) << modules.size() << " modules";
 }
 
+// More sites than the writer's recent-site cache holds (jsonl_sink.h), interleaved: every
+// allocation still names its own site.
+TEST(JsonlSinkTest, ManyInterleavedSitesKeepTheirIds) {
+  const std::string path = TempPath("many_sites.jsonl");
+  auto sink = JsonlSink::Open(path).value();
+  auto tracer = Tracer::Create(Config{}).value();
+  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
+  ASSERT_TRUE(tracer->Start().ok());
+  constexpr uint64_t kSites = 3000;
+  constexpr uint64_t kAllocs = 30000;
+  auto site_of = [](uint64_t i) { return 0x500000 + ((i * 7919) % kSites) * 16; };
+  for (uint64_t i = 0; i < kAllocs; ++i) {
+    ASSERT_EQ(tracer->recorder().RecordAlloc(layers::kCpuHeap, 0x10000000 + i * 16, 8,
+                                             site_of(i)),
+              RecordResult::kRecorded);
+  }
+  ASSERT_TRUE(tracer->Stop().ok());
+  ASSERT_TRUE(sink->Finish(tracer->TakeSnapshot()).ok()) << sink->status();
+  std::map<uint32_t, uint64_t> site_addr;
+  uint64_t allocs = 0;
+  const absl::Status read = ReadCapture(path, [&](const CaptureRecord& r) {
+    if (r.type == LineType::kSite) site_addr[r.id] = r.addr;
+    if (r.type != LineType::kAlloc) return absl::OkStatus();
+    const uint64_t i = (r.addr - 0x10000000) / 16;
+    EXPECT_EQ(site_addr[r.site], site_of(i)) << "allocation " << i;
+    ++allocs;
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_EQ(allocs, kAllocs);
+  EXPECT_EQ(site_addr.size(), kSites) << "each site once";
+}
+
 TEST(JsonlSinkTest, UnwritablePathIsAClearError) {
   const auto sink = JsonlSink::Open("/nonexistent-dir/capture.jsonl");
   ASSERT_FALSE(sink.ok());
