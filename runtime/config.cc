@@ -32,6 +32,12 @@ absl::Status Config::Validate() const {
         "Config.drain_period is ", absl::FormatDuration(drain_period),
         "; it must be between 10us and 1s; the default is 1ms"));
   }
+  if (idle_drain_period < absl::ZeroDuration() || idle_drain_period > absl::Seconds(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Config.idle_drain_period is ", absl::FormatDuration(idle_drain_period),
+        "; it must be between 0 and 1s (below drain_period it counts as drain_period); "
+        "the default is 16ms"));
+  }
   if (request_site_capacity_max == 0) {
     return absl::InvalidArgumentError(
         "Config.request_site_capacity_max is 0; it must be at least 1 (default 65536)");

@@ -42,6 +42,14 @@ struct Config {
   absl::Duration overflow_wait = absl::Milliseconds(100);
   // How often the drainer closes an epoch when nobody asks sooner.
   absl::Duration drain_period = absl::Milliseconds(1);
+  // While the program is quiet (a round finds fewer than Drainer::kQuietRecords new
+  // records in all rings together), the drainer doubles its sleep after each round, up to
+  // this; the first busy round brings it back to drain_period. An idle process then wakes
+  // the drainer (a context switch and a membarrier() interrupt to each CPU running the
+  // program) about 60 times a second instead of 1000. An epoch that begins in a quiet spell
+  // can last this long (drainer.h: what one epoch means for high-water marks). Never
+  // shorter than drain_period; equal to it for a fixed period.
+  absl::Duration idle_drain_period = absl::Milliseconds(16);
   // Distinct call sites kept per recorder before "other sites" (the seed's
   // request_site_capacity_max).
   uint32_t request_site_capacity_max = kDefaultSiteCapacity;

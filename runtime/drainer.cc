@@ -32,8 +32,12 @@ bool IsRelease(EventKind kind) {
 }  // namespace
 
 Drainer::Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
-                 absl::Duration period)
-    : clock_(clock), registry_(registry), ledger_(ledger), period_(period) {
+                 absl::Duration period, absl::Duration idle_period)
+    : clock_(clock),
+      registry_(registry),
+      ledger_(ledger),
+      period_(period),
+      idle_period_(idle_period) {
   counters_.ring_capacity = uint64_t{1} << registry->capacity_log2();
   counters_.uses_membarrier = clock_->UsesMembarrier();
   // Nothing records until Start() opens the clock.
@@ -91,13 +95,20 @@ void Drainer::Flush() {
   }
 }
 
+absl::Duration Drainer::NextSleep(absl::Duration sleep, uint64_t records,
+                                  absl::Duration period, absl::Duration idle_period) {
+  if (records >= kQuietRecords) return period;
+  return std::max(period, std::min(sleep * 2, idle_period));
+}
+
 void Drainer::Run() {
   runtime_internal::MarkInternalThread();
   // Release: pairs with the acquire load in OnDrainerThread().
   drainer_id_.store(std::this_thread::get_id(), std::memory_order_release);
   std::unique_lock<std::mutex> lock(mu_);
+  absl::Duration sleep = period_;
   for (;;) {
-    wake_cv_.wait_for(lock, absl::ToChronoNanoseconds(period_), [&] {
+    wake_cv_.wait_for(lock, absl::ToChronoNanoseconds(sleep), [&] {
       return stop_requested_ || flush_requested_ || wake_.load(std::memory_order_relaxed);
     });
     const bool final_round = stop_requested_;
@@ -106,8 +117,10 @@ void Drainer::Run() {
     wake_.store(false, std::memory_order_relaxed);
     lock.unlock();
     // Keep going without sleeping while some ring is more than a quarter full.
-    while (Round(final_round) && !final_round) {
+    uint64_t records = 0;
+    while (Round(final_round, &records) && !final_round) {
     }
+    sleep = NextSleep(sleep, records, period_, idle_period_);
     lock.lock();
     ++rounds_;
     done_cv_.notify_all();
@@ -115,7 +128,7 @@ void Drainer::Run() {
   }
 }
 
-bool Drainer::Round(bool final_round) {
+bool Drainer::Round(bool final_round, uint64_t* records) {
   const uint32_t epoch = open_epoch_;
   const int64_t epoch_started = open_epoch_started_ns_;
   const int64_t epoch_started_unix = open_epoch_started_unix_ns_;
@@ -134,7 +147,7 @@ bool Drainer::Round(bool final_round) {
     // Readers (Inspect, Integrity) see the registry and the ledger between rounds only.
     std::lock_guard<std::mutex> lock(state_mu_);
     PollRegistry();
-    for (Cursor& c : cursors_) AwaitClaims(c);
+    for (Cursor& c : cursors_) *records += AwaitClaims(c);
     ApplyEpoch(epoch);
     counters_.missed_frees += ledger_->SettleDisplaced();
     ++counters_.epochs;
@@ -185,7 +198,7 @@ void Drainer::PollRegistry() {
   });
 }
 
-void Drainer::AwaitClaims(Cursor& c) {
+uint64_t Drainer::AwaitClaims(Cursor& c) {
   const uint64_t claim = c.ring->LoadClaim();
   uint64_t head = c.ring->LoadHead();
   // A claim beyond the head is a record being written right now, possibly stamped with the
@@ -197,6 +210,7 @@ void Drainer::AwaitClaims(Cursor& c) {
   }
   c.limit = head;
   counters_.max_ring_fill = std::max(counters_.max_ring_fill, head - c.pos);
+  return head - c.pos;
 }
 
 bool Drainer::InSegment(const Cursor& c, uint64_t position, uint32_t epoch) const noexcept {

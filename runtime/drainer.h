@@ -25,7 +25,8 @@
 //     (capture_integrity.h).
 //   - High-water marks are exact across epochs: operations in different epochs are
 //     applied in happens-before order. Inside one epoch (drain_period, default 1 ms, and
-//     every Flush()), operations of different threads that are not ordered by a ticket are
+//     every Flush(); up to idle_drain_period, 16 ms, for an epoch that begins while the
+//     program is quiet, see config.h), operations of different threads that are not ordered by a ticket are
 //     applied thread by thread, so a high-water mark can miss a peak made only by the
 //     interleaving of two threads inside one epoch. Phases separated by Flush() (or by
 //     more than an epoch) are exact.
@@ -55,7 +56,7 @@ namespace memtrace {
 class Drainer {
  public:
   Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
-          absl::Duration period);
+          absl::Duration period, absl::Duration idle_period);
   ~Drainer();
 
   Drainer(const Drainer&) = delete;
@@ -77,6 +78,15 @@ class Drainer {
 
   // Asks for a round now (a producer waiting for space). Any thread; no lock.
   void Wake() noexcept;
+
+  // A round that finds fewer new records than this, in all rings together, is quiet.
+  static constexpr uint64_t kQuietRecords = 64;
+
+  // The sleep before the next round, after a round that found `records` new records:
+  // after a quiet round, twice `sleep`, at most max(idle_period, period); after a busy one,
+  // `period`.
+  static absl::Duration NextSleep(absl::Duration sleep, uint64_t records,
+                                  absl::Duration period, absl::Duration idle_period);
 
   // Hands every applied record to `observer` after each epoch (event_observer.h). Call
   // before Start() or while stopped; null detaches.
@@ -104,10 +114,12 @@ class Drainer {
   };
 
   void Run();
-  // Closes one epoch. Returns true when a ring is still more than a quarter full.
-  bool Round(bool final_round);
+  // Closes one epoch. Returns true when a ring is still more than a quarter full; adds
+  // the records it found to *records.
+  bool Round(bool final_round, uint64_t* records);
   void PollRegistry();
-  void AwaitClaims(Cursor& c);
+  // Returns how many records the ring holds for this round.
+  uint64_t AwaitClaims(Cursor& c);
   void ApplyEpoch(uint32_t epoch);
   bool InSegment(const Cursor& c, uint64_t position, uint32_t epoch) const noexcept;
   // The cursor index and position of the record `e` depends on, or -1. For a release
@@ -121,6 +133,7 @@ class Drainer {
   RingRegistry* const registry_;
   AllocationLedger* const ledger_;
   const absl::Duration period_;
+  const absl::Duration idle_period_;
 
   // Drainer-thread state.
   std::vector<Cursor> cursors_;

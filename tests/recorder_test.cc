@@ -44,8 +44,33 @@ TEST(RecorderTest, ConfigErrorsSayWhatAndHowToFix) {
   config.drain_period = absl::Nanoseconds(1);
   EXPECT_FALSE(Recorder::Create(config).ok());
   config = Config{};
+  config.idle_drain_period = absl::Seconds(2);
+  const auto idle = Recorder::Create(config);
+  ASSERT_FALSE(idle.ok());
+  EXPECT_NE(idle.status().message().find("idle_drain_period is 2s"), std::string::npos);
+  config = Config{};
   config.request_site_capacity_max = 0;
   EXPECT_FALSE(Recorder::Create(config).ok());
+}
+
+TEST(RecorderTest, TheDrainerSleepsLongerOnlyWhileQuiet) {
+  const absl::Duration period = absl::Milliseconds(1);
+  const absl::Duration idle = absl::Milliseconds(16);
+  absl::Duration sleep = period;
+  // Quiet rounds: 2, 4, 8, 16 ms, then it stays at 16.
+  const absl::Duration doubling[] = {absl::Milliseconds(2), absl::Milliseconds(4),
+                                     absl::Milliseconds(8), absl::Milliseconds(16),
+                                     absl::Milliseconds(16)};
+  for (const absl::Duration want : doubling) {
+    sleep = Drainer::NextSleep(sleep, Drainer::kQuietRecords - 1, period, idle);
+    EXPECT_EQ(sleep, want);
+  }
+  // One busy round brings it straight back.
+  EXPECT_EQ(Drainer::NextSleep(sleep, Drainer::kQuietRecords, period, idle), period);
+  // Never below the period, whatever the idle bound says (a fixed period: idle <= period).
+  EXPECT_EQ(Drainer::NextSleep(period, 0, period, absl::ZeroDuration()), period);
+  const absl::Duration slow = absl::Seconds(1);
+  EXPECT_EQ(Drainer::NextSleep(slow, 0, slow, idle), slow);
 }
 
 TEST(RecorderTest, RecordsBeforeStartAreNotRecordingAndCounted) {
