@@ -82,39 +82,98 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   }
   // The interposed function's frame: saved rbp at fp, return address above it, and the
   // caller's stack pointer just above that.
-  uint64_t rbp = *reinterpret_cast<const uint64_t*>(fp);
+  const uint64_t rbp0 = *reinterpret_cast<const uint64_t*>(fp);
   uint64_t ret = *reinterpret_cast<const uint64_t*>(fp + 8);
-  uint64_t rsp = fp + 16;
+  const uint64_t start = fp + 16;
+  if (ret == 0) return 0;
   runtime_internal::ThreadState& t = runtime_internal::Tls();
-  // The memo of the last walk from this position (thread_state.h). Following it, the next
-  // frame's rule is known before the stack word that names the frame is loaded, so the
-  // CFAs follow one another at the cost of an add, and the loads overlap; each loaded
-  // return address is then checked against the memo's, and from the first that differs
-  // on, the walk looks rules up (the predictor, the shared cache) and rewrites the memo.
-  // Either way every rule used is the rule of the return address read from the stack.
+  // The memo (thread_state.h): the way that started here, else the one used less
+  // recently, which this walk takes. Its offsets are 32-bit: a stack of 4 GiB or more
+  // goes without.
   const size_t set =
-      (rsp * 0x9E3779B97F4A7C15ull) >> (64 - runtime_internal::kUnwindWalkSetsLog2);
+      (start * 0x9E3779B97F4A7C15ull) >> (64 - runtime_internal::kUnwindWalkSetsLog2);
   runtime_internal::UnwindWalk* ways = t.unwind_walks[set];
   uint8_t& recent = t.unwind_walk_recent[set];
-  // The way that started here, else the one used less recently, which this walk takes.
-  const uint32_t way = ways[0].start == rsp ? 0 : ways[1].start == rsp ? 1 : recent ^ 1u;
-  ways[way].start = rsp;
+  const uint32_t way = ways[0].start == start ? 0 : ways[1].start == start ? 1 : recent ^ 1u;
   recent = static_cast<uint8_t>(way);
-  uint64_t* memo = ways[way].frames;
-  bool following = ret != 0 && RuleEntry::Address(memo[0]) == ret;
-  FrameRule rule = following ? RuleEntry::Rule(memo[0])
-                   : ret != 0 ? RuleFor(ret)
-                              : FrameRule::End();
+  runtime_internal::UnwindWalk& memo = ways[way];
+  const bool remembered = bounds.high - start < runtime_internal::kUnwindInitialRbp;
+  auto rbp_at = [&](uint32_t from) {
+    return from == runtime_internal::kUnwindInitialRbp
+               ? rbp0
+               : *reinterpret_cast<const uint64_t*>(start + from);
+  };
+
+  // The walk's state at frame n - 1 (frames[0, n) written): the stack pointer on return
+  // to it, rbp there and where rbp came from, its return address and its rule.
   uint32_t n = 0;
-  while (ret != 0) {
-    if (!following && n < runtime_internal::kUnwindWalkFrames) {
-      // 0 matches no return address: an entry that cannot hold this one is left empty.
-      memo[n] = RuleEntry::Fits(ret) ? RuleEntry::Make(ret, rule) : 0;
+  uint64_t rsp = start;
+  uint64_t rbp = rbp0;
+  uint32_t rbp_from = runtime_internal::kUnwindInitialRbp;
+  FrameRule rule = FrameRule::End();
+  if (remembered && memo.start == start && memo.frames != 0 &&
+      RuleEntry::Address(memo.entries[0]) == ret) {
+    // The last walk from here, checked against the stack. Each step of a walk depends only
+    // on the stack words it reads and on the rule of each return address, so if every
+    // word that walk read still holds what it read there, this walk is that walk. Those
+    // words: each return address, at its callee's CFA - 8, and, where a CFA is taken from
+    // rbp, the slot rbp was last reloaded from (checked through the CFA it gives). No
+    // check waits for another, so the loads overlap; the addresses were on this thread's
+    // stack, above `start`, when the memo was written, and still are.
+    // The frames are written as they are checked; a walk of its own overwrites them.
+    const uint32_t want = memo.frames < max ? memo.frames : max;
+    bool same = true;
+    frames[0] = ret;
+    for (uint32_t i = 0; i + 1 < want; ++i) {
+      const uint64_t entry = memo.entries[i];
+      const uint64_t caller = RuleEntry::Address(memo.entries[i + 1]);
+      const uint64_t cfa = start + memo.cfa[i];
+      if (RuleEntry::Rule(entry).cfa_from_rbp()) {
+        same &= rbp_at(memo.rbp_from[i]) + RuleEntry::Rule(entry).cfa_offset() == cfa;
+      }
+      same &= *reinterpret_cast<const uint64_t*>(cfa - 8) == caller;
+      frames[i + 1] = caller;
     }
+    if (same) {
+      ++t.unwind_memo_hits;
+      if (want == max) return want;
+      if (memo.ended) {
+        *complete = memo.complete;
+        return want;
+      }
+      // The memo ends short of `max`: walk on from its last frame.
+      n = want;
+      ret = RuleEntry::Address(memo.entries[n - 1]);
+      rule = RuleEntry::Rule(memo.entries[n - 1]);
+      if (n >= 2) rsp = start + memo.cfa[n - 2];
+      rbp_from = memo.rbp_from[n - 1];
+      rbp = rbp_at(rbp_from);
+    }
+  }
+  // The memo's frames: [0, recorded) hold this walk's frames, with the CFA of each but the
+  // last. Each frame is added while all before it were and it fits; memo.frames is set at
+  // the end (a walk has no other way out).
+  uint32_t recorded = n;
+  auto record = [&] {
+    if (recorded + 1 != n || n > runtime_internal::kUnwindWalkFrames || !RuleEntry::Fits(ret)) {
+      return;
+    }
+    memo.entries[n - 1] = RuleEntry::Make(ret, rule);
+    memo.rbp_from[n - 1] = rbp_from;
+    recorded = n;
+  };
+  if (n == 0) {
+    // A walk of its own, written into the memo as it goes.
+    memo.start = remembered ? start : 0;
+    rule = RuleFor(ret);
     frames[n++] = ret;
-    if (n == max) break;
+    record();
+  }
+  bool ended = false;
+  while (n < max) {
     if (!rule.is_rule()) {
       if (rule.is_unsupported()) *complete = false;
+      ended = true;
       break;
     }
     const uint64_t cfa = (rule.cfa_from_rbp() ? rbp : rsp) + rule.cfa_offset();
@@ -126,32 +185,35 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
       const uint64_t slot = cfa - 8 * uint64_t{rule.rbp_slot()};
       if (slot < rsp) break;
       rbp = *reinterpret_cast<const uint64_t*>(slot);
+      rbp_from = static_cast<uint32_t>(slot - start);  // < bounds.high - start: fits
     }
     const uint64_t next = *reinterpret_cast<const uint64_t*>(cfa - 8);
-    if (following && n < runtime_internal::kUnwindWalkFrames &&
-        RuleEntry::Address(memo[n]) == next && next != 0) {
-      rule = RuleEntry::Rule(memo[n]);
-    } else if (next != 0) {
-      following = false;
-      // The predictor (thread_state.h): its entry's address depends only on `ret`, so it
-      // is loaded while the stack word above is, and a hit leaves the next rule in hand. A
-      // miss asks the shared cache and teaches the entry.
-      runtime_internal::UnwindStep& step =
-          t.unwind_steps[(ret * 0x9E3779B97F4A7C15ull) >>
-                         (64 - runtime_internal::kUnwindStepsLog2)];
-      if (step.from == ret && RuleEntry::Address(step.to) == next) {
-        rule = RuleEntry::Rule(step.to);
-      } else {
-        rule = RuleFor(next);
-        if (RuleEntry::Fits(next)) {
-          step.from = ret;
-          step.to = RuleEntry::Make(next, rule);
-        }
+    if (next == 0) break;
+    if (recorded == n) memo.cfa[n - 1] = static_cast<uint32_t>(cfa - start);
+    // The predictor (thread_state.h): its entry's address depends only on `ret`, so it is
+    // loaded while the stack word above is, and a hit leaves the next rule in hand. A
+    // miss asks the shared cache and teaches the entry.
+    runtime_internal::UnwindStep& step =
+        t.unwind_steps[(ret * 0x9E3779B97F4A7C15ull) >> (64 - runtime_internal::kUnwindStepsLog2)];
+    if (step.from == ret && RuleEntry::Address(step.to) == next) {
+      rule = RuleEntry::Rule(step.to);
+    } else {
+      rule = RuleFor(next);
+      if (RuleEntry::Fits(next)) {
+        step.from = ret;
+        step.to = RuleEntry::Make(next, rule);
       }
     }
     ret = next;
     rsp = cfa;
+    frames[n++] = ret;
+    record();
   }
+  memo.frames = recorded;
+  // Ended by the rule of its last frame, which the memo holds: the next walk that matches
+  // the memo ends there too.
+  memo.ended = ended && recorded == n;
+  memo.complete = *complete;
   return n;
 }
 

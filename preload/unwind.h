@@ -11,10 +11,11 @@
 //   - DWARF: the unwind tables every ELF object carries (.eh_frame). Right for
 //     distribution binaries built without frame pointers. memtrace reads them itself
 //     (UnwindCfi, eh_frame.h), caching a rule per return address, and per thread the
-//     frames of recent walks by where they started, whose rules it uses before the stack
-//     confirms each return address (thread_state.h); the few frames whose
-//     rules it does not follow (signal trampolines, CFA expressions) send the stack to
-//     libunwind's unw_backtrace() (UnwindDwarf), which is several times slower per frame.
+//     last walk from each of 16 stack positions (thread_state.h): a walk from the same
+//     place checks the stack words that walk read (independent loads) instead of walking;
+//     bench/unwind_benchmark measures both. The few frames whose rules it does not follow
+//     (signal trampolines, CFA expressions) send the stack to libunwind's unw_backtrace()
+//     (UnwindDwarf), which is several times slower per frame.
 // Both return addresses, so a symbolizer looks up pc - 1 (the call instruction).
 //
 // Thread safety: per thread; may allocate on a thread's first call (stack bounds,

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "preload/eh_frame.h"
 #include "preload/unwind.h"
+#include "runtime/internal/thread_state.h"
 #include "tests/unwind_test_frames.h"
 
 namespace memtrace::preload_internal {
@@ -163,9 +164,16 @@ TEST_F(UnwindTest, WalksThatShareTheOuterStackMatchLibunwind) {
 // function's return address. A walk that reused anything of the first one's beyond the
 // rules of the return addresses it reads would report that function.
 __attribute__((noinline)) void TwoWalks(unsigned inner, Capture* first, Capture* second) {
-  unwind_test::AllocaFrames(0, 64, 512, inner, &Probe, first);
-  unwind_test::AllocaFrames(1, 512, 64, inner, &Probe, second);
-  asm volatile("" ::: "memory");  // not a tail call
+  const unsigned outer[2] = {64, 512};
+  const unsigned middle[2] = {512, 64};
+  Capture* captures[2] = {first, second};
+  // One call site, so that the frames above the outer one are the same in both walks: a
+  // loop the compiler cannot unroll.
+  volatile int walks = 2;
+  for (int i = 0; i < walks; ++i) {
+    unwind_test::AllocaFrames(i, outer[i], middle[i], inner, &Probe, captures[i]);
+    asm volatile("" ::: "memory");  // not a tail call
+  }
 }
 
 // Both walks of TwoWalks(inner) equal libunwind's; their first `same` frames are equal
@@ -192,6 +200,86 @@ TEST_F(UnwindTest, AMovedFrameWhoseRbpIsReloadedIsFollowed) {
   // An inner frame at the same place in both walks, with the same rbp, saves the middle
   // frame's rbp, which differs.
   ExpectTwoWalksFollowTheirStacks(128, 2);
+}
+
+// A shallow stack that ends (its outermost frame's rule says so) within the memo's 16
+// frames, then a deep one from the same place, twice: the memo of the first must not cut
+// the others short. On a thread of its own, whose stack is shallow.
+__attribute__((noinline)) void ShallowWalk(Capture* c) {
+  unwind_test::PaddedChain(4096, 1, &Probe, c);
+  asm volatile("" ::: "memory");  // not a tail call
+}
+__attribute__((noinline)) void DeepWalk(unsigned pad, Capture* c) {
+  unwind_test::PaddedChain(pad, 12, &Probe, c);
+  asm volatile("" ::: "memory");
+}
+
+TEST_F(UnwindTest, ADeepStackFromWhereAShallowOneEndedIsWalkedToItsEnd) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "libunwind's thread-exit destructor faults under TSan (see above)";
+#endif
+  Capture shallow, probe, deep[2];
+  std::thread([&] {
+    ShallowWalk(&shallow);
+    // Grow the deep walk's pad until it starts where the shallow one did.
+    unsigned pad = 16;
+    for (int i = 0; i < 4; ++i) {
+      DeepWalk(pad, &probe);
+      if (probe.frame <= shallow.frame) break;
+      pad += static_cast<unsigned>(probe.frame - shallow.frame);
+    }
+    ShallowWalk(&shallow);  // the memo from here is the shallow walk again
+    // One call site, the same stack both times: a loop the compiler cannot unroll.
+    volatile int walks = 2;
+    for (int i = 0; i < walks; ++i) {
+      DeepWalk(pad, &deep[i]);
+      asm volatile("" ::: "memory");  // not a tail call: every walk from the same frame
+    }
+  }).join();
+  ASSERT_LE(shallow.count, 16u);
+  EXPECT_EQ(shallow.count, static_cast<uint32_t>(shallow.expected_count - 1));
+  for (const Capture& c : deep) {
+    ASSERT_EQ(c.frame, shallow.frame) << "the walks must start at the same place";
+    EXPECT_TRUE(c.complete);
+    ExpectPrefixOfLibunwind(c);
+    EXPECT_GT(c.count, 16u);
+    EXPECT_EQ(c.count, static_cast<uint32_t>(c.expected_count - 1));
+  }
+}
+
+// The same stack walked three times from one call site: the second and third walks are
+// the memo's, checked against the stack, and equal libunwind's. Stacks through plain
+// frames, and through alloca frames whose CFAs follow an rbp reloaded from the stack.
+__attribute__((noinline)) void ThreeWalks(void (*walk)(Capture*), Capture* captures) {
+  volatile int walks = 3;
+  for (int i = 0; i < walks; ++i) {
+    walk(&captures[i]);
+    asm volatile("" ::: "memory");  // not a tail call
+  }
+}
+
+TEST_F(UnwindTest, RepeatedStacksAreTheMemos) {
+  void (*const shapes[])(Capture*) = {
+      [](Capture* c) { unwind_test::Chain(7, &Probe, c); },
+      [](Capture* c) { unwind_test::AllocaFrames(0, 64, 512, 128, &Probe, c); },
+      [](Capture* c) { unwind_test::PaddedChain(256, 3, &Probe, c); },
+  };
+  for (int shape = 0; shape < 3; ++shape) {
+    for (const uint32_t max : {16u, 64u}) {
+      Capture walks[3];
+      for (Capture& c : walks) c.max = max;
+      const uint64_t hits = runtime_internal::Tls().unwind_memo_hits;
+      ThreeWalks(shapes[shape], walks);
+      // At least the second and third (the first too where an earlier walk came here).
+      EXPECT_GE(runtime_internal::Tls().unwind_memo_hits - hits, 2u)
+          << "shape " << shape << ", depth " << max;
+      for (const Capture& c : walks) {
+        EXPECT_TRUE(c.complete);
+        ExpectPrefixOfLibunwind(c);
+        EXPECT_EQ(c.count, std::min(max, static_cast<uint32_t>(c.expected_count - 1)));
+      }
+    }
+  }
 }
 
 TEST_F(UnwindTest, DepthLimit) {

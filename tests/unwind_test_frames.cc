@@ -105,7 +105,22 @@ __attribute__((noinline)) int OuterAllocaB(unsigned bytes, unsigned middle, unsi
   return MiddleAlloca(middle, inner, probe, arg) - buffer[0];
 }
 
+__attribute__((noinline)) int PlainLevels(int levels, Probe probe, void* arg) {
+  volatile int local = levels;
+  if (levels <= 0) {
+    probe(arg);
+    return local;
+  }
+  return PlainLevels(levels - 1, probe, arg) + local;
+}
+
 }  // namespace
+
+__attribute__((noinline)) int PaddedChain(unsigned pad, int levels, Probe probe, void* arg) {
+  auto* buffer = static_cast<volatile char*>(alloca(pad));
+  buffer[0] = 1;
+  return PlainLevels(levels, probe, arg) + buffer[0];
+}
 
 int Path(const unsigned char* path, int length, Probe probe, void* arg) {
   return PathStep(path, length, probe, arg);

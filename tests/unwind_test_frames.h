@@ -27,6 +27,10 @@ int ChainWithHugeFrame(int depth, Probe probe, void* arg);
 // stacks, as consecutive allocations of a program do.
 int Path(const unsigned char* path, int length, Probe probe, void* arg);
 
+// probe(arg) below an alloca frame of `pad` bytes and then `levels` plain frames: with
+// `pad` chosen, a deep stack and a shallow one can start at the same place.
+int PaddedChain(unsigned pad, int levels, Probe probe, void* arg);
+
 // probe(arg) below alloca frames (their CFA follows rbp) of `outer`, then `middle`, then,
 // unless it is 0, `inner` bytes. The outer frame is one of two functions of the same
 // layout, picked by `which`: another return address at the same stack position. With

@@ -60,15 +60,26 @@ struct UnwindStep {
 };
 
 // The DWARF walk's memo (preload/unwind.cc): the first kUnwindWalkFrames frames of the
-// last walk that started at a given position of the interposed function's frame, as
-// RuleEntry words (preload/eh_frame.h: a return address and its frame rule; 0 where
-// unknown). Two ways in each of 2^kUnwindWalkSetsLog2 sets, by a hash of the position.
-inline constexpr uint32_t kUnwindWalkSetsLog2 = 4;
+// last walk that started at a given position of the interposed function's frame, with
+// what the walk computed there, so that the next walk from that position can check the
+// stack against it instead of walking it. Two ways in each of 2^kUnwindWalkSetsLog2 sets,
+// by a hash of the position. Offsets are from `start`, which every address here is at or
+// above.
+inline constexpr uint32_t kUnwindWalkSetsLog2 = 3;
 inline constexpr uint32_t kUnwindWalkFrames = 16;
+inline constexpr uint32_t kUnwindInitialRbp = ~uint32_t{0};
 struct UnwindWalk {
-  uint64_t start;  // the stack pointer the walk started from; 0: none yet
-  uint64_t frames[kUnwindWalkFrames];
+  uint64_t start;    // the stack pointer the walk started from; 0: none yet
+  uint32_t frames;   // frames recorded below
+  bool ended;        // the walk ended at its last recorded frame, by that frame's rule
+  bool complete;     // and if so, whether that rule was one the walk follows (End)
+  uint64_t entries[kUnwindWalkFrames];  // RuleEntry words (eh_frame.h): address and rule
+  uint32_t cfa[kUnwindWalkFrames];      // frame i's CFA (the stack pointer in its caller)
+  // Where rbp at frame i came from: the stack slot it was reloaded from at an earlier
+  // frame, or kUnwindInitialRbp for the interposed function's saved rbp.
+  uint32_t rbp_from[kUnwindWalkFrames];
 };
+static_assert(sizeof(UnwindWalk) == 272);
 
 struct ThreadState {
   // What every record reads comes first, so that with the first recorder's ring binding
@@ -93,11 +104,11 @@ struct ThreadState {
   // stacks it predicts 87% of frames (512 entries: 91%).
   UnwindStep unwind_steps[size_t{1} << kUnwindStepsLog2];
   // The walk memo (4.3 KiB): allocations made from the same stack depth mostly come
-  // through the same frames, so the walk takes each next frame's rule from here without
-  // waiting for the stack word that names it, and checks that word afterwards
-  // (preload/unwind.cc). `unwind_walk_recent`: the way of each set used last.
+  // through the same frames (preload/unwind.cc). `unwind_walk_recent`: the way of each
+  // set used last.
   UnwindWalk unwind_walks[size_t{1} << kUnwindWalkSetsLog2][2];
   uint8_t unwind_walk_recent[size_t{1} << kUnwindWalkSetsLog2];
+  uint64_t unwind_memo_hits;  // walks the memo served (checked, not walked), for tests
   // The interposer's byte sampling: bytes left until the next sample, and the thread's
   // random state (0 until first used).
   int64_t sample_countdown;
