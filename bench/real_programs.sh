@@ -8,7 +8,13 @@
 # verdict. The wall times include each tool's start and its final flush (heaptrack:
 # waiting for its interpreter).
 #
-#   bench/real_programs.sh [--runs=N]      (default 3 runs each; the median is shown)
+#   bench/real_programs.sh [--runs=N]      (default 3 runs each)
+#
+# The runs of untraced, memtrace and heaptrack alternate (one of each per round), so a
+# change in the machine's load falls on all three. The wall times shown are medians; the
+# time added per call is given from the medians and from each one's fastest run (on a
+# shared machine, other work only ever adds time, so the fastest run is the least
+# disturbed one).
 #
 # Needs: bazel (builds //cli:memtrace), python3, sqlite3, redis-server, redis-benchmark,
 # redis-cli, heaptrack, heaptrack_print (tools/setup --bench installs them).
@@ -77,7 +83,8 @@ run_redis() {
 
 seconds() { python3 -c 'import sys,time; print(f"{time.time():.3f}")'; }
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+fastest() { tr ' ' '\n' | grep . | sort -n | head -1; }
 
 # Wall time of one run of workload $1 with the prefix "${@:2}".
 timed() {
@@ -94,25 +101,29 @@ noprefix() { "$@"; }
 heaptrack_quiet() { heaptrack -o "$ht_out" "$@" > "$work/heaptrack.log" 2>&1; }
 
 # The fixed cost of starting and finishing each tool, taken out of "added per call".
-fixed_untraced=$(for _ in $(seq "$runs"); do timed true noprefix; done | median)
-fixed_mt=$(for _ in $(seq "$runs"); do
-  timed true "$memtrace" run --quiet --output="$work/mt_true.mtb" --
-done | median)
 ht_out="$work/ht_true"
-fixed_ht=$(for _ in $(seq "$runs"); do rm -f "$ht_out"*; timed true heaptrack_quiet; done | median)
+fixed_u=""; fixed_m=""; fixed_h=""
+for _ in $(seq "$runs"); do
+  fixed_u+=" $(timed true noprefix)"
+  fixed_m+=" $(timed true "$memtrace" run --quiet --output="$work/mt_true.mtb" --)"
+  rm -f "$ht_out"*
+  fixed_h+=" $(timed true heaptrack_quiet)"
+done
 
-printf '| program | workload | allocation calls (memtrace / heaptrack) | peak heap (memtrace / heaptrack) | untraced s | memtrace s | heaptrack s | added per call (memtrace / heaptrack) | memtrace verify |\n'
-printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
+printf '| program | workload | allocation calls (memtrace / heaptrack) | peak heap (memtrace / heaptrack) | untraced s | memtrace s | heaptrack s | added per call, medians (memtrace / heaptrack) | added per call, fastest runs | memtrace verify |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
 for workload in python sqlite redis; do
-  untraced=$(for _ in $(seq "$runs"); do timed "$workload" noprefix; done | median)
-  mt=$(for i in $(seq "$runs"); do
-    timed "$workload" "$memtrace" run --quiet --output="$work/mt_$workload.mtb" --
-  done | median)
   ht_out="$work/ht_$workload"
-  ht=$(for i in $(seq "$runs"); do
+  times_u=""; times_m=""; times_h=""
+  for _ in $(seq "$runs"); do
+    times_u+=" $(timed "$workload" noprefix)"
+    times_m+=" $(timed "$workload" "$memtrace" run --quiet --output="$work/mt_$workload.mtb" --)"
     rm -f "$ht_out"*
-    timed "$workload" heaptrack_quiet
-  done | median)
+    times_h+=" $(timed "$workload" heaptrack_quiet)"
+  done
+  untraced=$(median <<< "$times_u")
+  mt=$(median <<< "$times_m")
+  ht=$(median <<< "$times_h")
   # memtrace: calls = allocations + in-place resizes + moves (each realloc is one call),
   # counted in the capture's JSONL form (converted after the timed runs).
   "$memtrace" convert "$work/mt_$workload.mtb" "$work/mt_$workload.jsonl" > /dev/null 2>&1
@@ -136,13 +147,19 @@ EOF
   mt_peak=$(python3 -c "print(f'{$peak / 1e6:.2f}M')")
   # What each tool adds per allocation call, fixed costs out, and how many times more
 # heaptrack adds.
-  added=$(python3 -c "
-mt = ($mt - $untraced - ($fixed_mt - $fixed_untraced)) / $calls * 1e9
-ht = ($ht - $untraced - ($fixed_ht - $fixed_untraced)) / $ht_calls * 1e9
-print(f'{mt:.0f} / {ht:.0f} ns ({ht / mt:.1f}x)' if mt > 0 else f'{mt:.0f} / {ht:.0f} ns')")
-  printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s |\n' \
+  # $1: median or fastest.
+  added() {
+    python3 -c "
+u, m, h = $($1 <<< "$times_u"), $($1 <<< "$times_m"), $($1 <<< "$times_h")
+fu, fm, fh = $($1 <<< "$fixed_u"), $($1 <<< "$fixed_m"), $($1 <<< "$fixed_h")
+mt = (m - u - (fm - fu)) / $calls * 1e9
+ht = (h - u - (fh - fu)) / $ht_calls * 1e9
+print(f'{mt:.0f} / {ht:.0f} ns ({ht / mt:.1f}x)' if mt > 0 else f'{mt:.0f} / {ht:.0f} ns')"
+  }
+  printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s |\n' \
     "$workload" "$(case $workload in python) echo '4 threads: json + sqlite3 module';; \
       sqlite) echo '200k inserts, index, group by, vacuum';; \
       redis) echo 'redis-benchmark -n 50000 -c 20 -P 4, 5 commands';; esac)" \
-    "$calls" "$ht_calls" "$mt_peak" "$ht_peak" "$untraced" "$mt" "$ht" "$added" "$verdict"
+    "$calls" "$ht_calls" "$mt_peak" "$ht_peak" "$untraced" "$mt" "$ht" "$(added median)" \
+    "$(added fastest)" "$verdict"
 done

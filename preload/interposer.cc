@@ -327,19 +327,25 @@ __attribute__((always_inline)) inline uint64_t Site(Tracer* t, const void* frame
   if (config.stack_depth == 0) return ret;
   uint64_t frames[kMaxPreloadStackDepth];
   uint32_t n;
+  // The stack's hash, kept with the walk memo's frames (unwind.h): a stack the memo
+  // serves is not hashed again (16 dependent multiplies, a quarter of the record path).
+  uint64_t* kept_hash = nullptr;
   if (config.unwind == UnwindMethod::kFramePointers) {
     n = preload_internal::UnwindFramePointers(frame, frames, config.stack_depth);
   } else {
     bool complete;
-    n = preload_internal::UnwindCfi(frame, frames, config.stack_depth, &complete);
+    n = preload_internal::UnwindCfi(frame, frames, config.stack_depth, &complete, &kept_hash);
     if (__builtin_expect(!complete, 0) && preload_internal::unw_backtrace_fn != nullptr) {
       // A frame whose rule memtrace does not follow (a signal trampoline): libunwind.
+      kept_hash = nullptr;
       n = preload_internal::UnwindDwarf(own_code_begin, own_code_end, frames,
                                         config.stack_depth);
     }
   }
   if (n == 0) return ret;
-  return t->recorder().StackSite(frames, n);
+  if (kept_hash == nullptr) return t->recorder().StackSite(frames, n);
+  if (*kept_hash == 0) *kept_hash = Recorder::StackHash(frames, n);
+  return t->recorder().StackSiteOfHash(*kept_hash, frames, n);
 }
 
 // Where an interposed call came from, captured in the exported function itself.

@@ -59,7 +59,9 @@ bool LoadDwarfUnwinder(std::string* error) {
 }
 
 __attribute__((no_sanitize("address")))  // reads other frames' saved registers
-uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete) noexcept {
+uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete,
+                   uint64_t** derived) noexcept {
+  if (derived != nullptr) *derived = nullptr;
 #if !defined(__x86_64__)
   // The rules are x86-64's (eh_frame.h): elsewhere libunwind walks every stack.
   (void)frame, (void)frames, (void)max;
@@ -136,9 +138,14 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     }
     if (same) {
       ++t.unwind_memo_hits;
-      if (want == max) return want;
-      if (memo.ended) {
-        *complete = memo.complete;
+      if (want == max || memo.ended) {
+        if (memo.ended) *complete = memo.complete;
+        // Every frame returned is the memo's: the derived word holds for them.
+        if (memo.derived_frames != want) {
+          memo.derived = 0;
+          memo.derived_frames = want;
+        }
+        if (derived != nullptr) *derived = &memo.derived;
         return want;
       }
       // The memo ends short of `max`: walk on from its last frame.
@@ -165,6 +172,8 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   if (n == 0) {
     // A walk of its own, written into the memo as it goes.
     memo.start = remembered ? start : 0;
+    memo.derived = 0;
+    memo.derived_frames = 0;
     rule = RuleFor(ret);
     frames[n++] = ret;
     record();
@@ -214,6 +223,11 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   // the memo ends there too.
   memo.ended = ended && recorded == n;
   memo.complete = *complete;
+  if (memo.derived_frames == 0 && recorded == n && remembered) {
+    // A walk of its own that the memo holds whole: its derived word starts here.
+    memo.derived_frames = n;
+    if (derived != nullptr) *derived = &memo.derived;
+  }
   return n;
 }
 

@@ -43,7 +43,14 @@ uint32_t UnwindFramePointers(const void* frame, uint64_t* frames, uint32_t max) 
 // not follow (a CFA expression, a signal frame: eh_frame.h), or that started off the
 // thread's own stack (a coroutine's), returning 0 frames in that case: the caller then
 // asks libunwind (UnwindDwarf) instead. Every read is checked against the thread's stack.
-uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete) noexcept;
+//
+// `derived` (optional): set to a word that belongs to exactly the frames returned, for
+// the caller to keep something computed from them (the interposer keeps the stack's
+// hash): it is 0 until the caller stores into it, and reads back what was stored on a
+// later walk that returns the same frames, until the memo forgets them. nullptr when the
+// frames cannot be kept so (more than the memo holds, or not all of them from it).
+uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete,
+                   uint64_t** derived = nullptr) noexcept;
 
 // Loads libunwind for UnwindDwarf(); false, with the reason, when it is not there. Call
 // once, before tracing starts.

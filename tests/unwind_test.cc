@@ -33,7 +33,16 @@ struct Capture {
   int expected_count = 0;
   uint32_t max = 64;
   uint64_t frame = 0;  // the probe's frame address, where the walk starts
+  uint64_t* derived = nullptr;  // the word kept with these frames (unwind.h)
+  uint64_t derived_read = 0;    // what it held when the walk returned
 };
+
+// The test's own digest of a list of frames, never 0.
+uint64_t Digest(const uint64_t* frames, uint32_t count) {
+  uint64_t h = 1469598103934665603ull ^ count;
+  for (uint32_t i = 0; i < count; ++i) h = (h ^ frames[i]) * 1099511628211ull;
+  return h | 1;
+}
 
 // Built with frame pointers (.bazelrc), like the interposer's entry points: the walk
 // starts at this function's frame, so frames[0] is its return address. libunwind's first
@@ -41,7 +50,13 @@ struct Capture {
 __attribute__((noinline)) void Probe(void* arg) {
   auto* c = static_cast<Capture*>(arg);
   c->frame = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
-  c->count = UnwindCfi(__builtin_frame_address(0), c->frames, c->max, &c->complete);
+  c->count = UnwindCfi(__builtin_frame_address(0), c->frames, c->max, &c->complete,
+                       &c->derived);
+  // The word kept with the frames holds nothing, or what was kept for these very frames.
+  if (c->derived != nullptr) {
+    c->derived_read = *c->derived;
+    *c->derived = Digest(c->frames, c->count);
+  }
   c->expected_count = unw_backtrace_fn(c->expected, 80);
 }
 
@@ -153,6 +168,10 @@ TEST_F(UnwindTest, WalksThatShareTheOuterStackMatchLibunwind) {
     for (uint32_t i = 0; i < c.count; ++i) {
       ASSERT_EQ(c.frames[i], reinterpret_cast<uint64_t>(c.expected[i + 1]))
           << "walk " << walk << ", frame " << i;
+    }
+    if (c.derived_read != 0) {
+      ASSERT_EQ(c.derived_read, Digest(c.frames, c.count))
+          << "walk " << walk << ": a word kept for other frames";
     }
   }
 }
@@ -277,6 +296,14 @@ TEST_F(UnwindTest, RepeatedStacksAreTheMemos) {
         EXPECT_TRUE(c.complete);
         ExpectPrefixOfLibunwind(c);
         EXPECT_EQ(c.count, std::min(max, static_cast<uint32_t>(c.expected_count - 1)));
+      }
+      if (max == 16) {
+        // At most 16 frames, all the memo's: the second and third walks read back the
+        // word kept by the walk before.
+        for (int i = 1; i < 3; ++i) {
+          EXPECT_EQ(walks[i].derived_read, Digest(walks[i].frames, walks[i].count))
+              << "shape " << shape << ", walk " << i;
+        }
       }
     }
   }

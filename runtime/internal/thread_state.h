@@ -78,8 +78,12 @@ struct UnwindWalk {
   // Where rbp at frame i came from: the stack slot it was reloaded from at an earlier
   // frame, or kUnwindInitialRbp for the interposed function's saved rbp.
   uint32_t rbp_from[kUnwindWalkFrames];
+  // A word the walk's caller keeps for the first `derived_frames` frames above (the
+  // interposer: the stack's hash); cleared whenever they change. 0: none.
+  uint64_t derived;
+  uint32_t derived_frames;
 };
-static_assert(sizeof(UnwindWalk) == 272);
+static_assert(sizeof(UnwindWalk) == 288);
 
 struct ThreadState {
   // What every record reads comes first, so that with the first recorder's ring binding
@@ -103,7 +107,7 @@ struct ThreadState {
   // the shared rule cache. 4 KiB, zeroed with the rest of a new thread's TLS; on sqlite3's
   // stacks it predicts 87% of frames (512 entries: 91%).
   UnwindStep unwind_steps[size_t{1} << kUnwindStepsLog2];
-  // The walk memo (4.3 KiB): allocations made from the same stack depth mostly come
+  // The walk memo (4.5 KiB): allocations made from the same stack depth mostly come
   // through the same frames (preload/unwind.cc). `unwind_walk_recent`: the way of each
   // set used last.
   UnwindWalk unwind_walks[size_t{1} << kUnwindWalkSetsLog2][2];
