@@ -12,9 +12,10 @@
 //       releasing, an allocation after obtaining it). Traced lets the drainer catch up
 //       between timed bursts; TracedUnpaced never does, so it runs at the drainer's
 //       speed once rings fill. ->Threads(1) and ->Threads(2).
-//   BM_DrainerThroughput
+//   BM_DrainerThroughput/pairs/live
 //       Events per second the drainer applies into the ledger (alloc/free pairs with
-//       address reuse, one producer), timed from Flush() alone.
+//       address reuse, one producer), timed from Flush() alone, with `live` other blocks
+//       live throughout (1M: tables of tens of megabytes, a cache miss per lookup).
 //   BM_LedgerBytesPerLiveAllocation
 //       Memory the ledger holds per live allocation, at several live-set sizes.
 //   BM_SustainedRate
@@ -116,6 +117,13 @@ void BM_DrainerThroughput(benchmark::State& state) {
   auto recorder = Recorder::Create(config).value();
   recorder->Start().IgnoreError();
   const int pairs = static_cast<int>(state.range(0));
+  // Blocks live throughout (range(1)): with many, the ledger's tables outgrow the caches
+  // and each event's lookup is a miss, as in a program with a large heap.
+  for (int64_t i = 0; i < state.range(1); ++i) {
+    recorder->RecordAlloc(layers::kCpuHeap, 0x1000000000 + 48 * static_cast<uint64_t>(i), 48,
+                          0x400000 + (i & 255));
+    if (i % 1000000 == 999999) recorder->Flush().IgnoreError();
+  }
   uint64_t applied = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -138,7 +146,11 @@ void BM_DrainerThroughput(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(applied), benchmark::Counter::kIsRate);
 }
 
-BENCHMARK(BM_DrainerThroughput)->Arg(1 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DrainerThroughput)
+    ->Args({1 << 20, 0})
+    ->Args({1 << 20, 1 << 20})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_LedgerBytesPerLiveAllocation(benchmark::State& state) {
   const int64_t live = state.range(0);
