@@ -14,7 +14,10 @@
 # change in the machine's load falls on all three. The wall times shown are medians; the
 # time added per call is given from the medians and from each one's fastest run (on a
 # shared machine, other work only ever adds time, so the fastest run is the least
-# disturbed one).
+# disturbed one). The CPU time added per call (user + system of everything each run
+# started, less the untraced run's and the tool's fixed cost) counts work on every core,
+# the tool's background threads and processes included, and moves less with other
+# sessions' load than wall time does.
 #
 # Needs: bazel (builds //cli:memtrace), python3, sqlite3, redis-server, redis-benchmark,
 # redis-cli, heaptrack, heaptrack_print (tools/setup --bench installs them).
@@ -81,49 +84,53 @@ run_redis() {
   wait "$pid" || true
 }
 
-seconds() { python3 -c 'import sys,time; print(f"{time.time():.3f}")'; }
-
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 fastest() { tr ' ' '\n' | grep . | sort -n | head -1; }
 
-# Wall time of one run of workload $1 with the prefix "${@:2}".
+# One run of workload $1 with the prefix "${@:2}": "wall-seconds cpu-seconds", the CPU
+# time (user + system) of everything the run started and waited for: the program, the
+# tool's threads and processes (heaptrack's interpreter), and the workload's clients,
+# which are the same in every variant.
 timed() {
   local workload="$1"; shift
-  local start end
-  start=$(seconds)
-  "run_$workload" "$@"
-  end=$(seconds)
-  python3 -c "print(f'{$end - $start:.3f}')"
+  local TIMEFORMAT='%3R %3U %3S'
+  local report
+  report=$({ time "run_$workload" "$@" > /dev/null 2>&1; } 2>&1)
+  awk '{printf "%.3f %.3f\n", $1, $2 + $3}' <<< "$report"
 }
 
 noprefix() { "$@"; }
 # heaptrack prints its own progress on stdout; the capture goes to $ht_out.
 heaptrack_quiet() { heaptrack -o "$ht_out" "$@" > "$work/heaptrack.log" 2>&1; }
 
+# Runs of all three variants of workload $1, alternating, $runs rounds: sets wall_u,
+# wall_m, wall_h and cpu_u, cpu_m, cpu_h (space-separated seconds).
+measure() {
+  local workload="$1" r
+  wall_u=""; wall_m=""; wall_h=""; cpu_u=""; cpu_m=""; cpu_h=""
+  for _ in $(seq "$runs"); do
+    read -r w c <<< "$(timed "$workload" noprefix)"; wall_u+=" $w"; cpu_u+=" $c"
+    read -r w c <<< "$(timed "$workload" "$memtrace" run --quiet --output="$work/mt_$workload.mtb" --)"
+    wall_m+=" $w"; cpu_m+=" $c"
+    rm -f "$ht_out"*
+    read -r w c <<< "$(timed "$workload" heaptrack_quiet)"; wall_h+=" $w"; cpu_h+=" $c"
+  done
+}
+
 # The fixed cost of starting and finishing each tool, taken out of "added per call".
 ht_out="$work/ht_true"
-fixed_u=""; fixed_m=""; fixed_h=""
-for _ in $(seq "$runs"); do
-  fixed_u+=" $(timed true noprefix)"
-  fixed_m+=" $(timed true "$memtrace" run --quiet --output="$work/mt_true.mtb" --)"
-  rm -f "$ht_out"*
-  fixed_h+=" $(timed true heaptrack_quiet)"
-done
+measure true
+fixed_wall_u=$wall_u; fixed_wall_m=$wall_m; fixed_wall_h=$wall_h
+fixed_cpu_u=$cpu_u; fixed_cpu_m=$cpu_m; fixed_cpu_h=$cpu_h
 
-printf '| program | workload | allocation calls (memtrace / heaptrack) | peak heap (memtrace / heaptrack) | untraced s | memtrace s | heaptrack s | added per call, medians (memtrace / heaptrack) | added per call, fastest runs | memtrace verify |\n'
-printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
+printf '| program | workload | allocation calls (memtrace / heaptrack) | peak heap (memtrace / heaptrack) | untraced s | memtrace s | heaptrack s | wall time added per call, medians (memtrace / heaptrack) | the same, fastest runs | CPU time added per call, medians | memtrace verify |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
 for workload in python sqlite redis; do
   ht_out="$work/ht_$workload"
-  times_u=""; times_m=""; times_h=""
-  for _ in $(seq "$runs"); do
-    times_u+=" $(timed "$workload" noprefix)"
-    times_m+=" $(timed "$workload" "$memtrace" run --quiet --output="$work/mt_$workload.mtb" --)"
-    rm -f "$ht_out"*
-    times_h+=" $(timed "$workload" heaptrack_quiet)"
-  done
-  untraced=$(median <<< "$times_u")
-  mt=$(median <<< "$times_m")
-  ht=$(median <<< "$times_h")
+  measure "$workload"
+  untraced=$(median <<< "$wall_u")
+  mt=$(median <<< "$wall_m")
+  ht=$(median <<< "$wall_h")
   # memtrace: calls = allocations + in-place resizes + moves (each realloc is one call),
   # counted in the capture's JSONL form (converted after the timed runs).
   "$memtrace" convert "$work/mt_$workload.mtb" "$work/mt_$workload.jsonl" > /dev/null 2>&1
@@ -147,19 +154,20 @@ EOF
   mt_peak=$(python3 -c "print(f'{$peak / 1e6:.2f}M')")
   # What each tool adds per allocation call, fixed costs out, and how many times more
 # heaptrack adds.
-  # $1: median or fastest.
+  # $1: median or fastest; $2: wall or cpu.
   added() {
+    local u="$2_u" m="$2_m" h="$2_h" fu="fixed_$2_u" fm="fixed_$2_m" fh="fixed_$2_h"
     python3 -c "
-u, m, h = $($1 <<< "$times_u"), $($1 <<< "$times_m"), $($1 <<< "$times_h")
-fu, fm, fh = $($1 <<< "$fixed_u"), $($1 <<< "$fixed_m"), $($1 <<< "$fixed_h")
+u, m, h = $($1 <<< "${!u}"), $($1 <<< "${!m}"), $($1 <<< "${!h}")
+fu, fm, fh = $($1 <<< "${!fu}"), $($1 <<< "${!fm}"), $($1 <<< "${!fh}")
 mt = (m - u - (fm - fu)) / $calls * 1e9
 ht = (h - u - (fh - fu)) / $ht_calls * 1e9
 print(f'{mt:.0f} / {ht:.0f} ns ({ht / mt:.1f}x)' if mt > 0 else f'{mt:.0f} / {ht:.0f} ns')"
   }
-  printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s |\n' \
+  printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |\n' \
     "$workload" "$(case $workload in python) echo '4 threads: json + sqlite3 module';; \
       sqlite) echo '200k inserts, index, group by, vacuum';; \
       redis) echo 'redis-benchmark -n 50000 -c 20 -P 4, 5 commands';; esac)" \
-    "$calls" "$ht_calls" "$mt_peak" "$ht_peak" "$untraced" "$mt" "$ht" "$(added median)" \
-    "$(added fastest)" "$verdict"
+    "$calls" "$ht_calls" "$mt_peak" "$ht_peak" "$untraced" "$mt" "$ht" "$(added median wall)" \
+    "$(added fastest wall)" "$(added median cpu)" "$verdict"
 done
