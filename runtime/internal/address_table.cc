@@ -24,7 +24,7 @@ void AddressTable::Grow() {
   std::vector<LiveBlock> old;
   old.swap(slots_);
   const size_t capacity =
-      old.empty() ? kInitialCapacity : old.size() + old.size() / 2;
+      old.empty() ? kInitialCapacity : old.size() + old.size() * 2 / 5;
   slots_.assign(capacity, LiveBlock{});
   capacity_ = capacity;
   size_ = 0;
