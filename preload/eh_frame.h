@@ -34,6 +34,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "transport/fibonacci_index.h"
+
 namespace memtrace::preload_internal {
 
 // A frame rule, packed in 17 bits so that it and a 47-bit return address fit one word:
@@ -109,7 +111,7 @@ FrameRule RuleForMiss(uint64_t return_address, uint64_t slot) noexcept;
 // The rule for the frame whose return address is `return_address` (nonzero), from the
 // cache or, the first time, from the unwind tables of the object that holds it.
 inline FrameRule RuleFor(uint64_t return_address) noexcept {
-  const uint64_t slot = (return_address * 0x9E3779B97F4A7C15ull) >> (64 - kRuleCacheBits);
+  const uint64_t slot = FibonacciIndex(return_address, kRuleCacheBits);
   // Relaxed: an entry is one self-contained word derived from read-only tables; there is
   // nothing else to order. Pairs with the relaxed store in RuleForMiss().
   const uint64_t entry = rule_cache[slot].load(std::memory_order_relaxed);

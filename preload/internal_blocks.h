@@ -46,6 +46,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "transport/fibonacci_index.h"
+
 namespace memtrace::preload_internal {
 
 template <int kSlotsLog2, int kFilterLog2 = 0>
@@ -102,7 +104,7 @@ class AddressSet {
   static constexpr uint64_t kDeleted = 1;  // never a block address (blocks are aligned)
 
   static size_t Home(uint64_t address) noexcept {
-    return static_cast<size_t>((address * 0x9e3779b97f4a7c15ull) >> (64 - kSlotsLog2));
+    return static_cast<size_t>(FibonacciIndex(address, kSlotsLog2));
   }
 
   static constexpr size_t kFilterSlots = kFilterLog2 > 0 ? size_t{1} << kFilterLog2 : 1;

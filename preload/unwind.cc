@@ -9,6 +9,7 @@
 
 #include "preload/eh_frame.h"
 #include "runtime/internal/thread_state.h"
+#include "transport/fibonacci_index.h"
 
 namespace memtrace::preload_internal {
 namespace {
@@ -92,8 +93,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   // The memo (thread_state.h): the way that started here, else the one used less
   // recently, which this walk takes. Its offsets are 32-bit: a stack of 4 GiB or more
   // goes without.
-  const size_t set =
-      (start * 0x9E3779B97F4A7C15ull) >> (64 - runtime_internal::kUnwindWalkSetsLog2);
+  const size_t set = FibonacciIndex(start, runtime_internal::kUnwindWalkSetsLog2);
   runtime_internal::UnwindWalk* ways = t.unwind_walks[set];
   uint8_t& recent = t.unwind_walk_recent[set];
   const uint32_t way = ways[0].start == start ? 0 : ways[1].start == start ? 1 : recent ^ 1u;
@@ -203,7 +203,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     // loaded while the stack word above is, and a hit leaves the next rule in hand. A
     // miss asks the shared cache and teaches the entry.
     runtime_internal::UnwindStep& step =
-        t.unwind_steps[(ret * 0x9E3779B97F4A7C15ull) >> (64 - runtime_internal::kUnwindStepsLog2)];
+        t.unwind_steps[FibonacciIndex(ret, runtime_internal::kUnwindStepsLog2)];
     if (step.from == ret && RuleEntry::Address(step.to) == next) {
       rule = RuleEntry::Rule(step.to);
     } else {

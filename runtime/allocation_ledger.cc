@@ -2,6 +2,8 @@
 
 #include "runtime/allocation_ledger.h"
 
+#include "transport/fibonacci_index.h"
+
 namespace memtrace {
 namespace {
 
@@ -9,13 +11,6 @@ namespace {
 // while staying cache-resident for the drainer.
 constexpr int kGraveyardBits = 14;
 constexpr size_t kGraveyardSlots = size_t{1} << kGraveyardBits;
-
-// An index of `bits` bits for `key`: the top bits of a Fibonacci multiply, which depend on
-// every bit of the key. (Low bits of a product depend only on the key's low bits: keys
-// that differ in bits 6 and 7 alone, like nearby call sites, shared one slot.)
-uint64_t Slot(uint64_t key, int bits) noexcept {
-  return (key * 0x9E3779B97F4A7C15ull) >> (64 - bits);
-}
 
 }  // namespace
 
@@ -43,7 +38,7 @@ __attribute__((always_inline)) inline runtime_internal::AddressTable& Allocation
 __attribute__((always_inline)) inline uint32_t AllocationLedger::Context(uint32_t scope,
                                                                         uint64_t site) {
   ContextCacheEntry* set =
-      &context_cache_[Slot(site ^ (uint64_t{scope} << 40), kContextCacheSetBits) * 2];
+      &context_cache_[FibonacciIndex(site ^ (uint64_t{scope} << 40), kContextCacheSetBits) * 2];
   if (__builtin_expect(set[0].site == site && set[0].scope == scope, 1)) return set[0].context;
   if (set[1].site == site && set[1].scope == scope) return set[1].context;
   return NewContext(scope, site, set);
@@ -109,19 +104,19 @@ __attribute__((always_inline)) inline void AllocationLedger::Bury(LayerId layer,
                                                                   uint64_t address,
                                                                   uint64_t ticket48) {
   const uint64_t key = address ^ (uint64_t{layer} << 56);
-  graveyard_[Slot(key, kGraveyardBits)] = Grave{key, ticket48};
+  graveyard_[FibonacciIndex(key, kGraveyardBits)] = Grave{key, ticket48};
 }
 
 bool AllocationLedger::InGraveyard(LayerId layer, uint64_t address,
                                    uint64_t ticket48) const {
   const uint64_t key = address ^ (uint64_t{layer} << 56);
-  const Grave& g = graveyard_[Slot(key, kGraveyardBits)];
+  const Grave& g = graveyard_[FibonacciIndex(key, kGraveyardBits)];
   return g.key == key && g.ticket48 == ticket48;
 }
 
 bool AllocationLedger::InGraveyardAt(LayerId layer, uint64_t address) const {
   const uint64_t key = address ^ (uint64_t{layer} << 56);
-  return graveyard_[Slot(key, kGraveyardBits)].key == key;
+  return graveyard_[FibonacciIndex(key, kGraveyardBits)].key == key;
 }
 
 bool AllocationLedger::Alloc(LayerId layer, uint64_t address, uint64_t size,

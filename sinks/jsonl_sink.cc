@@ -19,6 +19,7 @@
 #include "sinks/json_text.h"
 #include "sinks/jsonl_encoding.h"
 #include "sinks/zstd_file_stream.h"
+#include "transport/fibonacci_index.h"
 #include "transport/ticket.h"
 
 namespace memtrace {
@@ -228,8 +229,7 @@ void JsonlSink::WriteScope(uint32_t path) {
 }
 
 uint32_t JsonlSink::SiteId(uint64_t site) {
-  RecentSite& recent =
-      recent_sites_[(site * 0x9E3779B97F4A7C15ull) >> (64 - kRecentSitesLog2)];
+  RecentSite& recent = recent_sites_[FibonacciIndex(site, kRecentSitesLog2)];
   if (recent.site == site && recent.id != kNoSite) return recent.id;
   recent.site = site;
   recent.id = SiteIdSlow(site);
