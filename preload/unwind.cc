@@ -127,12 +127,10 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     bool same = true;
     frames[0] = ret;
     for (uint32_t i = 0; i + 1 < want; ++i) {
-      const uint64_t entry = memo.entries[i];
+      const FrameRule r = RuleEntry::Rule(memo.entries[i]);
       const uint64_t caller = RuleEntry::Address(memo.entries[i + 1]);
       const uint64_t cfa = start + memo.cfa[i];
-      if (RuleEntry::Rule(entry).cfa_from_rbp()) {
-        same &= rbp_at(memo.rbp_from[i]) + RuleEntry::Rule(entry).cfa_offset() == cfa;
-      }
+      if (r.cfa_from_rbp()) same &= rbp_at(memo.rbp_from[i]) + r.cfa_offset() == cfa;
       same &= *reinterpret_cast<const uint64_t*>(cfa - 8) == caller;
       frames[i + 1] = caller;
     }

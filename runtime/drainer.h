@@ -26,10 +26,10 @@
 //   - High-water marks are exact across epochs: operations in different epochs are
 //     applied in happens-before order. Inside one epoch (drain_period, default 1 ms, and
 //     every Flush(); up to idle_drain_period, 16 ms, for an epoch that begins while the
-//     program is quiet, see config.h), operations of different threads that are not ordered by a ticket are
-//     applied thread by thread, so a high-water mark can miss a peak made only by the
-//     interleaving of two threads inside one epoch. Phases separated by Flush() (or by
-//     more than an epoch) are exact.
+//     program is quiet, see config.h), operations of different threads that are not
+//     ordered by a ticket are applied thread by thread, so a high-water mark can miss a
+//     peak made only by the interleaving of two threads inside one epoch. Phases
+//     separated by Flush() (or by more than an epoch) are exact.
 //
 // Thread safety: Start/RequestStop/Join from the recorder's owner; Flush from any thread
 // except the drainer; ReadState from any thread.

@@ -230,8 +230,7 @@ class Recorder {
   static constexpr uint32_t kMaxStackDepth = 64;
   uint64_t StackSite(const uint64_t* frames, uint32_t depth) noexcept {
     if (depth == 0) return 0;
-    if (depth > kMaxStackDepth) depth = kMaxStackDepth;
-    return StackSiteOfHash(StackHash(frames, depth), frames, depth);
+    return StackSiteOfHash(StackHash(frames, depth), frames, depth);  // each caps depth
   }
 
   // The stack's hash, as StackSite() computes it (a chain of dependent multiplies: about
