@@ -106,7 +106,7 @@ heaptrack_quiet() { heaptrack -o "$ht_out" "$@" > "$work/heaptrack.log" 2>&1; }
 # Runs of all three variants of workload $1, alternating, $runs rounds: sets wall_u,
 # wall_m, wall_h and cpu_u, cpu_m, cpu_h (space-separated seconds).
 measure() {
-  local workload="$1" r
+  local workload="$1" w c
   wall_u=""; wall_m=""; wall_h=""; cpu_u=""; cpu_m=""; cpu_h=""
   for _ in $(seq "$runs"); do
     read -r w c <<< "$(timed "$workload" noprefix)"; wall_u+=" $w"; cpu_u+=" $c"
