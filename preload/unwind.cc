@@ -39,6 +39,16 @@ StackBounds Bounds() noexcept {
   return b;
 }
 
+// rbp at a frame of the walk from `start`: the interposed function's saved rbp (`rbp0`),
+// or the word at start + from where an earlier frame saved it. A function of its own,
+// because a lambda does not take the no_sanitize attribute of the function it is in.
+__attribute__((no_sanitize("address")))  // reads another frame's saved register
+uint64_t RbpAt(uint64_t start, uint64_t rbp0, uint32_t from) noexcept {
+  return from == runtime_internal::kUnwindInitialRbp
+             ? rbp0
+             : *reinterpret_cast<const uint64_t*>(start + from);
+}
+
 }  // namespace
 
 bool LoadDwarfUnwinder(std::string* error) {
@@ -100,11 +110,6 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   recent = static_cast<uint8_t>(way);
   runtime_internal::UnwindWalk& memo = ways[way];
   const bool remembered = bounds.high - start < runtime_internal::kUnwindInitialRbp;
-  auto rbp_at = [&](uint32_t from) {
-    return from == runtime_internal::kUnwindInitialRbp
-               ? rbp0
-               : *reinterpret_cast<const uint64_t*>(start + from);
-  };
 
   // The walk's state at frame n - 1 (frames[0, n) written): the stack pointer on return
   // to it, rbp there and where rbp came from, its return address and its rule.
@@ -130,7 +135,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
       const FrameRule r = RuleEntry::Rule(memo.entries[i]);
       const uint64_t caller = RuleEntry::Address(memo.entries[i + 1]);
       const uint64_t cfa = start + memo.cfa[i];
-      if (r.cfa_from_rbp()) same &= rbp_at(memo.rbp_from[i]) + r.cfa_offset() == cfa;
+      if (r.cfa_from_rbp()) same &= RbpAt(start, rbp0, memo.rbp_from[i]) + r.cfa_offset() == cfa;
       same &= *reinterpret_cast<const uint64_t*>(cfa - 8) == caller;
       frames[i + 1] = caller;
     }
@@ -152,7 +157,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
       rule = RuleEntry::Rule(memo.entries[n - 1]);
       if (n >= 2) rsp = start + memo.cfa[n - 2];
       rbp_from = memo.rbp_from[n - 1];
-      rbp = rbp_at(rbp_from);
+      rbp = RbpAt(start, rbp0, rbp_from);
     }
   }
   // The memo's frames: [0, recorded) hold this walk's frames, with the CFA of each but the
