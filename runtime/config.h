@@ -47,8 +47,10 @@ struct Config {
   // this; the first busy round brings it back to drain_period. An idle process then wakes
   // the drainer (a context switch and a membarrier() interrupt to each CPU running the
   // program) about 60 times a second instead of 1000. An epoch that begins in a quiet spell
-  // can last this long (drainer.h: what one epoch means for high-water marks). Never
-  // shorter than drain_period; equal to it for a fixed period.
+  // can last this long (drainer.h: what one epoch means for high-water marks). A burst
+  // after a quiet spell does not wait for the long sleep to end: a thread whose ring
+  // passes a quarter full wakes the drainer (spsc_ring.h). Never shorter than
+  // drain_period; equal to it for a fixed period.
   absl::Duration idle_drain_period = absl::Milliseconds(16);
   // Distinct call sites kept per recorder before "other sites" (the seed's
   // request_site_capacity_max).

@@ -76,7 +76,9 @@ class Drainer {
     return std::this_thread::get_id() == drainer_id_.load(std::memory_order_acquire);
   }
 
-  // Asks for a round now (a producer waiting for space). Any thread; no lock.
+  // Asks for a round now: a producer whose ring passed a quarter full (spsc_ring.h), or
+  // one waiting for space. Any thread; no lock. A hint: a wake that races with the
+  // drainer going to sleep may be missed, and the drainer then wakes on its period.
   void Wake() noexcept;
 
   // A round that finds fewer new records than this, in all rings together, is quiet.

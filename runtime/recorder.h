@@ -339,6 +339,10 @@ class Recorder {
 
   __attribute__((always_inline)) void End(const Claim& c, uint32_t n) noexcept {
     c.ring->Publish(c.pos + n);
+    // The ring passed a quarter full since this thread last looked (spsc_ring.h): the
+    // drainer may be in a long sleep after a quiet spell. Once per quarter of a ring, and
+    // only while the drainer lags; a wake to a drainer already awake makes no system call.
+    if (__builtin_expect(c.ring->TakeWakeRequest(), 0)) drainer_.Wake();
     if (__builtin_expect(runtime_internal::Tls().exited, 0)) RetireAfterExit();
   }
 

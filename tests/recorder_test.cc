@@ -73,6 +73,34 @@ TEST(RecorderTest, TheDrainerSleepsLongerOnlyWhileQuiet) {
   EXPECT_EQ(Drainer::NextSleep(slow, 0, slow, idle), slow);
 }
 
+// A burst while the drainer sleeps: the thread whose ring passes a quarter full wakes it,
+// so the records are applied long before the drainer's own period (1 s) is up.
+TEST(RecorderTest, AQuarterFullRingWakesASleepingDrainer) {
+  Config config;
+  config.ring_capacity_log2 = 10;  // 1,024 records; the wake comes past 256
+  config.drain_period = absl::Seconds(1);
+  config.idle_drain_period = absl::Seconds(1);
+  auto recorder = Make(config);
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(recorder->Start().ok());
+  // Let the drainer go to sleep: its first round is due a second after Start().
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  constexpr uint64_t kRecords = 300;
+  for (uint64_t i = 0; i < kRecords; ++i) {
+    ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x10000 + 64 * i, 64, 0x401000),
+              RecordResult::kRecorded);
+  }
+  const auto due = started + std::chrono::milliseconds(1000);
+  while (recorder->Integrity().events_applied < kRecords &&
+         std::chrono::steady_clock::now() < due) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const auto applied_at = std::chrono::steady_clock::now();
+  EXPECT_EQ(recorder->Integrity().events_applied, kRecords);
+  EXPECT_LT(applied_at, due) << "applied only when the drainer's period was up";
+  EXPECT_TRUE(recorder->Stop().ok());
+}
+
 TEST(RecorderTest, RecordsBeforeStartAreNotRecordingAndCounted) {
   auto recorder = Make();
   EXPECT_EQ(recorder->RecordAlloc(kHeap, 0x1000, 8, 0), RecordResult::kNotRecording);

@@ -60,6 +60,38 @@ TEST(SpscRingTest, TryClaimFailsWhenFull) {
   EXPECT_FALSE(ring->TryClaim(1, &pos));
 }
 
+// The wake request: raised once when a claim takes the ring past a quarter full of the
+// tail the producer last saw, again only after the consumer moved the tail and the ring
+// passed the new quarter mark. Expected values from the arithmetic: 64 slots, quarter 16.
+TEST(SpscRingTest, WakeRequestOncePerQuarterCrossing) {
+  RingPtr ring = MakeRing(6);  // 64 slots
+  uint64_t pos = 0;
+  auto claim = [&](uint32_t n) {
+    EXPECT_TRUE(ring->TryClaim(n, &pos));
+    ring->Publish(pos + n);
+  };
+  for (int i = 0; i < 16; ++i) claim(1);  // 16 records: exactly a quarter, not past it
+  EXPECT_FALSE(ring->TakeWakeRequest());
+  claim(1);  // 17: past the quarter mark
+  EXPECT_TRUE(ring->TakeWakeRequest());
+  EXPECT_FALSE(ring->TakeWakeRequest()) << "taken once";
+  for (int i = 0; i < 40; ++i) claim(1);  // 57 records, up to the full ring: no new request
+  EXPECT_FALSE(ring->TakeWakeRequest());
+  // The consumer frees 50 (tail 50); the producer looks again only at the full mark (64).
+  ring->Release(50);
+  for (int i = 0; i < 7; ++i) claim(1);  // 64 records written: fill 14 of the new tail
+  EXPECT_FALSE(ring->TakeWakeRequest());
+  claim(2);  // 66: fill 16, not past the new quarter mark (50 + 16)
+  EXPECT_FALSE(ring->TakeWakeRequest());
+  claim(1);  // 67: fill 17
+  EXPECT_TRUE(ring->TakeWakeRequest());
+  // A full ring is still refused, and a refusal raises nothing.
+  for (int i = 0; i < 47; ++i) claim(1);  // 114 = 50 + 64
+  uint64_t ignored = 0;
+  EXPECT_FALSE(ring->TryClaim(1, &ignored));
+  EXPECT_FALSE(ring->TakeWakeRequest());
+}
+
 TEST(SpscRingTest, MultiSlotClaimNeedsAllSlotsFree) {
   RingPtr ring = MakeRing(2);
   uint64_t pos = 0;

@@ -9,7 +9,8 @@
 namespace memtrace {
 
 SpscRing::SpscRing(uint32_t id, uint64_t mask, Event* slots, size_t mapped_bytes) noexcept
-    : producer_limit_(mask + 1), id_(id), mask_(mask), slots_(slots),
+    : producer_check_((mask + 1) / 4 == 0 ? 1 : (mask + 1) / 4),
+      id_(id), mask_(mask), slots_(slots),
       mapped_bytes_(mapped_bytes) {}
 
 SpscRing* SpscRing::Create(uint32_t id, uint32_t capacity_log2) noexcept {
@@ -37,7 +38,8 @@ void SpscRing::ResetPositions(uint64_t position) noexcept {
   claim_.store(position, std::memory_order_relaxed);
   tail_.store(position, std::memory_order_relaxed);
   producer_head_ = position;
-  producer_limit_ = position + mask_ + 1;
+  producer_check_ = position + QuarterCapacity();
+  wake_request_ = false;
 }
 
 }  // namespace memtrace

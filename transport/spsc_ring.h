@@ -17,13 +17,21 @@
 // The producer never locks, allocates, makes a system call or writes a cache line the
 // consumer writes: head_ and claim_ sit on the producer's line, tail_ on the consumer's,
 // and each side keeps a private cached copy of the other's index (the producer keeps it
-// as the position it may fill up to) so that it reads the other's line only when its
-// copy says the ring looks full (producer) or empty (consumer).
+// as the position where it next looks) so that it reads the other's line only when its
+// copy says the ring looks a quarter full or full (producer) or empty (consumer).
+//
+// Waking a sleeping consumer: the consumer sleeps between rounds, and longer while the
+// program is quiet (runtime/drainer.h). A producer whose ring passes a quarter full since
+// it last looked at tail_ raises a wake request (TakeWakeRequest()) once, which its caller
+// passes on, so that a burst after a quiet spell does not fill the ring while the consumer
+// sleeps. The check costs the hot path nothing: the producer's cached limit stops at the
+// quarter mark, and the slow path that reloads tail_ there decides.
 //
 // Thread safety: exactly one producer thread calls the producer methods (TryClaim,
-// Unclaim, slot, Publish) and exactly one consumer thread calls the consumer methods
-// (LoadHead, LoadClaim, Read, Release). Ownership of the producer side may pass to another
-// thread only through a happens-before edge (the ring registry's queue does this).
+// Unclaim, slot, Publish, TakeWakeRequest) and exactly one consumer thread calls the
+// consumer methods (LoadHead, LoadClaim, Read, Release). Ownership of the producer side
+// may pass to another thread only through a happens-before edge (the ring registry's
+// queue does this).
 //
 // Memory ordering:
 //   - Publish() stores head_ with release; LoadHead() loads it with acquire. Every record
@@ -76,15 +84,11 @@ class SpscRing {
 
   // Claims `n` consecutive free slots, starting at *position, and marks them as being
   // written (claim_). Returns false, changing nothing, if fewer than `n` slots are free.
-  // Producer only. Never blocks, never allocates.
+  // Producer only. Never blocks, never allocates. Passing a quarter of the ring full
+  // raises a wake request (above).
   [[nodiscard]] bool TryClaim(uint32_t n, uint64_t* position) noexcept {
     const uint64_t pos = producer_head_;
-    if (pos + n > producer_limit_) {
-      // Acquire: pairs with the release store of tail_ in Release(), so the consumer has
-      // finished reading every slot below the tail we observe before we overwrite it.
-      producer_limit_ = tail_.load(std::memory_order_acquire) + mask_ + 1;
-      if (pos + n > producer_limit_) return false;
-    }
+    if (__builtin_expect(pos + n > producer_check_, 0) && !Refresh(pos + n)) return false;
     // Relaxed: claim_ is ordered against the epoch by the caller's asymmetric fence
     // (epoch_clock.h); it carries no data of its own.
     claim_.store(pos + n, std::memory_order_relaxed);
@@ -107,6 +111,14 @@ class SpscRing {
     // Release: publishes the slot contents. Pairs with the acquire load of head_ in
     // LoadHead().
     head_.store(end, std::memory_order_release);
+  }
+
+  // True once after a claim took the ring past a quarter full since the producer last
+  // looked at tail_ (the consumer may be asleep: wake it). Producer only.
+  bool TakeWakeRequest() noexcept {
+    if (__builtin_expect(!wake_request_, 1)) return false;
+    wake_request_ = false;
+    return true;
   }
 
   // How many records this producer has published (its next position). Producer only.
@@ -159,6 +171,33 @@ class SpscRing {
  private:
   SpscRing(uint32_t id, uint64_t mask, Event* slots, size_t mapped_bytes) noexcept;
 
+  // The slow half of TryClaim(), when a claim ending at `end` passes producer_check_:
+  // reloads tail_, answers whether the claim fits, and sets the next check: the quarter
+  // mark, or the limit (tail_ plus the capacity) once the ring is past the quarter mark for
+  // this view of tail_ (the wake request is then raised, once).
+  bool Refresh(uint64_t end) noexcept {
+    // Acquire: pairs with the release store of tail_ in Release(), so the consumer has
+    // finished reading every slot below the tail we observe before we overwrite it.
+    const uint64_t tail = tail_.load(std::memory_order_acquire);
+    const uint64_t limit = tail + mask_ + 1;
+    if (end > limit) {
+      producer_check_ = limit;
+      return false;
+    }
+    const uint64_t quarter = tail + QuarterCapacity();
+    if (end > quarter) {
+      wake_request_ = true;
+      producer_check_ = limit;
+    } else {
+      producer_check_ = quarter;
+    }
+    return true;
+  }
+
+  uint64_t QuarterCapacity() const noexcept {
+    return (mask_ + 1) / 4 == 0 ? 1 : (mask_ + 1) / 4;
+  }
+
   static void Bump(std::atomic<uint64_t>& counter) noexcept {
     // Relaxed: a statistic with a single writer; readers want a recent value, not an order.
     counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -168,7 +207,10 @@ class SpscRing {
   alignas(kCacheLineSize) std::atomic<uint64_t> head_{0};
   std::atomic<uint64_t> claim_{0};
   uint64_t producer_head_ = 0;  // producer's own copy of head_
-  uint64_t producer_limit_;     // producer's last view of tail_, plus the capacity
+  // Where TryClaim() next looks at tail_: its last view of tail_ plus a quarter of the
+  // capacity, or plus the whole capacity (the most it may fill up to).
+  uint64_t producer_check_;
+  bool wake_request_ = false;   // see TakeWakeRequest()
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> waited_{0};
