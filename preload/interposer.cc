@@ -157,10 +157,8 @@ void Resolve(Fn* out, const char* name) {
   *out = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
 }
 
-// True once the real functions are known; false while they are being looked up (the
-// caller serves the request from the bootstrap buffer).
-bool Resolved() noexcept {
-  if (__builtin_expect(resolve_state.load(std::memory_order_acquire) == 2, 1)) return true;
+// Resolved()'s first call: looks the real functions up.
+__attribute__((noinline)) bool ResolveOnce() noexcept {
   int expected = 0;
   if (!resolve_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
     return expected == 2;  // 1: another call (or dlsym itself) is resolving
@@ -189,6 +187,15 @@ bool Resolved() noexcept {
   }
   resolve_state.store(2, std::memory_order_release);
   return true;
+}
+
+// True once the real functions are known; false while they are being looked up (the
+// caller serves the request from the bootstrap buffer). Inlined into every interposed
+// function: after start-up, one load and a branch.
+__attribute__((always_inline)) inline bool Resolved() noexcept {
+  // Acquire: pairs with the release store in ResolveOnce(); the caller then reads `real`.
+  if (__builtin_expect(resolve_state.load(std::memory_order_acquire) == 2, 1)) return true;
+  return ResolveOnce();
 }
 
 // ---- Tracing state -------------------------------------------------------------------
