@@ -59,19 +59,9 @@ for t in threads: t.start()
 for t in threads: t.join()
 EOF
 
-cat > "$work/sq.sql" <<'EOF'
-create table t(a integer primary key, b text, c real);
-with recursive n(i) as (select 1 union all select i+1 from n where i < 200000)
-insert into t select i, printf('row-%d-%s', i, hex(randomblob(8))), i*0.5 from n;
-create index tb on t(b);
-select count(*), sum(length(b)), avg(c) from t group by a % 17 order by 1 limit 3;
-delete from t where a % 3 = 0;
-vacuum;
-EOF
-
 run_true() { "$@" /bin/true; }  # each tool's fixed cost: start, empty capture, exit
 run_python() { "$@" /usr/bin/python3 "$work/py.py"; }
-run_sqlite() { "$@" /usr/bin/sqlite3 :memory: < "$work/sq.sql" > /dev/null; }
+run_sqlite() { "$@" /usr/bin/sqlite3 :memory: < "$PWD/bench/sqlite_workload.sql" > /dev/null; }
 # redis: the server runs under the tool; redis-benchmark drives it; a clean shutdown ends
 # it (and writes the capture's trailer).
 run_redis() {

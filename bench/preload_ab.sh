@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Copyright 2026 The memtrace Authors.
+#
+# preload_ab.sh: two or more interposer builds, A/B, on the sqlite3 workload of
+# real_programs.sh (bench/sqlite_workload.sql), by the CPU time of the program's main
+# thread.
+#
+# Why the main thread's CPU time: the wall time of a whole traced run moves by tens of
+# milliseconds between identical runs on a shared 2-vCPU machine, and it mixes the hot
+# path's cost with the drainer's and the writer's. sqlite3's main thread is the only one
+# that allocates, and the one memtrace's hot path slows down. A tiny library preloaded
+# after the interposer prints its CPU time from a destructor (after the program is done
+# allocating). The wall time of each run (start to exit, the capture's final flush
+# included) is shown beside it: a producer waiting for ring space sleeps, which shows
+# there and not in CPU time. Variants run round-robin, --runs rounds; each figure is the
+# median and the fastest run, with the time added against the untraced variant's same
+# figure (on a shared machine other work only ever adds time: the fastest run is the
+# least disturbed one).
+#
+#   bench/preload_ab.sh [--runs=N] [--cpu=N|any] [--sql=FILE] \
+#       label=PRELOAD.so[:ENV=VALUE,...] ...
+#
+# --cpu: the CPU every run is pinned to (taskset), 0 by default. On the shared 2-vCPU
+# machines the two vCPUs can differ by half in speed for minutes at a time (another
+# tenant on the host core behind one of them: sqlite3 untraced took 0.50 s on CPU 0 and
+# 0.81 s on CPU 1, 2026-12-01 10:10), and a run lands on either; unpinned, that
+# difference swamps what is measured. Pinned, memtrace's drainer and writer share the
+# program's CPU: the main thread's CPU time stays a fair measure (its caches are shared
+# with them), and the wall time then includes their work. "any": the kernel places runs.
+# --sql: what sqlite3 runs instead of the workload (/dev/null: start-up and exit only,
+# each variant's fixed cost).
+#
+# A variant is a label, the interposer to load ("none": untraced) and optional settings
+# for it, for example:
+#
+#   cp bazel-bin/preload/libmemtrace_preload.so /tmp/before.so   # at the older commit
+#   bench/preload_ab.sh --runs=7 untraced=none before=/tmp/before.so \
+#       after=bazel-bin/preload/libmemtrace_preload.so \
+#       after-depth0=bazel-bin/preload/libmemtrace_preload.so:MEMTRACE_STACK_DEPTH=0
+#
+# Needs: sqlite3 and a C compiler (cc).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=5
+cpu=0
+sql="$PWD/bench/sqlite_workload.sql"
+variants=()
+for arg in "$@"; do
+  case "$arg" in
+    --runs=*) runs="${arg#--runs=}" ;;
+    --cpu=*) cpu="${arg#--cpu=}" ;;
+    --sql=*) sql="${arg#--sql=}" ;;
+    *=*) variants+=("$arg") ;;
+    *) echo "usage: bench/preload_ab.sh [--runs=N] [--cpu=N|any] [--sql=FILE]" \
+            "label=PRELOAD.so[:ENV=VALUE,...] ..." >&2
+       exit 2 ;;
+  esac
+done
+if [[ ${#variants[@]} -eq 0 ]]; then
+  echo "preload_ab: name at least one variant, label=PRELOAD.so or label=none" >&2
+  exit 2
+fi
+[[ -r "$sql" ]] || { echo "preload_ab: --sql=$sql: no such readable file" >&2; exit 2; }
+pin=()
+if [[ "$cpu" != any ]]; then
+  [[ "$cpu" =~ ^[0-9]+$ ]] || {
+    echo "preload_ab: --cpu=$cpu: give a CPU number or 'any'" >&2
+    exit 2
+  }
+  taskset -c "$cpu" true 2> /dev/null || {
+    echo "preload_ab: cannot pin to CPU $cpu (taskset -c $cpu failed);" \
+         "pick one of $(nproc) CPUs or --cpu=any" >&2
+    exit 2
+  }
+  pin=(taskset -c "$cpu")
+fi
+command -v sqlite3 > /dev/null || {
+  echo "preload_ab: sqlite3 is missing; run tools/setup --bench" >&2
+  exit 2
+}
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+cat > "$work/main_cpu.c" <<'EOF'
+#include <stdio.h>
+#include <time.h>
+/* The main thread's CPU time, printed as the process ends. */
+__attribute__((destructor)) static void memtrace_ab_main_cpu(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  fprintf(stderr, "memtrace_ab_main_cpu %.4f\n", (double)t.tv_sec + t.tv_nsec / 1e9);
+}
+EOF
+cc -O2 -shared -fPIC -o "$work/main_cpu.so" "$work/main_cpu.c"
+
+# One run of variant $1: prints the main thread's CPU seconds and the run's wall seconds.
+run_variant() {
+  local spec="$1" label so settings preload
+  label="${spec%%=*}"
+  so="${spec#*=}"
+  settings=""
+  if [[ "$so" == *:* ]]; then settings="${so#*:}"; so="${so%%:*}"; fi
+  if [[ "$so" == none ]]; then
+    preload="$work/main_cpu.so"
+  else
+    [[ -f "$so" ]] || { echo "preload_ab: '$so' (variant $label) does not exist" >&2; exit 2; }
+    preload="$(realpath "$so") $work/main_cpu.so"
+  fi
+  local -a env_args=()
+  if [[ -n "$settings" ]]; then IFS=',' read -r -a env_args <<< "$settings"; fi
+  local start end cpu
+  start=$(date +%s%N)
+  "${pin[@]}" env MEMTRACE_OUTPUT="$work/capture.mtb" "${env_args[@]}" LD_PRELOAD="$preload" \
+    sqlite3 :memory: < "$sql" > /dev/null 2> "$work/stderr" || true
+  end=$(date +%s%N)
+  cpu=$(awk '/^memtrace_ab_main_cpu / {print $2}' "$work/stderr")
+  if [[ -z "$cpu" ]]; then
+    echo "preload_ab: variant $label printed no time; its stderr:" >&2
+    cat "$work/stderr" >&2
+    return 1
+  fi
+  echo "$cpu $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.4f", (b - a) / 1e9}')"
+}
+
+declare -A cpu wall
+for _ in $(seq "$runs"); do
+  for spec in "${variants[@]}"; do
+    s="$(run_variant "$spec")" || exit 1
+    cpu["${spec%%=*}"]+=" ${s% *}"
+    wall["${spec%%=*}"]+=" ${s#* }"
+  done
+done
+
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+fastest() { tr ' ' '\n' | grep . | sort -n | head -1; }
+base_label=""
+for spec in "${variants[@]}"; do
+  [[ "${spec#*=}" == none ]] && base_label="${spec%%=*}" && break
+done
+added() {  # $1 against the untraced $2, in ms
+  [[ -n "$2" ]] || { echo "-"; return; }
+  awk -v m="$1" -v b="$2" 'BEGIN {printf "%+.0f", (m - b) * 1000}'
+}
+# Per variant: the main thread's CPU time and the wall time, each as the median and the
+# fastest run (on a shared machine other work only ever adds time, so the fastest run is
+# the least disturbed), and each against the untraced variant's same statistic.
+printf '%-14s | %-31s | %-31s\n' "" "main thread CPU s (added ms)" "wall s (added ms)"
+printf '%-14s | %15s %15s | %15s %15s\n' variant median fastest median fastest
+for spec in "${variants[@]}"; do
+  label="${spec%%=*}"
+  row=()
+  for series in cpu wall; do
+    declare -n values="$series"
+    m="$(median <<< "${values[$label]}")"
+    f="$(fastest <<< "${values[$label]}")"
+    bm="" bf=""
+    if [[ -n "$base_label" ]]; then
+      bm="$(median <<< "${values[$base_label]}")"
+      bf="$(fastest <<< "${values[$base_label]}")"
+    fi
+    row+=("$(printf '%s (%s)' "$m" "$(added "$m" "$bm")")")
+    row+=("$(printf '%s (%s)' "$f" "$(added "$f" "$bf")")")
+    unset -n values
+  done
+  printf '%-14s | %15s %15s | %15s %15s\n' "$label" "${row[@]}"
+done
