@@ -17,7 +17,7 @@
 # figure (on a shared machine other work only ever adds time: the fastest run is the
 # least disturbed one).
 #
-#   bench/preload_ab.sh [--runs=N] [--cpu=N|any] [--sql=FILE] \
+#   bench/preload_ab.sh [--runs=N] [--cpu=N|any] [--tracer-cpus=LIST] [--sql=FILE] \
 #       label=PRELOAD.so[:ENV=VALUE,...] ...
 #
 # --cpu: the CPU every run is pinned to (taskset), 0 by default. On the shared 2-vCPU
@@ -27,6 +27,10 @@
 # difference swamps what is measured. Pinned, memtrace's drainer and writer share the
 # program's CPU: the main thread's CPU time stays a fair measure (its caches are shared
 # with them), and the wall time then includes their work. "any": the kernel places runs.
+# --tracer-cpus: MEMTRACE_TRACER_CPUS for every traced variant: with --cpu=0
+# --tracer-cpus=1 the program runs on CPU 0 and memtrace's drainer and writer on CPU 1,
+# the two-core split of an unpinned run without its lottery. (Interposer builds older
+# than the setting ignore it; their threads then share the program's CPU.)
 # --sql: what sqlite3 runs instead of the workload (/dev/null: start-up and exit only,
 # each variant's fixed cost).
 #
@@ -44,15 +48,18 @@ cd "$(dirname "$0")/.."
 
 runs=5
 cpu=0
+tracer_cpus=""
 sql="$PWD/bench/sqlite_workload.sql"
 variants=()
 for arg in "$@"; do
   case "$arg" in
     --runs=*) runs="${arg#--runs=}" ;;
     --cpu=*) cpu="${arg#--cpu=}" ;;
+    --tracer-cpus=*) tracer_cpus="${arg#--tracer-cpus=}" ;;
     --sql=*) sql="${arg#--sql=}" ;;
     *=*) variants+=("$arg") ;;
-    *) echo "usage: bench/preload_ab.sh [--runs=N] [--cpu=N|any] [--sql=FILE]" \
+    *) echo "usage: bench/preload_ab.sh [--runs=N] [--cpu=N|any] [--tracer-cpus=LIST]" \
+            "[--sql=FILE]" \
             "label=PRELOAD.so[:ENV=VALUE,...] ..." >&2
        exit 2 ;;
   esac
@@ -112,7 +119,10 @@ run_variant() {
   if [[ -n "$settings" ]]; then IFS=',' read -r -a env_args <<< "$settings"; fi
   local start end cpu
   start=$(date +%s%N)
-  "${pin[@]}" env MEMTRACE_OUTPUT="$work/capture.mtb" "${env_args[@]}" LD_PRELOAD="$preload" \
+  local -a tracer=()
+  [[ -n "$tracer_cpus" ]] && tracer=(MEMTRACE_TRACER_CPUS="$tracer_cpus")
+  "${pin[@]}" env MEMTRACE_OUTPUT="$work/capture.mtb" "${tracer[@]}" "${env_args[@]}" \
+    LD_PRELOAD="$preload" \
     sqlite3 :memory: < "$sql" > /dev/null 2> "$work/stderr" || true
   end=$(date +%s%N)
   cpu=$(awk '/^memtrace_ab_main_cpu / {print $2}' "$work/stderr")

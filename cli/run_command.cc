@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/capture_reader.h"
 #include "preload/preload_config.h"
+#include "runtime/cpu_list.h"
 
 // The interposer looks this up and stands down in any program that defines it: the CLI
 // must never trace itself (cli/BUILD.bazel exports it in the dynamic symbol table).
@@ -133,6 +134,7 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
   if (!o.sample.empty()) env.push_back("MEMTRACE_SAMPLE_BYTES=" + o.sample);
   env.push_back(std::string("MEMTRACE_TRACE_CHILDREN=") + (o.children ? "1" : "0"));
   env.push_back(std::string("MEMTRACE_MMAP=") + (o.mmap ? "1" : "0"));
+  if (!o.tracer_cpus.empty()) env.push_back("MEMTRACE_TRACER_CPUS=" + o.tracer_cpus);
   return env;
 }
 
@@ -193,7 +195,7 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     };
     if (value("--output", &o->output) || value("--depth", &o->depth) ||
         value("--unwind", &o->unwind) || value("--min-size", &o->min_size) ||
-        value("--sample", &o->sample) ||
+        value("--sample", &o->sample) || value("--tracer-cpus", &o->tracer_cpus) ||
         value("--preload", &o->preload)) {
       continue;
     }
@@ -238,6 +240,12 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     *error = "--output is empty";
     return false;
   }
+  // The list's form only: whether this machine has the CPUs, the interposer checks (and
+  // says) in the program, where they are needed.
+  if (const absl::StatusOr<CpuList> cpus = ParseCpuList(o->tracer_cpus); !cpus.ok()) {
+    *error = absl::StrCat("--tracer-cpus: ", cpus.status().message());
+    return false;
+  }
   return true;
 }
 
@@ -261,6 +269,9 @@ const char* RunUsage() {
          "  --children          also trace programs it execs, each into its own capture\n"
          "  --mmap              also record anonymous mappings (mmap, munmap, mremap) on\n"
          "                      a layer of their own, \"mmap\"\n"
+         "  --tracer-cpus=LIST  run memtrace's own threads (drainer, writer) only on these\n"
+         "                      CPUs, a list like 2-3,6 (default: wherever the kernel puts\n"
+         "                      them)\n"
          "  --preload=PATH      the interposer (default: beside this binary, or\n"
          "                      $MEMTRACE_PRELOAD)\n"
          "  --quiet             do not print the summary\n"

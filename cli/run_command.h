@@ -47,6 +47,7 @@ struct RunOptions {
   std::string min_size;
   std::string sample;
   std::string preload;
+  std::string tracer_cpus;  // a CPU list (runtime/cpu_list.h), or empty
   bool children = false;
   bool mmap = false;
   bool quiet = false;

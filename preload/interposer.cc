@@ -733,6 +733,7 @@ void Start() {
 
   Config rc;
   rc.ring_capacity_log2 = settings.ring_capacity_log2;
+  rc.thread_cpus = settings.tracer_cpus;
   // Lossless by default: a thread whose ring is full waits (up to a second) for the
   // drainer, and the drainer waits for the disk (below), so a program that allocates
   // faster than its capture can be written is slowed down rather than losing records.
@@ -763,7 +764,8 @@ void Start() {
       ",\"unwind\":\"", config.unwind == UnwindMethod::kFramePointers ? "fp" : "dwarf",
       "\",\"sample_interval_bytes\":", settings.sample_bytes, ",\"trace_children\":",
       settings.trace_children ? "true" : "false", ",\"mmap\":", config.mmap ? "true" : "false",
-      "}");
+      ",\"tracer_cpus\":", JsonQuote(settings.tracer_cpus.ToString()), "}");
+  options.writer_cpus = settings.tracer_cpus;
   auto opened = JsonlSink::Open(path, options);
   if (!opened.ok()) {
     WriteStderr(absl::StrCat(opened.status().message(), "; tracing is off\n"));

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <utility>
 
 namespace memtrace {
 namespace {
@@ -79,6 +80,17 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
   number("MEMTRACE_RING_LOG2", 10, 22, &ring);
   c.ring_capacity_log2 = static_cast<uint32_t>(ring);
   flag("MEMTRACE_MMAP", &c.mmap);
+  if (const char* v = lookup("MEMTRACE_TRACER_CPUS"); v != nullptr) {
+    absl::StatusOr<CpuList> cpus = ParseCpuList(v);
+    absl::Status usable = cpus.ok() ? CheckOnline(*cpus) : cpus.status();
+    if (usable.ok()) {
+      c.tracer_cpus = *std::move(cpus);
+    } else {
+      warnings->push_back(std::string("memtrace: MEMTRACE_TRACER_CPUS=\"") + v + "\": " +
+                          std::string(usable.message()) +
+                          "; memtrace's threads run wherever the kernel puts them");
+    }
+  }
   return c;
 }
 

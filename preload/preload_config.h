@@ -43,6 +43,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cpu_list.h"
+
 namespace memtrace {
 
 enum class UnwindMethod : uint8_t { kFramePointers, kDwarf };
@@ -56,6 +58,8 @@ struct PreloadConfig {
   uint64_t sample_bytes = 0;
   uint32_t ring_capacity_log2 = 16;
   bool mmap = false;
+  // MEMTRACE_TRACER_CPUS: where memtrace's drainer and writer threads run (empty: anywhere).
+  CpuList tracer_cpus;
 };
 
 inline constexpr uint32_t kMaxPreloadStackDepth = 64;

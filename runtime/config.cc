@@ -42,6 +42,9 @@ absl::Status Config::Validate() const {
     return absl::InvalidArgumentError(
         "Config.request_site_capacity_max is 0; it must be at least 1 (default 65536)");
   }
+  if (absl::Status s = CheckOnline(thread_cpus); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("Config.thread_cpus: ", s.message()));
+  }
   return absl::OkStatus();
 }
 

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "runtime/cpu_list.h"
 #include "runtime/site_table.h"
 
 namespace memtrace {
@@ -55,6 +56,9 @@ struct Config {
   // Distinct call sites kept per recorder before "other sites" (the seed's
   // request_site_capacity_max).
   uint32_t request_site_capacity_max = kDefaultSiteCapacity;
+  // The CPUs the drainer thread may run on (cpu_list.h); empty: wherever the kernel puts
+  // it. Validate() checks that each is online.
+  CpuList thread_cpus;
 
   absl::Status Validate() const;
 };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "runtime/internal/thread_state.h"
 #include "transport/ticket.h"
@@ -32,12 +33,13 @@ bool IsRelease(EventKind kind) {
 }  // namespace
 
 Drainer::Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
-                 absl::Duration period, absl::Duration idle_period)
+                 absl::Duration period, absl::Duration idle_period, CpuList cpus)
     : clock_(clock),
       registry_(registry),
       ledger_(ledger),
       period_(period),
-      idle_period_(idle_period) {
+      idle_period_(idle_period),
+      cpus_(std::move(cpus)) {
   counters_.ring_capacity = uint64_t{1} << registry->capacity_log2();
   counters_.uses_membarrier = clock_->UsesMembarrier();
   // Nothing records until Start() opens the clock.
@@ -103,6 +105,7 @@ absl::Duration Drainer::NextSleep(absl::Duration sleep, uint64_t records,
 
 void Drainer::Run() {
   runtime_internal::MarkInternalThread();
+  PlaceMemtraceThread("memtrace-drain", cpus_);
   // Release: pairs with the acquire load in OnDrainerThread().
   drainer_id_.store(std::this_thread::get_id(), std::memory_order_release);
   std::unique_lock<std::mutex> lock(mu_);

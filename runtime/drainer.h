@@ -47,6 +47,7 @@
 #include "absl/time/time.h"
 #include "runtime/allocation_ledger.h"
 #include "runtime/capture_integrity.h"
+#include "runtime/cpu_list.h"
 #include "runtime/event_observer.h"
 #include "transport/epoch_clock.h"
 #include "transport/ring_registry.h"
@@ -55,8 +56,10 @@ namespace memtrace {
 
 class Drainer {
  public:
+  // The thread is named "memtrace-drain" and, when `cpus` is not empty, restricted to
+  // those CPUs (Config::thread_cpus, checked by Config::Validate()).
   Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
-          absl::Duration period, absl::Duration idle_period);
+          absl::Duration period, absl::Duration idle_period, CpuList cpus = {});
   ~Drainer();
 
   Drainer(const Drainer&) = delete;
@@ -136,6 +139,7 @@ class Drainer {
   AllocationLedger* const ledger_;
   const absl::Duration period_;
   const absl::Duration idle_period_;
+  const CpuList cpus_;  // where the drainer thread runs (empty: anywhere)
 
   // Drainer-thread state.
   std::vector<Cursor> cursors_;

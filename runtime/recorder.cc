@@ -37,7 +37,8 @@ Recorder::Recorder(const Config& config)
       tickets_(config.ticket_table_log2),
       registry_(config.ring_capacity_log2),
       ledger_(config.request_site_capacity_max),
-      drainer_(&clock_, &registry_, &ledger_, config.drain_period, config.idle_drain_period) {
+      drainer_(&clock_, &registry_, &ledger_, config.drain_period, config.idle_drain_period,
+               config.thread_cpus) {
   const runtime_internal::SlotLease lease =
       runtime_internal::AcquireRecorderSlot(&registry_);
   slot_ = lease.index;

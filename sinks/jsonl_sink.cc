@@ -64,6 +64,9 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& pa
                                                            const JsonlSinkOptions& given) {
   JsonlSinkOptions options = given;
   ApplyPathExtension(path, &options);
+  if (absl::Status s = CheckOnline(options.writer_cpus); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("memtrace: writer_cpus: ", s.message()));
+  }
   FILE* f = fopen(path.c_str(), "we");
   if (f == nullptr) {
     const int err = errno;
@@ -90,6 +93,10 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::FromStream(
     FILE* stream, bool owned, const std::string& name, const JsonlSinkOptions& options) {
   if (stream == nullptr) {
     return absl::InvalidArgumentError("memtrace: JsonlSink needs an open stream");
+  }
+  if (absl::Status s = CheckOnline(options.writer_cpus); !s.ok()) {
+    if (owned) fclose(stream);  // the sink would have owned it
+    return absl::InvalidArgumentError(absl::StrCat("memtrace: writer_cpus: ", s.message()));
   }
   std::unique_ptr<JsonlSink> sink(new JsonlSink(stream, owned, name, options));
   return sink;
@@ -178,6 +185,7 @@ void JsonlSink::Enqueue(uint32_t epoch, int64_t epoch_start_unix_ns,
 
 void JsonlSink::WriterLoop() {
   runtime_internal::MarkInternalThread();  // the sink never traces itself
+  PlaceMemtraceThread("memtrace-write", options_.writer_cpus);
   // A closed pipe must become EPIPE from write(), not SIGPIPE killing the program: the
   // signal goes to the thread that wrote, and this thread blocks it.
   sigset_t block;

@@ -41,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "runtime/cpu_list.h"
 #include "runtime/event_observer.h"
 #include "runtime/site_table.h"
 #include "runtime/snapshot.h"
@@ -80,6 +81,9 @@ struct JsonlSinkOptions {
   // The interposer's sampling interval (0: not sampled). When set, every allocation line
   // carries its weight, 1 / (1 - exp(-size / interval)) (docs/capture-format.md).
   uint64_t sample_interval_bytes = 0;
+  // The CPUs the writer thread ("memtrace-write") may run on (runtime/cpu_list.h); empty:
+  // wherever the kernel puts it. Open() and FromStream() refuse a CPU that is not online.
+  CpuList writer_cpus;
 };
 
 struct JsonlSinkStats {
@@ -102,7 +106,8 @@ class JsonlSink final : public EventObserver {
   // What Open() turns on for `path`: zstd for ".zst", the binary encoding for ".mtb" and
   // ".mtb.zst". For callers that open a variant of the path (a ".exec1" suffix).
   static void ApplyPathExtension(const std::string& path, JsonlSinkOptions* options);
-  // Writes to an open stream (a pipe, stdout). The sink closes it if `owned`.
+  // Writes to an open stream (a pipe, stdout). The sink closes it if `owned`, and so does
+  // a refusal.
   static absl::StatusOr<std::unique_ptr<JsonlSink>> FromStream(
       FILE* stream, bool owned, const std::string& name,
       const JsonlSinkOptions& options = JsonlSinkOptions{});

@@ -5,8 +5,10 @@
 
 #include "preload/preload_config.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -35,6 +37,7 @@ TEST(PreloadConfigTest, DefaultsMirrorTheSeed) {
   EXPECT_FALSE(c.trace_children);
   EXPECT_EQ(c.ring_capacity_log2, 16u);
   EXPECT_FALSE(c.mmap) << "mappings are opt-in";
+  EXPECT_TRUE(c.tracer_cpus.empty()) << "memtrace's threads go where the kernel puts them";
 }
 
 TEST(PreloadConfigTest, GoodValuesAreTaken) {
@@ -46,7 +49,8 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
                                  {"MEMTRACE_TRACE_CHILDREN", "yes"},
                                  {"MEMTRACE_RING_LOG2", "12"},
                                  {"MEMTRACE_SAMPLE_BYTES", "524288"},
-                                 {"MEMTRACE_MMAP", "1"}},
+                                 {"MEMTRACE_MMAP", "1"},
+                                 {"MEMTRACE_TRACER_CPUS", AllowedCpus().ToString()}},
                                 &warnings);
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(c.output, "/tmp/x-%p.jsonl.zst");
@@ -57,6 +61,34 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
   EXPECT_EQ(c.ring_capacity_log2, 12u);
   EXPECT_EQ(c.sample_bytes, 524288u);
   EXPECT_TRUE(c.mmap);
+  EXPECT_EQ(c.tracer_cpus, AllowedCpus());
+}
+
+TEST(PreloadConfigTest, ATracerCpuListThatCannotBeUsedWarnsAndPinsNothing) {
+  // The first CPU that is not online.
+  const CpuList online = OnlineCpus();
+  uint32_t forbidden = 0;
+  while (std::find(online.cpus.begin(), online.cpus.end(), forbidden) != online.cpus.end()) {
+    ++forbidden;
+  }
+  const std::string forbidden_text = std::to_string(forbidden);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"2-x", "MEMTRACE_TRACER_CPUS=\"2-x\": CPU list \"2-x\": expected a CPU number at "
+              "position 3"},
+      {"3-1", "the range 3-1 runs backwards"},
+      {forbidden_text, "CPU " + forbidden_text + " of the list " + forbidden_text +
+                           " is not online on this machine"},
+  };
+  for (const auto& [value, warning] : cases) {
+    std::vector<std::string> warnings;
+    const PreloadConfig parsed = Parse({{"MEMTRACE_TRACER_CPUS", value}}, &warnings);
+    ASSERT_EQ(warnings.size(), 1u) << value;
+    EXPECT_NE(warnings[0].find(warning), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("memtrace's threads run wherever the kernel puts them"),
+              std::string::npos)
+        << warnings[0];
+    EXPECT_TRUE(parsed.tracer_cpus.empty());
+  }
 }
 
 TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {

@@ -20,16 +20,21 @@
 //               it, MAP_FIXED over part of another, a mapping made on one thread and
 //               unmapped on another, a file mapping (not an allocation); prints the
 //               pages it leaves mapped as "mmap_live_pages=P mmap_live_mappings=M"
+//   threads     prints "NAME=CPUS" for each of its threads named memtrace-* (the CPUs the
+//               kernel lets it run on, /proc's Cpus_allowed_list), once both the
+//               drainer and the writer are there (they start with the program)
 
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -357,6 +362,49 @@ void Mappings() {
   PrintCounts();
 }
 
+// The memtrace threads of this process, "NAME=CPUS" sorted by name, from /proc.
+std::vector<std::string> MemtraceThreads() {
+  std::vector<std::string> found;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return found;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string task = std::string("/proc/self/task/") + e->d_name;
+    char name[64] = {};
+    FILE* comm = fopen((task + "/comm").c_str(), "r");
+    if (comm == nullptr) continue;
+    const bool named = fgets(name, sizeof(name), comm) != nullptr;
+    fclose(comm);
+    if (!named || strncmp(name, "memtrace-", 9) != 0) continue;
+    name[strcspn(name, "\n")] = '\0';
+    FILE* status = fopen((task + "/status").c_str(), "r");
+    if (status == nullptr) continue;
+    char line[512];
+    while (fgets(line, sizeof(line), status) != nullptr) {
+      if (strncmp(line, "Cpus_allowed_list:", 18) == 0) {
+        const char* cpus = line + 18 + strspn(line + 18, " \t");
+        found.push_back(std::string(name) + "=" + std::string(cpus, strcspn(cpus, "\n")));
+      }
+    }
+    fclose(status);
+  }
+  closedir(dir);
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void Threads() {
+  // Both threads start in the interposer's constructor; a wait bounds the race with their
+  // first instructions (naming and placing themselves).
+  std::vector<std::string> threads;
+  for (int i = 0; i < 5000; ++i) {
+    threads = MemtraceThreads();
+    if (threads.size() >= 2) break;
+    usleep(1000);
+  }
+  for (const std::string& t : threads) printf("%s\n", t.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -375,9 +423,11 @@ int main(int argc, char** argv) {
     Stack();
   } else if (mode == "mmap") {
     Mappings();
+  } else if (mode == "threads") {
+    Threads();
   } else {
-    fprintf(stderr,
-            "usage: preload_target basic|exit-thread|fork|exec PROGRAM...|crash|stack|mmap\n");
+    fprintf(stderr, "usage: preload_target "
+                    "basic|exit-thread|fork|exec PROGRAM...|crash|stack|mmap|threads\n");
     return 2;
   }
   return 0;

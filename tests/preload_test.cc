@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "analysis/capture_reader.h"
+#include "runtime/cpu_list.h"
 
 namespace memtrace {
 namespace {
@@ -592,6 +593,47 @@ TEST_F(PreloadTest, BadSettingsWarnAndFallBack) {
   const Replay r = ReplayCapture(capture, &s);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(r.markers.allocs, 1);
+}
+
+// `memtrace run --tracer-cpus=LIST` (MEMTRACE_TRACER_CPUS): the drainer and the writer,
+// named, run only there (read back from /proc in the program), and the header says so.
+// A list this process cannot use warns, pins nothing and traces anyway.
+TEST_F(PreloadTest, TracerThreadsRunOnTheCpusAsked) {
+  const CpuList allowed = AllowedCpus();
+  const std::string last = std::to_string(allowed.cpus.back());
+  const std::string capture = TempDir() + "/tracer_cpus.mtb";
+  const Result run = RunProgram({Cli(), "run", "--quiet", "--tracer-cpus=" + last,
+                                 "--output=" + capture, "--", Target(), "threads"},
+                                {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out, "memtrace-drain=" + last + "\nmemtrace-write=" + last + "\n") << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Field(r.header, "tracer_cpus"), last) << r.header;
+
+  const std::string unpinned = TempDir() + "/tracer_cpus_bad.mtb";
+  const Result bad = RunProgram({Target(), "threads"},
+                                {"LD_PRELOAD=" + Preload(), "MEMTRACE_OUTPUT=" + unpinned,
+                                 "MEMTRACE_TRACER_CPUS=1024"});
+  ASSERT_EQ(bad.status, 0) << bad.err;
+  EXPECT_NE(bad.err.find("MEMTRACE_TRACER_CPUS=\"1024\": CPU list \"1024\": the CPU number "
+                         "at position 1 is above 1023"),
+            std::string::npos)
+      << bad.err;
+  const std::string all = allowed.ToString();
+  EXPECT_EQ(bad.out, "memtrace-drain=" + all + "\nmemtrace-write=" + all + "\n");
+  const Replay unpinned_replay = ReplayCapture(unpinned, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_NE(unpinned_replay.header.find("\"tracer_cpus\":\"\""), std::string::npos)
+      << unpinned_replay.header;
+
+  const Result usage = RunProgram({Cli(), "run", "--tracer-cpus=2-x", "--", Target()}, {});
+  EXPECT_EQ(usage.status, 2);
+  EXPECT_NE(usage.err.find("--tracer-cpus: CPU list \"2-x\": expected a CPU number at "
+                           "position 3"),
+            std::string::npos)
+      << usage.err;
 }
 
 TEST_F(PreloadTest, TheCliNeverTracesItself) {

@@ -1,0 +1,171 @@
+// Copyright 2026 The memtrace Authors.
+//
+// CPU lists (runtime/cpu_list.h): parsing and its errors, the check against the CPUs that
+// are online, and memtrace's own threads named and placed where a Config or
+// JsonlSinkOptions asks, read back from /proc/self/task, not from memtrace.
+
+#include "runtime/cpu_list.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "runtime/recorder.h"
+#include "sinks/jsonl_sink.h"
+
+namespace memtrace {
+namespace {
+
+std::vector<uint32_t> Cpus(const char* text) {
+  absl::StatusOr<CpuList> list = ParseCpuList(text);
+  EXPECT_TRUE(list.ok()) << text << ": " << list.status();
+  return list.ok() ? list->cpus : std::vector<uint32_t>{};
+}
+
+std::string ErrorOf(const char* text) {
+  absl::StatusOr<CpuList> list = ParseCpuList(text);
+  EXPECT_FALSE(list.ok()) << text << " was accepted";
+  return list.ok() ? "" : std::string(list.status().message());
+}
+
+TEST(CpuListTest, ParsesTheLinuxForm) {
+  EXPECT_EQ(Cpus("0"), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(Cpus("0-3,8"), (std::vector<uint32_t>{0, 1, 2, 3, 8}));
+  EXPECT_EQ(Cpus("5,1-2,2,1"), (std::vector<uint32_t>{1, 2, 5})) << "sorted, no repeats";
+  EXPECT_EQ(Cpus("1023"), (std::vector<uint32_t>{1023}));
+  EXPECT_TRUE(Cpus("").empty());
+  EXPECT_EQ(ParseCpuList("8,0-3")->ToString(), "0-3,8");
+  EXPECT_EQ(ParseCpuList("1,3,5-6")->ToString(), "1,3,5-6");
+  EXPECT_EQ(CpuList{}.ToString(), "");
+}
+
+TEST(CpuListTest, ErrorsSayWhatAndWhere) {
+  EXPECT_NE(ErrorOf("a").find("expected a CPU number at position 1"), std::string::npos);
+  EXPECT_NE(ErrorOf("0-").find("position 3"), std::string::npos);
+  EXPECT_NE(ErrorOf("-1").find("position 1"), std::string::npos);
+  EXPECT_NE(ErrorOf("3-1").find("the range 3-1 runs backwards"), std::string::npos);
+  EXPECT_NE(ErrorOf("0,,1").find("position 3"), std::string::npos);
+  EXPECT_NE(ErrorOf("0,").find("unexpected ','"), std::string::npos);
+  EXPECT_NE(ErrorOf("0 ,1").find("unexpected ' ' at position 2"), std::string::npos);
+  EXPECT_NE(ErrorOf("1024").find("above 1023"), std::string::npos);
+  EXPECT_NE(ErrorOf("99999999999999999999").find("above 1023"), std::string::npos);
+  EXPECT_NE(ErrorOf("0;1").find("write it like 0-3,8"), std::string::npos);
+}
+
+// The first CPU number that is not online (there is always one below 1024 on the machines
+// this runs on: they have far fewer CPUs).
+uint32_t OfflineCpu() {
+  const CpuList online = OnlineCpus();
+  uint32_t cpu = 0;
+  while (std::find(online.cpus.begin(), online.cpus.end(), cpu) != online.cpus.end()) ++cpu;
+  return cpu;
+}
+
+TEST(CpuListTest, OnlyOnlineCpusAreAccepted) {
+  const CpuList online = OnlineCpus();
+  ASSERT_FALSE(online.empty());
+  EXPECT_TRUE(CheckOnline(online).ok());
+  EXPECT_TRUE(CheckOnline(CpuList{}).ok());
+  // The CPUs this thread may use are online.
+  const CpuList allowed = AllowedCpus();
+  ASSERT_FALSE(allowed.empty());
+  EXPECT_TRUE(CheckOnline(allowed).ok()) << allowed.ToString() << " vs " << online.ToString();
+  const uint32_t offline = OfflineCpu();
+  const absl::Status s = CheckOnline(CpuList{{online.cpus[0], offline}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("CPU " + std::to_string(offline) + " of the list"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.message().find("(online: " + online.ToString() + ")"), std::string::npos) << s;
+}
+
+// Cpus_allowed_list of this process's thread named `name` (from /proc), once one exists.
+std::optional<std::string> ThreadCpus(const std::string& name) {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return std::nullopt;
+  std::optional<std::string> found;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string task = std::string("/proc/self/task/") + e->d_name;
+    std::ifstream comm(task + "/comm");
+    std::string comm_name;
+    std::getline(comm, comm_name);
+    if (comm_name != name) continue;
+    std::ifstream status(task + "/status");
+    for (std::string line; std::getline(status, line);) {
+      const std::string key = "Cpus_allowed_list:";
+      if (line.rfind(key, 0) == 0) {
+        found = line.substr(line.find_first_not_of(" \t", key.size()));
+      }
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
+// Waits (up to 10 s: the thread names and pins itself as it starts) for the thread.
+std::optional<std::string> AwaitThreadCpus(const std::string& name, const std::string& want) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::optional<std::string> seen;
+  while (std::chrono::steady_clock::now() < deadline) {
+    seen = ThreadCpus(name);
+    if (seen == want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return seen;
+}
+
+TEST(CpuListTest, TheDrainerAndTheWriterRunWhereTheyAreTold) {
+  const CpuList allowed = AllowedCpus();
+  const CpuList last{{allowed.cpus.back()}};  // one CPU, not all of them (where possible)
+  Config config;
+  config.thread_cpus = last;
+  auto recorder = Recorder::Create(config);
+  ASSERT_TRUE(recorder.ok()) << recorder.status();
+  ASSERT_TRUE((*recorder)->Start().ok());
+  EXPECT_EQ(AwaitThreadCpus("memtrace-drain", last.ToString()), last.ToString());
+
+  char path[] = "/tmp/memtrace_cpu_list_test_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  JsonlSinkOptions options;
+  options.writer_cpus = last;
+  auto sink = JsonlSink::Open(path, options);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  EXPECT_EQ(AwaitThreadCpus("memtrace-write", last.ToString()), last.ToString());
+  (*sink)->Finish(Snapshot{}, "", false).IgnoreError();
+  EXPECT_TRUE((*recorder)->Stop().ok());
+  std::remove(path);
+}
+
+TEST(CpuListTest, CpusThatAreNotOnlineAreRefusedUpFront) {
+  const CpuList forbidden{{OfflineCpu()}};
+  Config config;
+  config.thread_cpus = forbidden;
+  auto recorder = Recorder::Create(config);
+  ASSERT_FALSE(recorder.ok());
+  EXPECT_NE(recorder.status().message().find("Config.thread_cpus: CPU"), std::string::npos)
+      << recorder.status();
+
+  const std::string path = "/tmp/memtrace_cpu_list_test_refused_" + std::to_string(getpid());
+  JsonlSinkOptions options;
+  options.writer_cpus = forbidden;
+  auto sink = JsonlSink::Open(path, options);
+  ASSERT_FALSE(sink.ok());
+  EXPECT_NE(sink.status().message().find("writer_cpus: CPU"), std::string::npos)
+      << sink.status();
+  EXPECT_NE(access(path.c_str(), F_OK), 0) << "no capture file is created";
+}
+
+}  // namespace
+}  // namespace memtrace
