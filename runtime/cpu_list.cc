@@ -142,8 +142,10 @@ absl::Status PinCallingThread(const CpuList& list) {
 }
 
 void PlaceMemtraceThread(const char* name, const CpuList& list) {
-  pthread_setname_np(pthread_self(), name);
+  // Pinned first, named after: whoever sees the name (top, a test reading /proc) sees the
+  // thread where it will stay.
   const absl::Status s = PinCallingThread(list);
+  pthread_setname_np(pthread_self(), name);
   if (s.ok()) return;
   const std::string message =
       absl::StrCat("memtrace: ", name, ": ", s.message(), "; it runs unrestricted\n");

@@ -60,8 +60,9 @@ absl::Status CheckOnline(const CpuList& list);
 absl::Status PinCallingThread(const CpuList& list);
 
 // PinCallingThread() for one of memtrace's own threads, named `name` (at most 15
-// characters): names it, pins it, and says on stderr when the kernel refuses, that the
-// thread runs unrestricted. For the drainer and the writer, as they start.
+// characters): pins it, then names it (so a thread seen by its name is already placed),
+// and says on stderr when the kernel refuses that the thread runs unrestricted. For the
+// drainer and the writer, as they start.
 void PlaceMemtraceThread(const char* name, const CpuList& list);
 
 }  // namespace memtrace

@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/time/time.h"
 #include "analysis/capture_reader.h"
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
@@ -211,7 +212,12 @@ TEST(JsonlSinkTest, StacksArriveWithTheirAllocationsAndModulesAreListed) {
 TEST(JsonlSinkTest, ManyInterleavedSitesKeepTheirIds) {
   const std::string path = TempPath("many_sites.jsonl");
   auto sink = JsonlSink::Open(path).value();
-  auto tracer = Tracer::Create(Config{}).value();
+  // 30,000 records into a 16,384-record ring: the thread waits for the drainer at least
+  // once. On a loaded machine (CI compiles beside the tests) that wait can outlast the
+  // default 100 ms, and this test is about site ids, not about the wait.
+  Config config;
+  config.overflow_wait = absl::Seconds(10);
+  auto tracer = Tracer::Create(config).value();
   ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
   ASSERT_TRUE(tracer->Start().ok());
   constexpr uint64_t kSites = 3000;
