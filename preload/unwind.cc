@@ -101,15 +101,15 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   if (ret == 0) return 0;
   runtime_internal::ThreadState& t = runtime_internal::Tls();
   // The memo (thread_state.h): the way that started here, else the one used less
-  // recently, which this walk takes. Its offsets are 32-bit: a stack of 4 GiB or more
-  // goes without.
+  // recently, which this walk takes. Its offsets are 32-bit, from the interposed
+  // function's frame: a stack of 4 GiB or more goes without.
   const size_t set = FibonacciIndex(start, runtime_internal::kUnwindWalkSetsLog2);
   runtime_internal::UnwindWalk* ways = t.unwind_walks[set];
   uint8_t& recent = t.unwind_walk_recent[set];
   const uint32_t way = ways[0].start == start ? 0 : ways[1].start == start ? 1 : recent ^ 1u;
   recent = static_cast<uint8_t>(way);
   runtime_internal::UnwindWalk& memo = ways[way];
-  const bool remembered = bounds.high - start < runtime_internal::kUnwindInitialRbp;
+  const bool remembered = bounds.high - fp < runtime_internal::kUnwindInitialRbp;
 
   // The walk's state at frame n - 1 (frames[0, n) written): the stack pointer on return
   // to it, rbp there and where rbp came from, its return address and its rule.
@@ -118,28 +118,29 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   uint64_t rbp = rbp0;
   uint32_t rbp_from = runtime_internal::kUnwindInitialRbp;
   FrameRule rule = FrameRule::End();
-  if (remembered && memo.start == start && memo.frames != 0 &&
-      RuleEntry::Address(memo.entries[0]) == ret) {
+  if (remembered && memo.start == start && memo.frames != 0 && memo.frames <= max &&
+      memo.ret[0] == ret) {
     // The last walk from here, checked against the stack. Each step of a walk depends only
     // on the stack words it reads and on the rule of each return address, so if every
     // word that walk read still holds what it read there, this walk is that walk. Those
-    // words: each return address, at its callee's CFA - 8, and, where a CFA is taken from
-    // rbp, the slot rbp was last reloaded from (checked through the CFA it gives). No
-    // check waits for another, so the loads overlap; the addresses were on this thread's
-    // stack, above `start`, when the memo was written, and still are.
+    // words (thread_state.h): each return address, at its callee's CFA - 8, and each rbp
+    // a CFA was computed from (the interposed function's saved rbp, or the slot rbp was
+    // last reloaded from). No check waits for another, so the loads overlap; the
+    // addresses were on this thread's stack, above `fp`, when the memo was written, and
+    // still are. (A memo deeper than `max`, written under another depth, is walked anew.)
     // The frames are written as they are checked; a walk of its own overwrites them.
-    const uint32_t want = memo.frames < max ? memo.frames : max;
-    bool same = true;
+    const uint32_t want = memo.frames;
+    uint64_t differ = 0;
     frames[0] = ret;
-    for (uint32_t i = 0; i + 1 < want; ++i) {
-      const FrameRule r = RuleEntry::Rule(memo.entries[i]);
-      const uint64_t caller = RuleEntry::Address(memo.entries[i + 1]);
-      const uint64_t cfa = start + memo.cfa[i];
-      if (r.cfa_from_rbp()) same &= RbpAt(start, rbp0, memo.rbp_from[i]) + r.cfa_offset() == cfa;
-      same &= *reinterpret_cast<const uint64_t*>(cfa - 8) == caller;
-      frames[i + 1] = caller;
+    for (uint32_t i = 1; i < want; ++i) {
+      const uint64_t caller = memo.ret[i];
+      differ |= *reinterpret_cast<const uint64_t*>(fp + memo.ret_at[i]) ^ caller;
+      frames[i] = caller;
     }
-    if (same) {
+    for (uint32_t k = 0; k < memo.rbp_checks; ++k) {
+      differ |= *reinterpret_cast<const uint64_t*>(fp + memo.rbp_at[k]) ^ memo.rbp_value[k];
+    }
+    if (differ == 0) {
       ++t.unwind_memo_hits;
       if (want == max || memo.ended) {
         if (memo.ended) *complete = memo.complete;
@@ -153,7 +154,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
       }
       // The memo ends short of `max`: walk on from its last frame.
       n = want;
-      ret = RuleEntry::Address(memo.entries[n - 1]);
+      ret = memo.ret[n - 1];
       rule = RuleEntry::Rule(memo.entries[n - 1]);
       if (n >= 2) rsp = start + memo.cfa[n - 2];
       rbp_from = memo.rbp_from[n - 1];
@@ -161,8 +162,14 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     }
   }
   // The memo's frames: [0, recorded) hold this walk's frames, with the CFA of each but the
-  // last. Each frame is added while all before it were and it fits; memo.frames is set at
-  // the end (a walk has no other way out).
+  // last, and the check's words. Each frame is added while all before it were and it
+  // fits; memo.frames is set at the end (a walk has no other way out). `ret_from`: where
+  // the newest frame's return address was read; `cfa_rbp_at`: where the rbp that the
+  // previous frame's CFA came from was (an offset from fp), or kNoRbp.
+  constexpr uint32_t kNoRbp = ~uint32_t{0};
+  uint64_t ret_from = fp + 8;
+  uint32_t cfa_rbp_at = kNoRbp;
+  uint64_t cfa_rbp = 0;
   uint32_t recorded = n;
   auto record = [&] {
     if (recorded + 1 != n || n > runtime_internal::kUnwindWalkFrames || !RuleEntry::Fits(ret)) {
@@ -170,11 +177,19 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     }
     memo.entries[n - 1] = RuleEntry::Make(ret, rule);
     memo.rbp_from[n - 1] = rbp_from;
+    memo.ret[n - 1] = ret;
+    memo.ret_at[n - 1] = static_cast<uint32_t>(ret_from - fp);
+    if (cfa_rbp_at != kNoRbp) {
+      memo.rbp_at[memo.rbp_checks] = cfa_rbp_at;
+      memo.rbp_value[memo.rbp_checks] = cfa_rbp;
+      ++memo.rbp_checks;
+    }
     recorded = n;
   };
   if (n == 0) {
     // A walk of its own, written into the memo as it goes.
     memo.start = remembered ? start : 0;
+    memo.rbp_checks = 0;
     memo.derived = 0;
     memo.derived_frames = 0;
     rule = RuleFor(ret);
@@ -189,6 +204,15 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
       break;
     }
     const uint64_t cfa = (rule.cfa_from_rbp() ? rbp : rsp) + rule.cfa_offset();
+    if (rule.cfa_from_rbp()) {
+      // rbp0 is the word at fp; a reloaded rbp, the word at start + rbp_from.
+      cfa_rbp_at = rbp_from == runtime_internal::kUnwindInitialRbp
+                       ? 0
+                       : static_cast<uint32_t>(start + rbp_from - fp);
+      cfa_rbp = rbp;
+    } else {
+      cfa_rbp_at = kNoRbp;
+    }
     // The caller's frame lies above this one and below the stack's top; rsp never drops
     // below the stack's bottom (it starts above it and only grows), so the words read,
     // between rsp and cfa, are on the stack.
@@ -217,6 +241,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
       }
     }
     ret = next;
+    ret_from = cfa - 8;
     rsp = cfa;
     frames[n++] = ret;
     record();

@@ -78,12 +78,22 @@ struct UnwindWalk {
   // Where rbp at frame i came from: the stack slot it was reloaded from at an earlier
   // frame, or kUnwindInitialRbp for the interposed function's saved rbp.
   uint32_t rbp_from[kUnwindWalkFrames];
+  // The check a later walk from `start` runs instead of walking: every stack word this
+  // walk's frames depend on, as an offset from the interposed function's frame (`start` -
+  // 16) and the value read there. Frame i's return address (`ret`, which is also frame i)
+  // was read at `ret_at[i]`; `rbp_checks` words hold the rbp a frame's CFA was computed
+  // from. Flat arrays, so the check is independent loads and compares, no decoding.
+  uint64_t ret[kUnwindWalkFrames];
+  uint32_t ret_at[kUnwindWalkFrames];
+  uint64_t rbp_value[kUnwindWalkFrames];
+  uint32_t rbp_at[kUnwindWalkFrames];
+  uint32_t rbp_checks;
   // A word the walk's caller keeps for the first `derived_frames` frames above (the
   // interposer: the stack's hash); cleared whenever they change. 0: none.
-  uint64_t derived;
   uint32_t derived_frames;
+  uint64_t derived;
 };
-static_assert(sizeof(UnwindWalk) == 288);
+static_assert(sizeof(UnwindWalk) == 672);
 
 struct ThreadState {
   // What every record reads comes first, so that with the first recorder's ring binding
@@ -107,7 +117,7 @@ struct ThreadState {
   // the shared rule cache. 4 KiB, zeroed with the rest of a new thread's TLS; on sqlite3's
   // stacks it predicts 87% of frames (512 entries: 91%).
   UnwindStep unwind_steps[size_t{1} << kUnwindStepsLog2];
-  // The walk memo (4.5 KiB): allocations made from the same stack depth mostly come
+  // The walk memo (10.5 KiB): allocations made from the same stack depth mostly come
   // through the same frames (preload/unwind.cc). `unwind_walk_recent`: the way of each
   // set used last.
   UnwindWalk unwind_walks[size_t{1} << kUnwindWalkSetsLog2][2];
