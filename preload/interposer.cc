@@ -334,25 +334,35 @@ __attribute__((always_inline)) inline uint64_t Site(Tracer* t, const void* frame
   if (config.stack_depth == 0) return ret;
   uint64_t frames[kMaxPreloadStackDepth];
   uint32_t n;
-  // The stack's hash, kept with the walk memo's frames (unwind.h): a stack the memo
-  // serves is not hashed again (16 dependent multiplies, a quarter of the record path).
-  uint64_t* kept_hash = nullptr;
+  // The stack's site word, kept with the walk memo's frames (unwind.h) once this thread
+  // has sent the frames: a stack the memo serves is neither hashed again (16 dependent
+  // multiplies) nor looked up in the recorder's small cache of sent stacks, which a
+  // program with more stacks than it holds (sqlite3: 875) would miss, sending the frames
+  // again.
+  uint64_t* kept_site = nullptr;
   if (config.unwind == UnwindMethod::kFramePointers) {
     n = preload_internal::UnwindFramePointers(frame, frames, config.stack_depth);
   } else {
     bool complete;
-    n = preload_internal::UnwindCfi(frame, frames, config.stack_depth, &complete, &kept_hash);
+    n = preload_internal::UnwindCfi(frame, frames, config.stack_depth, &complete, &kept_site);
     if (__builtin_expect(!complete, 0) && preload_internal::unw_backtrace_fn != nullptr) {
       // A frame whose rule memtrace does not follow (a signal trampoline): libunwind.
-      kept_hash = nullptr;
+      kept_site = nullptr;
       n = preload_internal::UnwindDwarf(own_code_begin, own_code_end, frames,
                                         config.stack_depth);
     }
   }
   if (n == 0) return ret;
-  if (kept_hash == nullptr) return t->recorder().StackSite(frames, n);
-  if (*kept_hash == 0) *kept_hash = Recorder::StackHash(frames, n);
-  return t->recorder().StackSiteOfHash(*kept_hash, frames, n);
+  if (kept_site == nullptr) return t->recorder().StackSite(frames, n);
+  // The frames went into this thread's ring ahead of an allocation that used the hash,
+  // so the sink knows them whatever ring this thread records into next. (The preload's
+  // one recorder is never replaced, so a kept word never outlives the recorder it was
+  // sent to.)
+  if (*kept_site != 0) return *kept_site;
+  const uint64_t hash = Recorder::StackHash(frames, n);
+  const uint64_t site = t->recorder().StackSiteOfHash(hash, frames, n);
+  if (site == hash) *kept_site = site;  // sent; not the return address of a failed send
+  return site;
 }
 
 // Where an interposed call came from, captured in the exported function itself.

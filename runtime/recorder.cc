@@ -94,6 +94,18 @@ absl::Status Recorder::Flush() {
   return absl::OkStatus();
 }
 
+uint64_t Recorder::StackSiteSlow(uint64_t hash, const uint64_t* frames,
+                                 uint32_t depth) noexcept {
+  runtime_internal::ThreadState& t = Tls();
+  uint64_t* ways = t.stack_cache[hash & (runtime_internal::kStackCacheSets - 1)];
+  if (t.stack_cache_generation == generation_ && ways[1] == hash) {
+    ways[1] = ways[0];  // the way used last goes first
+    ways[0] = hash;
+    return hash;
+  }
+  return SendStack(hash, frames, depth);
+}
+
 uint64_t Recorder::SendStack(uint64_t hash, const uint64_t* frames, uint32_t depth) noexcept {
   // A frame travels in a 48-bit field; stop at one that does not fit (none does on
   // x86-64 or AArch64 user space, but a corrupt frame chain could produce one).
@@ -130,10 +142,12 @@ uint64_t Recorder::SendStack(uint64_t hash, const uint64_t* frames, uint32_t dep
   }
   End(Claim{ring, pos, ring->id(), epoch, t.scope}, records);
   if (t.stack_cache_generation != generation_) {
-    for (uint64_t& entry : t.stack_cache) entry = 0;
+    for (auto& set : t.stack_cache) set[0] = set[1] = 0;
     t.stack_cache_generation = generation_;
   }
-  t.stack_cache[hash % runtime_internal::kStackCacheSize] = hash;
+  uint64_t* ways = t.stack_cache[hash & (runtime_internal::kStackCacheSets - 1)];
+  ways[1] = ways[0];  // the way used less recently is forgotten
+  ways[0] = hash;
   return hash;
 }
 

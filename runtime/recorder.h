@@ -249,12 +249,11 @@ class Recorder {
   uint64_t StackSiteOfHash(uint64_t hash, const uint64_t* frames, uint32_t depth) noexcept {
     if (depth > kMaxStackDepth) depth = kMaxStackDepth;
     runtime_internal::ThreadState& t = runtime_internal::Tls();
-    if (__builtin_expect(t.stack_cache_generation == generation_ &&
-                             t.stack_cache[hash % runtime_internal::kStackCacheSize] == hash,
-                         1)) {
+    const uint64_t* ways = t.stack_cache[hash & (runtime_internal::kStackCacheSets - 1)];
+    if (__builtin_expect(t.stack_cache_generation == generation_ && ways[0] == hash, 1)) {
       return hash;
     }
-    return SendStack(hash, frames, depth);
+    return StackSiteSlow(hash, frames, depth);
   }
 
   // Every live block of `layer` is released at once (an arena reset).
@@ -361,6 +360,7 @@ class Recorder {
   }
 
   // Slow paths.
+  uint64_t StackSiteSlow(uint64_t hash, const uint64_t* frames, uint32_t depth) noexcept;
   uint64_t SendStack(uint64_t hash, const uint64_t* frames, uint32_t depth) noexcept;
   SpscRing* Bind() noexcept;
   bool WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept;

@@ -146,6 +146,43 @@ TEST(RecorderTest, StopAppliesEverythingRecordedBeforeIt) {
   });
 }
 
+// A thread that cycles through many call stacks sends each stack's frames about once,
+// not once per use: 384 stacks (six times what a 64-entry cache held) of 8 frames, 4
+// records each, used 10 times round. Each use must return the stack's hash, the same
+// every time.
+TEST(RecorderTest, ManyStacksInTurnAreEachSentAboutOnce) {
+  auto recorder = Make();
+  ASSERT_TRUE(recorder->Start().ok());
+  constexpr uint64_t kStacks = 384;
+  constexpr uint32_t kDepth = 8;
+  constexpr uint64_t kRounds = 10;
+  std::vector<uint64_t> site_of(kStacks, 0);
+  uint64_t block = 0;
+  for (uint64_t round = 0; round < kRounds; ++round) {
+    for (uint64_t s = 0; s < kStacks; ++s) {
+      uint64_t frames[kDepth];
+      for (uint32_t f = 0; f < kDepth; ++f) frames[f] = 0x400000 + s * 0x1000 + f * 16;
+      const uint64_t site = recorder->StackSite(frames, kDepth);
+      EXPECT_NE(site & kStackHashBit, 0u) << "stack " << s << " fell back to its caller";
+      if (round == 0) site_of[s] = site;
+      EXPECT_EQ(site, site_of[s]) << "stack " << s << ", round " << round;
+      const uint64_t address = 0x10000000 + 16 * ++block;
+      ASSERT_EQ(recorder->RecordAlloc(kHeap, address, 8, site), RecordResult::kRecorded);
+      ASSERT_EQ(recorder->RecordFree(kHeap, address), RecordResult::kRecorded);
+    }
+  }
+  ASSERT_TRUE(recorder->Flush().ok());
+  recorder->Inspect([&](const AllocationLedger&, const CaptureIntegrity& integrity) {
+    const uint64_t memory_records = 2 * kStacks * kRounds;
+    ASSERT_GE(integrity.events_recorded, memory_records);
+    const uint64_t stack_records = integrity.events_recorded - memory_records;
+    // Once each: kStacks * 4. A cache set that more stacks share than it holds sends
+    // those again each round; allow as many again, far below a send per use (15,360).
+    EXPECT_GE(stack_records, kStacks * (kDepth / 2));
+    EXPECT_LE(stack_records, 2 * kStacks * (kDepth / 2));
+  });
+}
+
 TEST(RecorderTest, MemoryPartsSumToTheTotalAndGrowWhereTheyShould) {
   Config config;
   config.ring_capacity_log2 = 12;
