@@ -100,14 +100,22 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   const uint64_t start = fp + 16;
   if (ret == 0) return 0;
   runtime_internal::ThreadState& t = runtime_internal::Tls();
-  // The memo (thread_state.h): the way that started here, else the one used less
-  // recently, which this walk takes. Its offsets are 32-bit, from the interposed
-  // function's frame: a stack of 4 GiB or more goes without.
+  // The memo (thread_state.h): the way that started here, else the set's next way in
+  // turn, which this walk takes. Its offsets are 32-bit, from the interposed function's
+  // frame: a stack of 4 GiB or more goes without.
+  constexpr uint32_t kWays = runtime_internal::kUnwindWalkWays;
+  static_assert((kWays & (kWays - 1)) == 0, "the turn wraps with a mask");
   const size_t set = FibonacciIndex(start, runtime_internal::kUnwindWalkSetsLog2);
   runtime_internal::UnwindWalk* ways = t.unwind_walks[set];
-  uint8_t& recent = t.unwind_walk_recent[set];
-  const uint32_t way = ways[0].start == start ? 0 : ways[1].start == start ? 1 : recent ^ 1u;
-  recent = static_cast<uint8_t>(way);
+  uint32_t way = kWays;
+  for (uint32_t w = 0; w < kWays; ++w) {
+    if (ways[w].start == start) way = w;
+  }
+  if (way == kWays) {
+    uint8_t& next = t.unwind_walk_next[set];
+    way = next;
+    next = static_cast<uint8_t>((way + 1) & (kWays - 1));
+  }
   runtime_internal::UnwindWalk& memo = ways[way];
   const bool remembered = bounds.high - fp < runtime_internal::kUnwindInitialRbp;
 

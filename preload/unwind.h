@@ -11,7 +11,7 @@
 //   - DWARF: the unwind tables every ELF object carries (.eh_frame). Right for
 //     distribution binaries built without frame pointers. memtrace reads them itself
 //     (UnwindCfi, eh_frame.h), caching a rule per return address, and per thread the
-//     last walk from each of 16 stack positions (thread_state.h): a walk from the same
+//     last walk from each of 32 stack positions (thread_state.h): a walk from the same
 //     place checks the stack words that walk read (independent loads) instead of walking;
 //     bench/unwind_benchmark measures both. The few frames whose rules it does not follow
 //     (signal trampolines, CFA expressions) send the stack to libunwind's unw_backtrace()

@@ -21,6 +21,7 @@
 #include "preload/unwind.h"
 #include "runtime/internal/thread_state.h"
 #include "tests/unwind_test_frames.h"
+#include "transport/fibonacci_index.h"
 
 namespace memtrace::preload_internal {
 namespace {
@@ -307,6 +308,45 @@ TEST_F(UnwindTest, RepeatedStacksAreTheMemos) {
       }
     }
   }
+}
+
+// Walks from as many positions as a memo set has ways, all in one set (the set is a
+// hash of the position, which moves with ASLR: busy positions can share one), taken in
+// turn: after the first round every walk is the memo's. (With two ways, none was.)
+__attribute__((noinline)) void PaddedWalk(unsigned pad, Capture* c) {
+  unwind_test::PaddedChain(pad, 3, &Probe, c);
+  asm volatile("" ::: "memory");  // not a tail call
+}
+
+TEST_F(UnwindTest, BusyPositionsSharingAMemoSetAreAllTheMemos) {
+  constexpr uint32_t kWays = runtime_internal::kUnwindWalkWays;
+  // Pads that put the walk's start in one set: the first set to collect kWays of them.
+  std::vector<std::vector<unsigned>> by_set(size_t{1} << runtime_internal::kUnwindWalkSetsLog2);
+  std::vector<unsigned> pads;
+  for (unsigned pad = 16; pad < 16 * 4096 && pads.empty(); pad += 16) {
+    Capture c;
+    c.max = 16;
+    PaddedWalk(pad, &c);
+    const uint64_t start = c.frame + 16;  // the memo's key (unwind.cc)
+    auto& set = by_set[FibonacciIndex(start, runtime_internal::kUnwindWalkSetsLog2)];
+    if (std::find(set.begin(), set.end(), pad) == set.end()) set.push_back(pad);
+    if (set.size() == kWays) pads = set;
+  }
+  ASSERT_EQ(pads.size(), kWays);
+  constexpr int kRounds = 5;
+  uint64_t hits_after_first_round = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    for (const unsigned pad : pads) {
+      Capture c;
+      c.max = 16;
+      const uint64_t hits = runtime_internal::Tls().unwind_memo_hits;
+      PaddedWalk(pad, &c);
+      if (round > 0) hits_after_first_round += runtime_internal::Tls().unwind_memo_hits - hits;
+      EXPECT_TRUE(c.complete);
+      ExpectPrefixOfLibunwind(c);
+    }
+  }
+  EXPECT_EQ(hits_after_first_round, (kRounds - 1) * kWays);
 }
 
 TEST_F(UnwindTest, DepthLimit) {

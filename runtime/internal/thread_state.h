@@ -67,10 +67,14 @@ struct UnwindStep {
 // The DWARF walk's memo (preload/unwind.cc): the first kUnwindWalkFrames frames of the
 // last walk that started at a given position of the interposed function's frame, with
 // what the walk computed there, so that the next walk from that position can check the
-// stack against it instead of walking it. Two ways in each of 2^kUnwindWalkSetsLog2 sets,
-// by a hash of the position. Offsets are from `start`, which every address here is at or
+// stack against it instead of walking it. kUnwindWalkWays ways in each of
+// 2^kUnwindWalkSetsLog2 sets, by a hash of the position, replaced in turn. Four ways, not
+// two: the hash of an absolute stack address moves with ASLR, and with two ways one run
+// in twelve of sqlite3 put three of its seven busy positions in one set, which then
+// missed 600,000 of 1,450,307 walks (each a full walk). Offsets are from `start`, which every address here is at or
 // above.
 inline constexpr uint32_t kUnwindWalkSetsLog2 = 3;
+inline constexpr uint32_t kUnwindWalkWays = 4;
 inline constexpr uint32_t kUnwindWalkFrames = 16;
 inline constexpr uint32_t kUnwindInitialRbp = ~uint32_t{0};
 struct UnwindWalk {
@@ -122,11 +126,11 @@ struct ThreadState {
   // the shared rule cache. 4 KiB, zeroed with the rest of a new thread's TLS; on sqlite3's
   // stacks it predicts 87% of frames (512 entries: 91%).
   UnwindStep unwind_steps[size_t{1} << kUnwindStepsLog2];
-  // The walk memo (10.5 KiB): allocations made from the same stack depth mostly come
-  // through the same frames (preload/unwind.cc). `unwind_walk_recent`: the way of each
-  // set used last.
-  UnwindWalk unwind_walks[size_t{1} << kUnwindWalkSetsLog2][2];
-  uint8_t unwind_walk_recent[size_t{1} << kUnwindWalkSetsLog2];
+  // The walk memo (21 KiB): allocations made from the same stack depth mostly come
+  // through the same frames (preload/unwind.cc). `unwind_walk_next`: the way of each set
+  // that a walk from a new position takes next.
+  UnwindWalk unwind_walks[size_t{1} << kUnwindWalkSetsLog2][kUnwindWalkWays];
+  uint8_t unwind_walk_next[size_t{1} << kUnwindWalkSetsLog2];
   uint64_t unwind_memo_hits;  // walks the memo served (checked, not walked), for tests
   // The interposer's byte sampling: bytes left until the next sample, and the thread's
   // random state (0 until first used).
