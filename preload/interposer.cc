@@ -332,7 +332,8 @@ bool Tracked(void* p) noexcept {
 __attribute__((always_inline)) inline uint64_t Site(Tracer* t, const void* frame,
                                                     uint64_t ret) noexcept {
   if (config.stack_depth == 0) return ret;
-  uint64_t frames[kMaxPreloadStackDepth];
+  uint64_t buffer[kMaxPreloadStackDepth];
+  const uint64_t* frames = buffer;  // or the walk memo's own copy (unwind.h)
   uint32_t n;
   // The stack's site word, kept with the walk memo's frames (unwind.h) once this thread
   // has sent the frames: a stack the memo serves is neither hashed again (16 dependent
@@ -341,14 +342,16 @@ __attribute__((always_inline)) inline uint64_t Site(Tracer* t, const void* frame
   // again.
   uint64_t* kept_site = nullptr;
   if (config.unwind == UnwindMethod::kFramePointers) {
-    n = preload_internal::UnwindFramePointers(frame, frames, config.stack_depth);
+    n = preload_internal::UnwindFramePointers(frame, buffer, config.stack_depth);
   } else {
     bool complete;
-    n = preload_internal::UnwindCfi(frame, frames, config.stack_depth, &complete, &kept_site);
+    n = preload_internal::UnwindCfi(frame, buffer, config.stack_depth, &complete, &kept_site,
+                                    &frames);
     if (__builtin_expect(!complete, 0) && preload_internal::unw_backtrace_fn != nullptr) {
       // A frame whose rule memtrace does not follow (a signal trampoline): libunwind.
       kept_site = nullptr;
-      n = preload_internal::UnwindDwarf(own_code_begin, own_code_end, frames,
+      frames = buffer;
+      n = preload_internal::UnwindDwarf(own_code_begin, own_code_end, buffer,
                                         config.stack_depth);
     }
   }

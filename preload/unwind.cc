@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "preload/eh_frame.h"
@@ -71,8 +72,9 @@ bool LoadDwarfUnwinder(std::string* error) {
 
 __attribute__((no_sanitize("address")))  // reads other frames' saved registers
 uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete,
-                   uint64_t** derived) noexcept {
+                   uint64_t** derived, const uint64_t** result) noexcept {
   if (derived != nullptr) *derived = nullptr;
+  if (result != nullptr) *result = frames;
 #if !defined(__x86_64__)
   // The rules are x86-64's (eh_frame.h): elsewhere libunwind walks every stack.
   (void)frame, (void)frames, (void)max;
@@ -81,13 +83,11 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
 #endif
   *complete = true;
   const StackBounds bounds = Bounds();
-  // In bounds: [address, address + 8) lies inside the thread's stack.
-  auto in_stack = [&](uint64_t address) {
-    return address >= bounds.low && address + 8 <= bounds.high && (address & 7) == 0;
-  };
   const auto fp = reinterpret_cast<uint64_t>(frame);
   if (max == 0) return 0;
-  if (!in_stack(fp) || !in_stack(fp + 8)) {
+  // The interposed function's two words, [fp, fp + 16), must lie inside the thread's
+  // stack, aligned.
+  if (fp < bounds.low || fp + 16 > bounds.high || (fp & 7) != 0) {
     // Not on the thread's own stack (a coroutine's or an alternate signal stack): the
     // walk has no bounds to check its reads against, so it leaves this one to libunwind.
     *complete = false;
@@ -108,6 +108,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   const size_t set = FibonacciIndex(start, runtime_internal::kUnwindWalkSetsLog2);
   runtime_internal::UnwindWalk* ways = t.unwind_walks[set];
   uint32_t way = kWays;
+#pragma GCC unroll 4
   for (uint32_t w = 0; w < kWays; ++w) {
     if (ways[w].start == start) way = w;
   }
@@ -136,14 +137,18 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     // last reloaded from). No check waits for another, so the loads overlap; the
     // addresses were on this thread's stack, above `fp`, when the memo was written, and
     // still are. (A memo deeper than `max`, written under another depth, is walked anew.)
-    // The frames are written as they are checked; a walk of its own overwrites them.
     const uint32_t want = memo.frames;
     uint64_t differ = 0;
-    frames[0] = ret;
-    for (uint32_t i = 1; i < want; ++i) {
-      const uint64_t caller = memo.ret[i];
-      differ |= *reinterpret_cast<const uint64_t*>(fp + memo.ret_at[i]) ^ caller;
-      frames[i] = caller;
+    auto check = [&](uint32_t i) {
+      differ |= *reinterpret_cast<const uint64_t*>(fp + memo.ret_at[i]) ^ memo.ret[i];
+    };
+    if (want == runtime_internal::kUnwindWalkFrames) {
+      // The usual case (a full memo, the default depth), unrolled: a loop's counter,
+      // compare and branch were a third of the check's instructions.
+#pragma GCC unroll 16
+      for (uint32_t i = 1; i < runtime_internal::kUnwindWalkFrames; ++i) check(i);
+    } else {
+      for (uint32_t i = 1; i < want; ++i) check(i);
     }
     for (uint32_t k = 0; k < memo.rbp_checks; ++k) {
       differ |= *reinterpret_cast<const uint64_t*>(fp + memo.rbp_at[k]) ^ memo.rbp_value[k];
@@ -158,9 +163,15 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
           memo.derived_frames = want;
         }
         if (derived != nullptr) *derived = &memo.derived;
+        if (result != nullptr) {
+          *result = memo.ret;  // no copy: valid until this thread's next walk
+        } else {
+          std::copy(memo.ret, memo.ret + want, frames);
+        }
         return want;
       }
       // The memo ends short of `max`: walk on from its last frame.
+      std::copy(memo.ret, memo.ret + want, frames);
       n = want;
       ret = memo.ret[n - 1];
       rule = RuleEntry::Rule(memo.entries[n - 1]);

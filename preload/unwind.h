@@ -49,8 +49,12 @@ uint32_t UnwindFramePointers(const void* frame, uint64_t* frames, uint32_t max) 
 // hash): it is 0 until the caller stores into it, and reads back what was stored on a
 // later walk that returns the same frames, until the memo forgets them. nullptr when the
 // frames cannot be kept so (more than the memo holds, or not all of them from it).
+//
+// `result` (optional): set to where the frames are, `frames` or, for a walk the memo
+// served whole, the memo's own copy, which stays valid until this thread's next walk and
+// saves copying them. Without it the frames are always written to `frames`.
 uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* complete,
-                   uint64_t** derived = nullptr) noexcept;
+                   uint64_t** derived = nullptr, const uint64_t** result = nullptr) noexcept;
 
 // Loads libunwind for UnwindDwarf(); false, with the reason, when it is not there. Call
 // once, before tracing starts.

@@ -51,8 +51,11 @@ uint64_t Digest(const uint64_t* frames, uint32_t count) {
 __attribute__((noinline)) void Probe(void* arg) {
   auto* c = static_cast<Capture*>(arg);
   c->frame = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  // As the interposer calls it: a walk the memo serves whole returns the memo's frames.
+  const uint64_t* frames = nullptr;
   c->count = UnwindCfi(__builtin_frame_address(0), c->frames, c->max, &c->complete,
-                       &c->derived);
+                       &c->derived, &frames);
+  if (frames != c->frames) std::copy(frames, frames + c->count, c->frames);
   // The word kept with the frames holds nothing, or what was kept for these very frames.
   if (c->derived != nullptr) {
     c->derived_read = *c->derived;
