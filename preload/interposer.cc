@@ -905,12 +905,27 @@ void* Remap(void* old_address, size_t old_size, size_t new_size, int flags,
     }
     std::vector<preload_internal::MappingOp> ops;
     mappings->Moved(old_start, Addr(q), new_size, &ops);  // what MREMAP_FIXED replaced
+    const uint64_t size = mappings->Round(new_size);
+    if (ops.empty()) {
+      if (q == old_address) {
+        r.AbortRemap(claim);
+        r.RecordResize(config.mmap_layer, old_start, size);
+      } else {
+        r.CommitRemap(claim, Addr(q), size, site);
+      }
+      return q;
+    }
+    // The releases of what the call replaced go before the block's new extent. They
+    // cannot be recorded while the claim is open (they would take its slots), so the
+    // claim is given back and the resize or move recorded after them: mappings_mu, held
+    // since before the call, keeps any other thread from recording a mapping at the old
+    // range meanwhile.
+    r.AbortRemap(claim);
     RecordMappingOps(r, ops);
     if (q == old_address) {
-      r.AbortRemap(claim);
-      r.RecordResize(config.mmap_layer, old_start, mappings->Round(new_size));
+      r.RecordResize(config.mmap_layer, old_start, size);
     } else {
-      r.CommitRemap(claim, Addr(q), mappings->Round(new_size), site);
+      r.RecordRemap(config.mmap_layer, old_start, Addr(q), size, site);
     }
     return q;
   }

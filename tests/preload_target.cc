@@ -17,7 +17,8 @@
 //   crash       allocates, prints its counts, then dereferences a null pointer
 //   stack       allocates through nested functions and prints their addresses
 //   mmap        anonymous mappings: a hole cut in one, a whole-mapping mremap that grows
-//               it, MAP_FIXED over part of another, a mapping made on one thread and
+//               it, MAP_FIXED over part of another, a mapping moved by mremap onto
+//               part of another, a mapping made on one thread and
 //               unmapped on another, a file mapping (not an allocation); prints the
 //               pages it leaves mapped as "mmap_live_pages=P mmap_live_mappings=M"
 //   threads     prints "NAME=CPUS" for each of its threads named memtrace-* (the CPUs the
@@ -358,7 +359,16 @@ void Mappings() {
   }
   // One more, kept.
   MapPages(6);
-  printf("mmap_live_pages=%d mmap_live_mappings=%d page=%zu\n", 8 + 5 + 6, 3, page);
+  // A 2-page mapping moved (MREMAP_FIXED) onto the middle of a 6-page one, which it cuts
+  // in two: 2 + 2 + 2 pages in three mappings.
+  char* g = MapPages(6);
+  char* h = MapPages(2);
+  if (mremap(h, 2 * page, 2 * page, MREMAP_MAYMOVE | MREMAP_FIXED, g + 2 * page) ==
+      MAP_FAILED) {
+    perror("mremap");
+    exit(3);
+  }
+  printf("mmap_live_pages=%d mmap_live_mappings=%d page=%zu\n", 8 + 5 + 6 + 6, 3 + 3, page);
   PrintCounts();
 }
 
