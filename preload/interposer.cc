@@ -553,8 +553,7 @@ void* Realloc(void* p, size_t n, Caller caller) noexcept {
     return nullptr;
   }
   if (q == p) {
-    r.AbortRemap(claim);
-    r.RecordResize(kLayer, Addr(p), n);
+    r.CommitResize(claim, n);
     return q;
   }
   r.CommitRemap(claim, Addr(q), n, site);
@@ -908,8 +907,7 @@ void* Remap(void* old_address, size_t old_size, size_t new_size, int flags,
     const uint64_t size = mappings->Round(new_size);
     if (ops.empty()) {
       if (q == old_address) {
-        r.AbortRemap(claim);
-        r.RecordResize(config.mmap_layer, old_start, size);
+        r.CommitResize(claim, size);
       } else {
         r.CommitRemap(claim, Addr(q), size, site);
       }

@@ -205,6 +205,34 @@ class Recorder {
                     target_epoch);
   }
 
+  // The remap did not move the block: it grew or shrank in place. Records the resize in
+  // the claim's first slot (the second goes back), as RecordResize() would after the call,
+  // without a claim and two ticket-table visits of its own. Instead of CommitRemap or
+  // AbortRemap, under the same rules.
+  void CommitResize(const RemapClaim& rc, uint64_t new_size) noexcept {
+    if (rc.result_ != RecordResult::kRecorded || !Event::Fits(new_size)) {
+      if (rc.result_ == RecordResult::kRecorded) Refuse(/*allocation=*/false);
+      AbortRemap(rc);
+      return;
+    }
+    const Claim& c = rc.claim_;
+    // Read after the call, as RecordResize() reads it: the block may have grown over a
+    // neighbour another thread released after BeginRemap (the claim still covers the
+    // load for the watermark).
+    uint32_t epoch = clock_.Load();
+    if (epoch == EpochClock::kClosed) epoch = c.epoch;
+    c.ring->slot(c.pos) =
+        Event{rc.old_address_, Event::PackKindSize(EventKind::kResize, rc.layer_, new_size),
+              rc.old_ticket_, Event::PackScopeEpoch(c.scope, epoch)};
+    c.ring->Publish(c.pos + 1);
+    // After the publish: the drainer waits while the claim is beyond the head, and sees
+    // it back at the head now.
+    c.ring->Unclaim();
+    AfterPublish(c);
+    tickets_.Record(tickets_.BucketOf(rc.old_address_), rc.old_address_, c.ring_id, c.pos,
+                    epoch);
+  }
+
   void AbortRemap(const RemapClaim& rc) noexcept {
     // The block stays where it was: remember its ticket again.
     if (rc.old_ticket_ != 0) tickets_.Record(rc.old_address_, rc.old_ticket_, clock_.Load());
@@ -338,6 +366,10 @@ class Recorder {
 
   __attribute__((always_inline)) void End(const Claim& c, uint32_t n) noexcept {
     c.ring->Publish(c.pos + n);
+    AfterPublish(c);
+  }
+
+  __attribute__((always_inline)) void AfterPublish(const Claim& c) noexcept {
     // The ring passed a quarter full since this thread last looked (spsc_ring.h): the
     // drainer may be in a long sleep after a quiet spell. Once per quarter of a ring, and
     // only while the drainer lags; a wake to a drainer already awake makes no system call.

@@ -183,6 +183,44 @@ TEST(RecorderTest, ManyStacksInTurnAreEachSentAboutOnce) {
   });
 }
 
+// A remap claimed before the call that did not move the block (realloc in place) is
+// recorded as a resize in the claim's first slot; the second goes back, so the thread's
+// next record follows it directly, and the resize is the block's ticket for a release on
+// another thread.
+TEST(RecorderTest, CommitResizeRecordsTheResizeInTheClaim) {
+  auto recorder = Make();
+  ASSERT_TRUE(recorder->Start().ok());
+  ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x1000, 10, 7), RecordResult::kRecorded);
+  const Recorder::RemapClaim claim = recorder->BeginRemap(kHeap, 0x1000);
+  ASSERT_EQ(claim.result(), RecordResult::kRecorded);
+  recorder->CommitResize(claim, 30);
+  // The drainer waits for a claim beyond the head: this returns only if it went back.
+  ASSERT_TRUE(recorder->Flush().ok());
+  ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x2000, 5, 7), RecordResult::kRecorded);
+  ASSERT_TRUE(recorder->Flush().ok());
+  recorder->Inspect([](const AllocationLedger& ledger, const CaptureIntegrity& integrity) {
+    EXPECT_EQ(ledger.totals().live_count, 2u);
+    EXPECT_EQ(ledger.totals().live_bytes, 35u);
+    EXPECT_EQ(integrity.events_recorded, 3u);
+    EXPECT_EQ(integrity.events_applied, 3u);
+  });
+  std::thread([&] {
+    EXPECT_EQ(recorder->RecordFree(kHeap, 0x1000), RecordResult::kRecorded);
+  }).join();
+  ASSERT_TRUE(recorder->Stop().ok());
+  recorder->Inspect([](const AllocationLedger& ledger, const CaptureIntegrity& integrity) {
+    EXPECT_EQ(ledger.totals().live_count, 1u);
+    EXPECT_EQ(ledger.totals().live_bytes, 5u);
+    EXPECT_EQ(integrity.ticket_misses, 0u) << "the free carried the resize's ticket";
+    EXPECT_EQ(integrity.unknown_frees, 0u);
+    EXPECT_TRUE(integrity.complete());
+  });
+  // Stopped: nothing is recorded, and the block keeps its ticket in the table.
+  const Recorder::RemapClaim late = recorder->BeginRemap(kHeap, 0x2000);
+  EXPECT_EQ(late.result(), RecordResult::kNotRecording);
+  recorder->CommitResize(late, 50);
+}
+
 TEST(RecorderTest, MemoryPartsSumToTheTotalAndGrowWhereTheyShould) {
   Config config;
   config.ring_capacity_log2 = 12;
