@@ -150,7 +150,10 @@ bool Drainer::Round(bool final_round, uint64_t* records) {
     // Readers (Inspect, Integrity) see the registry and the ledger between rounds only.
     std::lock_guard<std::mutex> lock(state_mu_);
     PollRegistry();
-    for (Cursor& c : cursors_) *records += AwaitClaims(c);
+    for (Cursor& c : cursors_) {
+      *records += AwaitClaims(c);
+      c.ring->PopulateAhead(c.limit);  // the producer's next pages, off its thread
+    }
     ApplyEpoch(epoch);
     counters_.missed_frees += ledger_->SettleDisplaced();
     ++counters_.epochs;

@@ -2,6 +2,9 @@
 
 #include "transport/spsc_ring.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -139,6 +142,49 @@ TEST(SpscRingTest, ResetPositionsContinuesCounting) {
   uint64_t pos = 0;
   ASSERT_TRUE(ring->TryClaim(1, &pos));
   EXPECT_EQ(pos, 1000u);
+}
+
+// Whether the page holding `p` is mapped in (mincore).
+bool Resident(const void* p) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  unsigned char state = 0;
+  void* start = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) & ~(page - 1));
+  return mincore(start, page, &state) == 0 && (state & 1) != 0;
+}
+
+// On the first lap the consumer maps in as far ahead of the producer as it has come, and
+// what the producer wrote stays as written.
+TEST(SpscRingTest, PopulateAheadMapsTheProducersNextPagesAndKeepsItsRecords) {
+  RingPtr ring = MakeRing(16);  // 2 MiB of slots
+  const uint64_t capacity = ring->capacity();
+  for (uint64_t i = 0; i < 100; ++i) {
+    uint64_t pos;
+    ASSERT_TRUE(ring->TryClaim(1, &pos));
+    ring->slot(pos) = MakeEvent(i);
+    ring->Publish(pos + 1);
+  }
+  const Event* near = &ring->Read(150);              // ahead of the producer at 100
+  const Event* far = &ring->Read(capacity / 4);      // far beyond where it has come
+  ASSERT_FALSE(Resident(near)) << "mapped lazily until now";
+  // Whether this kernel can (Linux 5.14), asked of a page of the test's own.
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* scratch = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(scratch, MAP_FAILED);
+  const bool can = madvise(scratch, page, MADV_POPULATE_WRITE) == 0;
+  munmap(scratch, page);
+  if (!can) GTEST_SKIP() << "this kernel has no MADV_POPULATE_WRITE";
+  ring->PopulateAhead(ring->LoadHead());
+  EXPECT_TRUE(Resident(near));
+  EXPECT_FALSE(Resident(far)) << "no further ahead than the producer has come";
+  for (uint64_t i = 0; i < 100; ++i) {
+    EXPECT_EQ(ring->Read(i).word0, i);
+    EXPECT_EQ(ring->Read(i).word2, ~i);
+    EXPECT_EQ(ring->Read(i).word3, i * 3);
+  }
+  // With the producer half a ring on, the rest of the lap.
+  ring->PopulateAhead(capacity / 2);
+  EXPECT_TRUE(Resident(far));
+  EXPECT_TRUE(Resident(&ring->Read(capacity - 1)));
 }
 
 TEST(SpscRingTest, CountersStartAtZeroAndCount) {

@@ -2,6 +2,7 @@
 
 #include "transport/spsc_ring.h"
 
+#include <algorithm>
 #include <new>
 
 #include "transport/internal/mapped_memory.h"
@@ -29,6 +30,22 @@ void SpscRing::Destroy(SpscRing* ring) noexcept {
   const size_t bytes = ring->mapped_bytes_;
   ring->~SpscRing();
   transport_internal::Unmap(ring, bytes);
+}
+
+void SpscRing::PopulateAhead(uint64_t head) noexcept {
+  const uint64_t capacity = mask_ + 1;
+  if (populated_ >= capacity) return;
+  // As far ahead as the producer has come (and 16 KiB), so that a thread that records
+  // little keeps little resident; in steps of at least a quarter of the new end, so the
+  // calls are few.
+  constexpr uint64_t kMinAhead = 16384 / sizeof(Event);
+  const uint64_t end = std::min(capacity, 2 * head + kMinAhead);
+  if (end <= populated_ || (end - populated_ < end / 4 && end < capacity)) return;
+  if (!transport_internal::Populate(slots_ + populated_, (end - populated_) * sizeof(Event))) {
+    populated_ = capacity;  // the kernel cannot: the producer faults pages in itself
+    return;
+  }
+  populated_ = end;
 }
 
 void SpscRing::ResetPositions(uint64_t position) noexcept {

@@ -3,6 +3,9 @@
 #include "transport/internal/mapped_memory.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
 
 namespace memtrace::transport_internal {
 
@@ -17,6 +20,17 @@ void* MapZeroedHuge(size_t bytes) noexcept {
   void* p = MapZeroed(bytes);
   if (p != nullptr) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure changes nothing
   return p;
+}
+
+bool Populate(void* memory, size_t bytes) noexcept {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14
+#endif
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(memory) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(memory) + bytes;
+  if (end <= begin) return true;
+  return madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0;
 }
 
 void Unmap(void* memory, size_t bytes) noexcept {

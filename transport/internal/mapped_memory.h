@@ -27,6 +27,12 @@ void* MapZeroed(size_t bytes) noexcept;
 // no longer costs a TLB-shootdown interrupt on every CPU running the program.
 void* MapZeroedHuge(size_t bytes) noexcept;
 
+// Maps in the pages of [memory, memory + bytes) (widened to whole pages) that are not yet,
+// as writes would, in one system call (MADV_POPULATE_WRITE) instead of a page fault each.
+// Contents are unchanged, so other threads may use the range meanwhile. False when the
+// kernel cannot (before Linux 5.14) or refuses.
+bool Populate(void* memory, size_t bytes) noexcept;
+
 // Releases memory from MapZeroed with the same `bytes`. Null is a no-op.
 void Unmap(void* memory, size_t bytes) noexcept;
 
