@@ -50,6 +50,13 @@ uint64_t RbpAt(uint64_t start, uint64_t rbp0, uint32_t from) noexcept {
              : *reinterpret_cast<const uint64_t*>(start + from);
 }
 
+// The word at fp + offset of the thread's stack, in another function's frame (a function
+// of its own for the attribute, as RbpAt).
+__attribute__((no_sanitize("address"))) inline uint64_t StackWord(uint64_t fp,
+                                                                  uint32_t offset) noexcept {
+  return *reinterpret_cast<const uint64_t*>(fp + offset);
+}
+
 }  // namespace
 
 bool LoadDwarfUnwinder(std::string* error) {
@@ -139,9 +146,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     // still are. (A memo deeper than `max`, written under another depth, is walked anew.)
     const uint32_t want = memo.frames;
     uint64_t differ = 0;
-    auto check = [&](uint32_t i) {
-      differ |= *reinterpret_cast<const uint64_t*>(fp + memo.ret_at[i]) ^ memo.ret[i];
-    };
+    auto check = [&](uint32_t i) { differ |= StackWord(fp, memo.ret_at[i]) ^ memo.ret[i]; };
     if (want == runtime_internal::kUnwindWalkFrames) {
       // The usual case (a full memo, the default depth), unrolled: a loop's counter,
       // compare and branch were a third of the check's instructions.
