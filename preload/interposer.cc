@@ -345,8 +345,12 @@ __attribute__((always_inline)) inline uint64_t Site(Tracer* t, const void* frame
     n = preload_internal::UnwindFramePointers(frame, buffer, config.stack_depth);
   } else {
     bool complete;
-    n = preload_internal::UnwindCfi(frame, buffer, config.stack_depth, &complete, &kept_site,
-                                    &frames);
+    n = preload_internal::UnwindCfiFromMemo(frame, config.stack_depth, &complete, &kept_site,
+                                            &frames);
+    if (n == 0) {
+      n = preload_internal::UnwindCfi(frame, buffer, config.stack_depth, &complete,
+                                      &kept_site, &frames);
+    }
     if (__builtin_expect(!complete, 0) && preload_internal::unw_backtrace_fn != nullptr) {
       // A frame whose rule memtrace does not follow (a signal trampoline): libunwind.
       kept_site = nullptr;

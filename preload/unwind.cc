@@ -50,13 +50,6 @@ uint64_t RbpAt(uint64_t start, uint64_t rbp0, uint32_t from) noexcept {
              : *reinterpret_cast<const uint64_t*>(start + from);
 }
 
-// The word at fp + offset of the thread's stack, in another function's frame (a function
-// of its own for the attribute, as RbpAt).
-__attribute__((no_sanitize("address"))) inline uint64_t StackWord(uint64_t fp,
-                                                                  uint32_t offset) noexcept {
-  return *reinterpret_cast<const uint64_t*>(fp + offset);
-}
-
 }  // namespace
 
 bool LoadDwarfUnwinder(std::string* error) {
@@ -112,13 +105,9 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   // frame: a stack of 4 GiB or more goes without.
   constexpr uint32_t kWays = runtime_internal::kUnwindWalkWays;
   static_assert((kWays & (kWays - 1)) == 0, "the turn wraps with a mask");
-  const size_t set = FibonacciIndex(start, runtime_internal::kUnwindWalkSetsLog2);
+  uint32_t way;
+  const size_t set = unwind_internal::MemoSet(t, start, &way);
   runtime_internal::UnwindWalk* ways = t.unwind_walks[set];
-  uint32_t way = kWays;
-#pragma GCC unroll 4
-  for (uint32_t w = 0; w < kWays; ++w) {
-    if (ways[w].start == start) way = w;
-  }
   if (way == kWays) {
     uint8_t& next = t.unwind_walk_next[set];
     way = next;
@@ -145,20 +134,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     // addresses were on this thread's stack, above `fp`, when the memo was written, and
     // still are. (A memo deeper than `max`, written under another depth, is walked anew.)
     const uint32_t want = memo.frames;
-    uint64_t differ = 0;
-    auto check = [&](uint32_t i) { differ |= StackWord(fp, memo.ret_at[i]) ^ memo.ret[i]; };
-    if (want == runtime_internal::kUnwindWalkFrames) {
-      // The usual case (a full memo, the default depth), unrolled: a loop's counter,
-      // compare and branch were a third of the check's instructions.
-#pragma GCC unroll 16
-      for (uint32_t i = 1; i < runtime_internal::kUnwindWalkFrames; ++i) check(i);
-    } else {
-      for (uint32_t i = 1; i < want; ++i) check(i);
-    }
-    for (uint32_t k = 0; k < memo.rbp_checks; ++k) {
-      differ |= *reinterpret_cast<const uint64_t*>(fp + memo.rbp_at[k]) ^ memo.rbp_value[k];
-    }
-    if (differ == 0) {
+    if (unwind_internal::MemoHolds(memo, fp)) {
       ++t.unwind_memo_hits;
       if (want == max || memo.ended) {
         if (memo.ended) *complete = memo.complete;
