@@ -35,8 +35,8 @@ struct Run {
 };
 
 void ForgetWalks() {
-  for (auto& set : runtime_internal::Tls().unwind_walks) {
-    for (runtime_internal::UnwindWalk& way : set) way.start = 0;
+  for (auto& set : runtime_internal::Tls().unwind_walk_start) {
+    for (uint64_t& start : set) start = 0;
   }
 }
 

@@ -123,7 +123,8 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   uint64_t rbp = rbp0;
   uint32_t rbp_from = runtime_internal::kUnwindInitialRbp;
   FrameRule rule = FrameRule::End();
-  if (remembered && memo.start == start && memo.frames != 0 && memo.frames <= max &&
+  uint64_t& memo_start = t.unwind_walk_start[set][way];
+  if (remembered && memo_start == start && memo.frames != 0 && memo.frames <= max &&
       memo.ret[0] == ret) {
     // The last walk from here, checked against the stack. Each step of a walk depends only
     // on the stack words it reads and on the rule of each return address, so if every
@@ -188,7 +189,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   };
   if (n == 0) {
     // A walk of its own, written into the memo as it goes.
-    memo.start = remembered ? start : 0;
+    memo_start = remembered ? start : 0;
     memo.rbp_checks = 0;
     memo.derived = 0;
     memo.derived_frames = 0;

@@ -86,7 +86,7 @@ inline size_t MemoSet(const runtime_internal::ThreadState& t, uint64_t start,
   uint32_t found = runtime_internal::kUnwindWalkWays;
 #pragma GCC unroll 4
   for (uint32_t w = 0; w < runtime_internal::kUnwindWalkWays; ++w) {
-    if (t.unwind_walks[set][w].start == start) found = w;
+    if (t.unwind_walk_start[set][w] == start) found = w;
   }
   *way = found;
   return set;

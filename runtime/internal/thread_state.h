@@ -71,14 +71,13 @@ struct UnwindStep {
 // 2^kUnwindWalkSetsLog2 sets, by a hash of the position, replaced in turn. Four ways, not
 // two: the hash of an absolute stack address moves with ASLR, and with two ways one run
 // in twelve of sqlite3 put three of its seven busy positions in one set, which then
-// missed 600,000 of 1,450,307 walks (each a full walk). Offsets are from `start`, which every address here is at or
-// above.
+// missed 600,000 of 1,450,307 walks (each a full walk). Offsets are from the walk's
+// `start` (ThreadState::unwind_walk_start), which every address here is at or above.
 inline constexpr uint32_t kUnwindWalkSetsLog2 = 3;
 inline constexpr uint32_t kUnwindWalkWays = 4;
 inline constexpr uint32_t kUnwindWalkFrames = 16;
 inline constexpr uint32_t kUnwindInitialRbp = ~uint32_t{0};
 struct UnwindWalk {
-  uint64_t start;    // the stack pointer the walk started from; 0: none yet
   uint32_t frames;   // frames recorded below
   bool ended;        // the walk ended at its last recorded frame, by that frame's rule
   bool complete;     // and if so, whether that rule was one the walk follows (End)
@@ -102,7 +101,7 @@ struct UnwindWalk {
   uint32_t derived_frames;
   uint64_t derived;
 };
-static_assert(sizeof(UnwindWalk) == 672);
+static_assert(sizeof(UnwindWalk) == 664);
 
 struct ThreadState {
   // What every record reads comes first, so that with the first recorder's ring binding
@@ -130,6 +129,9 @@ struct ThreadState {
   // through the same frames (preload/unwind.cc). `unwind_walk_next`: the way of each set
   // that a walk from a new position takes next.
   UnwindWalk unwind_walks[size_t{1} << kUnwindWalkSetsLog2][kUnwindWalkWays];
+  // Where each way's walk started (the stack pointer above the interposed function's
+  // frame; 0: none yet), apart from the walks so that a look-up reads one line.
+  uint64_t unwind_walk_start[size_t{1} << kUnwindWalkSetsLog2][kUnwindWalkWays];
   uint8_t unwind_walk_next[size_t{1} << kUnwindWalkSetsLog2];
   uint64_t unwind_memo_hits;  // walks the memo served (checked, not walked), for tests
   // The interposer's byte sampling: bytes left until the next sample, and the thread's
