@@ -138,13 +138,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     if (unwind_internal::MemoHolds(memo, fp)) {
       ++t.unwind_memo_hits;
       if (want == max || memo.ended) {
-        if (memo.ended) *complete = memo.complete;
-        // Every frame returned is the memo's: the derived word holds for them.
-        if (memo.derived_frames != want) {
-          memo.derived = 0;
-          memo.derived_frames = want;
-        }
-        if (derived != nullptr) *derived = &memo.derived;
+        unwind_internal::ServedWhole(memo, want, complete, derived);
         if (result != nullptr) {
           *result = memo.ret;  // no copy: valid until this thread's next walk
         } else {

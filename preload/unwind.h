@@ -116,6 +116,18 @@ __attribute__((no_sanitize("address"))) MEMTRACE_MEMO_INLINE bool MemoHolds(
 
 #undef MEMTRACE_MEMO_INLINE
 
+// What a walk the memo served whole returns besides its frames (`want` of them, all the
+// memo's): whether it is complete, and the word kept with exactly these frames.
+inline void ServedWhole(runtime_internal::UnwindWalk& memo, uint32_t want, bool* complete,
+                        uint64_t** derived) noexcept {
+  if (memo.ended) *complete = memo.complete;
+  if (memo.derived_frames != want) {
+    memo.derived = 0;
+    memo.derived_frames = want;
+  }
+  if (derived != nullptr) *derived = &memo.derived;
+}
+
 }  // namespace unwind_internal
 
 // UnwindCfi() for a walk its memo serves whole, inlined into the caller: the same frame
@@ -143,12 +155,8 @@ __attribute__((always_inline)) inline uint32_t UnwindCfiFromMemo(
     return 0;
   }
   ++t.unwind_memo_hits;
-  *complete = !memo.ended || memo.complete;
-  if (memo.derived_frames != want) {
-    memo.derived = 0;
-    memo.derived_frames = want;
-  }
-  *derived = &memo.derived;
+  *complete = true;
+  unwind_internal::ServedWhole(memo, want, complete, derived);
   *result = memo.ret;
   return want;
 #else
