@@ -97,10 +97,9 @@ absl::Status Recorder::Flush() {
 uint64_t Recorder::StackSiteSlow(uint64_t hash, const uint64_t* frames,
                                  uint32_t depth) noexcept {
   runtime_internal::ThreadState& t = Tls();
-  uint64_t* ways = t.stack_cache[hash & (runtime_internal::kStackCacheSets - 1)];
+  uint64_t* ways = StackCacheWays(t, hash);
   if (t.stack_cache_generation == generation_ && ways[1] == hash) {
-    ways[1] = ways[0];  // the way used last goes first
-    ways[0] = hash;
+    UseFirst(ways, hash);
     return hash;
   }
   return SendStack(hash, frames, depth);
@@ -145,9 +144,7 @@ uint64_t Recorder::SendStack(uint64_t hash, const uint64_t* frames, uint32_t dep
     for (auto& set : t.stack_cache) set[0] = set[1] = 0;
     t.stack_cache_generation = generation_;
   }
-  uint64_t* ways = t.stack_cache[hash & (runtime_internal::kStackCacheSets - 1)];
-  ways[1] = ways[0];  // the way used less recently is forgotten
-  ways[0] = hash;
+  UseFirst(StackCacheWays(t, hash), hash);  // the way used less recently is forgotten
   return hash;
 }
 

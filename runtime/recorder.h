@@ -277,7 +277,7 @@ class Recorder {
   uint64_t StackSiteOfHash(uint64_t hash, const uint64_t* frames, uint32_t depth) noexcept {
     if (depth > kMaxStackDepth) depth = kMaxStackDepth;
     runtime_internal::ThreadState& t = runtime_internal::Tls();
-    const uint64_t* ways = t.stack_cache[hash & (runtime_internal::kStackCacheSets - 1)];
+    const uint64_t* ways = StackCacheWays(t, hash);
     if (__builtin_expect(t.stack_cache_generation == generation_ && ways[0] == hash, 1)) {
       return hash;
     }
@@ -389,6 +389,16 @@ class Recorder {
                                 Event::PackScopeEpoch(scope, c.epoch)};
     End(c, 1);
     return RecordResult::kRecorded;
+  }
+
+  // The thread's cache of sent stacks (thread_state.h): the two ways a hash may be in,
+  // the way used last first.
+  static uint64_t* StackCacheWays(runtime_internal::ThreadState& t, uint64_t hash) noexcept {
+    return t.stack_cache[hash & (runtime_internal::kStackCacheSets - 1)];
+  }
+  static void UseFirst(uint64_t* ways, uint64_t hash) noexcept {
+    ways[1] = ways[0];
+    ways[0] = hash;
   }
 
   // Slow paths.
