@@ -150,10 +150,7 @@ bool Drainer::Round(bool final_round, uint64_t* records) {
     // Readers (Inspect, Integrity) see the registry and the ledger between rounds only.
     std::lock_guard<std::mutex> lock(state_mu_);
     PollRegistry();
-    for (Cursor& c : cursors_) {
-      *records += AwaitClaims(c);
-      c.ring->PopulateAhead(c.limit);  // the producer's next pages, off its thread
-    }
+    for (Cursor& c : cursors_) *records += AwaitClaims(c);
     ApplyEpoch(epoch);
     counters_.missed_frees += ledger_->SettleDisplaced();
     ++counters_.epochs;
@@ -187,6 +184,9 @@ bool Drainer::Round(bool final_round, uint64_t* records) {
     open_epoch_ = next;
   }
   done_cv_.notify_all();
+  // Each ring's next pages, mapped in off its producer's thread, and after the round so
+  // that neither the epoch nor a Flush() waits for the system calls.
+  for (Cursor& c : cursors_) c.ring->PopulateAhead(c.limit);
   return backlog * 4 > counters_.ring_capacity;
 }
 
