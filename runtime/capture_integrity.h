@@ -60,6 +60,7 @@ struct CaptureIntegrity {
   uint64_t max_ring_fill = 0;    // most unread records the drainer found in one ring
   uint64_t max_drainer_lag_ns = 0;  // longest time from an epoch's start to its application
   uint64_t epochs = 0;           // epochs closed
+  uint64_t fenced_epochs = 0;    // ... of them with the heavy fence (drainer.h, step 1)
   uint64_t rings = 0;            // rings created (bounded by peak concurrent threads)
   bool uses_membarrier = false;  // the watermark's asymmetric fence (epoch_clock.h)
 

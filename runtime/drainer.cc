@@ -90,7 +90,10 @@ void Drainer::Flush() {
     while (running_.load(std::memory_order_relaxed) && stop_requested_) done_cv_.wait(lock);
     return;
   }
-  while (running_.load(std::memory_order_relaxed) && EpochBefore(closed_epoch_, target)) {
+  // Waits for an epoch closed with the heavy fence: after one that was not, a record
+  // stamped with it may still be on its way (Drainer::SkipHeavyFence), and the round this
+  // asks for fences.
+  while (running_.load(std::memory_order_relaxed) && EpochBefore(fenced_epoch_, target)) {
     flush_requested_ = true;
     wake_cv_.notify_all();
     done_cv_.wait(lock);
@@ -115,13 +118,16 @@ void Drainer::Run() {
       return stop_requested_ || flush_requested_ || wake_.load(std::memory_order_relaxed);
     });
     const bool final_round = stop_requested_;
+    // A round that began after a Flush() asked for it runs the heavy fence (Flush()).
+    bool flush = flush_requested_;
     flush_requested_ = false;
     // Relaxed: a hint, see Wake().
     wake_.store(false, std::memory_order_relaxed);
     lock.unlock();
     // Keep going without sleeping while some ring is more than a quarter full.
     uint64_t records = 0;
-    while (Round(final_round, &records) && !final_round) {
+    while (Round(final_round, flush, &records) && !final_round) {
+      flush = false;
     }
     sleep = NextSleep(sleep, records, period_, idle_period_);
     lock.lock();
@@ -131,7 +137,22 @@ void Drainer::Run() {
   }
 }
 
-bool Drainer::Round(bool final_round, uint64_t* records) {
+bool Drainer::SkipHeavyFence(bool final_round, bool flush) const noexcept {
+  // One ring (drainer.h, step 1): its records are applied in its own order whatever their
+  // stamps, so an epoch needs no watermark unless another ring can hold records stamped
+  // with it. The final round always fences (after it no producer may touch a ring), so
+  // does a round a Flush() asked for (what it applies, Flush() promises), and so does
+  // every round where producers run real fences instead (nothing to save).
+  if (final_round || flush || !clock_->UsesMembarrier() || cursors_.size() > 1) return false;
+  // Pairs with the fence after RingRegistry::CountAcquisition(): store buffering, a
+  // seq_cst fence on each side. Either a thread that acquired a ring is counted below (so
+  // this round fences), or its first epoch load, after its fence, reads the epoch just
+  // advanced, and none of its records carries the epoch being closed.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return registry_->acquisitions() == registrations_seen_;
+}
+
+bool Drainer::Round(bool final_round, bool flush, uint64_t* records) {
   const uint32_t epoch = open_epoch_;
   const int64_t epoch_started = open_epoch_started_ns_;
   const int64_t epoch_started_unix = open_epoch_started_unix_ns_;
@@ -144,16 +165,22 @@ bool Drainer::Round(bool final_round, uint64_t* records) {
   }
   open_epoch_started_ns_ = SteadyNowNs();
   open_epoch_started_unix_ns_ = UnixNowNs();
-  // The heavy side of the watermark (epoch_clock.h, step (6)).
-  clock_->HeavyFence();
+  // The heavy side of the watermark (epoch_clock.h, step (6)), unless one ring is all
+  // there is (SkipHeavyFence).
+  const bool fenced = !SkipHeavyFence(final_round, flush);
+  if (fenced) clock_->HeavyFence();
   {
     // Readers (Inspect, Integrity) see the registry and the ledger between rounds only.
     std::lock_guard<std::mutex> lock(state_mu_);
     PollRegistry();
     for (Cursor& c : cursors_) *records += AwaitClaims(c);
     ApplyEpoch(epoch);
+    // Records of this epoch that the unfenced round could not see yet are applied with
+    // the next one, in their ring's order (ApplyEpoch counts them as on time then).
+    unfenced_epoch_ = fenced ? 0 : epoch;
     counters_.missed_frees += ledger_->SettleDisplaced();
     ++counters_.epochs;
+    if (fenced) ++counters_.fenced_epochs;
     counters_.max_drainer_lag_ns = std::max<uint64_t>(
         counters_.max_drainer_lag_ns, static_cast<uint64_t>(SteadyNowNs() - epoch_started));
     counters_.site_overflow = ledger_->sites().overflowed();
@@ -180,7 +207,7 @@ bool Drainer::Round(bool final_round, uint64_t* records) {
 
   {
     std::lock_guard<std::mutex> lock(mu_);
-    closed_epoch_ = epoch;
+    if (fenced) fenced_epoch_ = epoch;
     open_epoch_ = next;
   }
   done_cv_.notify_all();
@@ -195,6 +222,7 @@ void Drainer::PollRegistry() {
     const uint32_t id = n.ring->id();
     if (id >= cursor_of_ring_.size()) cursor_of_ring_.resize(id + 1, -1);
     if (n.change == RingRegistry::Change::kRegistered) {
+      ++registrations_seen_;
       const uint64_t start = n.ring->LoadTail();
       cursor_of_ring_[id] = static_cast<int32_t>(cursors_.size());
       cursors_.push_back(Cursor{n.ring, start, start, false, false, false, {}});
@@ -326,7 +354,10 @@ void Drainer::ApplyEpoch(uint32_t epoch) {
         const Event& e = c.ring->Read(c.pos);
         const uint32_t record_epoch = e.epoch();
         if (EpochBefore(epoch, record_epoch)) break;  // the next epoch's records
-        if (record_epoch != epoch) ++counters_.late_records;
+        // A record of the epoch before, closed without the fence, is on time here.
+        if (record_epoch != epoch && record_epoch != unfenced_epoch_) {
+          ++counters_.late_records;
+        }
         // A release whose ticket names another ring may have to wait for that ring (a
         // ticket of this ring names a record already applied, or none).
         if (IsRelease(e.kind()) && e.word2 != 0 && Ticket::RingId(e.word2) != c.ring->id()) {

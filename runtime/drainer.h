@@ -5,7 +5,16 @@
 // Each round closes one epoch (transport/epoch_clock.h):
 //
 //   1. Advance the clock to e + 1 (or close it, in the final round) and run the heavy
-//      side of the asymmetric fence.
+//      side of the asymmetric fence: a membarrier() system call, which interrupts every
+//      CPU running one of the program's threads. Not while the drainer knows one ring
+//      and no thread has acquired another since (RingRegistry::acquisitions(), fenced on
+//      both sides). A single ring's records are applied in its own order, so a record
+//      stamped e that the round could not see yet is applied in the next round, in its
+//      place, and nothing of another ring can be ordered against it: a ring acquired
+//      later records only epochs after e. A single-threaded program (sqlite3) then never
+//      pays for the fence, which was a fifth of the drainer's time and most of its
+//      system time on the VMs of bench/README.md. The final round and a round a Flush()
+//      asked for always fence, and Flush() waits for a fenced one.
 //   2. Poll the ring registry: new rings join, retired rings are marked.
 //   3. For each ring, wait out a record that was claimed but not yet published (a producer
 //      preempted mid-record); after this every record stamped <= e is readable.
@@ -121,7 +130,10 @@ class Drainer {
   void Run();
   // Closes one epoch. Returns true when a ring is still more than a quarter full; adds
   // the records it found to *records.
-  bool Round(bool final_round, uint64_t* records);
+  // `flush`: a Flush() asked for this round.
+  bool Round(bool final_round, bool flush, uint64_t* records);
+  // Whether this round may close its epoch without the heavy fence (drainer.h, step 1).
+  bool SkipHeavyFence(bool final_round, bool flush) const noexcept;
   void PollRegistry();
   // Returns how many records the ring holds for this round.
   uint64_t AwaitClaims(Cursor& c);
@@ -147,6 +159,11 @@ class Drainer {
   std::vector<std::pair<size_t, uint64_t>> stack_;
   uint32_t open_epoch_ = EpochClock::kFirstEpoch;
   int64_t open_epoch_started_ns_ = 0;
+  // kRegistered notices polled, against RingRegistry::acquisitions().
+  uint64_t registrations_seen_ = 0;
+  // The epoch the last round closed without the heavy fence, or 0 (never an epoch) when
+  // it fenced.
+  uint32_t unfenced_epoch_ = 0;
 
   // Round-trip with Flush()/Stop().
   std::mutex mu_;
@@ -154,7 +171,9 @@ class Drainer {
   std::condition_variable done_cv_;
   bool stop_requested_ = false;
   bool flush_requested_ = false;
-  uint32_t closed_epoch_ = 0;  // last epoch fully applied
+  // The last epoch closed with the heavy fence: every record stamped with it or earlier
+  // is applied.
+  uint32_t fenced_epoch_ = 0;
   uint64_t rounds_ = 0;
   std::atomic<bool> wake_{false};
   std::atomic<bool> running_{false};

@@ -49,6 +49,7 @@ std::string Integrity(const CaptureIntegrity& in) {
       ",\"site_overflow\":", in.site_overflow, ",\"max_ring_fill\":", in.max_ring_fill,
       ",\"ring_capacity\":", in.ring_capacity,
       ",\"max_drainer_lag_ns\":", in.max_drainer_lag_ns, ",\"epochs\":", in.epochs,
+      ",\"fenced_epochs\":", in.fenced_epochs,
       ",\"rings\":", in.rings, "}");
 }
 

@@ -164,9 +164,10 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
                         in.order_conflicts, in.late_records, in.foreign_span_exits);
   absl::StrAppendFormat(&out,
                         "  transport  rings %d x %d slots, max fill %d, overflow waits %d, "
-                        "epochs %d, max drainer lag %.2f ms, fence %s\n",
+                        "epochs %d (%d fenced), max drainer lag %.2f ms, fence %s\n",
                         in.rings, in.ring_capacity, in.max_ring_fill, in.overflow_waits,
-                        in.epochs, static_cast<double>(in.max_drainer_lag_ns) / 1e6,
+                        in.epochs, in.fenced_epochs,
+                        static_cast<double>(in.max_drainer_lag_ns) / 1e6,
                         in.uses_membarrier ? "membarrier" : "seq_cst");
   absl::StrAppend(&out, "  memtrace's own memory: ", FormatBytes(snapshot.memtrace_bytes),
                   "\n");

@@ -48,6 +48,7 @@ SpscRing* RingRegistry::AcquireRing() noexcept {
       SpscRing::Destroy(ring);
       return nullptr;
     }
+    CountAcquisition();
     return ring;
   }
   // A reused ring: already in by_id_; its positions continue from its last drain.
@@ -55,7 +56,16 @@ SpscRing* RingRegistry::AcquireRing() noexcept {
     queues_->free_rings.enqueue(ring);
     return nullptr;
   }
+  CountAcquisition();
   return ring;
+}
+
+void RingRegistry::CountAcquisition() noexcept {
+  // Relaxed add, then the seq_cst fence that pairs with the drainer's fence between its
+  // epoch advance and its load of acquisitions() (see the header): the caller's first
+  // epoch load comes after this fence.
+  acquisitions_.fetch_add(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 void RingRegistry::Retire(SpscRing* ring) noexcept {

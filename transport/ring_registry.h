@@ -24,7 +24,7 @@
 // Thread safety:
 //   - AcquireRing() and Retire(): any thread (slow path: they may allocate inside the
 //     queue and make a system call when a new ring is mapped).
-//   - PollControl(), Reclaim(), RingById(), ring_count(): the drainer only.
+//   - PollControl(), Reclaim(), RingById(), ring_count(), acquisitions(): the drainer only.
 //   - The destructor: once, after the drainer has stopped and no thread can record.
 
 #ifndef MEMTRACE_TRANSPORT_RING_REGISTRY_H_
@@ -80,6 +80,17 @@ class RingRegistry {
     }
   }
 
+  // How many kRegistered notices AcquireRing() has sent. With the fence it runs after
+  // counting, this lets the drainer tell that no thread can have started recording into
+  // a ring it does not know yet (drainer.cc, "one ring"): the drainer advances the epoch,
+  // runs a seq_cst fence, then loads this; a new producer counts here, runs a seq_cst
+  // fence, then loads the epoch. Store buffering with a fence on each side: the drainer
+  // sees the count, or the producer's records carry the new epoch.
+  uint64_t acquisitions() const noexcept {
+    // Relaxed: ordered by the seq_cst fences on both sides (see above).
+    return acquisitions_.load(std::memory_order_relaxed);
+  }
+
   // Drainer: `ring` is retired and fully read; make it available to AcquireRing().
   void Reclaim(SpscRing* ring) noexcept;
 
@@ -99,11 +110,14 @@ class RingRegistry {
 
  private:
   size_t DequeueNotices(Notice* out, size_t max) noexcept;
+  void CountAcquisition() noexcept;
 
   const uint32_t capacity_log2_;
   std::unique_ptr<transport_internal::ControlQueues> queues_;
   // Ids are handed out once; 0 is never a ring id (ticket 0 means unknown).
   std::atomic<uint32_t> next_id_{1};
+  // Notices of registration sent (acquisitions()).
+  std::atomic<uint64_t> acquisitions_{0};
   // Drainer-owned: filled in as kRegistered notices arrive.
   std::vector<SpscRing*> by_id_;
 };
