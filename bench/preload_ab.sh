@@ -34,7 +34,10 @@
 # --sql: what sqlite3 runs instead of the workload (/dev/null: start-up and exit only,
 # each variant's fixed cost).
 #
-# A variant is a label, the interposer to load ("none": untraced) and optional settings
+# A variant is a label, the interposer to load ("none": untraced; "idle-thread": untraced,
+# with one idle thread started in the process, which is what any in-process tracer's
+# background thread alone costs the program: glibc's mutexes and malloc's arena locks skip
+# their atomic instructions only while a process has one thread) and optional settings
 # for it, for example:
 #
 #   cp bazel-bin/preload/libmemtrace_preload.so /tmp/before.so   # at the older commit
@@ -101,6 +104,21 @@ __attribute__((destructor)) static void memtrace_ab_main_cpu(void) {
 }
 EOF
 cc -O2 -shared -fPIC -o "$work/main_cpu.so" "$work/main_cpu.c"
+cat > "$work/idle_thread.c" <<'EOF'
+#include <pthread.h>
+#include <unistd.h>
+/* One thread that never runs: the process is multithreaded, so glibc's locks (sqlite3's
+   mutexes, malloc's arenas) take their atomic paths, as under any tracer with a thread. */
+static void* memtrace_ab_idle(void* arg) {
+  for (;;) pause();
+  return arg;
+}
+__attribute__((constructor)) static void memtrace_ab_start_idle(void) {
+  pthread_t t;
+  if (pthread_create(&t, 0, memtrace_ab_idle, 0) == 0) pthread_detach(t);
+}
+EOF
+cc -O2 -shared -fPIC -o "$work/idle_thread.so" "$work/idle_thread.c" -lpthread
 
 # One run of variant $1: prints the main thread's CPU seconds and the run's wall seconds.
 run_variant() {
@@ -111,6 +129,8 @@ run_variant() {
   if [[ "$so" == *:* ]]; then settings="${so#*:}"; so="${so%%:*}"; fi
   if [[ "$so" == none ]]; then
     preload="$work/main_cpu.so"
+  elif [[ "$so" == idle-thread ]]; then
+    preload="$work/idle_thread.so $work/main_cpu.so"
   else
     [[ -f "$so" ]] || { echo "preload_ab: '$so' (variant $label) does not exist" >&2; exit 2; }
     preload="$(realpath "$so") $work/main_cpu.so"
