@@ -226,6 +226,16 @@ void Drainer::PollRegistry() {
       const uint64_t start = n.ring->LoadTail();
       cursor_of_ring_[id] = static_cast<int32_t>(cursors_.size());
       cursors_.push_back(Cursor{n.ring, start, start, false, false, false, {}});
+      // The first ring the recorder handed out is always the first cursor, applied first
+      // in every epoch: its thread records without tickets while it is alone
+      // (Recorder::SoleRing()), and another ring's release of its blocks relies on this
+      // order instead. Notices of several threads may arrive in any order.
+      if (id == registry_->first_ring_id() && cursors_.size() > 1) {
+        std::swap(cursors_.front(), cursors_.back());
+        cursor_of_ring_[cursors_.front().ring->id()] = 0;
+        cursor_of_ring_[cursors_.back().ring->id()] =
+            static_cast<int32_t>(cursors_.size() - 1);
+      }
     } else if (cursor_of_ring_[id] >= 0) {
       cursors_[static_cast<size_t>(cursor_of_ring_[id])].retired = true;
     }
@@ -283,12 +293,22 @@ int Drainer::Dependency(const Event& e, uint32_t epoch, uint64_t* position) cons
 // Inline: called once per record, from ApplyEpoch only.
 __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event& e) {
   const uint64_t ticket = Ticket::Make(c.ring->id(), c.pos);
-  if (observer_ != nullptr) observed_.push_back(ObservedEvent{e, ticket});
+  // A release made while the recorder had one ring carries no ticket (Recorder::
+  // SoleRing()): paired by address, exact in one ring's order, so not a ticket miss; the
+  // ledger and the capture see ticket 0 ("none").
+  const bool sole = e.word2 == kSoleRingTicket && IsRelease(e.kind());
+  const uint64_t of = sole ? 0 : e.word2;
+  if (observer_ != nullptr) {
+    ObservedEvent& o = observed_.emplace_back(ObservedEvent{e, ticket});
+    if (sole) o.event.word2 = 0;
+  }
   using Outcome = AllocationLedger::Outcome;
   auto count = [&](Outcome o, uint64_t* unknown) {
     switch (o) {
       case Outcome::kApplied: break;
-      case Outcome::kMatchedByAddress: ++counters_.ticket_misses; break;
+      case Outcome::kMatchedByAddress:
+        if (!sole) ++counters_.ticket_misses;
+        break;
       case Outcome::kAmbiguous:
         ++counters_.ticket_misses;
         ++counters_.ambiguous_matches;
@@ -302,14 +322,14 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
       ledger_->Alloc(e.layer(), e.address(), e.size(), ticket, e.scope(), e.word2);
       break;
     case EventKind::kFree:
-      count(ledger_->Free(e.layer(), e.address(), e.word2), &counters_.unknown_frees);
+      count(ledger_->Free(e.layer(), e.address(), of), &counters_.unknown_frees);
       break;
     case EventKind::kResize:
-      count(ledger_->Resize(e.layer(), e.address(), e.word2, e.size(), ticket),
+      count(ledger_->Resize(e.layer(), e.address(), of, e.size(), ticket),
             &counters_.unknown_resizes);
       break;
     case EventKind::kRemap:
-      count(ledger_->MoveOut(e.layer(), e.address(), e.word2, &c.moved),
+      count(ledger_->MoveOut(e.layer(), e.address(), of, &c.moved),
             &counters_.unknown_remaps);
       c.moving = true;
       break;
@@ -360,7 +380,9 @@ void Drainer::ApplyEpoch(uint32_t epoch) {
         }
         // A release whose ticket names another ring may have to wait for that ring (a
         // ticket of this ring names a record already applied, or none).
-        if (IsRelease(e.kind()) && e.word2 != 0 && Ticket::RingId(e.word2) != c.ring->id()) {
+        // (kSoleRingTicket names no ring: such a release has no other ring to wait for.)
+        if (IsRelease(e.kind()) && e.word2 > kSoleRingTicket &&
+            Ticket::RingId(e.word2) != c.ring->id()) {
           uint64_t dep_pos = 0;
           const int dep = Dependency(e, epoch, &dep_pos);
           if (dep >= 0) {

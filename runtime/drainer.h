@@ -18,12 +18,13 @@
 //   2. Poll the ring registry: new rings join, retired rings are marked.
 //   3. For each ring, wait out a record that was claimed but not yet published (a producer
 //      preempted mid-record); after this every record stamped <= e is readable.
-//   4. Apply every record stamped e, ring by ring in each ring's order. A release whose
-//      ticket names an allocation not yet applied in another ring makes the drainer apply
-//      that ring up to the allocation first ("dependency"), so allocations are applied
-//      before their releases wherever the rings were read from. Dependencies follow
-//      happens-before, which has no cycles; a cycle could only come from corrupt input and
-//      is broken and counted (order_conflicts).
+//   4. Apply every record stamped e, ring by ring in each ring's order, the first ring the
+//      recorder handed out first (its thread's blocks may have no tickets: Recorder::
+//      SoleRing()). A release whose ticket names an allocation not yet applied in another
+//      ring makes the drainer apply that ring up to the allocation first ("dependency"),
+//      so allocations are applied before their releases wherever the rings were read
+//      from. Dependencies follow happens-before, which has no cycles; a cycle could only
+//      come from corrupt input and is broken and counted (order_conflicts).
 //   5. Release the slots read, reclaim retired rings that are empty, settle blocks whose
 //      release never came (ledger), and wake callers of Flush().
 //

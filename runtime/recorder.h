@@ -10,7 +10,8 @@
 //
 // The hot path (Record*): one thread-local load to find the thread's ring, a claim, a
 // compiler barrier, one relaxed load of the epoch, a 32-byte write, a release store, and
-// for allocations one store into the ticket table. No lock, no allocation, no system call,
+// for allocations one store into the ticket table (none while only one thread records:
+// SoleRing()). No lock, no allocation, no system call,
 // no write to a cache line another thread writes. The first record of a thread takes a
 // slow path that binds a ring (it may allocate and map memory); so does a ring found full
 // under OverflowPolicy::kWaitThenFail, which waits a bounded time (config.h).
@@ -102,28 +103,29 @@ class Recorder {
                                                          uint64_t site) noexcept {
     if (__builtin_expect(!Event::Fits(size), 0)) return Refuse(/*allocation=*/true);
     const TicketTable::Bucket bucket = tickets_.BucketOf(address);
-    TicketTable::Prefetch(bucket);  // written below, after the record
+    if (!SoleRing()) TicketTable::Prefetch(bucket);  // written below, after the record
     Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/true, &c);
     if (r != RecordResult::kRecorded) return r;
     c.ring->slot(c.pos) = Event{address, Event::PackKindSize(EventKind::kAlloc, layer, size),
                                 site, Event::PackScopeEpoch(c.scope, c.epoch)};
     End(c, 1);
-    tickets_.Record(bucket, address, c.ring_id, c.pos, c.epoch);
+    // After Begin(), which acquired this thread's ring if it had none (see SoleRing()).
+    if (!SoleRing()) tickets_.Record(bucket, address, c.ring_id, c.pos, c.epoch);
     return RecordResult::kRecorded;
   }
 
   __attribute__((always_inline)) RecordResult RecordFree(LayerId layer,
                                                         uint64_t address) noexcept {
     const TicketTable::Bucket bucket = tickets_.BucketOf(address);
-    TicketTable::Prefetch(bucket);  // read and cleared below, after the claim
+    if (!SoleRing()) TicketTable::Prefetch(bucket);  // read and cleared below, after the claim
     Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/false, &c);
     if (r != RecordResult::kRecorded) {
       tickets_.Take(bucket, address);  // the block is going away, recorded or not
       return r;
     }
-    const uint64_t ticket = tickets_.Take(bucket, address);
+    const uint64_t ticket = SoleRing() ? kSoleRingTicket : tickets_.Take(bucket, address);
     c.ring->slot(c.pos) = Event{address, Event::PackKindSize(EventKind::kFree, layer, 0),
                                 ticket, Event::PackScopeEpoch(c.scope, c.epoch)};
     End(c, 1);
@@ -135,15 +137,16 @@ class Recorder {
   RecordResult RecordResize(LayerId layer, uint64_t address, uint64_t new_size) noexcept {
     if (__builtin_expect(!Event::Fits(new_size), 0)) return Refuse(/*allocation=*/false);
     const TicketTable::Bucket bucket = tickets_.BucketOf(address);
-    const uint64_t ticket = tickets_.Lookup(bucket, address);
     Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/false, &c);
     if (r != RecordResult::kRecorded) return r;
+    const bool sole = SoleRing();
+    const uint64_t ticket = sole ? kSoleRingTicket : tickets_.Lookup(bucket, address);
     c.ring->slot(c.pos) =
         Event{address, Event::PackKindSize(EventKind::kResize, layer, new_size), ticket,
               Event::PackScopeEpoch(c.scope, c.epoch)};
     End(c, 1);
-    tickets_.Record(bucket, address, c.ring_id, c.pos, c.epoch);
+    if (!sole) tickets_.Record(bucket, address, c.ring_id, c.pos, c.epoch);
     return RecordResult::kRecorded;
   }
 
@@ -175,10 +178,12 @@ class Recorder {
 
   RemapClaim BeginRemap(LayerId layer, uint64_t old_address) noexcept {
     RemapClaim rc;
-    rc.old_ticket_ = tickets_.Take(old_address);
     rc.old_address_ = old_address;
     rc.layer_ = layer;
     rc.result_ = Begin(2, /*allocation=*/false, &rc.claim_);
+    rc.old_ticket_ = rc.result_ == RecordResult::kRecorded && SoleRing()
+                         ? kSoleRingTicket
+                         : tickets_.Take(old_address);
     return rc;
   }
 
@@ -201,8 +206,10 @@ class Recorder {
                                   Event::Fits(new_size) ? new_size : Event::kMaxSize),
               site, Event::PackScopeEpoch(c.scope, target_epoch)};
     End(c, 2);
-    tickets_.Record(tickets_.BucketOf(new_address), new_address, c.ring_id, c.pos + 1,
-                    target_epoch);
+    if (!SoleRing()) {
+      tickets_.Record(tickets_.BucketOf(new_address), new_address, c.ring_id, c.pos + 1,
+                      target_epoch);
+    }
   }
 
   // The remap did not move the block: it grew or shrank in place. Records the resize in
@@ -229,13 +236,18 @@ class Recorder {
     // it back at the head now.
     c.ring->Unclaim();
     AfterPublish(c);
-    tickets_.Record(tickets_.BucketOf(rc.old_address_), rc.old_address_, c.ring_id, c.pos,
-                    epoch);
+    if (!SoleRing()) {
+      tickets_.Record(tickets_.BucketOf(rc.old_address_), rc.old_address_, c.ring_id, c.pos,
+                      epoch);
+    }
   }
 
   void AbortRemap(const RemapClaim& rc) noexcept {
-    // The block stays where it was: remember its ticket again.
-    if (rc.old_ticket_ != 0) tickets_.Record(rc.old_address_, rc.old_ticket_, clock_.Load());
+    // The block stays where it was: remember its ticket again (a real one: neither none
+    // nor the one-ring ticket).
+    if (rc.old_ticket_ > kSoleRingTicket) {
+      tickets_.Record(rc.old_address_, rc.old_ticket_, clock_.Load());
+    }
     if (rc.result_ == RecordResult::kRecorded) rc.claim_.ring->Unclaim();
   }
 
@@ -390,6 +402,21 @@ class Recorder {
     End(c, 1);
     return RecordResult::kRecorded;
   }
+
+  // One ring: while this recorder has handed out a single ring, releases take no ticket
+  // and allocations store none. A ticket orders a release after its allocation when the
+  // two are in different rings and the same epoch; with one ring, its own order does that,
+  // and the drainer pairs the release by address (kSoleRingTicket). Once a second thread
+  // acquires a ring (RingRegistry::acquisitions(), counted before its first record), every
+  // record made after that takes and stores tickets again. Why the records the first
+  // thread made without tickets around that moment stay exact: the first ring is the
+  // drainer's first cursor, applied first in every epoch (drainer.h), and whatever another
+  // thread releases of that thread's blocks was allocated in the same epoch or an earlier
+  // one (happens-before). A release whose allocation was made without a ticket and that
+  // comes after the change is matched by address (ticket_misses counts it, for
+  // information). Call only after Begin(): a thread's first Begin() acquires its ring.
+  // The count is written a few times in a run, so its line stays in every core's cache.
+  bool SoleRing() const noexcept { return registry_.acquisitions() <= 1; }
 
   // The thread's cache of sent stacks (thread_state.h): the two ways a hash may be in,
   // the way used last first.

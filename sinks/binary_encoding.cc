@@ -155,7 +155,7 @@ void BinaryEncoder::Event(const CaptureEvent& e) {
       p = PutVarint(p, e.layer);
       p = PutVarint(p, ZigZag(e.ticket - s.ticket));
       s.ticket = e.ticket;
-      p = PutVarint(p, ZigZag(e.of - e.ticket));
+      p = PutVarint(p, OfDelta(e.of, e.ticket));
       break;
     case CaptureEventType::kArenaReset:
       p = PutVarint(p, e.layer);
@@ -252,7 +252,10 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
   auto ticket_and_of = [&](bool with_of) {
     ok = ok && r.Delta(before.ticket, &e.ticket);
     after.ticket = e.ticket;
-    if (with_of) ok = ok && r.Delta(e.ticket, &e.of);
+    if (with_of) {
+      ok = ok && r.Delta(e.ticket, &e.of);
+      if (e.of == e.ticket) e.of = 0;  // no ticket (BinaryEncoder::OfDelta)
+    }
   };
   auto mono = [&] {
     uint64_t now = 0;

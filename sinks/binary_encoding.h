@@ -148,8 +148,15 @@ class BinaryEncoder {
     p = PutVarint(p, layer);
     p = PutVarint(p, ZigZag(ticket - s->ticket));
     s->ticket = ticket;
-    p = PutVarint(p, ZigZag(of - ticket));
+    p = PutVarint(p, OfDelta(of, ticket));
     Staged(p);
+  }
+
+  // A release's `of` as written: its difference from the release's own ticket, where
+  // `of` 0 (no ticket) is written as that ticket itself, difference 0, one byte. No
+  // release names itself, so a reader maps that back to 0.
+  static uint64_t OfDelta(uint64_t of, uint64_t ticket) {
+    return ZigZag((of == 0 ? ticket : of) - ticket);
   }
 
   // Writes `v` as LEB128 (7 bits a byte, low bits first, high bit set on all but the

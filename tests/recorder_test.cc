@@ -190,6 +190,11 @@ TEST(RecorderTest, ManyStacksInTurnAreEachSentAboutOnce) {
 TEST(RecorderTest, CommitResizeRecordsTheResizeInTheClaim) {
   auto recorder = Make();
   ASSERT_TRUE(recorder->Start().ok());
+  // Another thread records first, so this one is not alone and keeps tickets
+  // (Recorder::SoleRing()).
+  std::thread([&] {
+    EXPECT_EQ(recorder->RecordAlloc(kHeap, 0x9000, 1, 7), RecordResult::kRecorded);
+  }).join();
   ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x1000, 10, 7), RecordResult::kRecorded);
   const Recorder::RemapClaim claim = recorder->BeginRemap(kHeap, 0x1000);
   ASSERT_EQ(claim.result(), RecordResult::kRecorded);
@@ -199,18 +204,18 @@ TEST(RecorderTest, CommitResizeRecordsTheResizeInTheClaim) {
   ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x2000, 5, 7), RecordResult::kRecorded);
   ASSERT_TRUE(recorder->Flush().ok());
   recorder->Inspect([](const AllocationLedger& ledger, const CaptureIntegrity& integrity) {
-    EXPECT_EQ(ledger.totals().live_count, 2u);
-    EXPECT_EQ(ledger.totals().live_bytes, 35u);
-    EXPECT_EQ(integrity.events_recorded, 3u);
-    EXPECT_EQ(integrity.events_applied, 3u);
+    EXPECT_EQ(ledger.totals().live_count, 3u);
+    EXPECT_EQ(ledger.totals().live_bytes, 36u);
+    EXPECT_EQ(integrity.events_recorded, 4u);
+    EXPECT_EQ(integrity.events_applied, 4u);
   });
   std::thread([&] {
     EXPECT_EQ(recorder->RecordFree(kHeap, 0x1000), RecordResult::kRecorded);
   }).join();
   ASSERT_TRUE(recorder->Stop().ok());
   recorder->Inspect([](const AllocationLedger& ledger, const CaptureIntegrity& integrity) {
-    EXPECT_EQ(ledger.totals().live_count, 1u);
-    EXPECT_EQ(ledger.totals().live_bytes, 5u);
+    EXPECT_EQ(ledger.totals().live_count, 2u);
+    EXPECT_EQ(ledger.totals().live_bytes, 6u);
     EXPECT_EQ(integrity.ticket_misses, 0u) << "the free carried the resize's ticket";
     EXPECT_EQ(integrity.unknown_frees, 0u);
     EXPECT_TRUE(integrity.complete());
@@ -607,6 +612,111 @@ TEST(RecorderTest, OneRingSkipsTheHeavyFenceUntilASecondThreadRecords) {
   EXPECT_GT(two.fenced_epochs, alone.fenced_epochs);  // B's rounds fenced
   EXPECT_TRUE(snap.integrity.clean()) << snap.integrity.Counters();
   EXPECT_EQ(snap.integrity.late_records, 0u);
+}
+
+// Collects the tickets (`of`) the drainer hands on for releases, by address.
+class ReleaseTickets : public EventObserver {
+ public:
+  void OnEpoch(uint32_t, int64_t, std::span<const ObservedEvent> events) noexcept override {
+    for (const ObservedEvent& o : events) {
+      const EventKind k = o.event.kind();
+      if (k == EventKind::kFree || k == EventKind::kResize || k == EventKind::kRemap) {
+        of.push_back(o.event.word2);
+      }
+    }
+  }
+  std::vector<uint64_t> of;  // drainer thread until Stop()
+};
+
+// One thread alone records without tickets (Recorder::SoleRing()): its releases are
+// paired by address, exactly, are not ticket misses, and reach the capture with `of` 0.
+TEST(RecorderTest, OneThreadAloneRecordsWithoutTickets) {
+  ReleaseTickets observed;  // outlives the recorder, which hands it the final round
+  auto recorder = Make();
+  ASSERT_TRUE(recorder->SetObserver(&observed).ok());
+  ASSERT_TRUE(recorder->Start().ok());
+  // Blocks reused at the same addresses, resized in place, moved and freed.
+  for (uint64_t round = 0; round < 50; ++round) {
+    for (uint64_t i = 0; i < 100; ++i) {
+      ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x10000 + 64 * i, 16, 1), RecordResult::kRecorded);
+    }
+    for (uint64_t i = 0; i < 100; i += 2) {
+      ASSERT_EQ(recorder->RecordResize(kHeap, 0x10000 + 64 * i, 32), RecordResult::kRecorded);
+    }
+    for (uint64_t i = 1; i < 100; i += 2) {
+      ASSERT_EQ(recorder->RecordRemap(kHeap, 0x10000 + 64 * i, 0x90000 + 64 * i, 48, 1),
+                RecordResult::kRecorded);
+    }
+    for (uint64_t i = 0; i < 100; ++i) {
+      const uint64_t addr = (i % 2 == 0 ? 0x10000 : 0x90000) + 64 * i;
+      ASSERT_EQ(recorder->RecordFree(kHeap, addr), RecordResult::kRecorded);
+    }
+  }
+  ASSERT_TRUE(recorder->Stop().ok());
+  const Snapshot snap = recorder->TakeSnapshot();
+  EXPECT_EQ(snap.totals.live_count, 0u);
+  EXPECT_EQ(snap.totals.allocated_count, 50u * 100 + 50u * 50);  // allocs and move targets
+  EXPECT_EQ(snap.totals.live_bytes, 0u);
+  EXPECT_EQ(snap.integrity.ticket_misses, 0u) << snap.integrity.Counters();
+  EXPECT_TRUE(snap.integrity.clean()) << snap.integrity.Counters();
+  ASSERT_EQ(observed.of.size(), 50u * (50 + 50 + 100));
+  for (const uint64_t of : observed.of) EXPECT_EQ(of, 0u);
+  // A double free is still one.
+  ASSERT_TRUE(recorder->Start().ok());
+  ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x5000, 8, 1), RecordResult::kRecorded);
+  ASSERT_EQ(recorder->RecordFree(kHeap, 0x5000), RecordResult::kRecorded);
+  ASSERT_EQ(recorder->RecordFree(kHeap, 0x5000), RecordResult::kRecorded);
+  ASSERT_TRUE(recorder->Flush().ok());
+  EXPECT_EQ(recorder->Integrity().double_frees, 1u);
+}
+
+// The moment a second thread starts: the first thread's blocks, allocated without
+// tickets, handed one at a time to the second, which frees each at once (often in the
+// same epoch as its allocation). Each round is a new recorder, so each has that moment;
+// the expected counts are the test's own. The first ring is applied first in every
+// epoch (drainer.cc, PollRegistry), which is what orders these frees after their
+// allocations.
+TEST(RecorderTest, BlocksOfTheThreadAloneFreedByASecondThreadStayExact) {
+  for (int round = 0; round < 20; ++round) {
+    Config config;
+    config.ticket_table_log2 = 12;
+    auto recorder = Make(config);
+    ASSERT_TRUE(recorder->Start().ok());
+    constexpr uint64_t kBlocks = 2000;
+    std::atomic<uint64_t> handed{0};  // blocks A allocated and handed to B so far
+    std::atomic<uint64_t> freed{0};   // blocks B freed so far
+    std::thread b([&] {
+      for (uint64_t i = 0; i < kBlocks; ++i) {
+        // Acquire: pairs with A's release store; B's free happens after A's allocation.
+        while (handed.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+        EXPECT_EQ(recorder->RecordFree(kHeap, 0x100000 + 32 * (i % 64)),
+                  RecordResult::kRecorded);
+        freed.store(i + 1, std::memory_order_release);
+      }
+    });
+    // A is this thread, recording alone until B's first free acquires B's ring. Block i
+    // takes slot i % 64, once B has freed the block that had it (as an allocator would
+    // hand the address out again only after its release).
+    for (uint64_t i = 0; i < kBlocks; ++i) {
+      // Acquire: pairs with B's release store; the reuse happens after B's free.
+      while (i >= 64 && freed.load(std::memory_order_acquire) < i - 63) {
+        std::this_thread::yield();
+      }
+      ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x100000 + 32 * (i % 64), 8, 1),
+                RecordResult::kRecorded);
+      handed.store(i + 1, std::memory_order_release);
+    }
+    b.join();
+    ASSERT_TRUE(recorder->Stop().ok());
+    const Snapshot snap = recorder->TakeSnapshot();
+    EXPECT_EQ(snap.totals.allocated_count, kBlocks);
+    EXPECT_EQ(snap.totals.freed_count, kBlocks);
+    EXPECT_EQ(snap.totals.live_count, 0u);
+    EXPECT_EQ(snap.integrity.unknown_frees, 0u) << snap.integrity.Counters();
+    EXPECT_EQ(snap.integrity.double_frees, 0u) << snap.integrity.Counters();
+    EXPECT_EQ(snap.integrity.late_records, 0u) << snap.integrity.Counters();
+    EXPECT_EQ(snap.integrity.order_conflicts, 0u) << snap.integrity.Counters();
+  }
 }
 
 }  // namespace

@@ -44,27 +44,32 @@ SpscRing* RingRegistry::AcquireRing() noexcept {
     }
     ring = SpscRing::Create(id, capacity_log2_);
     if (ring == nullptr) return nullptr;
+    CountAcquisition(ring);  // before the notice: see first_ring_id()
     if (!queues_->notices.enqueue(Notice{ring, Change::kRegistered})) {
       SpscRing::Destroy(ring);
       return nullptr;
     }
-    CountAcquisition();
     return ring;
   }
   // A reused ring: already in by_id_; its positions continue from its last drain.
+  CountAcquisition(ring);
   if (!queues_->notices.enqueue(Notice{ring, Change::kRegistered})) {
     queues_->free_rings.enqueue(ring);
     return nullptr;
   }
-  CountAcquisition();
   return ring;
 }
 
-void RingRegistry::CountAcquisition() noexcept {
+void RingRegistry::CountAcquisition(const SpscRing* ring) noexcept {
   // Relaxed add, then the seq_cst fence that pairs with the drainer's fence between its
   // epoch advance and its load of acquisitions() (see the header): the caller's first
-  // epoch load comes after this fence.
-  acquisitions_.fetch_add(1, std::memory_order_relaxed);
+  // epoch load comes after this fence. A count whose notice then cannot be sent stays
+  // counted: the drainer then always fences, and no thread records without tickets.
+  if (acquisitions_.fetch_add(1, std::memory_order_relaxed) == 0) {
+    // Relaxed: the drainer reads it after dequeuing this ring's notice, which the queue
+    // orders after this store (release on enqueue, acquire on dequeue).
+    first_ring_id_.store(ring->id(), std::memory_order_relaxed);
+  }
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 

@@ -24,7 +24,8 @@
 // Thread safety:
 //   - AcquireRing() and Retire(): any thread (slow path: they may allocate inside the
 //     queue and make a system call when a new ring is mapped).
-//   - PollControl(), Reclaim(), RingById(), ring_count(), acquisitions(): the drainer only.
+//   - acquisitions(): any thread (the recorder's hot path reads it, Recorder::SoleRing()).
+//   - PollControl(), Reclaim(), RingById(), ring_count(): the drainer only.
 //   - The destructor: once, after the drainer has stopped and no thread can record.
 
 #ifndef MEMTRACE_TRANSPORT_RING_REGISTRY_H_
@@ -80,7 +81,8 @@ class RingRegistry {
     }
   }
 
-  // How many kRegistered notices AcquireRing() has sent. With the fence it runs after
+  // How many kRegistered notices AcquireRing() has sent, counted before the caller's first
+  // record. Recorder::SoleRing() reads it on the hot path. With the fence it runs after
   // counting, this lets the drainer tell that no thread can have started recording into
   // a ring it does not know yet (drainer.cc, "one ring"): the drainer advances the epoch,
   // runs a seq_cst fence, then loads this; a new producer counts here, runs a seq_cst
@@ -89,6 +91,13 @@ class RingRegistry {
   uint64_t acquisitions() const noexcept {
     // Relaxed: ordered by the seq_cst fences on both sides (see above).
     return acquisitions_.load(std::memory_order_relaxed);
+  }
+
+  // The id of the first ring handed out (0 until then): the one whose thread records
+  // without tickets while it is alone (Recorder::SoleRing()). Drainer: read after
+  // dequeuing that ring's notice.
+  uint32_t first_ring_id() const noexcept {
+    return first_ring_id_.load(std::memory_order_relaxed);
   }
 
   // Drainer: `ring` is retired and fully read; make it available to AcquireRing().
@@ -110,7 +119,7 @@ class RingRegistry {
 
  private:
   size_t DequeueNotices(Notice* out, size_t max) noexcept;
-  void CountAcquisition() noexcept;
+  void CountAcquisition(const SpscRing* ring) noexcept;
 
   const uint32_t capacity_log2_;
   std::unique_ptr<transport_internal::ControlQueues> queues_;
@@ -118,6 +127,7 @@ class RingRegistry {
   std::atomic<uint32_t> next_id_{1};
   // Notices of registration sent (acquisitions()).
   std::atomic<uint64_t> acquisitions_{0};
+  std::atomic<uint32_t> first_ring_id_{0};
   // Drainer-owned: filled in as kRegistered notices arrive.
   std::vector<SpscRing*> by_id_;
 };

@@ -60,9 +60,16 @@ struct Ticket {
   }
 };
 
+// The ticket a release carries when its recorder had handed out one ring only, so it
+// took no ticket from the ticket table (recorder.h, "one ring"). Ring id 0 is never a
+// ring's, so it names no record; the drainer pairs such a release by address, which one
+// ring's order makes exact, and writes it to captures as `of` 0.
+inline constexpr uint64_t kSoleRingTicket = 1;
+
 static_assert(Ticket::RingId(Ticket::Make(7, 12345)) == 7);
 static_assert(Ticket::Position(Ticket::Make(7, 12345)) == 12345);
 static_assert(Ticket::Make(1, 0) != 0, "a real ticket is never the unknown ticket");
+static_assert(Ticket::Make(1, 0) > kSoleRingTicket, "nor the one-ring ticket");
 
 }  // namespace memtrace
 
