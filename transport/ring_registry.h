@@ -125,11 +125,14 @@ class RingRegistry {
   std::unique_ptr<transport_internal::ControlQueues> queues_;
   // Ids are handed out once; 0 is never a ring id (ticket 0 means unknown).
   std::atomic<uint32_t> next_id_{1};
-  // Notices of registration sent (acquisitions()).
-  std::atomic<uint64_t> acquisitions_{0};
-  std::atomic<uint32_t> first_ring_id_{0};
   // Drainer-owned: filled in as kRegistered notices arrive.
   std::vector<SpscRing*> by_id_;
+  // Notices of registration sent (acquisitions()), and the first ring's id. Every record
+  // reads the count (Recorder::SoleRing()), so it has a line of its own: the recorder's
+  // next member is the ledger, which the drainer writes with every record it applies.
+  alignas(kCacheLineSize) std::atomic<uint64_t> acquisitions_{0};
+  std::atomic<uint32_t> first_ring_id_{0};
+  char pad_[kCacheLineSize - sizeof(std::atomic<uint64_t>) - sizeof(std::atomic<uint32_t>)];
 };
 
 }  // namespace memtrace
