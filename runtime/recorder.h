@@ -11,10 +11,10 @@
 // The hot path (Record*): one thread-local load to find the thread's ring, a claim, a
 // compiler barrier, one relaxed load of the epoch, a 32-byte write, a release store, and
 // for allocations one store into the ticket table (none while only one thread records:
-// SoleRing()). No lock, no allocation, no system call,
-// no write to a cache line another thread writes. The first record of a thread takes a
-// slow path that binds a ring (it may allocate and map memory); so does a ring found full
-// under OverflowPolicy::kWaitThenFail, which waits a bounded time (config.h).
+// SoleRing()). No lock, no allocation, no system call, no write to a cache line another
+// thread writes. The first record of a thread takes a slow path that binds a ring (it may
+// allocate and map memory); so does a ring found full under
+// OverflowPolicy::kWaitThenFail, which waits a bounded time (config.h).
 //
 // Results of a record:
 //   kRecorded      the record is in the ring and will be applied.
