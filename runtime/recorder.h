@@ -110,8 +110,7 @@ class Recorder {
     c.ring->slot(c.pos) = Event{address, Event::PackKindSize(EventKind::kAlloc, layer, size),
                                 site, Event::PackScopeEpoch(c.scope, c.epoch)};
     End(c, 1);
-    // After Begin(), which acquired this thread's ring if it had none (see SoleRing()).
-    if (!SoleRing()) tickets_.Record(bucket, address, c.ring_id, c.pos, c.epoch);
+    StoreTicket(bucket, address, c.ring_id, c.pos, c.epoch);
     return RecordResult::kRecorded;
   }
 
@@ -125,7 +124,7 @@ class Recorder {
       tickets_.Take(bucket, address);  // the block is going away, recorded or not
       return r;
     }
-    const uint64_t ticket = SoleRing() ? kSoleRingTicket : tickets_.Take(bucket, address);
+    const uint64_t ticket = TakeTicket(bucket, address);
     c.ring->slot(c.pos) = Event{address, Event::PackKindSize(EventKind::kFree, layer, 0),
                                 ticket, Event::PackScopeEpoch(c.scope, c.epoch)};
     End(c, 1);
@@ -140,13 +139,12 @@ class Recorder {
     Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/false, &c);
     if (r != RecordResult::kRecorded) return r;
-    const bool sole = SoleRing();
-    const uint64_t ticket = sole ? kSoleRingTicket : tickets_.Lookup(bucket, address);
+    const uint64_t ticket = SoleRing() ? kSoleRingTicket : tickets_.Lookup(bucket, address);
     c.ring->slot(c.pos) =
         Event{address, Event::PackKindSize(EventKind::kResize, layer, new_size), ticket,
               Event::PackScopeEpoch(c.scope, c.epoch)};
     End(c, 1);
-    if (!sole) tickets_.Record(bucket, address, c.ring_id, c.pos, c.epoch);
+    StoreTicket(bucket, address, c.ring_id, c.pos, c.epoch);
     return RecordResult::kRecorded;
   }
 
@@ -181,9 +179,9 @@ class Recorder {
     rc.old_address_ = old_address;
     rc.layer_ = layer;
     rc.result_ = Begin(2, /*allocation=*/false, &rc.claim_);
-    rc.old_ticket_ = rc.result_ == RecordResult::kRecorded && SoleRing()
-                         ? kSoleRingTicket
-                         : tickets_.Take(old_address);
+    const TicketTable::Bucket bucket = tickets_.BucketOf(old_address);
+    rc.old_ticket_ = rc.result_ == RecordResult::kRecorded ? TakeTicket(bucket, old_address)
+                                                           : tickets_.Take(bucket, old_address);
     return rc;
   }
 
@@ -206,10 +204,8 @@ class Recorder {
                                   Event::Fits(new_size) ? new_size : Event::kMaxSize),
               site, Event::PackScopeEpoch(c.scope, target_epoch)};
     End(c, 2);
-    if (!SoleRing()) {
-      tickets_.Record(tickets_.BucketOf(new_address), new_address, c.ring_id, c.pos + 1,
-                      target_epoch);
-    }
+    StoreTicket(tickets_.BucketOf(new_address), new_address, c.ring_id, c.pos + 1,
+                target_epoch);
   }
 
   // The remap did not move the block: it grew or shrank in place. Records the resize in
@@ -236,10 +232,7 @@ class Recorder {
     // it back at the head now.
     c.ring->Unclaim();
     AfterPublish(c);
-    if (!SoleRing()) {
-      tickets_.Record(tickets_.BucketOf(rc.old_address_), rc.old_address_, c.ring_id, c.pos,
-                      epoch);
-    }
+    StoreTicket(tickets_.BucketOf(rc.old_address_), rc.old_address_, c.ring_id, c.pos, epoch);
   }
 
   void AbortRemap(const RemapClaim& rc) noexcept {
@@ -417,6 +410,18 @@ class Recorder {
   // information). Call only after Begin(): a thread's first Begin() acquires its ring.
   // The count is written a few times in a run, so its line stays in every core's cache.
   bool SoleRing() const noexcept { return registry_.acquisitions() <= 1; }
+
+  // The ticket table under that rule, after Begin(): a release's ticket (kSoleRingTicket
+  // while one ring), and the store of a record's ticket (none while one ring).
+  __attribute__((always_inline)) uint64_t TakeTicket(TicketTable::Bucket bucket,
+                                                     uint64_t address) noexcept {
+    return SoleRing() ? kSoleRingTicket : tickets_.Take(bucket, address);
+  }
+  __attribute__((always_inline)) void StoreTicket(TicketTable::Bucket bucket, uint64_t address,
+                                                  uint32_t ring_id, uint64_t position,
+                                                  uint32_t epoch) noexcept {
+    if (!SoleRing()) tickets_.Record(bucket, address, ring_id, position, epoch);
+  }
 
   // The thread's cache of sent stacks (thread_state.h): the two ways a hash may be in,
   // the way used last first.

@@ -40,8 +40,9 @@
 // after (7) every record stamped <= e is published. The producer side pays only a
 // compiler barrier; the drainer pays one membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
 // system call per epoch, which interrupts each CPU running one of our threads and executes
-// a full barrier there (none while it knows only one ring: drainer.h, step 1). Where the kernel lacks membarrier (older kernels, some sandboxes)
-// LightFence() becomes a real seq_cst fence; UsesMembarrier() says which is in force.
+// a full barrier there (none while it knows only one ring: drainer.h, step 1). Where the
+// kernel lacks membarrier (older kernels, some sandboxes) LightFence() becomes a real
+// seq_cst fence; UsesMembarrier() says which is in force.
 // Each clock decides once, when it is constructed, and both fences follow that decision.
 //
 // Closing: the value kClosed (all ones) tells producers the recorder has stopped. A
