@@ -129,9 +129,15 @@ void BM_DrainerThroughput(benchmark::State& state) {
     state.PauseTiming();
     recorder->Flush().IgnoreError();
     const uint64_t before = recorder->Integrity().events_applied;
-    // Address reuse like a real heap: a window of live blocks at 16-byte spacing.
+    // Address reuse like a real heap: a window of range(2) addresses at 16-byte spacing,
+    // visited in a scattered order (an odd multiplier permutes the window when its size
+    // is a power of two). With a small window the lookups stay in the caches; with a
+    // large one beside many live blocks, each is a miss, as in a program that frees what
+    // it allocated long ago.
+    const uint64_t window = static_cast<uint64_t>(state.range(2));
     for (int i = 0; i < pairs; ++i) {
-      const uint64_t a = 0x100000 + 16 * static_cast<uint64_t>(i % 4096);
+      const uint64_t slot = (static_cast<uint64_t>(i) * 0x9E3779B1u) & (window - 1);
+      const uint64_t a = 0x100000 + 16 * slot;
       recorder->RecordAlloc(layers::kCpuHeap, a, 64, 0x400000 + (i & 255));
       recorder->RecordFree(layers::kCpuHeap, a);
     }
@@ -147,8 +153,12 @@ void BM_DrainerThroughput(benchmark::State& state) {
 }
 
 BENCHMARK(BM_DrainerThroughput)
-    ->Args({1 << 20, 0})
-    ->Args({1 << 20, 1 << 20})
+    ->ArgNames({"pairs", "live", "window"})
+    ->Args({1 << 20, 0, 4096})
+    ->Args({1 << 20, 1 << 20, 4096})
+    ->Args({1 << 20, 1 << 20, 1 << 18})
+    ->Args({1 << 20, 1 << 15, 1 << 15})
+    ->Args({1 << 20, 1 << 17, 1 << 17})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

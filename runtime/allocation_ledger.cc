@@ -30,9 +30,7 @@ __attribute__((always_inline)) inline runtime_internal::AddressTable& Allocation
     LayerId layer, uint64_t address) {
   auto& shards = tables_[layer];
   if (!shards) shards = std::make_unique<Shards>();
-  // A multiplier unrelated to the tables' own hash, so that the addresses of one shard
-  // still spread over that shard's whole table.
-  return (*shards)[(address * 0xD6E8FEB86659FD93ull) >> 60];
+  return (*shards)[ShardIndex(address)];
 }
 
 __attribute__((always_inline)) inline uint32_t AllocationLedger::Context(uint32_t scope,

@@ -56,6 +56,7 @@
 #include <cstdint>
 
 #include "transport/event.h"
+#include "transport/prefetch.h"
 
 namespace memtrace {
 
@@ -222,15 +223,6 @@ class SpscRing {
   // consumer is about to read: a hint, never a change to what anyone reads.
   static constexpr uint64_t kWriteAhead = 32;
 
-  static void PrefetchForWrite(const Event* slot) noexcept {
-#if defined(__x86_64__)
-    // An explicit prefetchw: inlined into the recorder's hot path, g++ 12 may drop
-    // __builtin_prefetch (ticket_table.h).
-    asm volatile("prefetchw %0" : : "m"(*reinterpret_cast<const char*>(slot)));
-#else
-    __builtin_prefetch(slot, 1, 3);
-#endif
-  }
 
   static void Bump(std::atomic<uint64_t>& counter) noexcept {
     // Relaxed: a statistic with a single writer; readers want a recent value, not an order.

@@ -53,6 +53,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "transport/prefetch.h"
 #include "transport/ticket.h"
 
 namespace memtrace {
@@ -92,17 +93,9 @@ class TicketTable {
     return buckets_ + ((address * 0x9E3779B97F4A7C15ull) >> shift_) * kWays;
   }
 
-  // Starts loading a bucket for a Record() or Take() a few instructions later. On x86-64
-  // an explicit prefetcht0: inlined into the recorder's hot path, g++ 12 drops
-  // __builtin_prefetch here (seen in the disassembly), and a line no other core holds
-  // arrives exclusive, ready for the store, from a read prefetch anyway.
-  static void Prefetch(Bucket bucket) noexcept {
-#if defined(__x86_64__)
-    asm volatile("prefetcht0 %0" : : "m"(*reinterpret_cast<const char*>(bucket)));
-#else
-    __builtin_prefetch(bucket, 0, 3);
-#endif
-  }
+  // Starts loading a bucket for a Record() or Take() a few instructions later (a read
+  // prefetch: the line arrives exclusive, ready for the store, when no other core has it).
+  static void Prefetch(Bucket bucket) noexcept { PrefetchForRead(bucket); }
 
   // Remembers the ticket of a new allocation at `address`, whose bucket is `bucket`: the
   // allocation record at `position` in ring `ring_id`, made in `epoch`.
