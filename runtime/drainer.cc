@@ -41,8 +41,8 @@ bool LooksUpBlock(EventKind kind) {
 constexpr uint64_t kPrefetchAhead = 8;
 
 // Below this many live blocks the ledger's tables stay in the caches and reading ahead is
-// only extra work. BM_DrainerThroughput (bench/README.md): prefetching cost 3-10% with
-// 8K and 32K blocks live, gained 12-20% with 128K and 2.5x with 1M.
+// only extra work. BM_DrainerThroughput (bench/README.md), prefetching every record: 2-7%
+// slower with 8K and 32K blocks live, 12-17% faster with 128K, 2.1-2.8x with 1M.
 #ifndef MEMTRACE_PREFETCH_LIVE_BLOCKS
 #define MEMTRACE_PREFETCH_LIVE_BLOCKS 65536
 #endif
