@@ -727,7 +727,11 @@ TEST(RecorderTest, BlocksOfTheThreadAloneFreedByASecondThreadStayExact) {
 TEST(RecorderTest, ALargeHeapStaysExactWhileTheDrainerPrefetches) {
   // Past 65,536 live blocks the drainer prefetches the ledger's slots of the records ahead
   // (drainer.cc). A hint must change nothing: totals computed here, from the loops alone.
-  auto recorder = Make();
+  Config config;
+  // Rings that hold every record a thread makes here, so that a drainer slowed down by a
+  // sanitizer never makes a producer wait past the overflow bound.
+  config.ring_capacity_log2 = 18;
+  auto recorder = Make(config);
   ASSERT_TRUE(recorder->Start().ok());
   constexpr uint64_t kLive = 100000;    // allocated first, on this thread
   constexpr uint64_t kPairs = 50000;    // alloc+free pairs on each of two threads
