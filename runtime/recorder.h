@@ -407,7 +407,9 @@ class Recorder {
   // thread releases of that thread's blocks was allocated in the same epoch or an earlier
   // one (happens-before). A release whose allocation was made without a ticket and that
   // comes after the change is matched by address (ticket_misses counts it, for
-  // information). Call only after Begin(): a thread's first Begin() acquires its ring.
+  // information). Call only after Begin(): a thread's first Begin() acquires its ring
+  // (the ticket-table prefetches before Begin() read it as a hint only, and the ticket
+  // itself is taken or stored after).
   // The count is written a few times in a run, so its line stays in every core's cache.
   bool SoleRing() const noexcept { return registry_.acquisitions() <= 1; }
 

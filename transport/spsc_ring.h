@@ -223,7 +223,6 @@ class SpscRing {
   // consumer is about to read: a hint, never a change to what anyone reads.
   static constexpr uint64_t kWriteAhead = 32;
 
-
   static void Bump(std::atomic<uint64_t>& counter) noexcept {
     // Relaxed: a statistic with a single writer; readers want a recent value, not an order.
     counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
