@@ -12,6 +12,8 @@
 //   basic       every interposed entry point, four threads, frees on other threads,
 //               realloc in place and moving, C++ new/delete in all their forms
 //   exit-thread a worker thread calls exit(5) while the main thread keeps allocating
+//   atexit      main returns with 400 markers live; an atexit handler frees them (as a
+//               server's shutdown does, after exit() has run the thread's TLS destructors)
 //   fork        a multithreaded parent forks; the child allocates, frees and exits
 //   exec        allocates, then execs argv[2] (with argv[3...])
 //   crash       allocates, prints its counts, then dereferences a null pointer
@@ -244,6 +246,27 @@ void ExitFromThread() {
   worker.join();
 }
 
+std::vector<Block>* kept_for_atexit = nullptr;
+
+void FreeKeptAtExit() {
+  for (const Block& b : *kept_for_atexit) {
+    CountFree(b.n);
+    free(b.p);
+  }
+  PrintCounts();
+}
+
+void FreeAtExit() {
+  kept_for_atexit = new std::vector<Block>();  // never freed: still in use during exit
+  kept_for_atexit->reserve(400);
+  for (uint64_t i = 0; i < 400; ++i) {
+    void* p = MustAlloc(malloc(MarkerSize(i)));
+    CountAlloc(MarkerSize(i));
+    kept_for_atexit->push_back(Block{p, MarkerSize(i)});
+  }
+  atexit(FreeKeptAtExit);
+}
+
 void Fork() {
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
@@ -423,6 +446,8 @@ int main(int argc, char** argv) {
     Basic();
   } else if (mode == "exit-thread") {
     ExitFromThread();
+  } else if (mode == "atexit") {
+    FreeAtExit();
   } else if (mode == "fork") {
     Fork();
   } else if (mode == "exec" && argc > 2) {
@@ -437,7 +462,7 @@ int main(int argc, char** argv) {
     Threads();
   } else {
     fprintf(stderr, "usage: preload_target "
-                    "basic|exit-thread|fork|exec PROGRAM...|crash|stack|mmap|threads\n");
+                    "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads\n");
     return 2;
   }
   return 0;

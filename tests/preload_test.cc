@@ -354,6 +354,28 @@ TEST_F(PreloadTest, ExitFromAnotherThreadWritesTheTrailer) {
   ExpectMarkersMatch(r, ParseCounts(run.out));
 }
 
+// exit() runs the main thread's TLS destructors before its atexit handlers; the frees
+// made there are recorded in the main thread's ring like any other, and every one is
+// matched. (With the exit hook a thread_local destructor, each took a fresh 2 MiB ring.)
+TEST_F(PreloadTest, FreesInAtexitHandlersAreRecordedInTheMainThreadsRing) {
+  const std::string capture = TempDir() + "/atexit.mtb";
+  const Result run =
+      RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "atexit"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
+  EXPECT_EQ(Field(r.trailer, "ended_by"), "exit");
+  const Counts program = ParseCounts(run.out);
+  EXPECT_EQ(program.frees, 400) << run.out;
+  EXPECT_EQ(program.live_count, 0) << run.out;
+  ExpectMarkersMatch(r, program);
+  // The main thread's ring; the interposer's own start-up may add one more.
+  EXPECT_LE(std::stoi(Field(r.trailer, "rings")), 2) << r.trailer;
+}
+
 TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
   const std::string dir = TempDir() + "/fork";
   mkdir(dir.c_str(), 0755);

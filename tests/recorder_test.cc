@@ -532,6 +532,46 @@ TEST(RecorderTest, ThreadsExitingRetireTheirRingsForReuse) {
   EXPECT_LE(recorder->Integrity().rings, 2u);
 }
 
+// A thread_local made before the thread's first record is destroyed after everything
+// made later, in the thread's exit; what its destructor frees goes into the thread's own
+// ring (the exit hook runs after every thread_local destructor), not into a fresh ring
+// per record. The expected counts are the test's own.
+struct FreesAtThreadExit {
+  Recorder* recorder = nullptr;
+  uint64_t base = 0;
+  int count = 0;
+  ~FreesAtThreadExit() {
+    for (int i = 0; i < count; ++i) recorder->RecordFree(kHeap, base + 16 * uint64_t(i));
+  }
+};
+thread_local FreesAtThreadExit frees_at_thread_exit;
+
+TEST(RecorderTest, FreesInThreadLocalDestructorsStayInTheThreadsRing) {
+  auto recorder = Make();
+  ASSERT_TRUE(recorder->Start().ok());
+  constexpr int kBlocks = 300;
+  constexpr uint64_t kBase = 1ull << 40;
+  std::thread([&] {
+    FreesAtThreadExit& f = frees_at_thread_exit;  // constructed before the first record
+    f.recorder = recorder.get();
+    f.base = kBase;
+    f.count = kBlocks;
+    for (int i = 0; i < kBlocks; ++i) {
+      EXPECT_EQ(recorder->RecordAlloc(kHeap, kBase + 16 * uint64_t(i), 8, 0),
+                RecordResult::kRecorded);
+    }
+  }).join();
+  ASSERT_TRUE(recorder->Flush().ok());
+  const CaptureIntegrity integrity = recorder->Integrity();
+  EXPECT_LE(integrity.rings, 2u) << integrity.Counters();
+  EXPECT_EQ(integrity.unknown_frees, 0u) << integrity.Counters();
+  recorder->Inspect([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
+    EXPECT_EQ(ledger.totals().allocated_count, uint64_t{kBlocks});
+    EXPECT_EQ(ledger.totals().freed_count, uint64_t{kBlocks});
+    EXPECT_EQ(ledger.totals().live_count, 0u);
+  });
+}
+
 // While one thread records, epochs close without the membarrier (drainer.h, step 1);
 // once a second thread records, every epoch fences again. What is applied is exact
 // throughout: the expected counts come from the test's own tally of what it recorded,

@@ -2,6 +2,8 @@
 
 #include "runtime/internal/thread_state.h"
 
+#include <pthread.h>
+
 #include <mutex>
 #include <new>
 
@@ -37,6 +39,25 @@ void RetireThreadRings() noexcept {
   t.exited = true;
 }
 
+// The exit hook is a pthread key's destructor. glibc runs key destructors when a thread
+// ends by returning from its start function or by pthread_exit(), after every C++
+// thread_local destructor of that thread (__call_tls_dtors comes first), so what those
+// destructors free lands in the thread's own ring. A thread that calls exit() runs no key
+// destructors: its ring stays bound through atexit handlers and static destructors, which
+// on a server's shutdown free thousands of blocks (redis-server: ~400), and the final
+// drain reads it. (A thread_local destructor, the hook before this one, ran inside exit()
+// before all that, and each later record took a fresh ring: 2 MiB mapped apiece.)
+pthread_key_t exit_key;
+bool exit_key_created = false;
+pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+void CreateExitKey() {
+  exit_key_created =
+      pthread_key_create(&exit_key, [](void*) { RetireThreadRings(); }) == 0;
+}
+
+// If no key can be had (every one of PTHREAD_KEYS_MAX taken), a thread_local destructor,
+// which runs earlier: records after it take a fresh ring each (thread_state.h).
 struct ExitHook {
   ~ExitHook() { RetireThreadRings(); }
 };
@@ -49,6 +70,10 @@ void ArmExitHook() noexcept {
   ThreadState& t = Tls();
   if (t.exit_hook_armed) return;
   t.exit_hook_armed = true;
+  pthread_once(&exit_key_once, CreateExitKey);
+  // The value only has to be non-null for the destructor to run; pthread_setspecific may
+  // allocate (keys past the first 32), which the caller's reentrancy guard keeps untraced.
+  if (exit_key_created && pthread_setspecific(exit_key, &t) == 0) return;
   // Odr-using the hook constructs it and registers its destructor for this thread.
   static_cast<void>(&exit_hook);
 }

@@ -8,10 +8,12 @@
 //      the thread first records. No constructor runs, no guard variable is checked.
 //   2. Registered: the first record for a given recorder binds a ring to this thread
 //      (RingBinding) through Recorder's slow path, and arms the exit hook.
-//   3. Retired at thread exit: the exit hook (a thread_local with a destructor, armed only
-//      on the slow path) retires every ring still bound to a live recorder and sets
-//      `exited`. Records made after that by later thread-exit code (other libraries' TLS
-//      destructors freeing memory) use a fresh ring each and retire it at once.
+//   3. Retired at thread exit: the exit hook (a pthread key's destructor, armed only on
+//      the slow path; it runs after the thread's C++ thread_local destructors) retires
+//      every ring still bound to a live recorder and sets `exited`. Records made after
+//      that by later thread-exit code (other pthread keys' destructors freeing memory)
+//      use a fresh ring each and retire it at once. A thread that calls exit() keeps its
+//      ring to the end: exit() runs no key destructors, and the final drain reads it.
 //   4. Reclaimed after the final drain: the drainer reads what a retired ring holds, then
 //      returns it to the registry for the next thread (transport/ring_registry.h).
 //
