@@ -42,52 +42,9 @@ memtrace="$(bazel info bazel-bin 2>/dev/null)/cli/memtrace"
 work="$(mktemp -d)"
 trap 'redis-cli -p 6399 shutdown nosave > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
-# ---- the workloads: each a function that runs the program given as "$@" prefix ----------
-
-cat > "$work/py.py" <<'EOF'
-import json, threading, sqlite3
-docs = [json.dumps({"id": i, "tags": ["t%d" % (i % 7)] * (i % 5), "v": list(range(i % 50))})
-        for i in range(20000)]
-def work(n):
-    rows = [json.loads(d) for d in docs[n::4]]
-    db = sqlite3.connect(":memory:")
-    db.execute("create table t(id, v)")
-    db.executemany("insert into t values (?, ?)", [(r["id"], str(r["v"])) for r in rows])
-    db.execute("select count(*), sum(length(v)) from t group by id % 13").fetchall()
-threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
-for t in threads: t.start()
-for t in threads: t.join()
-EOF
-
-run_true() { "$@" /bin/true; }  # each tool's fixed cost: start, empty capture, exit
-run_python() { "$@" /usr/bin/python3 "$work/py.py"; }
-run_sqlite() { "$@" /usr/bin/sqlite3 :memory: < "$PWD/bench/sqlite_workload.sql" > /dev/null; }
-# redis: the server runs under the tool; redis-benchmark drives it; a clean shutdown ends
-# it (and writes the capture's trailer).
-run_redis() {
-  "$@" /usr/bin/redis-server --port 6399 --save "" --appendonly no --io-threads 2 \
-    --daemonize no > "$work/redis.log" 2>&1 &
-  local pid=$!
-  for _ in $(seq 100); do redis-cli -p 6399 ping > /dev/null 2>&1 && break; sleep 0.1; done
-  redis-benchmark -p 6399 -q -n 50000 -c 20 -P 4 -t set,get,lpush,lpop,hset > /dev/null
-  redis-cli -p 6399 shutdown nosave > /dev/null 2>&1 || true
-  wait "$pid" || true
-}
-
-median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-fastest() { tr ' ' '\n' | grep . | sort -n | head -1; }
-
-# One run of workload $1 with the prefix "${@:2}": "wall-seconds cpu-seconds", the CPU
-# time (user + system) of everything the run started and waited for: the program, the
-# tool's threads and processes (heaptrack's interpreter), and the workload's clients,
-# which are the same in every variant.
-timed() {
-  local workload="$1"; shift
-  local TIMEFORMAT='%3R %3U %3S'
-  local report
-  report=$({ time "run_$workload" "$@" > /dev/null 2>&1; } 2>&1)
-  awk '{printf "%.3f %.3f\n", $1, $2 + $3}' <<< "$report"
-}
+# The workloads, median, fastest and timed: bench/real_workloads.sh.
+source "$PWD/bench/real_workloads.sh"
+real_workloads_init
 
 noprefix() { "$@"; }
 # heaptrack prints its own progress on stdout; the capture goes to $ht_out.

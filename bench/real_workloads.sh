@@ -1,0 +1,59 @@
+# Copyright 2026 The memtrace Authors.
+#
+# real_workloads.sh: the real-program workloads that bench/real_programs.sh and
+# bench/settings_ab.sh time, sourced by both (not run on its own). The caller sets
+# $work (a scratch directory) and calls real_workloads_init once. Each run_WORKLOAD runs
+# its program with the words given as a prefix ("env LD_PRELOAD=... ", "heaptrack -o F",
+# or nothing), waits for it, and leaves stdout and stderr to the caller:
+#   run_true    /bin/true: each tool's fixed cost (start, empty capture, exit)
+#   run_python  python3, four threads: json + the sqlite3 module
+#   run_sqlite  sqlite3 :memory: < bench/sqlite_workload.sql (200k inserts, index,
+#               group by, vacuum)
+#   run_redis   redis-server (port 6399, two I/O threads) under redis-benchmark
+#               -n 50000 -c 20 -P 4, five commands; a clean shutdown ends it (and writes a
+#               capture's trailer)
+# timed WORKLOAD PREFIX...: one run, printed as "wall-seconds cpu-seconds", the CPU time
+# (user + system) of everything the run started and waited for: the program, the tool's
+# threads and processes, and the workload's clients, which are the same in every variant.
+# median / fastest: of the space-separated numbers on stdin.
+
+real_workloads_init() {
+  cat > "$work/py.py" <<'EOF'
+import json, threading, sqlite3
+docs = [json.dumps({"id": i, "tags": ["t%d" % (i % 7)] * (i % 5), "v": list(range(i % 50))})
+        for i in range(20000)]
+def work(n):
+    rows = [json.loads(d) for d in docs[n::4]]
+    db = sqlite3.connect(":memory:")
+    db.execute("create table t(id, v)")
+    db.executemany("insert into t values (?, ?)", [(r["id"], str(r["v"])) for r in rows])
+    db.execute("select count(*), sum(length(v)) from t group by id % 13").fetchall()
+threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+EOF
+}
+
+run_true() { "$@" /bin/true; }
+run_python() { "$@" /usr/bin/python3 "$work/py.py"; }
+run_sqlite() { "$@" /usr/bin/sqlite3 :memory: < "$PWD/bench/sqlite_workload.sql" > /dev/null; }
+run_redis() {
+  "$@" /usr/bin/redis-server --port 6399 --save "" --appendonly no --io-threads 2 \
+    --daemonize no > "$work/redis.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do redis-cli -p 6399 ping > /dev/null 2>&1 && break; sleep 0.1; done
+  redis-benchmark -p 6399 -q -n 50000 -c 20 -P 4 -t set,get,lpush,lpop,hset > /dev/null
+  redis-cli -p 6399 shutdown nosave > /dev/null 2>&1 || true
+  wait "$pid" || true
+}
+
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+fastest() { tr ' ' '\n' | grep . | sort -n | head -1; }
+
+timed() {
+  local workload="$1"; shift
+  local TIMEFORMAT='%3R %3U %3S'
+  local report
+  report=$({ time "run_$workload" "$@" > /dev/null 2>&1; } 2>&1)
+  awk '{printf "%.3f %.3f\n", $1, $2 + $3}' <<< "$report"
+}
