@@ -21,7 +21,10 @@
 //                            block of s bytes with probability 1 - exp(-s/N), and mark
 //                            the capture sampled (estimates are scaled by 1/probability;
 //                            docs/capture-format.md, Sampling)
-//   MEMTRACE_RING_LOG2       records per thread ring, as a power of two, 10..22 (default 16)
+//   MEMTRACE_RING_LOG2       records per thread ring, as a power of two, 10..22 (default
+//                            15: 1 MiB a thread; python3's four threads ran 35 ms faster
+//                            than with 16, and sqlite3 waits for ring space less often
+//                            than with 14; bench/README.md, "Ring size")
 //   MEMTRACE_MMAP            "1": also record the program's anonymous mappings (mmap,
 //                            munmap, mremap) on a layer of their own, "mmap"; "0"
 //                            (default): leave them out (interposer.cc, mappings.h).
@@ -56,7 +59,7 @@ struct PreloadConfig {
   UnwindMethod unwind = UnwindMethod::kDwarf;
   bool trace_children = false;
   uint64_t sample_bytes = 0;
-  uint32_t ring_capacity_log2 = 16;
+  uint32_t ring_capacity_log2 = 15;
   bool mmap = false;
   // MEMTRACE_TRACER_CPUS: where memtrace's drainer and writer threads run (empty: anywhere).
   CpuList tracer_cpus;

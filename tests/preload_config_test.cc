@@ -35,7 +35,7 @@ TEST(PreloadConfigTest, DefaultsMirrorTheSeed) {
   EXPECT_EQ(c.stack_depth, 16u);
   EXPECT_EQ(c.unwind, UnwindMethod::kDwarf);
   EXPECT_FALSE(c.trace_children);
-  EXPECT_EQ(c.ring_capacity_log2, 16u);
+  EXPECT_EQ(c.ring_capacity_log2, 15u);
   EXPECT_FALSE(c.mmap) << "mappings are opt-in";
   EXPECT_TRUE(c.tracer_cpus.empty()) << "memtrace's threads go where the kernel puts them";
 }
