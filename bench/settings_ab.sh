@@ -15,10 +15,11 @@
 #
 # Variants run round-robin, --runs rounds (default 9), so a change in the machine's load
 # falls on all of them. Each line gives the medians and the fastest runs of wall and CPU
-# time (user + system of everything the run started), and, for a traced variant, what it
-# adds to the first untraced variant's same figure, then from the variant's last capture
-# the transport figures that explain a difference: rings, the ring's greatest fill,
-# producer waits for ring space, epochs, and memtrace's own memory. The program runs
+# time (user + system of everything the run started), and what it adds to the first
+# untraced variant's same figure, if there is one (+0 for that variant itself); then,
+# from a traced variant's last capture, the transport figures that explain a
+# difference: rings, the ring's greatest fill, producer waits for ring space, epochs, and
+# memtrace's own memory. The program runs
 # under LD_PRELOAD directly (not `memtrace run`), with its capture in a scratch directory.
 #
 # Needs: bazel, and the workload's programs (tools/setup --bench installs them).
@@ -64,8 +65,8 @@ print("   [%s; rings %d x %d, max fill %d, overflow waits %d, epochs %d, memtrac
     i["max_ring_fill"], i["overflow_waits"], i["epochs"], t["memtrace_bytes"] / 2**20))
 EOF
 
-# The prefix of each variant, as a bash array in prefix_LABEL's place: env and its
-# settings.
+# Each variant's command prefix, by label: "env" and, when traced, LD_PRELOAD, the
+# capture's path and the variant's settings, as words.
 declare -A prefix wall cpu
 labels=()
 baseline=""

@@ -24,7 +24,8 @@
 //   MEMTRACE_RING_LOG2       records per thread ring, as a power of two, 10..22 (default
 //                            15: 1 MiB a thread; python3's four threads ran 35 ms faster
 //                            than with 16, and sqlite3 waits for ring space less often
-//                            than with 14; bench/README.md, "Ring size")
+//                            than with 14; bench/README.md, "Rings at exit, and the
+//                            ring size")
 //   MEMTRACE_MMAP            "1": also record the program's anonymous mappings (mmap,
 //                            munmap, mremap) on a layer of their own, "mmap"; "0"
 //                            (default): leave them out (interposer.cc, mappings.h).

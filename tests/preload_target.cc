@@ -260,9 +260,9 @@ void FreeAtExit() {
   kept_for_atexit = new std::vector<Block>();  // never freed: still in use during exit
   kept_for_atexit->reserve(400);
   for (uint64_t i = 0; i < 400; ++i) {
-    void* p = MustAlloc(malloc(MarkerSize(i)));
-    CountAlloc(MarkerSize(i));
-    kept_for_atexit->push_back(Block{p, MarkerSize(i)});
+    const size_t n = MarkerSize(i);
+    kept_for_atexit->push_back(Block{MustAlloc(malloc(n)), n});
+    CountAlloc(n);
   }
   atexit(FreeKeptAtExit);
 }

@@ -43,9 +43,9 @@ void RetireThreadRings() noexcept {
 // ends by returning from its start function or by pthread_exit(), after every C++
 // thread_local destructor of that thread (__call_tls_dtors comes first), so what those
 // destructors free lands in the thread's own ring. A thread that calls exit() runs no key
-// destructors: its ring stays bound through atexit handlers and static destructors, which
-// on a server's shutdown free thousands of blocks (redis-server: ~400), and the final
-// drain reads it. (A thread_local destructor, the hook before this one, ran inside exit()
+// destructors: its ring stays bound through atexit handlers and static destructors, where
+// a server's shutdown frees much of its heap (redis-server: ~400 records after the
+// thread_local hook), and the final drain reads it. (A thread_local destructor, the hook before this one, ran inside exit()
 // before all that, and each later record took a fresh ring: 2 MiB mapped apiece.)
 pthread_key_t exit_key;
 bool exit_key_created = false;
