@@ -326,12 +326,12 @@ bool Tracked(void* p) noexcept {
   return usable >= config.min_size;
 }
 
-// The call site of an interposed call whose own frame is `frame` and return address
-// `ret`: the return address alone at depth 0, else the stack's site word
-// (Recorder::StackSite).
-__attribute__((always_inline)) inline uint64_t Site(Tracer* t, const void* frame,
-                                                    uint64_t ret) noexcept {
-  if (config.stack_depth == 0) return ret;
+// Site() for a stack the walk memo does not answer on its own: walks (or checks the memo
+// for the frames) and finds or sends the stack's site word. Not inlined: its frame
+// buffer and out-parameters would cost every interposed call registers and stack. The
+// walks start at `frame`, the interposed function's, whatever frames lie below it.
+__attribute__((noinline)) uint64_t SiteWalked(Tracer* t, const void* frame,
+                                              uint64_t ret) noexcept {
   uint64_t buffer[kMaxPreloadStackDepth];
   const uint64_t* frames = buffer;  // or the walk memo's own copy (unwind.h)
   uint32_t n;
@@ -370,6 +370,20 @@ __attribute__((always_inline)) inline uint64_t Site(Tracer* t, const void* frame
   const uint64_t site = t->recorder().StackSiteOfHash(hash, frames, n);
   if (site == hash) *kept_site = site;  // sent; not the return address of a failed send
   return site;
+}
+
+// The call site of an interposed call whose own frame is `frame` and return address
+// `ret`: the return address alone at depth 0, else the stack's site word
+// (Recorder::StackSite). A repeated DWARF walk whose word is kept with the memo (99% of
+// sqlite3's and redis-server's) is answered inline (MemoDerived); the rest SiteWalked().
+__attribute__((always_inline)) inline uint64_t Site(Tracer* t, const void* frame,
+                                                    uint64_t ret) noexcept {
+  if (config.stack_depth == 0) return ret;
+  if (config.unwind == UnwindMethod::kDwarf) {
+    const uint64_t kept = preload_internal::MemoDerived(frame, config.stack_depth);
+    if (__builtin_expect(kept != 0, 1)) return kept;
+  }
+  return SiteWalked(t, frame, ret);
 }
 
 // Where an interposed call came from, captured in the exported function itself.

@@ -242,6 +242,16 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     record();
   }
   memo.frames = recorded;
+  // The check's slots past the last frame repeat frame 0's (its return address, at fp + 8,
+  // which a walk served from the memo has just compared): MemoHolds() then runs the same
+  // unrolled check for every memo, with no loop whose trip count changes from one stack
+  // position to the next.
+  if (recorded != 0) {
+    for (uint32_t i = recorded; i < runtime_internal::kUnwindWalkFrames; ++i) {
+      memo.ret_at[i] = 8;
+      memo.ret[i] = memo.ret[0];
+    }
+  }
   // Ended by the rule of its last frame, which the memo holds: the next walk that matches
   // the memo ends there too.
   memo.ended = ended && recorded == n;

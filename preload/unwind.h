@@ -94,19 +94,17 @@ inline size_t MemoSet(const runtime_internal::ThreadState& t, uint64_t start,
 
 // Whether every stack word the walk in `memo` read still holds what it read, from the
 // interposed function's frame `fp`: then a walk from there is that walk (unwind.cc says
-// why). Independent loads and compares, no branch per frame; a full memo's unrolled.
+// why). Independent loads and compares, unrolled, no branch per frame: a memo of fewer
+// frames than it holds repeats frame 0's word in the rest (UnwindCfi() writes them so),
+// which costs a few compares of a word in cache where a loop would cost its counter and
+// a mispredicted exit whenever the depth changes (sqlite3's stacks have 5 to 16 frames).
+// Call only for a memo of at least one frame.
 __attribute__((no_sanitize("address"))) MEMTRACE_MEMO_INLINE bool MemoHolds(
     const runtime_internal::UnwindWalk& memo, uint64_t fp) noexcept {
   uint64_t differ = 0;
-  if (memo.frames == runtime_internal::kUnwindWalkFrames) {
 #pragma GCC unroll 16
-    for (uint32_t i = 1; i < runtime_internal::kUnwindWalkFrames; ++i) {
-      differ |= StackWord(fp, memo.ret_at[i]) ^ memo.ret[i];
-    }
-  } else {
-    for (uint32_t i = 1; i < memo.frames; ++i) {
-      differ |= StackWord(fp, memo.ret_at[i]) ^ memo.ret[i];
-    }
+  for (uint32_t i = 1; i < runtime_internal::kUnwindWalkFrames; ++i) {
+    differ |= StackWord(fp, memo.ret_at[i]) ^ memo.ret[i];
   }
   for (uint32_t k = 0; k < memo.rbp_checks; ++k) {
     differ |= StackWord(fp, memo.rbp_at[k]) ^ memo.rbp_value[k];
@@ -128,6 +126,18 @@ inline void ServedWhole(runtime_internal::UnwindWalk& memo, uint32_t want, bool*
   if (derived != nullptr) *derived = &memo.derived;
 }
 
+// The memo a walk from the interposed function's frame `fp` may be served from: the way
+// that started there, or nullptr. Only frames inside the thread's known stack (0 until
+// UnwindCfi() learned it), aligned, as in UnwindCfi(): the memo holds walks from no other.
+__attribute__((always_inline)) inline runtime_internal::UnwindWalk* MemoFrom(
+    runtime_internal::ThreadState& t, uint64_t fp) noexcept {
+  if (fp < t.stack_low || fp + 16 > t.stack_high || (fp & 7) != 0) return nullptr;
+  uint32_t way;
+  const size_t set = MemoSet(t, fp + 16, &way);
+  if (way == runtime_internal::kUnwindWalkWays) return nullptr;
+  return &t.unwind_walks[set][way];
+}
+
 }  // namespace unwind_internal
 
 // UnwindCfi() for a walk its memo serves whole, inlined into the caller: the same frame
@@ -141,13 +151,9 @@ __attribute__((always_inline)) inline uint32_t UnwindCfiFromMemo(
 #if defined(__x86_64__)
   runtime_internal::ThreadState& t = runtime_internal::Tls();
   const auto fp = reinterpret_cast<uint64_t>(frame);
-  // Inside the thread's known stack (0 until UnwindCfi() learned it), aligned, as in
-  // UnwindCfi(); the memo holds only walks from such frames.
-  if (fp < t.stack_low || fp + 16 > t.stack_high || (fp & 7) != 0) return 0;
-  uint32_t way;
-  const size_t set = unwind_internal::MemoSet(t, fp + 16, &way);
-  if (way == runtime_internal::kUnwindWalkWays) return 0;
-  runtime_internal::UnwindWalk& memo = t.unwind_walks[set][way];
+  runtime_internal::UnwindWalk* const found = unwind_internal::MemoFrom(t, fp);
+  if (found == nullptr) return 0;
+  runtime_internal::UnwindWalk& memo = *found;
   const uint32_t want = memo.frames;
   if (want == 0 || want > max || !(want == max || memo.ended) ||
       memo.ret[0] != unwind_internal::StackWord(fp, 8) ||
@@ -165,6 +171,41 @@ __attribute__((always_inline)) inline uint32_t UnwindCfiFromMemo(
 #endif
 }
 
+// The word kept with the frames of a walk (UnwindCfi()'s `derived`, once the caller
+// stored one), when the memo serves the whole walk from `frame`, complete: all that the
+// interposer needs of a repeated walk is that word (the stack's site word), not the
+// frames. 0 when the memo does not serve the walk whole, the walk is incomplete, or no
+// word is kept for exactly its frames: then call UnwindCfiFromMemo() and UnwindCfi(),
+// which give the same answer the long way. Inlined into the caller, with nothing but the
+// check between the thread's state and the answer: no frame buffer and no out-parameters,
+// whose stores (through a bool* among them) made the compiler spill and recompute the
+// memo's address several times a call. On sqlite3 an interposed malloc ran 240 of
+// memtrace's instructions with this, 295 before (callgrind; bench/README.md).
+__attribute__((always_inline)) inline uint64_t MemoDerived(const void* frame,
+                                                           uint32_t max) noexcept {
+#if defined(__x86_64__)
+  runtime_internal::ThreadState& t = runtime_internal::Tls();
+  const auto fp = reinterpret_cast<uint64_t>(frame);
+  const runtime_internal::UnwindWalk* const found = unwind_internal::MemoFrom(t, fp);
+  if (found == nullptr) return 0;
+  const runtime_internal::UnwindWalk& memo = *found;
+  const uint32_t want = memo.frames;
+  const uint64_t kept = memo.derived;
+  // want - 1 >= max: no frames, or more than asked for (written under another depth).
+  if (kept == 0 || memo.derived_frames != want || want - 1 >= max ||
+      !(want == max || memo.ended) || (memo.ended && !memo.complete) ||
+      memo.ret[0] != unwind_internal::StackWord(fp, 8) ||
+      !unwind_internal::MemoHolds(memo, fp)) {
+    return 0;
+  }
+  ++t.unwind_memo_hits;
+  return kept;
+#else
+  (void)frame, (void)max;
+  return 0;
+#endif
+}
+
 // Loads libunwind for UnwindDwarf(); false, with the reason, when it is not there. Call
 // once, before tracing starts.
 bool LoadDwarfUnwinder(std::string* error);
@@ -177,9 +218,10 @@ inline BacktraceFn unw_backtrace_fn = nullptr;
 
 // The same with libunwind (0 frames until LoadDwarfUnwinder() succeeded). Frames inside
 // [skip_begin, skip_end) (the interposer's own code) are left out at the start, so
-// frames[0] is the interposed function's caller. Always inlined, like the interposer's
-// path to it: every frame of memtrace's own between the program and unw_backtrace() is
-// one more step of the DWARF walk, paid on every recorded allocation.
+// frames[0] is the interposed function's caller. Always inlined: every frame of
+// memtrace's own between the program and unw_backtrace() is one more step of libunwind's
+// walk. (The interposer reaches it through one function of its own, SiteWalked(), and
+// only for the rare stack its own walk hands over: a signal frame, a foreign stack.)
 __attribute__((always_inline)) inline uint32_t UnwindDwarf(uint64_t skip_begin,
                                                            uint64_t skip_end,
                                                            uint64_t* frames,

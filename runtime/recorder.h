@@ -102,8 +102,10 @@ class Recorder {
                                                          uint64_t size,
                                                          uint64_t site) noexcept {
     if (__builtin_expect(!Event::Fits(size), 0)) return Refuse(/*allocation=*/true);
-    const TicketTable::Bucket bucket = tickets_.BucketOf(address);
-    if (!SoleRing()) TicketTable::Prefetch(bucket);  // written below, after the record
+    // Written below, after the record. While one ring records, no bucket is computed at
+    // all (SoleRing(); a hint here, read again after Begin()).
+    TicketTable::Bucket bucket = nullptr;
+    if (!SoleRing()) TicketTable::Prefetch(bucket = tickets_.BucketOf(address));
     Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/true, &c);
     if (r != RecordResult::kRecorded) return r;
@@ -116,12 +118,15 @@ class Recorder {
 
   __attribute__((always_inline)) RecordResult RecordFree(LayerId layer,
                                                         uint64_t address) noexcept {
-    const TicketTable::Bucket bucket = tickets_.BucketOf(address);
-    if (!SoleRing()) TicketTable::Prefetch(bucket);  // read and cleared below, after the claim
+    // Read and cleared below, after the claim; as in RecordAlloc(), not computed while
+    // one ring records.
+    TicketTable::Bucket bucket = nullptr;
+    if (!SoleRing()) TicketTable::Prefetch(bucket = tickets_.BucketOf(address));
     Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/false, &c);
     if (r != RecordResult::kRecorded) {
-      tickets_.Take(bucket, address);  // the block is going away, recorded or not
+      // The block is going away, recorded or not.
+      tickets_.Take(bucket != nullptr ? bucket : tickets_.BucketOf(address), address);
       return r;
     }
     const uint64_t ticket = TakeTicket(bucket, address);
@@ -179,9 +184,9 @@ class Recorder {
     rc.old_address_ = old_address;
     rc.layer_ = layer;
     rc.result_ = Begin(2, /*allocation=*/false, &rc.claim_);
-    const TicketTable::Bucket bucket = tickets_.BucketOf(old_address);
-    rc.old_ticket_ = rc.result_ == RecordResult::kRecorded ? TakeTicket(bucket, old_address)
-                                                           : tickets_.Take(bucket, old_address);
+    rc.old_ticket_ = rc.result_ == RecordResult::kRecorded
+                         ? TakeTicket(nullptr, old_address)
+                         : tickets_.Take(tickets_.BucketOf(old_address), old_address);
     return rc;
   }
 
@@ -204,8 +209,7 @@ class Recorder {
                                   Event::Fits(new_size) ? new_size : Event::kMaxSize),
               site, Event::PackScopeEpoch(c.scope, target_epoch)};
     End(c, 2);
-    StoreTicket(tickets_.BucketOf(new_address), new_address, c.ring_id, c.pos + 1,
-                target_epoch);
+    StoreTicket(nullptr, new_address, c.ring_id, c.pos + 1, target_epoch);
   }
 
   // The remap did not move the block: it grew or shrank in place. Records the resize in
@@ -232,7 +236,7 @@ class Recorder {
     // it back at the head now.
     c.ring->Unclaim();
     AfterPublish(c);
-    StoreTicket(tickets_.BucketOf(rc.old_address_), rc.old_address_, c.ring_id, c.pos, epoch);
+    StoreTicket(nullptr, rc.old_address_, c.ring_id, c.pos, epoch);
   }
 
   void AbortRemap(const RemapClaim& rc) noexcept {
@@ -414,15 +418,20 @@ class Recorder {
   bool SoleRing() const noexcept { return registry_.acquisitions() <= 1; }
 
   // The ticket table under that rule, after Begin(): a release's ticket (kSoleRingTicket
-  // while one ring), and the store of a record's ticket (none while one ring).
+  // while one ring), and the store of a record's ticket (none while one ring). `bucket`:
+  // the address's bucket, or nullptr when the caller has not computed it (it is then
+  // computed here, only when the table is used).
   __attribute__((always_inline)) uint64_t TakeTicket(TicketTable::Bucket bucket,
                                                      uint64_t address) noexcept {
-    return SoleRing() ? kSoleRingTicket : tickets_.Take(bucket, address);
+    if (SoleRing()) return kSoleRingTicket;
+    return tickets_.Take(bucket != nullptr ? bucket : tickets_.BucketOf(address), address);
   }
   __attribute__((always_inline)) void StoreTicket(TicketTable::Bucket bucket, uint64_t address,
                                                   uint32_t ring_id, uint64_t position,
                                                   uint32_t epoch) noexcept {
-    if (!SoleRing()) tickets_.Record(bucket, address, ring_id, position, epoch);
+    if (SoleRing()) return;
+    tickets_.Record(bucket != nullptr ? bucket : tickets_.BucketOf(address), address, ring_id,
+                    position, epoch);
   }
 
   // The thread's cache of sent stacks (thread_state.h): the two ways a hash may be in,

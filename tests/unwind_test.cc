@@ -36,6 +36,7 @@ struct Capture {
   uint64_t frame = 0;  // the probe's frame address, where the walk starts
   uint64_t* derived = nullptr;  // the word kept with these frames (unwind.h)
   uint64_t derived_read = 0;    // what it held when the walk returned
+  uint64_t memo_derived = 0;    // MemoDerived() just before the walk (0: not answered)
 };
 
 // The test's own digest of a list of frames, never 0.
@@ -51,6 +52,13 @@ uint64_t Digest(const uint64_t* frames, uint32_t count) {
 __attribute__((noinline)) void Probe(void* arg) {
   auto* c = static_cast<Capture*>(arg);
   c->frame = reinterpret_cast<uint64_t>(__builtin_frame_address(0));
+  // The interposer's inline answer for a repeated walk, asked first as the interposer
+  // does; it must be the word kept for the very frames the walk below returns (checked
+  // by ExpectPrefixOfLibunwind and the tests). Its memo hit is not counted, so that the
+  // tests' counts are the walks'.
+  const uint64_t hits = runtime_internal::Tls().unwind_memo_hits;
+  c->memo_derived = MemoDerived(__builtin_frame_address(0), c->max);
+  runtime_internal::Tls().unwind_memo_hits = hits;
   // As the interposer calls it: a walk the memo serves whole returns the memo's frames.
   const uint64_t* frames = nullptr;
   c->count = UnwindCfi(__builtin_frame_address(0), c->frames, c->max, &c->complete,
@@ -62,6 +70,11 @@ __attribute__((noinline)) void Probe(void* arg) {
     *c->derived = Digest(c->frames, c->count);
   }
   c->expected_count = unw_backtrace_fn(c->expected, 80);
+  // A word from MemoDerived() was kept for exactly these frames, and the walk says so.
+  if (c->memo_derived != 0) {
+    EXPECT_EQ(c->memo_derived, Digest(c->frames, c->count));
+    EXPECT_TRUE(c->complete);
+  }
 }
 
 class UnwindTest : public ::testing::Test {
@@ -158,12 +171,18 @@ TEST_F(UnwindTest, WalksThatShareTheOuterStackMatchLibunwind) {
   for (unsigned char& element : path) element = static_cast<unsigned char>(random());
   int length = 8;
   const uint32_t depths[] = {16, 64, 3, 16, 23, 16};
+  int answered = 0;  // walks MemoDerived() answered (Probe checks the word it gave)
   for (int walk = 0; walk < 3000; ++walk) {
-    const int keep = static_cast<int>(random() % static_cast<unsigned>(length + 1));
-    length = 1 + static_cast<int>(random() % 40);
-    for (int i = keep; i < length; ++i) path[i] = static_cast<unsigned char>(random());
+    // Every third walk repeats the one before exactly, both at depth 16 (the memo's),
+    // which the memo and MemoDerived() may answer; the others keep a random part of it.
+    const bool repeat = walk % 3 == 2;
+    if (!repeat) {
+      const int keep = static_cast<int>(random() % static_cast<unsigned>(length + 1));
+      length = 1 + static_cast<int>(random() % 40);
+      for (int i = keep; i < length; ++i) path[i] = static_cast<unsigned char>(random());
+    }
     Capture c;
-    c.max = depths[walk % 6];
+    c.max = walk % 3 == 0 ? depths[(walk / 3) % 6] : 16;
     unwind_test::Path(path, length, &Probe, &c);
     ASSERT_TRUE(c.complete) << "walk " << walk;
     ASSERT_GE(c.expected_count, 2);
@@ -177,7 +196,10 @@ TEST_F(UnwindTest, WalksThatShareTheOuterStackMatchLibunwind) {
       ASSERT_EQ(c.derived_read, Digest(c.frames, c.count))
           << "walk " << walk << ": a word kept for other frames";
     }
+    answered += c.memo_derived != 0;
   }
+  // The repeats at depth 16 are what it answers (1,013 of the 3,000 walks when written).
+  EXPECT_GE(answered, 500);
 }
 
 // Two walks with nothing between them, from the same place: the second's lower frames
@@ -306,6 +328,9 @@ TEST_F(UnwindTest, RepeatedStacksAreTheMemos) {
         // word kept by the walk before.
         for (int i = 1; i < 3; ++i) {
           EXPECT_EQ(walks[i].derived_read, Digest(walks[i].frames, walks[i].count))
+              << "shape " << shape << ", walk " << i;
+          // And the interposer's inline path answers with that word, without the frames.
+          EXPECT_EQ(walks[i].memo_derived, Digest(walks[i].frames, walks[i].count))
               << "shape " << shape << ", walk " << i;
         }
       }
