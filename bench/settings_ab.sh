@@ -55,7 +55,8 @@ work="$(mktemp -d)"
 trap 'redis-cli -p 6399 shutdown nosave > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
 source "$PWD/bench/real_workloads.sh"
 real_workloads_init
-# The transport figures of a capture, from its trailer (JSONL) on stdin.
+# The transport figures of a capture, from `memtrace summary --json` on stdin (its
+# trailer's integrity block).
 cat > "$work/transport.py" <<'EOF'
 import json, sys
 t = json.loads(sys.stdin.read())
@@ -120,8 +121,7 @@ EOF
 )
   extra=""
   if [[ -f "$work/$label.mtb" ]]; then
-    "$memtrace" convert "$work/$label.mtb" "$work/$label.jsonl" > /dev/null 2>&1
-    extra=$(tail -n 1 "$work/$label.jsonl" | python3 "$work/transport.py")
+    extra=$("$memtrace" summary --json "$work/$label.mtb" | python3 "$work/transport.py")
   fi
   printf '%-12s %s%s\n' "$label" "$line" "$extra"
 done

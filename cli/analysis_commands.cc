@@ -16,6 +16,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/exports.h"
 #include "analysis/symbolizer.h"
+#include "analysis/trailer.h"
 #include "cli/progress_bar.h"
 #include "sinks/json_text.h"
 #include "sinks/summary_table.h"
@@ -43,8 +44,9 @@ namespace memtrace {
 const CommandSpec kSummarySpec = {
     "summary", "memtrace summary [flags] CAPTURE",
     "Replays CAPTURE and prints live bytes, blocks, high-water, allocated and freed per\n"
-    "scope and per layer, then the capture's integrity verdict from its trailer. With one\n"
-    "of the --at-* flags, the state at that point of the capture (a snapshot).",
+    "scope and per layer, then the integrity block from its trailer: what was lost, how\n"
+    "releases were matched, the transport and memtrace's own memory. With one of the\n"
+    "--at-* flags, the state at that point of the capture (a snapshot).",
     {"json", "at_event", "at_time", "at_scope_exit"}};
 
 const CommandSpec kVerifySpec = {
@@ -290,6 +292,32 @@ std::string TrailerString(const std::string& trailer, const std::string& name) {
   return end == std::string::npos ? "" : trailer.substr(start, end - start);
 }
 
+// The trailer's integrity block, as the runtime's own summary prints it, and the sink's
+// counts; a capture cut short has none, and says so.
+void PrintIntegrity(const std::optional<TrailerBlocks>& blocks) {
+  printf("\n");
+  if (!blocks) {
+    printf("integrity: unknown: the capture has no trailer (it was cut short; `memtrace "
+           "verify` says more)\n");
+    return;
+  }
+  if (blocks->has_integrity) {
+    printf("%s", FormatIntegrityBlock(blocks->integrity, blocks->memtrace_bytes,
+                                      blocks->fence)
+                     .c_str());
+  } else {
+    printf("integrity: not in the trailer\n");
+  }
+  if (blocks->has_sink) {
+    printf("  sink       events written %llu, lost %llu, write errors %llu, stack collisions "
+           "%llu\n",
+           static_cast<unsigned long long>(blocks->events_written),
+           static_cast<unsigned long long>(blocks->events_lost),
+           static_cast<unsigned long long>(blocks->write_errors),
+           static_cast<unsigned long long>(blocks->stack_collisions));
+  }
+}
+
 // A capture the interposer ended at an exec holds the first program image only. When the
 // program is a wrapper (a pyenv shim, a launcher script), the program the user meant ran
 // after it: say where it went and how to trace it.
@@ -318,7 +346,22 @@ int SummaryCommand(int argc, char** argv) {
   if (!s.ok()) return InputError(kSummarySpec, std::string(s.status().message()));
   if (auto e = CheckReached(kSummarySpec, *s, *point)) return *e;
   const bool at_point = point->kind != SnapshotPoint::Kind::kEnd;
+  // The trailer's blocks (analysis/trailer.h): what only the recording process knew.
+  std::optional<TrailerBlocks> blocks;
+  if (s->has_trailer) {
+    absl::StatusOr<TrailerBlocks> t = ParseTrailer(s->trailer);
+    if (!t.ok()) return InputError(kSummarySpec, absl::StrCat(path, ": ", t.status().message()));
+    blocks = *std::move(t);
+  }
   if (absl::GetFlag(FLAGS_json)) {
+    auto raw = [](const std::string& json) { return json.empty() ? std::string("null") : json; };
+    const std::string trailer_fields =
+        blocks ? absl::StrCat(",\"integrity\":", raw(blocks->integrity_json),
+                              ",\"sink\":", raw(blocks->sink_json),
+                              ",\"memtrace_bytes\":", blocks->memtrace_bytes,
+                              ",\"memtrace_memory\":", raw(blocks->memtrace_memory_json))
+               : std::string(",\"integrity\":null,\"sink\":null,\"memtrace_bytes\":null,"
+                             "\"memtrace_memory\":null");
     std::string layers;
     for (const auto& [id, usage] : s->layers) {
       absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", id,
@@ -326,7 +369,7 @@ int SummaryCommand(int argc, char** argv) {
                       "}");
     }
     printf("{%s,\"has_trailer\":%s,\"complete\":%s,\"source\":%s,\"unmatched_releases\":%llu,"
-           "\"live_blocks\":%llu,\"snapshot\":%s,\"totals\":%s,\"scopes\":[%s],\"layers\":[%s]}\n",
+           "\"live_blocks\":%llu,\"snapshot\":%s,\"totals\":%s,\"scopes\":[%s],\"layers\":[%s]%s}\n",
            JsonHead("summary", path, *s).c_str(), s->has_trailer ? "true" : "false",
            s->has_trailer && s->trailer_complete ? "true" : "false",
            JsonQuote(s->source).c_str(), static_cast<unsigned long long>(s->unmatched_releases),
@@ -335,7 +378,8 @@ int SummaryCommand(int argc, char** argv) {
                                    s->events_applied, ",\"t\":", s->snapshot_t, "}")
                           .c_str()
                     : "null",
-           JsonUsage(s->totals).c_str(), JsonScopeUsages(*s).c_str(), layers.c_str());
+           JsonUsage(s->totals).c_str(), JsonScopeUsages(*s).c_str(), layers.c_str(),
+           trailer_fields.c_str());
     return 0;
   }
   if (at_point) {
@@ -344,6 +388,7 @@ int SummaryCommand(int argc, char** argv) {
            static_cast<unsigned long long>(s->events));
   }
   PrintTable(*s, path);
+  PrintIntegrity(blocks);
   PrintExecNote(*s, path);
   return 0;
 }
@@ -384,8 +429,13 @@ int VerifyCommand(int argc, char** argv) {
           "; the capture holds everything recorded up to it, but blocks live then are not "
           "leaks"));
     } else {
-      problems.push_back("it is partial: the trailer reports lost records (see its "
-                         "integrity and sink blocks)");
+      const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s->trailer);
+      const std::vector<std::string> losses =
+          t.ok() ? t->Losses() : std::vector<std::string>{};
+      problems.push_back(absl::StrCat(
+          "it is partial: the trailer reports lost records",
+          losses.empty() ? "" : absl::StrCat(" (", absl::StrJoin(losses, ", "), ")"),
+          "; `memtrace summary` prints the whole integrity block"));
     }
   }
   if (absl::GetFlag(FLAGS_json)) {

@@ -46,11 +46,13 @@ std::string Integrity(const CaptureIntegrity& in) {
       ",\"ticket_evictions\":", in.ticket_evictions,
       ",\"order_conflicts\":", in.order_conflicts, ",\"late_records\":", in.late_records,
       ",\"foreign_span_exits\":", in.foreign_span_exits,
-      ",\"site_overflow\":", in.site_overflow, ",\"max_ring_fill\":", in.max_ring_fill,
+      ",\"site_overflow\":", in.site_overflow, ",\"scope_overflow\":", in.scope_overflow,
+      ",\"max_ring_fill\":", in.max_ring_fill,
       ",\"ring_capacity\":", in.ring_capacity,
       ",\"max_drainer_lag_ns\":", in.max_drainer_lag_ns, ",\"epochs\":", in.epochs,
       ",\"fenced_epochs\":", in.fenced_epochs,
-      ",\"rings\":", in.rings, "}");
+      ",\"rings\":", in.rings,
+      ",\"uses_membarrier\":", in.uses_membarrier ? "true" : "false", "}");
 }
 
 int64_t UnixNowNs() {

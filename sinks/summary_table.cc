@@ -145,8 +145,16 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
                           cs.storage.capacity_bytes, cs.refused_for_entries,
                           cs.refused_for_storage);
   }
-  absl::StrAppend(&out, "\nintegrity: ", in.complete() ? "complete" : "PARTIAL",
-                  in.exact() ? ", exact" : ", inexact", "\n");
+  absl::StrAppend(&out, "\n",
+                  FormatIntegrityBlock(in, snapshot.memtrace_bytes,
+                                       in.uses_membarrier ? "membarrier" : "seq_cst"));
+  return out;
+}
+
+std::string FormatIntegrityBlock(const CaptureIntegrity& in, uint64_t memtrace_bytes,
+                                 std::string_view fence) {
+  std::string out = absl::StrCat("integrity: ", in.complete() ? "complete" : "PARTIAL",
+                                 in.exact() ? ", exact" : ", inexact", "\n");
   absl::StrAppendFormat(&out,
                         "  records    recorded %d, applied %d, dropped %d, failed %d, "
                         "not recording %d, rings unavailable %d\n",
@@ -167,10 +175,8 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
                         "epochs %d (%d fenced), max drainer lag %.2f ms, fence %s\n",
                         in.rings, in.ring_capacity, in.max_ring_fill, in.overflow_waits,
                         in.epochs, in.fenced_epochs,
-                        static_cast<double>(in.max_drainer_lag_ns) / 1e6,
-                        in.uses_membarrier ? "membarrier" : "seq_cst");
-  absl::StrAppend(&out, "  memtrace's own memory: ", FormatBytes(snapshot.memtrace_bytes),
-                  "\n");
+                        static_cast<double>(in.max_drainer_lag_ns) / 1e6, fence);
+  absl::StrAppend(&out, "  memtrace's own memory: ", FormatBytes(memtrace_bytes), "\n");
   return out;
 }
 

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "runtime/snapshot.h"
 
@@ -37,6 +38,16 @@ std::string FormatSummaryTable(const Snapshot& snapshot,
 // The same content as one JSON object: totals, scopes (with paths), layers, census and
 // its status, and the integrity block with the complete/exact verdicts.
 std::string FormatSummaryJson(const Snapshot& snapshot);
+
+// The integrity block alone, as FormatSummaryTable() ends: the verdict line, then records,
+// releases, matching and transport counters and memtrace's own memory. `fence` names the
+// watermark's heavy fence ("membarrier" or "seq_cst"); `memtrace`'s analysis commands print
+// the block of a capture's trailer with it.
+//
+//   integrity: complete, exact
+//     records    recorded 410090, applied 410090, dropped 0, failed 0, ...
+std::string FormatIntegrityBlock(const CaptureIntegrity& integrity, uint64_t memtrace_bytes,
+                                 std::string_view fence);
 
 // "512 B", "1.5 KiB", "3.2 MiB", "1.0 GiB".
 std::string FormatBytes(uint64_t bytes);

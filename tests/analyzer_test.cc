@@ -5,6 +5,7 @@
 // malformed inputs, each with the message it must produce.
 
 #include "analysis/analyzer.h"
+#include "analysis/trailer.h"
 
 #include <cmath>
 #include <cstring>
@@ -100,6 +101,19 @@ TEST(AnalyzerTest, RoundTripTotalsEqualTheRuntimesSnapshot) {
     ExpectSame(summary->layers.at(l.layer), l.usage, l.name);
     EXPECT_EQ(summary->layer_names.at(l.layer), l.name);
   }
+  // The trailer's blocks read back (analysis/trailer.h) are what the runtime counted.
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(summary->trailer);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_TRUE(t->has_integrity);
+  EXPECT_EQ(t->integrity.Counters(), snap.integrity.Counters());
+  EXPECT_EQ(t->integrity.epochs, snap.integrity.epochs);
+  EXPECT_EQ(t->integrity.rings, snap.integrity.rings);
+  EXPECT_EQ(t->integrity.max_ring_fill, snap.integrity.max_ring_fill);
+  EXPECT_EQ(t->fence, snap.integrity.uses_membarrier ? "membarrier" : "seq_cst");
+  EXPECT_EQ(t->memtrace_bytes, snap.memtrace_bytes);
+  ASSERT_TRUE(t->has_sink);
+  EXPECT_EQ(t->events_written, snap.integrity.events_applied);
+  EXPECT_TRUE(t->Losses().empty());
   for (const auto& blocks : kept) {
     for (auto [p, n] : blocks) heap.Free(AsMemory(p, n), 16, 0);
   }

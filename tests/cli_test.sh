@@ -15,6 +15,31 @@ grep -q "is complete" "$dir/v.txt" || fail "verify output: $(cat "$dir/v.txt")"
 "$memtrace" summary --json "$dir/c.jsonl" > "$dir/s.json" || fail "summary --json"
 grep -q '"verdict":"complete"' "$dir/s.json" || fail "summary verdict: $(cat "$dir/s.json")"
 grep -q '"path":"request/respond"' "$dir/s.json" || fail "summary scopes: $(cat "$dir/s.json")"
+# The trailer's blocks: the integrity counters, the sink's and memtrace's own memory.
+python3 - "$dir/s.json" <<'PY' || fail "summary --json trailer blocks: $(cat "$dir/s.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+i = s["integrity"]
+assert i["complete"] and i["events_recorded"] == i["events_applied"] > 0, i
+assert s["sink"]["events_lost"] == 0 and s["sink"]["events_written"] == i["events_applied"], s["sink"]
+assert s["memtrace_bytes"] == sum(s["memtrace_memory"].values()) > 0, s["memtrace_memory"]
+PY
+"$memtrace" summary "$dir/c.jsonl" > "$dir/st.txt" || fail "summary"
+grep -q "^integrity: complete" "$dir/st.txt" || fail "summary integrity block: $(cat "$dir/st.txt")"
+grep -q "^  sink       events written [1-9][0-9]*, lost 0" "$dir/st.txt" \
+  || fail "summary sink line: $(cat "$dir/st.txt")"
+
+# A partial capture: verify names the counters that lost records, and summary prints them.
+head -n -1 "$dir/c.jsonl" > "$dir/partial.jsonl"
+echo '{"type":"trailer","complete":false,"sink":{"events_written":10,"events_lost":7,"write_errors":0,"stack_collisions":0},"integrity":{"complete":false,"exact":false,"events_recorded":20,"events_applied":17,"events_dropped":3}}' \
+  >> "$dir/partial.jsonl"
+"$memtrace" verify "$dir/partial.jsonl" > "$dir/vp.txt"
+[[ $? -eq 1 ]] || fail "verify of a partial capture must exit 1"
+grep -q "lost records (records dropped 3, events the sink lost 7)" "$dir/vp.txt" \
+  || fail "verify of a partial capture: $(cat "$dir/vp.txt")"
+"$memtrace" summary "$dir/partial.jsonl" > "$dir/sp.txt" || fail "summary of a partial capture"
+grep -q "^integrity: PARTIAL" "$dir/sp.txt" || fail "summary of a partial capture: $(cat "$dir/sp.txt")"
+grep -q "dropped 3" "$dir/sp.txt" || fail "summary of a partial capture: $(cat "$dir/sp.txt")"
 
 "$memtrace" top --limit=3 "$dir/c.jsonl" > "$dir/t.txt" || fail "top"
 grep -q "request/respond" "$dir/t.txt" || fail "top rows: $(cat "$dir/t.txt")"

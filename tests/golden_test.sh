@@ -10,7 +10,8 @@
 # What varies from run to run is normalized before comparing: addresses (0xADDR), the
 # capture's path (CAPTURE), and the numbers that depend on how the writer thread that frees
 # responses interleaves with the worker: high-water marks (summary) and what each scope
-# instance still held at its exit (retention's last three columns) are masked with '*'.
+# instance still held at its exit (retention's last three columns) are masked with '*', and
+# so are the integrity block's matching, transport and memory numbers (summary).
 #
 # Regenerate the goldens after an intended output change (then review the diff):
 #   bazel run //tests:golden_test -- --update
@@ -31,9 +32,17 @@ fail() { echo "FAIL: $*"; exit 1; }
 normalize() {
   sed -E -e "s#$dir/(g|game).jsonl#CAPTURE#g" -e 's/0x[0-9a-f]+/0xADDR/g'
 }
-# summary rows: "%-36s %11s %9s %11s": the high-water column is characters 60-70.
+# summary rows: "%-36s %11s %9s %11s": the high-water column is characters 60-70 (not in
+# the integrity block's lines).
 mask_high_water() {
-  sed -E -e '/^(memtrace|[0-9]+ events;|$)/!s/^(.{59}).{11}/\1          */'
+  sed -E -e '/^(memtrace|[0-9]+ events;|$|integrity|  )/!s/^(.{59}).{11}/\1          */'
+}
+# The integrity block (summary): how releases were matched, the transport and memtrace's
+# own memory depend on the drainer's timing, and the fence on the kernel; their labels
+# stay, their values are masked.
+mask_integrity() {
+  sed -E -e "/^  (matching|transport)/s/[0-9]+(\.[0-9]+)?/*/g" \
+    -e 's/fence (membarrier|seq_cst)$/fence */' -e "s/^(  memtrace's own memory:) .*/\1 */"
 }
 # retention rows: "%-40s %10s %16s %14s %12s": keep the scope and its exits.
 mask_retention() {
@@ -71,7 +80,9 @@ for name in "${!commands[@]}"; do
   "$memtrace" ${commands[$name]} "$capture" > "$dir/$name.raw" 2>&1 \
     || fail "memtrace ${commands[$name]} exited $?: $(cat "$dir/$name.raw")"
   case "$name" in
-    summary|game_summary) normalize < "$dir/$name.raw" | mask_high_water | sort_rows > "$dir/$name.txt" ;;
+    summary|game_summary)
+      normalize < "$dir/$name.raw" | mask_high_water | mask_integrity | sort_rows \
+        > "$dir/$name.txt" ;;
     retention) normalize < "$dir/$name.raw" | mask_retention | sort_rows > "$dir/$name.txt" ;;
     *) normalize < "$dir/$name.raw" > "$dir/$name.txt" ;;
   esac

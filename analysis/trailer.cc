@@ -1,0 +1,134 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "analysis/trailer.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "simdjson.h"
+
+namespace memtrace {
+namespace {
+
+// The counters of the integrity object, by their trailer names (jsonl_sink.cc writes
+// them), and where each goes.
+struct Field {
+  const char* name;
+  uint64_t CaptureIntegrity::*member;
+};
+constexpr Field kIntegrityFields[] = {
+    {"events_recorded", &CaptureIntegrity::events_recorded},
+    {"events_applied", &CaptureIntegrity::events_applied},
+    {"events_dropped", &CaptureIntegrity::events_dropped},
+    {"records_failed", &CaptureIntegrity::records_failed},
+    {"rings_unavailable", &CaptureIntegrity::rings_unavailable},
+    {"not_recording", &CaptureIntegrity::not_recording},
+    {"overflow_waits", &CaptureIntegrity::overflow_waits},
+    {"unknown_frees", &CaptureIntegrity::unknown_frees},
+    {"double_frees", &CaptureIntegrity::double_frees},
+    {"unknown_resizes", &CaptureIntegrity::unknown_resizes},
+    {"unknown_remaps", &CaptureIntegrity::unknown_remaps},
+    {"missed_frees", &CaptureIntegrity::missed_frees},
+    {"ticket_misses", &CaptureIntegrity::ticket_misses},
+    {"ambiguous_matches", &CaptureIntegrity::ambiguous_matches},
+    {"ticket_evictions", &CaptureIntegrity::ticket_evictions},
+    {"order_conflicts", &CaptureIntegrity::order_conflicts},
+    {"late_records", &CaptureIntegrity::late_records},
+    {"foreign_span_exits", &CaptureIntegrity::foreign_span_exits},
+    {"site_overflow", &CaptureIntegrity::site_overflow},
+    {"scope_overflow", &CaptureIntegrity::scope_overflow},
+    {"ring_capacity", &CaptureIntegrity::ring_capacity},
+    {"max_ring_fill", &CaptureIntegrity::max_ring_fill},
+    {"max_drainer_lag_ns", &CaptureIntegrity::max_drainer_lag_ns},
+    {"epochs", &CaptureIntegrity::epochs},
+    {"fenced_epochs", &CaptureIntegrity::fenced_epochs},
+    {"rings", &CaptureIntegrity::rings},
+};
+
+// A count: absent reads as 0 (older captures), anything but a non-negative integer is
+// an error naming the field. `block`: the object it is in ("" for the trailer itself).
+absl::Status ReadCount(simdjson::dom::object object, std::string_view block, const char* name,
+                       uint64_t* out) {
+  simdjson::dom::element value;
+  if (object[name].get(value) != simdjson::SUCCESS) return absl::OkStatus();
+  if (value.get_uint64().get(*out) != simdjson::SUCCESS) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the trailer's field '", std::string(block), block.empty() ? "" : ".", name,
+        "' is not a non-negative integer (the capture's last line was edited or damaged; "
+        "record the capture again)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<std::string> TrailerBlocks::Losses() const {
+  std::vector<std::string> out;
+  auto add = [&](const char* what, uint64_t n) {
+    if (n != 0) out.push_back(absl::StrCat(what, " ", n));
+  };
+  add("records dropped", integrity.events_dropped);
+  add("records failed", integrity.records_failed);
+  add("rings unavailable", integrity.rings_unavailable);
+  add("events the sink lost", events_lost);
+  add("write errors", write_errors);
+  return out;
+}
+
+absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (const auto err = parser.parse(simdjson::padded_string(line)).get(doc); err) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the trailer is not JSON (", simdjson::error_message(err),
+                     "); the capture's last line was edited or damaged: record it again"));
+  }
+  simdjson::dom::object trailer;
+  if (doc.get_object().get(trailer) != simdjson::SUCCESS) {
+    return absl::InvalidArgumentError("the trailer is not a JSON object");
+  }
+  TrailerBlocks t;
+  simdjson::dom::object integrity;
+  if (trailer["integrity"].get_object().get(integrity) == simdjson::SUCCESS) {
+    t.has_integrity = true;
+    t.integrity_json = simdjson::minify(integrity);
+    for (const Field& f : kIntegrityFields) {
+      if (absl::Status s = ReadCount(integrity, "integrity", f.name, &(t.integrity.*f.member));
+          !s.ok()) {
+        return s;
+      }
+    }
+    bool membarrier = false;
+    if (integrity["uses_membarrier"].get_bool().get(membarrier) == simdjson::SUCCESS) {
+      t.integrity.uses_membarrier = membarrier;
+      t.fence = membarrier ? "membarrier" : "seq_cst";
+    }
+  }
+  simdjson::dom::object sink;
+  if (trailer["sink"].get_object().get(sink) == simdjson::SUCCESS) {
+    t.has_sink = true;
+    t.sink_json = simdjson::minify(sink);
+    for (const auto& [name, member] :
+         {std::pair{"events_written", &TrailerBlocks::events_written},
+          std::pair{"events_lost", &TrailerBlocks::events_lost},
+          std::pair{"write_errors", &TrailerBlocks::write_errors},
+          std::pair{"stack_collisions", &TrailerBlocks::stack_collisions}}) {
+      if (absl::Status s = ReadCount(sink, "sink", name, &(t.*member)); !s.ok()) return s;
+    }
+  }
+  if (absl::Status s = ReadCount(trailer, "", "memtrace_bytes", &t.memtrace_bytes);
+      !s.ok()) {
+    return s;
+  }
+  simdjson::dom::object memory;
+  if (trailer["memtrace_memory"].get_object().get(memory) == simdjson::SUCCESS) {
+    t.memtrace_memory_json = simdjson::minify(memory);
+  }
+  std::string_view ended_by;
+  if (trailer["ended_by"].get_string().get(ended_by) == simdjson::SUCCESS) {
+    t.ended_by = std::string(ended_by);
+  }
+  return t;
+}
+
+}  // namespace memtrace

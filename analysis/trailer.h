@@ -1,0 +1,64 @@
+// Copyright 2026 The memtrace Authors.
+//
+// trailer.h: what a capture's trailer says about the capture itself, beside its totals.
+//
+// The trailer (docs/capture-format.md) ends every finished capture with the recorder's
+// integrity counters (every loss and every guess, runtime/capture_integrity.h), the sink's
+// own counts (events written and lost, write errors) and memtrace's own memory. The
+// Analyzer recomputes totals from the events; these blocks it cannot recompute: only the
+// process that recorded knew how many records it dropped. ParseTrailer() reads them back,
+// so that `memtrace summary` shows the integrity block beside the totals as the runtime's
+// summary does, and `verify` can say which counters made a capture partial.
+//
+//   const absl::StatusOr<TrailerBlocks> t = ParseTrailer(summary.trailer);
+//   if (t.ok() && t->has_integrity) puts(FormatIntegrityBlock(t->integrity, ...).c_str());
+//
+// Fields missing from the trailer read as 0 (older captures lack the newest counters);
+// `has_integrity`, `has_sink` and `fence` say what was there at all. A trailer that is not
+// a JSON object is an error naming what is wrong, never a crash.
+//
+// Thread safety: ParseTrailer is a pure function.
+
+#ifndef MEMTRACE_ANALYSIS_TRAILER_H_
+#define MEMTRACE_ANALYSIS_TRAILER_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/capture_integrity.h"
+
+namespace memtrace {
+
+struct TrailerBlocks {
+  bool has_integrity = false;
+  CaptureIntegrity integrity;
+  // "membarrier" or "seq_cst" (the trailer's integrity.uses_membarrier), or "not recorded"
+  // for a capture written before the trailer carried it.
+  std::string fence = "not recorded";
+  std::string integrity_json;  // the integrity object as written (minified), or empty
+
+  bool has_sink = false;
+  uint64_t events_written = 0;
+  uint64_t events_lost = 0;  // dropped by the sink: its queue was full, or after a write error
+  uint64_t write_errors = 0;
+  uint64_t stack_collisions = 0;
+  std::string sink_json;
+
+  uint64_t memtrace_bytes = 0;
+  std::string memtrace_memory_json;  // by part (rings, tickets, ledger, sites), or empty
+  std::string ended_by;              // interposer captures: "exit", "exec", "signal N"
+
+  // What made the capture lose something, by the counters' names in the runtime's summary,
+  // each with its count ("dropped 3", "sink lost 12"); empty when nothing was lost.
+  std::vector<std::string> Losses() const;
+};
+
+// Reads the trailer line `line` (JSON text, as CaptureSummary::trailer holds it).
+absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_ANALYSIS_TRAILER_H_

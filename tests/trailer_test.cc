@@ -1,0 +1,75 @@
+// Copyright 2026 The memtrace Authors.
+//
+// Reading a trailer's blocks (analysis/trailer.h) from hand-written trailers: what a
+// reader must survive (older captures without the newest fields, damaged values, text
+// that is not JSON) and the losses it must name. The round trip from a capture the
+// runtime wrote is in analyzer_test.
+
+#include "analysis/trailer.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace memtrace {
+namespace {
+
+TEST(TrailerTest, FieldsAnOlderCaptureLacksReadAsZeroAndTheFenceAsUnknown) {
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(
+      R"({"type":"trailer","complete":true,"integrity":{"complete":true,"exact":true,)"
+      R"("events_recorded":5,"events_applied":5}})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->has_integrity);
+  EXPECT_EQ(t->integrity.events_recorded, 5u);
+  EXPECT_EQ(t->integrity.scope_overflow, 0u);
+  EXPECT_EQ(t->fence, "not recorded");
+  EXPECT_FALSE(t->has_sink);
+  EXPECT_EQ(t->memtrace_bytes, 0u);
+  EXPECT_TRUE(t->memtrace_memory_json.empty());
+
+  const absl::StatusOr<TrailerBlocks> bare = ParseTrailer(R"({"type":"trailer","complete":true})");
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_FALSE(bare->has_integrity);
+  EXPECT_FALSE(bare->has_sink);
+}
+
+TEST(TrailerTest, LossesNameEveryCounterThatLostSomething) {
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(
+      R"({"type":"trailer","complete":false,"ended_by":"exit","integrity":{"complete":false,)"
+      R"("events_dropped":3,"records_failed":0,"rings_unavailable":2,"uses_membarrier":false},)"
+      R"("sink":{"events_written":10,"events_lost":7,"write_errors":1}})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->fence, "seq_cst");
+  EXPECT_EQ(t->ended_by, "exit");
+  EXPECT_FALSE(t->integrity.complete());
+  const std::vector<std::string> want = {"records dropped 3", "rings unavailable 2",
+                                         "events the sink lost 7", "write errors 1"};
+  EXPECT_EQ(t->Losses(), want);
+}
+
+TEST(TrailerTest, DamagedTrailersAreErrorsThatSayWhere) {
+  struct Case {
+    const char* trailer;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"{\"type\":\"trailer\",", "the trailer is not JSON"},
+      {"[1,2]", "the trailer is not a JSON object"},
+      {R"({"integrity":{"events_dropped":-1}})",
+       "the trailer's field 'integrity.events_dropped' is not a non-negative integer"},
+      {R"({"sink":{"events_lost":"many"}})",
+       "the trailer's field 'sink.events_lost' is not a non-negative integer"},
+      {R"({"memtrace_bytes":1.5})",
+       "the trailer's field 'memtrace_bytes' is not a non-negative integer"},
+  };
+  for (const Case& c : cases) {
+    const absl::StatusOr<TrailerBlocks> t = ParseTrailer(c.trailer);
+    ASSERT_FALSE(t.ok()) << c.trailer;
+    EXPECT_NE(std::string(t.status().message()).find(c.message), std::string::npos)
+        << c.trailer << " -> " << t.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace memtrace
