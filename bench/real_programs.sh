@@ -109,7 +109,10 @@ u, m, h = $($1 <<< "${!u}"), $($1 <<< "${!m}"), $($1 <<< "${!h}")
 fu, fm, fh = $($1 <<< "${!fu}"), $($1 <<< "${!fm}"), $($1 <<< "${!fh}")
 mt = (m - u - (fm - fu)) / $calls * 1e9
 ht = (h - u - (fh - fu)) / $ht_calls * 1e9
-print(f'{mt:.0f} / {ht:.0f} ns ({ht / mt:.1f}x)' if mt > 0 else f'{mt:.0f} / {ht:.0f} ns')"
+# Under half a nanosecond (a ratio would be noise over nearly nothing) or below zero:
+# memtrace's runs were no slower than the untraced ones.
+print(f'{mt:.0f} / {ht:.0f} ns ({ht / mt:.1f}x)' if mt >= 0.5 else
+      f'{mt:.0f} / {ht:.0f} ns (memtrace not above untraced)')"
   }
   printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |\n' \
     "$workload" "$(case $workload in python) echo '4 threads: json + sqlite3 module';; \
