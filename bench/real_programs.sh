@@ -12,9 +12,10 @@
 #
 # The runs of untraced, memtrace and heaptrack alternate (one of each per round), so a
 # change in the machine's load falls on all three. The wall times shown are medians; the
-# time added per call is given from the medians and from each one's fastest run (on a
-# shared machine, other work only ever adds time, so the fastest run is the least
-# disturbed one). The CPU time added per call (user + system of everything each run
+# time added per call is given from the medians, from each one's fastest run (on a shared
+# machine, other work only ever adds time, so the fastest run is the least disturbed one),
+# and paired by round (the median of each round's traced run less that round's untraced
+# run: a slow spell of the machine lasts minutes, a round seconds). The CPU time added per call (user + system of everything each run
 # started, less the untraced run's and the tool's fixed cost) counts work on every core,
 # the tool's background threads and processes included, and moves less with other
 # sessions' load than wall time does.
@@ -70,8 +71,8 @@ measure true
 fixed_wall_u=$wall_u; fixed_wall_m=$wall_m; fixed_wall_h=$wall_h
 fixed_cpu_u=$cpu_u; fixed_cpu_m=$cpu_m; fixed_cpu_h=$cpu_h
 
-printf '| program | workload | allocation calls (memtrace / heaptrack) | peak heap (memtrace / heaptrack) | untraced s | memtrace s | heaptrack s | wall time added per call, medians (memtrace / heaptrack) | the same, fastest runs | CPU time added per call, medians | memtrace verify |\n'
-printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
+printf '| program | workload | allocation calls (memtrace / heaptrack) | peak heap (memtrace / heaptrack) | untraced s | memtrace s | heaptrack s | wall time added per call, medians (memtrace / heaptrack) | the same, fastest runs | the same, paired by round | CPU time added per call, medians | memtrace verify |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
 for workload in python sqlite redis; do
   ht_out="$work/ht_$workload"
   measure "$workload"
@@ -100,24 +101,35 @@ EOF
   ht_peak=$(awk '$1 == "peak" {print $2}' <<< "$heap")
   mt_peak=$(python3 -c "print(f'{$peak / 1e6:.2f}M')")
   # What each tool adds per allocation call, fixed costs out, and how many times more
-# heaptrack adds.
-  # $1: median or fastest; $2: wall or cpu.
+  # heaptrack adds. $1: median (of each variant's runs), fastest (each variant's fastest
+  # run) or paired (the median over rounds of each run less the same round's untraced run:
+  # the runs of a round are seconds apart, so a slower spell of the machine that lasts a
+  # round or more, as they do here, falls on both sides of each difference); $2: wall or
+  # cpu.
   added() {
     local u="$2_u" m="$2_m" h="$2_h" fu="fixed_$2_u" fm="fixed_$2_m" fh="fixed_$2_h"
-    python3 -c "
-u, m, h = $($1 <<< "${!u}"), $($1 <<< "${!m}"), $($1 <<< "${!h}")
-fu, fm, fh = $($1 <<< "${!fu}"), $($1 <<< "${!fm}"), $($1 <<< "${!fh}")
-mt = (m - u - (fm - fu)) / $calls * 1e9
-ht = (h - u - (fh - fu)) / $ht_calls * 1e9
+    python3 - "$1" "$calls" "$ht_calls" "${!u}" "${!m}" "${!h}" "${!fu}" "${!fm}" "${!fh}" <<'EOF'
+import statistics, sys
+mode, calls, ht_calls = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+u, m, h, fu, fm, fh = ([float(x) for x in a.split()] for a in sys.argv[4:10])
+def cost(tool, base, fixed_tool, fixed_base):
+    if mode == "paired":
+        return (statistics.median_low([t - b for t, b in zip(tool, base)]) -
+                statistics.median_low([t - b for t, b in zip(fixed_tool, fixed_base)]))
+    pick = statistics.median_low if mode == "median" else min  # as median() above
+    return pick(tool) - pick(base) - (pick(fixed_tool) - pick(fixed_base))
+mt = cost(m, u, fm, fu) / calls * 1e9
+ht = cost(h, u, fh, fu) / ht_calls * 1e9
 # Under half a nanosecond (a ratio would be noise over nearly nothing) or below zero:
 # memtrace's runs were no slower than the untraced ones.
-print(f'{mt:.0f} / {ht:.0f} ns ({ht / mt:.1f}x)' if mt >= 0.5 else
-      f'{mt:.0f} / {ht:.0f} ns (memtrace not above untraced)')"
+print(f"{mt:.0f} / {ht:.0f} ns ({ht / mt:.1f}x)" if mt >= 0.5 else
+      f"{mt:.0f} / {ht:.0f} ns (memtrace not above untraced)")
+EOF
   }
-  printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+  printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
     "$workload" "$(case $workload in python) echo '4 threads: json + sqlite3 module';; \
       sqlite) echo '200k inserts, index, group by, vacuum';; \
       redis) echo 'redis-benchmark -n 50000 -c 20 -P 4, 5 commands';; esac)" \
     "$calls" "$ht_calls" "$mt_peak" "$ht_peak" "$untraced" "$mt" "$ht" "$(added median wall)" \
-    "$(added fastest wall)" "$(added median cpu)" "$verdict"
+    "$(added fastest wall)" "$(added paired wall)" "$(added median cpu)" "$verdict"
 done
