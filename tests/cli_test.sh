@@ -40,6 +40,13 @@ grep -q "lost records (records dropped 3, events the sink lost 7)" "$dir/vp.txt"
 "$memtrace" summary "$dir/partial.jsonl" > "$dir/sp.txt" || fail "summary of a partial capture"
 grep -q "^integrity: PARTIAL" "$dir/sp.txt" || fail "summary of a partial capture: $(cat "$dir/sp.txt")"
 grep -q "dropped 3" "$dir/sp.txt" || fail "summary of a partial capture: $(cat "$dir/sp.txt")"
+# A damaged trailer: exit 2, naming the field.
+head -n -1 "$dir/c.jsonl" > "$dir/damaged.jsonl"
+echo '{"type":"trailer","complete":true,"integrity":{"events_dropped":-1}}' >> "$dir/damaged.jsonl"
+"$memtrace" summary "$dir/damaged.jsonl" > /dev/null 2> "$dir/sd.txt"
+[[ $? -eq 2 ]] || fail "summary of a capture with a damaged trailer must exit 2"
+grep -q "the trailer's field 'integrity.events_dropped' is not a non-negative integer" \
+  "$dir/sd.txt" || fail "summary of a damaged trailer: $(cat "$dir/sd.txt")"
 
 "$memtrace" top --limit=3 "$dir/c.jsonl" > "$dir/t.txt" || fail "top"
 grep -q "request/respond" "$dir/t.txt" || fail "top rows: $(cat "$dir/t.txt")"
