@@ -101,7 +101,7 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
     bool membarrier = false;
     if (integrity["uses_membarrier"].get_bool().get(membarrier) == simdjson::SUCCESS) {
       t.integrity.uses_membarrier = membarrier;
-      t.fence = membarrier ? "membarrier" : "seq_cst";
+      t.fence = t.integrity.fence();
     }
   }
   simdjson::dom::object sink;
@@ -124,9 +124,10 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
   if (trailer["memtrace_memory"].get_object().get(memory) == simdjson::SUCCESS) {
     t.memtrace_memory_json = simdjson::minify(memory);
   }
-  std::string_view ended_by;
-  if (trailer["ended_by"].get_string().get(ended_by) == simdjson::SUCCESS) {
-    t.ended_by = std::string(ended_by);
+  for (const auto& [name, member] :
+       {std::pair{"ended_by", &TrailerBlocks::ended_by}, std::pair{"exec", &TrailerBlocks::exec}}) {
+    std::string_view text;
+    if (trailer[name].get_string().get(text) == simdjson::SUCCESS) t.*member = std::string(text);
   }
   return t;
 }

@@ -50,6 +50,7 @@ struct TrailerBlocks {
   uint64_t memtrace_bytes = 0;
   std::string memtrace_memory_json;  // by part (rings, tickets, ledger, sites), or empty
   std::string ended_by;              // interposer captures: "exit", "exec", "signal N"
+  std::string exec;                  // ended by "exec": the program named, or empty
 
   // What made the capture lose something, by the counters' names in the runtime's summary,
   // each with its count ("dropped 3", "sink lost 12"); empty when nothing was lost.

@@ -282,16 +282,6 @@ std::optional<int> CheckReached(const CommandSpec& spec, const CaptureSummary& s
                                        "path with memtrace retention)"));
 }
 
-// A string member of the trailer object (raw JSON), or "" when it is absent.
-std::string TrailerString(const std::string& trailer, const std::string& name) {
-  const std::string key = absl::StrCat("\"", name, "\":\"");
-  const size_t at = trailer.find(key);
-  if (at == std::string::npos) return "";
-  const size_t start = at + key.size();
-  const size_t end = trailer.find('"', start);
-  return end == std::string::npos ? "" : trailer.substr(start, end - start);
-}
-
 // The trailer's integrity block, as the runtime's own summary prints it, and the sink's
 // counts; a capture cut short has none, and says so.
 void PrintIntegrity(const std::optional<TrailerBlocks>& blocks) {
@@ -321,9 +311,9 @@ void PrintIntegrity(const std::optional<TrailerBlocks>& blocks) {
 // A capture the interposer ended at an exec holds the first program image only. When the
 // program is a wrapper (a pyenv shim, a launcher script), the program the user meant ran
 // after it: say where it went and how to trace it.
-void PrintExecNote(const CaptureSummary& s, const std::string& path) {
-  if (TrailerString(s.trailer, "ended_by") != "exec") return;
-  const std::string target = TrailerString(s.trailer, "exec");
+void PrintExecNote(const std::optional<TrailerBlocks>& blocks, const std::string& path) {
+  if (!blocks || blocks->ended_by != "exec") return;
+  const std::string& target = blocks->exec;
   printf("\nnote: the capture ends where the program replaced itself with %s (exec).\n"
          "  What ran after that is traced only with `memtrace run --children`\n"
          "  (MEMTRACE_TRACE_CHILDREN=1), into %s.exec1, .exec2 and so on.\n"
@@ -389,7 +379,7 @@ int SummaryCommand(int argc, char** argv) {
   }
   PrintTable(*s, path);
   PrintIntegrity(blocks);
-  PrintExecNote(*s, path);
+  PrintExecNote(blocks, path);
   return 0;
 }
 
@@ -421,17 +411,16 @@ int VerifyCommand(int argc, char** argv) {
                        "before Finish())");
   } else if (!s->trailer_complete) {
     // The interposer names what ended the capture; a fatal signal means the program
-    // crashed, and everything before the crash is in the capture.
-    const std::string ended_by = TrailerString(s->trailer, "ended_by");
-    if (ended_by.rfind("signal ", 0) == 0) {
+    // crashed, and everything before the crash is in the capture. (A trailer whose
+    // counters cannot be read names nothing: the capture is partial all the same.)
+    const TrailerBlocks t = ParseTrailer(s->trailer).value_or(TrailerBlocks{});
+    if (t.ended_by.rfind("signal ", 0) == 0) {
       problems.push_back(absl::StrCat(
-          "it is partial: the program ended by ", ended_by,
+          "it is partial: the program ended by ", t.ended_by,
           "; the capture holds everything recorded up to it, but blocks live then are not "
           "leaks"));
     } else {
-      const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s->trailer);
-      const std::vector<std::string> losses =
-          t.ok() ? t->Losses() : std::vector<std::string>{};
+      const std::vector<std::string> losses = t.Losses();
       problems.push_back(absl::StrCat(
           "it is partial: the trailer reports lost records",
           losses.empty() ? "" : absl::StrCat(" (", absl::StrJoin(losses, ", "), ")"),

@@ -32,6 +32,17 @@ TEST(TrailerTest, FieldsAnOlderCaptureLacksReadAsZeroAndTheFenceAsUnknown) {
   ASSERT_TRUE(bare.ok()) << bare.status();
   EXPECT_FALSE(bare->has_integrity);
   EXPECT_FALSE(bare->has_sink);
+  EXPECT_TRUE(bare->ended_by.empty());
+  EXPECT_TRUE(bare->exec.empty());
+}
+
+TEST(TrailerTest, WhatEndedTheCaptureIsReadAsJsonText) {
+  // The program exec'd is a path as the exec call named it: JSON escapes are decoded.
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(
+      R"({"type":"trailer","complete":true,"ended_by":"exec","exec":"/opt/my \"app\"/run"})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->ended_by, "exec");
+  EXPECT_EQ(t->exec, "/opt/my \"app\"/run");
 }
 
 TEST(TrailerTest, LossesNameEveryCounterThatLostSomething) {
