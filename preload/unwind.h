@@ -138,6 +138,17 @@ __attribute__((always_inline)) inline runtime_internal::UnwindWalk* MemoFrom(
   return &t.unwind_walks[set][way];
 }
 
+// Whether `memo` (MemoFrom's) serves a walk of `max` frames from `fp` whole: it holds at
+// least one frame and no more than `max` (a memo written under a deeper limit is walked
+// anew), all of them or every frame the walk has, and the stack still holds every word it
+// read (MemoHolds).
+__attribute__((always_inline)) inline bool MemoServesWhole(
+    const runtime_internal::UnwindWalk& memo, uint64_t fp, uint32_t max) noexcept {
+  const uint32_t want = memo.frames;
+  return want != 0 && want <= max && (want == max || memo.ended) &&
+         memo.ret[0] == StackWord(fp, 8) && MemoHolds(memo, fp);
+}
+
 }  // namespace unwind_internal
 
 // UnwindCfi() for a walk its memo serves whole, inlined into the caller: the same frame
@@ -154,12 +165,8 @@ __attribute__((always_inline)) inline uint32_t UnwindCfiFromMemo(
   runtime_internal::UnwindWalk* const found = unwind_internal::MemoFrom(t, fp);
   if (found == nullptr) return 0;
   runtime_internal::UnwindWalk& memo = *found;
+  if (!unwind_internal::MemoServesWhole(memo, fp, max)) return 0;
   const uint32_t want = memo.frames;
-  if (want == 0 || want > max || !(want == max || memo.ended) ||
-      memo.ret[0] != unwind_internal::StackWord(fp, 8) ||
-      !unwind_internal::MemoHolds(memo, fp)) {
-    return 0;
-  }
   ++t.unwind_memo_hits;
   *complete = true;
   unwind_internal::ServedWhole(memo, want, complete, derived);
@@ -189,13 +196,10 @@ __attribute__((always_inline)) inline uint64_t MemoDerived(const void* frame,
   const runtime_internal::UnwindWalk* const found = unwind_internal::MemoFrom(t, fp);
   if (found == nullptr) return 0;
   const runtime_internal::UnwindWalk& memo = *found;
-  const uint32_t want = memo.frames;
+  // A word kept for exactly the memo's frames, of a walk that is complete.
   const uint64_t kept = memo.derived;
-  // want - 1 >= max: no frames, or more than asked for (written under another depth).
-  if (kept == 0 || memo.derived_frames != want || want - 1 >= max ||
-      !(want == max || memo.ended) || (memo.ended && !memo.complete) ||
-      memo.ret[0] != unwind_internal::StackWord(fp, 8) ||
-      !unwind_internal::MemoHolds(memo, fp)) {
+  if (kept == 0 || memo.derived_frames != memo.frames || (memo.ended && !memo.complete) ||
+      !unwind_internal::MemoServesWhole(memo, fp, max)) {
     return 0;
   }
   ++t.unwind_memo_hits;

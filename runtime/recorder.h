@@ -126,7 +126,7 @@ class Recorder {
     const RecordResult r = Begin(1, /*allocation=*/false, &c);
     if (r != RecordResult::kRecorded) {
       // The block is going away, recorded or not.
-      tickets_.Take(bucket != nullptr ? bucket : tickets_.BucketOf(address), address);
+      tickets_.Take(BucketFor(bucket, address), address);
       return r;
     }
     const uint64_t ticket = TakeTicket(bucket, address);
@@ -186,7 +186,7 @@ class Recorder {
     rc.result_ = Begin(2, /*allocation=*/false, &rc.claim_);
     rc.old_ticket_ = rc.result_ == RecordResult::kRecorded
                          ? TakeTicket(nullptr, old_address)
-                         : tickets_.Take(tickets_.BucketOf(old_address), old_address);
+                         : tickets_.Take(old_address);
     return rc;
   }
 
@@ -424,14 +424,18 @@ class Recorder {
   __attribute__((always_inline)) uint64_t TakeTicket(TicketTable::Bucket bucket,
                                                      uint64_t address) noexcept {
     if (SoleRing()) return kSoleRingTicket;
-    return tickets_.Take(bucket != nullptr ? bucket : tickets_.BucketOf(address), address);
+    return tickets_.Take(BucketFor(bucket, address), address);
   }
   __attribute__((always_inline)) void StoreTicket(TicketTable::Bucket bucket, uint64_t address,
                                                   uint32_t ring_id, uint64_t position,
                                                   uint32_t epoch) noexcept {
     if (SoleRing()) return;
-    tickets_.Record(bucket != nullptr ? bucket : tickets_.BucketOf(address), address, ring_id,
-                    position, epoch);
+    tickets_.Record(BucketFor(bucket, address), address, ring_id, position, epoch);
+  }
+  // `bucket`, or the address's bucket when the caller has not computed it (nullptr).
+  __attribute__((always_inline)) TicketTable::Bucket BucketFor(TicketTable::Bucket bucket,
+                                                               uint64_t address) const noexcept {
+    return bucket != nullptr ? bucket : tickets_.BucketOf(address);
   }
 
   // The thread's cache of sent stacks (thread_state.h): the two ways a hash may be in,
