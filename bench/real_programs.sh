@@ -15,10 +15,10 @@
 # time added per call is given from the medians, from each one's fastest run (on a shared
 # machine, other work only ever adds time, so the fastest run is the least disturbed one),
 # and paired by round (the median of each round's traced run less that round's untraced
-# run: a slow spell of the machine lasts minutes, a round seconds). The CPU time added per call (user + system of everything each run
-# started, less the untraced run's and the tool's fixed cost) counts work on every core,
-# the tool's background threads and processes included, and moves less with other
-# sessions' load than wall time does.
+# run: a slow spell of the machine lasts minutes, a round seconds). The CPU time added
+# per call (user + system of everything each run started, less the untraced run's and the
+# tool's fixed cost) counts work on every core, the tool's background threads and
+# processes included, and moves less with other sessions' load than wall time does.
 #
 # Needs: bazel (builds //cli:memtrace), python3, sqlite3, redis-server, redis-benchmark,
 # redis-cli, heaptrack, heaptrack_print (tools/setup --bench installs them).

@@ -63,6 +63,8 @@ struct CaptureIntegrity {
   uint64_t fenced_epochs = 0;    // ... of them with the heavy fence (drainer.h, step 1)
   uint64_t rings = 0;            // rings created (bounded by peak concurrent threads)
   bool uses_membarrier = false;  // the watermark's asymmetric fence (epoch_clock.h)
+  // Its name, as summaries print it: "membarrier", or "seq_cst" (fences on both sides).
+  const char* fence() const noexcept { return uses_membarrier ? "membarrier" : "seq_cst"; }
 
   // The tracer's failure flag: some release or resize could not be recorded.
   bool failure_flag() const noexcept { return events_dropped != 0; }

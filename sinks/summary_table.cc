@@ -146,8 +146,7 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
                           cs.refused_for_storage);
   }
   absl::StrAppend(&out, "\n",
-                  FormatIntegrityBlock(in, snapshot.memtrace_bytes,
-                                       in.uses_membarrier ? "membarrier" : "seq_cst"));
+                  FormatIntegrityBlock(in, snapshot.memtrace_bytes, in.fence()));
   return out;
 }
 

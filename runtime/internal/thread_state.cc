@@ -45,8 +45,9 @@ void RetireThreadRings() noexcept {
 // destructors free lands in the thread's own ring. A thread that calls exit() runs no key
 // destructors: its ring stays bound through atexit handlers and static destructors, where
 // a server's shutdown frees much of its heap (redis-server: ~400 records after the
-// thread_local hook), and the final drain reads it. (A thread_local destructor, the hook before this one, ran inside exit()
-// before all that, and each later record took a fresh ring: 2 MiB mapped apiece.)
+// thread_local hook), and the final drain reads it. (A thread_local destructor, the hook
+// before this one, ran inside exit() before all that, and each later record took a fresh
+// ring: 2 MiB mapped apiece.)
 pthread_key_t exit_key;
 bool exit_key_created = false;
 pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
