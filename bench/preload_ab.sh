@@ -3,15 +3,18 @@
 #
 # preload_ab.sh: two or more interposer builds, A/B, on the sqlite3 workload of
 # real_programs.sh (bench/sqlite_workload.sql), by the CPU time of the program's main
-# thread.
+# thread, and of the whole process.
 #
 # Why the main thread's CPU time: the wall time of a whole traced run moves by tens of
 # milliseconds between identical runs on a shared 2-vCPU machine, and it mixes the hot
 # path's cost with the drainer's and the writer's. sqlite3's main thread is the only one
 # that allocates, and the one memtrace's hot path slows down. A tiny library preloaded
 # after the interposer prints its CPU time from a destructor (after the program is done
-# allocating). The wall time of each run (start to exit, the capture's final flush
-# included) is shown beside it: a producer waiting for ring space sleeps, which shows
+# allocating). The process's CPU time (user + system of every thread, memtrace's drainer
+# and writer and the final flush included: bash's `time`, millisecond resolution) is what
+# bench/real_programs.sh's "CPU time added per call" counts, and what splits a build's cost
+# between the program's thread and memtrace's own. The wall time of each run (start to
+# exit, the capture's final flush included) is shown beside them: a producer waiting for ring space sleeps, which shows
 # there and not in CPU time. Variants run round-robin, --runs rounds; each figure is the
 # median and the fastest run, with the time added against the untraced variant's same
 # figure (on a shared machine other work only ever adds time: the fastest run is the
@@ -120,7 +123,8 @@ __attribute__((constructor)) static void memtrace_ab_start_idle(void) {
 EOF
 cc -O2 -shared -fPIC -o "$work/idle_thread.so" "$work/idle_thread.c" -lpthread
 
-# One run of variant $1: prints the main thread's CPU seconds and the run's wall seconds.
+# One run of variant $1: prints the main thread's CPU seconds, the run's wall seconds and
+# the process's CPU seconds (user + system).
 run_variant() {
   local spec="$1" label so settings preload
   label="${spec%%=*}"
@@ -137,13 +141,14 @@ run_variant() {
   fi
   local -a env_args=()
   if [[ -n "$settings" ]]; then IFS=',' read -r -a env_args <<< "$settings"; fi
-  local start end cpu
+  local start end cpu times
   start=$(date +%s%N)
   local -a tracer=()
   [[ -n "$tracer_cpus" ]] && tracer=(MEMTRACE_TRACER_CPUS="$tracer_cpus")
-  "${pin[@]}" env MEMTRACE_OUTPUT="$work/capture.mtb" "${tracer[@]}" "${env_args[@]}" \
-    LD_PRELOAD="$preload" \
-    sqlite3 :memory: < "$sql" > /dev/null 2> "$work/stderr" || true
+  local TIMEFORMAT='%3U %3S'
+  times=$({ time "${pin[@]}" env MEMTRACE_OUTPUT="$work/capture.mtb" "${tracer[@]}" \
+    "${env_args[@]}" LD_PRELOAD="$preload" \
+    sqlite3 :memory: < "$sql" > /dev/null 2> "$work/stderr" || true; } 2>&1)
   end=$(date +%s%N)
   cpu=$(awk '/^memtrace_ab_main_cpu / {print $2}' "$work/stderr")
   if [[ -z "$cpu" ]]; then
@@ -151,15 +156,18 @@ run_variant() {
     cat "$work/stderr" >&2
     return 1
   fi
-  echo "$cpu $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.4f", (b - a) / 1e9}')"
+  echo "$cpu $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.4f", (b - a) / 1e9}')" \
+    "$(awk '{printf "%.3f", $1 + $2}' <<< "$times")"
 }
 
-declare -A cpu wall
+declare -A cpu wall process
 for _ in $(seq "$runs"); do
   for spec in "${variants[@]}"; do
     s="$(run_variant "$spec")" || exit 1
-    cpu["${spec%%=*}"]+=" ${s% *}"
-    wall["${spec%%=*}"]+=" ${s#* }"
+    read -r c w p <<< "$s"
+    cpu["${spec%%=*}"]+=" $c"
+    wall["${spec%%=*}"]+=" $w"
+    process["${spec%%=*}"]+=" $p"
   done
 done
 
@@ -173,15 +181,18 @@ added() {  # $1 against the untraced $2, in ms
   [[ -n "$2" ]] || { echo "-"; return; }
   awk -v m="$1" -v b="$2" 'BEGIN {printf "%+.0f", (m - b) * 1000}'
 }
-# Per variant: the main thread's CPU time and the wall time, each as the median and the
-# fastest run (on a shared machine other work only ever adds time, so the fastest run is
-# the least disturbed), and each against the untraced variant's same statistic.
-printf '%-14s | %-31s | %-31s\n' "" "main thread CPU s (added ms)" "wall s (added ms)"
-printf '%-14s | %15s %15s | %15s %15s\n' variant median fastest median fastest
+# Per variant: the main thread's CPU time, the wall time and the process's CPU time, each
+# as the median and the fastest run (on a shared machine other work only ever adds time,
+# so the fastest run is the least disturbed), and each against the untraced variant's
+# same statistic.
+printf '%-14s | %-31s | %-31s | %-31s\n' "" "main thread CPU s (added ms)" \
+  "wall s (added ms)" "process CPU s (added ms)"
+printf '%-14s | %15s %15s | %15s %15s | %15s %15s\n' variant median fastest median fastest \
+  median fastest
 for spec in "${variants[@]}"; do
   label="${spec%%=*}"
   row=()
-  for series in cpu wall; do
+  for series in cpu wall process; do
     declare -n values="$series"
     m="$(median <<< "${values[$label]}")"
     f="$(fastest <<< "${values[$label]}")"
@@ -194,5 +205,5 @@ for spec in "${variants[@]}"; do
     row+=("$(printf '%s (%s)' "$f" "$(added "$f" "$bf")")")
     unset -n values
   done
-  printf '%-14s | %15s %15s | %15s %15s\n' "$label" "${row[@]}"
+  printf '%-14s | %15s %15s | %15s %15s | %15s %15s\n' "$label" "${row[@]}"
 done
