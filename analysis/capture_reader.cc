@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "sinks/binary_encoding.h"
 
@@ -467,6 +468,14 @@ class CaptureBytes {
       if (pending_.size() < kBinaryMagicSize) return absl::OkStatus();
       std::string first = std::move(pending_);
       pending_.clear();
+      if (first.starts_with(kBinaryMagicStem) && BinaryCaptureVersion(first) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            name_, ": a binary capture of encoding version '",
+            absl::CEscape(first.substr(kBinaryMagicStem.size(), 1)),
+            "' (its magic is \"", absl::CEscape(first.substr(0, kBinaryMagicSize)),
+            "\"); this memtrace reads versions 1 to ", kBinaryVersion,
+            ": read it with the memtrace that wrote it, or a newer one"));
+      }
       Decide(first);
       return Feed(first);
     }
@@ -474,8 +483,9 @@ class CaptureBytes {
   }
 
   absl::Status End() {
+    // Fewer than kBinaryMagicSize bytes came.
     if (mode_ == Mode::kUnknown && !pending_.empty() &&
-        std::string_view(kBinaryMagic).substr(0, pending_.size()) == pending_) {
+        kBinaryMagicStem.starts_with(pending_)) {
       return absl::DataLossError(absl::StrCat(
           name_, ": the binary capture's magic is cut off after ", pending_.size(),
           " bytes: the capture was truncated"));
@@ -503,8 +513,12 @@ class CaptureBytes {
   enum class Mode : uint8_t { kUnknown, kText, kBinary };
 
   void Decide(std::string_view first) {
-    mode_ = IsBinaryCapture(first) ? Mode::kBinary : Mode::kText;
-    if (mode_ == Mode::kBinary) skip_magic_ = true;
+    const int version = BinaryCaptureVersion(first);
+    mode_ = version != 0 ? Mode::kBinary : Mode::kText;
+    if (mode_ == Mode::kBinary) {
+      decoder_.set_version(version);
+      skip_magic_ = true;
+    }
   }
 
   absl::Status FeedText(std::string_view chunk) {

@@ -82,10 +82,13 @@ class FieldReader {
 
 }  // namespace
 
-bool IsBinaryCapture(std::string_view bytes) {
-  return bytes.size() >= kBinaryMagicSize &&
-         memcmp(bytes.data(), kBinaryMagic, kBinaryMagicSize) == 0;
+int BinaryCaptureVersion(std::string_view bytes) {
+  if (bytes.size() < kBinaryMagicSize || !bytes.starts_with(kBinaryMagicStem)) return 0;
+  const char version = bytes[kBinaryMagicStem.size()];
+  return version >= '1' && version <= '0' + kBinaryVersion ? version - '0' : 0;
 }
+
+bool IsBinaryCapture(std::string_view bytes) { return BinaryCaptureVersion(bytes) != 0; }
 
 BinaryThreadState& BinaryThreadStates::GetSlow(uint32_t thread) {
   if (thread < kDirect) {
@@ -232,16 +235,36 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
   }
   const bool weighted = (tag & kBinaryWeightFlag) != 0;
   const uint8_t base = tag & static_cast<uint8_t>(~kBinaryWeightFlag);
-  const auto type = static_cast<CaptureEventType>(base - kBinaryEventTagBase);
-  if (base < kBinaryEventTagBase || base >= kBinaryEventTagBase + kCaptureEventTypes ||
-      (weighted && !IsAllocation(type))) {
+  // Version 2's short records: an alloc, free, remap or remap_target whose thread and
+  // layer (and scope) are the context's (BinaryEventContext).
+  const bool full = base < kBinaryShortTagBase;
+  const auto type = static_cast<CaptureEventType>(
+      base - (full ? kBinaryEventTagBase : kBinaryShortTagBase));
+  const bool release = type == CaptureEventType::kFree || type == CaptureEventType::kRemap;
+  const bool known =
+      full ? base >= kBinaryEventTagBase && base < kBinaryEventTagBase + kCaptureEventTypes
+           : version_ >= 2 && base < kBinaryShortTagBase + kCaptureEventTypes &&
+                 (IsAllocation(type) || release);
+  if (!known || (weighted && !IsAllocation(type))) {
     *error = absl::StrCat("unknown record tag 0x", absl::Hex(tag, absl::kZeroPad2),
-                          " (this reader knows binary encoding version 1)");
+                          " (this reader knows binary encoding versions 1 and 2; the "
+                          "capture's magic says version ", version_, ")");
+    return Result::kError;
+  }
+  if (!full && !(IsAllocation(type) ? context_.scope_valid : context_.valid)) {
+    *error = absl::StrCat("a short ", CaptureEventTypeName(type), " record (tag 0x",
+                          absl::Hex(tag, absl::kZeroPad2), ") comes before any ",
+                          IsAllocation(type) ? "allocation" : "allocation or release",
+                          " it could take its thread and layer from");
     return Result::kError;
   }
   CaptureEvent& e = out->event;
   e.type = type;
-  if (!r.U32("thread", &e.thread)) return finish(false);
+  if (full) {
+    if (!r.U32("thread", &e.thread)) return finish(false);
+  } else {
+    e.thread = context_.thread;
+  }
   const BinaryThreadState before = threads_.Get(e.thread);
   BinaryThreadState after = before;
   bool ok = true;
@@ -250,7 +273,11 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
     after.addr = e.addr;
   };
   auto ticket_and_of = [&](bool with_of) {
-    ok = ok && r.Delta(before.ticket, &e.ticket);
+    if (full) {
+      ok = ok && r.Delta(before.ticket, &e.ticket);
+    } else {
+      e.ticket = before.ticket + 1;  // a short record's (BinaryEventContext)
+    }
     after.ticket = e.ticket;
     if (with_of) {
       ok = ok && r.Delta(e.ticket, &e.of);
@@ -267,8 +294,14 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
     case CaptureEventType::kAlloc:
     case CaptureEventType::kRemapTarget:
       addr();
-      ok = ok && r.Varint(&e.size) && r.U32("layer", &e.layer) && r.U32("scope", &e.scope) &&
-           r.U32("site", &e.site);
+      ok = ok && r.Varint(&e.size);
+      if (full) {
+        ok = ok && r.U32("layer", &e.layer) && r.U32("scope", &e.scope);
+      } else {
+        e.layer = context_.layer;
+        e.scope = context_.scope;
+      }
+      ok = ok && r.U32("site", &e.site);
       ticket_and_of(false);
       if (ok && weighted) {
         uint64_t bits = 0;
@@ -283,7 +316,11 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
     case CaptureEventType::kFree:
     case CaptureEventType::kRemap:
       addr();
-      ok = ok && r.U32("layer", &e.layer);
+      if (full) {
+        ok = ok && r.U32("layer", &e.layer);
+      } else {
+        e.layer = context_.layer;
+      }
       ticket_and_of(true);
       break;
     case CaptureEventType::kResize:
@@ -313,6 +350,11 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
   }
   if (!ok) return finish(false);
   threads_.Get(e.thread) = after;
+  if (IsAllocation(type)) {
+    context_.Allocation(e.thread, e.layer, e.scope);
+  } else if (release) {
+    context_.Release(e.thread, e.layer);
+  }
   out->kind = BinaryRecord::Kind::kEvent;
   out->t = t_;
   out->epoch = epoch_;

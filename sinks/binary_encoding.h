@@ -6,21 +6,30 @@
 // A binary capture holds the same records as a JSONL capture, in the same order, and a
 // reader turns it into the same CaptureRecords (analysis/capture_reader.h). It exists
 // because formatting JSON is most of what the sink's writer thread does, and the
-// interposer paces the traced program by that thread: a binary event is 8-12 bytes of
+// interposer paces the traced program by that thread: a binary event is 3-12 bytes of
 // varints instead of ~150 bytes of text.
 //
 //   file    := magic record*
-//   magic   := "MTRACEB1"                          (8 bytes)
+//   magic   := "MTRACEB2"                          (8 bytes; "MTRACEB1" is still read)
 //   record  := 0x01 len:varint json[len]           header, layer, scope, site, module,
 //                                                  trailer: the JSONL line's exact text
 //            | 0x02 epoch:varint dt:zigzag         sets the current `t` (+= dt), `epoch`
 //            | tag fields...                       an event; tag = 0x10 + type, 0x80 set
 //                                                  when a weight follows
+//            | short-tag fields...                 version 2: an alloc, free, remap or
+//                                                  remap_target without the fields it
+//                                                  shares with the event before it
+//                                                  (tag = 0x20 + type)
 //            | 0x40..0x7f len:varint bytes[len]    skippable (later versions); ignored
 //
 // Events carry neither `t` nor `epoch` (the last epoch record's apply), and encode
 // addresses, tickets and steady-clock times as zigzag differences against the same
-// thread's previous value, so most fields take one or two bytes.
+// thread's previous value, so most fields take one or two bytes. Version 2's short
+// records leave out `thread` and `layer` (and an allocation's `scope`) when they equal
+// the previous allocation's or release's, and the ticket when it is the thread's
+// previous one plus one: a program's events come in long runs from one
+// thread, layer and scope, and the short forms made sqlite3's capture 37% smaller
+// (bench/README.md, "Short records").
 //
 // BinaryEncoder appends records to a caller's byte buffer without allocating per event
 // (the buffer grows, then is reused). Events are first encoded into a block inside the
@@ -63,14 +72,21 @@
 namespace memtrace {
 
 // The first 8 bytes of a binary capture. The last byte is the encoding version: a change
-// a version-1 reader would misread (a new non-skippable tag, a changed field) raises it.
-inline constexpr char kBinaryMagic[] = "MTRACEB1";
+// an older reader would misread (a new non-skippable tag, a changed field) raises it.
+// The encoder writes version 2; the decoder reads versions 1 and 2.
+inline constexpr char kBinaryMagic[] = "MTRACEB2";
 inline constexpr size_t kBinaryMagicSize = 8;
 static_assert(sizeof(kBinaryMagic) == kBinaryMagicSize + 1);
+// The magic without its version character.
+inline constexpr std::string_view kBinaryMagicStem = "MTRACEB";
+inline constexpr int kBinaryVersion = 2;
 
 inline constexpr uint8_t kBinaryTagJson = 0x01;
 inline constexpr uint8_t kBinaryTagEpoch = 0x02;
 inline constexpr uint8_t kBinaryEventTagBase = 0x10;  // + CaptureEventType
+// Version 2: + kAlloc, kFree, kRemap or kRemapTarget, a record without the fields it
+// shares with the event before it (BinaryEventContext).
+inline constexpr uint8_t kBinaryShortTagBase = 0x20;
 inline constexpr uint8_t kBinaryWeightFlag = 0x80;    // on alloc and remap_target tags
 inline constexpr uint8_t kBinarySkippableFirst = 0x40;
 inline constexpr uint8_t kBinarySkippableLast = 0x7f;
@@ -78,7 +94,10 @@ inline constexpr uint8_t kBinarySkippableLast = 0x7f;
 // scopes is well under a megabyte).
 inline constexpr uint64_t kBinaryMaxPayload = uint64_t{64} << 20;
 
-// True when `bytes` starts with kBinaryMagic.
+// The encoding version `bytes` starts with the magic of (1 or 2), or 0: not a binary
+// capture (or one of a version this reader does not know).
+int BinaryCaptureVersion(std::string_view bytes);
+// True when `bytes` starts with a binary capture's magic, of a version this reader knows.
 bool IsBinaryCapture(std::string_view bytes);
 
 // The delta state kept per thread (ring id) by both sides.
@@ -86,6 +105,36 @@ struct BinaryThreadState {
   uint64_t addr = 0;
   uint64_t ticket = 0;
   uint64_t mono_ns = 0;
+};
+
+// What a version-2 short record leaves out, kept alike by both sides: the `thread` and
+// `layer` of the last alloc, free, remap or remap_target record (short or not), and the
+// `scope` of the last alloc or remap_target record. A short alloc or remap_target is
+// written when its thread, layer and scope equal these; a short free or remap when its
+// thread and layer do; either only when its ticket is its thread's previous ticket plus
+// one (records of one ring, in order), which it leaves out too. Other events leave the
+// context as it is.
+struct BinaryEventContext {
+  bool valid = false;        // some alloc, free, remap or remap_target came before
+  bool scope_valid = false;  // some alloc or remap_target came before
+  uint32_t thread = 0;
+  uint32_t layer = 0;
+  uint32_t scope = 0;
+
+  bool ServesRelease(uint32_t t, uint32_t l) const { return valid && t == thread && l == layer; }
+  bool ServesAllocation(uint32_t t, uint32_t l, uint32_t s) const {
+    return ServesRelease(t, l) && scope_valid && s == scope;
+  }
+  void Release(uint32_t t, uint32_t l) {
+    valid = true;
+    thread = t;
+    layer = l;
+  }
+  void Allocation(uint32_t t, uint32_t l, uint32_t s) {
+    Release(t, l);
+    scope_valid = true;
+    scope = s;
+  }
 };
 
 class BinaryThreadStates {
@@ -123,18 +172,23 @@ class BinaryEncoder {
   // CaptureEvent; Event() writes every alloc and remap_target with Alloc() (`weight` set
   // in a sampled capture) and every free and remap with Free(). The sink's loop calls
   // them directly for unsampled allocs and frees.
+  // Both write the short form (version 2) when the context allows it.
   void Alloc(uint32_t thread, uint64_t addr, uint64_t size, uint32_t layer, uint32_t scope,
              uint32_t site, uint64_t ticket,
              CaptureEventType type = CaptureEventType::kAlloc,
              const double* weight = nullptr) {
-    BinaryThreadState* s;
-    uint8_t* p = Start(kMaxAllocBytes, type, weight != nullptr, thread, addr, &s);
+    BinaryThreadState& s = threads_.Get(thread);
+    const bool full = !context_.ServesAllocation(thread, layer, scope) || ticket != s.ticket + 1;
+    context_.Allocation(thread, layer, scope);
+    uint8_t* p = Start(kMaxAllocBytes, type, full, weight != nullptr, thread, addr, s);
     p = PutVarint(p, size);
-    p = PutVarint(p, layer);
-    p = PutVarint(p, scope);
+    if (full) {
+      p = PutVarint(p, layer);
+      p = PutVarint(p, scope);
+    }
     p = PutVarint(p, site);
-    p = PutVarint(p, ZigZag(ticket - s->ticket));
-    s->ticket = ticket;
+    if (full) p = PutVarint(p, ZigZag(ticket - s.ticket));
+    s.ticket = ticket;
     if (weight != nullptr) {
       const uint64_t bits = std::bit_cast<uint64_t>(*weight);
       for (int i = 0; i < 8; ++i) *p++ = static_cast<uint8_t>(bits >> (8 * i));
@@ -143,11 +197,15 @@ class BinaryEncoder {
   }
   void Free(uint32_t thread, uint64_t addr, uint32_t layer, uint64_t ticket, uint64_t of,
             CaptureEventType type = CaptureEventType::kFree) {
-    BinaryThreadState* s;
-    uint8_t* p = Start(kMaxFreeBytes, type, /*weighted=*/false, thread, addr, &s);
-    p = PutVarint(p, layer);
-    p = PutVarint(p, ZigZag(ticket - s->ticket));
-    s->ticket = ticket;
+    BinaryThreadState& s = threads_.Get(thread);
+    const bool full = !context_.ServesRelease(thread, layer) || ticket != s.ticket + 1;
+    context_.Release(thread, layer);
+    uint8_t* p = Start(kMaxFreeBytes, type, full, /*weighted=*/false, thread, addr, s);
+    if (full) {
+      p = PutVarint(p, layer);
+      p = PutVarint(p, ZigZag(ticket - s.ticket));
+    }
+    s.ticket = ticket;
     p = PutVarint(p, OfDelta(of, ticket));
     Staged(p);
   }
@@ -195,18 +253,17 @@ class BinaryEncoder {
     if (kStageBytes - staged_ < n) Flush();
     return stage_ + staged_;
   }
-  // The start both Alloc() and Free() share: room for `max_bytes`, the tag, the thread and
-  // the address delta. Sets *state to the thread's delta state.
-  uint8_t* Start(size_t max_bytes, CaptureEventType type, bool weighted, uint32_t thread,
-                 uint64_t addr, BinaryThreadState** state) {
+  // The start both Alloc() and Free() share: room for `max_bytes`, the tag, the thread
+  // (`full` records only) and the address delta, against and into `s` (the thread's).
+  uint8_t* Start(size_t max_bytes, CaptureEventType type, bool full, bool weighted,
+                 uint32_t thread, uint64_t addr, BinaryThreadState& s) {
     uint8_t* p = Room(max_bytes);
-    *p++ = static_cast<uint8_t>(kBinaryEventTagBase + static_cast<uint8_t>(type) +
+    *p++ = static_cast<uint8_t>((full ? kBinaryEventTagBase : kBinaryShortTagBase) +
+                                static_cast<uint8_t>(type) +
                                 (weighted ? kBinaryWeightFlag : 0));
-    p = PutVarint(p, thread);
-    BinaryThreadState& s = threads_.Get(thread);
+    if (full) p = PutVarint(p, thread);
     p = PutVarint(p, ZigZag(addr - s.addr));
     s.addr = addr;
-    *state = &s;
     return p;
   }
   void Staged(const uint8_t* end) { staged_ = static_cast<size_t>(end - stage_); }
@@ -216,6 +273,7 @@ class BinaryEncoder {
   int64_t t_ = 0;
   uint32_t epoch_ = 0;
   BinaryThreadStates threads_;
+  BinaryEventContext context_;
   size_t staged_ = 0;
   uint8_t stage_[kStageBytes];
 };
@@ -233,15 +291,22 @@ class BinaryDecoder {
  public:
   enum class Result : uint8_t { kRecord, kNeedMore, kError };
 
+  // `version`: the encoding version of the capture's magic (BinaryCaptureVersion()).
+  // Version 1 has no short records: their tags are errors there.
+  explicit BinaryDecoder(int version = kBinaryVersion) : version_(version) {}
+  void set_version(int version) { version_ = version; }
+
   // Decodes the record at the start of `in` (after the magic). kRecord: `*out` holds it
   // and `*used` is its length. kNeedMore: `in` ends inside the record (at the end of the
   // file, the capture was cut off); nothing changed. kError: `*error` says what is wrong.
   Result Next(std::string_view in, size_t* used, BinaryRecord* out, std::string* error);
 
  private:
+  int version_;
   int64_t t_ = 0;
   uint32_t epoch_ = 0;
   BinaryThreadStates threads_;
+  BinaryEventContext context_;
 };
 
 }  // namespace memtrace

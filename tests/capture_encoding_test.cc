@@ -353,5 +353,141 @@ TEST(CaptureEncodingTest, BinaryIsMuchSmaller) {
   ExpectSameRecords(Records(jsonl, true), Records(mtb, true));
 }
 
+// Version 2's short records (binary_encoding.h, BinaryEventContext): an alloc, free, remap
+// or remap_target whose thread, layer (and scope) are those of the event before it, and
+// whose ticket is its thread's previous one plus one, is written without them, and reads
+// back whole. The expected shape of each record is worked out here from those rules, not
+// asked of the encoder.
+TEST(CaptureEncodingTest, ShortRecordsLeaveOutWhatTheEventBeforeThemSays) {
+  struct Case {
+    CaptureEvent event;
+    bool short_form;
+  };
+  auto release = [](uint32_t thread, uint64_t addr, uint32_t layer, uint64_t ticket,
+                    uint64_t of, CaptureEventType type = CaptureEventType::kFree) {
+    CaptureEvent e;
+    e.type = type;
+    e.thread = thread;
+    e.addr = addr;
+    e.layer = layer;
+    e.ticket = ticket;
+    e.of = of;
+    return e;
+  };
+  auto alloc = [&](uint32_t thread, uint64_t addr, uint32_t layer, uint32_t scope,
+                   uint64_t ticket, CaptureEventType type = CaptureEventType::kAlloc) {
+    CaptureEvent e = release(thread, addr, layer, ticket, 0, type);
+    e.size = 48;
+    e.scope = scope;
+    e.site = 7;
+    return e;
+  };
+  CaptureEvent resize = release(1, 0x1000, 0, 7, 5, CaptureEventType::kResize);
+  resize.size = 96;
+  CaptureEvent weighted = alloc(1, 0x5000, 0, 3, 12);
+  weighted.has_weight = true;
+  weighted.weight = 64.5013;
+  CaptureEvent census;
+  census.type = CaptureEventType::kCensus;
+  census.thread = 9;
+  census.label = 1;
+  census.bytes = -5;
+  const std::vector<Case> cases = {
+      {release(1, 0x1000, 0, 1, 0), false},  // nothing before it
+      {alloc(1, 0x1000, 0, 3, 2), false},    // no allocation before it: no scope yet
+      {alloc(1, 0x1040, 0, 3, 3), true},
+      {release(1, 0x1000, 0, 4, 2), true},
+      {alloc(1, 0x1080, 0, 4, 5), false},    // another scope
+      {alloc(1, 0x10c0, 0, 4, 6), true},
+      {resize, false},                       // resizes are always whole...
+      {release(1, 0x1080, 0, 8, 0), true},   // ...and leave the context as it was
+      {census, false},                       // so do other events
+      {alloc(1, 0x2000, 1, 4, 9), false},    // another layer
+      {release(2, 0x2000, 1, 10, 9), false},  // another thread
+      {release(2, 0x3000, 1, 11, 0), true},
+      {release(1, 0x4000, 1, 12, 0), false},  // back to thread 1: its ticket was 9
+      {release(1, 0x4010, 1, 15, 0), false},  // a gap in the tickets
+      {release(1, 0x10c0, 0, 16, 6, CaptureEventType::kRemap), false},  // layer 0 again
+      {alloc(1, 0x9000, 0, 4, 17, CaptureEventType::kRemapTarget), true},
+      {weighted, false},                    // scope 3 after 4; ticket 12 after 17
+      {alloc(1, 0x5040, 0, 3, 13), true},
+  };
+  std::string bytes;
+  BinaryEncoder encoder(&bytes);
+  encoder.Magic();
+  for (const Case& c : cases) encoder.Event(c.event);
+  encoder.Flush();
+  ASSERT_EQ(BinaryCaptureVersion(bytes), 2);
+
+  BinaryDecoder decoder(BinaryCaptureVersion(bytes));
+  std::string_view in = std::string_view(bytes).substr(kBinaryMagicSize);
+  int shortened = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const CaptureEvent& want = cases[i].event;
+    const auto tag = static_cast<uint8_t>(in.front());
+    const bool was_short = (tag & 0x7f) >= kBinaryShortTagBase;
+    EXPECT_EQ(was_short, cases[i].short_form) << "record " << i;
+    shortened += was_short;
+    size_t used = 0;
+    BinaryRecord record;
+    std::string error;
+    ASSERT_EQ(decoder.Next(in, &used, &record, &error), BinaryDecoder::Result::kRecord)
+        << "record " << i << ": " << error;
+    in.remove_prefix(used);
+    const CaptureEvent& got = record.event;
+    EXPECT_EQ(got.type, want.type) << "record " << i;
+    EXPECT_EQ(got.thread, want.thread) << "record " << i;
+    EXPECT_EQ(got.layer, want.layer) << "record " << i;
+    EXPECT_EQ(got.ticket, want.ticket) << "record " << i;
+    if (want.type == CaptureEventType::kCensus) continue;
+    EXPECT_EQ(got.addr, want.addr) << "record " << i;
+    if (IsAllocation(want.type)) {
+      EXPECT_EQ(got.scope, want.scope) << "record " << i;
+      EXPECT_EQ(got.site, want.site) << "record " << i;
+      EXPECT_EQ(got.size, want.size) << "record " << i;
+      EXPECT_EQ(got.has_weight, want.has_weight) << "record " << i;
+      if (want.has_weight) {
+        EXPECT_EQ(got.weight, want.weight) << "record " << i;
+      }
+    } else {
+      EXPECT_EQ(got.of, want.of) << "record " << i;
+    }
+  }
+  EXPECT_TRUE(in.empty());
+  EXPECT_EQ(shortened, 7);
+}
+
+TEST(CaptureEncodingTest, ShortRecordsAreErrorsWhereTheyCannotBe) {
+  auto decode = [](int version, std::string_view record) {
+    BinaryDecoder decoder(version);
+    size_t used = 0;
+    BinaryRecord out;
+    std::string error;
+    const BinaryDecoder::Result r = decoder.Next(record, &used, &out, &error);
+    return r == BinaryDecoder::Result::kError ? error : std::string("no error");
+  };
+  // A short free (tag 0x21: addr delta 0, `of` 0) with no event before it to say whose.
+  const std::string short_free("\x21\x00\x00", 3);
+  EXPECT_NE(decode(2, short_free).find("comes before any allocation or release"),
+            std::string::npos)
+      << decode(2, short_free);
+  // Version 1 has no short records.
+  EXPECT_NE(decode(1, short_free).find("unknown record tag 0x21"), std::string::npos)
+      << decode(1, short_free);
+  // A whole version-1 free reads in either version: the long forms did not change.
+  const std::string free_v1("\x11\x02\x20\x00\x02\x00", 6);
+  EXPECT_EQ(decode(1, free_v1), "no error");
+  EXPECT_EQ(decode(2, free_v1), "no error");
+  // A capture of a version this reader does not know says which.
+  const absl::Status s = ReadCaptureText(
+      "MTRACEB9\x01\x02{}", "future.mtb", [](const CaptureRecord&) { return absl::OkStatus(); });
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("encoding version '9'"), std::string::npos) << s;
+  EXPECT_EQ(BinaryCaptureVersion("MTRACEB1"), 1);
+  EXPECT_EQ(BinaryCaptureVersion("MTRACEB2"), 2);
+  EXPECT_EQ(BinaryCaptureVersion("MTRACEB3"), 0);
+  EXPECT_EQ(BinaryCaptureVersion("MTRACEB"), 0);
+}
+
 }  // namespace
 }  // namespace memtrace

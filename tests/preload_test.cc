@@ -291,7 +291,7 @@ TEST_F(PreloadTest, EveryEntryPointAcrossThreadsMatchesTheProgramsOwnCounts) {
         RunProgram({Cli(), "run", "--output=" + capture, "--", Target(), "basic"}, {});
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_NE(run.err.find("capture complete"), std::string::npos) << run.err;
-    EXPECT_EQ(ReadFile(capture).substr(0, 8) == "MTRACEB1", extension == std::string(".mtb"));
+    EXPECT_EQ(ReadFile(capture).substr(0, 8) == "MTRACEB2", extension == std::string(".mtb"));
     absl::Status s;
     const Replay r = ReplayCapture(capture, &s);
     ASSERT_TRUE(s.ok()) << s;
@@ -332,7 +332,7 @@ TEST_F(PreloadTest, DefaultCaptureIsBinary) {
     EXPECT_TRUE(absl::StartsWith(files[0], "memtrace-")) << files[0];
     EXPECT_TRUE(absl::EndsWith(files[0], ".mtb")) << files[0];
     const std::string capture = dir + "/" + files[0];
-    EXPECT_EQ(ReadFile(capture).substr(0, 8), "MTRACEB1");
+    EXPECT_EQ(ReadFile(capture).substr(0, 8), "MTRACEB2");
     absl::Status s;
     const Replay r = ReplayCapture(capture, &s);
     ASSERT_TRUE(s.ok()) << s;
@@ -511,7 +511,7 @@ TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
   ASSERT_EQ(run.status, 0) << run.err;
   const Replay child = ReplayCapture(traced + ".exec1", &s);
   ASSERT_TRUE(s.ok()) << s;
-  EXPECT_EQ(ReadFile(traced + ".exec1").substr(0, 8), "MTRACEB1")
+  EXPECT_EQ(ReadFile(traced + ".exec1").substr(0, 8), "MTRACEB2")
       << "the new image's capture keeps the encoding the path named";
   EXPECT_EQ(child.source, "preload");
   EXPECT_EQ(Field(child.trailer, "ended_by"), "exit");
