@@ -12,6 +12,9 @@
 //       releasing, an allocation after obtaining it). Traced lets the drainer catch up
 //       between timed bursts; TracedUnpaced never does, so it runs at the drainer's
 //       speed once rings fill. ->Threads(1) and ->Threads(2).
+//   BM_MallocFree_TracedSeqCst
+//       BM_MallocFree_Traced with Config::fence = FenceMode::kSeqCst: what a fence per
+//       record costs the allocating thread, against the membarrier() default.
 //   BM_DrainerThroughput/pairs/live
 //       Events per second the drainer applies into the ledger (alloc/free pairs with
 //       address reuse, one producer), timed from Flush() alone, with `live` other blocks
@@ -44,14 +47,22 @@ using bench::XorShift;
 
 uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
-// One recorder shared by every benchmark thread, started once.
-Recorder& SharedRecorder() {
-  static Recorder* recorder = [] {
-    Recorder* r = Recorder::Create(Config{}).value().release();
+// One recorder per fence mode (Config::fence), shared by every benchmark thread, started
+// once, when a benchmark first asks for it.
+Recorder& SharedRecorder(FenceMode fence) {
+  auto make = [](FenceMode mode) {
+    Config config;
+    config.fence = mode;
+    Recorder* r = Recorder::Create(config).value().release();
     r->Start().IgnoreError();
     return r;
-  }();
-  return *recorder;
+  };
+  if (fence == FenceMode::kSeqCst) {
+    static Recorder* seq_cst = make(FenceMode::kSeqCst);
+    return *seq_cst;
+  }
+  static Recorder* membarrier = make(FenceMode::kMembarrier);
+  return *membarrier;
 }
 
 // The churn loop, in bursts of kBurst malloc+free pairs. Only the bursts are timed
@@ -62,8 +73,9 @@ Recorder& SharedRecorder() {
 constexpr int kBurst = 2048;  // 4096 records: a quarter of the default ring
 
 template <bool kTraced>
-void Churn(benchmark::State& state, bool flush_between_bursts) {
-  Recorder* recorder = kTraced ? &SharedRecorder() : nullptr;
+void Churn(benchmark::State& state, bool flush_between_bursts,
+           FenceMode fence = FenceMode::kMembarrier) {
+  Recorder* recorder = kTraced ? &SharedRecorder(fence) : nullptr;
   void* slots[kChurnWindow] = {};
   uint32_t seed = 12345 + static_cast<uint32_t>(state.thread_index());
   uint64_t failed = 0;
@@ -93,6 +105,11 @@ void Churn(benchmark::State& state, bool flush_between_bursts) {
 void BM_MallocFree_Untraced(benchmark::State& state) { Churn<false>(state, false); }
 void BM_MallocFree_Traced(benchmark::State& state) { Churn<true>(state, true); }
 void BM_MallocFree_TracedUnpaced(benchmark::State& state) { Churn<true>(state, false); }
+// The same as BM_MallocFree_Traced with Config::fence = kSeqCst: a fence per record on the
+// allocating thread instead of the drainer's membarrier() (which interrupts it).
+void BM_MallocFree_TracedSeqCst(benchmark::State& state) {
+  Churn<true>(state, true, FenceMode::kSeqCst);
+}
 
 // Registered in main(): ->Threads(1) and ->Threads(2), and up to MEMTRACE_BENCH_MAX_THREADS
 // (powers of two) when that is set, for the scaling table on larger machines.
@@ -103,7 +120,8 @@ void RegisterChurn(int max_threads) {
   };
   const Variant variants[] = {{"BM_MallocFree_Untraced", BM_MallocFree_Untraced},
                               {"BM_MallocFree_Traced", BM_MallocFree_Traced},
-                              {"BM_MallocFree_TracedUnpaced", BM_MallocFree_TracedUnpaced}};
+                              {"BM_MallocFree_TracedUnpaced", BM_MallocFree_TracedUnpaced},
+                              {"BM_MallocFree_TracedSeqCst", BM_MallocFree_TracedSeqCst}};
   for (const Variant& v : variants) {
     auto* b = benchmark::RegisterBenchmark(v.name, v.fn)->UseManualTime();
     for (int t = 1; t <= max_threads; t *= 2) b->Threads(t);

@@ -135,6 +135,7 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
   env.push_back(std::string("MEMTRACE_TRACE_CHILDREN=") + (o.children ? "1" : "0"));
   env.push_back(std::string("MEMTRACE_MMAP=") + (o.mmap ? "1" : "0"));
   if (!o.tracer_cpus.empty()) env.push_back("MEMTRACE_TRACER_CPUS=" + o.tracer_cpus);
+  if (!o.fence.empty()) env.push_back("MEMTRACE_FENCE=" + o.fence);
   return env;
 }
 
@@ -196,7 +197,7 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     if (value("--output", &o->output) || value("--depth", &o->depth) ||
         value("--unwind", &o->unwind) || value("--min-size", &o->min_size) ||
         value("--sample", &o->sample) || value("--tracer-cpus", &o->tracer_cpus) ||
-        value("--preload", &o->preload)) {
+        value("--fence", &o->fence) || value("--preload", &o->preload)) {
       continue;
     }
     if (arg == "--children") {
@@ -236,6 +237,10 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     *error = absl::StrCat("--unwind=", o->unwind, " is not \"fp\" or \"dwarf\"");
     return false;
   }
+  if (!o->fence.empty() && o->fence != "membarrier" && o->fence != "seq_cst") {
+    *error = absl::StrCat("--fence=", o->fence, " is not \"membarrier\" or \"seq_cst\"");
+    return false;
+  }
   if (o->output.empty()) {
     *error = "--output is empty";
     return false;
@@ -272,6 +277,11 @@ const char* RunUsage() {
          "  --tracer-cpus=LIST  run memtrace's own threads (drainer, writer) only on these\n"
          "                      CPUs, a list like 2-3,6 (default: wherever the kernel puts\n"
          "                      them)\n"
+         "  --fence=membarrier|seq_cst\n"
+         "                      how epochs are closed while several threads record:\n"
+         "                      membarrier() from memtrace's thread, which interrupts\n"
+         "                      each CPU running the program (default), or a fence on\n"
+         "                      each recording thread, which interrupts none\n"
          "  --preload=PATH      the interposer (default: beside this binary, or\n"
          "                      $MEMTRACE_PRELOAD)\n"
          "  --quiet             do not print the summary\n"

@@ -48,6 +48,7 @@ struct RunOptions {
   std::string sample;
   std::string preload;
   std::string tracer_cpus;  // a CPU list (runtime/cpu_list.h), or empty
+  std::string fence;        // "membarrier", "seq_cst", or empty (the interposer's default)
   bool children = false;
   bool mmap = false;
   bool quiet = false;

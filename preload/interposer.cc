@@ -764,6 +764,7 @@ void Start() {
   Config rc;
   rc.ring_capacity_log2 = settings.ring_capacity_log2;
   rc.thread_cpus = settings.tracer_cpus;
+  rc.fence = settings.fence;
   // Lossless by default: a thread whose ring is full waits (up to a second) for the
   // drainer, and the drainer waits for the disk (below), so a program that allocates
   // faster than its capture can be written is slowed down rather than losing records.

@@ -80,6 +80,15 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
   number("MEMTRACE_RING_LOG2", 10, 22, &ring);
   c.ring_capacity_log2 = static_cast<uint32_t>(ring);
   flag("MEMTRACE_MMAP", &c.mmap);
+  if (const char* v = lookup("MEMTRACE_FENCE"); v != nullptr) {
+    if (std::strcmp(v, "membarrier") == 0) {
+      c.fence = FenceMode::kMembarrier;
+    } else if (std::strcmp(v, "seq_cst") == 0) {
+      c.fence = FenceMode::kSeqCst;
+    } else {
+      warn("MEMTRACE_FENCE", v, "\"membarrier\" or \"seq_cst\"", "membarrier");
+    }
+  }
   if (const char* v = lookup("MEMTRACE_TRACER_CPUS"); v != nullptr) {
     absl::StatusOr<CpuList> cpus = ParseCpuList(v);
     absl::Status usable = cpus.ok() ? CheckOnline(*cpus) : cpus.status();

@@ -33,6 +33,12 @@
 //                            whole), nor under a malloc other than glibc's (which may
 //                            mmap while holding its locks): the interposer warns and
 //                            leaves mappings out
+//   MEMTRACE_FENCE           "membarrier" (default): epochs are closed with membarrier()
+//                            while several threads record, which interrupts each CPU
+//                            running one of the program's threads up to 1000 times a
+//                            second; "seq_cst": each record pays a fence on its own
+//                            thread instead and no thread is interrupted
+//                            (transport/epoch_clock.h, runtime/config.h)
 //
 // A value that cannot be used is never fatal: the problem is written to stderr, naming
 // the variable, the value and the accepted range, and the documented default is used.
@@ -48,6 +54,7 @@
 #include <vector>
 
 #include "runtime/cpu_list.h"
+#include "transport/epoch_clock.h"
 
 namespace memtrace {
 
@@ -64,6 +71,7 @@ struct PreloadConfig {
   bool mmap = false;
   // MEMTRACE_TRACER_CPUS: where memtrace's drainer and writer threads run (empty: anywhere).
   CpuList tracer_cpus;
+  FenceMode fence = FenceMode::kMembarrier;
 };
 
 inline constexpr uint32_t kMaxPreloadStackDepth = 64;

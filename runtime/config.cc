@@ -42,6 +42,11 @@ absl::Status Config::Validate() const {
     return absl::InvalidArgumentError(
         "Config.request_site_capacity_max is 0; it must be at least 1 (default 65536)");
   }
+  if (fence != FenceMode::kMembarrier && fence != FenceMode::kSeqCst) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Config.fence is ", static_cast<int>(fence),
+        ", not a FenceMode; use FenceMode::kMembarrier (the default) or FenceMode::kSeqCst"));
+  }
   if (absl::Status s = CheckOnline(thread_cpus); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("Config.thread_cpus: ", s.message()));
   }

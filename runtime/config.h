@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "runtime/cpu_list.h"
 #include "runtime/site_table.h"
+#include "transport/epoch_clock.h"
 
 namespace memtrace {
 
@@ -59,6 +60,14 @@ struct Config {
   // The CPUs the drainer thread may run on (cpu_list.h); empty: wherever the kernel puts
   // it. Validate() checks that each is online.
   CpuList thread_cpus;
+  // How epochs are fenced (transport/epoch_clock.h). kMembarrier (default): the drainer
+  // calls membarrier() as it closes an epoch while more than one thread records, which
+  // interrupts each CPU running a thread of the process (up to 1000 times a second), and
+  // producers pay nothing; where the kernel lacks membarrier() this falls back to
+  // kSeqCst. kSeqCst: every record batch pays a full fence on its producer (a few ns to
+  // tens of ns; bench/README.md, "Choosing the fence") and no thread is ever
+  // interrupted. CaptureIntegrity::uses_membarrier says which one ran.
+  FenceMode fence = FenceMode::kMembarrier;
 
   absl::Status Validate() const;
 };

@@ -34,6 +34,7 @@ absl::StatusOr<std::unique_ptr<Recorder>> Recorder::Create(const Config& config)
 
 Recorder::Recorder(const Config& config)
     : config_(config),
+      clock_(config.fence),
       tickets_(config.ticket_table_log2),
       registry_(config.ring_capacity_log2),
       ledger_(config.request_site_capacity_max),

@@ -38,6 +38,7 @@ TEST(PreloadConfigTest, DefaultsMirrorTheSeed) {
   EXPECT_EQ(c.ring_capacity_log2, 15u);
   EXPECT_FALSE(c.mmap) << "mappings are opt-in";
   EXPECT_TRUE(c.tracer_cpus.empty()) << "memtrace's threads go where the kernel puts them";
+  EXPECT_EQ(c.fence, FenceMode::kMembarrier);
 }
 
 TEST(PreloadConfigTest, GoodValuesAreTaken) {
@@ -50,7 +51,8 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
                                  {"MEMTRACE_RING_LOG2", "12"},
                                  {"MEMTRACE_SAMPLE_BYTES", "524288"},
                                  {"MEMTRACE_MMAP", "1"},
-                                 {"MEMTRACE_TRACER_CPUS", AllowedCpus().ToString()}},
+                                 {"MEMTRACE_TRACER_CPUS", AllowedCpus().ToString()},
+                                 {"MEMTRACE_FENCE", "seq_cst"}},
                                 &warnings);
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(c.output, "/tmp/x-%p.jsonl.zst");
@@ -62,6 +64,9 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
   EXPECT_EQ(c.sample_bytes, 524288u);
   EXPECT_TRUE(c.mmap);
   EXPECT_EQ(c.tracer_cpus, AllowedCpus());
+  EXPECT_EQ(c.fence, FenceMode::kSeqCst);
+  EXPECT_EQ(Parse({{"MEMTRACE_FENCE", "membarrier"}}, &warnings).fence, FenceMode::kMembarrier);
+  EXPECT_TRUE(warnings.empty());
 }
 
 TEST(PreloadConfigTest, ATracerCpuListThatCannotBeUsedWarnsAndPinsNothing) {
@@ -112,6 +117,8 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
        "MEMTRACE_MMAP=\"on\" is not one of 1, 0, true, false, yes, no; using 0"},
       {"MEMTRACE_RING_LOG2", "30", "MEMTRACE_RING_LOG2=\"30\" is not a whole number from 10 to 22"},
       {"MEMTRACE_OUTPUT", "", "MEMTRACE_OUTPUT=\"\" is not a file path; using memtrace-%p.mtb"},
+      {"MEMTRACE_FENCE", "mfence",
+       "MEMTRACE_FENCE=\"mfence\" is not \"membarrier\" or \"seq_cst\"; using membarrier"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> warnings;
@@ -120,6 +127,7 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
     EXPECT_NE(warnings[0].find(c.warning), std::string::npos) << warnings[0];
     EXPECT_EQ(parsed.stack_depth, 16u);
     EXPECT_EQ(parsed.output, "memtrace-%p.mtb");
+    EXPECT_EQ(parsed.fence, FenceMode::kMembarrier);
   }
 }
 

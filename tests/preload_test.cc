@@ -310,6 +310,31 @@ TEST_F(PreloadTest, EveryEntryPointAcrossThreadsMatchesTheProgramsOwnCounts) {
   }
 }
 
+// `memtrace run --fence=seq_cst` (MEMTRACE_FENCE): epochs close with a fence on each
+// recording thread instead of membarrier(), and the many-threaded program's counts still
+// match its own. A value that is neither is a usage error.
+TEST_F(PreloadTest, SeqCstFenceTracesThreadsExactlyWithoutMembarrier) {
+  const std::string capture = TempDir() + "/fence_seq_cst.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--fence=seq_cst", "--output=" + capture, "--", Target(), "basic"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("fence seq_cst"), std::string::npos) << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  ExpectMarkersMatch(r, ParseCounts(run.out));
+  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
+  EXPECT_EQ(Field(r.trailer, "uses_membarrier"), "false") << r.trailer;
+  EXPECT_EQ(r.unknown_releases, 0);
+
+  const Result usage = RunProgram({Cli(), "run", "--fence=mfence", "--", Target()}, {});
+  EXPECT_EQ(usage.status, 2);
+  EXPECT_NE(usage.err.find("--fence=mfence is not \"membarrier\" or \"seq_cst\""),
+            std::string::npos)
+      << usage.err;
+}
+
 // Without --output (or MEMTRACE_OUTPUT), the capture is memtrace-<pid>.mtb in the working
 // directory, in the binary encoding.
 TEST_F(PreloadTest, DefaultCaptureIsBinary) {

@@ -659,6 +659,51 @@ TEST(RecorderTest, OneRingSkipsTheHeavyFenceUntilASecondThreadRecords) {
   EXPECT_EQ(snap.integrity.late_records, 0u);
 }
 
+// Config::fence = kSeqCst: no membarrier() whatever the kernel has, so every epoch is
+// closed with the fences on both sides, even while one thread records (the one-ring
+// shortcut above is for membarrier() only). Counts stay exact; the expected values are
+// the test's own tally.
+TEST(RecorderTest, SeqCstFenceNeverUsesMembarrierAndFencesEveryEpoch) {
+  Config config;
+  config.fence = FenceMode::kSeqCst;
+  auto recorder = Make(config);
+  ASSERT_TRUE(recorder->Start().ok());
+  EXPECT_FALSE(recorder->Integrity().uses_membarrier);
+  constexpr uint64_t kBase = 3ull << 40;
+  uint64_t pairs = 0;
+  // A progress condition, not a timing one: the deadline only keeps a broken build from
+  // hanging.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (recorder->Integrity().epochs < 20 && std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 1000; ++i, ++pairs) {
+      const uint64_t addr = kBase + 16 * (pairs % 512);
+      ASSERT_EQ(recorder->RecordAlloc(kHeap, addr, 8, 1), RecordResult::kRecorded);
+      ASSERT_EQ(recorder->RecordFree(kHeap, addr), RecordResult::kRecorded);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(recorder->Flush().ok());
+  const Snapshot snap = recorder->TakeSnapshot();
+  EXPECT_GE(snap.integrity.epochs, 20u) << snap.integrity.Counters();
+  EXPECT_EQ(snap.integrity.fenced_epochs, snap.integrity.epochs) << snap.integrity.Counters();
+  EXPECT_FALSE(snap.integrity.uses_membarrier);
+  EXPECT_EQ(snap.integrity.fence(), std::string("seq_cst"));
+  EXPECT_EQ(snap.totals.allocated_count, pairs);
+  EXPECT_EQ(snap.totals.freed_count, pairs);
+  EXPECT_EQ(snap.totals.live_count, 0u);
+  EXPECT_TRUE(snap.integrity.clean()) << snap.integrity.Counters();
+}
+
+TEST(RecorderTest, AFenceModeOutOfRangeIsAConfigError) {
+  Config config;
+  config.fence = static_cast<FenceMode>(7);
+  const auto r = Recorder::Create(config);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("Config.fence is 7"), std::string::npos)
+      << r.status();
+}
+
 // Collects the tickets (`of`) the drainer hands on for releases, by address.
 class ReleaseTickets : public EventObserver {
  public:

@@ -31,7 +31,10 @@ bool MembarrierWorks() noexcept {
 
 }  // namespace
 
-EpochClock::EpochClock() noexcept : epoch_(kFirstEpoch), membarrier_(MembarrierWorks()), pad_{} {}
+EpochClock::EpochClock(FenceMode mode) noexcept
+    : epoch_(kFirstEpoch),
+      membarrier_(mode == FenceMode::kMembarrier && MembarrierWorks()),
+      pad_{} {}
 
 void EpochClock::HeavyFence() const noexcept {
   if (membarrier_ && Membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return;

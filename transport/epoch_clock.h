@@ -42,7 +42,10 @@
 // system call per epoch, which interrupts each CPU running one of our threads and executes
 // a full barrier there (none while it knows only one ring: drainer.h, step 1). Where the
 // kernel lacks membarrier (older kernels, some sandboxes) LightFence() becomes a real
-// seq_cst fence; UsesMembarrier() says which is in force.
+// seq_cst fence; UsesMembarrier() says which is in force. A clock can also be asked for
+// seq_cst fences where membarrier() works (FenceMode::kSeqCst): each producer then pays a
+// fence per record batch, and no thread of the process is interrupted when an epoch
+// closes (what a server whose threads own their cores may prefer).
 // Each clock decides once, when it is constructed, and both fences follow that decision.
 //
 // Closing: the value kClosed (all ones) tells producers the recorder has stopped. A
@@ -63,12 +66,17 @@
 
 namespace memtrace {
 
+// How the watermark's two sides fence (above). kMembarrier: membarrier() on the drainer
+// and a compiler barrier on producers where the kernel has it, seq_cst fences on both
+// sides where it does not. kSeqCst: seq_cst fences on both sides, always.
+enum class FenceMode : uint8_t { kMembarrier, kSeqCst };
+
 class EpochClock {
  public:
   static constexpr uint32_t kClosed = 0xffffffffu;
   static constexpr uint32_t kFirstEpoch = 1;
 
-  EpochClock() noexcept;
+  explicit EpochClock(FenceMode mode = FenceMode::kMembarrier) noexcept;
 
   // The current epoch, or kClosed. Any thread; hot path.
   uint32_t Load() const noexcept {
