@@ -233,12 +233,14 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     *error = absl::StrCat("--sample=", o->sample, " is not a whole number of bytes");
     return false;
   }
-  if (!o->unwind.empty() && o->unwind != "fp" && o->unwind != "dwarf") {
-    *error = absl::StrCat("--unwind=", o->unwind, " is not \"fp\" or \"dwarf\"");
+  // A flag that names one of two choices, when given.
+  auto either = [&](const char* flag, const std::string& v, const char* a, const char* b) {
+    if (v.empty() || v == a || v == b) return true;
+    *error = absl::StrCat(flag, "=", v, " is not \"", a, "\" or \"", b, "\"");
     return false;
-  }
-  if (!o->fence.empty() && o->fence != "membarrier" && o->fence != "seq_cst") {
-    *error = absl::StrCat("--fence=", o->fence, " is not \"membarrier\" or \"seq_cst\"");
+  };
+  if (!either("--unwind", o->unwind, "fp", "dwarf") ||
+      !either("--fence", o->fence, "membarrier", "seq_cst")) {
     return false;
   }
   if (o->output.empty()) {

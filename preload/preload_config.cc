@@ -53,6 +53,19 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
       warn(name, v, "one of 1, 0, true, false, yes, no", *out ? "1" : "0");
     }
   };
+  // A setting that names one of two choices.
+  auto either = [&](const char* name, const char* a, auto a_value, const char* b,
+                    decltype(a_value) b_value, decltype(a_value)* out) {
+    const char* v = lookup(name);
+    if (v == nullptr) return;
+    if (std::strcmp(v, a) == 0) {
+      *out = a_value;
+    } else if (std::strcmp(v, b) == 0) {
+      *out = b_value;
+    } else {
+      warn(name, v, std::string("\"") + a + "\" or \"" + b + "\"", *out == a_value ? a : b);
+    }
+  };
 
   if (const char* v = lookup("MEMTRACE_OUTPUT"); v != nullptr) {
     if (*v == '\0') {
@@ -65,30 +78,16 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
   uint64_t depth = c.stack_depth;
   number("MEMTRACE_STACK_DEPTH", 0, kMaxPreloadStackDepth, &depth);
   c.stack_depth = static_cast<uint32_t>(depth);
-  if (const char* v = lookup("MEMTRACE_UNWIND"); v != nullptr) {
-    if (std::strcmp(v, "fp") == 0) {
-      c.unwind = UnwindMethod::kFramePointers;
-    } else if (std::strcmp(v, "dwarf") == 0) {
-      c.unwind = UnwindMethod::kDwarf;
-    } else {
-      warn("MEMTRACE_UNWIND", v, "\"fp\" or \"dwarf\"", "dwarf");
-    }
-  }
+  either("MEMTRACE_UNWIND", "fp", UnwindMethod::kFramePointers, "dwarf", UnwindMethod::kDwarf,
+         &c.unwind);
   flag("MEMTRACE_TRACE_CHILDREN", &c.trace_children);
   number("MEMTRACE_SAMPLE_BYTES", 0, uint64_t{1} << 40, &c.sample_bytes);
   uint64_t ring = c.ring_capacity_log2;
   number("MEMTRACE_RING_LOG2", 10, 22, &ring);
   c.ring_capacity_log2 = static_cast<uint32_t>(ring);
   flag("MEMTRACE_MMAP", &c.mmap);
-  if (const char* v = lookup("MEMTRACE_FENCE"); v != nullptr) {
-    if (std::strcmp(v, "membarrier") == 0) {
-      c.fence = FenceMode::kMembarrier;
-    } else if (std::strcmp(v, "seq_cst") == 0) {
-      c.fence = FenceMode::kSeqCst;
-    } else {
-      warn("MEMTRACE_FENCE", v, "\"membarrier\" or \"seq_cst\"", "membarrier");
-    }
-  }
+  either("MEMTRACE_FENCE", "membarrier", FenceMode::kMembarrier, "seq_cst", FenceMode::kSeqCst,
+         &c.fence);
   if (const char* v = lookup("MEMTRACE_TRACER_CPUS"); v != nullptr) {
     absl::StatusOr<CpuList> cpus = ParseCpuList(v);
     absl::Status usable = cpus.ok() ? CheckOnline(*cpus) : cpus.status();

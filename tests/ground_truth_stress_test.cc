@@ -10,8 +10,8 @@
 #include <cstddef>
 #include <atomic>
 #include <barrier>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
