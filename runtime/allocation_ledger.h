@@ -46,6 +46,7 @@
 #include "runtime/internal/address_table.h"
 #include "runtime/site_table.h"
 #include "runtime/usage_counters.h"
+#include "transport/cache_line.h"
 #include "transport/event.h"
 #include "transport/ticket.h"
 
@@ -118,7 +119,7 @@ class AllocationLedger {
   // Per-layer and per-scope counters; an id never seen reads as all zeros.
   UsageCounters layer_usage(LayerId layer) const noexcept;
   UsageCounters scope_usage(uint32_t scope) const noexcept;
-  const std::vector<UsageCounters>& scopes() const noexcept { return scopes_; }
+  const LineAlignedVector<UsageCounters>& scopes() const noexcept { return scopes_; }
   const std::array<UsageCounters, 256>& layers() const noexcept { return layer_usage_; }
 
   // Calls fn(const AllocationRecord&) for every live block.
@@ -189,13 +190,16 @@ class AllocationLedger {
   bool InGraveyard(LayerId layer, uint64_t address, uint64_t ticket48) const;
   bool InGraveyardAt(LayerId layer, uint64_t address) const;
 
-  std::vector<std::unique_ptr<Shards>> tables_;  // by layer id, created on first use
+  // Every container below that the drainer reads or writes per record is line-aligned
+  // (transport/cache_line.h): the ledger is made on a program thread, so a plain
+  // vector's storage would share its first and last lines with the program's blocks.
+  LineAlignedVector<std::unique_ptr<Shards>> tables_;  // by layer id, created on first use
   absl::flat_hash_map<Key, absl::InlinedVector<LiveBlock, 1>> displaced_;
 
   SiteTable sites_;
   // Context id -> (scope, site id), and its inverse, with a small 2-way set-associative
   // cache in front (most allocations come from a few sites in a few scopes).
-  std::vector<std::pair<uint32_t, uint32_t>> contexts_;
+  LineAlignedVector<std::pair<uint32_t, uint32_t>> contexts_;
   absl::flat_hash_map<uint64_t, uint32_t> context_ids_;
   struct ContextCacheEntry {
     uint64_t site = ~uint64_t{0};
@@ -204,18 +208,18 @@ class AllocationLedger {
   };
   static constexpr int kContextCacheSetBits = 11;
   static constexpr size_t kContextCacheSets = size_t{1} << kContextCacheSetBits;  // 64 KiB
-  std::vector<ContextCacheEntry> context_cache_;
+  LineAlignedVector<ContextCacheEntry> context_cache_;
 
   // Last ticket released at each (hashed) address, to tell double frees from unknown ones.
   struct Grave {
     uint64_t key;
     uint64_t ticket48;
   };
-  std::vector<Grave> graveyard_;
+  LineAlignedVector<Grave> graveyard_;
 
   UsageCounters totals_;
   std::array<UsageCounters, 256> layer_usage_{};
-  std::vector<UsageCounters> scopes_;
+  LineAlignedVector<UsageCounters> scopes_;
 };
 
 // The 48 bits of a ticket the ledger keeps (Ticket::Truncate): enough to tell apart the

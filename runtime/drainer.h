@@ -59,6 +59,7 @@
 #include "runtime/capture_integrity.h"
 #include "runtime/cpu_list.h"
 #include "runtime/event_observer.h"
+#include "transport/cache_line.h"
 #include "transport/epoch_clock.h"
 #include "transport/ring_registry.h"
 
@@ -154,10 +155,11 @@ class Drainer {
   const absl::Duration idle_period_;
   const CpuList cpus_;  // where the drainer thread runs (empty: anywhere)
 
-  // Drainer-thread state.
-  std::vector<Cursor> cursors_;
-  std::vector<int32_t> cursor_of_ring_;  // ring id -> index in cursors_, or -1
-  std::vector<std::pair<size_t, uint64_t>> stack_;
+  // Drainer-thread state. The vectors are line-aligned (transport/cache_line.h): the
+  // drainer writes a cursor with every record it applies.
+  LineAlignedVector<Cursor> cursors_;
+  LineAlignedVector<int32_t> cursor_of_ring_;  // ring id -> index in cursors_, or -1
+  LineAlignedVector<std::pair<size_t, uint64_t>> stack_;
   uint32_t open_epoch_ = EpochClock::kFirstEpoch;
   int64_t open_epoch_started_ns_ = 0;
   // kRegistered notices polled, against RingRegistry::acquisitions().

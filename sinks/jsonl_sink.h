@@ -47,6 +47,7 @@
 #include "runtime/snapshot.h"
 #include "sinks/binary_encoding.h"
 #include "sinks/zstd_file_stream.h"
+#include "transport/cache_line.h"
 
 namespace memtrace {
 
@@ -96,7 +97,9 @@ struct JsonlSinkStats {
   uint64_t stack_collisions = 0;
 };
 
-class JsonlSink final : public EventObserver {
+// The sink owns its cache lines (transport/cache_line.h): it is made on a program thread,
+// and its writer updates the encoder's state in it for every record it writes.
+class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
  public:
   // Creates (truncates) `path` and writes the header. Errors say what and where. The
   // path's extension may switch options on: ".zst" compresses, ".mtb" (or ".mtb.zst")

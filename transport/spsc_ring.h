@@ -55,12 +55,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "transport/cache_line.h"
 #include "transport/event.h"
 #include "transport/prefetch.h"
 
 namespace memtrace {
-
-inline constexpr size_t kCacheLineSize = 64;
 
 class SpscRing {
  public:

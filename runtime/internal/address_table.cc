@@ -21,7 +21,7 @@ LiveBlock* AddressTable::Insert(const LiveBlock& block) {
 }
 
 void AddressTable::Grow() {
-  std::vector<LiveBlock> old;
+  LineAlignedVector<LiveBlock> old;
   old.swap(slots_);
   const size_t capacity =
       old.empty() ? kInitialCapacity : old.size() + old.size() * 2 / 5;
@@ -38,7 +38,7 @@ void AddressTable::Grow() {
 }
 
 void AddressTable::Clear() noexcept {
-  std::vector<LiveBlock>().swap(slots_);
+  LineAlignedVector<LiveBlock>().swap(slots_);
   capacity_ = 0;
   size_ = 0;
 }

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "transport/cache_line.h"
 #include "transport/prefetch.h"
 
 namespace memtrace::runtime_internal {
@@ -58,7 +59,9 @@ struct LiveBlock {
 static_assert(sizeof(LiveBlock) == 24, "24 bytes per live allocation before load factor");
 static_assert(std::is_trivially_copyable_v<LiveBlock>);
 
-class AddressTable {
+// A table owns its cache line: the ledger keeps 16 of them side by side, and the drainer
+// updates a table's size with every record it applies.
+class alignas(kCacheLineSize) AddressTable {
  public:
   AddressTable() = default;
 
@@ -153,7 +156,8 @@ class AddressTable {
   bool Full() const noexcept { return (size_ + 1) * 20 > capacity_ * 15; }
   void Grow();
 
-  std::vector<LiveBlock> slots_;
+  // Line-aligned (transport/cache_line.h): the drainer writes slots for every record.
+  LineAlignedVector<LiveBlock> slots_;
   // slots_.size(), kept apart: the vector's size is (end - begin) / 24, a multiply on
   // the path of every lookup.
   size_t capacity_ = 0;
