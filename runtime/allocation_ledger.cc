@@ -74,10 +74,43 @@ UsageCounters& AllocationLedger::ScopeCounters(uint32_t scope) {
   return scopes_[scope];
 }
 
+__attribute__((always_inline)) inline bool AllocationLedger::InSoleContext(LayerId layer,
+                                                                         uint32_t scope) {
+  if (__builtin_expect(sole_ == Sole::kNamed, 1)) {
+    if (__builtin_expect(layer == sole_layer_ && scope == sole_scope_, 1)) return true;
+    // Another layer or scope: the sole pair's counters are the totals up to here.
+    SyncSoleContext();
+    sole_ = Sole::kEnded;
+    return false;
+  }
+  if (sole_ == Sole::kUnnamed) {
+    sole_ = Sole::kNamed;
+    sole_layer_ = layer;
+    sole_scope_ = scope;
+    return true;
+  }
+  return false;
+}
+
+void AllocationLedger::SyncSoleContext() const noexcept {
+  if (sole_ != Sole::kNamed) return;
+  layer_usage_[sole_layer_] = totals_;
+  // Every scope that reaches Account() has a context, which sized scopes_ (Context()).
+  scopes_[sole_scope_] = totals_;
+}
+
 __attribute__((always_inline)) inline void AllocationLedger::Account(LayerId layer,
                                                                     uint32_t scope,
                                                                     uint64_t bytes,
                                                                     bool allocate) {
+  if (InSoleContext(layer, scope)) {
+    if (allocate) {
+      totals_.Allocate(bytes);
+    } else {
+      totals_.Free(bytes);
+    }
+    return;
+  }
   // Every scope that reaches here has a context, which sized scopes_ (Context()).
   UsageCounters& in_scope = scopes_[scope];
   if (allocate) {
@@ -93,7 +126,10 @@ __attribute__((always_inline)) inline void AllocationLedger::Account(LayerId lay
 
 void AllocationLedger::AccountResize(LayerId layer, uint32_t scope, uint64_t from,
                                      uint64_t to) {
+  // Asked first: a change that ends the sole mode must not be in the sole pair's copy.
+  const bool sole = InSoleContext(layer, scope);
   totals_.Resize(from, to);
+  if (sole) return;
   layer_usage_[layer].Resize(from, to);
   ScopeCounters(scope).Resize(from, to);
 }
@@ -299,10 +335,12 @@ uint64_t AllocationLedger::SettleDisplaced() {
 }
 
 UsageCounters AllocationLedger::layer_usage(LayerId layer) const noexcept {
+  SyncSoleContext();
   return layer_usage_[layer];
 }
 
 UsageCounters AllocationLedger::scope_usage(uint32_t scope) const noexcept {
+  SyncSoleContext();
   return scope < scopes_.size() ? scopes_[scope] : UsageCounters{};
 }
 

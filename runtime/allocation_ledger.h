@@ -119,8 +119,14 @@ class AllocationLedger {
   // Per-layer and per-scope counters; an id never seen reads as all zeros.
   UsageCounters layer_usage(LayerId layer) const noexcept;
   UsageCounters scope_usage(uint32_t scope) const noexcept;
-  const LineAlignedVector<UsageCounters>& scopes() const noexcept { return scopes_; }
-  const std::array<UsageCounters, 256>& layers() const noexcept { return layer_usage_; }
+  const LineAlignedVector<UsageCounters>& scopes() const noexcept {
+    SyncSoleContext();
+    return scopes_;
+  }
+  const std::array<UsageCounters, 256>& layers() const noexcept {
+    SyncSoleContext();
+    return layer_usage_;
+  }
 
   // Calls fn(const AllocationRecord&) for every live block.
   template <typename Fn>
@@ -185,6 +191,11 @@ class AllocationLedger {
   Found Take(LayerId layer, uint64_t address, uint64_t ticket);
   void Account(LayerId layer, uint32_t scope, uint64_t bytes, bool allocate);
   void AccountResize(LayerId layer, uint32_t scope, uint64_t from, uint64_t to);
+  // Whether a change in (layer, scope) may go to the totals alone (see sole_ below); the
+  // first change names the pair, and one in another pair ends the sole mode for good.
+  bool InSoleContext(LayerId layer, uint32_t scope);
+  // Copies the totals into the sole layer's and scope's counters while the mode lasts.
+  void SyncSoleContext() const noexcept;
   UsageCounters& ScopeCounters(uint32_t scope);
   void Bury(LayerId layer, uint64_t address, uint64_t ticket48);
   bool InGraveyard(LayerId layer, uint64_t address, uint64_t ticket48) const;
@@ -218,8 +229,18 @@ class AllocationLedger {
   LineAlignedVector<Grave> graveyard_;
 
   UsageCounters totals_;
-  std::array<UsageCounters, 256> layer_usage_{};
-  LineAlignedVector<UsageCounters> scopes_;
+  // While every change so far was in one layer and one scope (a program without scopes,
+  // the interposer's heap), that layer's and that scope's counters went through exactly
+  // the totals' updates: only the totals are kept, and the two are copied from them when
+  // read (SyncSoleContext) and when a change in another layer or scope ends the mode. One
+  // update a record instead of three. Readers hold the drainer's state lock, so the copy
+  // made on a const read races with nothing.
+  enum class Sole : uint8_t { kUnnamed, kNamed, kEnded };
+  Sole sole_ = Sole::kUnnamed;
+  LayerId sole_layer_ = 0;
+  uint32_t sole_scope_ = 0;
+  mutable std::array<UsageCounters, 256> layer_usage_{};
+  mutable LineAlignedVector<UsageCounters> scopes_;
 };
 
 // The 48 bits of a ticket the ledger keeps (Ticket::Truncate): enough to tell apart the

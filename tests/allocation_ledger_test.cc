@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -233,6 +234,132 @@ TEST(AllocationLedgerTest, SiteTableOverflowGoesToOtherSites) {
     if (r.address == 0x30) saw_other = r.site == SiteTable::kOtherSitesValue;
   });
   EXPECT_TRUE(saw_other);
+}
+
+// The reference for the per-layer and per-scope counters: sums and a running peak, kept
+// here, not by UsageCounters.
+struct Reference {
+  uint64_t live_bytes = 0, live_count = 0, high_water = 0;
+  uint64_t allocated_bytes = 0, allocated_count = 0, freed_bytes = 0, freed_count = 0;
+  void Add(uint64_t n) {
+    live_bytes += n;
+    ++live_count;
+    allocated_bytes += n;
+    ++allocated_count;
+    high_water = std::max(high_water, live_bytes);
+  }
+  void Remove(uint64_t n) {
+    live_bytes -= n;
+    --live_count;
+    freed_bytes += n;
+    ++freed_count;
+  }
+  void Change(uint64_t from, uint64_t to) {
+    if (to >= from) {
+      live_bytes += to - from;
+      allocated_bytes += to - from;
+      high_water = std::max(high_water, live_bytes);
+    } else {
+      live_bytes -= from - to;
+      freed_bytes += from - to;
+    }
+  }
+};
+
+void ExpectMatches(const UsageCounters& c, const Reference& r, const char* what, int id) {
+  EXPECT_EQ(c.live_bytes, r.live_bytes) << what << " " << id;
+  EXPECT_EQ(c.live_count, r.live_count) << what << " " << id;
+  EXPECT_EQ(c.high_water_bytes, r.high_water) << what << " " << id;
+  EXPECT_EQ(c.allocated_bytes, r.allocated_bytes) << what << " " << id;
+  EXPECT_EQ(c.allocated_count, r.allocated_count) << what << " " << id;
+  EXPECT_EQ(c.freed_bytes, r.freed_bytes) << what << " " << id;
+  EXPECT_EQ(c.freed_count, r.freed_count) << what << " " << id;
+}
+
+// While every change is in one layer and one scope, the ledger keeps only the totals and
+// copies them into that layer's and scope's counters when read or when a change elsewhere
+// comes (allocation_ledger.h, sole_). However the second context appears, every layer's
+// and scope's counters must stay exact, peaks included.
+TEST(AllocationLedgerTest, PerLayerAndPerScopeCountersStayExactWhenASecondContextAppears) {
+  constexpr LayerId kOther = 7;
+  for (int ender = 0; ender < 3; ++ender) {
+    AllocationLedger ledger(kDefaultSiteCapacity);
+    std::map<LayerId, Reference> layer_ref;
+    std::map<uint32_t, Reference> scope_ref;
+    struct Live {
+      LayerId layer;
+      uint32_t scope;
+      uint64_t size;
+      uint64_t ticket;
+    };
+    std::map<uint64_t, Live> live;  // by address
+    std::mt19937_64 rng(100 + ender);
+    uint64_t next_ticket = 1;
+    auto alloc = [&](LayerId layer, uint32_t scope, uint64_t address, uint64_t size) {
+      const uint64_t ticket = T(1, next_ticket++);
+      ledger.Alloc(layer, address, size, ticket, scope, 0x400000 + scope);
+      live[address] = Live{layer, scope, size, ticket};
+      layer_ref[layer].Add(size);
+      scope_ref[scope].Add(size);
+    };
+    auto release = [&](uint64_t address) {
+      const Live b = live.at(address);
+      EXPECT_EQ(ledger.Free(b.layer, address, b.ticket), Outcome::kApplied);
+      layer_ref[b.layer].Remove(b.size);
+      scope_ref[b.scope].Remove(b.size);
+      live.erase(address);
+    };
+    auto resize = [&](uint64_t address, uint64_t size) {
+      Live& b = live.at(address);
+      const uint64_t ticket = T(1, next_ticket++);
+      EXPECT_EQ(ledger.Resize(b.layer, address, b.ticket, size, ticket), Outcome::kApplied);
+      layer_ref[b.layer].Change(b.size, size);
+      scope_ref[b.scope].Change(b.size, size);
+      b.size = size;
+      b.ticket = ticket;
+    };
+    auto check = [&] {
+      for (const auto& [layer, r] : layer_ref) {
+        ExpectMatches(ledger.layer_usage(layer), r, "layer", layer);
+        ExpectMatches(ledger.layers()[layer], r, "layers()", layer);
+      }
+      for (const auto& [scope, r] : scope_ref) {
+        ExpectMatches(ledger.scope_usage(scope), r, "scope", static_cast<int>(scope));
+        ExpectMatches(ledger.scopes()[scope], r, "scopes()", static_cast<int>(scope));
+      }
+    };
+    // One context: the heap in scope 0, with a peak in the middle.
+    for (uint64_t i = 0; i < 200; ++i) alloc(kHeap, 0, 0x10000 + 64 * i, 1 + rng() % 500);
+    for (uint64_t i = 0; i < 150; ++i) release(0x10000 + 64 * i);
+    resize(0x10000 + 64 * 160, 4000);
+    check();  // reading in the sole mode copies the totals; recording goes on afterwards
+    alloc(kHeap, 0, 0x90000, 77);
+    // The first change elsewhere (a resize cannot be one: its block's allocation came
+    // first): an allocation in another scope, in another layer, or the new block of a
+    // move whose old block is unknown (recorded in the move's own scope).
+    if (ender == 0) alloc(kHeap, 3, 0xa0000, 900);
+    if (ender == 1) alloc(kOther, 0, 0xb0000, 900);
+    if (ender == 2) {
+      EXPECT_EQ(ledger.Remap(kHeap, 0xdead0, 0, 0xc0000, 5000, T(2, 1), 3, 0x9),
+                Outcome::kUnknown);
+      live[0xc0000] = Live{kHeap, 3, 5000, T(2, 1)};
+      layer_ref[kHeap].Add(5000);
+      scope_ref[3].Add(5000);
+    }
+    // Both contexts mixed, then all freed.
+    for (uint64_t i = 0; i < 300; ++i) {
+      const uint32_t scope = static_cast<uint32_t>(rng() % 2) * 3;
+      const LayerId layer = rng() % 2 == 0 ? kHeap : kOther;
+      alloc(layer, scope, 0x200000 + 64 * i, 1 + rng() % 700);
+      if (i % 3 == 0) resize(0x200000 + 64 * i, 1 + rng() % 900);
+      if (i % 2 == 1) release(0x200000 + 64 * (i - 1));
+    }
+    check();
+    while (!live.empty()) release(live.begin()->first);
+    check();
+    ExpectInvariants(ledger.totals());
+    EXPECT_EQ(ledger.totals().live_count, 0u);
+  }
 }
 
 }  // namespace
