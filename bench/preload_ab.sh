@@ -10,7 +10,10 @@
 # path's cost with the drainer's and the writer's. sqlite3's main thread is the only one
 # that allocates, and the one memtrace's hot path slows down. A tiny library preloaded
 # after the interposer prints its CPU time from a destructor (after the program is done
-# allocating). The process's CPU time (user + system of every thread, memtrace's drainer
+# allocating; before 7b8c923, being loaded after the interposer shifted the heap enough to
+# put memtrace's per-scope counters on a line sqlite3 wrote, and unpinned runs paid
+# 70-110 ms for it: bench/README.md, "Lines the drainer shares with the program"). The
+# process's CPU time (user + system of every thread, memtrace's drainer
 # and writer and the final flush included: bash's `time`, millisecond resolution) is what
 # bench/real_programs.sh's "CPU time added per call" counts, and what splits a build's cost
 # between the program's thread and memtrace's own. The wall time of each run (start to
