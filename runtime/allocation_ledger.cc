@@ -103,25 +103,20 @@ __attribute__((always_inline)) inline void AllocationLedger::Account(LayerId lay
                                                                     uint32_t scope,
                                                                     uint64_t bytes,
                                                                     bool allocate) {
-  if (InSoleContext(layer, scope)) {
+  // Asked first: a change that ends the sole mode must not be in the sole pair's copy.
+  const bool sole = InSoleContext(layer, scope);
+  auto apply = [&](UsageCounters& c) {
     if (allocate) {
-      totals_.Allocate(bytes);
+      c.Allocate(bytes);
     } else {
-      totals_.Free(bytes);
+      c.Free(bytes);
     }
-    return;
-  }
+  };
+  apply(totals_);
+  if (sole) return;
+  apply(layer_usage_[layer]);
   // Every scope that reaches here has a context, which sized scopes_ (Context()).
-  UsageCounters& in_scope = scopes_[scope];
-  if (allocate) {
-    totals_.Allocate(bytes);
-    layer_usage_[layer].Allocate(bytes);
-    in_scope.Allocate(bytes);
-  } else {
-    totals_.Free(bytes);
-    layer_usage_[layer].Free(bytes);
-    in_scope.Free(bytes);
-  }
+  apply(scopes_[scope]);
 }
 
 void AllocationLedger::AccountResize(LayerId layer, uint32_t scope, uint64_t from,
