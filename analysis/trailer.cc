@@ -2,6 +2,7 @@
 
 #include "analysis/trailer.h"
 
+#include <initializer_list>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -60,6 +61,17 @@ absl::Status ReadCount(simdjson::dom::object object, std::string_view block, con
   return absl::OkStatus();
 }
 
+// ReadCount() for each of `fields` of `object` into the members of *t they name.
+absl::Status ReadCounts(
+    simdjson::dom::object object, std::string_view block,
+    std::initializer_list<std::pair<const char*, uint64_t TrailerBlocks::*>> fields,
+    TrailerBlocks* t) {
+  for (const auto& [name, member] : fields) {
+    if (absl::Status s = ReadCount(object, block, name, &(t->*member)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::vector<std::string> TrailerBlocks::Losses() const {
@@ -108,12 +120,14 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
   if (trailer["sink"].get_object().get(sink) == simdjson::SUCCESS) {
     t.has_sink = true;
     t.sink_json = simdjson::minify(sink);
-    for (const auto& [name, member] :
-         {std::pair{"events_written", &TrailerBlocks::events_written},
-          std::pair{"events_lost", &TrailerBlocks::events_lost},
-          std::pair{"write_errors", &TrailerBlocks::write_errors},
-          std::pair{"stack_collisions", &TrailerBlocks::stack_collisions}}) {
-      if (absl::Status s = ReadCount(sink, "sink", name, &(t.*member)); !s.ok()) return s;
+    if (absl::Status s = ReadCounts(sink, "sink",
+                                    {{"events_written", &TrailerBlocks::events_written},
+                                     {"events_lost", &TrailerBlocks::events_lost},
+                                     {"write_errors", &TrailerBlocks::write_errors},
+                                     {"stack_collisions", &TrailerBlocks::stack_collisions}},
+                                    &t);
+        !s.ok()) {
+      return s;
     }
   }
   if (absl::Status s = ReadCount(trailer, "", "memtrace_bytes", &t.memtrace_bytes);
@@ -123,6 +137,18 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
   simdjson::dom::object memory;
   if (trailer["memtrace_memory"].get_object().get(memory) == simdjson::SUCCESS) {
     t.memtrace_memory_json = simdjson::minify(memory);
+  }
+  simdjson::dom::object cpu;
+  if (trailer["memtrace_cpu_ns"].get_object().get(cpu) == simdjson::SUCCESS) {
+    t.has_memtrace_cpu = true;
+    t.memtrace_cpu_json = simdjson::minify(cpu);
+    if (absl::Status s = ReadCounts(cpu, "memtrace_cpu_ns",
+                                    {{"drainer", &TrailerBlocks::drainer_cpu_ns},
+                                     {"writer", &TrailerBlocks::writer_cpu_ns}},
+                                    &t);
+        !s.ok()) {
+      return s;
+    }
   }
   for (const auto& [name, member] :
        {std::pair{"ended_by", &TrailerBlocks::ended_by}, std::pair{"exec", &TrailerBlocks::exec}}) {

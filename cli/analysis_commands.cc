@@ -45,8 +45,9 @@ const CommandSpec kSummarySpec = {
     "summary", "memtrace summary [flags] CAPTURE",
     "Replays CAPTURE and prints live bytes, blocks, high-water, allocated and freed per\n"
     "scope and per layer, then the integrity block from its trailer: what was lost, how\n"
-    "releases were matched, the transport and memtrace's own memory. With one of the\n"
-    "--at-* flags, the state at that point of the capture (a snapshot).",
+    "releases were matched, the transport, memtrace's own memory and its threads' CPU\n"
+    "time. With one of the --at-* flags, the state at that point of the capture (a\n"
+    "snapshot).",
     {"json", "at_event", "at_time", "at_scope_exit"}};
 
 const CommandSpec kVerifySpec = {
@@ -306,6 +307,9 @@ void PrintIntegrity(const std::optional<TrailerBlocks>& blocks) {
            static_cast<unsigned long long>(blocks->write_errors),
            static_cast<unsigned long long>(blocks->stack_collisions));
   }
+  if (blocks->has_memtrace_cpu) {
+    printf("%s", FormatOwnCpuLine(blocks->drainer_cpu_ns, blocks->writer_cpu_ns).c_str());
+  }
 }
 
 // A capture the interposer ended at an exec holds the first program image only. When the
@@ -349,9 +353,10 @@ int SummaryCommand(int argc, char** argv) {
         blocks ? absl::StrCat(",\"integrity\":", raw(blocks->integrity_json),
                               ",\"sink\":", raw(blocks->sink_json),
                               ",\"memtrace_bytes\":", blocks->memtrace_bytes,
-                              ",\"memtrace_memory\":", raw(blocks->memtrace_memory_json))
+                              ",\"memtrace_memory\":", raw(blocks->memtrace_memory_json),
+                              ",\"memtrace_cpu_ns\":", raw(blocks->memtrace_cpu_json))
                : std::string(",\"integrity\":null,\"sink\":null,\"memtrace_bytes\":null,"
-                             "\"memtrace_memory\":null");
+                             "\"memtrace_memory\":null,\"memtrace_cpu_ns\":null");
     std::string layers;
     for (const auto& [id, usage] : s->layers) {
       absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", id,

@@ -127,6 +127,7 @@ absl::Duration Drainer::NextSleep(absl::Duration sleep, uint64_t records,
 void Drainer::Run() {
   runtime_internal::MarkInternalThread();
   PlaceMemtraceThread("memtrace-drain", cpus_);
+  cpu_.Attach();
   // Release: pairs with the acquire load in OnDrainerThread().
   drainer_id_.store(std::this_thread::get_id(), std::memory_order_release);
   std::unique_lock<std::mutex> lock(mu_);
@@ -151,7 +152,10 @@ void Drainer::Run() {
     lock.lock();
     ++rounds_;
     done_cv_.notify_all();
-    if (final_round) return;
+    if (final_round) {
+      cpu_.Detach();
+      return;
+    }
   }
 }
 

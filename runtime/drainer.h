@@ -59,6 +59,7 @@
 #include "runtime/capture_integrity.h"
 #include "runtime/cpu_list.h"
 #include "runtime/event_observer.h"
+#include "runtime/thread_cpu_time.h"
 #include "transport/cache_line.h"
 #include "transport/epoch_clock.h"
 #include "transport/ring_registry.h"
@@ -107,6 +108,10 @@ class Drainer {
   // Hands every applied record to `observer` after each epoch (event_observer.h). Call
   // before Start() or while stopped; null detaches.
   void SetObserver(EventObserver* observer) noexcept { observer_ = observer; }
+
+  // CPU time (user + system) of the drainer's threads, in ns: every thread this drainer
+  // has run, the running one up to now. Any thread.
+  uint64_t CpuNs() const { return cpu_.TotalNs(); }
 
   // Calls fn(const AllocationLedger&, const CaptureIntegrity&) with the drainer paused
   // between rounds. The integrity passed in has only the drainer's own counters filled.
@@ -182,6 +187,7 @@ class Drainer {
   std::atomic<bool> running_{false};
   std::thread thread_;
   std::atomic<std::thread::id> drainer_id_{};
+  ThreadCpuTime cpu_;  // the drainer thread's CPU time, for CpuNs()
 
   EventObserver* observer_ = nullptr;
   std::vector<ObservedEvent> observed_;  // this epoch's records, for the observer

@@ -255,6 +255,7 @@ Snapshot Recorder::TakeSnapshot() {
   snap.integrity = Integrity();
   snap.memtrace_memory = memory();
   snap.memtrace_bytes = snap.memtrace_memory.total();
+  snap.drainer_cpu_ns = drainer_.CpuNs();
   drainer_.ReadState([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
     snap.totals = ledger.totals();
     const auto& scopes = ledger.scopes();

@@ -194,6 +194,7 @@ void JsonlSink::Enqueue(uint32_t epoch, int64_t epoch_start_unix_ns,
 void JsonlSink::WriterLoop() {
   runtime_internal::MarkInternalThread();  // the sink never traces itself
   PlaceMemtraceThread("memtrace-write", options_.writer_cpus);
+  writer_cpu_.Attach();
   // A closed pipe must become EPIPE from write(), not SIGPIPE killing the program: the
   // signal goes to the thread that wrote, and this thread blocks it.
   sigset_t block;
@@ -212,6 +213,7 @@ void JsonlSink::WriterLoop() {
         FlushOutput();
       }
       CloseOutput();
+      writer_cpu_.Detach();
       return;
     }
     Batch batch = std::move(queue_.front());
@@ -510,7 +512,8 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
         "],\"memtrace_bytes\":", snap.memtrace_bytes, ",\"memtrace_memory\":{\"rings\":",
         snap.memtrace_memory.rings, ",\"tickets\":", snap.memtrace_memory.tickets,
         ",\"ledger\":", snap.memtrace_memory.ledger, ",\"sites\":",
-        snap.memtrace_memory.sites, "}",
+        snap.memtrace_memory.sites, "},\"memtrace_cpu_ns\":{\"drainer\":", snap.drainer_cpu_ns,
+        ",\"writer\":", s.writer_cpu_ns, "}",
         trailer_fields.empty() ? "" : ",", std::string(trailer_fields), "}"));
     stopping_ = true;
   }
@@ -553,7 +556,9 @@ absl::Status JsonlSink::status() const {
 
 JsonlSinkStats JsonlSink::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  JsonlSinkStats s = stats_;
+  s.writer_cpu_ns = writer_cpu_.TotalNs();
+  return s;
 }
 
 }  // namespace memtrace

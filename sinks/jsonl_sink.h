@@ -45,6 +45,7 @@
 #include "runtime/event_observer.h"
 #include "runtime/site_table.h"
 #include "runtime/snapshot.h"
+#include "runtime/thread_cpu_time.h"
 #include "sinks/binary_encoding.h"
 #include "sinks/zstd_file_stream.h"
 #include "transport/cache_line.h"
@@ -95,6 +96,9 @@ struct JsonlSinkStats {
   // Two different call stacks sent under one 64-bit hash (event.h): the later one was
   // attributed to the earlier. Expected to stay 0.
   uint64_t stack_collisions = 0;
+  // CPU time (user + system) the writer thread has used so far: encoding, compressing and
+  // writing (runtime/thread_cpu_time.h).
+  uint64_t writer_cpu_ns = 0;
 };
 
 // The sink owns its cache lines (transport/cache_line.h): it is made on a program thread,
@@ -210,6 +214,7 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   absl::flat_hash_map<uint64_t, std::vector<uint64_t>> stacks_;
   absl::flat_hash_map<uint32_t, std::vector<uint64_t>> partial_stacks_;
   std::thread writer_;
+  ThreadCpuTime writer_cpu_;
 };
 
 }  // namespace memtrace

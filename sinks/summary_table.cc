@@ -146,8 +146,16 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
                           cs.refused_for_storage);
   }
   absl::StrAppend(&out, "\n",
-                  FormatIntegrityBlock(in, snapshot.memtrace_bytes, in.fence()));
+                  FormatIntegrityBlock(in, snapshot.memtrace_bytes, in.fence()),
+                  FormatOwnCpuLine(snapshot.drainer_cpu_ns, std::nullopt));
   return out;
+}
+
+std::string FormatOwnCpuLine(uint64_t drainer_ns, std::optional<uint64_t> writer_ns) {
+  auto ms = [](uint64_t ns) { return absl::StrFormat("%.1f ms", static_cast<double>(ns) / 1e6); };
+  return absl::StrCat("  memtrace's own CPU: drainer ", ms(drainer_ns),
+                      writer_ns ? absl::StrCat(", writer ", ms(*writer_ns)) : std::string(),
+                      " (not counted: the hot path, on the program's threads)\n");
 }
 
 std::string FormatIntegrityBlock(const CaptureIntegrity& in, uint64_t memtrace_bytes,

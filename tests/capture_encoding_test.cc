@@ -122,12 +122,12 @@ void WriteCapture(const std::string& path, JsonlSinkOptions options) {
 }
 
 // Every field of a record but `line`, with the times two sinks cannot share (when each
-// opened and finished) masked when `mask_times`.
+// opened and finished, and the CPU time each one's writer used) masked when `mask_times`.
 std::string Describe(const CaptureRecord& r, bool mask_times) {
   std::string raw = r.raw;
   int64_t t = r.t;
   if (mask_times) {
-    for (const char* key : {"\"started_unix_ns\":", "\"finished_unix_ns\":"}) {
+    for (const char* key : {"\"started_unix_ns\":", "\"finished_unix_ns\":", "\"writer\":"}) {
       const size_t at = raw.find(key);
       if (at == std::string::npos) continue;
       size_t end = at + strlen(key);

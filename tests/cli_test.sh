@@ -15,7 +15,8 @@ grep -q "is complete" "$dir/v.txt" || fail "verify output: $(cat "$dir/v.txt")"
 "$memtrace" summary --json "$dir/c.jsonl" > "$dir/s.json" || fail "summary --json"
 grep -q '"verdict":"complete"' "$dir/s.json" || fail "summary verdict: $(cat "$dir/s.json")"
 grep -q '"path":"request/respond"' "$dir/s.json" || fail "summary scopes: $(cat "$dir/s.json")"
-# The trailer's blocks: the integrity counters, the sink's and memtrace's own memory.
+# The trailer's blocks: the integrity counters, the sink's, memtrace's own memory and its
+# threads' CPU time (each thread has run, so each has used some).
 python3 - "$dir/s.json" <<'PY' || fail "summary --json trailer blocks: $(cat "$dir/s.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -23,11 +24,15 @@ i = s["integrity"]
 assert i["complete"] and i["events_recorded"] == i["events_applied"] > 0, i
 assert s["sink"]["events_lost"] == 0 and s["sink"]["events_written"] == i["events_applied"], s["sink"]
 assert s["memtrace_bytes"] == sum(s["memtrace_memory"].values()) > 0, s["memtrace_memory"]
+c = s["memtrace_cpu_ns"]
+assert sorted(c) == ["drainer", "writer"] and c["drainer"] > 0 and c["writer"] > 0, c
 PY
 "$memtrace" summary "$dir/c.jsonl" > "$dir/st.txt" || fail "summary"
 grep -q "^integrity: complete" "$dir/st.txt" || fail "summary integrity block: $(cat "$dir/st.txt")"
 grep -q "^  sink       events written [1-9][0-9]*, lost 0" "$dir/st.txt" \
   || fail "summary sink line: $(cat "$dir/st.txt")"
+grep -Eq "^  memtrace's own CPU: drainer [0-9]+\.[0-9] ms, writer [0-9]+\.[0-9] ms " "$dir/st.txt" \
+  || fail "summary own CPU line: $(cat "$dir/st.txt")"
 
 # A partial capture: verify names the counters that lost records, and summary prints them.
 head -n -1 "$dir/c.jsonl" > "$dir/partial.jsonl"

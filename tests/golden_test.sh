@@ -37,12 +37,13 @@ normalize() {
 mask_high_water() {
   sed -E -e '/^(memtrace|[0-9]+ events;|$|integrity|  )/!s/^(.{59}).{11}/\1          */'
 }
-# The integrity block (summary): how releases were matched, the transport and memtrace's
-# own memory depend on the drainer's timing, and the fence on the kernel; their labels
-# stay, their values are masked.
+# The integrity block (summary): how releases were matched, the transport, memtrace's
+# own memory and its threads' CPU time depend on the drainer's timing, and the fence on
+# the kernel; their labels stay, their values are masked.
 mask_integrity() {
   sed -E -e "/^  (matching|transport)/s/[0-9]+(\.[0-9]+)?/*/g" \
-    -e 's/fence (membarrier|seq_cst)$/fence */' -e "s/^(  memtrace's own memory:) .*/\1 */"
+    -e 's/fence (membarrier|seq_cst)$/fence */' -e "s/^(  memtrace's own memory:) .*/\1 */" \
+    -e "/^  memtrace's own CPU:/s/[0-9]+\.[0-9] ms/* ms/g"
 }
 # retention rows: "%-40s %10s %16s %14s %12s": keep the scope and its exits.
 mask_retention() {

@@ -92,6 +92,14 @@ TEST(JsonlSinkTest, CaptureHasHeaderTablesEventsAndTrailer) {
   EXPECT_NE(lines.back().find(memory), std::string::npos) << lines.back();
   EXPECT_EQ(snap.memtrace_bytes, m.rings + m.tickets + m.ledger + m.sites);
   EXPECT_GT(m.rings, 0u);
+  // The CPU time of memtrace's own threads: the drainer's as the snapshot says, and the
+  // writer's, which has written 456 records and the header by then.
+  const std::string cpu = "},\"memtrace_cpu_ns\":{\"drainer\":" +
+                          std::to_string(snap.drainer_cpu_ns) + ",\"writer\":";
+  const size_t at = lines.back().find(cpu);
+  ASSERT_NE(at, std::string::npos) << lines.back();
+  EXPECT_GT(snap.drainer_cpu_ns, 0u);
+  EXPECT_GT(std::stoull(lines.back().substr(at + cpu.size())), 0u) << lines.back();
   std::map<std::string, int> counts;
   bool scope_before_use = false, seen_scope = false;
   for (const std::string& line : lines) {

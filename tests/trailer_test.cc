@@ -27,6 +27,8 @@ TEST(TrailerTest, FieldsAnOlderCaptureLacksReadAsZeroAndTheFenceAsUnknown) {
   EXPECT_FALSE(t->has_sink);
   EXPECT_EQ(t->memtrace_bytes, 0u);
   EXPECT_TRUE(t->memtrace_memory_json.empty());
+  EXPECT_FALSE(t->has_memtrace_cpu);
+  EXPECT_TRUE(t->memtrace_cpu_json.empty());
 
   const absl::StatusOr<TrailerBlocks> bare = ParseTrailer(R"({"type":"trailer","complete":true})");
   ASSERT_TRUE(bare.ok()) << bare.status();
@@ -34,6 +36,25 @@ TEST(TrailerTest, FieldsAnOlderCaptureLacksReadAsZeroAndTheFenceAsUnknown) {
   EXPECT_FALSE(bare->has_sink);
   EXPECT_TRUE(bare->ended_by.empty());
   EXPECT_TRUE(bare->exec.empty());
+}
+
+TEST(TrailerTest, MemtraceThreadsCpuTimeIsReadAndDamageIsNamed) {
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(
+      R"({"type":"trailer","complete":true,"memtrace_cpu_ns":{"drainer":62500000,)"
+      R"("writer":34900000}})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->has_memtrace_cpu);
+  EXPECT_EQ(t->drainer_cpu_ns, 62500000u);
+  EXPECT_EQ(t->writer_cpu_ns, 34900000u);
+  EXPECT_EQ(t->memtrace_cpu_json, R"({"drainer":62500000,"writer":34900000})");
+
+  const absl::StatusOr<TrailerBlocks> bad = ParseTrailer(
+      R"({"type":"trailer","complete":true,"memtrace_cpu_ns":{"drainer":-1,"writer":2}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'memtrace_cpu_ns.drainer' is not a non-negative "
+                                        "integer"),
+            std::string::npos)
+      << bad.status();
 }
 
 TEST(TrailerTest, WhatEndedTheCaptureIsReadAsJsonText) {
