@@ -19,6 +19,9 @@
 # per call (user + system of everything each run started, less the untraced run's and the
 # tool's fixed cost) counts work on every core, the tool's background threads and
 # processes included, and moves less with other sessions' load than wall time does.
+# The column after it is the part of memtrace's that its own drainer and writer threads
+# used (each capture's trailer, `memtrace_cpu_ns`); the rest is what its hot path adds on
+# the program's threads.
 #
 # Needs: bazel (builds //cli:memtrace), python3, sqlite3, redis-server, redis-benchmark,
 # redis-cli, heaptrack, heaptrack_print (tools/setup --bench installs them).
@@ -52,14 +55,19 @@ noprefix() { "$@"; }
 heaptrack_quiet() { heaptrack -o "$ht_out" "$@" > "$work/heaptrack.log" 2>&1; }
 
 # Runs of all three variants of workload $1, alternating, $runs rounds: sets wall_u,
-# wall_m, wall_h and cpu_u, cpu_m, cpu_h (space-separated seconds).
+# wall_m, wall_h and cpu_u, cpu_m, cpu_h (space-separated seconds), and own_d, own_w: the
+# CPU time memtrace's drainer and writer threads used in each memtrace run, as its
+# capture's trailer says (memtrace_cpu_ns; read after the timed run).
 measure() {
-  local workload="$1" w c
-  wall_u=""; wall_m=""; wall_h=""; cpu_u=""; cpu_m=""; cpu_h=""
+  local workload="$1" w c d wr
+  wall_u=""; wall_m=""; wall_h=""; cpu_u=""; cpu_m=""; cpu_h=""; own_d=""; own_w=""
   for _ in $(seq "$runs"); do
     read -r w c <<< "$(timed "$workload" noprefix)"; wall_u+=" $w"; cpu_u+=" $c"
     read -r w c <<< "$(timed "$workload" "$memtrace" run --quiet --output="$work/mt_$workload.mtb" --)"
     wall_m+=" $w"; cpu_m+=" $c"
+    read -r d wr <<< "$("$memtrace" summary --json "$work/mt_$workload.mtb" | python3 -c \
+      'import json,sys; c=json.load(sys.stdin)["memtrace_cpu_ns"]; print(c["drainer"]/1e9, c["writer"]/1e9)')"
+    own_d+=" $d"; own_w+=" $wr"
     rm -f "$ht_out"*
     read -r w c <<< "$(timed "$workload" heaptrack_quiet)"; wall_h+=" $w"; cpu_h+=" $c"
   done
@@ -71,8 +79,8 @@ measure true
 fixed_wall_u=$wall_u; fixed_wall_m=$wall_m; fixed_wall_h=$wall_h
 fixed_cpu_u=$cpu_u; fixed_cpu_m=$cpu_m; fixed_cpu_h=$cpu_h
 
-printf '| program | workload | allocation calls (memtrace / heaptrack) | peak heap (memtrace / heaptrack) | untraced s | memtrace s | heaptrack s | wall time added per call, medians (memtrace / heaptrack) | the same, fastest runs | the same, paired by round | CPU time added per call, medians | memtrace verify |\n'
-printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
+printf '| program | workload | allocation calls (memtrace / heaptrack) | peak heap (memtrace / heaptrack) | untraced s | memtrace s | heaptrack s | wall time added per call, medians (memtrace / heaptrack) | the same, fastest runs | the same, paired by round | CPU time added per call, medians | CPU time of memtrace drainer + writer per call, medians | memtrace verify |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
 for workload in python sqlite redis; do
   ht_out="$work/ht_$workload"
   measure "$workload"
@@ -126,10 +134,20 @@ print(f"{mt:.0f} / {ht:.0f} ns ({ht / mt:.1f}x)" if mt >= 0.5 else
       f"{mt:.0f} / {ht:.0f} ns (memtrace not above untraced)")
 EOF
   }
-  printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+  # memtrace's drainer and writer, from each run's trailer: the part of memtrace's CPU
+  # time added that its own threads used (the rest is the hot path on the program's).
+  own=$(python3 - "$calls" "$own_d" "$own_w" <<'EOF'
+import statistics, sys
+calls = int(sys.argv[1])
+d, w = ([float(x) for x in a.split()] for a in sys.argv[2:4])
+print(f"{statistics.median_low(d) / calls * 1e9:.0f} + "
+      f"{statistics.median_low(w) / calls * 1e9:.0f} ns")
+EOF
+)
+  printf '| %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
     "$workload" "$(case $workload in python) echo '4 threads: json + sqlite3 module';; \
       sqlite) echo '200k inserts, index, group by, vacuum';; \
       redis) echo 'redis-benchmark -n 50000 -c 20 -P 4, 5 commands';; esac)" \
     "$calls" "$ht_calls" "$mt_peak" "$ht_peak" "$untraced" "$mt" "$ht" "$(added median wall)" \
-    "$(added fastest wall)" "$(added paired wall)" "$(added median cpu)" "$verdict"
+    "$(added fastest wall)" "$(added paired wall)" "$(added median cpu)" "$own" "$verdict"
 done
