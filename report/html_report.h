@@ -8,7 +8,8 @@
 // sheet (report/assets/, embedded into the binary at build time) and its data (one JSON
 // object) are inlined, and it refers to nothing outside itself. The page shows
 //
-//   - the capture's integrity verdict as a banner (warning colours unless complete);
+//   - the capture's integrity verdict as a banner (warning colours unless complete), which
+//     unfolds to the trailer's counters and memtrace's own threads' CPU time;
 //   - live bytes over time: the scopes stacked, the total, one line per layer and census
 //     entry, each series' high-water mark annotated;
 //   - the composition at the global high-water moment, by scope and by call site;

@@ -42,6 +42,9 @@ if grep -q "Uncaught" "$dir/chromium.err"; then
   fail "script errors in the console: $(grep Uncaught "$dir/chromium.err")"
 fi
 python3 "$check" selftest "$dir/game.dom" "$series" complete || exit 1
+# The integrity details end with the CPU time of memtrace's own threads, from the trailer.
+grep -Eq "memtrace's own CPU: drainer [0-9.]+ [^ ,]+, writer [0-9.]+ [^ ]+ \(not counted" \
+  "$dir/game.dom" || fail "no line on memtrace's own CPU in the integrity details"
 
 browse --window-size=1280,2000 --screenshot="$out/report.png" "file://$dir/game.html" \
   2> "$dir/shot.err" || fail "chromium --screenshot exited $?: $(tail -5 "$dir/shot.err")"

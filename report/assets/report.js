@@ -135,6 +135,11 @@
       const d = el("details", {}, el("summary", { text: "integrity counters" }));
       if (trailer.integrity) d.append(counterList(trailer.integrity));
       if (trailer.sink) d.append(el("div", { text: "sink" }), counterList(trailer.sink));
+      const cpu = trailer.memtrace_cpu_ns;
+      if (cpu) {
+        d.append(el("div", { class: "own-cpu", text: "memtrace's own CPU: drainer " + fmtNs(cpu.drainer) +
+          ", writer " + fmtNs(cpu.writer) + " (not counted: the hot path, on the program's threads)" }));
+      }
       b.append(d);
     }
     if (data.capture.unmatched_releases > 0) {
