@@ -61,11 +61,17 @@ absl::Status ReadCount(simdjson::dom::object object, std::string_view block, con
   return absl::OkStatus();
 }
 
-// ReadCount() for each of `fields` of `object` into the members of *t they name.
-absl::Status ReadCounts(
-    simdjson::dom::object object, std::string_view block,
+// A block of counts in the trailer (`sink`, `memtrace_cpu_ns`), if the trailer has it:
+// sets *has, keeps the object's text in *json, and reads each of `fields` (ReadCount())
+// into the member of *t it names.
+absl::Status ReadCountBlock(
+    simdjson::dom::object trailer, const char* block,
     std::initializer_list<std::pair<const char*, uint64_t TrailerBlocks::*>> fields,
-    TrailerBlocks* t) {
+    bool* has, std::string* json, TrailerBlocks* t) {
+  simdjson::dom::object object;
+  if (trailer[block].get_object().get(object) != simdjson::SUCCESS) return absl::OkStatus();
+  *has = true;
+  *json = simdjson::minify(object);
   for (const auto& [name, member] : fields) {
     if (absl::Status s = ReadCount(object, block, name, &(t->*member)); !s.ok()) return s;
   }
@@ -116,19 +122,14 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
       t.fence = t.integrity.fence();
     }
   }
-  simdjson::dom::object sink;
-  if (trailer["sink"].get_object().get(sink) == simdjson::SUCCESS) {
-    t.has_sink = true;
-    t.sink_json = simdjson::minify(sink);
-    if (absl::Status s = ReadCounts(sink, "sink",
-                                    {{"events_written", &TrailerBlocks::events_written},
-                                     {"events_lost", &TrailerBlocks::events_lost},
-                                     {"write_errors", &TrailerBlocks::write_errors},
-                                     {"stack_collisions", &TrailerBlocks::stack_collisions}},
-                                    &t);
-        !s.ok()) {
-      return s;
-    }
+  if (absl::Status s = ReadCountBlock(trailer, "sink",
+                                      {{"events_written", &TrailerBlocks::events_written},
+                                       {"events_lost", &TrailerBlocks::events_lost},
+                                       {"write_errors", &TrailerBlocks::write_errors},
+                                       {"stack_collisions", &TrailerBlocks::stack_collisions}},
+                                      &t.has_sink, &t.sink_json, &t);
+      !s.ok()) {
+    return s;
   }
   if (absl::Status s = ReadCount(trailer, "", "memtrace_bytes", &t.memtrace_bytes);
       !s.ok()) {
@@ -138,17 +139,12 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
   if (trailer["memtrace_memory"].get_object().get(memory) == simdjson::SUCCESS) {
     t.memtrace_memory_json = simdjson::minify(memory);
   }
-  simdjson::dom::object cpu;
-  if (trailer["memtrace_cpu_ns"].get_object().get(cpu) == simdjson::SUCCESS) {
-    t.has_memtrace_cpu = true;
-    t.memtrace_cpu_json = simdjson::minify(cpu);
-    if (absl::Status s = ReadCounts(cpu, "memtrace_cpu_ns",
-                                    {{"drainer", &TrailerBlocks::drainer_cpu_ns},
-                                     {"writer", &TrailerBlocks::writer_cpu_ns}},
-                                    &t);
-        !s.ok()) {
-      return s;
-    }
+  if (absl::Status s = ReadCountBlock(trailer, "memtrace_cpu_ns",
+                                      {{"drainer", &TrailerBlocks::drainer_cpu_ns},
+                                       {"writer", &TrailerBlocks::writer_cpu_ns}},
+                                      &t.has_memtrace_cpu, &t.memtrace_cpu_json, &t);
+      !s.ok()) {
+    return s;
   }
   for (const auto& [name, member] :
        {std::pair{"ended_by", &TrailerBlocks::ended_by}, std::pair{"exec", &TrailerBlocks::exec}}) {
