@@ -29,8 +29,14 @@
 //     frees match (up to kPrestartCapacity; beyond that the frees are counted unknown).
 //   - Thread exit: handled by the runtime (a thread's ring is retired and drained).
 //   - fork(): the child runs untraced (documented): its copy of the tracer has no drainer
-//     thread, and its heap is a copy of the parent's, already recorded. A child that
-//     execs is traced again when MEMTRACE_TRACE_CHILDREN=1, into its own capture.
+//     thread, and its heap is a copy of the parent's, already recorded. It closes its
+//     copy of the capture file's descriptor (the file's lock goes with the parent's). A
+//     child that execs is traced again when MEMTRACE_TRACE_CHILDREN=1, into its own
+//     capture.
+//   - Children not traced (the default): this library leaves LD_PRELOAD by rewriting the
+//     environment array main() gets, never through the program's unsetenv() (bash has
+//     its own; preload_config.h, DropFromPreload). A process that finds its capture path
+//     locked by another (JsonlSink::Open) writes "NAME.<pid>.EXT" instead and says so.
 //   - exec: the capture is finished (trailer "ended_by":"exec", and "exec": the program
 //     named) before the process image is replaced; if exec fails the process goes on
 //     untraced.
@@ -609,30 +615,17 @@ int FindOwnCode(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
-// Removes this library from LD_PRELOAD, so programs this one execs run untraced.
+// The environment array the program's main() is given, from this library's constructor
+// (glibc passes argc, argv and envp to constructors): a program like bash builds the
+// environment of the commands it runs from it, not from `environ`.
+char** initial_environment = nullptr;
+
+// Removes this library from LD_PRELOAD, so programs this one execs run untraced: in the
+// array main() gets and in `environ`, should an earlier constructor have replaced it
+// (preload_config.h, DropFromPreload: why not unsetenv()).
 void RemoveFromPreload() {
-  const char* value = getenv("LD_PRELOAD");
-  if (value == nullptr) return;
-  std::string kept;
-  std::string entry;
-  std::string all = value;
-  all += ' ';
-  for (char c : all) {
-    if (c == ' ' || c == ':') {
-      if (!entry.empty() && entry.find("libmemtrace_preload") == std::string::npos) {
-        if (!kept.empty()) kept += ' ';
-        kept += entry;
-      }
-      entry.clear();
-    } else {
-      entry += c;
-    }
-  }
-  if (kept.empty()) {
-    unsetenv("LD_PRELOAD");
-  } else {
-    setenv("LD_PRELOAD", kept.c_str(), 1);
-  }
+  DropFromPreload(initial_environment, "libmemtrace_preload");
+  if (environ != initial_environment) DropFromPreload(environ, "libmemtrace_preload");
 }
 
 // `exec_target`: for ended_by "exec", the program the process is replaced with, as the
@@ -659,6 +652,9 @@ void AfterForkInChild() {
   // The child's copy of the tracer has no drainer; run untraced (see the header).
   active_tracer.store(nullptr, std::memory_order_relaxed);
   phase.store(kDisabled, std::memory_order_relaxed);
+  // Nor does it write the capture: its copy of the file's descriptor would keep the
+  // file's lock (JsonlSink::Open) held after the parent closed it.
+  if (sink != nullptr) sink->ReleaseInForkedChild();
 }
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
@@ -798,6 +794,18 @@ void Start() {
       ",\"tracer_cpus\":", JsonQuote(settings.tracer_cpus.ToString()), "}");
   options.writer_cpus = settings.tracer_cpus;
   auto opened = JsonlSink::Open(path, options);
+  if (!opened.ok() && absl::IsUnavailable(opened.status())) {
+    // Another process is writing that file (two programs given one MEMTRACE_OUTPUT
+    // without %p, or a program that put this library back into its children's
+    // LD_PRELOAD): this one writes beside it instead, and says where.
+    const std::string own = PidTaggedPath(path, traced_pid);
+    opened = JsonlSink::Open(own, options);
+    if (opened.ok()) {
+      WriteStderr(absl::StrCat("memtrace: '", path, "' is being written by another process; "
+                               "this one (pid ", traced_pid, ") writes its capture to '", own,
+                               "'\n"));
+    }
+  }
   if (!opened.ok()) {
     WriteStderr(absl::StrCat(opened.status().message(), "; tracing is off\n"));
     phase.store(kDisabled, std::memory_order_relaxed);
@@ -825,7 +833,10 @@ void Start() {
   InstallSignalHandlers();
 }
 
-__attribute__((constructor(101))) void PreloadConstructor() { Start(); }
+__attribute__((constructor(101))) void PreloadConstructor(int, char**, char** envp) {
+  initial_environment = envp;
+  Start();
+}
 __attribute__((destructor(101))) void PreloadDestructor() { Finish("exit", false); }
 
 void BeforeExec(const char* target) { Finish("exec", false, target); }

@@ -115,13 +115,49 @@ std::string CapturePath(const std::string& pattern, int pid, int root_pid) {
     }
   }
   if (had_pid || root_pid == 0 || pid == root_pid) return out;
-  // Insert ".<pid>" before the extension(s) of the file name: a.jsonl -> a.<pid>.jsonl.
-  const size_t slash = out.rfind('/');
+  return PidTaggedPath(out, pid);
+}
+
+std::string PidTaggedPath(const std::string& path, int pid) {
+  const size_t slash = path.rfind('/');
   const size_t name = slash == std::string::npos ? 0 : slash + 1;
-  const size_t dot = out.find('.', name + 1);
+  const size_t dot = path.find('.', name + 1);
   const std::string tag = "." + std::to_string(pid);
-  if (dot == std::string::npos) return out + tag;
-  return out.substr(0, dot) + tag + out.substr(dot);
+  if (dot == std::string::npos) return path + tag;
+  return path.substr(0, dot) + tag + path.substr(dot);
+}
+
+void DropFromPreload(char** env, std::string_view library) {
+  if (env == nullptr) return;
+  constexpr std::string_view kName = "LD_PRELOAD=";
+  for (char** e = env; *e != nullptr;) {
+    if (std::string_view(*e).substr(0, kName.size()) != kName) {
+      ++e;
+      continue;
+    }
+    // The kept entries are copied down over the string itself: `out` never passes `p`.
+    char* const value = *e + kName.size();
+    char* out = value;
+    const char* p = value;
+    for (;;) {
+      while (*p == ' ' || *p == ':') ++p;
+      if (*p == '\0') break;
+      const char* start = p;
+      while (*p != '\0' && *p != ' ' && *p != ':') ++p;
+      const std::string_view entry(start, static_cast<size_t>(p - start));
+      if (entry.find(library) != std::string_view::npos) continue;
+      if (out != value) *out++ = ' ';
+      memmove(out, start, entry.size());
+      out += entry.size();
+    }
+    *out = '\0';
+    if (out != value) {
+      ++e;
+      continue;
+    }
+    // Nothing kept: take the variable out, as unsetenv() would.
+    for (char** d = e; *d != nullptr; ++d) d[0] = d[1];
+  }
 }
 
 }  // namespace memtrace

@@ -51,6 +51,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/cpu_list.h"
@@ -85,6 +86,22 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
 // and the path has no "%p", processes other than the first (`root_pid`) get ".<pid>"
 // before the extension, so no two processes write one file.
 std::string CapturePath(const std::string& pattern, int pid, int root_pid);
+
+// `path` with ".<pid>" inserted before the extension(s) of its file name:
+// /tmp/a.mtb -> /tmp/a.<pid>.mtb, /tmp/a -> /tmp/a.<pid>.
+std::string PidTaggedPath(const std::string& path, int pid);
+
+// Removes every LD_PRELOAD entry naming a file that contains `library` (for example
+// "libmemtrace_preload") from the environment array `env`, in place: the LD_PRELOAD
+// string is rewritten with the entries kept, separated by single spaces, or, when none
+// is left, the variable is taken out by moving the later pointers back. Nothing is
+// allocated and nothing else changes; a null `env` is left alone.
+//
+// Why not unsetenv() or setenv(): a program may define its own, and the interposer's
+// calls then reach them. bash does: before its shell starts, its unsetenv() changes
+// nothing, and bash then exports LD_PRELOAD (read from main's `envp`) to every command it
+// runs, each of which would trace itself into the same capture file.
+void DropFromPreload(char** env, std::string_view library);
 
 }  // namespace memtrace
 

@@ -3,7 +3,9 @@
 #include "sinks/jsonl_sink.h"
 
 #include <pthread.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,12 +72,42 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& pa
   if (absl::Status s = CheckOnline(options.writer_cpus); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("memtrace: writer_cpus: ", s.message()));
   }
-  FILE* f = fopen(path.c_str(), "we");
-  if (f == nullptr) {
+  // Opened without O_TRUNC: a file another sink is writing must not be emptied before its
+  // lock is seen.
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
     const int err = errno;
     return absl::InvalidArgumentError(absl::StrCat(
         "memtrace: cannot create capture file '", path, "': ", strerror(err),
         " (errno ", err, "); check that the directory exists and is writable"));
+  }
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    // One writer per capture file: the lock is held while the file stays open (in this
+    // process, and in children forked before they exec or exit) and dropped when it is
+    // closed, or when the process ends however it ends. A file system without flock()
+    // support goes unlocked.
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+      close(fd);
+      return absl::UnavailableError(absl::StrCat(
+          "memtrace: capture file '", path, "' is being written by another sink (this "
+          "process's or another one's: it holds the file's lock); give each capture a path "
+          "of its own, for example with %p (the process id) in MEMTRACE_OUTPUT"));
+    }
+    if (ftruncate(fd, 0) != 0) {
+      const int err = errno;
+      close(fd);
+      return absl::InvalidArgumentError(absl::StrCat("memtrace: cannot empty capture file '",
+                                                     path, "': ", strerror(err), " (errno ",
+                                                     err, ")"));
+    }
+  }
+  FILE* f = fdopen(fd, "w");
+  if (f == nullptr) {
+    const int err = errno;
+    close(fd);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "memtrace: cannot open a stream on capture file '", path, "': ", strerror(err)));
   }
   // Unbuffered: the sink batches lines itself, and a stdio buffer holding part of a batch
   // would be written twice if the program forked and the child exited through exit().
@@ -547,6 +579,11 @@ void JsonlSink::CloseOutput() {
     }
   }
   stream_ = nullptr;
+}
+
+void JsonlSink::ReleaseInForkedChild() noexcept {
+  // fileno() reads the stream's descriptor without taking the stream's lock.
+  if (stream_ != nullptr && owned_) close(fileno(stream_));
 }
 
 absl::Status JsonlSink::status() const {

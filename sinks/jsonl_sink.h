@@ -107,7 +107,9 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
  public:
   // Creates (truncates) `path` and writes the header. Errors say what and where. The
   // path's extension may switch options on: ".zst" compresses, ".mtb" (or ".mtb.zst")
-  // writes the binary encoding.
+  // writes the binary encoding. A regular file is locked (flock) while the sink has it
+  // open: a second sink on the same file, in this process or another, gets
+  // kUnavailable and leaves the file as it is.
   static absl::StatusOr<std::unique_ptr<JsonlSink>> Open(
       const std::string& path, const JsonlSinkOptions& options = JsonlSinkOptions{});
   // What Open() turns on for `path`: zstd for ".zst", the binary encoding for ".mtb" and
@@ -137,6 +139,13 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
 
   absl::Status status() const;
   JsonlSinkStats stats() const;
+
+  // For a child forked while the sink was open, in the child, before anything else uses
+  // the sink there: closes the child's copy of the file descriptor, so the capture file's
+  // lock (Open()) goes when the parent closes the file, not when the child ends. Touches
+  // nothing else: the stream's own lock may be held by a thread the child does not have.
+  // The sink must not be used in that child afterwards.
+  void ReleaseInForkedChild() noexcept;
 
  private:
   struct Batch {

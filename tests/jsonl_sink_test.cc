@@ -6,8 +6,10 @@
 
 #include "sinks/jsonl_sink.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -370,6 +372,82 @@ TEST(JsonlSinkTest, QueueOverflowDropsAndCountsInsteadOfBlocking) {
 
 // The drainer's path: the sink takes the records out of the drainer's vector (no copy)
 // and leaves it an empty one; the capture has every record, in order.
+// A capture file is locked while a sink writes it: a second sink on it, in this process
+// or another, is refused (kUnavailable, naming the file) and the first capture is whole.
+TEST(JsonlSinkTest, ASecondSinkOnAFileBeingWrittenIsRefusedAndTheFileStaysWhole) {
+  const std::string path = TempPath("locked.jsonl");
+  auto first = JsonlSink::Open(path).value();
+  std::vector<ObservedEvent> events = {
+      {Event{0x1000, Event::PackKindSize(EventKind::kAlloc, 0, 8), 0x400000, 0}, 1}};
+  first->OnEpochRecords(1, 0, events);
+  const auto second = JsonlSink::Open(path);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
+  EXPECT_NE(second.status().message().find("'" + path + "' is being written by another sink"),
+            std::string::npos)
+      << second.status();
+  ASSERT_TRUE(first->Finish(Snapshot{}).ok());
+  const std::vector<std::string> lines = ReadLines(path);
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(TypeOf(lines.front()), "header");
+  EXPECT_EQ(TypeOf(lines.back()), "trailer");
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& l) { return TypeOf(l) == "alloc"; }),
+            1);
+  first.reset();  // closed: the lock goes with it
+  auto third = JsonlSink::Open(path);
+  ASSERT_TRUE(third.ok()) << third.status();
+  ASSERT_TRUE((*third)->Finish(Snapshot{}).ok());
+}
+
+// A child forked while a sink is open shares the file, and with it the lock, until it
+// execs or ends; ReleaseInForkedChild() (the interposer's fork handler) lets it go in the
+// child, so the file is free once the parent closes it.
+TEST(JsonlSinkTest, AForkedChildKeepsTheFileLockedUnlessItReleasesTheSink) {
+  for (const bool release : {false, true}) {
+    SCOPED_TRACE(release ? "released in the child" : "kept by the child");
+    const std::string path = TempPath("forked.jsonl");
+    auto sink = JsonlSink::Open(path).value();
+    int ready[2];
+    int go[2];
+    ASSERT_EQ(pipe(ready), 0);
+    ASSERT_EQ(pipe(go), 0);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (release) sink->ReleaseInForkedChild();
+      char c = 1;
+      if (write(ready[1], &c, 1) != 1) _exit(3);
+      if (read(go[0], &c, 1) != 1) _exit(4);
+      _exit(0);
+    }
+    char c = 0;
+    ASSERT_EQ(read(ready[0], &c, 1), 1);
+    ASSERT_TRUE(sink->Finish(Snapshot{}).ok());
+    sink.reset();
+    {
+      auto again = JsonlSink::Open(path);
+      if (release) {
+        EXPECT_TRUE(again.ok()) << again.status();
+      } else {
+        EXPECT_EQ(again.status().code(), absl::StatusCode::kUnavailable) << again.status();
+      }
+      if (again.ok()) {
+        ASSERT_TRUE((*again)->Finish(Snapshot{}).ok());
+      }
+    }
+    ASSERT_EQ(write(go[1], &c, 1), 1);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    for (int fd : {ready[0], ready[1], go[0], go[1]}) close(fd);
+    // The child gone, the file is free either way.
+    auto after = JsonlSink::Open(path);
+    ASSERT_TRUE(after.ok()) << after.status();
+    ASSERT_TRUE((*after)->Finish(Snapshot{}).ok());
+  }
+}
+
 TEST(JsonlSinkTest, OnEpochRecordsTakesTheDrainersVector) {
   const std::string path = TempPath("taken.jsonl");
   auto sink = JsonlSink::Open(path).value();

@@ -140,6 +140,55 @@ TEST(PreloadConfigTest, CapturePathsNeverCollide) {
   EXPECT_EQ(CapturePath("/d.x/cap", 43, 42), "/d.x/cap.43");
   EXPECT_EQ(CapturePath("/d/cap.jsonl.zst", 43, 42), "/d/cap.43.jsonl.zst");
   EXPECT_EQ(CapturePath("/d/cap.mtb", 43, 42), "/d/cap.43.mtb");
+  // The name a process writes when another holds its path (the interposer's fallback).
+  EXPECT_EQ(PidTaggedPath("/d/cap.mtb", 7), "/d/cap.7.mtb");
+  EXPECT_EQ(PidTaggedPath("cap", 7), "cap.7");
+  EXPECT_EQ(PidTaggedPath("/d.x/.cap.mtb.zst", 7), "/d.x/.cap.7.mtb.zst");
+}
+
+// An environment array as the kernel hands it over: writable strings, null-terminated.
+class Environment {
+ public:
+  explicit Environment(std::vector<std::string> entries) : strings_(std::move(entries)) {
+    for (std::string& s : strings_) pointers_.push_back(s.data());
+    pointers_.push_back(nullptr);
+  }
+  char** get() { return pointers_.data(); }
+  std::vector<std::string> Entries() const {
+    std::vector<std::string> out;
+    for (char* const* e = pointers_.data(); *e != nullptr; ++e) out.emplace_back(*e);
+    return out;
+  }
+
+ private:
+  std::vector<std::string> strings_;
+  std::vector<char*> pointers_;
+};
+
+TEST(PreloadConfigTest, DropFromPreloadRewritesTheEnvironmentInPlace) {
+  using V = std::vector<std::string>;
+  // Alone: the variable goes, the others keep their order.
+  Environment alone({"A=1", "LD_PRELOAD=/x/libmemtrace_preload.so", "B=2"});
+  DropFromPreload(alone.get(), "libmemtrace_preload");
+  EXPECT_EQ(alone.Entries(), (V{"A=1", "B=2"}));
+  // Last in the array.
+  Environment last({"A=1", "LD_PRELOAD=libmemtrace_preload.so"});
+  DropFromPreload(last.get(), "libmemtrace_preload");
+  EXPECT_EQ(last.Entries(), (V{"A=1"}));
+  // Among others, separated by colons or spaces (ld.so takes both): the others stay.
+  Environment among({"LD_PRELOAD=/a/liba.so:/x/libmemtrace_preload.so  /b/libb.so:", "C=3"});
+  DropFromPreload(among.get(), "libmemtrace_preload");
+  EXPECT_EQ(among.Entries(), (V{"LD_PRELOAD=/a/liba.so /b/libb.so", "C=3"}));
+  // Not there: nothing changes; a similar name is not ours.
+  Environment other({"LD_PRELOAD=/a/liba.so", "LD_PRELOADX=/x/libmemtrace_preload.so"});
+  DropFromPreload(other.get(), "libmemtrace_preload");
+  EXPECT_EQ(other.Entries(), (V{"LD_PRELOAD=/a/liba.so", "LD_PRELOADX=/x/libmemtrace_preload.so"}));
+  // Twice (a hand-made environment), and empty.
+  Environment twice({"LD_PRELOAD=libmemtrace_preload.so", "LD_PRELOAD=libmemtrace_preload.so:z.so",
+                     "LD_PRELOAD="});
+  DropFromPreload(twice.get(), "libmemtrace_preload");
+  EXPECT_EQ(twice.Entries(), (V{"LD_PRELOAD=z.so"}));
+  DropFromPreload(nullptr, "libmemtrace_preload");  // no environment at all
 }
 
 }  // namespace

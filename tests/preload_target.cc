@@ -26,6 +26,8 @@
 //   threads     prints "NAME=CPUS" for each of its threads named memtrace-* (the CPUs the
 //               kernel lets it run on, /proc's Cpus_allowed_list), once both the
 //               drainer and the writer are there (they start with the program)
+//   hold FILE   allocates, prints its counts, then waits for FILE to exist (at most a
+//               minute) before it ends: a process whose capture stays open meanwhile
 
 #include <malloc.h>
 #include <stdio.h>
@@ -309,6 +311,12 @@ void Crash() {
   *null = 1;
 }
 
+void Hold(const char* file) {
+  AllocateMarkers(40);
+  PrintCounts();
+  for (int i = 0; i < 60000 && access(file, F_OK) != 0; ++i) usleep(1000);
+}
+
 // A known call chain: Outer -> Middle -> Inner -> malloc.
 __attribute__((noinline)) void* Inner(size_t n) {
   void* p = malloc(n);
@@ -460,9 +468,12 @@ int main(int argc, char** argv) {
     Mappings();
   } else if (mode == "threads") {
     Threads();
+  } else if (mode == "hold" && argc > 2) {
+    Hold(argv[2]);
   } else {
     fprintf(stderr, "usage: preload_target "
-                    "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads\n");
+                    "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
+                    "hold FILE\n");
     return 2;
   }
   return 0;

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -52,6 +53,10 @@ const std::string& Preload() {
 }
 const std::string& Target() {
   static const std::string path = Runfile("tests/preload_target");
+  return path;
+}
+const std::string& OwnEnvironment() {
+  static const std::string path = Runfile("tests/own_environment");
   return path;
 }
 const std::string& OtherMalloc() {
@@ -421,6 +426,140 @@ TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
   ASSERT_TRUE(r.has_trailer);
   EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
   ExpectMarkersMatch(r, ParseCounts(run.out));  // the child's 500 markers are not in it
+}
+
+// The files in `dir`, sorted.
+std::vector<std::string> FilesIn(const std::string& dir) {
+  std::vector<std::string> files;
+  const Result ls = RunProgram({"/bin/ls", dir}, {});
+  for (absl::string_view name : absl::StrSplit(ls.out, '\n', absl::SkipEmpty())) {
+    files.emplace_back(name);
+  }
+  return files;
+}
+
+// bash defines its own setenv() and unsetenv(), and exports what main() was given: the
+// interposer takes itself out of that array directly, so the commands a traced shell
+// runs are not traced. (They were, each into the shell's capture file, which came out
+// as several captures overwriting each other.)
+TEST_F(PreloadTest, CommandsRunByATracedShellAreNotTraced) {
+  if (access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no /bin/bash";
+  const std::string dir = TempDir() + "/shell";
+  mkdir(dir.c_str(), 0755);
+  const std::string capture = dir + "/shell.mtb";
+  const std::string t = Target();
+  const Result run = RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", "/bin/bash",
+                                 "-c", t + " basic | " + t + " basic > /dev/null; " + t +
+                                           " basic; " + t + " basic & wait"},
+                                {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_GE(ParseCounts(run.out).allocs, 1) << "the commands ran: " << run.out;
+  EXPECT_EQ(FilesIn(dir), std::vector<std::string>{"shell.mtb"});
+  EXPECT_EQ(run.err.find("memtrace:"), std::string::npos) << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
+  EXPECT_EQ(Field(r.trailer, "ended_by"), "exit") << r.trailer;
+  EXPECT_EQ(r.markers.allocs, 0) << "the shell itself allocates no markers";
+}
+
+// The same with a program of our own whose setenv() and unsetenv() do nothing at all,
+// and which execs its argument with main()'s environment: the exec'd target runs
+// untraced, and the capture is the first image's, ended by the exec.
+TEST_F(PreloadTest, AProgramsOwnUnsetenvDoesNotKeepTheInterposerInItsChildren) {
+  const std::string dir = TempDir() + "/own_env";
+  mkdir(dir.c_str(), 0755);
+  const std::string capture = dir + "/own.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", OwnEnvironment(), Target(), "basic"},
+      {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_GE(ParseCounts(run.out).allocs, 1) << run.out;
+  EXPECT_EQ(FilesIn(dir), std::vector<std::string>{"own.mtb"});
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "ended_by"), "exec")
+      << "the target, traced, would have rewritten the file: " << r.trailer;
+  EXPECT_EQ(r.markers.allocs, 0);
+}
+
+// Two traced processes given one MEMTRACE_OUTPUT: the capture file is locked while it is
+// written, so the second writes beside it (".<pid>" before the extension) and says
+// where, and both captures are whole. `memtrace run --output` naming that file refuses.
+TEST_F(PreloadTest, ASecondProcessGivenTheSameCapturePathWritesBesideIt) {
+  const std::string dir = TempDir() + "/same_path";
+  mkdir(dir.c_str(), 0755);
+  const std::string capture = dir + "/same.mtb";
+  const std::string release = dir + "/release";
+  const std::string first_out = dir + "/first.out";
+  // The first holds its capture open until `release` exists.
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e) environment.push_back(*e);
+  environment.push_back("LD_PRELOAD=" + Preload());
+  environment.push_back("MEMTRACE_OUTPUT=" + capture);
+  std::vector<char*> envp;
+  for (std::string& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = {Target(), "hold", release};
+  std::vector<char*> argp;
+  for (std::string& a : args) argp.push_back(a.data());
+  argp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, first_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  pid_t first = 0;
+  ASSERT_EQ(posix_spawn(&first, argp[0], &actions, nullptr, argp.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  // Its counts line comes after the interposer's constructor opened the capture.
+  for (int i = 0; i < 30000 && ParseCounts(ReadFile(first_out)).allocs < 0; ++i) usleep(1000);
+  ASSERT_GE(ParseCounts(ReadFile(first_out)).allocs, 0) << "the first process did not start";
+
+  const Result second = RunProgram({Target(), "basic"},
+                                   {"LD_PRELOAD=" + Preload(), "MEMTRACE_OUTPUT=" + capture});
+  ASSERT_EQ(second.status, 0) << second.err;
+  const size_t at = second.err.find("writes its capture to '");
+  ASSERT_NE(at, std::string::npos) << second.err;
+  const size_t begin = at + strlen("writes its capture to '");
+  const std::string second_capture = second.err.substr(begin, second.err.find('\'', begin) - begin);
+  EXPECT_EQ(second_capture.rfind(dir + "/same.", 0), 0u) << second_capture;
+  EXPECT_EQ(second_capture.substr(second_capture.size() - 4), ".mtb") << second_capture;
+  EXPECT_NE(second.err.find("'" + capture + "' is being written by another process"),
+            std::string::npos)
+      << second.err;
+
+  // `memtrace run` with that path refuses before it runs anything (it would remove the
+  // file another process is writing).
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "basic"}, {});
+  EXPECT_EQ(run.status, 125) << run.err;
+  EXPECT_NE(run.err.find("'" + capture + "' is being written by another traced process"),
+            std::string::npos)
+      << run.err;
+  EXPECT_EQ(run.out, "") << "the program did not run";
+
+  const int made = open(release.c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(made, 0);
+  close(made);
+  int status = 0;
+  ASSERT_EQ(waitpid(first, &status, 0), first);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+
+  absl::Status s;
+  const Replay r1 = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r1.has_trailer);
+  EXPECT_EQ(Field(r1.trailer, "complete"), "true") << r1.trailer;
+  ExpectMarkersMatch(r1, ParseCounts(ReadFile(first_out)));
+  const Replay r2 = ReplayCapture(second_capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r2.has_trailer);
+  EXPECT_EQ(Field(r2.trailer, "complete"), "true") << r2.trailer;
+  ExpectMarkersMatch(r2, ParseCounts(second.out));
 }
 
 // The mmap layer (MEMTRACE_MMAP=1, `memtrace run --mmap`): what the program leaves mapped,
