@@ -28,6 +28,8 @@ namespace memtrace {
 namespace {
 
 constexpr size_t kFlushBytes = size_t{1} << 20;
+// The lowest descriptor number a capture file opened by Open() gets (see there).
+constexpr int kHighDescriptor = 512;
 // Emptied batch vectors kept for reuse (JsonlSink::OnEpoch): a few, of ordinary size
 // (64K records, 2.5 MiB), so an outsized epoch's memory is given back.
 constexpr size_t kSpareBatches = 4;
@@ -74,12 +76,20 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& pa
   }
   // Opened without O_TRUNC: a file another sink is writing must not be emptied before its
   // lock is seen.
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) {
     const int err = errno;
     return absl::InvalidArgumentError(absl::StrCat(
         "memtrace: cannot create capture file '", path, "': ", strerror(err),
         " (errno ", err, "); check that the directory exists and is writable"));
+  }
+  // Moved far above the numbers a program's own files get (the lowest free one), so a
+  // program that closes descriptors it did not open and opens files of its own is
+  // unlikely to be handed this number; CheckStream() catches it if it is. Where the limit
+  // on open files is lower, the number stays as it is.
+  if (const int high = fcntl(fd, F_DUPFD_CLOEXEC, kHighDescriptor); high >= 0) {
+    close(fd);
+    fd = high;
   }
   struct stat st {};
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -112,7 +122,9 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& pa
   // Unbuffered: the sink batches lines itself, and a stdio buffer holding part of a batch
   // would be written twice if the program forked and the child exited through exit().
   setvbuf(f, nullptr, _IONBF, 0);
-  return FromStream(f, /*owned=*/true, path, options);
+  auto sink = FromStream(f, /*owned=*/true, path, options);
+  if (sink.ok()) (*sink)->reopenable_ = true;  // before its writer's first write
+  return sink;
 }
 
 void JsonlSink::ApplyPathExtension(const std::string& path, JsonlSinkOptions* options) {
@@ -140,6 +152,9 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::FromStream(
 JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
                      const JsonlSinkOptions& options)
     : stream_(stream), owned_(owned), name_(std::move(name)), options_(options) {
+  // What the descriptor is now; CheckStream() compares before every write.
+  fflush(stream_);
+  fstat(fileno(stream_), &identity_);
   if (options_.zstd) {
     zstd_ = std::make_unique<ZstdFileStream>(options_.zstd_level, /*checksum=*/true);
     if (!zstd_->ok()) status_ = absl::ResourceExhaustedError("memtrace: zstd context");
@@ -252,8 +267,7 @@ void JsonlSink::WriterLoop() {
     queue_.pop_front();
     writer_idle_ = false;
     lock.unlock();
-    WriteBatch(batch);
-    FlushOutput();
+    WriteBatch(batch);  // and flushes it
     lock.lock();
     queued_records_ -= batch.events.size();
     if (spare_.size() < kSpareBatches && batch.events.capacity() <= kSpareCapacity) {
@@ -438,6 +452,9 @@ void JsonlSink::WriteBatch(const Batch& batch) {
       if (buffer_.size() >= kFlushBytes) FlushOutput();
     }
   }
+  // Flushed before it is counted: a batch whose bytes did not all reach the file is
+  // counted lost, never written.
+  FlushOutput();
   std::lock_guard<std::mutex> lock(mu_);
   if (status_.ok()) {
     stats_.events_written += batch.events.size();
@@ -460,11 +477,12 @@ void JsonlSink::FlushOutput() {
   binary_.Flush();  // staged binary records, if any, go out first
   if (buffer_.empty()) return;
   bool failed = false;
-  int err = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     failed = !status_.ok();
   }
+  // Checked before every write: the bytes must not go to a file that is not the capture.
+  if (!failed) failed = !CheckStream();
   if (!failed) {
     size_t n = 0;
     bool ok;
@@ -475,22 +493,10 @@ void JsonlSink::FlushOutput() {
       ok = n == buffer_.size();
     }
     if (!ok || fflush(stream_) != 0) {
-      err = errno != 0 ? errno : EIO;
-      failed = true;
-      std::lock_guard<std::mutex> lock(mu_);
-      ++stats_.write_errors;
-      status_ = absl::DataLossError(absl::StrCat(
-          "memtrace: writing capture '", name_, "' failed: ", strerror(err), " (errno ",
-          err, "); records from here on are counted as lost and tracing goes on. Free "
-          "space or choose another path for the next capture"));
-    } else if (Unlinked()) {
-      // Writes to a removed file succeed and go nowhere anyone can read: say so.
-      std::lock_guard<std::mutex> lock(mu_);
-      ++stats_.write_errors;
-      status_ = absl::DataLossError(absl::StrCat(
-          "memtrace: the capture file '", name_, "' was removed while it was being written "
-          "(it, or its directory, was deleted); records from here on are counted as lost "
-          "and tracing goes on. Write captures where nothing cleans up behind the program"));
+      const int err = errno != 0 ? errno : EIO;
+      Fail(absl::StrCat("writing capture '", name_, "' failed: ", strerror(err), " (errno ",
+                        err, "); records from here on are counted as lost and tracing goes "
+                        "on. Free space or choose another path for the next capture"));
     } else {
       std::lock_guard<std::mutex> lock(mu_);
       stats_.bytes_written += n;
@@ -499,13 +505,65 @@ void JsonlSink::FlushOutput() {
   buffer_.clear();
 }
 
-bool JsonlSink::Unlinked() const {
+bool JsonlSink::Reopen() {
+  // Only a file Open() made has a path to open again; the same file, found by its path,
+  // is appended to (every byte written so far is there), locked again, and used from a
+  // new descriptor. The old stream is left alone (its number may be the program's).
+  if (!reopenable_) return false;
+  int fd = open(name_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return false;
+  if (const int high = fcntl(fd, F_DUPFD_CLOEXEC, kHighDescriptor); high >= 0) {
+    close(fd);
+    fd = high;
+  }
+  struct stat st {};
+  FILE* f = nullptr;
+  if (fstat(fd, &st) != 0 || st.st_dev != identity_.st_dev || st.st_ino != identity_.st_ino ||
+      (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) ||
+      (f = fdopen(fd, "a")) == nullptr) {
+    close(fd);
+    return false;
+  }
+  setvbuf(f, nullptr, _IONBF, 0);
+  stream_ = f;
+  stream_lost_ = false;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.reopened;
+  return true;
+}
+
+void JsonlSink::Fail(std::string_view what) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.write_errors;
+  if (status_.ok()) status_ = absl::DataLossError(absl::StrCat("memtrace: ", std::string(what)));
+}
+
+bool JsonlSink::CheckStream() {
   if (stream_ == nullptr) return false;
-  struct stat st;
-  // Only a regular file can be unlinked from under us; a pipe or a device has no link
-  // count to lose. One fstat per flush (at most one per drained epoch), writer thread.
-  if (fstat(fileno(stream_), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  return st.st_nlink == 0;
+  struct stat st {};
+  const int fd = fileno(stream_);
+  if (fstat(fd, &st) != 0 || st.st_dev != identity_.st_dev || st.st_ino != identity_.st_ino) {
+    // The program closed the descriptor (a daemon closing all of them, say) and may have
+    // opened a file of its own under the same number: never write there, nor close it.
+    stream_lost_ = true;
+    if (Reopen()) return CheckStream();
+    Fail(absl::StrCat("the program closed the capture's file descriptor ", fd, " ('", name_,
+                      "'); records from here on are counted as lost and tracing goes on. "
+                      "A program that closes every descriptor it did not open cannot keep "
+                      "a capture file: trace it without that step, or capture through the "
+                      "runtime API"));
+    return false;
+  }
+  // Writes to a removed file succeed and go nowhere anyone can read: say so. (Only a
+  // regular file has a link count to lose.)
+  if (S_ISREG(st.st_mode) && st.st_nlink == 0) {
+    Fail(absl::StrCat("the capture file '", name_, "' was removed while it was being written "
+                      "(it, or its directory, was deleted); records from here on are counted "
+                      "as lost and tracing goes on. Write captures where nothing cleans up "
+                      "behind the program"));
+    return false;
+  }
+  return true;
 }
 
 absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fields,
@@ -570,6 +628,11 @@ void JsonlSink::CloseOutput() {
     }
   }
   if (!owned_ || stream_ == nullptr) return;
+  if (stream_lost_) {
+    // Its descriptor is the program's now, or nobody's: the stream is left as it is.
+    stream_ = nullptr;
+    return;
+  }
   if (fclose(stream_) != 0) {
     const int err = errno;
     std::lock_guard<std::mutex> lock(mu_);

@@ -27,6 +27,8 @@
 #ifndef MEMTRACE_SINKS_JSONL_SINK_H_
 #define MEMTRACE_SINKS_JSONL_SINK_H_
 
+#include <sys/stat.h>
+
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -34,6 +36,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -96,6 +99,9 @@ struct JsonlSinkStats {
   // Two different call stacks sent under one 64-bit hash (event.h): the later one was
   // attributed to the earlier. Expected to stay 0.
   uint64_t stack_collisions = 0;
+  // Times the program closed the capture's descriptor and the sink opened the file again
+  // by its path (Open()'s sinks), losing nothing.
+  uint64_t reopened = 0;
   // CPU time (user + system) the writer thread has used so far: encoding, compressing and
   // writing (runtime/thread_cpu_time.h).
   uint64_t writer_cpu_ns = 0;
@@ -179,13 +185,24 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   void Emit(const std::string& line);
   void FlushOutput();
   void CloseOutput();
-  // True when the capture is a regular file with no name left (it or its directory was
-  // removed): writes still succeed, but nobody can read them.
-  bool Unlinked() const;
+  // False, with the status set, when the stream must not be written: its descriptor no
+  // longer refers to the file it was opened on (the program closed it, and the number
+  // may be a file of the program's now), or the file has no name left (it or its
+  // directory was removed: writes would succeed, but nobody could read them).
+  bool CheckStream();
+  // After the program closed the stream's descriptor: opens the same file again by its
+  // path (Open()'s sinks only), appending, under the lock again. False when that cannot
+  // be done or the path now names another file.
+  bool Reopen();
+  // Sets the status (the first failure wins) and counts a write error.
+  void Fail(std::string_view what);
 
   std::unique_ptr<ZstdFileStream> zstd_;  // when compressing
 
   FILE* stream_;
+  struct stat identity_ {};   // the stream's file when the sink was made (CheckStream())
+  bool stream_lost_ = false;  // writer thread: the descriptor is not ours any more
+  bool reopenable_ = false;   // made by Open(): name_ is the file's path
   const bool owned_;
   const std::string name_;
   const JsonlSinkOptions options_;

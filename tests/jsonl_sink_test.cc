@@ -6,6 +6,7 @@
 
 #include "sinks/jsonl_sink.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -372,6 +373,17 @@ TEST(JsonlSinkTest, QueueOverflowDropsAndCountsInsteadOfBlocking) {
 
 // The drainer's path: the sink takes the records out of the drainer's vector (no copy)
 // and leaves it an empty one; the capture has every record, in order.
+// A JSONL capture from its header to its trailer, with `allocs` alloc lines.
+void ExpectWholeCapture(const std::string& path, int allocs) {
+  const std::vector<std::string> lines = ReadLines(path);
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(TypeOf(lines.front()), "header");
+  EXPECT_EQ(TypeOf(lines.back()), "trailer");
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& l) { return TypeOf(l) == "alloc"; }),
+            allocs);
+}
+
 // A capture file is locked while a sink writes it: a second sink on it, in this process
 // or another, is refused (kUnavailable, naming the file) and the first capture is whole.
 TEST(JsonlSinkTest, ASecondSinkOnAFileBeingWrittenIsRefusedAndTheFileStaysWhole) {
@@ -387,13 +399,7 @@ TEST(JsonlSinkTest, ASecondSinkOnAFileBeingWrittenIsRefusedAndTheFileStaysWhole)
             std::string::npos)
       << second.status();
   ASSERT_TRUE(first->Finish(Snapshot{}).ok());
-  const std::vector<std::string> lines = ReadLines(path);
-  ASSERT_GE(lines.size(), 3u);
-  EXPECT_EQ(TypeOf(lines.front()), "header");
-  EXPECT_EQ(TypeOf(lines.back()), "trailer");
-  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
-                          [](const std::string& l) { return TypeOf(l) == "alloc"; }),
-            1);
+  ExpectWholeCapture(path, 1);
   first.reset();  // closed: the lock goes with it
   auto third = JsonlSink::Open(path);
   ASSERT_TRUE(third.ok()) << third.status();
@@ -446,6 +452,70 @@ TEST(JsonlSinkTest, AForkedChildKeepsTheFileLockedUnlessItReleasesTheSink) {
     ASSERT_TRUE(after.ok()) << after.status();
     ASSERT_TRUE((*after)->Finish(Snapshot{}).ok());
   }
+}
+
+// The descriptor this process has open on `path`, from /proc/self/fd, or -1.
+int DescriptorOf(const std::string& path) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    const std::filesystem::path target = std::filesystem::read_symlink(entry.path(), error);
+    if (!error && target == path) return std::stoi(entry.path().filename().string());
+  }
+  return -1;
+}
+
+std::vector<ObservedEvent> OneAlloc(uint64_t address, uint64_t ticket) {
+  return {{Event{address, Event::PackKindSize(EventKind::kAlloc, 0, 8), 0x400000, 0}, ticket}};
+}
+
+// The program closes the capture's descriptor and a file of its own takes the number: the
+// sink writes nothing there, opens the capture again by its path, and loses nothing.
+TEST(JsonlSinkTest, ACaptureWhoseDescriptorTheProgramClosedIsOpenedAgain) {
+  const std::string path = TempPath("reopened.jsonl");
+  const std::string own = TempPath("reopened.own");
+  auto sink = JsonlSink::Open(path).value();
+  std::vector<ObservedEvent> events = OneAlloc(0x1000, 1);
+  sink->OnEpochRecords(1, 0, events);
+  const int fd = DescriptorOf(path);
+  ASSERT_GE(fd, 512) << "Open() moves the capture far above the program's descriptors";
+  const int theirs = open(own.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(theirs, 0);
+  ASSERT_EQ(dup2(theirs, fd), fd);  // closes the capture's descriptor, takes its number
+  events = OneAlloc(0x2000, 2);
+  sink->OnEpochRecords(2, 0, events);
+  ASSERT_TRUE(sink->Finish(Snapshot{}).ok()) << sink->status();
+  EXPECT_EQ(sink->stats().reopened, 1u);
+  EXPECT_EQ(sink->stats().events_written, 2u);
+  EXPECT_NE(fcntl(fd, F_GETFD), -1) << "the program's descriptor stays open";
+  close(fd);
+  close(theirs);
+  EXPECT_EQ(std::filesystem::file_size(own), 0u) << "nothing went into the program's file";
+  ExpectWholeCapture(path, 2);
+}
+
+// A stream the sink was handed has no path to open again: the loss is reported and
+// counted, and the descriptor (the program's now) is neither written nor closed.
+TEST(JsonlSinkTest, AStreamWhoseDescriptorTheProgramClosedIsReportedNotWritten) {
+  const std::string own = TempPath("lost_stream.own");
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  auto sink = JsonlSink::FromStream(fdopen(fds[1], "w"), /*owned=*/true, "a pipe").value();
+  const int theirs = open(own.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(theirs, 0);
+  ASSERT_EQ(dup2(theirs, fds[1]), fds[1]);
+  std::vector<ObservedEvent> events = OneAlloc(0x1000, 1);
+  sink->OnEpochRecords(1, 0, events);
+  const absl::Status finished = sink->Finish(Snapshot{});
+  EXPECT_EQ(finished.code(), absl::StatusCode::kDataLoss) << finished;
+  EXPECT_NE(finished.message().find("the program closed the capture's file descriptor"),
+            std::string::npos)
+      << finished;
+  EXPECT_GE(sink->stats().events_lost, 1u);
+  EXPECT_NE(fcntl(fds[1], F_GETFD), -1) << "the sink did not close the program's descriptor";
+  close(fds[1]);
+  close(theirs);
+  close(fds[0]);
+  EXPECT_EQ(std::filesystem::file_size(own), 0u);
 }
 
 TEST(JsonlSinkTest, OnEpochRecordsTakesTheDrainersVector) {

@@ -28,6 +28,11 @@
 //               drainer and the writer are there (they start with the program)
 //   hold FILE   allocates, prints its counts, then waits for FILE to exist (at most a
 //               minute) before it ends: a process whose capture stays open meanwhile
+//   close-fds FILE
+//               closes every descriptor above stderr (as a daemon does), opens FILE and
+//               takes the next 1,000 numbers with copies of it, allocates, writes "USER\n"
+//               to FILE and ends: the capture's descriptor is gone, and its number is
+//               the program's
 
 #include <malloc.h>
 #include <stdio.h>
@@ -311,6 +316,23 @@ void Crash() {
   *null = 1;
 }
 
+void CloseDescriptors(const char* file) {
+  for (int fd = 3; fd < 4096; ++fd) close(fd);
+  const int own = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (own < 0) {
+    perror("open");
+    exit(3);
+  }
+  for (int i = 0; i < 1000; ++i) {
+    if (dup(own) < 0) break;  // the limit on open files
+  }
+  AllocateMarkers(200);
+  usleep(20000);  // a few epochs: the writer writes meanwhile
+  AllocateMarkers(200);
+  if (write(own, "USER\n", 5) != 5) exit(4);
+  PrintCounts();
+}
+
 void Hold(const char* file) {
   AllocateMarkers(40);
   PrintCounts();
@@ -470,10 +492,12 @@ int main(int argc, char** argv) {
     Threads();
   } else if (mode == "hold" && argc > 2) {
     Hold(argv[2]);
+  } else if (mode == "close-fds" && argc > 2) {
+    CloseDescriptors(argv[2]);
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
-                    "hold FILE\n");
+                    "hold FILE|close-fds FILE\n");
     return 2;
   }
   return 0;

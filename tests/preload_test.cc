@@ -562,6 +562,25 @@ TEST_F(PreloadTest, ASecondProcessGivenTheSameCapturePathWritesBesideIt) {
   ExpectMarkersMatch(r2, ParseCounts(second.out));
 }
 
+// A program that closes every descriptor it did not open, then opens a file of its own
+// and copies it into the next thousand numbers (the capture's among them): the sink sees
+// its descriptor is no longer the capture before it writes, opens the capture again by
+// its path, and loses nothing; the program's file holds only what the program wrote.
+TEST_F(PreloadTest, AProgramClosingTheCapturesDescriptorLosesNothingAndGetsNoCaptureBytes) {
+  const std::string capture = TempDir() + "/closed_fd.mtb";
+  const std::string own = TempDir() + "/closed_fd.own";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "close-fds", own}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(ReadFile(own), "USER\n") << "capture bytes went into the program's file";
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
+  ExpectMarkersMatch(r, ParseCounts(run.out));
+}
+
 // The mmap layer (MEMTRACE_MMAP=1, `memtrace run --mmap`): what the program leaves mapped,
 // by its own count, is what the capture's "mmap" layer holds live; without the setting
 // there is no such layer.
