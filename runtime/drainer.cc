@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "runtime/internal/thread_state.h"
+#include "runtime/memtrace_thread.h"
 #include "transport/ticket.h"
 
 namespace memtrace {
@@ -75,7 +76,7 @@ void Drainer::Start() {
   clock_->Reopen(open_epoch_);
   // Release: pairs with the acquire load in running(); the thread below sees the state.
   running_.store(true, std::memory_order_release);
-  thread_ = std::thread([this] { Run(); });
+  thread_ = StartMemtraceThread([this] { Run(); });  // signals blocked: memtrace_thread.h
 }
 
 void Drainer::Stop() {

@@ -2,9 +2,7 @@
 
 #include "sinks/jsonl_sink.h"
 
-#include <pthread.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/internal/thread_state.h"
 #include "runtime/layer_table.h"
+#include "runtime/memtrace_thread.h"
 #include "runtime/module_map.h"
 #include "runtime/scope_table.h"
 #include "sinks/json_text.h"
@@ -167,7 +166,7 @@ JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
       ",\"clock\":\"unix_ns\",\"started_unix_ns\":", UnixNowNs(),
       ",\"source\":", JsonQuote(options_.source), ",\"time_resolution\":\"epoch\"",
       options_.header_fields.empty() ? "" : ",", options_.header_fields, "}"));
-  writer_ = std::thread([this] { WriterLoop(); });
+  writer_ = StartMemtraceThread([this] { WriterLoop(); });  // signals blocked
 }
 
 JsonlSink::~JsonlSink() {
@@ -242,12 +241,9 @@ void JsonlSink::WriterLoop() {
   runtime_internal::MarkInternalThread();  // the sink never traces itself
   PlaceMemtraceThread("memtrace-write", options_.writer_cpus);
   writer_cpu_.Attach();
-  // A closed pipe must become EPIPE from write(), not SIGPIPE killing the program: the
-  // signal goes to the thread that wrote, and this thread blocks it.
-  sigset_t block;
-  sigemptyset(&block);
-  sigaddset(&block, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &block, nullptr);
+  // A closed pipe becomes EPIPE from write(), not SIGPIPE killing the program: the signal
+  // goes to the thread that wrote, and this one started with it blocked, as with every
+  // asynchronous signal (StartMemtraceThread).
   FlushOutput();  // the header
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {

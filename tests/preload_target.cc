@@ -33,6 +33,9 @@
 //               takes the next 1,000 numbers with copies of it, allocates, writes "USER\n"
 //               to FILE and ends: the capture's descriptor is gone, and its number is
 //               the program's
+//   signalfd    blocks SIGTERM, as a service reading it from a signalfd does, allocates,
+//               prints "ready", waits for SIGTERM there (at most a minute), prints
+//               "graceful shutdown" and its counts
 
 #include <malloc.h>
 #include <stdio.h>
@@ -40,7 +43,10 @@
 #include <string.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -333,6 +339,28 @@ void CloseDescriptors(const char* file) {
   PrintCounts();
 }
 
+void WaitForSigterm() {
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigprocmask(SIG_BLOCK, &term, nullptr);
+  const int fd = signalfd(-1, &term, 0);
+  if (fd < 0) {
+    perror("signalfd");
+    exit(3);
+  }
+  AllocateMarkers(100);
+  printf("ready\n");
+  fflush(stdout);
+  pollfd p{fd, POLLIN, 0};
+  signalfd_siginfo info{};
+  if (poll(&p, 1, 60000) == 1 && read(fd, &info, sizeof(info)) == sizeof(info)) {
+    printf("graceful shutdown on signal %u\n", info.ssi_signo);
+  }
+  AllocateMarkers(100);
+  PrintCounts();
+}
+
 void Hold(const char* file) {
   AllocateMarkers(40);
   PrintCounts();
@@ -494,10 +522,12 @@ int main(int argc, char** argv) {
     Hold(argv[2]);
   } else if (mode == "close-fds" && argc > 2) {
     CloseDescriptors(argv[2]);
+  } else if (mode == "signalfd") {
+    WaitForSigterm();
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
-                    "hold FILE|close-fds FILE\n");
+                    "hold FILE|close-fds FILE|signalfd\n");
     return 2;
   }
   return 0;

@@ -8,6 +8,7 @@
 // fall back; a static program and the CLI itself are never traced.
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -487,6 +488,58 @@ TEST_F(PreloadTest, AProgramsOwnUnsetenvDoesNotKeepTheInterposerInItsChildren) {
   EXPECT_EQ(r.markers.allocs, 0);
 }
 
+// Starts argv under the interposer (LD_PRELOAD, MEMTRACE_OUTPUT=`capture`) without
+// waiting for it; its stdout goes to `out`. Returns its pid, or -1.
+pid_t SpawnTraced(const std::vector<std::string>& argv, const std::string& capture,
+                  const std::string& out) {
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e) environment.push_back(*e);
+  environment.push_back("LD_PRELOAD=" + Preload());
+  environment.push_back("MEMTRACE_OUTPUT=" + capture);
+  std::vector<char*> envp;
+  for (std::string& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = argv;
+  std::vector<char*> argp;
+  for (std::string& a : args) argp.push_back(a.data());
+  argp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int error = posix_spawn(&pid, argp[0], &actions, nullptr, argp.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  return error == 0 ? pid : -1;
+}
+
+// A service that blocks SIGTERM and reads it from a signalfd: a SIGTERM sent to it is
+// its own to read (memtrace's threads start with signals blocked), so it shuts down as it
+// means to and the capture is whole. Before, the drainer or the writer took the signal
+// and its default action ended the process: no shutdown, no trailer.
+TEST_F(PreloadTest, AServiceReadingSigtermFromASignalfdStillGetsIt) {
+  const std::string capture = TempDir() + "/signalfd.mtb";
+  const std::string out = TempDir() + "/signalfd.out";
+  const pid_t pid = SpawnTraced({Target(), "signalfd"}, capture, out);
+  ASSERT_GT(pid, 0);
+  for (int i = 0; i < 30000 && ReadFile(out).find("ready") == std::string::npos; ++i) {
+    usleep(1000);
+  }
+  ASSERT_NE(ReadFile(out).find("ready"), std::string::npos) << "the service did not start";
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  const std::string printed = ReadFile(out);
+  EXPECT_NE(printed.find("graceful shutdown on signal 15"), std::string::npos) << printed;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
+  ExpectMarkersMatch(r, ParseCounts(printed));
+}
+
 // Two traced processes given one MEMTRACE_OUTPUT: the capture file is locked while it is
 // written, so the second writes beside it (".<pid>" before the extension) and says
 // where, and both captures are whole. `memtrace run --output` naming that file refuses.
@@ -497,24 +550,8 @@ TEST_F(PreloadTest, ASecondProcessGivenTheSameCapturePathWritesBesideIt) {
   const std::string release = dir + "/release";
   const std::string first_out = dir + "/first.out";
   // The first holds its capture open until `release` exists.
-  std::vector<std::string> environment;
-  for (char** e = environ; *e != nullptr; ++e) environment.push_back(*e);
-  environment.push_back("LD_PRELOAD=" + Preload());
-  environment.push_back("MEMTRACE_OUTPUT=" + capture);
-  std::vector<char*> envp;
-  for (std::string& e : environment) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = {Target(), "hold", release};
-  std::vector<char*> argp;
-  for (std::string& a : args) argp.push_back(a.data());
-  argp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, first_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  pid_t first = 0;
-  ASSERT_EQ(posix_spawn(&first, argp[0], &actions, nullptr, argp.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&actions);
+  const pid_t first = SpawnTraced({Target(), "hold", release}, capture, first_out);
+  ASSERT_GT(first, 0);
   // Its counts line comes after the interposer's constructor opened the capture.
   for (int i = 0; i < 30000 && ParseCounts(ReadFile(first_out)).allocs < 0; ++i) usleep(1000);
   ASSERT_GE(ParseCounts(ReadFile(first_out)).allocs, 0) << "the first process did not start";
