@@ -126,8 +126,8 @@ __attribute__((constructor)) static void memtrace_ab_start_idle(void) {
 EOF
 cc -O2 -shared -fPIC -o "$work/idle_thread.so" "$work/idle_thread.c" -lpthread
 
-# One run of variant $1: prints the main thread's CPU seconds, the run's wall seconds and
-# the process's CPU seconds (user + system).
+# One run of variant $1: prints the main thread's CPU seconds, the run's wall seconds, the
+# process's CPU seconds (user + system), and memtrace's drainer and writer CPU ms.
 run_variant() {
   local spec="$1" label so settings preload
   label="${spec%%=*}"
@@ -159,18 +159,28 @@ run_variant() {
     cat "$work/stderr" >&2
     return 1
   fi
+  # memtrace's own threads, from the capture's trailer (its JSON text is stored as is in
+  # the binary encoding too); "-" for an untraced run or a capture without the field.
+  local own="- -"
+  if [[ -f "$work/capture.mtb" ]]; then
+    own=$(grep -a -o '"memtrace_cpu_ns":{"drainer":[0-9]*,"writer":[0-9]*}' \
+            "$work/capture.mtb" | tail -1 | tr -c '0-9' ' ' |
+          awk 'NF == 2 {printf "%.1f %.1f", $1 / 1e6, $2 / 1e6; exit} END {if (NF != 2) print "- -"}')
+    rm -f "$work/capture.mtb"
+  fi
   echo "$cpu $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.4f", (b - a) / 1e9}')" \
-    "$(awk '{printf "%.3f", $1 + $2}' <<< "$times")"
+    "$(awk '{printf "%.3f", $1 + $2}' <<< "$times")" "$own"
 }
 
-declare -A cpu wall process
+declare -A cpu wall process drainer writer
 for _ in $(seq "$runs"); do
   for spec in "${variants[@]}"; do
     s="$(run_variant "$spec")" || exit 1
-    read -r c w p <<< "$s"
+    read -r c w p d t <<< "$s"
     cpu["${spec%%=*}"]+=" $c"
     wall["${spec%%=*}"]+=" $w"
     process["${spec%%=*}"]+=" $p"
+    [[ "$d" != - ]] && drainer["${spec%%=*}"]+=" $d" && writer["${spec%%=*}"]+=" $t"
   done
 done
 
@@ -209,4 +219,15 @@ for spec in "${variants[@]}"; do
     unset -n values
   done
   printf '%-14s | %15s %15s | %15s %15s | %15s %15s\n' "$label" "${row[@]}"
+done
+
+# memtrace's drainer and writer threads (each capture's trailer, memtrace_cpu_ns), medians.
+echo
+printf '%-14s | %-33s\n' "" "memtrace's threads' CPU ms, median"
+printf '%-14s | %16s %16s\n' variant drainer writer
+for spec in "${variants[@]}"; do
+  label="${spec%%=*}"
+  [[ -n "${drainer[$label]:-}" ]] || continue
+  printf '%-14s | %16s %16s\n' "$label" "$(median <<< "${drainer[$label]}")" \
+    "$(median <<< "${writer[$label]}")"
 done
