@@ -3,6 +3,7 @@
 #include "sinks/jsonl_sink.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -121,9 +122,14 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& pa
   // Unbuffered: the sink batches lines itself, and a stdio buffer holding part of a batch
   // would be written twice if the program forked and the child exited through exit().
   setvbuf(f, nullptr, _IONBF, 0);
-  auto sink = FromStream(f, /*owned=*/true, path, options);
-  if (sink.ok()) (*sink)->reopenable_ = true;  // before its writer's first write
-  return sink;
+  // The path to open the file again by (Reopen()), absolute: the program may change its
+  // working directory.
+  std::string reopen_path = path;
+  if (path.empty() || path[0] != '/') {
+    char cwd[PATH_MAX];
+    reopen_path = getcwd(cwd, sizeof(cwd)) != nullptr ? absl::StrCat(cwd, "/", path) : "";
+  }
+  return Create(f, /*owned=*/true, path, options, std::move(reopen_path));
 }
 
 void JsonlSink::ApplyPathExtension(const std::string& path, JsonlSinkOptions* options) {
@@ -137,6 +143,13 @@ void JsonlSink::ApplyPathExtension(const std::string& path, JsonlSinkOptions* op
 
 absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::FromStream(
     FILE* stream, bool owned, const std::string& name, const JsonlSinkOptions& options) {
+  return Create(stream, owned, name, options, /*reopen_path=*/"");
+}
+
+absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Create(FILE* stream, bool owned,
+                                                             const std::string& name,
+                                                             const JsonlSinkOptions& options,
+                                                             std::string reopen_path) {
   if (stream == nullptr) {
     return absl::InvalidArgumentError("memtrace: JsonlSink needs an open stream");
   }
@@ -144,13 +157,18 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::FromStream(
     if (owned) fclose(stream);  // the sink would have owned it
     return absl::InvalidArgumentError(absl::StrCat("memtrace: writer_cpus: ", s.message()));
   }
-  std::unique_ptr<JsonlSink> sink(new JsonlSink(stream, owned, name, options));
+  std::unique_ptr<JsonlSink> sink(
+      new JsonlSink(stream, owned, name, options, std::move(reopen_path)));
   return sink;
 }
 
 JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
-                     const JsonlSinkOptions& options)
-    : stream_(stream), owned_(owned), name_(std::move(name)), options_(options) {
+                     const JsonlSinkOptions& options, std::string reopen_path)
+    : stream_(stream),
+      owned_(owned),
+      name_(std::move(name)),
+      reopen_path_(std::move(reopen_path)),
+      options_(options) {
   // What the descriptor is now; CheckStream() compares before every write.
   fflush(stream_);
   fstat(fileno(stream_), &identity_);
@@ -505,8 +523,8 @@ bool JsonlSink::Reopen() {
   // Only a file Open() made has a path to open again; the same file, found by its path,
   // is appended to (every byte written so far is there), locked again, and used from a
   // new descriptor. The old stream is left alone (its number may be the program's).
-  if (!reopenable_) return false;
-  int fd = open(name_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (reopen_path_.empty()) return false;
+  int fd = open(reopen_path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) return false;
   if (const int high = fcntl(fd, F_DUPFD_CLOEXEC, kHighDescriptor); high >= 0) {
     close(fd);

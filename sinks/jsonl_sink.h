@@ -160,7 +160,13 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
     std::vector<ObservedEvent> events;
   };
 
-  JsonlSink(FILE* stream, bool owned, std::string name, const JsonlSinkOptions& options);
+  // FromStream(), and Open() with the file's absolute path for Reopen() ("": none).
+  static absl::StatusOr<std::unique_ptr<JsonlSink>> Create(FILE* stream, bool owned,
+                                                           const std::string& name,
+                                                           const JsonlSinkOptions& options,
+                                                           std::string reopen_path);
+  JsonlSink(FILE* stream, bool owned, std::string name, const JsonlSinkOptions& options,
+            std::string reopen_path);
   // A vector the writer gave back (empty, with capacity), or a new one.
   std::vector<ObservedEvent> TakeSpare();
   // Queues an epoch's records for the writer, waiting or dropping as the options say.
@@ -191,8 +197,8 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   // directory was removed: writes would succeed, but nobody could read them).
   bool CheckStream();
   // After the program closed the stream's descriptor: opens the same file again by its
-  // path (Open()'s sinks only), appending, under the lock again. False when that cannot
-  // be done or the path now names another file.
+  // absolute path (Open()'s sinks only), appending, under the lock again. False when
+  // that cannot be done or the path now names another file.
   bool Reopen();
   // Sets the status (the first failure wins) and counts a write error.
   void Fail(std::string_view what);
@@ -202,9 +208,9 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   FILE* stream_;
   struct stat identity_ {};   // the stream's file when the sink was made (CheckStream())
   bool stream_lost_ = false;  // writer thread: the descriptor is not ours any more
-  bool reopenable_ = false;   // made by Open(): name_ is the file's path
   const bool owned_;
   const std::string name_;
+  const std::string reopen_path_;  // Open()'s file, absolute; "" for a stream handed in
   const JsonlSinkOptions options_;
 
   mutable std::mutex mu_;

@@ -473,7 +473,12 @@ std::vector<ObservedEvent> OneAlloc(uint64_t address, uint64_t ticket) {
 TEST(JsonlSinkTest, ACaptureWhoseDescriptorTheProgramClosedIsOpenedAgain) {
   const std::string path = TempPath("reopened.jsonl");
   const std::string own = TempPath("reopened.own");
-  auto sink = JsonlSink::Open(path).value();
+  // Opened by a relative path, and the program changes its directory before the capture
+  // has to be opened again.
+  const std::filesystem::path start = std::filesystem::current_path();
+  std::filesystem::current_path(std::filesystem::path(path).parent_path());
+  auto sink = JsonlSink::Open("reopened.jsonl").value();
+  std::filesystem::current_path("/");
   std::vector<ObservedEvent> events = OneAlloc(0x1000, 1);
   sink->OnEpochRecords(1, 0, events);
   const int fd = DescriptorOf(path);
@@ -484,6 +489,7 @@ TEST(JsonlSinkTest, ACaptureWhoseDescriptorTheProgramClosedIsOpenedAgain) {
   events = OneAlloc(0x2000, 2);
   sink->OnEpochRecords(2, 0, events);
   ASSERT_TRUE(sink->Finish(Snapshot{}).ok()) << sink->status();
+  std::filesystem::current_path(start);
   EXPECT_EQ(sink->stats().reopened, 1u);
   EXPECT_EQ(sink->stats().events_written, 2u);
   EXPECT_NE(fcntl(fd, F_GETFD), -1) << "the program's descriptor stays open";
