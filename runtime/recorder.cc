@@ -4,6 +4,7 @@
 
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -59,6 +60,10 @@ absl::Status Recorder::Start() {
         "memtrace: Start() called on a recorder that is already running; call Stop() "
         "first");
   }
+  // Relaxed: read by WaitForSpace() in this process's threads after they found a ring
+  // full, which they only can once records flow, well after this store; a stale 0 there
+  // means a getpid() mismatch and no wait, never a wrong wait.
+  drainer_pid_.store(getpid(), std::memory_order_relaxed);
   drainer_.Start();
   return absl::OkStatus();
 }
@@ -169,7 +174,15 @@ void Recorder::RetireAfterExit() noexcept {
 
 bool Recorder::WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept {
   if (config_.overflow_policy != OverflowPolicy::kWaitThenFail ||
-      config_.overflow_wait <= absl::ZeroDuration() || !drainer_.running()) {
+      config_.overflow_wait <= absl::ZeroDuration() || !drainer_.running() ||
+      forked_away_.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  // A copy of the recorder in a child forked without fork handlers says the drainer runs,
+  // but no drainer runs there: waiting would stall every record for overflow_wait. Asked
+  // here only, when a ring is full, so the hot path never makes the system call.
+  if (getpid() != drainer_pid_.load(std::memory_order_relaxed)) {
+    forked_away_.store(true, std::memory_order_relaxed);
     return false;
   }
   ring->CountWaited();

@@ -43,6 +43,8 @@
 #ifndef MEMTRACE_RUNTIME_RECORDER_H_
 #define MEMTRACE_RUNTIME_RECORDER_H_
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -472,6 +474,13 @@ class Recorder {
   Drainer drainer_;
 
   std::mutex lifecycle_mu_;
+  // The process the drainer runs in (Start()), and whether a full ring was found in
+  // another one: a child made by a fork that ran no fork handler (_Fork(), a raw clone),
+  // whose copy of the recorder has no drainer. Its threads then never wait for room
+  // (WaitForSpace). Relaxed atomics: each process reads its own copy; a stale read only
+  // costs one more getpid().
+  std::atomic<pid_t> drainer_pid_{0};
+  std::atomic<bool> forked_away_{false};
   // Slow-path counters (no ring to count in, or the recorder is stopped).
   std::atomic<uint64_t> rings_unavailable_{0};
   std::atomic<uint64_t> not_recording_{0};

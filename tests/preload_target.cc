@@ -33,6 +33,11 @@
 //               takes the next 1,000 numbers with copies of it, allocates, writes "USER\n"
 //               to FILE and ends: the capture's descriptor is gone, and its number is
 //               the program's
+//   raw-fork    forks with _Fork() (no fork handlers run, so the child keeps an active
+//               tracer copy without its drainer); the child makes 100,000 small
+//               allocations and ends; the parent prints "child finished" if it did within
+//               30 s ("child stuck" otherwise, and kills it), then allocates and prints
+//               its counts
 //   signalfd    blocks SIGTERM, as a service reading it from a signalfd does, allocates,
 //               prints "ready", waits for SIGTERM there (at most a minute), prints
 //               "graceful shutdown" and its counts
@@ -339,6 +344,36 @@ void CloseDescriptors(const char* file) {
   PrintCounts();
 }
 
+void RawFork() {
+  AllocateMarkers(10);
+  const pid_t child = _Fork();
+  if (child < 0) {
+    perror("_Fork");
+    exit(3);
+  }
+  if (child == 0) {
+    for (int i = 0; i < 100000; ++i) {
+      void* p = malloc(64 + i % 7);
+      asm volatile("" : : "r"(p) : "memory");  // keep the pair
+      free(p);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  bool finished = false;
+  for (int i = 0; i < 30000 && !finished; ++i) {
+    finished = waitpid(child, &status, WNOHANG) == child;
+    if (!finished) usleep(1000);
+  }
+  if (!finished) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  printf("%s\n", finished && WIFEXITED(status) ? "child finished" : "child stuck");
+  AllocateMarkers(10);
+  PrintCounts();
+}
+
 void WaitForSigterm() {
   sigset_t term;
   sigemptyset(&term);
@@ -522,12 +557,14 @@ int main(int argc, char** argv) {
     Hold(argv[2]);
   } else if (mode == "close-fds" && argc > 2) {
     CloseDescriptors(argv[2]);
+  } else if (mode == "raw-fork") {
+    RawFork();
   } else if (mode == "signalfd") {
     WaitForSigterm();
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
-                    "hold FILE|close-fds FILE|signalfd\n");
+                    "hold FILE|close-fds FILE|raw-fork|signalfd\n");
     return 2;
   }
   return 0;
