@@ -37,6 +37,8 @@
 //     environment array main() gets, never through the program's unsetenv() (bash has
 //     its own; preload_config.h, DropFromPreload). A process that finds its capture path
 //     locked by another (JsonlSink::Open) writes "NAME.<pid>.EXT" instead and says so.
+//   - dlclose(): the loaded modules are noted before an object may be unmapped, so call
+//     sites in a plugin the program unloaded still symbolize.
 //   - exec: the capture is finished (trailer "ended_by":"exec", and "exec": the program
 //     named) before the process image is replaced; if exec fails the process goes on
 //     untraced.
@@ -81,6 +83,7 @@
 #include "preload/unwind.h"
 #include "runtime/internal/thread_state.h"
 #include "runtime/layer_table.h"
+#include "runtime/module_map.h"
 #include "runtime/tracer.h"
 #include "sinks/json_text.h"
 #include "sinks/jsonl_sink.h"
@@ -103,6 +106,7 @@ using ExecvpeFn = int (*)(const char*, char* const[], char* const[]);
 using MmapFn = void* (*)(void*, size_t, int, int, int, off_t);
 using MunmapFn = int (*)(void*, size_t);
 using MremapFn = void* (*)(void*, size_t, size_t, int, ...);
+using DlcloseFn = int (*)(void*);
 
 struct RealFunctions {
   MallocFn malloc;
@@ -120,6 +124,7 @@ struct RealFunctions {
   MmapFn mmap;
   MunmapFn munmap;
   MremapFn mremap;
+  DlcloseFn dlclose;
 };
 
 RealFunctions real;
@@ -184,6 +189,7 @@ __attribute__((noinline)) bool ResolveOnce() noexcept {
   Resolve(&real.mmap, "mmap");
   Resolve(&real.munmap, "munmap");
   Resolve(&real.mremap, "mremap");
+  Resolve(&real.dlclose, "dlclose");
   if (real.malloc == nullptr || real.free == nullptr || real.calloc == nullptr ||
       real.realloc == nullptr) {
     static const char kMessage[] =
@@ -841,6 +847,15 @@ __attribute__((destructor(101))) void PreloadDestructor() { Finish("exit", false
 
 void BeforeExec(const char* target) { Finish("exec", false, target); }
 
+// Before dlclose() may unmap an object (and the objects only it needed): the modules
+// loaded now go to the sink, which lists them with the capture's module map at the end,
+// so call sites inside them still symbolize after they are gone.
+void BeforeDlclose() {
+  if (phase.load(std::memory_order_relaxed) != kTracing || sink == nullptr) return;
+  runtime_internal::ReentrancyGuard guard;
+  sink->KeepModules(LoadedModules());
+}
+
 // ---- The mmap layer (MEMTRACE_MMAP=1) ---------------------------------------------------
 
 void RecordMappingOps(Recorder& r, const std::vector<preload_internal::MappingOp>& ops) {
@@ -1107,6 +1122,14 @@ MEMTRACE_EXPORT int execve(const char* path, char* const argv[], char* const env
   Resolved();
   memtrace::BeforeExec(path);
   return real.execve(path, argv, envp);
+}
+
+// dlclose: the modules are noted first (BeforeDlclose).
+MEMTRACE_EXPORT int dlclose(void* handle) {
+  Resolved();
+  memtrace::BeforeDlclose();
+  // Found in libc since glibc 2.34; should it be missing, the object stays loaded.
+  return real.dlclose != nullptr ? real.dlclose(handle) : 0;
 }
 
 MEMTRACE_EXPORT int execv(const char* path, char* const argv[]) {

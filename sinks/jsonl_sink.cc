@@ -598,9 +598,21 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
   }
   const bool complete =
       !mark_partial && snap.integrity.complete() && s.events_lost == 0 && status().ok();
-  // The module map goes last, so it includes libraries loaded while tracing.
+  // The module map goes last, so it includes libraries loaded while tracing. Modules
+  // kept from before a dlclose() that are no longer loaded come first: a reader lets a
+  // later line win where two overlap (the address range was reused).
   std::vector<std::string> lines;
-  for (const ModuleInfo& m : LoadedModules()) {
+  const std::vector<ModuleInfo> loaded = LoadedModules();
+  std::map<std::pair<uint64_t, std::string>, ModuleInfo> unloaded;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    unloaded = kept_modules_;
+  }
+  for (const ModuleInfo& m : loaded) unloaded.erase({m.start, m.path});
+  for (const auto& [key, m] : unloaded) {
+    lines.push_back(JsonModuleLine(m.path, m.start, m.end, m.offset, m.build_id));
+  }
+  for (const ModuleInfo& m : loaded) {
     lines.push_back(JsonModuleLine(m.path, m.start, m.end, m.offset, m.build_id));
   }
   {
@@ -656,6 +668,11 @@ void JsonlSink::CloseOutput() {
     }
   }
   stream_ = nullptr;
+}
+
+void JsonlSink::KeepModules(const std::vector<ModuleInfo>& modules) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const ModuleInfo& m : modules) kept_modules_.try_emplace({m.start, m.path}, m);
 }
 
 void JsonlSink::ReleaseInForkedChild() noexcept {

@@ -33,11 +33,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -46,6 +48,7 @@
 #include "absl/time/time.h"
 #include "runtime/cpu_list.h"
 #include "runtime/event_observer.h"
+#include "runtime/module_map.h"
 #include "runtime/site_table.h"
 #include "runtime/snapshot.h"
 #include "runtime/thread_cpu_time.h"
@@ -146,6 +149,12 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   absl::Status status() const;
   JsonlSinkStats stats() const;
 
+  // Modules (runtime/module_map.h) to list in the capture's module map at Finish() even if
+  // they are unloaded by then: the interposer hands over what is loaded before each
+  // dlclose(). Each distinct one is kept once; one still loaded at Finish() is listed
+  // as loaded. Any thread.
+  void KeepModules(const std::vector<ModuleInfo>& modules);
+
   // For a child forked while the sink was open, in the child, before anything else uses
   // the sink there: closes the child's copy of the file descriptor, so the capture file's
   // lock (Open()) goes when the parent closes the file, not when the child ends. Touches
@@ -223,6 +232,8 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   bool finished_ = false;
   JsonlSinkStats stats_;
   absl::Status status_;
+  // KeepModules(): by start address and path.
+  std::map<std::pair<uint64_t, std::string>, ModuleInfo> kept_modules_;
   // Set by Finish(): the module lines and the trailer; the writer writes them last.
   std::vector<std::string> final_lines_;
 

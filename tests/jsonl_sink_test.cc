@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "analysis/capture_reader.h"
 #include "runtime/malloc_allocator.h"
+#include "runtime/module_map.h"
 #include "runtime/tracer.h"
 
 namespace memtrace {
@@ -522,6 +523,35 @@ TEST(JsonlSinkTest, AStreamWhoseDescriptorTheProgramClosedIsReportedNotWritten) 
   close(theirs);
   close(fds[0]);
   EXPECT_EQ(std::filesystem::file_size(own), 0u);
+}
+
+// Modules kept from before a dlclose() are listed at the end though no longer loaded,
+// ahead of the loaded ones (a reader lets a later line win where two overlap); one that
+// is still loaded is listed once.
+TEST(JsonlSinkTest, KeptModulesAreListedOnceAndBeforeTheLoadedOnes) {
+  const std::string path = TempPath("kept_modules.jsonl");
+  auto sink = JsonlSink::Open(path).value();
+  const std::vector<ModuleInfo> loaded = LoadedModules();
+  ASSERT_FALSE(loaded.empty());
+  ModuleInfo gone;
+  gone.path = "/gone/libgone.so";
+  gone.start = 0x1000;
+  gone.end = 0x2000;
+  sink->KeepModules({gone, loaded[0]});
+  sink->KeepModules({gone});  // noted again before another dlclose()
+  ASSERT_TRUE(sink->Finish(Snapshot{}).ok());
+  std::vector<std::string> modules;
+  for (const std::string& line : ReadLines(path)) {
+    if (TypeOf(line) == "module") modules.push_back(line);
+  }
+  ASSERT_EQ(modules.size(), loaded.size() + 1);
+  EXPECT_NE(modules[0].find("/gone/libgone.so"), std::string::npos) << modules[0];
+  EXPECT_EQ(std::count_if(modules.begin(), modules.end(),
+                          [&](const std::string& l) {
+                            return l.find("\"" + loaded[0].path + "\"") != std::string::npos;
+                          }),
+            std::count_if(loaded.begin(), loaded.end(),
+                          [&](const ModuleInfo& m) { return m.path == loaded[0].path; }));
 }
 
 TEST(JsonlSinkTest, OnEpochRecordsTakesTheDrainersVector) {

@@ -33,6 +33,8 @@
 //               takes the next 1,000 numbers with copies of it, allocates, writes "USER\n"
 //               to FILE and ends: the capture's descriptor is gone, and its number is
 //               the program's
+//   plugin LIB  dlopen()s LIB, allocates a marker through its
+//               memtrace_test_plugin_alloc() (kept live), dlclose()s it, prints its counts
 //   raw-fork    forks with _Fork() (no fork handlers run, so the child keeps an active
 //               tracer copy without its drainer); the child makes 100,000 small
 //               allocations and ends; the parent prints "child finished" if it did within
@@ -47,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -344,6 +347,21 @@ void CloseDescriptors(const char* file) {
   PrintCounts();
 }
 
+void Plugin(const char* library) {
+  void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    fprintf(stderr, "preload_target: %s\n", dlerror());
+    exit(3);
+  }
+  using AllocFn = void* (*)(size_t);
+  auto alloc = reinterpret_cast<AllocFn>(dlsym(handle, "memtrace_test_plugin_alloc"));
+  if (alloc == nullptr) exit(3);
+  MustAlloc(alloc(50077));
+  CountAlloc(50077);
+  dlclose(handle);
+  PrintCounts();
+}
+
 void RawFork() {
   AllocateMarkers(10);
   const pid_t child = _Fork();
@@ -557,6 +575,8 @@ int main(int argc, char** argv) {
     Hold(argv[2]);
   } else if (mode == "close-fds" && argc > 2) {
     CloseDescriptors(argv[2]);
+  } else if (mode == "plugin" && argc > 2) {
+    Plugin(argv[2]);
   } else if (mode == "raw-fork") {
     RawFork();
   } else if (mode == "signalfd") {
@@ -564,7 +584,7 @@ int main(int argc, char** argv) {
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
-                    "hold FILE|close-fds FILE|raw-fork|signalfd\n");
+                    "hold FILE|close-fds FILE|plugin LIB|raw-fork|signalfd\n");
     return 2;
   }
   return 0;

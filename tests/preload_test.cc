@@ -60,6 +60,10 @@ const std::string& OwnEnvironment() {
   static const std::string path = Runfile("tests/own_environment");
   return path;
 }
+const std::string& Plugin() {
+  static const std::string path = Runfile("tests/libplugin.so");
+  return path;
+}
 const std::string& OtherMalloc() {
   static const std::string path = Runfile("tests/libother_malloc.so");
   return path;
@@ -430,6 +434,22 @@ TEST_F(PreloadTest, AChildForkedWithoutForkHandlersIsNotStalled) {
   ASSERT_EQ(run.status, 0) << run.err;
   EXPECT_NE(run.out.find("child finished"), std::string::npos) << run.out;
   ExpectCompleteAndMatching(capture, run.out);  // the parent's markers alone
+}
+
+// A plugin loaded, used and unloaded: the capture's module map still lists it (the
+// interposer notes the modules before each dlclose()), so the block it allocated is
+// attributed to its function, not to "??".
+TEST_F(PreloadTest, CallSitesInAnUnloadedPluginStillSymbolize) {
+  const std::string capture = TempDir() + "/plugin.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "plugin", Plugin()}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  ExpectCompleteAndMatching(capture, run.out);
+  EXPECT_NE(ReadFile(capture).find("libplugin.so"), std::string::npos)
+      << "the module map lists the plugin";
+  const Result top = RunProgram({Cli(), "top", capture}, {});
+  ASSERT_EQ(top.status, 0) << top.err;
+  EXPECT_NE(top.out.find("memtrace_test_plugin_alloc"), std::string::npos) << top.out;
 }
 
 TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
