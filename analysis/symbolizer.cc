@@ -181,6 +181,7 @@ const SymbolizedFrame& Symbolizer::Resolve(uint64_t pc) {
 }
 
 std::string Symbolizer::Describe(uint64_t pc) {
+  if (pc == 0) return std::string(kNoCallSite);
   const SymbolizedFrame& f = Resolve(pc);
   if (!f.file.empty()) return absl::StrCat(f.function, " (", f.file, ":", f.line, ")");
   if (!f.module.empty()) {

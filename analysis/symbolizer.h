@@ -41,6 +41,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/node_hash_map.h"
@@ -61,6 +62,12 @@ namespace analysis_internal {
 struct LoadedModule;  // the opened ELF file of a module (symbolizer.cc)
 }  // namespace analysis_internal
 
+// What a call site of 0 is called: a block recorded without one. The interposer records
+// the blocks it finds allocated before it started that way (libstdc++'s emergency pool,
+// the dynamic loader's), and so does the runtime API for a caller that passes no return
+// address.
+inline constexpr std::string_view kNoCallSite = "(no call site: allocated before tracing started, or none given)";
+
 class Symbolizer {
  public:
   Symbolizer();
@@ -79,7 +86,8 @@ class Symbolizer {
   const SymbolizedFrame& Resolve(uint64_t pc);
 
   // "function (file:line)", "function (module+0xoff)" without line information,
-  // "?? (module+0xoff)" when nothing is known inside a module, "?? (0xpc)" outside all.
+  // "?? (module+0xoff)" when nothing is known inside a module, "?? (0xpc)" outside all,
+  // and kNoCallSite for pc 0.
   std::string Describe(uint64_t pc);
 
   // Module lines added so far.

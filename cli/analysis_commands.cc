@@ -191,7 +191,7 @@ class SiteNamer {
     return {Addr(site)};
   }
   std::string Describe(uint64_t pc) {
-    return summary_.modules.empty() ? Hex(pc) : symbolizer_.Describe(pc);
+    return summary_.modules.empty() && pc != 0 ? Hex(pc) : symbolizer_.Describe(pc);
   }
   std::string Name(uint32_t site) {
     if (summary_.site_addrs.count(site) == 0) return absl::StrCat("site ", site);

@@ -91,6 +91,8 @@ TEST(SymbolizerTest, PcOutsideEveryModuleIsUnknown) {
   EXPECT_EQ(f.function, "??");
   EXPECT_EQ(f.module, "");
   EXPECT_EQ(symbolizer.Describe(0x10), "?? (0x10)");
+  // Site 0 is no call site at all (a block found allocated before tracing started).
+  EXPECT_EQ(symbolizer.Describe(0), kNoCallSite);
 }
 
 TEST(SymbolizerTest, MissingFileGivesModuleAndFileOffset) {
