@@ -2,6 +2,7 @@
 
 #include "runtime/recorder.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -186,6 +187,15 @@ bool Recorder::WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept 
     return false;
   }
   ring->CountWaited();
+  // nanosleep() below is a cancellation point, and neither malloc() nor any other
+  // recorded call is one: a thread cancelled (deferred) while it waits for room must not
+  // be ended inside the program's allocation. Cancellation is held off for the wait.
+  int cancel_state = PTHREAD_CANCEL_ENABLE;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+  struct RestoreCancelState {
+    int state;
+    ~RestoreCancelState() { pthread_setcancelstate(state, nullptr); }
+  } restore{cancel_state};
   drainer_.Wake();
   const auto deadline = std::chrono::steady_clock::now() +
                         absl::ToChronoNanoseconds(config_.overflow_wait);

@@ -5,6 +5,8 @@
 
 #include "runtime/recorder.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -445,6 +447,57 @@ TEST(RecorderTest, WaitPolicyRidesOutAShortStall) {
   EXPECT_TRUE(integrity.complete()) << integrity.Counters();
   EXPECT_GE(integrity.overflow_waits, 1u);
   EXPECT_EQ(integrity.events_applied, 40u);
+}
+
+// A producer for the cancellation test: records `count` allocations, then reaches a
+// cancellation point of its own.
+struct CancelledProducer {
+  Recorder* recorder;
+  std::atomic<int> recorded{0};
+  std::atomic<bool> loop_done{false};
+
+  static void* Run(void* arg) {
+    auto* self = static_cast<CancelledProducer*>(arg);
+    for (uint64_t i = 1; i <= 40; ++i) {
+      if (self->recorder->RecordAlloc(kHeap, i * 16, 8, 0) == RecordResult::kRecorded) {
+        ++self->recorded;
+      }
+    }
+    self->loop_done = true;
+    pthread_testcancel();  // the program's own cancellation point
+    return nullptr;
+  }
+};
+
+// Waiting for room sleeps (nanosleep, a cancellation point), but no recorded call is a
+// cancellation point: a thread cancelled meanwhile is not ended inside the record (inside
+// the program's malloc, under the interposer); it is cancelled at its own next
+// cancellation point, with every record made.
+TEST(RecorderTest, CancellationIsHeldOffWhileAThreadWaitsForRoom) {
+  Config config;
+  config.ring_capacity_log2 = 4;
+  config.overflow_policy = OverflowPolicy::kWaitThenFail;
+  config.overflow_wait = absl::Seconds(5);
+  auto recorder = Make(config);
+  ASSERT_TRUE(recorder->Start().ok());
+  auto stall = std::make_unique<DrainerStall>(*recorder);
+  CancelledProducer producer{recorder.get()};
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(&thread, nullptr, &CancelledProducer::Run, &producer), 0);
+  for (int i = 0; i < 5000 && producer.recorded.load() < 16; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(producer.recorded.load(), 16) << "the producer should be waiting on a full ring";
+  ASSERT_EQ(pthread_cancel(thread), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a few sleeps of its wait
+  stall.reset();  // room again
+  void* result = nullptr;
+  ASSERT_EQ(pthread_join(thread, &result), 0);
+  EXPECT_EQ(result, PTHREAD_CANCELED);
+  EXPECT_TRUE(producer.loop_done.load()) << "cancelled inside a record";
+  EXPECT_EQ(producer.recorded.load(), 40);
+  ASSERT_TRUE(recorder->Flush().ok());
+  EXPECT_EQ(recorder->Integrity().events_applied, 40u);
 }
 
 // kWaitThenFail: a stall longer than the wait fails like kFail, after waiting.
