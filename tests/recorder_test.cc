@@ -422,14 +422,21 @@ TEST(RecorderTest, FailPolicyFailsAllocationsAndDropsReleasesWhenFull) {
   EXPECT_NE(integrity.Verdict().find("PARTIAL"), std::string::npos);
 }
 
-// kWaitThenFail: a stall shorter than the wait costs time, not records.
-TEST(RecorderTest, WaitPolicyRidesOutAShortStall) {
+// A started recorder whose rings hold 16 records and whose full rings make a producer
+// wait up to `wait` (kWaitThenFail).
+std::unique_ptr<Recorder> StartWaiting(absl::Duration wait) {
   Config config;
   config.ring_capacity_log2 = 4;
   config.overflow_policy = OverflowPolicy::kWaitThenFail;
-  config.overflow_wait = absl::Seconds(5);
+  config.overflow_wait = wait;
   auto recorder = Make(config);
-  ASSERT_TRUE(recorder->Start().ok());
+  EXPECT_TRUE(recorder->Start().ok());
+  return recorder;
+}
+
+// kWaitThenFail: a stall shorter than the wait costs time, not records.
+TEST(RecorderTest, WaitPolicyRidesOutAShortStall) {
+  auto recorder = StartWaiting(absl::Seconds(5));
   auto stall = std::make_unique<DrainerStall>(*recorder);
   std::atomic<int> recorded{0};
   std::thread producer([&] {
@@ -474,12 +481,7 @@ struct CancelledProducer {
 // the program's malloc, under the interposer); it is cancelled at its own next
 // cancellation point, with every record made.
 TEST(RecorderTest, CancellationIsHeldOffWhileAThreadWaitsForRoom) {
-  Config config;
-  config.ring_capacity_log2 = 4;
-  config.overflow_policy = OverflowPolicy::kWaitThenFail;
-  config.overflow_wait = absl::Seconds(5);
-  auto recorder = Make(config);
-  ASSERT_TRUE(recorder->Start().ok());
+  auto recorder = StartWaiting(absl::Seconds(5));
   auto stall = std::make_unique<DrainerStall>(*recorder);
   CancelledProducer producer{recorder.get()};
   pthread_t thread;
@@ -502,12 +504,7 @@ TEST(RecorderTest, CancellationIsHeldOffWhileAThreadWaitsForRoom) {
 
 // kWaitThenFail: a stall longer than the wait fails like kFail, after waiting.
 TEST(RecorderTest, WaitPolicyFailsAfterItsBound) {
-  Config config;
-  config.ring_capacity_log2 = 4;
-  config.overflow_policy = OverflowPolicy::kWaitThenFail;
-  config.overflow_wait = absl::Milliseconds(20);
-  auto recorder = Make(config);
-  ASSERT_TRUE(recorder->Start().ok());
+  auto recorder = StartWaiting(absl::Milliseconds(20));
   int failed = 0;
   std::chrono::steady_clock::duration waited{};
   {
