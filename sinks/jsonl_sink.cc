@@ -676,8 +676,15 @@ void JsonlSink::KeepModules(const std::vector<ModuleInfo>& modules) {
 }
 
 void JsonlSink::ReleaseInForkedChild() noexcept {
-  // fileno() reads the stream's descriptor without taking the stream's lock.
-  if (stream_ != nullptr && owned_) close(fileno(stream_));
+  if (stream_ == nullptr || !owned_) return;
+  // fileno() reads the stream's descriptor without taking the stream's lock. Closed only
+  // if it is still the capture: the program may have closed it and opened a file of its
+  // own under the number before the writer noticed (CheckStream()).
+  const int fd = fileno(stream_);
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && st.st_dev == identity_.st_dev && st.st_ino == identity_.st_ino) {
+    close(fd);
+  }
 }
 
 absl::Status JsonlSink::status() const {
