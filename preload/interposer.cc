@@ -37,6 +37,9 @@
 //     environment array main() gets, never through the program's unsetenv() (bash has
 //     its own; preload_config.h, DropFromPreload). A process that finds its capture path
 //     locked by another (JsonlSink::Open) writes "NAME.<pid>.EXT" instead and says so.
+//   - _exit() and _Exit(): the capture is finished first ("ended_by":"_exit") by a thread
+//     of memtrace's kept for it, waited for at most 3 s, so that a call from a signal
+//     handler that interrupted malloc cannot hang the process.
 //   - dlclose(): the loaded modules are noted before an object may be unmapped, so call
 //     sites in a plugin the program unloaded still symbolize.
 //   - exec: the capture is finished (trailer "ended_by":"exec", and "exec": the program
@@ -59,6 +62,7 @@
 #include <link.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -83,6 +87,7 @@
 #include "preload/unwind.h"
 #include "runtime/internal/thread_state.h"
 #include "runtime/layer_table.h"
+#include "runtime/memtrace_thread.h"
 #include "runtime/module_map.h"
 #include "runtime/tracer.h"
 #include "sinks/json_text.h"
@@ -107,6 +112,7 @@ using MmapFn = void* (*)(void*, size_t, int, int, int, off_t);
 using MunmapFn = int (*)(void*, size_t);
 using MremapFn = void* (*)(void*, size_t, size_t, int, ...);
 using DlcloseFn = int (*)(void*);
+using ExitFn = void (*)(int);
 
 struct RealFunctions {
   MallocFn malloc;
@@ -125,6 +131,8 @@ struct RealFunctions {
   MunmapFn munmap;
   MremapFn mremap;
   DlcloseFn dlclose;
+  ExitFn _exit;
+  ExitFn _Exit;
 };
 
 RealFunctions real;
@@ -190,6 +198,8 @@ __attribute__((noinline)) bool ResolveOnce() noexcept {
   Resolve(&real.munmap, "munmap");
   Resolve(&real.mremap, "mremap");
   Resolve(&real.dlclose, "dlclose");
+  Resolve(&real._exit, "_exit");
+  Resolve(&real._Exit, "_Exit");
   if (real.malloc == nullptr || real.free == nullptr || real.calloc == nullptr ||
       real.realloc == nullptr) {
     static const char kMessage[] =
@@ -654,6 +664,58 @@ void Finish(const std::string& ended_by, bool partial, const char* exec_target =
   if (!s.ok()) WriteStderr(absl::StrCat(s.message(), "\n"));
 }
 
+// ---- _exit() and _Exit() -------------------------------------------------------------
+//
+// They skip the destructor that finishes the capture, and are often called from a signal
+// handler, where finishing on the calling thread could block on a lock the interrupted
+// code holds (malloc's). So the calling thread hands the work to a thread of memtrace's
+// kept for it alone ("memtrace-exit", asleep on a semaphore: sem_post() may be called
+// from a handler), waits for it at most kExitFinishWait, and then exits as asked.
+
+constexpr int kExitFinishWaitMs = 3000;
+sem_t exit_request;
+std::atomic<bool> exit_finisher_started{false};
+std::atomic<bool> exit_finished{false};
+
+void ExitFinisher(const CpuList& cpus) {
+  runtime_internal::MarkInternalThread();
+  PlaceMemtraceThread("memtrace-exit", cpus);  // with the drainer and the writer
+  while (sem_wait(&exit_request) != 0) {
+  }
+  Finish("_exit", false);
+  // Release: pairs with the acquire load in BeforeQuickExit().
+  exit_finished.store(true, std::memory_order_release);
+}
+
+void StartExitFinisher(const CpuList& cpus) {
+  if (sem_init(&exit_request, 0, 0) != 0) return;
+  StartMemtraceThread([cpus] { ExitFinisher(cpus); }).detach();
+  // Release: pairs with the acquire load in BeforeQuickExit(); sem_init() happened first.
+  exit_finisher_started.store(true, std::memory_order_release);
+}
+
+void BeforeQuickExit() {
+  if (!exit_finisher_started.load(std::memory_order_acquire) || getpid() != traced_pid ||
+      phase.load(std::memory_order_relaxed) != kTracing) {
+    return;
+  }
+  sem_post(&exit_request);
+  for (int waited = 0; waited < kExitFinishWaitMs; waited += 5) {
+    if (exit_finished.load(std::memory_order_acquire)) return;
+    const timespec pause{0, 5'000'000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+// _exit() and _Exit(): `which` names the real function to end with.
+[[noreturn]] void QuickExitAfterCapture(ExitFn RealFunctions::*which, int status) {
+  Resolved();
+  BeforeQuickExit();
+  if (real.*which != nullptr) (real.*which)(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
 void AfterForkInChild() {
   // The child's copy of the tracer has no drainer; run untraced (see the header).
   active_tracer.store(nullptr, std::memory_order_relaxed);
@@ -837,6 +899,7 @@ void Start() {
   }
   pthread_atfork(nullptr, nullptr, &AfterForkInChild);
   InstallSignalHandlers();
+  StartExitFinisher(settings.tracer_cpus);
 }
 
 __attribute__((constructor(101))) void PreloadConstructor(int, char**, char** envp) {
@@ -1122,6 +1185,16 @@ MEMTRACE_EXPORT int execve(const char* path, char* const argv[], char* const env
   Resolved();
   memtrace::BeforeExec(path);
   return real.execve(path, argv, envp);
+}
+
+// _exit and _Exit: the capture is finished first, on memtrace's thread, within a bound
+// (BeforeQuickExit).
+MEMTRACE_EXPORT [[noreturn]] void _exit(int status) {
+  memtrace::QuickExitAfterCapture(&memtrace::RealFunctions::_exit, status);
+}
+
+MEMTRACE_EXPORT [[noreturn]] void _Exit(int status) {
+  memtrace::QuickExitAfterCapture(&memtrace::RealFunctions::_Exit, status);
 }
 
 // dlclose: the modules are noted first (BeforeDlclose).

@@ -24,8 +24,8 @@
 //               unmapped on another, a file mapping (not an allocation); prints the
 //               pages it leaves mapped as "mmap_live_pages=P mmap_live_mappings=M"
 //   threads     prints "NAME=CPUS" for each of its threads named memtrace-* (the CPUs the
-//               kernel lets it run on, /proc's Cpus_allowed_list), once both the
-//               drainer and the writer are there (they start with the program)
+//               kernel lets it run on, /proc's Cpus_allowed_list), once the drainer, the
+//               writer and the exit thread are there (they start with the program)
 //   hold FILE   allocates, prints its counts, then waits for FILE to exist (at most a
 //               minute) before it ends: a process whose capture stays open meanwhile
 //   close-fds FILE
@@ -35,6 +35,10 @@
 //               the program's
 //   plugin LIB  dlopen()s LIB, allocates a marker through its
 //               memtrace_test_plugin_alloc() (kept live), dlclose()s it, prints its counts
+//   quick-exit  allocates, prints its counts, and ends with _exit(7) (no destructors)
+//   exit-in-handler
+//               a SIGTERM handler calls _exit(0); prints "ready", then allocates and
+//               frees until the signal comes (at most a minute)
 //   raw-fork    forks with _Fork() (no fork handlers run, so the child keeps an active
 //               tracer copy without its drainer); the child makes 100,000 small
 //               allocations and ends; the parent prints "child finished" if it did within
@@ -56,6 +60,7 @@
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -362,6 +367,27 @@ void Plugin(const char* library) {
   PrintCounts();
 }
 
+void QuickExit() {
+  AllocateMarkers(100);
+  PrintCounts();
+  _exit(7);
+}
+
+void ExitOnSigterm(int) { _exit(0); }
+
+void ExitInHandler() {
+  signal(SIGTERM, &ExitOnSigterm);
+  AllocateMarkers(10);
+  printf("ready\n");
+  fflush(stdout);
+  const time_t start = time(nullptr);
+  for (uint64_t i = 0; time(nullptr) - start < 60; ++i) {
+    void* p = malloc(16 + i % 200);
+    asm volatile("" : : "r"(p) : "memory");
+    free(p);
+  }
+}
+
 void RawFork() {
   AllocateMarkers(10);
   const pid_t child = _Fork();
@@ -538,12 +564,12 @@ std::vector<std::string> MemtraceThreads() {
 }
 
 void Threads() {
-  // Both threads start in the interposer's constructor; a wait bounds the race with their
+  // The three start in the interposer's constructor; a wait bounds the race with their
   // first instructions (naming and placing themselves).
   std::vector<std::string> threads;
   for (int i = 0; i < 5000; ++i) {
     threads = MemtraceThreads();
-    if (threads.size() >= 2) break;
+    if (threads.size() >= 3) break;
     usleep(1000);
   }
   for (const std::string& t : threads) printf("%s\n", t.c_str());
@@ -577,6 +603,10 @@ int main(int argc, char** argv) {
     CloseDescriptors(argv[2]);
   } else if (mode == "plugin" && argc > 2) {
     Plugin(argv[2]);
+  } else if (mode == "quick-exit") {
+    QuickExit();
+  } else if (mode == "exit-in-handler") {
+    ExitInHandler();
   } else if (mode == "raw-fork") {
     RawFork();
   } else if (mode == "signalfd") {
@@ -584,7 +614,8 @@ int main(int argc, char** argv) {
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
-                    "hold FILE|close-fds FILE|plugin LIB|raw-fork|signalfd\n");
+                    "hold FILE|close-fds FILE|plugin LIB|quick-exit|exit-in-handler|raw-fork|"
+                    "signalfd\n");
     return 2;
   }
   return 0;

@@ -86,12 +86,10 @@ std::string ReadFile(const std::string& path) {
   return text;
 }
 
-// Runs argv with `env` added to ours; stdout and stderr go to files, read back after.
-Result RunProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-  static int counter = 0;
-  const std::string base = absl::StrCat(TempDir(), "/run", ++counter);
-  const std::string out_path = base + ".out";
-  const std::string err_path = base + ".err";
+// Starts argv with `env` added to ours, without waiting for it; stdout goes to `out`,
+// stderr to `err` unless it is empty. Returns its pid, or -1.
+pid_t Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+            const std::string& out, const std::string& err) {
   std::vector<std::string> environment;
   for (char** e = environ; *e != nullptr; ++e) environment.push_back(*e);
   for (const std::string& e : env) environment.push_back(e);
@@ -104,15 +102,29 @@ Result RunProgram(const std::vector<std::string>& argv, const std::vector<std::s
   argp.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!err.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+  }
   pid_t pid = 0;
+  const int error = posix_spawn(&pid, argp[0], &actions, nullptr, argp.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  return error == 0 ? pid : -1;
+}
+
+// Runs argv with `env` added to ours; stdout and stderr go to files, read back after.
+Result RunProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  static int counter = 0;
+  const std::string base = absl::StrCat(TempDir(), "/run", ++counter);
+  const std::string out_path = base + ".out";
+  const std::string err_path = base + ".err";
   Result r;
-  if (posix_spawn(&pid, argp[0], &actions, nullptr, argp.data(), envp.data()) != 0) {
+  const pid_t pid = Spawn(argv, env, out_path, err_path);
+  if (pid < 0) {
     r.err = "posix_spawn failed";
     return r;
   }
-  posix_spawn_file_actions_destroy(&actions);
   int status = 0;
   waitpid(pid, &status, 0);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -287,6 +299,19 @@ void ExpectCompleteAndMatching(const std::string& capture, const std::string& pr
   ExpectMarkersMatch(r, ParseCounts(program_out));
 }
 
+// Starts argv under the interposer (LD_PRELOAD, MEMTRACE_OUTPUT=`capture`) without
+// waiting for it; its stdout goes to `out`. Returns its pid, or -1.
+pid_t SpawnTraced(const std::vector<std::string>& argv, const std::string& capture,
+                  const std::string& out) {
+  return Spawn(argv, {"LD_PRELOAD=" + Preload(), "MEMTRACE_OUTPUT=" + capture}, out, "");
+}
+
+// Waits (at most 30 s) until the file `out` holds `text`.
+bool WaitForOutput(const std::string& out, const std::string& text) {
+  for (int i = 0; i < 30000 && ReadFile(out).find(text) == std::string::npos; ++i) usleep(1000);
+  return ReadFile(out).find(text) != std::string::npos;
+}
+
 // The interposer and the programs it traces are built with the test's configuration; a
 // sanitizer runtime owns malloc itself and must be first in the process, so the
 // interposer cannot be loaded into a sanitized build. The engine it drives is covered by
@@ -452,6 +477,41 @@ TEST_F(PreloadTest, CallSitesInAnUnloadedPluginStillSymbolize) {
   EXPECT_NE(top.out.find("memtrace_test_plugin_alloc"), std::string::npos) << top.out;
 }
 
+// _exit() runs no destructors, the interposer's included: it finishes the capture first,
+// on a thread of its own, and the program exits with its status.
+TEST_F(PreloadTest, UnderscoreExitWritesTheTrailer) {
+  const std::string capture = TempDir() + "/quick_exit.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "quick-exit"}, {});
+  EXPECT_EQ(run.status, 7) << run.err;
+  ExpectCompleteAndMatching(capture, run.out);
+  EXPECT_NE(ReadFile(capture).find("\"ended_by\":\"_exit\""), std::string::npos);
+}
+
+// The same from a SIGTERM handler that interrupted the program in the middle of its
+// allocations (malloc's own locks may be held there): the capture is finished by
+// memtrace's thread, and the process ends with the handler's status.
+TEST_F(PreloadTest, UnderscoreExitFromASignalHandlerWritesTheTrailer) {
+  const std::string capture = TempDir() + "/exit_in_handler.mtb";
+  const std::string out = TempDir() + "/exit_in_handler.out";
+  const pid_t pid = SpawnTraced({Target(), "exit-in-handler"}, capture, out);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitForOutput(out, "ready")) << "the program did not start";
+  usleep(100000);  // well into its allocations
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "ended_by"), "_exit") << r.trailer;
+  EXPECT_EQ(r.unknown_releases, 0);
+  EXPECT_EQ(r.markers.allocs, 10);
+}
+
 TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
   const std::string dir = TempDir() + "/fork";
   mkdir(dir.c_str(), 0755);
@@ -533,30 +593,6 @@ TEST_F(PreloadTest, AProgramsOwnUnsetenvDoesNotKeepTheInterposerInItsChildren) {
   EXPECT_EQ(r.markers.allocs, 0);
 }
 
-// Starts argv under the interposer (LD_PRELOAD, MEMTRACE_OUTPUT=`capture`) without
-// waiting for it; its stdout goes to `out`. Returns its pid, or -1.
-pid_t SpawnTraced(const std::vector<std::string>& argv, const std::string& capture,
-                  const std::string& out) {
-  std::vector<std::string> environment;
-  for (char** e = environ; *e != nullptr; ++e) environment.push_back(*e);
-  environment.push_back("LD_PRELOAD=" + Preload());
-  environment.push_back("MEMTRACE_OUTPUT=" + capture);
-  std::vector<char*> envp;
-  for (std::string& e : environment) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  std::vector<char*> argp;
-  for (std::string& a : args) argp.push_back(a.data());
-  argp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  const int error = posix_spawn(&pid, argp[0], &actions, nullptr, argp.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  return error == 0 ? pid : -1;
-}
-
 // A service that blocks SIGTERM and reads it from a signalfd: a SIGTERM sent to it is
 // its own to read (memtrace's threads start with signals blocked), so it shuts down as it
 // means to and the capture is whole. Before, the drainer or the writer took the signal
@@ -566,10 +602,7 @@ TEST_F(PreloadTest, AServiceReadingSigtermFromASignalfdStillGetsIt) {
   const std::string out = TempDir() + "/signalfd.out";
   const pid_t pid = SpawnTraced({Target(), "signalfd"}, capture, out);
   ASSERT_GT(pid, 0);
-  for (int i = 0; i < 30000 && ReadFile(out).find("ready") == std::string::npos; ++i) {
-    usleep(1000);
-  }
-  ASSERT_NE(ReadFile(out).find("ready"), std::string::npos) << "the service did not start";
+  ASSERT_TRUE(WaitForOutput(out, "ready")) << "the service did not start";
   ASSERT_EQ(kill(pid, SIGTERM), 0);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -875,7 +908,9 @@ TEST_F(PreloadTest, TracerThreadsRunOnTheCpusAsked) {
                                  "--output=" + capture, "--", Target(), "threads"},
                                 {});
   ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_EQ(run.out, "memtrace-drain=" + last + "\nmemtrace-write=" + last + "\n") << run.err;
+  EXPECT_EQ(run.out, "memtrace-drain=" + last + "\nmemtrace-exit=" + last +
+                         "\nmemtrace-write=" + last + "\n")
+      << run.err;
   absl::Status s;
   const Replay r = ReplayCapture(capture, &s);
   ASSERT_TRUE(s.ok()) << s;
@@ -891,7 +926,8 @@ TEST_F(PreloadTest, TracerThreadsRunOnTheCpusAsked) {
             std::string::npos)
       << bad.err;
   const std::string all = allowed.ToString();
-  EXPECT_EQ(bad.out, "memtrace-drain=" + all + "\nmemtrace-write=" + all + "\n");
+  EXPECT_EQ(bad.out, "memtrace-drain=" + all + "\nmemtrace-exit=" + all +
+                         "\nmemtrace-write=" + all + "\n");
   const Replay unpinned_replay = ReplayCapture(unpinned, &s);
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_NE(unpinned_replay.header.find("\"tracer_cpus\":\"\""), std::string::npos)
