@@ -13,6 +13,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/allocator_frames.h"
 #include "analysis/analyzer.h"
 #include "analysis/exports.h"
 #include "analysis/symbolizer.h"
@@ -193,9 +194,11 @@ class SiteNamer {
   std::string Describe(uint64_t pc) {
     return summary_.modules.empty() && pc != 0 ? Hex(pc) : symbolizer_.Describe(pc);
   }
+  // Named after its first frame outside the allocator (analysis/allocator_frames.h).
   std::string Name(uint32_t site) {
     if (summary_.site_addrs.count(site) == 0) return absl::StrCat("site ", site);
-    return Describe(Frames(site)[0]);
+    if (summary_.modules.empty()) return Describe(Addr(site));
+    return SiteLabel(symbolizer_, Frames(site));
   }
   std::string JsonFrame(uint64_t pc) {
     const SymbolizedFrame& f = symbolizer_.Resolve(pc);

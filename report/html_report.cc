@@ -2,6 +2,7 @@
 
 #include "report/html_report.h"
 
+#include "analysis/allocator_frames.h"
 #include "analysis/symbolizer.h"
 
 #include <algorithm>
@@ -58,6 +59,14 @@ class FrameNames {
                                          : Default(pc);
     cache_.emplace(pc, name);
     return name;
+  }
+
+  // A call site's name from its stack (innermost first): after its first frame outside
+  // the allocator when the symbolizer names functions (analysis/allocator_frames.h).
+  std::string Site(const std::vector<uint64_t>& frames) {
+    if (frames.empty()) return {};
+    if (describe_ || !use_symbolizer_) return Describe(frames[0]);
+    return SiteLabel(symbolizer_, frames);
   }
 
   // An index into names() for `name`, which the flame graph uses.
@@ -144,7 +153,9 @@ std::string SiteName(const CaptureSummary& s, const CaptureTables& tables, Frame
                      uint32_t site) {
   if (tables.other_sites.count(site) > 0) return "(sites beyond the site table)";
   auto it = s.site_addrs.find(site);
-  return it != s.site_addrs.end() ? names.Describe(it->second) : absl::StrCat("site ", site);
+  if (it == s.site_addrs.end()) return absl::StrCat("site ", site);
+  auto frames = s.site_frames.find(site);
+  return frames != s.site_frames.end() ? names.Site(frames->second) : names.Describe(it->second);
 }
 
 // {"shown":N,"total":M,"rows":[...]} for the first `top` rows.

@@ -35,6 +35,7 @@
 //               the program's
 //   plugin LIB  dlopen()s LIB, allocates a marker through its
 //               memtrace_test_plugin_alloc() (kept live), dlclose()s it, prints its counts
+//   new         allocates a marker with new[] inside MakeMarkerWithNew(), prints its counts
 //   quick-exit  allocates, prints its counts, and ends with _exit(7) (no destructors)
 //   exit-in-handler
 //               a SIGTERM handler calls _exit(0); prints "ready", then allocates and
@@ -367,6 +368,19 @@ void Plugin(const char* library) {
   PrintCounts();
 }
 
+__attribute__((noinline)) char* MakeMarkerWithNew(size_t n) {
+  char* p = new char[n];
+  asm volatile("" : : "r"(p) : "memory");  // a call, not a tail call
+  return p;
+}
+
+void NewMarker() {
+  char* p = MakeMarkerWithNew(50035);
+  CountAlloc(50035);
+  PrintCounts();
+  asm volatile("" : : "r"(p) : "memory");
+}
+
 void QuickExit() {
   AllocateMarkers(100);
   PrintCounts();
@@ -603,6 +617,8 @@ int main(int argc, char** argv) {
     CloseDescriptors(argv[2]);
   } else if (mode == "plugin" && argc > 2) {
     Plugin(argv[2]);
+  } else if (mode == "new") {
+    NewMarker();
   } else if (mode == "quick-exit") {
     QuickExit();
   } else if (mode == "exit-in-handler") {
@@ -614,7 +630,7 @@ int main(int argc, char** argv) {
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
-                    "hold FILE|close-fds FILE|plugin LIB|quick-exit|exit-in-handler|raw-fork|"
+                    "hold FILE|close-fds FILE|plugin LIB|new|quick-exit|exit-in-handler|raw-fork|"
                     "signalfd\n");
     return 2;
   }

@@ -512,6 +512,22 @@ TEST_F(PreloadTest, UnderscoreExitFromASignalHandlerWritesTheTrailer) {
   EXPECT_EQ(r.markers.allocs, 10);
 }
 
+// A block allocated with new[] is named after the function that called it, not after
+// operator new (analysis/allocator_frames.h).
+TEST_F(PreloadTest, SitesAreNamedAfterTheCallerOfOperatorNew) {
+  const std::string capture = TempDir() + "/new.mtb";
+  const Result run =
+      RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "new"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  ExpectCompleteAndMatching(capture, run.out);
+  const Result top = RunProgram({Cli(), "top", "--by=live", capture}, {});
+  ASSERT_EQ(top.status, 0) << top.err;
+  const size_t row = top.out.find("MakeMarkerWithNew");
+  ASSERT_NE(row, std::string::npos) << top.out;
+  const std::string line = top.out.substr(row, top.out.find('\n', row) - row);
+  EXPECT_NE(line.find(" via operator new"), std::string::npos) << line;  // new[] tail-calls new
+}
+
 TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
   const std::string dir = TempDir() + "/fork";
   mkdir(dir.c_str(), 0755);

@@ -1,0 +1,53 @@
+// Copyright 2026 The memtrace Authors.
+//
+// allocator_frames.h: which frames of a call stack belong to an allocator, so that a call
+// site is named after the code that asked for memory, not after `operator new`.
+//
+// A stack's innermost frame is where the interposer's malloc was called from: for C++
+// code that is almost always `operator new`, for Python `PyMem_Malloc` or
+// `_PyObject_Malloc`, for sqlite3 `sqlite3MemMalloc`, for a C program its `xmalloc`. Two
+// stacks through the same wrapper are still two sites (they differ further out), but
+// named by their first frame they would read alike. SiteLabel() names a site by its first
+// frame outside the known allocator functions, and says which it came through:
+//
+//   "Parser::Grow() (parser.cc:88) via operator new(unsigned long)"
+//
+// The list (IsAllocatorFunction) covers the C allocation functions, C++'s operator new
+// and standard allocators, and the wrappers of GLib, CPython, Perl, Redis and SQLite. It
+// only changes names; `memtrace top --stacks` and the exports keep every frame.
+//
+// Thread safety: IsAllocatorFunction is a pure function; SiteLabel uses the Symbolizer,
+// which one thread uses at a time.
+
+#ifndef MEMTRACE_ANALYSIS_ALLOCATOR_FRAMES_H_
+#define MEMTRACE_ANALYSIS_ALLOCATOR_FRAMES_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/symbolizer.h"
+
+namespace memtrace {
+
+// True for a symbolized function name (as Symbolizer::Resolve gives it) that is an
+// allocator's own: malloc and its family, operator new, std::allocator and the like, and
+// known wrappers such as xmalloc, g_malloc, PyMem_Malloc, zmalloc or sqlite3Malloc.
+bool IsAllocatorFunction(std::string_view function);
+
+// The index of the frame that called the allocator, in `functions` (a stack's symbolized
+// functions, innermost first): the frame after the outermost allocator function among the
+// innermost frames that are allocator functions or unknown ("??": a static, stripped
+// helper inside the allocator). 0 when none of those is an allocator's; the last index
+// when the stack ends inside the allocator.
+size_t CallerFrame(const std::vector<std::string_view>& functions);
+
+// A call site's name from its stack (innermost first): Describe() of the frame that called
+// the allocator (CallerFrame), with " via " and the allocator function it called, or the
+// innermost frame's Describe() when no allocator function is found.
+std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frames);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_ANALYSIS_ALLOCATOR_FRAMES_H_
