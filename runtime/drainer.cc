@@ -196,7 +196,7 @@ bool Drainer::Round(bool final_round, bool flush, uint64_t* records) {
     // Readers (Inspect, Integrity) see the registry and the ledger between rounds only.
     std::lock_guard<std::mutex> lock(state_mu_);
     PollRegistry();
-    for (Cursor& c : cursors_) *records += AwaitClaims(c);
+    for (Cursor& c : cursors_) *records += AwaitClaims(c, final_round);
     ApplyEpoch(epoch);
     // Records of this epoch that the unfenced round could not see yet are applied with
     // the next one, in their ring's order (ApplyEpoch counts them as on time then).
@@ -265,13 +265,22 @@ void Drainer::PollRegistry() {
   });
 }
 
-uint64_t Drainer::AwaitClaims(Cursor& c) {
+uint64_t Drainer::AwaitClaims(Cursor& c, bool final_round) {
   const uint64_t claim = c.ring->LoadClaim();
   uint64_t head = c.ring->LoadHead();
   // A claim beyond the head is a record being written right now, possibly stamped with the
   // epoch we are closing. Wait for it to be published, or given back.
+  std::chrono::steady_clock::time_point deadline{};
   while (head < claim) {
     if (c.ring->LoadClaim() <= head) break;
+    if (final_round && deadline == std::chrono::steady_clock::time_point{}) {
+      deadline = std::chrono::steady_clock::now() + kFinalClaimWait;
+    }
+    if (final_round && std::chrono::steady_clock::now() >= deadline) {
+      // Never published: the operation went ahead without its record (see the header).
+      counters_.events_dropped += c.ring->LoadClaim() - head;
+      break;
+    }
     sched_yield();
     head = c.ring->LoadHead();
   }

@@ -48,6 +48,7 @@
 #define MEMTRACE_RUNTIME_DRAINER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -142,8 +143,13 @@ class Drainer {
   // Whether this round may close its epoch without the heavy fence (drainer.h, step 1).
   bool SkipHeavyFence(bool final_round, bool flush) const noexcept;
   void PollRegistry();
-  // Returns how many records the ring holds for this round.
-  uint64_t AwaitClaims(Cursor& c);
+  // Returns how many records the ring holds for this round, after waiting for records
+  // being written to be published. In the final round the wait is bounded
+  // (kFinalClaimWait): a thread stopped for good in the middle of a record (it called
+  // _exit() from a signal handler that interrupted it there) would hold the stop forever.
+  // Its unfinished records are counted in events_dropped.
+  uint64_t AwaitClaims(Cursor& c, bool final_round);
+  static constexpr auto kFinalClaimWait = std::chrono::milliseconds(1000);
   void ApplyEpoch(uint32_t epoch);
   bool InSegment(const Cursor& c, uint64_t position, uint32_t epoch) const noexcept;
   // The cursor index and position of the record `e` depends on, or -1. For a release

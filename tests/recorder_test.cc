@@ -456,6 +456,23 @@ TEST(RecorderTest, WaitPolicyRidesOutAShortStall) {
   EXPECT_EQ(integrity.events_applied, 40u);
 }
 
+// Stop() drains everything published, but a record claimed and never published (its
+// thread stopped for good in the middle of it: _exit() from a signal handler) cannot hold
+// the stop forever. The final round waits a bounded time, then counts it dropped.
+TEST(RecorderTest, StopDoesNotWaitForeverForARecordNeverFinished) {
+  auto recorder = Make();
+  ASSERT_TRUE(recorder->Start().ok());
+  ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x1000, 8, 0), RecordResult::kRecorded);
+  // Two records claimed (a move's two halves), never committed.
+  const Recorder::RemapClaim unfinished = recorder->BeginRemap(kHeap, 0x1000);
+  static_cast<void>(unfinished);
+  ASSERT_TRUE(recorder->Stop().ok());
+  const CaptureIntegrity integrity = recorder->Integrity();
+  EXPECT_EQ(integrity.events_applied, 1u);
+  EXPECT_EQ(integrity.events_dropped, 2u);
+  EXPECT_FALSE(integrity.complete());
+}
+
 // A producer for the cancellation test: records `count` allocations, then reaches a
 // cancellation point of its own.
 struct CancelledProducer {
