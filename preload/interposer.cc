@@ -75,6 +75,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <new>
 #include <string>
@@ -916,7 +917,21 @@ void BeforeExec(const char* target) { Finish("exec", false, target); }
 void BeforeDlclose() {
   if (phase.load(std::memory_order_relaxed) != kTracing || sink == nullptr) return;
   runtime_internal::ReentrancyGuard guard;
-  sink->KeepModules(LoadedModules());
+  // Objects handed over already (by load address, with their name) are skipped before any
+  // work on them: a program that opens and closes a plugin in a loop pays a walk of the
+  // loader's list, not a build-id read of every object, at each dlclose().
+  static std::mutex mu;
+  static auto* handed = new std::map<uint64_t, std::string>;  // never destroyed: exit
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<ModuleInfo> fresh =
+      LoadedModules([](std::string_view name, uint64_t base) {
+        auto [it, added] = handed->try_emplace(base, name);
+        if (added) return false;
+        if (it->second == name) return true;
+        it->second = std::string(name);  // another object at that address now
+        return false;
+      });
+  if (!fresh.empty()) sink->KeepModules(fresh);
 }
 
 // ---- The mmap layer (MEMTRACE_MMAP=1) ---------------------------------------------------

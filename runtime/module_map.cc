@@ -8,6 +8,7 @@
 
 #include <climits>
 #include <cstring>
+#include <utility>
 
 namespace memtrace {
 namespace {
@@ -49,12 +50,23 @@ std::string ExecutablePath() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
+struct Collect {
+  std::vector<ModuleInfo> out;
+  const std::function<bool(std::string_view, uint64_t)>* skip = nullptr;
+  bool first = true;  // the main program is the first object dl_iterate_phdr reports
+};
+
 int AddObject(dl_phdr_info* info, size_t, void* data) {
-  auto* out = static_cast<std::vector<ModuleInfo>*>(data);
-  std::string path = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  auto* collect = static_cast<Collect*>(data);
+  const bool first = collect->first;
+  collect->first = false;
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  if (collect->skip != nullptr && (*collect->skip)(name, info->dlpi_addr)) return 0;
+  std::vector<ModuleInfo>* out = &collect->out;
+  std::string path = name;
   if (path.empty()) {
     // The main program has an empty name; the vDSO has a name but no file.
-    if (!out->empty()) return 0;
+    if (!first) return 0;
     path = ExecutablePath();
   }
   if (path.empty() || path.rfind("linux-vdso", 0) == 0 || path.rfind("linux-gate", 0) == 0) {
@@ -78,9 +90,17 @@ int AddObject(dl_phdr_info* info, size_t, void* data) {
 }  // namespace
 
 std::vector<ModuleInfo> LoadedModules() {
-  std::vector<ModuleInfo> out;
-  dl_iterate_phdr(&AddObject, &out);
-  return out;
+  Collect collect;
+  dl_iterate_phdr(&AddObject, &collect);
+  return std::move(collect.out);
+}
+
+std::vector<ModuleInfo> LoadedModules(
+    const std::function<bool(std::string_view name, uint64_t base)>& skip) {
+  Collect collect;
+  collect.skip = &skip;
+  dl_iterate_phdr(&AddObject, &collect);
+  return std::move(collect.out);
 }
 
 }  // namespace memtrace

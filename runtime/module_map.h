@@ -16,7 +16,9 @@
 #define MEMTRACE_RUNTIME_MODULE_MAP_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace memtrace {
@@ -32,6 +34,13 @@ struct ModuleInfo {
 // Every executable PT_LOAD segment of every loaded object, in load order. The vDSO and
 // objects without a file are left out.
 std::vector<ModuleInfo> LoadedModules();
+
+// The same, leaving out each object for which `skip(name, base)` is true: `name` is the
+// loader's name for it ("" for the main program) and `base` its load address. Asked
+// before any work on the object (its build id is not read), so a caller that already has
+// most of them pays little.
+std::vector<ModuleInfo> LoadedModules(
+    const std::function<bool(std::string_view name, uint64_t base)>& skip);
 
 }  // namespace memtrace
 
