@@ -671,7 +671,7 @@ void Finish(const std::string& ended_by, bool partial, const char* exec_target =
 // handler, where finishing on the calling thread could block on a lock the interrupted
 // code holds (malloc's). So the calling thread hands the work to a thread of memtrace's
 // kept for it alone ("memtrace-exit", asleep on a semaphore: sem_post() may be called
-// from a handler), waits for it at most kExitFinishWait, and then exits as asked.
+// from a handler), waits for it at most kExitFinishWaitMs, and then exits as asked.
 
 constexpr int kExitFinishWaitMs = 3000;
 sem_t exit_request;
