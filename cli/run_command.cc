@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include "analysis/capture_reader.h"
 #include "preload/preload_config.h"
 #include "runtime/cpu_list.h"
+#include "sinks/capture_lock.h"
 
 // The interposer looks this up and stands down in any program that defines it: the CLI
 // must never trace itself (cli/BUILD.bazel exports it in the dynamic symbol table).
@@ -109,17 +109,6 @@ bool IsStaticElf(const std::string& path) {
   }
   close(fd);
   return is_static;
-}
-
-// True when a sink holds the lock of the capture file at `path` (JsonlSink::Open).
-bool BeingWritten(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
-  struct stat st {};
-  const bool busy = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                    flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  close(fd);  // and with it the lock, if this took it
-  return busy;
 }
 
 // The child's environment: ours with the interposer and its settings added.
@@ -345,10 +334,10 @@ int RunCommand(int argc, char** argv) {
 
   // A fixed path is overwritten by the run; remove it first so a stale capture from an
   // earlier run can never pass for this one. Unless a live process is writing it (it
-  // holds the file's lock: JsonlSink::Open): removing that would lose its capture, and
+  // holds the file's lock: sinks/capture_lock.h): removing that would lose its capture, and
   // this run's program would have to write elsewhere.
   if (o.output.find("%p") == std::string::npos) {
-    if (BeingWritten(o.output)) {
+    if (CaptureBeingWritten(o.output)) {
       fprintf(stderr,
               "memtrace run: '%s' is being written by another traced process (it holds the "
               "file's lock); give this run another --output, or put %%p (the process id) in "

@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <limits.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "runtime/memtrace_thread.h"
 #include "runtime/module_map.h"
 #include "runtime/scope_table.h"
+#include "sinks/capture_lock.h"
 #include "sinks/json_text.h"
 #include "sinks/jsonl_encoding.h"
 #include "sinks/zstd_file_stream.h"
@@ -59,6 +59,17 @@ std::string Integrity(const CaptureIntegrity& in) {
       ",\"uses_membarrier\":", in.uses_membarrier ? "true" : "false", "}");
 }
 
+// `fd` moved far above the numbers a program's own files get (the lowest free one), so
+// that a program that closes descriptors it did not open and opens files of its own is
+// unlikely to be handed it; CheckStream() catches it if it is. Where the limit on open
+// files is lower, the number stays as it is.
+int AboveProgramDescriptors(int fd) {
+  const int high = fcntl(fd, F_DUPFD_CLOEXEC, kHighDescriptor);
+  if (high < 0) return fd;
+  close(fd);
+  return high;
+}
+
 int64_t UnixNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -83,27 +94,18 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& pa
         "memtrace: cannot create capture file '", path, "': ", strerror(err),
         " (errno ", err, "); check that the directory exists and is writable"));
   }
-  // Moved far above the numbers a program's own files get (the lowest free one), so a
-  // program that closes descriptors it did not open and opens files of its own is
-  // unlikely to be handed this number; CheckStream() catches it if it is. Where the limit
-  // on open files is lower, the number stays as it is.
-  if (const int high = fcntl(fd, F_DUPFD_CLOEXEC, kHighDescriptor); high >= 0) {
+  fd = AboveProgramDescriptors(fd);
+  // One writer per capture file (sinks/capture_lock.h): held while the file stays open,
+  // in this process and in children forked before they exec or exit.
+  if (!LockCapture(fd)) {
     close(fd);
-    fd = high;
+    return absl::UnavailableError(absl::StrCat(
+        "memtrace: capture file '", path, "' is being written by another sink (this "
+        "process's or another one's: it holds the file's lock); give each capture a path "
+        "of its own, for example with %p (the process id) in MEMTRACE_OUTPUT"));
   }
   struct stat st {};
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    // One writer per capture file: the lock is held while the file stays open (in this
-    // process, and in children forked before they exec or exit) and dropped when it is
-    // closed, or when the process ends however it ends. A file system without flock()
-    // support goes unlocked.
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-      close(fd);
-      return absl::UnavailableError(absl::StrCat(
-          "memtrace: capture file '", path, "' is being written by another sink (this "
-          "process's or another one's: it holds the file's lock); give each capture a path "
-          "of its own, for example with %p (the process id) in MEMTRACE_OUTPUT"));
-    }
     if (ftruncate(fd, 0) != 0) {
       const int err = errno;
       close(fd);
@@ -526,15 +528,10 @@ bool JsonlSink::Reopen() {
   if (reopen_path_.empty()) return false;
   int fd = open(reopen_path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) return false;
-  if (const int high = fcntl(fd, F_DUPFD_CLOEXEC, kHighDescriptor); high >= 0) {
-    close(fd);
-    fd = high;
-  }
+  fd = AboveProgramDescriptors(fd);
   struct stat st {};
   FILE* f = nullptr;
-  if (fstat(fd, &st) != 0 || st.st_dev != identity_.st_dev || st.st_ino != identity_.st_ino ||
-      (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) ||
-      (f = fdopen(fd, "a")) == nullptr) {
+  if (!IsCapture(fd, &st) || !LockCapture(fd) || (f = fdopen(fd, "a")) == nullptr) {
     close(fd);
     return false;
   }
@@ -552,11 +549,16 @@ void JsonlSink::Fail(std::string_view what) {
   if (status_.ok()) status_ = absl::DataLossError(absl::StrCat("memtrace: ", std::string(what)));
 }
 
+bool JsonlSink::IsCapture(int fd, struct stat* st) const {
+  return fstat(fd, st) == 0 && st->st_dev == identity_.st_dev &&
+         st->st_ino == identity_.st_ino;
+}
+
 bool JsonlSink::CheckStream() {
   if (stream_ == nullptr) return false;
   struct stat st {};
   const int fd = fileno(stream_);
-  if (fstat(fd, &st) != 0 || st.st_dev != identity_.st_dev || st.st_ino != identity_.st_ino) {
+  if (!IsCapture(fd, &st)) {
     // The program closed the descriptor (a daemon closing all of them, say) and may have
     // opened a file of its own under the same number: never write there, nor close it.
     stream_lost_ = true;
@@ -682,9 +684,7 @@ void JsonlSink::ReleaseInForkedChild() noexcept {
   // own under the number before the writer noticed (CheckStream()).
   const int fd = fileno(stream_);
   struct stat st {};
-  if (fstat(fd, &st) == 0 && st.st_dev == identity_.st_dev && st.st_ino == identity_.st_ino) {
-    close(fd);
-  }
+  if (IsCapture(fd, &st)) close(fd);
 }
 
 absl::Status JsonlSink::status() const {

@@ -205,6 +205,8 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   // may be a file of the program's now), or the file has no name left (it or its
   // directory was removed: writes would succeed, but nobody could read them).
   bool CheckStream();
+  // Whether `fd` is the file the sink was made on (fills *st).
+  bool IsCapture(int fd, struct stat* st) const;
   // After the program closed the stream's descriptor: opens the same file again by its
   // absolute path (Open()'s sinks only), appending, under the lock again. False when
   // that cannot be done or the path now names another file.
