@@ -66,7 +66,8 @@ struct LoadedModule;  // the opened ELF file of a module (symbolizer.cc)
 // the blocks it finds allocated before it started that way (libstdc++'s emergency pool,
 // the dynamic loader's), and so does the runtime API for a caller that passes no return
 // address.
-inline constexpr std::string_view kNoCallSite = "(no call site: allocated before tracing started, or none given)";
+inline constexpr std::string_view kNoCallSite =
+    "(no call site: allocated before tracing started, or none given)";
 
 class Symbolizer {
  public:

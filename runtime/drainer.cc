@@ -270,12 +270,12 @@ uint64_t Drainer::AwaitClaims(Cursor& c, bool final_round) {
   uint64_t head = c.ring->LoadHead();
   // A claim beyond the head is a record being written right now, possibly stamped with the
   // epoch we are closing. Wait for it to be published, or given back.
-  std::chrono::steady_clock::time_point deadline{};
+  // Only the final round's wait is bounded (the header), and only it reads the clock.
+  const auto deadline = final_round && head < claim
+                            ? std::chrono::steady_clock::now() + kFinalClaimWait
+                            : std::chrono::steady_clock::time_point::max();
   while (head < claim) {
     if (c.ring->LoadClaim() <= head) break;
-    if (final_round && deadline == std::chrono::steady_clock::time_point{}) {
-      deadline = std::chrono::steady_clock::now() + kFinalClaimWait;
-    }
     if (final_round && std::chrono::steady_clock::now() >= deadline) {
       // Never published: the operation went ahead without its record (see the header).
       counters_.events_dropped += c.ring->LoadClaim() - head;
