@@ -27,6 +27,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "analysis/capture_reader.h"
 #include "runtime/cpu_list.h"
@@ -131,6 +132,16 @@ Result RunProgram(const std::vector<std::string>& argv, const std::vector<std::s
   r.out = ReadFile(out_path);
   r.err = ReadFile(err_path);
   return r;
+}
+
+// The files in `dir`, sorted.
+std::vector<std::string> FilesIn(const std::string& dir) {
+  std::vector<std::string> files;
+  const Result ls = RunProgram({"/bin/ls", dir}, {});
+  for (absl::string_view name : absl::StrSplit(ls.out, '\n', absl::SkipEmpty())) {
+    files.emplace_back(name);
+  }
+  return files;
 }
 
 // The program's own counts, from its "allocs=A frees=F live_count=C live_bytes=B" line.
@@ -394,12 +405,8 @@ TEST_F(PreloadTest, DefaultCaptureIsBinary) {
                                    Target(), "' stack");
     const Result run = RunProgram({"/bin/sh", "-c", command}, {});
     ASSERT_EQ(run.status, 0) << run.err;
-    const Result ls = RunProgram({"/bin/ls", dir}, {});
-    std::vector<std::string> files;
-    for (absl::string_view name : absl::StrSplit(ls.out, '\n', absl::SkipEmpty())) {
-      files.emplace_back(name);
-    }
-    ASSERT_EQ(files.size(), 1u) << ls.out;
+    const std::vector<std::string> files = FilesIn(dir);
+    ASSERT_EQ(files.size(), 1u) << absl::StrJoin(files, " ");
     EXPECT_TRUE(absl::StartsWith(files[0], "memtrace-")) << files[0];
     EXPECT_TRUE(absl::EndsWith(files[0], ".mtb")) << files[0];
     const std::string capture = dir + "/" + files[0];
@@ -536,28 +543,14 @@ TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
       RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "fork"}, {});
   ASSERT_EQ(run.status, 0) << run.err;
   // One capture: the parent's (the child neither writes its own nor touches the parent's).
-  std::vector<std::string> files;
-  const Result ls = RunProgram({"/bin/ls", dir}, {});
-  for (absl::string_view name : absl::StrSplit(ls.out, '\n', absl::SkipEmpty())) {
-    files.emplace_back(name);
-  }
-  ASSERT_EQ(files.size(), 1u) << ls.out;
+  const std::vector<std::string> files = FilesIn(dir);
+  ASSERT_EQ(files.size(), 1u) << absl::StrJoin(files, " ");
   absl::Status s;
   const Replay r = ReplayCapture(dir + "/" + files[0], &s);
   ASSERT_TRUE(s.ok()) << s;
   ASSERT_TRUE(r.has_trailer);
   EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
   ExpectMarkersMatch(r, ParseCounts(run.out));  // the child's 500 markers are not in it
-}
-
-// The files in `dir`, sorted.
-std::vector<std::string> FilesIn(const std::string& dir) {
-  std::vector<std::string> files;
-  const Result ls = RunProgram({"/bin/ls", dir}, {});
-  for (absl::string_view name : absl::StrSplit(ls.out, '\n', absl::SkipEmpty())) {
-    files.emplace_back(name);
-  }
-  return files;
 }
 
 // bash defines its own setenv() and unsetenv(), and exports what main() was given: the
@@ -642,7 +635,7 @@ TEST_F(PreloadTest, ASecondProcessGivenTheSameCapturePathWritesBesideIt) {
   const pid_t first = SpawnTraced({Target(), "hold", release}, capture, first_out);
   ASSERT_GT(first, 0);
   // Its counts line comes after the interposer's constructor opened the capture.
-  for (int i = 0; i < 30000 && ParseCounts(ReadFile(first_out)).allocs < 0; ++i) usleep(1000);
+  WaitForOutput(first_out, "allocs=");
   ASSERT_GE(ParseCounts(ReadFile(first_out)).allocs, 0) << "the first process did not start";
 
   const Result second = RunProgram({Target(), "basic"},
