@@ -8,6 +8,7 @@
 #include <gelf.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -85,6 +86,14 @@ std::string Demangle(const char* name) {
     }
   }
   return name;
+}
+
+// A symbol's name without the version a symbol table may give it: a library's separate
+// debug file lists "__libc_start_main@@GLIBC_2.34" (the default version) and
+// "memcpy@GLIBC_2.2.5" (an older one), for functions called __libc_start_main and memcpy.
+std::string WithoutVersion(const char* name) {
+  const char* at = strchr(name, '@');
+  return at == nullptr || at == name ? std::string(name) : std::string(name, at);
 }
 
 // The name of the DWARF subprogram containing `addr` (a dwfl address), or null.
@@ -168,7 +177,7 @@ const SymbolizedFrame& Symbolizer::Resolve(uint64_t pc) {
   const char* name = dwfl_module_addrinfo(file.module, lookup, &offset, &sym, nullptr,
                                           nullptr, nullptr);
   if (name == nullptr) name = DwarfFunctionName(file.module, lookup);
-  if (name != nullptr && name[0] != '\0') f.function = Demangle(name);
+  if (name != nullptr && name[0] != '\0') f.function = Demangle(WithoutVersion(name).c_str());
   if (Dwfl_Line* line = dwfl_module_getsrc(file.module, lookup); line != nullptr) {
     int lineno = 0;
     const char* source = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);

@@ -71,17 +71,32 @@ TEST(SymbolizerTest, ResolvesAPcJustInsideAFunction) {
   EXPECT_EQ(&symbolizer.Resolve(pc), &f);
 }
 
+// A pc one byte into libc's own `name`, not a sanitizer's interceptor of the same name.
+uint64_t InLibc(const char* name) {
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  if (libc == nullptr) return 0;
+  const uint64_t pc = reinterpret_cast<uint64_t>(dlsym(libc, name)) + 1;
+  dlclose(libc);
+  return pc;
+}
+
 TEST(SymbolizerTest, SharedLibraryWithoutDebugInfoUsesItsSymbolTable) {
   Symbolizer symbolizer;
   for (const CaptureRecord& m : SelfExecutableModules()) symbolizer.AddModule(m);
-  // libc's own abort, not a sanitizer's interceptor of the same name.
-  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(libc, nullptr);
-  const uint64_t pc = reinterpret_cast<uint64_t>(dlsym(libc, "abort")) + 1;
-  dlclose(libc);
-  const SymbolizedFrame& f = symbolizer.Resolve(pc);
+  const SymbolizedFrame& f = symbolizer.Resolve(InLibc("abort"));
   EXPECT_EQ(f.function, "abort");
   EXPECT_NE(f.module.find("libc.so"), std::string::npos) << f.module;
+}
+
+// glibc's separate debug file (libc6-dbg, which tools/setup installs) names functions with
+// their versions ("__libc_start_main@@GLIBC_2.34"); a frame is named by the function
+// alone. (Without the debug file the name comes from libc's dynamic symbols, unversioned.)
+TEST(SymbolizerTest, NamesWithoutTheSymbolsVersion) {
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : SelfExecutableModules()) symbolizer.AddModule(m);
+  const SymbolizedFrame& f = symbolizer.Resolve(InLibc("__libc_start_main"));
+  EXPECT_EQ(f.function, "__libc_start_main")
+      << "debug info " << (f.file.empty() ? "absent" : f.file);
 }
 
 TEST(SymbolizerTest, PcOutsideEveryModuleIsUnknown) {
