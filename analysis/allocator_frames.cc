@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace memtrace {
 namespace {
@@ -35,9 +37,20 @@ constexpr std::array<std::string_view, 33> kPrefixes = {
     "sqlite3Malloc", "sqlite3DbMalloc", "sqlite3MemMalloc", "sqlite3Realloc",
     "sqlite3DbRealloc", "sqlite3MemRealloc", "dbMallocRaw"};
 
+// Symbolizer::Resolve's function name for a frame it cannot name.
+constexpr std::string_view kUnknownFunction = "??";
+
+// The function's name without the suffixes GCC gives the copies it specializes
+// ("xmalloc [clone .constprop.0]", "Grow() [clone .cold]"): a copy is the function.
+std::string_view WithoutClone(std::string_view function) {
+  const size_t clone = function.find(" [clone ");
+  return clone == std::string_view::npos ? function : function.substr(0, clone);
+}
+
 }  // namespace
 
 bool IsAllocatorFunction(std::string_view function) {
+  function = WithoutClone(function);
   for (std::string_view name : kExact) {
     if (function == name) return true;
   }
@@ -47,32 +60,78 @@ bool IsAllocatorFunction(std::string_view function) {
   return false;
 }
 
-size_t CallerFrame(const std::vector<std::string_view>& functions) {
+absl::StatusOr<AllocatorFunctions> AllocatorFunctions::Parse(std::string_view list) {
+  AllocatorFunctions out;
+  if (list.empty()) return out;
+  // Copies: Debian's abseil has its own string_view, not std::string_view.
+  const std::vector<std::string> entries = absl::StrSplit(std::string(list), ',');
+  for (const std::string& entry : entries) {
+    const std::string name(absl::StripAsciiWhitespace(entry));
+    const size_t star = name.find('*');
+    if (name.empty() || name == "*" || (star != std::string::npos && star + 1 != name.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--allocator: '", entry, "' is not a function name. Give names as `memtrace top ",
+          "--stacks` prints them, separated by commas, each whole (pool_alloc) or a prefix ",
+          "ending in '*' (Engine::Alloc*)"));
+    }
+    if (star == std::string::npos) {
+      out.names_.push_back(name);
+    } else {
+      out.prefixes_.emplace_back(name.substr(0, star));
+    }
+  }
+  return out;
+}
+
+bool AllocatorFunctions::Contains(std::string_view function) const {
+  if (IsAllocatorFunction(function)) return true;
+  function = WithoutClone(function);
+  for (const std::string& name : names_) {
+    if (function == name) return true;
+  }
+  for (const std::string& prefix : prefixes_) {
+    if (function.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
+size_t CallerFrame(const std::vector<std::string_view>& functions,
+                   const AllocatorFunctions& allocators) {
   // Every frame inward of an allocator's frame is the allocator's too, named or not
   // (sqlite3Malloc calls a static, stripped sqlite3MemMalloc). The innermost frames are
   // read while each is an allocator's or unknown ("??"); the caller is the frame after the
   // outermost allocator's among them.
   size_t caller = 0;
   for (size_t i = 0; i < functions.size(); ++i) {
-    if (IsAllocatorFunction(functions[i])) {
+    if (allocators.Contains(functions[i])) {
       caller = i + 1;
-    } else if (functions[i] != "??") {
+    } else if (functions[i] != kUnknownFunction) {
       break;
     }
   }
   return functions.empty() ? 0 : std::min(caller, functions.size() - 1);
 }
 
-std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frames) {
+std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frames,
+                      const AllocatorFunctions& allocators) {
   if (frames.empty()) return {};
   std::vector<std::string_view> functions;
   functions.reserve(frames.size());
   // Resolve() keeps its answers for the Symbolizer's lifetime: the views stay valid.
   for (uint64_t pc : frames) functions.push_back(symbolizer.Resolve(pc).function);
-  const size_t caller = CallerFrame(functions);
-  if (caller == 0) return symbolizer.Describe(frames[0]);
-  return absl::StrCat(symbolizer.Describe(frames[caller]), " via ",
-                      std::string(functions[caller - 1]));
+  const size_t caller = CallerFrame(functions, allocators);
+  std::string label = symbolizer.Describe(frames[caller]);
+  if (functions[caller] == kUnknownFunction) {
+    // The first named frame further out: where to start reading.
+    for (size_t i = caller + 1; i < functions.size(); ++i) {
+      if (functions[i] != kUnknownFunction) {
+        absl::StrAppend(&label, " under ", std::string(functions[i]));
+        break;
+      }
+    }
+  }
+  if (caller == 0) return label;
+  return absl::StrCat(label, " via ", std::string(functions[caller - 1]));
 }
 
 }  // namespace memtrace

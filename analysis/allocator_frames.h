@@ -13,11 +13,25 @@
 //   "Parser::Grow() (parser.cc:88) via operator new(unsigned long)"
 //
 // The list (IsAllocatorFunction) covers the C allocation functions, C++'s operator new
-// and standard allocators, and the wrappers of GLib, CPython, Perl, Redis and SQLite. It
+// and standard allocators, and the wrappers of GLib, CPython, Perl, Redis and SQLite. A
+// program's own wrappers (a game engine's `Engine::Alloc`, a server's `pool_alloc`) are
+// added by name with AllocatorFunctions::Parse, from the CLI's --allocator flag. The list
 // only changes names; `memtrace top --stacks` and the exports keep every frame.
 //
-// Thread safety: IsAllocatorFunction is a pure function; SiteLabel uses the Symbolizer,
-// which one thread uses at a time.
+// A caller without a name ("??": a static function of a stripped library) says nothing on
+// its own; its label adds the nearest named frame further out:
+//
+//   "?? (/lib/x86_64-linux-gnu/libsqlite3.so.0+0x3974e) under sqlite3BtreeInsert via
+//    sqlite3Malloc"
+//
+// Thread safety: IsAllocatorFunction is a pure function, and an AllocatorFunctions is
+// read-only once parsed; SiteLabel uses the Symbolizer, which one thread uses at a time.
+//
+// Example:
+//
+//   absl::StatusOr<AllocatorFunctions> extra = AllocatorFunctions::Parse("Engine::Alloc*");
+//   if (!extra.ok()) return extra.status();
+//   std::string name = SiteLabel(symbolizer, frames, *extra);
 
 #ifndef MEMTRACE_ANALYSIS_ALLOCATOR_FRAMES_H_
 #define MEMTRACE_ANALYSIS_ALLOCATOR_FRAMES_H_
@@ -27,6 +41,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "analysis/symbolizer.h"
 
 namespace memtrace {
@@ -36,17 +51,41 @@ namespace memtrace {
 // known wrappers such as xmalloc, g_malloc, PyMem_Malloc, zmalloc or sqlite3Malloc.
 bool IsAllocatorFunction(std::string_view function);
 
+// The built-in allocator functions and a program's own.
+class AllocatorFunctions {
+ public:
+  // The built-in list only.
+  AllocatorFunctions() = default;
+
+  // The built-in list and the functions in `list`: comma-separated names, each a whole
+  // function name as `memtrace top --stacks` prints it ("pool_alloc",
+  // "Engine::Alloc(unsigned long)"), or a prefix ending in '*' ("Engine::Alloc*" names every
+  // overload). An empty list adds nothing. A malformed entry (empty, or a '*' before its
+  // end) is an InvalidArgument error that names it.
+  static absl::StatusOr<AllocatorFunctions> Parse(std::string_view list);
+
+  // True for a built-in allocator function (IsAllocatorFunction) or one of the program's.
+  bool Contains(std::string_view function) const;
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<std::string> prefixes_;
+};
+
 // The index of the frame that called the allocator, in `functions` (a stack's symbolized
 // functions, innermost first): the frame after the outermost allocator function among the
 // innermost frames that are allocator functions or unknown ("??": a static, stripped
 // helper inside the allocator). 0 when none of those is an allocator's; the last index
 // when the stack ends inside the allocator.
-size_t CallerFrame(const std::vector<std::string_view>& functions);
+size_t CallerFrame(const std::vector<std::string_view>& functions,
+                   const AllocatorFunctions& allocators = AllocatorFunctions());
 
 // A call site's name from its stack (innermost first): Describe() of the frame that called
 // the allocator (CallerFrame), with " via " and the allocator function it called, or the
-// innermost frame's Describe() when no allocator function is found.
-std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frames);
+// innermost frame's Describe() when no allocator function is found. When that frame has
+// no name ("??"), " under " and the first named frame further out follow its Describe().
+std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frames,
+                      const AllocatorFunctions& allocators = AllocatorFunctions());
 
 }  // namespace memtrace
 

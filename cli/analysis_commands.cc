@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -37,6 +38,9 @@ ABSL_FLAG(bool, expect_preload, false,
 ABSL_FLAG(std::string, from, "end",
           "diff: the first snapshot point: end, event=N, time=NS, scope-exit=PATH[#N]");
 ABSL_FLAG(std::string, to, "end", "diff: the second snapshot point (same forms as --from)");
+ABSL_FLAG(std::string, allocator, "",
+          "the program's own allocator functions, comma-separated (pool_alloc,Engine::Alloc*): "
+          "a site is named after the caller of the outermost one, as of malloc or operator new");
 ABSL_FLAG(std::string, format, "", "export format: perfetto, folded or pprof");
 ABSL_FLAG(std::string, weight, "bytes", "folded export: weigh stacks by bytes or count allocated");
 
@@ -64,8 +68,10 @@ const CommandSpec kTopSpec = {
     "Lists call sites, each with the scope and layer it allocated in, largest first, with\n"
     "the site symbolized from the capture's module lines (function (file:line)).\n"
     "--by=bytes: bytes allocated; count: allocations; live: bytes live at the end (leaks at\n"
-    "exit); temporaries: blocks freed almost at once by the thread that allocated them.",
-    {"json", "by", "limit", "stacks"}};
+    "exit); temporaries: blocks freed almost at once by the thread that allocated them.\n"
+    "A site is named after the code that called the allocator (malloc, operator new, and\n"
+    "the wrappers of common libraries; --allocator adds the program's own).",
+    {"json", "by", "limit", "stacks", "allocator"}};
 
 const CommandSpec kPeakSpec = {
     "peak", "memtrace peak [flags] CAPTURE",
@@ -73,7 +79,7 @@ const CommandSpec kPeakSpec = {
     "by call site; then, for each scope (largest first, --limit of them) or for --scope, its\n"
     "own high-water moment and what of it was live then, by site. Reads the capture three\n"
     "times.",
-    {"json", "limit", "scope"}};
+    {"json", "limit", "scope", "allocator"}};
 
 const CommandSpec kRetentionSpec = {
     "retention", "memtrace retention [flags] CAPTURE",
@@ -179,7 +185,8 @@ std::optional<int> OneCapture(const CommandSpec& spec, const ParsedArgs& args) {
 // the bare return address (captures of the wrapped-allocator API list no modules).
 class SiteNamer {
  public:
-  explicit SiteNamer(const CaptureSummary& s) : summary_(s) {
+  SiteNamer(const CaptureSummary& s, AllocatorFunctions allocators)
+      : summary_(s), allocators_(std::move(allocators)) {
     for (const CaptureRecord& m : s.modules) symbolizer_.AddModule(m);
   }
   uint64_t Addr(uint32_t site) const {
@@ -198,7 +205,7 @@ class SiteNamer {
   std::string Name(uint32_t site) {
     if (summary_.site_addrs.count(site) == 0) return absl::StrCat("site ", site);
     if (summary_.modules.empty()) return Describe(Addr(site));
-    return SiteLabel(symbolizer_, Frames(site));
+    return SiteLabel(symbolizer_, Frames(site), allocators_);
   }
   std::string JsonFrame(uint64_t pc) {
     const SymbolizedFrame& f = symbolizer_.Resolve(pc);
@@ -210,8 +217,18 @@ class SiteNamer {
 
  private:
   const CaptureSummary& summary_;
+  const AllocatorFunctions allocators_;
   Symbolizer symbolizer_;
 };
+
+// The --allocator flag's functions, or the usage error that says what is wrong with it.
+std::optional<int> ParseAllocators(const CommandSpec& spec, AllocatorFunctions* out) {
+  absl::StatusOr<AllocatorFunctions> parsed =
+      AllocatorFunctions::Parse(absl::GetFlag(FLAGS_allocator));
+  if (!parsed.ok()) return UsageError(spec, std::string(parsed.status().message()));
+  *out = *std::move(parsed);
+  return std::nullopt;
+}
 
 // ---- summary ----------------------------------------------------------------------------
 
@@ -467,6 +484,8 @@ int TopCommand(int argc, char** argv) {
   }
   if (absl::GetFlag(FLAGS_limit) < 1) return UsageError(kTopSpec, "--limit must be at least 1");
   const size_t limit = static_cast<size_t>(absl::GetFlag(FLAGS_limit));
+  AllocatorFunctions allocators;
+  if (auto exit = ParseAllocators(kTopSpec, &allocators)) return *exit;
   const std::string& path = args.positional[0];
   auto s = Load(path);
   if (!s.ok()) return InputError(kTopSpec, std::string(s.status().message()));
@@ -482,7 +501,7 @@ int TopCommand(int argc, char** argv) {
     if (a.site != b.site) return a.site < b.site;
     return a.scope != b.scope ? a.scope < b.scope : a.layer < b.layer;
   });
-  SiteNamer names(*s);
+  SiteNamer names(*s, std::move(allocators));
   const bool stacks = absl::GetFlag(FLAGS_stacks);
   const size_t shown = std::min(limit, rows.size());
   if (absl::GetFlag(FLAGS_json)) {
@@ -537,6 +556,8 @@ int PeakCommand(int argc, char** argv) {
   if (auto exit = OneCapture(kPeakSpec, args)) return *exit;
   if (absl::GetFlag(FLAGS_limit) < 1) return UsageError(kPeakSpec, "--limit must be at least 1");
   const size_t limit = static_cast<size_t>(absl::GetFlag(FLAGS_limit));
+  AllocatorFunctions allocators;
+  if (auto exit = ParseAllocators(kPeakSpec, &allocators)) return *exit;
   const std::string& path = args.positional[0];
   const auto s = Load(path);
   if (!s.ok()) return InputError(kPeakSpec, std::string(s.status().message()));
@@ -559,7 +580,7 @@ int PeakCommand(int argc, char** argv) {
   if (!scope_peaks.ok()) return InputError(kPeakSpec, std::string(scope_peaks.status().message()));
   const size_t scopes_shown = std::min(limit, scope_peaks->size());
   const size_t kSitesPerScope = 5;
-  SiteNamer names(*s);
+  SiteNamer names(*s, std::move(allocators));
   if (absl::GetFlag(FLAGS_json)) {
     auto pairs = [&](const std::vector<std::pair<uint32_t, uint64_t>>& v, bool sites,
                      size_t cap) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "report/html_report.h"
@@ -12,7 +13,7 @@
 namespace memtrace {
 
 const char* const kReportHelp =
-    "usage: memtrace report CAPTURE -o REPORT.html [--max-points=N] [--top=N]\n"
+    "usage: memtrace report CAPTURE -o REPORT.html [--max-points=N] [--top=N] [--allocator=NAMES]\n"
     "\n"
     "Writes one self-contained HTML page about CAPTURE (it works offline: no scripts,\n"
     "styles or fonts from elsewhere): the integrity verdict, live bytes over time stacked\n"
@@ -21,7 +22,10 @@ const char* const kReportHelp =
     "retention and leaks. See docs/report.md.\n"
     "  -o, --output=PATH  where to write the page (required)\n"
     "  --max-points=N     points kept per time series, peaks preserved (default 2000)\n"
-    "  --top=N            rows per table (default 50)\n";
+    "  --top=N            rows per table (default 50)\n"
+    "  --allocator=NAMES  the program's own allocator functions, comma-separated\n"
+    "                     (pool_alloc,Engine::Alloc*): call sites are named after the\n"
+    "                     caller of the outermost one, as of malloc or operator new\n";
 
 namespace {
 
@@ -64,6 +68,10 @@ int ReportCommand(int argc, char** argv) {
       if (options.top == 0) {
         return Fail(absl::StrCat("--top must be a positive number, not '", a.substr(6), "'"));
       }
+    } else if (a.rfind("--allocator=", 0) == 0) {
+      absl::StatusOr<AllocatorFunctions> allocators = AllocatorFunctions::Parse(a.substr(12));
+      if (!allocators.ok()) return Fail(std::string(allocators.status().message()));
+      options.allocators = *std::move(allocators);
     } else if (!a.empty() && a[0] == '-') {
       return Fail(absl::StrCat("unknown option '", a, "' (see memtrace help report)"));
     } else if (capture.empty()) {

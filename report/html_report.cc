@@ -44,7 +44,7 @@ struct CaptureTables {
 class FrameNames {
  public:
   FrameNames(const ReportOptions& options, const CaptureTables& tables)
-      : describe_(options.describe_frame), tables_(tables) {
+      : describe_(options.describe_frame), allocators_(options.allocators), tables_(tables) {
     if (!describe_ && options.symbolize && !tables.module_records.empty()) {
       for (const CaptureRecord& m : tables.module_records) symbolizer_.AddModule(m);
       use_symbolizer_ = true;
@@ -66,7 +66,7 @@ class FrameNames {
   std::string Site(const std::vector<uint64_t>& frames) {
     if (frames.empty()) return {};
     if (describe_ || !use_symbolizer_) return Describe(frames[0]);
-    return SiteLabel(symbolizer_, frames);
+    return SiteLabel(symbolizer_, frames, allocators_);
   }
 
   // An index into names() for `name`, which the flame graph uses.
@@ -90,6 +90,7 @@ class FrameNames {
   }
 
   std::function<std::string(uint64_t)> describe_;
+  const AllocatorFunctions& allocators_;
   const CaptureTables& tables_;
   Symbolizer symbolizer_;
   bool use_symbolizer_ = false;

@@ -39,6 +39,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "analysis/allocator_frames.h"
 
 namespace memtrace {
 
@@ -53,6 +54,9 @@ struct ReportOptions {
   // Without describe_frame: name frames with the symbolizer (function (file:line)) from
   // the capture's module lines, or, when false, as "module+0xoffset".
   bool symbolize = true;
+  // With the symbolizer: the program's own allocator functions, besides the built-in
+  // ones, that call sites are named past (analysis/allocator_frames.h).
+  AllocatorFunctions allocators;
   // The page's title; when empty, "memtrace report: <capture file name>".
   std::string title;
 };

@@ -5,13 +5,35 @@
 
 #include "analysis/allocator_frames.h"
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "tests/self_modules.h"
+
+// Named functions of this test's own binary, for stacks the symbolizer resolves.
+namespace memtrace_allocator_frames_test {
+
+__attribute__((noinline)) uint64_t PoolAlloc() {
+  asm volatile("");
+  return reinterpret_cast<uint64_t>(&PoolAlloc) + 1;
+}
+
+__attribute__((noinline)) uint64_t LoadLevel() {
+  asm volatile("");
+  return reinterpret_cast<uint64_t>(&LoadLevel) + 1;
+}
+
+}  // namespace memtrace_allocator_frames_test
+
 namespace memtrace {
 namespace {
+
+constexpr char kPoolAlloc[] = "memtrace_allocator_frames_test::PoolAlloc()";
+constexpr char kLoadLevel[] = "memtrace_allocator_frames_test::LoadLevel()";
 
 TEST(AllocatorFramesTest, KnowsTheAllocatorsFunctions) {
   for (std::string_view f :
@@ -43,6 +65,71 @@ TEST(AllocatorFramesTest, TheCallerIsTheFrameAfterTheAllocator) {
   EXPECT_EQ(CallerFrame(V{"Parser::Grow()", "xmalloc", "main"}), 0u);
   // A stack that ends inside the allocator (the depth ran out): its last frame.
   EXPECT_EQ(CallerFrame(V{"operator new(unsigned long)", "std::allocator<int>::allocate"}), 1u);
+}
+
+TEST(AllocatorFramesTest, TheProgramsOwnAllocatorFunctions) {
+  const absl::StatusOr<AllocatorFunctions> own =
+      AllocatorFunctions::Parse("pool_alloc, Engine::Alloc*");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_TRUE(own->Contains("pool_alloc"));
+  EXPECT_FALSE(own->Contains("pool_alloc_stats"));  // a whole name is matched whole
+  EXPECT_TRUE(own->Contains("Engine::Alloc(unsigned long)"));
+  EXPECT_TRUE(own->Contains("Engine::AllocAligned(unsigned long, unsigned long)"));
+  EXPECT_FALSE(own->Contains("Engine::Free(void*)"));
+  EXPECT_TRUE(own->Contains("malloc"));  // the built-in list still applies
+  // GCC's specialized copies are the function itself.
+  EXPECT_TRUE(own->Contains("pool_alloc [clone .constprop.0]"));
+  EXPECT_TRUE(AllocatorFunctions().Contains("xmalloc [clone .cold]"));
+  EXPECT_FALSE(AllocatorFunctions().Contains("pool_alloc"));
+
+  using V = std::vector<std::string_view>;
+  const V stack = {"malloc", "pool_alloc", "LoadLevel()", "main"};
+  EXPECT_EQ(CallerFrame(stack), 1u);
+  EXPECT_EQ(CallerFrame(stack, *own), 2u);
+
+  EXPECT_TRUE(AllocatorFunctions::Parse("").ok());
+  for (const char* bad : {",", "pool_alloc,", "*", "Engine::*Alloc", " , x"}) {
+    const absl::StatusOr<AllocatorFunctions> parsed = AllocatorFunctions::Parse(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(parsed.status().message()).find("--allocator"), std::string::npos);
+  }
+}
+
+// A caller the symbolizer cannot name (a static function of a stripped library) is labelled
+// with the first named frame further out.
+TEST(AllocatorFramesTest, AnUnnamedCallerIsPlacedUnderTheNextNamedFrame) {
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : SelfExecutableModules()) symbolizer.AddModule(m);
+  CaptureRecord stripped;
+  stripped.type = LineType::kModule;
+  stripped.path = "/nonexistent/libstripped.so";
+  stripped.start = 0x10000;
+  stripped.end = 0x20000;
+  symbolizer.AddModule(stripped);
+  const uint64_t pool_alloc = memtrace_allocator_frames_test::PoolAlloc();
+  const uint64_t load_level = memtrace_allocator_frames_test::LoadLevel();
+  ASSERT_EQ(symbolizer.Resolve(pool_alloc).function, kPoolAlloc);
+  ASSERT_EQ(symbolizer.Resolve(load_level).function, kLoadLevel);
+  const std::string unnamed = "?? (/nonexistent/libstripped.so+0x1234)";
+
+  // No allocator function: the innermost frame, then the first named one.
+  EXPECT_EQ(SiteLabel(symbolizer, {0x11234, load_level}),
+            unnamed + " under " + kLoadLevel);
+  // Through the program's own allocator function, which called malloc.
+  const absl::StatusOr<AllocatorFunctions> own =
+      AllocatorFunctions::Parse("memtrace_allocator_frames_test::Pool*");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(SiteLabel(symbolizer, {pool_alloc, 0x11234, 0x11300, load_level}, *own),
+            unnamed + " under " + kLoadLevel + " via " + kPoolAlloc);
+  // A named caller needs nothing more.
+  EXPECT_EQ(SiteLabel(symbolizer, {pool_alloc, load_level}, *own),
+            symbolizer.Describe(load_level) + " via " + kPoolAlloc);
+  // Without --allocator, PoolAlloc is the program's own code: the site is named after it.
+  EXPECT_EQ(SiteLabel(symbolizer, {pool_alloc, 0x11234, load_level}),
+            symbolizer.Describe(pool_alloc));
+  // Nothing named further out: the unnamed frame alone.
+  EXPECT_EQ(SiteLabel(symbolizer, {0x11234, 0x11300}), unnamed);
 }
 
 }  // namespace

@@ -374,7 +374,7 @@ __attribute__((noinline)) char* MakeMarkerWithNew(size_t n) {
   return p;
 }
 
-void NewMarker() {
+__attribute__((noinline)) void NewMarker() {
   char* p = MakeMarkerWithNew(50035);
   CountAlloc(50035);
   PrintCounts();

@@ -533,6 +533,40 @@ TEST_F(PreloadTest, SitesAreNamedAfterTheCallerOfOperatorNew) {
   ASSERT_NE(row, std::string::npos) << top.out;
   const std::string line = top.out.substr(row, top.out.find('\n', row) - row);
   EXPECT_NE(line.find(" via operator new"), std::string::npos) << line;  // new[] tail-calls new
+
+  // The program's own allocator function, named with --allocator: the site is named after
+  // its caller.
+  const Result own = RunProgram(
+      {Cli(), "top", "--by=live", "--allocator=(anonymous namespace)::MakeMarkerWith*", capture},
+      {});
+  ASSERT_EQ(own.status, 0) << own.err;
+  const size_t own_row = own.out.find(" via (anonymous namespace)::MakeMarkerWithNew(");
+  ASSERT_NE(own_row, std::string::npos) << own.out;
+  const size_t own_start = own.out.rfind('\n', own_row) + 1;
+  const std::string own_line = own.out.substr(own_start, own_row - own_start);
+  EXPECT_NE(own_line.find(" (anonymous namespace)::NewMarker() ("), std::string::npos)
+      << own_line;
+  const Result bad = RunProgram({Cli(), "top", "--allocator=Make*Marker", capture}, {});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("'Make*Marker' is not a function name"), std::string::npos) << bad.err;
+
+  // The report names sites the same way.
+  const std::string page = TempDir() + "/new.html";
+  const Result report = RunProgram({Cli(), "report", capture, "-o", page,
+                                    "--allocator=(anonymous namespace)::MakeMarkerWith*"},
+                                   {});
+  ASSERT_EQ(report.status, 0) << report.err;
+  const std::string html = ReadFile(page);
+  // The whole label: the flame graph has the caller's frame either way.
+  const size_t label_start = own.out.find("(anonymous namespace)::NewMarker()", own_start);
+  const std::string label =
+      own.out.substr(label_start, own.out.find('\n', own_row) - label_start);
+  EXPECT_NE(html.find(label), std::string::npos) << label;
+  const Result bad_report =
+      RunProgram({Cli(), "report", capture, "-o", page, "--allocator=,"}, {});
+  EXPECT_EQ(bad_report.status, 2);
+  EXPECT_NE(bad_report.err.find("--allocator: '' is not a function name"), std::string::npos)
+      << bad_report.err;
 }
 
 TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
