@@ -114,6 +114,7 @@ using MunmapFn = int (*)(void*, size_t);
 using MremapFn = void* (*)(void*, size_t, size_t, int, ...);
 using DlcloseFn = int (*)(void*);
 using ExitFn = void (*)(int);
+using GetattrFn = int (*)(pthread_t, pthread_attr_t*);
 
 struct RealFunctions {
   MallocFn malloc;
@@ -134,6 +135,7 @@ struct RealFunctions {
   DlcloseFn dlclose;
   ExitFn _exit;
   ExitFn _Exit;
+  GetattrFn pthread_getattr_np;
 };
 
 RealFunctions real;
@@ -201,6 +203,7 @@ __attribute__((noinline)) bool ResolveOnce() noexcept {
   Resolve(&real.dlclose, "dlclose");
   Resolve(&real._exit, "_exit");
   Resolve(&real._Exit, "_Exit");
+  Resolve(&real.pthread_getattr_np, "pthread_getattr_np");
   if (real.malloc == nullptr || real.free == nullptr || real.calloc == nullptr ||
       real.realloc == nullptr) {
     static const char kMessage[] =
@@ -1200,6 +1203,20 @@ MEMTRACE_EXPORT int execve(const char* path, char* const argv[], char* const env
   Resolved();
   memtrace::BeforeExec(path);
   return real.execve(path, argv, envp);
+}
+
+// pthread_getattr_np: glibc allocates while it holds the queried thread's lock, and an
+// allocation made there must not ask for this thread's stack bounds, which takes the
+// same lock when the thread queried is this one (preload/unwind.cc, Bounds()). A query of
+// this thread's own attributes tells the walk its bounds.
+MEMTRACE_EXPORT int pthread_getattr_np(pthread_t thread, pthread_attr_t* attr) {
+  if (!Resolved() || real.pthread_getattr_np == nullptr) return ENOSYS;
+  memtrace::runtime_internal::ThreadState& t = memtrace::runtime_internal::Tls();
+  const bool outer = !t.in_stack_query;
+  t.in_stack_query = true;
+  const int rc = real.pthread_getattr_np(thread, attr);
+  if (outer) t.in_stack_query = false;
+  return rc;
 }
 
 // _exit and _Exit: the capture is finished first, on memtrace's thread, within a bound

@@ -23,6 +23,11 @@ struct StackBounds {
 StackBounds Bounds() noexcept {
   runtime_internal::ThreadState& t = runtime_internal::Tls();
   if (t.stack_high != 0) return StackBounds{t.stack_low, t.stack_high};
+  // An allocation the program made inside pthread_getattr_np(), which holds the queried
+  // thread's lock: asking for this thread's stack now would wait for that lock forever if
+  // it is this thread's (a JVM thread's first allocation is one). Unknown for now, not
+  // remembered: libunwind walks this one, and a later walk asks.
+  if (t.in_stack_query) return StackBounds{1, 1};
   StackBounds b{1, 1};  // unknown: walk no further than the first frame
   pthread_attr_t attr;
   void* base = nullptr;

@@ -45,6 +45,10 @@
 //               allocations and ends; the parent prints "child finished" if it did within
 //               30 s ("child stuck" otherwise, and kills it), then allocates and prints
 //               its counts
+//   getattr     a thread asks for its own attributes (pthread_getattr_np) before anything
+//               else, as every JVM thread does: glibc allocates while it holds the
+//               thread's lock, so that is the thread's first allocation; then it
+//               allocates markers. SIGALRM ends the program after 30 s (a deadlock)
 //   signalfd    blocks SIGTERM, as a service reading it from a signalfd does, allocates,
 //               prints "ready", waits for SIGTERM there (at most a minute), prints
 //               "graceful shutdown" and its counts
@@ -57,6 +61,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
@@ -374,6 +379,25 @@ __attribute__((noinline)) char* MakeMarkerWithNew(size_t n) {
   return p;
 }
 
+void GetattrThread() {
+  alarm(30);  // a deadlock ends the program, by SIGALRM, instead of the test
+  std::thread t([] {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+      fprintf(stderr, "preload_target: pthread_getattr_np failed\n");
+      exit(3);
+    }
+    void* stack = nullptr;
+    size_t size = 0;
+    pthread_attr_getstack(&attr, &stack, &size);
+    pthread_attr_destroy(&attr);
+    AllocateMarkers(20);
+    printf("stack of %zu bytes\n", size);
+  });
+  t.join();
+  PrintCounts();
+}
+
 __attribute__((noinline)) void NewMarker() {
   char* p = MakeMarkerWithNew(50035);
   CountAlloc(50035);
@@ -627,11 +651,13 @@ int main(int argc, char** argv) {
     RawFork();
   } else if (mode == "signalfd") {
     WaitForSigterm();
+  } else if (mode == "getattr") {
+    GetattrThread();
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
                     "hold FILE|close-fds FILE|plugin LIB|new|quick-exit|exit-in-handler|raw-fork|"
-                    "signalfd\n");
+                    "signalfd|getattr\n");
     return 2;
   }
   return 0;

@@ -432,6 +432,18 @@ TEST_F(PreloadTest, ExitFromAnotherThreadWritesTheTrailer) {
   ExpectMarkersMatch(r, ParseCounts(run.out));
 }
 
+// A thread whose first allocation is glibc's own, inside pthread_getattr_np() for that
+// thread, which holds the thread's lock: the walk must not ask glibc for the thread's
+// stack then (it would wait for that lock forever; every JVM thread did, 2026-12-03).
+TEST_F(PreloadTest, AllocationInsidePthreadGetattrOfItsOwnThreadDoesNotDeadlock) {
+  const std::string capture = TempDir() + "/getattr.mtb";
+  const Result run =
+      RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "getattr"}, {});
+  ASSERT_EQ(run.status, 0) << "128 + 14 is SIGALRM: a deadlock; " << run.err;
+  EXPECT_NE(run.out.find("stack of "), std::string::npos) << run.out;
+  ExpectCompleteAndMatching(capture, run.out);
+}
+
 // exit() runs the main thread's TLS destructors before its atexit handlers; the frees
 // made there are recorded in the main thread's ring like any other, and every one is
 // matched. (With the exit hook a thread_local destructor, each took a fresh 2 MiB ring.)

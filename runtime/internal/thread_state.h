@@ -114,6 +114,10 @@ struct ThreadState {
   bool internal_thread;                  // memtrace's own (drainer, sink writer)
   bool exit_hook_armed;
   bool exited;                           // the exit hook has run
+  // Inside pthread_getattr_np(), interposed (preload/interposer.cc): glibc holds the
+  // queried thread's lock while it allocates, and the stack bounds the walk would ask it
+  // for need the same lock when that thread is this one (preload/unwind.cc, Bounds()).
+  bool in_stack_query;
   RingBinding rings[kMaxRecorders];
   uint32_t scope_stack[kMaxScopeDepth];  // the path in force before each enter
   // This thread's stack, for walking frame pointers safely (preload/unwind.h); 0 until
