@@ -20,7 +20,7 @@ constexpr std::array<std::string_view, 20> kExact = {
     "xmemdup",   "xstrndup"};
 
 // Families: any name that begins with one of these.
-constexpr std::array<std::string_view, 33> kPrefixes = {
+constexpr std::array<std::string_view, 39> kPrefixes = {
     // C++ (demangled): operator new and new[], the standard allocators.
     "operator new", "std::allocator", "std::__new_allocator", "__gnu_cxx::new_allocator",
     "std::allocator_traits", "__gnu_cxx::__alloc_traits",
@@ -35,7 +35,10 @@ constexpr std::array<std::string_view, 33> kPrefixes = {
     "zmalloc", "zcalloc", "zrealloc", "ztrymalloc", "ztrycalloc", "ztryrealloc",
     // SQLite.
     "sqlite3Malloc", "sqlite3DbMalloc", "sqlite3MemMalloc", "sqlite3Realloc",
-    "sqlite3DbRealloc", "sqlite3MemRealloc", "dbMallocRaw"};
+    "sqlite3DbRealloc", "sqlite3MemRealloc", "dbMallocRaw",
+    // HotSpot, the JVM's own C heap.
+    "os::malloc(", "os::realloc(", "os::strdup(", "AllocateHeap(", "ReallocateHeap(",
+    "CHeapObj<"};
 
 // Symbolizer::Resolve's function name for a frame it cannot name.
 constexpr std::string_view kUnknownFunction = "??";

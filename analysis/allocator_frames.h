@@ -13,10 +13,11 @@
 //   "Parser::Grow() (parser.cc:88) via operator new(unsigned long)"
 //
 // The list (IsAllocatorFunction) covers the C allocation functions, C++'s operator new
-// and standard allocators, and the wrappers of GLib, CPython, Perl, Redis and SQLite. A
-// program's own wrappers (a game engine's `Engine::Alloc`, a server's `pool_alloc`) are
-// added by name with AllocatorFunctions::Parse, from the CLI's --allocator flag. The list
-// only changes names; `memtrace top --stacks` and the exports keep every frame.
+// and standard allocators, and the wrappers of GLib, CPython, Perl, Redis, SQLite and the
+// JVM (HotSpot's os::malloc and AllocateHeap). A program's own wrappers (a game engine's
+// `Engine::Alloc`, a server's `pool_alloc`) are added by name with
+// AllocatorFunctions::Parse, from the CLI's --allocator flag. The list only changes names;
+// `memtrace top --stacks` and the exports keep every frame.
 //
 // A caller without a name ("??": a static function of a stripped library) says nothing on
 // its own; its label adds the nearest named frame further out:

@@ -42,11 +42,15 @@ TEST(AllocatorFramesTest, KnowsTheAllocatorsFunctions) {
         "std::allocator<int>::allocate(unsigned long)",
         "std::__new_allocator<char>::allocate(unsigned long, void const*)", "g_malloc0",
         "PyMem_Malloc", "_PyObject_Malloc", "Perl_safesysmalloc", "zmalloc_usable",
-        "ztrymalloc_usable_internal", "sqlite3MallocZero", "sqlite3DbMallocRawNN"}) {
+        "ztrymalloc_usable_internal", "sqlite3MallocZero", "sqlite3DbMallocRawNN",
+        "os::malloc(unsigned long, MEMFLAGS, NativeCallStack const&)",
+        "AllocateHeap(unsigned long, MEMFLAGS, AllocFailStrategy::AllocFailEnum)",
+        "CHeapObj<(MEMFLAGS)5>::operator new(unsigned long)"}) {
     EXPECT_TRUE(IsAllocatorFunction(f)) << f;
   }
   for (std::string_view f : {"malloc_trim", "mallinfo2", "Parser::Grow()", "??", "",
-                             "operator delete(void*)", "main", "newlocale"}) {
+                             "operator delete(void*)", "main", "newlocale",
+                             "os::free(void*)", "os::malloc_limit_state()"}) {
     EXPECT_FALSE(IsAllocatorFunction(f)) << f;
   }
 }
