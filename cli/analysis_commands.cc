@@ -432,8 +432,14 @@ int VerifyCommand(int argc, char** argv) {
                   "before Start()?)");
   }
   if (!s->has_trailer) {
-    problems.push_back("it is truncated: there is no trailer (the program or the sink stopped "
-                       "before Finish())");
+    problems.push_back(
+        preload ? "it is truncated: there is no trailer. The process ended without running "
+                  "its exit handlers: it was killed (SIGKILL, the OOM killer), or it ended "
+                  "with the exit_group system call itself, as Go programs do. The capture "
+                  "holds what was written until then; the records of the last few "
+                  "milliseconds are lost"
+                : "it is truncated: there is no trailer (the program or the sink stopped "
+                  "before Finish())");
   } else if (!s->trailer_complete) {
     // The interposer names what ended the capture; a fatal signal means the program
     // crashed, and everything before the crash is in the capture. (A trailer whose

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -186,6 +187,15 @@ JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
       ",\"clock\":\"unix_ns\",\"started_unix_ns\":", UnixNowNs(),
       ",\"source\":", JsonQuote(options_.source), ",\"time_resolution\":\"epoch\"",
       options_.header_fields.empty() ? "" : ",", options_.header_fields, "}"));
+  // The modules loaded now, right after the header, so that a capture that never gets
+  // its trailer (the process was killed, or ended without exit handlers, as Go programs
+  // do) can still be symbolized. Finish() lists the modules again for what was loaded
+  // later, without repeating these.
+  for (const ModuleInfo& m : LoadedModules()) {
+    std::string line = JsonModuleLine(m.path, m.start, m.end, m.offset, m.build_id);
+    Emit(line);
+    initial_module_lines_.insert(std::move(line));
+  }
   writer_ = StartMemtraceThread([this] { WriterLoop(); });  // signals blocked
 }
 
@@ -264,7 +274,7 @@ void JsonlSink::WriterLoop() {
   // A closed pipe becomes EPIPE from write(), not SIGPIPE killing the program: the signal
   // goes to the thread that wrote, and this one started with it blocked, as with every
   // asynchronous signal (StartMemtraceThread).
-  FlushOutput();  // the header
+  FlushOutput();  // the header and the modules
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -619,6 +629,16 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // A module listed after the header and still loaded goes unrepeated, unless a module
+    // unloaded since is listed here: then the whole list follows it, so that the modules
+    // loaded at the end are the later lines wherever ranges were reused.
+    if (unloaded.empty()) {
+      lines.erase(std::remove_if(lines.begin(), lines.end(),
+                                 [&](const std::string& line) {
+                                   return initial_module_lines_.count(line) != 0;
+                                 }),
+                  lines.end());
+    }
     final_lines_ = std::move(lines);
     final_lines_.push_back(absl::StrCat(
         "{\"type\":\"trailer\",\"complete\":", complete ? "true" : "false",

@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -236,6 +237,9 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   absl::Status status_;
   // KeepModules(): by start address and path.
   std::map<std::pair<uint64_t, std::string>, ModuleInfo> kept_modules_;
+  // The module lines written after the header (Finish() does not repeat them). Set before
+  // the writer starts; read by Finish().
+  std::set<std::string> initial_module_lines_;
   // Set by Finish(): the module lines and the trailer; the writer writes them last.
   std::vector<std::string> final_lines_;
 

@@ -528,6 +528,26 @@ TEST(JsonlSinkTest, AStreamWhoseDescriptorTheProgramClosedIsReportedNotWritten) 
 // Modules kept from before a dlclose() are listed at the end though no longer loaded,
 // ahead of the loaded ones (a reader lets a later line win where two overlap); one that
 // is still loaded is listed once.
+// The modules loaded when the sink starts follow the header, so that a capture cut off
+// before its trailer can still be symbolized; Finish() does not repeat them.
+TEST(JsonlSinkTest, ModulesFollowTheHeaderAndAreNotRepeated) {
+  const std::string path = TempPath("modules.jsonl");
+  auto sink = JsonlSink::Open(path).value();
+  const std::vector<ModuleInfo> loaded = LoadedModules();
+  ASSERT_FALSE(loaded.empty());
+  ASSERT_TRUE(sink->Finish(Snapshot{}).ok());
+  const std::vector<std::string> lines = ReadLines(path);
+  ASSERT_GT(lines.size(), loaded.size());
+  EXPECT_EQ(TypeOf(lines[0]), "header");
+  for (size_t i = 1; i <= loaded.size(); ++i) EXPECT_EQ(TypeOf(lines[i]), "module") << i;
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                          [](const std::string& l) { return TypeOf(l) == "module"; }),
+            static_cast<ptrdiff_t>(loaded.size()));
+}
+
+// Modules unloaded by the end (a plugin closed with dlclose()) are listed at the end once
+// each, before the loaded ones, which are listed again after them: where an address range
+// was reused the later line wins, and that is the module loaded at the end.
 TEST(JsonlSinkTest, KeptModulesAreListedOnceAndBeforeTheLoadedOnes) {
   const std::string path = TempPath("kept_modules.jsonl");
   auto sink = JsonlSink::Open(path).value();
@@ -544,9 +564,12 @@ TEST(JsonlSinkTest, KeptModulesAreListedOnceAndBeforeTheLoadedOnes) {
   for (const std::string& line : ReadLines(path)) {
     if (TypeOf(line) == "module") modules.push_back(line);
   }
-  ASSERT_EQ(modules.size(), loaded.size() + 1);
-  EXPECT_NE(modules[0].find("/gone/libgone.so"), std::string::npos) << modules[0];
-  EXPECT_EQ(std::count_if(modules.begin(), modules.end(),
+  // The list after the header, then the one Finish() wrote.
+  ASSERT_EQ(modules.size(), loaded.size() + loaded.size() + 1);
+  const std::vector<std::string> last(modules.begin() + static_cast<ptrdiff_t>(loaded.size()),
+                                      modules.end());
+  EXPECT_NE(last[0].find("/gone/libgone.so"), std::string::npos) << last[0];
+  EXPECT_EQ(std::count_if(last.begin(), last.end(),
                           [&](const std::string& l) {
                             return l.find("\"" + loaded[0].path + "\"") != std::string::npos;
                           }),

@@ -668,6 +668,41 @@ TEST_F(PreloadTest, AServiceReadingSigtermFromASignalfdStillGetsIt) {
   ExpectCompleteAndMatching(capture, printed);
 }
 
+// A process killed outright runs nothing of memtrace's: its capture has no trailer, and
+// no module map at the end. The modules loaded at the start are listed right after the
+// header, so what was written is still symbolized, and `verify` names the likely causes.
+TEST_F(PreloadTest, AKilledProcesssCaptureIsStillSymbolized) {
+  const std::string dir = TempDir() + "/killed";
+  mkdir(dir.c_str(), 0755);
+  const std::string capture = dir + "/killed.mtb";
+  const std::string out = dir + "/killed.out";
+  const pid_t pid = SpawnTraced({Target(), "hold", dir + "/never"}, capture, out);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitForOutput(out, "allocs=")) << "the program did not start";
+  // The markers' epoch is written within milliseconds (drainer.h); wait for its records.
+  for (int i = 0; i < 3000; ++i) {
+    absl::Status s;
+    if (ReplayCapture(capture, &s).markers.allocs >= 40) break;
+    usleep(1000);
+  }
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  EXPECT_FALSE(r.has_trailer);
+  EXPECT_EQ(r.markers.allocs, 40);
+  const Result top = RunProgram({Cli(), "top", "--by=count", "--stacks", capture}, {});
+  ASSERT_EQ(top.status, 0) << top.err;
+  EXPECT_NE(top.out.find("AllocateMarkers("), std::string::npos) << top.out;
+  const Result verify = RunProgram({Cli(), "verify", capture}, {});
+  EXPECT_EQ(verify.status, 1);
+  EXPECT_NE(verify.out.find("it was killed (SIGKILL, the OOM killer)"), std::string::npos)
+      << verify.out;
+}
+
 // Two traced processes given one MEMTRACE_OUTPUT: the capture file is locked while it is
 // written, so the second writes beside it (".<pid>" before the extension) and says
 // where, and both captures are whole. `memtrace run --output` naming that file refuses.
