@@ -336,6 +336,14 @@ void PrintIntegrity(const std::optional<TrailerBlocks>& blocks) {
 // program is a wrapper (a pyenv shim, a launcher script), the program the user meant ran
 // after it: say where it went and how to trace it.
 void PrintExecNote(const std::optional<TrailerBlocks>& blocks, const std::string& path) {
+  if (blocks && blocks->ended_by == "unshare(CLONE_NEWUSER)") {
+    printf("\nnote: the capture ends where the program called unshare(CLONE_NEWUSER), which\n"
+           "  needs a process with one thread: memtrace finished the capture and stopped its\n"
+           "  own threads there, and the program went on untraced. A program it then runs\n"
+           "  (exec) is traced with `memtrace run --children`, into %s.exec1.\n",
+           path.c_str());
+    return;
+  }
   if (!blocks || blocks->ended_by != "exec") return;
   const std::string& target = blocks->exec;
   printf("\nnote: the capture ends where the program replaced itself with %s (exec).\n"

@@ -62,6 +62,7 @@
 #include <link.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -115,6 +116,7 @@ using MremapFn = void* (*)(void*, size_t, size_t, int, ...);
 using DlcloseFn = int (*)(void*);
 using ExitFn = void (*)(int);
 using GetattrFn = int (*)(pthread_t, pthread_attr_t*);
+using UnshareFn = int (*)(int);
 
 struct RealFunctions {
   MallocFn malloc;
@@ -136,6 +138,7 @@ struct RealFunctions {
   ExitFn _exit;
   ExitFn _Exit;
   GetattrFn pthread_getattr_np;
+  UnshareFn unshare;
 };
 
 RealFunctions real;
@@ -204,6 +207,7 @@ __attribute__((noinline)) bool ResolveOnce() noexcept {
   Resolve(&real._exit, "_exit");
   Resolve(&real._Exit, "_Exit");
   Resolve(&real.pthread_getattr_np, "pthread_getattr_np");
+  Resolve(&real.unshare, "unshare");
   if (real.malloc == nullptr || real.free == nullptr || real.calloc == nullptr ||
       real.realloc == nullptr) {
     static const char kMessage[] =
@@ -681,11 +685,17 @@ sem_t exit_request;
 std::atomic<bool> exit_finisher_started{false};
 std::atomic<bool> exit_finished{false};
 
+// Set before the semaphore is posted when the thread is to end without finishing
+// anything (BeforeSingleThreaded).
+std::atomic<bool> exit_finisher_quit{false};
+
 void ExitFinisher(const CpuList& cpus) {
   runtime_internal::MarkInternalThread();
   PlaceMemtraceThread("memtrace-exit", cpus);  // with the drainer and the writer
   while (sem_wait(&exit_request) != 0) {
   }
+  // Acquire: pairs with the release store in BeforeSingleThreaded().
+  if (exit_finisher_quit.load(std::memory_order_acquire)) return;
   Finish("_exit", false);
   // Release: pairs with the acquire load in BeforeQuickExit().
   exit_finished.store(true, std::memory_order_release);
@@ -709,6 +719,44 @@ void BeforeQuickExit() {
     const timespec pause{0, 5'000'000};
     nanosleep(&pause, nullptr);
   }
+}
+
+// Before a call that needs the process to have one thread (unshare(CLONE_NEWUSER)):
+// finishes the capture, which stops the drainer and the writer, and ends memtrace-exit.
+// The program goes on untraced, as a forked child does. Returns whether memtrace had
+// threads to stop.
+bool BeforeSingleThreaded(const char* call) {
+  if (getpid() != traced_pid || phase.load(std::memory_order_relaxed) != kTracing) {
+    return false;
+  }
+  Finish(call, false);
+  if (exit_finisher_started.load(std::memory_order_acquire)) {
+    // Release: pairs with the acquire load in ExitFinisher().
+    exit_finisher_quit.store(true, std::memory_order_release);
+    sem_post(&exit_request);
+  }
+  return true;
+}
+
+// unshare(): CLONE_NEWUSER fails with EINVAL in a process with more than one thread, and
+// memtrace's threads would be the others. They are stopped first (BeforeSingleThreaded);
+// a thread that has returned is gone from the process a moment later, so an EINVAL right
+// after is retried, for at most 100 ms.
+int UnshareSingleThreaded(int flags) {
+  if (!Resolved() || real.unshare == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if ((flags & CLONE_NEWUSER) == 0 || !BeforeSingleThreaded("unshare(CLONE_NEWUSER)")) {
+    return real.unshare(flags);
+  }
+  int rc = real.unshare(flags);
+  for (int i = 0; i < 100 && rc != 0 && errno == EINVAL; ++i) {
+    const timespec pause{0, 1'000'000};
+    nanosleep(&pause, nullptr);
+    rc = real.unshare(flags);
+  }
+  return rc;
 }
 
 // _exit() and _Exit(): `which` names the real function to end with.
@@ -1204,6 +1252,9 @@ MEMTRACE_EXPORT int execve(const char* path, char* const argv[], char* const env
   memtrace::BeforeExec(path);
   return real.execve(path, argv, envp);
 }
+
+// unshare: see UnshareSingleThreaded.
+MEMTRACE_EXPORT int unshare(int flags) { return memtrace::UnshareSingleThreaded(flags); }
 
 // pthread_getattr_np: glibc allocates while it holds the queried thread's lock, and an
 // allocation made there must not ask for this thread's stack bounds, which takes the

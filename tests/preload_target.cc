@@ -49,6 +49,10 @@
 //               else, as every JVM thread does: glibc allocates while it holds the
 //               thread's lock, so that is the thread's first allocation; then it
 //               allocates markers. SIGALRM ends the program after 30 s (a deadlock)
+//   unshare     allocates markers, enters a new user namespace (unshare(CLONE_NEWUSER),
+//               which fails in a process with more than one thread), prints "unshared" or
+//               "unshare failed: ERROR" (exit 4), allocates more (untraced) and prints
+//               the counts of the markers allocated before
 //   signalfd    blocks SIGTERM, as a service reading it from a signalfd does, allocates,
 //               prints "ready", waits for SIGTERM there (at most a minute), prints
 //               "graceful shutdown" and its counts
@@ -58,10 +62,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
@@ -379,6 +385,26 @@ __attribute__((noinline)) char* MakeMarkerWithNew(size_t n) {
   return p;
 }
 
+void Unshare() {
+  AllocateMarkers(30);
+  if (unshare(CLONE_NEWUSER) != 0) {
+    printf("unshare failed: %s\n", strerror(errno));
+    exit(4);
+  }
+  printf("unshared\n");
+  const std::string before = [] {
+    char line[160];
+    snprintf(line, sizeof(line), "allocs=%llu frees=%llu live_count=%lld live_bytes=%lld",
+             static_cast<unsigned long long>(allocs.load()),
+             static_cast<unsigned long long>(frees.load()),
+             static_cast<long long>(live_count.load()),
+             static_cast<long long>(live_bytes.load()));
+    return std::string(line);
+  }();
+  AllocateMarkers(30);  // after the capture ended: not in it
+  printf("%s\n", before.c_str());
+}
+
 void GetattrThread() {
   alarm(30);  // a deadlock ends the program, by SIGALRM, instead of the test
   std::thread t([] {
@@ -653,11 +679,13 @@ int main(int argc, char** argv) {
     WaitForSigterm();
   } else if (mode == "getattr") {
     GetattrThread();
+  } else if (mode == "unshare") {
+    Unshare();
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
                     "hold FILE|close-fds FILE|plugin LIB|new|quick-exit|exit-in-handler|raw-fork|"
-                    "signalfd|getattr\n");
+                    "signalfd|getattr|unshare\n");
     return 2;
   }
   return 0;

@@ -432,6 +432,29 @@ TEST_F(PreloadTest, ExitFromAnotherThreadWritesTheTrailer) {
   ExpectMarkersMatch(r, ParseCounts(run.out));
 }
 
+// unshare(CLONE_NEWUSER) needs a process with one thread, and memtrace's would be the
+// others: the interposer finishes the capture and stops them first, and the program goes
+// on untraced. Before, the call failed with EINVAL (`memtrace run -- unshare -U true`).
+TEST_F(PreloadTest, UnshareOfAUserNamespaceFinishesTheCaptureAndSucceeds) {
+  const Result untraced = RunProgram({Target(), "unshare"}, {});
+  if (untraced.status != 0) {
+    GTEST_SKIP() << "no user namespaces here, even untraced: " << untraced.out;
+  }
+  const std::string capture = TempDir() + "/unshare.mtb";
+  const Result run =
+      RunProgram({Cli(), "run", "--output=" + capture, "--", Target(), "unshare"}, {});
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("unshared"), std::string::npos) << run.out;
+  ExpectCompleteAndMatching(capture, run.out);  // the markers allocated before
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  EXPECT_EQ(Field(r.trailer, "ended_by"), "unshare(CLONE_NEWUSER)") << r.trailer;
+  EXPECT_NE(run.err.find("note: the capture ends where the program called "
+                         "unshare(CLONE_NEWUSER)"),
+            std::string::npos)
+      << run.err;
+}
+
 // A thread whose first allocation is glibc's own, inside pthread_getattr_np() for that
 // thread, which holds the thread's lock: the walk must not ask glibc for the thread's
 // stack then (it would wait for that lock forever; every JVM thread did, 2026-12-03).
