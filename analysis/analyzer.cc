@@ -260,6 +260,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
     case LineType::kHeader:
       summary_.pid = rec.pid;
       summary_.source = rec.source;
+      summary_.malloc_from = rec.malloc_from;
       summary_.started_unix_ns = rec.t;
       summary_.sample_interval_bytes = SampleInterval(rec.raw);
       summary_.sampled = summary_.sample_interval_bytes > 0;

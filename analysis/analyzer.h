@@ -109,6 +109,7 @@ struct ScopePeak {
 struct CaptureSummary {
   uint64_t pid = 0;
   std::string source;              // the header's source: "runtime" or "preload"
+  std::string malloc_from;         // the header's: whose malloc came before the interposer
   int64_t started_unix_ns = 0;     // the header's, 0 when absent
   bool sampled = false;            // weights were applied: the numbers are estimates
   uint64_t sample_interval_bytes = 0;  // the interposer's, 0 when every allocation was kept

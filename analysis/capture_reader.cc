@@ -230,6 +230,7 @@ class LineParser {
     if (key == "offset") return hex(&rec->offset, 0);
     if (key == "build_id") return str(&rec->build_id, 0);
     if (key == "source") return str(&rec->source, 0);
+    if (key == "malloc_from") return str(&rec->malloc_from, 0);
     if (key == "frames") {
       simdjson::ondemand::array frames;
       if (value.get_array().get(frames)) {

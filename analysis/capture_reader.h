@@ -81,6 +81,9 @@ struct CaptureRecord {
   uint32_t schema_version = 0;
   uint64_t pid = 0;
   std::string source;  // header: "runtime" or "preload"
+  // Header (interposer): the object whose malloc the program's calls reached instead of
+  // the interposer's, when one came before it; empty otherwise.
+  std::string malloc_from;
   // Sites: the call stack, innermost first (frames[0] == addr), when one was captured;
   // `other` marks the bucket for sites beyond the site table's capacity.
   std::vector<uint64_t> frames;

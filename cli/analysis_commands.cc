@@ -335,6 +335,14 @@ void PrintIntegrity(const std::optional<TrailerBlocks>& blocks) {
 // A capture the interposer ended at an exec holds the first program image only. When the
 // program is a wrapper (a pyenv shim, a launcher script), the program the user meant ran
 // after it: say where it went and how to trace it.
+void PrintShadowNote(const CaptureSummary& s) {
+  if (s.malloc_from.empty()) return;
+  printf("\nnote: the program's calls to malloc and free reached the allocator of %s,\n"
+         "  which came before the interposer: these figures hold only what reached memtrace\n"
+         "  by other calls, and frees may be missing (`memtrace verify` fails it).\n",
+         s.malloc_from.c_str());
+}
+
 void PrintExecNote(const std::optional<TrailerBlocks>& blocks, const std::string& path) {
   if (blocks && blocks->ended_by == "unshare(CLONE_NEWUSER)") {
     printf("\nnote: the capture ends where the program called unshare(CLONE_NEWUSER), which\n"
@@ -413,6 +421,7 @@ int SummaryCommand(int argc, char** argv) {
   PrintTable(*s, path);
   PrintIntegrity(blocks);
   PrintExecNote(blocks, path);
+  PrintShadowNote(*s);
   return 0;
 }
 
@@ -432,7 +441,14 @@ int VerifyCommand(int argc, char** argv) {
         "the interposer was not loaded (header source is \"", s->source,
         "\", not \"preload\": was libmemtrace_preload.so in LD_PRELOAD of the program?)"));
   }
-  if (s->events == 0) {
+  if (preload && !s->malloc_from.empty()) {
+    problems.push_back(absl::StrCat(
+        "the program's calls to malloc and free reached the allocator of ", s->malloc_from,
+        ", which came before the interposer: the capture holds only what reached the "
+        "interposer by other calls, and the frees of those blocks may be missing. Preload "
+        "libmemtrace_preload.so first, or trace a build of the program that uses the C "
+        "library's malloc"));
+  } else if (s->events == 0) {
     problems.push_back(
         preload ? "the interposer was loaded but recorded no allocations (did the program "
                   "allocate above the interposer's min_size, in a process it traces?)"

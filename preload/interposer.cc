@@ -809,6 +809,28 @@ std::string MallocLibrary() {
   return info.dli_fname;
 }
 
+// The object whose malloc (or free) the program's calls reach, when that is not this
+// library: an executable or library with an allocator of its own, ahead of the
+// interposer in the lookup order (Chromium's PartitionAlloc, a library preloaded before
+// this one). Its allocations never reach memtrace. Empty when calls reach the interposer.
+std::string ShadowingMalloc() {
+  Dl_info found, own;
+  if (dladdr(reinterpret_cast<void*>(&ShadowingMalloc), &own) == 0) return "";
+  bool shadowed = false;
+  for (const char* name : {"malloc", "free"}) {
+    void* global = dlsym(RTLD_DEFAULT, name);
+    if (global != nullptr && dladdr(global, &found) != 0 && found.dli_fbase != own.dli_fbase) {
+      shadowed = true;
+      break;
+    }
+  }
+  if (!shadowed) return "";
+  if (found.dli_fname != nullptr && found.dli_fname[0] != '\0') return found.dli_fname;
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  return n > 0 ? std::string(exe, static_cast<size_t>(n)) : "the program itself";
+}
+
 // glibc's malloc maps memory with its internal mmap, never through the interposed one.
 bool MallocIsGlibcs() {
   const std::string library = MallocLibrary();
@@ -913,6 +935,17 @@ void Start() {
       settings.trace_children ? "true" : "false", ",\"mmap\":", config.mmap ? "true" : "false",
       ",\"tracer_cpus\":", JsonQuote(settings.tracer_cpus.ToString()), "}");
   options.writer_cpus = settings.tracer_cpus;
+  if (const std::string shadow = ShadowingMalloc(); !shadow.empty()) {
+    // Said here and in the header, so that `memtrace verify` can say why a capture has
+    // no allocations in it.
+    WriteStderr(absl::StrCat(
+        "memtrace: this program's calls to malloc and free reach the allocator of ", shadow,
+        ", which comes before the interposer in the lookup order; memtrace sees only the "
+        "allocations that reach it by other calls, and may miss their frees. Preload "
+        "libmemtrace_preload.so first, or trace a build of the program that uses the C "
+        "library's malloc\n"));
+    absl::StrAppend(&options.header_fields, ",\"malloc_from\":", JsonQuote(shadow));
+  }
   auto opened = JsonlSink::Open(path, options);
   if (!opened.ok() && absl::IsUnavailable(opened.status())) {
     // Another process is writing that file (two programs given one MEMTRACE_OUTPUT

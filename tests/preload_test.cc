@@ -432,6 +432,34 @@ TEST_F(PreloadTest, ExitFromAnotherThreadWritesTheTrailer) {
   ExpectMarkersMatch(r, ParseCounts(run.out));
 }
 
+// An allocator ahead of the interposer in the lookup order (a library preloaded before
+// it; Chromium's built into the executable) takes the program's malloc and free calls:
+// the interposer says so on stderr and in the header, and `verify` fails the capture,
+// whose frees may be missing, instead of calling it complete. Preloaded after the
+// interposer, the same library is only the allocator it forwards to.
+TEST_F(PreloadTest, AnAllocatorAheadOfTheInterposerIsNamedAndTheCaptureFailsVerify) {
+  const std::string capture = TempDir() + "/shadowed.mtb";
+  const Result run = RunProgram(
+      {Target(), "basic"},
+      {"LD_PRELOAD=" + OtherMalloc() + ":" + Preload(), "MEMTRACE_OUTPUT=" + capture});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("calls to malloc and free reach the allocator of " + OtherMalloc()),
+            std::string::npos)
+      << run.err;
+  const Result verify = RunProgram({Cli(), "verify", capture}, {});
+  EXPECT_EQ(verify.status, 1) << verify.out;
+  EXPECT_NE(verify.out.find("reached the allocator of " + OtherMalloc()), std::string::npos)
+      << verify.out;
+
+  const std::string after = TempDir() + "/after.mtb";
+  const Result ok = RunProgram(
+      {Target(), "basic"},
+      {"LD_PRELOAD=" + Preload() + ":" + OtherMalloc(), "MEMTRACE_OUTPUT=" + after});
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.err.find("reach the allocator of"), std::string::npos) << ok.err;
+  ExpectCompleteAndMatching(after, ok.out);
+}
+
 // unshare(CLONE_NEWUSER) needs a process with one thread, and memtrace's would be the
 // others: the interposer finishes the capture and stops them first, and the program goes
 // on untraced. Before, the call failed with EINVAL (`memtrace run -- unshare -U true`).
