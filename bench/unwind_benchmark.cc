@@ -35,7 +35,9 @@ struct Run {
 };
 
 void ForgetWalks() {
-  for (auto& set : runtime_internal::Tls().unwind_walk_start) {
+  runtime_internal::StackState* stacks = runtime_internal::Stacks(runtime_internal::Tls());
+  if (stacks == nullptr) return;
+  for (auto& set : stacks->unwind_walk_start) {
     for (uint64_t& start : set) start = 0;
   }
 }

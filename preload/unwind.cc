@@ -105,16 +105,24 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   const uint64_t start = fp + 16;
   if (ret == 0) return 0;
   runtime_internal::ThreadState& t = runtime_internal::Tls();
+  // The thread's memo and predictor; without them (no memory for them, or the thread is
+  // exiting) libunwind walks.
+  runtime_internal::StackState* const stacks = runtime_internal::Stacks(t);
+  if (stacks == nullptr) {
+    *complete = false;
+    return 0;
+  }
+  runtime_internal::StackState& s = *stacks;
   // The memo (thread_state.h): the way that started here, else the set's next way in
   // turn, which this walk takes. Its offsets are 32-bit, from the interposed function's
   // frame: a stack of 4 GiB or more goes without.
   constexpr uint32_t kWays = runtime_internal::kUnwindWalkWays;
   static_assert((kWays & (kWays - 1)) == 0, "the turn wraps with a mask");
   uint32_t way;
-  const size_t set = unwind_internal::MemoSet(t, start, &way);
-  runtime_internal::UnwindWalk* ways = t.unwind_walks[set];
+  const size_t set = unwind_internal::MemoSet(s, start, &way);
+  runtime_internal::UnwindWalk* ways = s.unwind_walks[set];
   if (way == kWays) {
-    uint8_t& next = t.unwind_walk_next[set];
+    uint8_t& next = s.unwind_walk_next[set];
     way = next;
     next = static_cast<uint8_t>((way + 1) & (kWays - 1));
   }
@@ -128,7 +136,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
   uint64_t rbp = rbp0;
   uint32_t rbp_from = runtime_internal::kUnwindInitialRbp;
   FrameRule rule = FrameRule::End();
-  uint64_t& memo_start = t.unwind_walk_start[set][way];
+  uint64_t& memo_start = s.unwind_walk_start[set][way];
   if (remembered && memo_start == start && memo.frames != 0 && memo.frames <= max &&
       memo.ret[0] == ret) {
     // The last walk from here, checked against the stack. Each step of a walk depends only
@@ -230,7 +238,7 @@ uint32_t UnwindCfi(const void* frame, uint64_t* frames, uint32_t max, bool* comp
     // loaded while the stack word above is, and a hit leaves the next rule in hand. A
     // miss asks the shared cache and teaches the entry.
     runtime_internal::UnwindStep& step =
-        t.unwind_steps[FibonacciIndex(ret, runtime_internal::kUnwindStepsLog2)];
+        s.unwind_steps[FibonacciIndex(ret, runtime_internal::kUnwindStepsLog2)];
     if (step.from == ret && RuleEntry::Address(step.to) == next) {
       rule = RuleEntry::Rule(step.to);
     } else {

@@ -80,7 +80,7 @@ __attribute__((no_sanitize("address"))) MEMTRACE_MEMO_INLINE uint64_t StackWord(
 // The set of the memo (thread_state.h) that a walk whose interposed function's frame
 // ends at `start` looks in, and the way there that started at `start` (kUnwindWalkWays:
 // none).
-inline size_t MemoSet(const runtime_internal::ThreadState& t, uint64_t start,
+inline size_t MemoSet(const runtime_internal::StackState& t, uint64_t start,
                       uint32_t* way) noexcept {
   const size_t set = FibonacciIndex(start, runtime_internal::kUnwindWalkSetsLog2);
   uint32_t found = runtime_internal::kUnwindWalkWays;
@@ -132,10 +132,12 @@ inline void ServedWhole(runtime_internal::UnwindWalk& memo, uint32_t want, bool*
 __attribute__((always_inline)) inline runtime_internal::UnwindWalk* MemoFrom(
     runtime_internal::ThreadState& t, uint64_t fp) noexcept {
   if (fp < t.stack_low || fp + 16 > t.stack_high || (fp & 7) != 0) return nullptr;
+  runtime_internal::StackState* const stacks = t.stacks;  // set by the thread's first walk
+  if (stacks == nullptr) return nullptr;
   uint32_t way;
-  const size_t set = MemoSet(t, fp + 16, &way);
+  const size_t set = MemoSet(*stacks, fp + 16, &way);
   if (way == runtime_internal::kUnwindWalkWays) return nullptr;
-  return &t.unwind_walks[set][way];
+  return &stacks->unwind_walks[set][way];
 }
 
 // Whether `memo` (MemoFrom's) serves a walk of `max` frames from `fp` whole: it holds at

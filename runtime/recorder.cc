@@ -103,11 +103,13 @@ absl::Status Recorder::Flush() {
 
 uint64_t Recorder::StackSiteSlow(uint64_t hash, const uint64_t* frames,
                                  uint32_t depth) noexcept {
-  runtime_internal::ThreadState& t = Tls();
-  uint64_t* ways = StackCacheWays(t, hash);
-  if (t.stack_cache_generation == generation_ && ways[1] == hash) {
-    UseFirst(ways, hash);
-    return hash;
+  runtime_internal::StackState* s = runtime_internal::Stacks(Tls());
+  if (s != nullptr && s->stack_cache_generation == generation_) {
+    uint64_t* ways = StackCacheWays(*s, hash);
+    if (ways[1] == hash) {
+      UseFirst(ways, hash);
+      return hash;
+    }
   }
   return SendStack(hash, frames, depth);
 }
@@ -147,11 +149,14 @@ uint64_t Recorder::SendStack(uint64_t hash, const uint64_t* frames, uint32_t dep
               count == 2 ? frames[first + 1] : 0, Event::PackScopeEpoch(t.scope, epoch)};
   }
   End(Claim{ring, pos, ring->id(), epoch, t.scope}, records);
-  if (t.stack_cache_generation != generation_) {
-    for (auto& set : t.stack_cache) set[0] = set[1] = 0;
-    t.stack_cache_generation = generation_;
+  // Without a cache (no memory for it) the frames go again with the stack's next use.
+  if (runtime_internal::StackState* s = runtime_internal::Stacks(t); s != nullptr) {
+    if (s->stack_cache_generation != generation_) {
+      for (auto& set : s->stack_cache) set[0] = set[1] = 0;
+      s->stack_cache_generation = generation_;
+    }
+    UseFirst(StackCacheWays(*s, hash), hash);  // the way used less recently is forgotten
   }
-  UseFirst(StackCacheWays(t, hash), hash);  // the way used less recently is forgotten
   return hash;
 }
 

@@ -287,9 +287,10 @@ class Recorder {
   // StackSite() with the hash given: `hash` must be StackHash(frames, depth), depth >= 1.
   uint64_t StackSiteOfHash(uint64_t hash, const uint64_t* frames, uint32_t depth) noexcept {
     if (depth > kMaxStackDepth) depth = kMaxStackDepth;
-    runtime_internal::ThreadState& t = runtime_internal::Tls();
-    const uint64_t* ways = StackCacheWays(t, hash);
-    if (__builtin_expect(t.stack_cache_generation == generation_ && ways[0] == hash, 1)) {
+    const runtime_internal::StackState* const s = runtime_internal::Tls().stacks;
+    if (__builtin_expect(s != nullptr && s->stack_cache_generation == generation_ &&
+                             StackCacheWays(*s, hash)[0] == hash,
+                         1)) {
       return hash;
     }
     return StackSiteSlow(hash, frames, depth);
@@ -442,8 +443,12 @@ class Recorder {
 
   // The thread's cache of sent stacks (thread_state.h): the two ways a hash may be in,
   // the way used last first.
-  static uint64_t* StackCacheWays(runtime_internal::ThreadState& t, uint64_t hash) noexcept {
-    return t.stack_cache[hash & (runtime_internal::kStackCacheSets - 1)];
+  static uint64_t* StackCacheWays(runtime_internal::StackState& s, uint64_t hash) noexcept {
+    return s.stack_cache[hash & (runtime_internal::kStackCacheSets - 1)];
+  }
+  static const uint64_t* StackCacheWays(const runtime_internal::StackState& s,
+                                        uint64_t hash) noexcept {
+    return s.stack_cache[hash & (runtime_internal::kStackCacheSets - 1)];
   }
   static void UseFirst(uint64_t* ways, uint64_t hash) noexcept {
     ways[1] = ways[0];

@@ -49,6 +49,8 @@
 //               else, as every JVM thread does: glibc allocates while it holds the
 //               thread's lock, so that is the thread's first allocation; then it
 //               allocates markers. SIGALRM ends the program after 30 s (a deadlock)
+//   small-stack a thread with a 32 KiB stack (Node.js starts one) allocates markers
+//               (exit 5 if pthread_create refuses the stack)
 //   unshare     allocates markers, enters a new user namespace (unshare(CLONE_NEWUSER),
 //               which fails in a process with more than one thread), prints "unshared" or
 //               "unshare failed: ERROR" (exit 4), allocates more (untraced) and prints
@@ -385,6 +387,27 @@ __attribute__((noinline)) char* MakeMarkerWithNew(size_t n) {
   return p;
 }
 
+void SmallStack() {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 32 * 1024);
+  pthread_t thread;
+  const int rc = pthread_create(
+      &thread, &attr,
+      [](void*) -> void* {
+        AllocateMarkers(20);
+        return nullptr;
+      },
+      nullptr);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    printf("pthread_create failed: %s\n", strerror(rc));
+    exit(5);
+  }
+  pthread_join(thread, nullptr);
+  PrintCounts();
+}
+
 void Unshare() {
   AllocateMarkers(30);
   if (unshare(CLONE_NEWUSER) != 0) {
@@ -681,11 +704,13 @@ int main(int argc, char** argv) {
     GetattrThread();
   } else if (mode == "unshare") {
     Unshare();
+  } else if (mode == "small-stack") {
+    SmallStack();
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
                     "hold FILE|close-fds FILE|plugin LIB|new|quick-exit|exit-in-handler|raw-fork|"
-                    "signalfd|getattr|unshare\n");
+                    "signalfd|getattr|unshare|small-stack\n");
     return 2;
   }
   return 0;

@@ -432,6 +432,19 @@ TEST_F(PreloadTest, ExitFromAnotherThreadWritesTheTrailer) {
   ExpectMarkersMatch(r, ParseCounts(run.out));
 }
 
+// A thread's stack holds the static TLS of every object loaded, and the creator of a
+// thread with a small stack sized it for the program alone. memtrace's per-thread state in
+// static TLS was 43 KiB until 2026-12-03, and pthread_create() refused a 32 KiB stack
+// (Node.js's inspector thread); the call-stack state is mapped on a thread's first walk
+// now, and 2 KiB is left.
+TEST_F(PreloadTest, AThreadWithA32KiBStackStarts) {
+  const std::string capture = TempDir() + "/small_stack.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "small-stack"}, {});
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  ExpectCompleteAndMatching(capture, run.out);
+}
+
 // An allocator ahead of the interposer in the lookup order (a library preloaded before
 // it; Chromium's built into the executable) takes the program's malloc and free calls:
 // the interposer says so on stderr and in the header, and `verify` fails the capture,

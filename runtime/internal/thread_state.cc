@@ -3,6 +3,7 @@
 #include "runtime/internal/thread_state.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include <mutex>
 #include <new>
@@ -37,6 +38,10 @@ void RetireThreadRings() noexcept {
     b = RingBinding{0, nullptr};
   }
   t.exited = true;
+  if (t.stacks != nullptr) {
+    munmap(t.stacks, sizeof(StackState));
+    t.stacks = nullptr;
+  }
 }
 
 // The exit hook is a pthread key's destructor. glibc runs key destructors when a thread
@@ -77,6 +82,17 @@ void ArmExitHook() noexcept {
   if (exit_key_created && pthread_setspecific(exit_key, &t) == 0) return;
   // Odr-using the hook constructs it and registers its destructor for this thread.
   static_cast<void>(&exit_hook);
+}
+
+StackState* Stacks(ThreadState& t) noexcept {
+  if (t.stacks != nullptr || t.exited) return t.stacks;
+  // mmap, not malloc: the interposer's malloc asks for this. Zeroed, as the state needs.
+  void* p = mmap(nullptr, sizeof(StackState), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  t.stacks = static_cast<StackState*>(p);
+  ArmExitHook();  // which unmaps it
+  return t.stacks;
 }
 
 SlotLease AcquireRecorderSlot(RingRegistry* registry) noexcept {

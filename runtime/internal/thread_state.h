@@ -74,7 +74,7 @@ struct UnwindStep {
 // two: the hash of an absolute stack address moves with ASLR, and with two ways one run
 // in twelve of sqlite3 put three of its seven busy positions in one set, which then
 // missed 600,000 of 1,450,307 walks (each a full walk). Offsets are from the walk's
-// `start` (ThreadState::unwind_walk_start), which every address here is at or above.
+// `start` (StackState::unwind_walk_start), which every address here is at or above.
 inline constexpr uint32_t kUnwindWalkSetsLog2 = 3;
 inline constexpr uint32_t kUnwindWalkWays = 4;
 inline constexpr uint32_t kUnwindWalkFrames = 16;
@@ -105,6 +105,31 @@ struct UnwindWalk {
 };
 static_assert(sizeof(UnwindWalk) == 664);
 
+// What a thread that records call stacks keeps about them: the interposer's walk memo
+// and predictor (preload/unwind.cc) and the recorder's cache of stacks sent (recorder.h).
+// 41 KiB, mapped for each such thread on first need (Stacks()) and unmapped by its exit
+// hook, not part of ThreadState: in the static TLS block it took that much of every
+// thread's stack, whose creator sized it for the program alone. Node.js starts a thread
+// with a 32 KiB stack, and pthread_create() refused it (EINVAL) under the interposer until
+// 2026-12-03.
+struct StackState {
+  // The DWARF walk's predictor (preload/unwind.cc), indexed by a hash of `from`: given a
+  // frame's return address, the caller's and its rule as last seen, so most frames skip
+  // the shared rule cache. 4 KiB; on sqlite3's stacks it predicts 87% of frames (512
+  // entries: 91%).
+  UnwindStep unwind_steps[size_t{1} << kUnwindStepsLog2];
+  // The walk memo (21 KiB): allocations made from the same stack depth mostly come
+  // through the same frames (preload/unwind.cc). `unwind_walk_next`: the way of each set
+  // that a walk from a new position takes next.
+  UnwindWalk unwind_walks[size_t{1} << kUnwindWalkSetsLog2][kUnwindWalkWays];
+  // Where each way's walk started (the stack pointer above the interposed function's
+  // frame; 0: none yet), apart from the walks so that a look-up reads one line.
+  uint64_t unwind_walk_start[size_t{1} << kUnwindWalkSetsLog2][kUnwindWalkWays];
+  uint8_t unwind_walk_next[size_t{1} << kUnwindWalkSetsLog2];
+  uint64_t stack_cache_generation;           // the recorder the cache below belongs to
+  uint64_t stack_cache[kStackCacheSets][2];  // hashes whose frames this thread sent
+};
+
 struct ThreadState {
   // What every record reads comes first, so that with the first recorder's ring binding
   // it shares one cache line.
@@ -126,27 +151,19 @@ struct ThreadState {
   // start of the module's TLS block, which aliases this struct.
   uint64_t stack_low;
   uint64_t stack_high;
-  // The DWARF walk's predictor (preload/unwind.cc), indexed by a hash of `from`: given a
-  // frame's return address, the caller's and its rule as last seen, so most frames skip
-  // the shared rule cache. 4 KiB, zeroed with the rest of a new thread's TLS; on sqlite3's
-  // stacks it predicts 87% of frames (512 entries: 91%).
-  UnwindStep unwind_steps[size_t{1} << kUnwindStepsLog2];
-  // The walk memo (21 KiB): allocations made from the same stack depth mostly come
-  // through the same frames (preload/unwind.cc). `unwind_walk_next`: the way of each set
-  // that a walk from a new position takes next.
-  UnwindWalk unwind_walks[size_t{1} << kUnwindWalkSetsLog2][kUnwindWalkWays];
-  // Where each way's walk started (the stack pointer above the interposed function's
-  // frame; 0: none yet), apart from the walks so that a look-up reads one line.
-  uint64_t unwind_walk_start[size_t{1} << kUnwindWalkSetsLog2][kUnwindWalkWays];
-  uint8_t unwind_walk_next[size_t{1} << kUnwindWalkSetsLog2];
+  // The thread's call-stack state (StackState, below), or null until it first needs it.
+  StackState* stacks;
   uint64_t unwind_memo_hits;  // walks the memo served (checked, not walked), for tests
   // The interposer's byte sampling: bytes left until the next sample, and the thread's
   // random state (0 until first used).
   int64_t sample_countdown;
   uint64_t sample_random;
-  uint64_t stack_cache_generation;           // the recorder the cache below belongs to
-  uint64_t stack_cache[kStackCacheSets][2];  // hashes whose frames this thread sent
 };
+
+// Returns the thread's StackState, mapping it (zeroed) on its first call; null when that
+// fails or the thread's exit hook has run (the memory goes back then). Slow path: callers
+// on the hot path read ThreadState::stacks and come here only when it is null.
+StackState* Stacks(ThreadState& t) noexcept;
 
 // Constant-initialised and trivially destructible, so access is a plain TLS load.
 // initial-exec: the state is reached with one %fs-relative load and never allocated
