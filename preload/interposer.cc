@@ -809,23 +809,30 @@ std::string MallocLibrary() {
   return info.dli_fname;
 }
 
-// The object whose malloc (or free) the program's calls reach, when that is not this
-// library: an executable or library with an allocator of its own, ahead of the
-// interposer in the lookup order (Chromium's PartitionAlloc, a library preloaded before
-// this one). Its allocations never reach memtrace. Empty when calls reach the interposer.
+// The object whose malloc the program's calls reach, when that is not this library: an
+// executable or library with an allocator of its own, ahead of the interposer in the
+// lookup order (Chromium's PartitionAlloc, a library preloaded before this one). Its
+// allocations never reach memtrace. Empty when calls reach the interposer. Found by a
+// call, not by comparing addresses: an executable that takes malloc's address makes its
+// own PLT entry malloc's address for everyone. Call with the reentrancy guard held, so
+// that this library's malloc notes the block as memtrace's own (internal_blocks).
 std::string ShadowingMalloc() {
-  Dl_info found, own;
-  if (dladdr(reinterpret_cast<void*>(&ShadowingMalloc), &own) == 0) return "";
-  bool shadowed = false;
-  for (const char* name : {"malloc", "free"}) {
-    void* global = dlsym(RTLD_DEFAULT, name);
-    if (global != nullptr && dladdr(global, &found) != 0 && found.dli_fbase != own.dli_fbase) {
-      shadowed = true;
-      break;
-    }
+  using Malloc = void* (*)(size_t);
+  using Free = void (*)(void*);
+  const auto global_malloc = reinterpret_cast<Malloc>(dlsym(RTLD_DEFAULT, "malloc"));
+  const auto global_free = reinterpret_cast<Free>(dlsym(RTLD_DEFAULT, "free"));
+  if (global_malloc == nullptr || global_free == nullptr) return "";
+  void* p = global_malloc(24);
+  if (p == nullptr) return "";
+  const bool ours = internal_blocks.Erase(Addr(p));
+  if (ours) internal_blocks.Insert(Addr(p));  // still ours: this library's free takes it
+  global_free(p);
+  if (ours) return "";
+  Dl_info found;
+  if (dladdr(reinterpret_cast<void*>(global_malloc), &found) != 0 && found.dli_fname != nullptr &&
+      found.dli_fname[0] != '\0') {
+    return found.dli_fname;
   }
-  if (!shadowed) return "";
-  if (found.dli_fname != nullptr && found.dli_fname[0] != '\0') return found.dli_fname;
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   return n > 0 ? std::string(exe, static_cast<size_t>(n)) : "the program itself";

@@ -464,6 +464,19 @@ TEST_F(PreloadTest, AnAllocatorAheadOfTheInterposerIsNamedAndTheCaptureFailsVeri
   EXPECT_NE(verify.out.find("reached the allocator of " + OtherMalloc()), std::string::npos)
       << verify.out;
 
+  // An executable that takes malloc's address makes its own PLT entry malloc's address
+  // for everyone, and its calls still reach the interposer: nothing to say, and every
+  // block is there.
+  const std::string plt = TempDir() + "/plt.mtb";
+  const Result takes = RunProgram(
+      {Cli(), "run", "--output=" + plt, "--", Runfile("tests/takes_malloc_address")}, {});
+  ASSERT_EQ(takes.status, 0) << takes.err;
+  EXPECT_EQ(takes.err.find("reach the allocator of"), std::string::npos) << takes.err;
+  const Result plt_verify = RunProgram({Cli(), "verify", plt}, {});
+  EXPECT_EQ(plt_verify.status, 0) << plt_verify.out;
+  absl::Status plt_status;
+  EXPECT_EQ(ReplayCapture(plt, &plt_status).markers.allocs, 100);
+
   const std::string after = TempDir() + "/after.mtb";
   const Result ok = RunProgram(
       {Target(), "basic"},
