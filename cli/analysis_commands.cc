@@ -118,7 +118,12 @@ const CommandSpec kExportSpec = {
 namespace {
 
 std::string Verdict(const CaptureSummary& s) {
-  if (!s.has_trailer) return "TRUNCATED (no trailer: the program or the sink stopped early)";
+  if (!s.has_trailer) {
+    return s.source == "preload"
+               ? "TRUNCATED (no trailer: the process ended without its exit handlers, killed "
+                 "or by its own exit_group as Go programs end; `memtrace verify` says more)"
+               : "TRUNCATED (no trailer: the program or the sink stopped early)";
+  }
   if (!s.trailer_complete) return "PARTIAL (the trailer reports lost records)";
   return "complete";
 }

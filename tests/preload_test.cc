@@ -774,6 +774,10 @@ TEST_F(PreloadTest, AKilledProcesssCaptureIsStillSymbolized) {
   const Result top = RunProgram({Cli(), "top", "--by=count", "--stacks", capture}, {});
   ASSERT_EQ(top.status, 0) << top.err;
   EXPECT_NE(top.out.find("AllocateMarkers("), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("capture TRUNCATED (no trailer: the process ended without its exit "
+                         "handlers"),
+            std::string::npos)
+      << top.out;
   const Result verify = RunProgram({Cli(), "verify", capture}, {});
   EXPECT_EQ(verify.status, 1);
   EXPECT_NE(verify.out.find("it was killed (SIGKILL, the OOM killer)"), std::string::npos)
