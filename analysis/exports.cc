@@ -261,8 +261,10 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
     mapping.Varint(7, 1);  // has_functions: names come with the profile
     profile.Message(kMapping, mapping);
   }
+  // The last module line that covers pc: where an address range was reused, the later
+  // line wins (docs/capture-format.md), as in the symbolizer.
   auto mapping_of = [&](uint64_t pc) -> uint64_t {
-    for (size_t i = 0; i < modules.size(); ++i) {
+    for (size_t i = modules.size(); i-- > 0;) {
       if (pc >= modules[i]->start && pc < modules[i]->end) return i + 1;
     }
     return 0;

@@ -79,7 +79,10 @@ class FrameNames {
 
  private:
   std::string Default(uint64_t pc) const {
-    for (const auto& m : tables_.modules) {
+    // The last module line that covers pc: where an address range was reused, the later
+    // line wins (docs/capture-format.md), as in the symbolizer.
+    for (auto it = tables_.modules.rbegin(); it != tables_.modules.rend(); ++it) {
+      const auto& m = *it;
       if (pc >= m.start && pc < m.end) {
         const size_t slash = m.path.rfind('/');
         return absl::StrCat(slash == std::string::npos ? m.path : m.path.substr(slash + 1),

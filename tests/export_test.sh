@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # memtrace export, each format checked by its consumer's rules:
 #   pprof     `go tool pprof` (Debian's golang-go) reads the profile; its -raw samples sum
-#             to the analyzer's totals and its -top total equals inuse bytes;
+#             to the analyzer's totals and its -top total equals inuse bytes; a frame in
+#             an address range two module lines share maps to the later one;
 #   folded    every line is "frame(;frame)* WEIGHT" as flamegraph.pl/inferno parse it (no
 #             Debian package ships a flame-graph tool), and the weights sum to the totals;
 #   perfetto  the trace-event format's rules: a JSON object with traceEvents, every event
@@ -35,6 +36,32 @@ sums=$(awk '/^Samples:/{s=1;next} /^Locations/{s=0} s && /:/ && $1 ~ /^[0-9]+$/ 
   || fail "pprof sample sums '$sums' != analyzer '$alloc_count $alloc_bytes $live_count $live_bytes'"
 go tool pprof -top -sample_index=inuse_space -unit=B "$dir/heap.pb.gz" > "$dir/top.txt" 2>&1 || fail "go tool pprof -top: $(cat "$dir/top.txt")"
 grep -q " of ${live_bytes}B total" "$dir/top.txt" || fail "pprof -top total: $(cat "$dir/top.txt")"
+# Two module lines at one address range (a library unloaded and another loaded there):
+# the later one is the frames' mapping, as the symbolizer names them.
+python3 - "$dir/cut.jsonl" "$dir/reused.jsonl" <<'PY' || fail "could not write reused.jsonl"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines(keepends=True)
+at = next(i for i, l in enumerate(lines) if json.loads(l).get("type") == "module")
+later = json.loads(lines[at])
+later["path"] = "/reused/later.so"
+later["build_id"] = "0123456789abcdef0123456789abcdef01234567"  # another file
+lines.insert(at + 1, json.dumps(later, separators=(",", ":")) + "\n")
+open(sys.argv[2], "w").write("".join(lines))
+PY
+"$memtrace" export --format=pprof "$dir/reused.jsonl" -o "$dir/reused.pb.gz" 2> "$dir/e.txt" \
+  || fail "export pprof (reused range): $(cat "$dir/e.txt")"
+go tool pprof -raw "$dir/reused.pb.gz" > "$dir/reused.txt" 2>&1 \
+  || fail "go tool pprof -raw: $(cat "$dir/reused.txt")"
+python3 - "$dir/reused.txt" <<'PY' \
+  || fail "a frame in the reused range is not mapped to the later module: $(sed -n '/^Locations/,$p' "$dir/reused.txt" | head -20)"
+import re, sys
+text = open(sys.argv[1]).read()
+locations = text.split("Locations")[1].split("Mappings")[0]
+mappings = dict(re.findall(r"^(\d+): \S+ (\S+)", text.split("Mappings")[1], re.M))
+# The first location is a frame of the workload's own code, inside the reused range.
+first = re.search(r"M=(\d+)", locations)
+sys.exit(0 if first and mappings.get(first.group(1)) == "/reused/later.so" else 1)
+PY
 
 # ---- folded, both weights.
 for w in bytes count; do

@@ -302,6 +302,30 @@ TEST(HtmlReportTest, PageIsSelfContainedAndItsDataCannotEndTheScript) {
   EXPECT_NE(Slurp(symbolized).find("?? (/opt/app/bin/prog+0x1800)"), std::string::npos);
 }
 
+// Where a capture lists two modules at one address range (a library unloaded and another
+// loaded there), the later line names the frames, with or without the symbolizer.
+TEST(HtmlReportTest, TheLaterOfTwoModuleLinesAtOneRangeNamesFrames) {
+  std::string text = RichCapture(/*with_trailer=*/true);
+  const std::string first_module = "\"offset\":\"0x1000\",\"build_id\":\"\"}\n";
+  const size_t after = text.find(first_module) + first_module.size();
+  text.insert(after,
+              "{\"type\":\"module\",\"path\":\"/opt/app/lib/later.so\",\"start\":\"0x400000\","
+              "\"end\":\"0x500000\",\"offset\":\"0x2000\",\"build_id\":\"\"}\n");
+  const std::string capture = TempPath("reused.jsonl");
+  std::ofstream(capture) << text;
+  ReportOptions options;
+  options.symbolize = false;
+  auto html = RenderHtmlReport(capture, options);
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_NE(html->find("\"later.so+0x2800\""), std::string::npos);  // 0x400800 - 0x400000 + 0x2000
+  EXPECT_EQ(html->find("prog+0x1800"), std::string::npos);
+  options.symbolize = true;
+  html = RenderHtmlReport(capture, options);
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_NE(html->find("?? (/opt/app/lib/later.so+0x2800)"), std::string::npos);
+  EXPECT_EQ(html->find("prog+0x1800"), std::string::npos);
+}
+
 TEST(HtmlReportTest, CapsAndTheFrameDescriberAreHonoured) {
   const std::string capture = TempPath("rich2.jsonl");
   std::ofstream(capture) << RichCapture(/*with_trailer=*/true);
