@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -403,6 +404,20 @@ int RunCommand(int argc, char** argv) {
             ended.c_str(), capture.c_str());
     fflush(stderr);
     PrintSummary(capture);
+    // Where to look next: the summary has totals only.
+    const std::string commands[][2] = {
+        {absl::StrCat("memtrace top ", capture),
+         "call sites by bytes allocated (--by=live: what was left at exit)"},
+        {absl::StrCat("memtrace peak ", capture), "what held memory at the high-water moment"},
+        {absl::StrCat("memtrace report ", capture, " -o report.html"),
+         "all of it as a page, with plots"}};
+    size_t width = 0;
+    for (const auto& [command, what] : commands) width = std::max(width, command.size());
+    fprintf(stderr, "\n");
+    for (const auto& [command, what] : commands) {
+      fprintf(stderr, "%s %-*s  %s\n", &command == &commands[0][0] ? "next:" : "     ",
+              static_cast<int>(width), command.c_str(), what.c_str());
+    }
   }
   return exit_code;
 }

@@ -348,6 +348,8 @@ TEST_F(PreloadTest, EveryEntryPointAcrossThreadsMatchesTheProgramsOwnCounts) {
         RunProgram({Cli(), "run", "--output=" + capture, "--", Target(), "basic"}, {});
     ASSERT_EQ(run.status, 0) << run.err;
     EXPECT_NE(run.err.find("capture complete"), std::string::npos) << run.err;
+    // After the summary, where to look next.
+    EXPECT_NE(run.err.find("next: memtrace top " + capture + " "), std::string::npos) << run.err;
     EXPECT_EQ(ReadFile(capture).substr(0, 8) == "MTRACEB2", extension == std::string(".mtb"));
     absl::Status s;
     const Replay r = ReplayCapture(capture, &s);
