@@ -829,8 +829,8 @@ std::string ShadowingMalloc() {
   global_free(p);
   if (ours) return "";
   Dl_info found;
-  if (dladdr(reinterpret_cast<void*>(global_malloc), &found) != 0 && found.dli_fname != nullptr &&
-      found.dli_fname[0] != '\0') {
+  if (dladdr(reinterpret_cast<void*>(global_malloc), &found) != 0 &&
+      found.dli_fname != nullptr && found.dli_fname[0] != '\0') {
     return found.dli_fname;
   }
   char exe[4096];
@@ -943,8 +943,8 @@ void Start() {
       ",\"tracer_cpus\":", JsonQuote(settings.tracer_cpus.ToString()), "}");
   options.writer_cpus = settings.tracer_cpus;
   if (const std::string shadow = ShadowingMalloc(); !shadow.empty()) {
-    // Said here and in the header, so that `memtrace verify` can say why a capture has
-    // no allocations in it.
+    // Said here and in the header, so that `memtrace verify` can fail the capture and say
+    // why.
     WriteStderr(absl::StrCat(
         "memtrace: this program's calls to malloc and free reach the allocator of ", shadow,
         ", which comes before the interposer in the lookup order; memtrace sees only the "
@@ -1298,8 +1298,7 @@ MEMTRACE_EXPORT int unshare(int flags) { return memtrace::UnshareSingleThreaded(
 
 // pthread_getattr_np: glibc allocates while it holds the queried thread's lock, and an
 // allocation made there must not ask for this thread's stack bounds, which takes the
-// same lock when the thread queried is this one (preload/unwind.cc, Bounds()). A query of
-// this thread's own attributes tells the walk its bounds.
+// same lock when the thread queried is this one (preload/unwind.cc, Bounds()).
 MEMTRACE_EXPORT int pthread_getattr_np(pthread_t thread, pthread_attr_t* attr) {
   if (!Resolved() || real.pthread_getattr_np == nullptr) return ENOSYS;
   memtrace::runtime_internal::ThreadState& t = memtrace::runtime_internal::Tls();
