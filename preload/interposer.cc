@@ -59,6 +59,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -738,18 +739,34 @@ bool BeforeSingleThreaded(const char* call) {
   return true;
 }
 
+// The process's threads (/proc/self/status), or -1. System calls only: no allocation, and
+// little stack (the caller's thread may have little).
+int ProcessThreads() noexcept {
+  const int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char text[4096];
+  const ssize_t n = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  text[n] = '\0';
+  const char* at = strstr(text, "\nThreads:");
+  return at == nullptr ? -1 : atoi(at + strlen("\nThreads:"));
+}
+
 // unshare(): CLONE_NEWUSER fails with EINVAL in a process with more than one thread, and
 // memtrace's threads would be the others. They are stopped first (BeforeSingleThreaded);
 // a thread that has returned is gone from the process a moment later, so an EINVAL right
-// after is retried, for at most 100 ms.
+// after is retried, for at most 100 ms. When the program has threads of its own the call
+// fails whatever memtrace does, so tracing goes on and the call fails as it would untraced.
 int UnshareSingleThreaded(int flags) {
   if (!Resolved() || real.unshare == nullptr) {
     errno = ENOSYS;
     return -1;
   }
-  if ((flags & CLONE_NEWUSER) == 0 || !BeforeSingleThreaded("unshare(CLONE_NEWUSER)")) {
-    return real.unshare(flags);
-  }
+  if ((flags & CLONE_NEWUSER) == 0) return real.unshare(flags);
+  const int threads = ProcessThreads();
+  if (threads >= 0 && threads - RunningMemtraceThreads() > 1) return real.unshare(flags);
+  if (!BeforeSingleThreaded("unshare(CLONE_NEWUSER)")) return real.unshare(flags);
   int rc = real.unshare(flags);
   for (int i = 0; i < 100 && rc != 0 && errno == EINVAL; ++i) {
     const timespec pause{0, 1'000'000};

@@ -33,6 +33,10 @@ namespace memtrace {
 // Starts `body` on a new thread whose asynchronous signals are all blocked (see above).
 std::thread StartMemtraceThread(std::function<void()> body);
 
+// How many threads StartMemtraceThread() started are running their body now: the
+// process's threads less these are the program's (preload/interposer.cc, unshare).
+int RunningMemtraceThreads() noexcept;
+
 }  // namespace memtrace
 
 #endif  // MEMTRACE_RUNTIME_MEMTRACE_THREAD_H_

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -79,4 +80,23 @@ TEST(MemtraceThreadTest, ASignalTheProgramBlocksStaysPendingForIt) {
 }
 
 }  // namespace
+// The count of memtrace's running threads (unshare() in the interposer tells the
+// program's threads from them by it): counted from before a thread starts until its body
+// returns.
+TEST(MemtraceThreadTest, RunningThreadsAreCountedUntilTheirBodyReturns) {
+  const int before = RunningMemtraceThreads();
+  std::atomic<bool> release{false};
+  std::atomic<bool> started{false};
+  std::thread t = StartMemtraceThread([&] {
+    started.store(true);
+    while (!release.load()) usleep(100);
+  });
+  EXPECT_EQ(RunningMemtraceThreads(), before + 1);  // whether or not it has started yet
+  while (!started.load()) usleep(100);
+  EXPECT_EQ(RunningMemtraceThreads(), before + 1);
+  release.store(true);
+  t.join();
+  EXPECT_EQ(RunningMemtraceThreads(), before);
+}
+
 }  // namespace memtrace

@@ -49,6 +49,10 @@
 //               else, as every JVM thread does: glibc allocates while it holds the
 //               thread's lock, so that is the thread's first allocation; then it
 //               allocates markers. SIGALRM ends the program after 30 s (a deadlock)
+//   unshare-threaded
+//               as unshare, with a second thread of the program's running: the call fails
+//               (EINVAL) traced or not; prints "unshare failed: ..." then allocates more
+//               and prints the counts of every marker (exit 6 if the call succeeded)
 //   small-stack a thread with a 32 KiB stack (Node.js starts one) allocates markers
 //               (exit 5 if pthread_create refuses the stack)
 //   unshare     allocates markers, enters a new user namespace (unshare(CLONE_NEWUSER),
@@ -387,6 +391,21 @@ __attribute__((noinline)) char* MakeMarkerWithNew(size_t n) {
   return p;
 }
 
+void UnshareThreaded() {
+  std::atomic<bool> stop{false};
+  std::thread other([&] {
+    while (!stop.load()) usleep(1000);
+  });
+  AllocateMarkers(30);
+  const bool failed = unshare(CLONE_NEWUSER) != 0;
+  printf("unshare %s: %s\n", failed ? "failed" : "succeeded", strerror(failed ? errno : 0));
+  stop.store(true);
+  other.join();
+  if (!failed) exit(6);
+  AllocateMarkers(30);
+  PrintCounts();
+}
+
 void SmallStack() {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -706,11 +725,13 @@ int main(int argc, char** argv) {
     Unshare();
   } else if (mode == "small-stack") {
     SmallStack();
+  } else if (mode == "unshare-threaded") {
+    UnshareThreaded();
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
                     "hold FILE|close-fds FILE|plugin LIB|new|quick-exit|exit-in-handler|raw-fork|"
-                    "signalfd|getattr|unshare|small-stack\n");
+                    "signalfd|getattr|unshare|unshare-threaded|small-stack\n");
     return 2;
   }
   return 0;

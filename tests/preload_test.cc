@@ -511,6 +511,23 @@ TEST_F(PreloadTest, UnshareOfAUserNamespaceFinishesTheCaptureAndSucceeds) {
       << run.err;
 }
 
+// With a thread of the program's own running, unshare(CLONE_NEWUSER) fails whatever
+// memtrace does: it fails as it would untraced, and tracing goes on.
+TEST_F(PreloadTest, UnshareInAProgramWithThreadsFailsAsUntracedAndTracingGoesOn) {
+  const Result untraced = RunProgram({Target(), "unshare"}, {});
+  if (untraced.status != 0) {
+    GTEST_SKIP() << "no user namespaces here, even untraced: " << untraced.out;
+  }
+  const std::string capture = TempDir() + "/unshare_threaded.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "unshare-threaded"}, {});
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("unshare failed: Invalid argument"), std::string::npos) << run.out;
+  ExpectCompleteAndMatching(capture, run.out);  // all 60 markers: tracing went on
+  absl::Status s;
+  EXPECT_EQ(Field(ReplayCapture(capture, &s).trailer, "ended_by"), "exit");
+}
+
 // A thread whose first allocation is glibc's own, inside pthread_getattr_np() for that
 // thread, which holds the thread's lock: the walk must not ask glibc for the thread's
 // stack then (it would wait for that lock forever; every JVM thread did, 2026-12-03).
