@@ -482,6 +482,16 @@ TEST(JsonlSinkTest, ACaptureWhoseDescriptorTheProgramClosedIsOpenedAgain) {
   std::filesystem::current_path("/");
   std::vector<ObservedEvent> events = OneAlloc(0x1000, 1);
   sink->OnEpochRecords(1, 0, events);
+  // The writer checks the descriptor and then writes: the program's dup2() below must not
+  // fall between the two, or the bytes go to its file. Wait until epoch 1 is written.
+  for (int i = 0; i < 10000; ++i) {
+    const std::vector<std::string> lines = ReadLines(path);
+    if (std::any_of(lines.begin(), lines.end(),
+                    [](const std::string& l) { return TypeOf(l) == "alloc"; })) {
+      break;
+    }
+    usleep(1000);
+  }
   const int fd = DescriptorOf(path);
   ASSERT_GE(fd, 512) << "Open() moves the capture far above the program's descriptors";
   const int theirs = open(own.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -507,6 +517,16 @@ TEST(JsonlSinkTest, AStreamWhoseDescriptorTheProgramClosedIsReportedNotWritten) 
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
   auto sink = JsonlSink::FromStream(fdopen(fds[1], "w"), /*owned=*/true, "a pipe").value();
+  // The writer's first flush (the header, one line per loaded module) must be in the pipe
+  // before the program's dup2() below: the writer checks the descriptor, then writes.
+  const size_t first_lines = 1 + LoadedModules().size();
+  size_t newlines = 0;
+  char buf[4096];
+  while (newlines < first_lines) {
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    ASSERT_GT(n, 0);
+    newlines += static_cast<size_t>(std::count(buf, buf + n, '\n'));
+  }
   const int theirs = open(own.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(theirs, 0);
   ASSERT_EQ(dup2(theirs, fds[1]), fds[1]);
@@ -525,9 +545,6 @@ TEST(JsonlSinkTest, AStreamWhoseDescriptorTheProgramClosedIsReportedNotWritten) 
   EXPECT_EQ(std::filesystem::file_size(own), 0u);
 }
 
-// Modules kept from before a dlclose() are listed at the end though no longer loaded,
-// ahead of the loaded ones (a reader lets a later line win where two overlap); one that
-// is still loaded is listed once.
 // The modules loaded when the sink starts follow the header, so that a capture cut off
 // before its trailer can still be symbolized; Finish() does not repeat them.
 TEST(JsonlSinkTest, ModulesFollowTheHeaderAndAreNotRepeated) {
