@@ -50,17 +50,23 @@ std::string_view WithoutClone(std::string_view function) {
   return clone == std::string_view::npos ? function : function.substr(0, clone);
 }
 
-}  // namespace
-
-bool IsAllocatorFunction(std::string_view function) {
-  function = WithoutClone(function);
-  for (std::string_view name : kExact) {
+// Whether `function` (without clone suffixes) is one of `names` or begins with one of
+// `prefixes`: the built-in lists, or a program's own.
+template <typename Names, typename Prefixes>
+bool Listed(std::string_view function, const Names& names, const Prefixes& prefixes) {
+  for (std::string_view name : names) {
     if (function == name) return true;
   }
-  for (std::string_view prefix : kPrefixes) {
+  for (std::string_view prefix : prefixes) {
     if (function.substr(0, prefix.size()) == prefix) return true;
   }
   return false;
+}
+
+}  // namespace
+
+bool IsAllocatorFunction(std::string_view function) {
+  return Listed(WithoutClone(function), kExact, kPrefixes);
 }
 
 absl::StatusOr<AllocatorFunctions> AllocatorFunctions::Parse(std::string_view list) {
@@ -87,15 +93,8 @@ absl::StatusOr<AllocatorFunctions> AllocatorFunctions::Parse(std::string_view li
 }
 
 bool AllocatorFunctions::Contains(std::string_view function) const {
-  if (IsAllocatorFunction(function)) return true;
   function = WithoutClone(function);
-  for (const std::string& name : names_) {
-    if (function == name) return true;
-  }
-  for (const std::string& prefix : prefixes_) {
-    if (function.substr(0, prefix.size()) == prefix) return true;
-  }
-  return false;
+  return Listed(function, kExact, kPrefixes) || Listed(function, names_, prefixes_);
 }
 
 size_t CallerFrame(const std::vector<std::string_view>& functions,

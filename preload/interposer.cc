@@ -722,23 +722,6 @@ void BeforeQuickExit() {
   }
 }
 
-// Before a call that needs the process to have one thread (unshare(CLONE_NEWUSER)):
-// finishes the capture, which stops the drainer and the writer, and ends memtrace-exit.
-// The program goes on untraced, as a forked child does. Returns whether memtrace had
-// threads to stop.
-bool BeforeSingleThreaded(const char* call) {
-  if (getpid() != traced_pid || phase.load(std::memory_order_relaxed) != kTracing) {
-    return false;
-  }
-  Finish(call, false);
-  if (exit_finisher_started.load(std::memory_order_acquire)) {
-    // Release: pairs with the acquire load in ExitFinisher().
-    exit_finisher_quit.store(true, std::memory_order_release);
-    sem_post(&exit_request);
-  }
-  return true;
-}
-
 // The process's threads (/proc/self/status), or -1. System calls only: no allocation, and
 // little stack (the caller's thread may have little).
 int ProcessThreads() noexcept {
@@ -753,6 +736,26 @@ int ProcessThreads() noexcept {
   return at == nullptr ? -1 : atoi(at + strlen("\nThreads:"));
 }
 
+// Before a call that needs the process to have one thread (unshare(CLONE_NEWUSER)):
+// finishes the capture, which stops the drainer and the writer, and ends memtrace-exit.
+// The program goes on untraced, as a forked child does. Returns whether it did: not where
+// memtrace is not tracing, nor where the program has threads of its own running.
+bool BeforeSingleThreaded(const char* call) {
+  if (getpid() != traced_pid || phase.load(std::memory_order_relaxed) != kTracing) {
+    return false;
+  }
+  // With threads of the program's own the call fails whatever memtrace does: trace on.
+  const int threads = ProcessThreads();
+  if (threads >= 0 && threads - RunningMemtraceThreads() > 1) return false;
+  Finish(call, false);
+  if (exit_finisher_started.load(std::memory_order_acquire)) {
+    // Release: pairs with the acquire load in ExitFinisher().
+    exit_finisher_quit.store(true, std::memory_order_release);
+    sem_post(&exit_request);
+  }
+  return true;
+}
+
 // unshare(): CLONE_NEWUSER fails with EINVAL in a process with more than one thread, and
 // memtrace's threads would be the others. They are stopped first (BeforeSingleThreaded);
 // a thread that has returned is gone from the process a moment later, so an EINVAL right
@@ -763,10 +766,9 @@ int UnshareSingleThreaded(int flags) {
     errno = ENOSYS;
     return -1;
   }
-  if ((flags & CLONE_NEWUSER) == 0) return real.unshare(flags);
-  const int threads = ProcessThreads();
-  if (threads >= 0 && threads - RunningMemtraceThreads() > 1) return real.unshare(flags);
-  if (!BeforeSingleThreaded("unshare(CLONE_NEWUSER)")) return real.unshare(flags);
+  if ((flags & CLONE_NEWUSER) == 0 || !BeforeSingleThreaded("unshare(CLONE_NEWUSER)")) {
+    return real.unshare(flags);
+  }
   int rc = real.unshare(flags);
   for (int i = 0; i < 100 && rc != 0 && errno == EINVAL; ++i) {
     const timespec pause{0, 1'000'000};
@@ -850,9 +852,8 @@ std::string ShadowingMalloc() {
       found.dli_fname != nullptr && found.dli_fname[0] != '\0') {
     return found.dli_fname;
   }
-  char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  return n > 0 ? std::string(exe, static_cast<size_t>(n)) : "the program itself";
+  const std::string exe = ExecutablePath();  // the main program has no name of its own
+  return exe.empty() ? "the program itself" : exe;
 }
 
 // glibc's malloc maps memory with its internal mmap, never through the interposed one.

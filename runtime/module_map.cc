@@ -44,12 +44,6 @@ std::string BuildId(const dl_phdr_info* info) {
   return {};
 }
 
-std::string ExecutablePath() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
 struct Collect {
   std::vector<ModuleInfo> out;
   const std::function<bool(std::string_view, uint64_t)>* skip = nullptr;
@@ -88,6 +82,12 @@ int AddObject(dl_phdr_info* info, size_t, void* data) {
 }
 
 }  // namespace
+
+std::string ExecutablePath() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
 
 std::vector<ModuleInfo> LoadedModules() {
   Collect collect;

@@ -35,6 +35,9 @@ struct ModuleInfo {
 // objects without a file are left out.
 std::vector<ModuleInfo> LoadedModules();
 
+// The running executable's path (/proc/self/exe resolved), or "" when it cannot be read.
+std::string ExecutablePath();
+
 // The same, leaving out each object for which `skip(name, base)` is true: `name` is the
 // loader's name for it ("" for the main program) and `base` its load address. Asked
 // before any work on the object (its build id is not read), so a caller that already has

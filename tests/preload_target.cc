@@ -111,11 +111,18 @@ void CountFree(size_t n) {
   live_bytes.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
 }
 
+// The counts as the line preload_test parses.
+std::string CountsLine() {
+  char line[160];
+  snprintf(line, sizeof(line), "allocs=%llu frees=%llu live_count=%lld live_bytes=%lld",
+           static_cast<unsigned long long>(allocs.load()),
+           static_cast<unsigned long long>(frees.load()),
+           static_cast<long long>(live_count.load()), static_cast<long long>(live_bytes.load()));
+  return line;
+}
+
 void PrintCounts() {
-  printf("allocs=%llu frees=%llu live_count=%lld live_bytes=%lld\n",
-         static_cast<unsigned long long>(allocs.load()),
-         static_cast<unsigned long long>(frees.load()),
-         static_cast<long long>(live_count.load()), static_cast<long long>(live_bytes.load()));
+  printf("%s\n", CountsLine().c_str());
   fflush(stdout);
 }
 
@@ -434,15 +441,7 @@ void Unshare() {
     exit(4);
   }
   printf("unshared\n");
-  const std::string before = [] {
-    char line[160];
-    snprintf(line, sizeof(line), "allocs=%llu frees=%llu live_count=%lld live_bytes=%lld",
-             static_cast<unsigned long long>(allocs.load()),
-             static_cast<unsigned long long>(frees.load()),
-             static_cast<long long>(live_count.load()),
-             static_cast<long long>(live_bytes.load()));
-    return std::string(line);
-  }();
+  const std::string before = CountsLine();
   AllocateMarkers(30);  // after the capture ended: not in it
   printf("%s\n", before.c_str());
 }
