@@ -26,6 +26,7 @@
 #include "runtime/tracer.h"
 #include "sinks/jsonl_sink.h"
 #include "tests/drainer_stall.h"
+#include "tests/every_release_matched.h"
 
 namespace memtrace {
 namespace {
@@ -231,7 +232,7 @@ TEST(FaultInjectionTest, RandomBackingFailuresAreSeenAndTheLedgerStaysExact) {
   EXPECT_GT(backing.injected_remap_failures.load(), 0u);
 
   const Snapshot snap = tracer->TakeSnapshot();
-  EXPECT_TRUE(snap.integrity.clean()) << snap.integrity.Counters();
+  testing::ExpectEveryReleaseMatched(snap.integrity);
   EXPECT_EQ(snap.integrity.records_failed, 0u) << "a backing failure is not a record failure";
   EXPECT_FALSE(tracer->failure_flag());
   EXPECT_EQ(snap.totals.live_count, want.live.size());

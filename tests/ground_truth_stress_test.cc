@@ -22,11 +22,13 @@
 #include "runtime/internal/thread_state.h"
 #include "runtime/recorder.h"
 #include "runtime/scope_table.h"
+#include "tests/every_release_matched.h"
 #include "tests/serializing_heap.h"
 
 namespace memtrace {
 namespace {
 
+using testing::ExpectEveryReleaseMatched;
 using testing::ReplayCounters;
 using testing::ReplayResult;
 using testing::SerializingHeap;
@@ -78,20 +80,7 @@ void ExpectCountersEqual(const UsageCounters& got, const ReplayCounters& want,
 void ExpectLedgerMatchesReplay(Recorder& recorder, const ReplayResult& want,
                                bool check_high_water) {
   recorder.Inspect([&](const AllocationLedger& ledger, const CaptureIntegrity& integrity) {
-    EXPECT_TRUE(integrity.complete()) << integrity.Verdict();
-    // No release went unmatched or was matched by a guess. (ticket_evictions may be
-    // non-zero when one epoch holds more allocations than the ticket table has slots; it
-    // says exactness was not guaranteed, and the comparison below says it held.)
-    const std::string counters = integrity.Counters();
-    EXPECT_EQ(integrity.unknown_frees, 0u) << counters;
-    EXPECT_EQ(integrity.double_frees, 0u) << counters;
-    EXPECT_EQ(integrity.unknown_resizes, 0u) << counters;
-    EXPECT_EQ(integrity.unknown_remaps, 0u) << counters;
-    EXPECT_EQ(integrity.missed_frees, 0u) << counters;
-    EXPECT_EQ(integrity.ambiguous_matches, 0u) << counters;
-    EXPECT_EQ(integrity.late_records, 0u) << counters;
-    EXPECT_EQ(integrity.events_applied, integrity.events_recorded);
-    EXPECT_EQ(integrity.order_conflicts, 0u);
+    ExpectEveryReleaseMatched(integrity);
 
     std::vector<AllocationRecord> live = ledger.LiveBlocks();
     std::sort(live.begin(), live.end(),
@@ -238,8 +227,6 @@ TEST_P(GroundTruthFenceTest, FinalStateEqualsSequentialReplay) {
   EXPECT_GT(remaps.load(), 0u);
 
   ExpectLedgerMatchesReplay(*recorder, heap.Replay(), /*check_high_water=*/false);
-  const CaptureIntegrity integrity = recorder->Integrity();
-  EXPECT_TRUE(integrity.clean()) << integrity.Counters();
   ASSERT_TRUE(recorder->Stop().ok());
 }
 
