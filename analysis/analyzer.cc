@@ -30,6 +30,28 @@ uint64_t SampleInterval(const std::string& header) {
   return strtoull(header.c_str() + at + kKey.size(), nullptr, 10);
 }
 
+// A forked child's capture (the interposer's MEMTRACE_TRACE_FORKS): the header's "fork"
+// object; forked stays false when the header has none.
+ForkOrigin ForkOf(const std::string& header) {
+  ForkOrigin f;
+  static constexpr std::string_view kObject = "\"fork\":{";
+  const size_t at = header.find(kObject);
+  if (at == std::string::npos) return f;
+  const size_t end = header.find('}', at);
+  const std::string object = header.substr(at, end == std::string::npos ? end : end - at);
+  auto number = [&](std::string_view key) -> uint64_t {
+    const std::string quoted = absl::StrCat("\"", absl::string_view(key.data(), key.size()), "\":");
+    const size_t k = object.find(quoted);
+    return k == std::string::npos ? 0 : strtoull(object.c_str() + k + quoted.size(), nullptr, 10);
+  };
+  f.forked = true;
+  f.parent_pid = number("parent_pid");
+  f.inherited_blocks = number("inherited_blocks");
+  f.inherited_bytes = number("inherited_bytes");
+  f.unpublished_records = number("unpublished_records");
+  return f;
+}
+
 constexpr const char* kPointForms =
     "use end, event=N (or N), time=NS (ns since the capture started, or unix ns), "
     "scope-exit=PATH or scope-exit=PATH#N";
@@ -263,6 +285,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       summary_.malloc_from = rec.malloc_from;
       summary_.started_unix_ns = rec.t;
       summary_.sample_interval_bytes = SampleInterval(rec.raw);
+      summary_.fork = ForkOf(rec.raw);
       summary_.sampled = summary_.sample_interval_bytes > 0;
       break;
     case LineType::kLayer:

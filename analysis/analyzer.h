@@ -106,10 +106,24 @@ struct ScopePeak {
   PeakComposition composition;  // restricted to the scope's own blocks
 };
 
+// Where a forked child's capture began (the header's "fork" object, written by the
+// interposer under MEMTRACE_TRACE_FORKS): the parent, and the blocks live in it at the
+// fork, which the capture records first, in the scope "(inherited at fork)".
+// unpublished_records: records the parent's other threads were writing at that moment,
+// whose operations the inherited blocks lack.
+struct ForkOrigin {
+  bool forked = false;
+  uint64_t parent_pid = 0;
+  uint64_t inherited_blocks = 0;
+  uint64_t inherited_bytes = 0;
+  uint64_t unpublished_records = 0;
+};
+
 struct CaptureSummary {
   uint64_t pid = 0;
   std::string source;              // the header's source: "runtime" or "preload"
   std::string malloc_from;         // the header's: whose malloc came before the interposer
+  ForkOrigin fork;                 // the header's, for a forked child's capture
   int64_t started_unix_ns = 0;     // the header's, 0 when absent
   bool sampled = false;            // weights were applied: the numbers are estimates
   uint64_t sample_interval_bytes = 0;  // the interposer's, 0 when every allocation was kept

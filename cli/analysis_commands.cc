@@ -348,6 +348,23 @@ void PrintShadowNote(const CaptureSummary& s) {
          s.malloc_from.c_str());
 }
 
+// A forked child's capture (memtrace run --forks) starts with what it inherited.
+void PrintForkNote(const CaptureSummary& s) {
+  const ForkOrigin& f = s.fork;
+  if (!f.forked) return;
+  printf("\nnote: this process was forked from pid %llu. Its capture starts with the %llu "
+         "blocks\n  (%s) live in the parent at the fork, in the scope \"(inherited at "
+         "fork)\":\n  their frees here match them. Where they were allocated is in the "
+         "parent's capture.\n",
+         static_cast<unsigned long long>(f.parent_pid),
+         static_cast<unsigned long long>(f.inherited_blocks), FormatBytes(f.inherited_bytes).c_str());
+  if (f.unpublished_records != 0) {
+    printf("  %llu records the parent's other threads were writing at that moment are "
+           "missing\n  from those blocks (the parent's capture has them).\n",
+           static_cast<unsigned long long>(f.unpublished_records));
+  }
+}
+
 void PrintExecNote(const std::optional<TrailerBlocks>& blocks, const std::string& path) {
   if (blocks && blocks->ended_by == "unshare(CLONE_NEWUSER)") {
     printf("\nnote: the capture ends where the program called unshare(CLONE_NEWUSER), which\n"
@@ -404,11 +421,19 @@ int SummaryCommand(int argc, char** argv) {
                       ",\"name\":", JsonQuote(LayerName(*s, id)), ",\"usage\":", JsonUsage(usage),
                       "}");
     }
-    printf("{%s,\"has_trailer\":%s,\"complete\":%s,\"source\":%s,\"unmatched_releases\":%llu,"
+    const ForkOrigin& f = s->fork;
+    const std::string fork =
+        f.forked ? absl::StrCat("{\"parent_pid\":", f.parent_pid, ",\"inherited_blocks\":",
+                                f.inherited_blocks, ",\"inherited_bytes\":", f.inherited_bytes,
+                                ",\"unpublished_records\":", f.unpublished_records, "}")
+                 : "null";
+    printf("{%s,\"has_trailer\":%s,\"complete\":%s,\"source\":%s,\"fork\":%s,"
+           "\"unmatched_releases\":%llu,"
            "\"live_blocks\":%llu,\"snapshot\":%s,\"totals\":%s,\"scopes\":[%s],\"layers\":[%s]%s}\n",
            JsonHead("summary", path, *s).c_str(), s->has_trailer ? "true" : "false",
            s->has_trailer && s->trailer_complete ? "true" : "false",
-           JsonQuote(s->source).c_str(), static_cast<unsigned long long>(s->unmatched_releases),
+           JsonQuote(s->source).c_str(), fork.c_str(),
+           static_cast<unsigned long long>(s->unmatched_releases),
            static_cast<unsigned long long>(s->live_blocks),
            at_point ? absl::StrCat("{\"point\":", JsonQuote(point->text), ",\"events_applied\":",
                                    s->events_applied, ",\"t\":", s->snapshot_t, "}")
@@ -427,6 +452,7 @@ int SummaryCommand(int argc, char** argv) {
   PrintIntegrity(blocks);
   PrintExecNote(blocks, path);
   PrintShadowNote(*s);
+  PrintForkNote(*s);
   return 0;
 }
 
@@ -460,6 +486,15 @@ int VerifyCommand(int argc, char** argv) {
                 : "it has no memory events (was the tracer started, and the sink attached "
                   "before Start()?)");
   }
+  // Not a loss of this capture's own records: said, not failed.
+  std::vector<std::string> notes;
+  if (s->fork.unpublished_records != 0) {
+    notes.push_back(absl::StrCat(
+        "the process was forked from pid ", s->fork.parent_pid, " while ",
+        s->fork.unpublished_records, " records of the parent's other threads were being "
+        "written; the blocks it inherited lack those operations (those threads are not in "
+        "this process, and the parent's capture has them)"));
+  }
   if (!s->has_trailer) {
     problems.push_back(
         preload ? "it is truncated: there is no trailer. The process ended without running "
@@ -490,14 +525,18 @@ int VerifyCommand(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_json)) {
     std::vector<std::string> quoted;
     for (const std::string& p : problems) quoted.push_back(JsonQuote(p));
-    printf("{%s,\"ok\":%s,\"source\":%s,\"problems\":[%s]}\n", JsonHead("verify", path, *s).c_str(),
-           problems.empty() ? "true" : "false", JsonQuote(s->source).c_str(),
-           absl::StrJoin(quoted, ",").c_str());
+    std::vector<std::string> quoted_notes;
+    for (const std::string& n : notes) quoted_notes.push_back(JsonQuote(n));
+    printf("{%s,\"ok\":%s,\"source\":%s,\"problems\":[%s],\"notes\":[%s]}\n",
+           JsonHead("verify", path, *s).c_str(), problems.empty() ? "true" : "false",
+           JsonQuote(s->source).c_str(), absl::StrJoin(quoted, ",").c_str(),
+           absl::StrJoin(quoted_notes, ",").c_str());
     return problems.empty() ? 0 : 1;
   }
   if (problems.empty()) {
     printf("memtrace verify: %s is complete: %llu memory events, nothing lost\n", path.c_str(),
            static_cast<unsigned long long>(s->events));
+    for (const std::string& n : notes) printf("memtrace verify: note: %s\n", n.c_str());
     return 0;
   }
   for (const std::string& p : problems) {

@@ -4,10 +4,12 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -135,6 +137,7 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
   if (!o.min_size.empty()) env.push_back("MEMTRACE_MIN_SIZE=" + o.min_size);
   if (!o.sample.empty()) env.push_back("MEMTRACE_SAMPLE_BYTES=" + o.sample);
   env.push_back(std::string("MEMTRACE_TRACE_CHILDREN=") + (o.children ? "1" : "0"));
+  env.push_back(std::string("MEMTRACE_TRACE_FORKS=") + (o.forks ? "1" : "0"));
   env.push_back(std::string("MEMTRACE_MMAP=") + (o.mmap ? "1" : "0"));
   if (!o.tracer_cpus.empty()) env.push_back("MEMTRACE_TRACER_CPUS=" + o.tracer_cpus);
   if (!o.fence.empty()) env.push_back("MEMTRACE_FENCE=" + o.fence);
@@ -180,6 +183,47 @@ void PrintSummary(const std::string& path) {
   }
 }
 
+// The captures the program's other processes wrote (--children, --forks): NAME.<pid>.EXT
+// beside the root capture and their .execN continuations, or with %p in `output` the
+// pattern's other pids, written since `since` (an earlier run's are left out). Sorted,
+// the root capture left out.
+std::vector<std::string> OtherCaptures(const std::string& output, const std::string& root,
+                                       const timespec& since) {
+  std::string pattern;
+  if (output.find("%p") != std::string::npos) {
+    for (size_t i = 0; i < output.size(); ++i) {
+      if (output.compare(i, 2, "%p") == 0) {
+        pattern += "[0-9]*";
+        ++i;
+      } else {
+        pattern += output[i];
+      }
+    }
+  } else {
+    // PidTaggedPath() puts ".<pid>" before the name's first dot.
+    pattern = PidTaggedPath(output, 0);
+    const std::string tagged_zero = PidTaggedPath("x", 0).substr(1);  // ".0"
+    const size_t slash = pattern.rfind('/');
+    const size_t at = pattern.find(tagged_zero, slash == std::string::npos ? 0 : slash + 1);
+    pattern.replace(at, tagged_zero.size(), ".[0-9]*");
+  }
+  pattern += "*";
+  std::vector<std::string> found;
+  glob_t g;
+  if (glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+    for (size_t i = 0; i < g.gl_pathc; ++i) {
+      struct stat st;
+      if (g.gl_pathv[i] == root || stat(g.gl_pathv[i], &st) != 0) continue;
+      if (st.st_mtim.tv_sec > since.tv_sec ||
+          (st.st_mtim.tv_sec == since.tv_sec && st.st_mtim.tv_nsec >= since.tv_nsec)) {
+        found.push_back(g.gl_pathv[i]);
+      }
+    }
+  }
+  globfree(&g);
+  return found;
+}
+
 }  // namespace
 
 bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
@@ -204,6 +248,8 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     }
     if (arg == "--children") {
       o->children = true;
+    } else if (arg == "--forks") {
+      o->forks = true;
     } else if (arg == "--mmap") {
       o->mmap = true;
     } else if (arg == "--quiet") {
@@ -276,6 +322,9 @@ const char* RunUsage() {
          "  --sample=BYTES      record a sample: a block of s bytes with probability\n"
          "                      1-exp(-s/BYTES); summaries are scaled estimates (0: all)\n"
          "  --children          also trace programs it execs, each into its own capture\n"
+         "  --forks             also trace the children it forks (a server's workers),\n"
+         "                      each into its own capture, NAME.<pid>.EXT, which starts\n"
+         "                      with the blocks it inherited\n"
          "  --mmap              also record anonymous mappings (mmap, munmap, mremap) on\n"
          "                      a layer of their own, \"mmap\"\n"
          "  --tracer-cpus=LIST  run memtrace's own threads (drainer, writer, exit) only\n"
@@ -359,6 +408,8 @@ int RunCommand(int argc, char** argv) {
   // Like time(1): keyboard signals go to the program, not to us while we wait for it.
   signal(SIGINT, SIG_IGN);
   signal(SIGQUIT, SIG_IGN);
+  timespec started{};
+  clock_gettime(CLOCK_REALTIME, &started);
   const pid_t child = fork();
   if (child < 0) {
     fprintf(stderr, "memtrace run: fork failed: %s\n", strerror(errno));
@@ -404,6 +455,19 @@ int RunCommand(int argc, char** argv) {
             ended.c_str(), capture.c_str());
     fflush(stderr);
     PrintSummary(capture);
+    if (o.children || o.forks) {
+      const std::vector<std::string> others = OtherCaptures(o.output, capture, started);
+      if (!others.empty()) {
+        fprintf(stderr, "\nmemtrace run: %zu more capture%s, of the processes it %s:\n",
+                others.size(), others.size() == 1 ? "" : "s",
+                o.forks && o.children ? "forked and ran" : (o.forks ? "forked" : "ran"));
+        constexpr size_t kListed = 8;
+        for (size_t i = 0; i < others.size() && i < kListed; ++i) {
+          fprintf(stderr, "  %s\n", others[i].c_str());
+        }
+        if (others.size() > kListed) fprintf(stderr, "  (and %zu more)\n", others.size() - kListed);
+      }
+    }
     // Where to look next: the summary has totals only.
     const std::string commands[][2] = {
         {absl::StrCat("memtrace top ", capture),

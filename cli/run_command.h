@@ -23,6 +23,8 @@
 //   --sample=BYTES      record a sample: a block of s bytes with probability
 //                       1 - exp(-s/BYTES); results are scaled estimates (default 0: all)
 //   --children          trace programs it execs too, each into its own capture
+//   --forks             trace the children it forks too, each into its own capture
+//                       that starts with the blocks it inherited (MEMTRACE_TRACE_FORKS)
 //   --mmap              also record anonymous mappings (mmap, munmap, mremap) on a
 //                       layer of their own, "mmap"
 //   --preload=PATH      the interposer library (default: found beside this binary, or
@@ -50,6 +52,7 @@ struct RunOptions {
   std::string tracer_cpus;  // a CPU list (runtime/cpu_list.h), or empty
   std::string fence;        // "membarrier", "seq_cst", or empty (the interposer's default)
   bool children = false;
+  bool forks = false;
   bool mmap = false;
   bool quiet = false;
   std::vector<std::string> command;  // the program and its arguments; never empty if OK

@@ -28,11 +28,13 @@
 //     are remembered in a small table and recorded when tracing starts, so their later
 //     frees match (up to kPrestartCapacity; beyond that the frees are counted unknown).
 //   - Thread exit: handled by the runtime (a thread's ring is retired and drained).
-//   - fork(): the child runs untraced (documented): its copy of the tracer has no drainer
-//     thread, and its heap is a copy of the parent's, already recorded. It closes its
-//     copy of the capture file's descriptor (the file's lock goes with the parent's). A
-//     child that execs is traced again when MEMTRACE_TRACE_CHILDREN=1, into its own
-//     capture.
+//   - fork(): by default the child runs untraced (documented): its copy of the tracer has
+//     no drainer thread, and its heap is a copy of the parent's, already recorded. It
+//     closes its copy of the capture file's descriptor (the file's lock goes with the
+//     parent's). A child that execs is traced again when MEMTRACE_TRACE_CHILDREN=1, into
+//     its own capture. With MEMTRACE_TRACE_FORKS=1 the child traces on into a capture of
+//     its own that starts with the blocks live in the parent at the fork (see "fork()"
+//     below, before Start()).
 //   - Children not traced (the default): this library leaves LD_PRELOAD by rewriting the
 //     environment array main() gets, never through the program's unsetenv() (bash has
 //     its own; preload_config.h, DropFromPreload). A process that finds its capture path
@@ -91,7 +93,10 @@
 #include "runtime/internal/thread_state.h"
 #include "runtime/layer_table.h"
 #include "runtime/memtrace_thread.h"
+#include "runtime/allocation_record.h"
 #include "runtime/module_map.h"
+#include "runtime/scope_table.h"
+#include "runtime/span.h"
 #include "runtime/tracer.h"
 #include "sinks/json_text.h"
 #include "sinks/jsonl_sink.h"
@@ -787,15 +792,6 @@ int UnshareSingleThreaded(int flags) {
   __builtin_unreachable();
 }
 
-void AfterForkInChild() {
-  // The child's copy of the tracer has no drainer; run untraced (see the header).
-  active_tracer.store(nullptr, std::memory_order_relaxed);
-  phase.store(kDisabled, std::memory_order_relaxed);
-  // Nor does it write the capture: its copy of the file's descriptor would keep the
-  // file's lock (JsonlSink::Open) held after the parent closed it.
-  if (sink != nullptr) sink->ReleaseInForkedChild();
-}
-
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 
 void OnFatalSignal(int sig) {
@@ -864,6 +860,169 @@ bool MallocIsGlibcs() {
                          "libc.so.6") == 0;
 }
 
+// What Start() set up for this process's capture, kept for the captures of its forked
+// children (MEMTRACE_TRACE_FORKS): each opens its own with the same settings.
+struct CaptureSetup {
+  Config recorder;
+  JsonlSinkOptions sink;       // the header's fields included; the encoding set per path
+  std::string output;          // MEMTRACE_OUTPUT
+  int naming_root = 0;         // the process whose capture has the untagged name
+  bool trace_children = false;
+  CpuList tracer_cpus;
+};
+CaptureSetup* capture_setup = nullptr;  // lives for the whole process
+
+// Opens this process's capture (pid traced_pid) and starts a tracer writing it, recording
+// `inherited` first, inside the scope "(inherited at fork)": the blocks a forked child was
+// born with. `header`: fields for the capture's header besides the setup's. False, with
+// the reason on stderr, when tracing is off.
+bool StartTracing(const CaptureSetup& setup, const std::string& header,
+                  const std::vector<AllocationRecord>* inherited) {
+  auto tracer = Tracer::Create(setup.recorder);
+  if (!tracer.ok()) {
+    WriteStderr(absl::StrCat("memtrace: tracing is off: ", tracer.status().message(), "\n"));
+    phase.store(kDisabled, std::memory_order_relaxed);
+    return false;
+  }
+  std::string path = CapturePath(setup.output, traced_pid, setup.naming_root);
+  JsonlSinkOptions options = setup.sink;
+  // The encoding and compression the path names, before an ".execN" suffix hides them.
+  JsonlSink::ApplyPathExtension(path, &options);
+  if (setup.trace_children) {
+    // An exec'd image keeps the pid, so it would reuse its parent image's path.
+    const std::string base = path;
+    for (int n = 1; access(path.c_str(), F_OK) == 0 && n < 1000; ++n) {
+      path = absl::StrCat(base, ".exec", n);
+    }
+  }
+  if (!header.empty()) absl::StrAppend(&options.header_fields, ",", header);
+  auto opened = JsonlSink::Open(path, options);
+  if (!opened.ok() && absl::IsUnavailable(opened.status())) {
+    // Another process is writing that file (two programs given one MEMTRACE_OUTPUT
+    // without %p, or a program that put this library back into its children's
+    // LD_PRELOAD): this one writes beside it instead, and says where.
+    const std::string own = PidTaggedPath(path, traced_pid);
+    opened = JsonlSink::Open(own, options);
+    if (opened.ok()) {
+      WriteStderr(absl::StrCat("memtrace: '", path, "' is being written by another process; "
+                               "this one (pid ", traced_pid, ") writes its capture to '", own,
+                               "'\n"));
+    }
+  }
+  if (!opened.ok()) {
+    WriteStderr(absl::StrCat(opened.status().message(), "; tracing is off\n"));
+    phase.store(kDisabled, std::memory_order_relaxed);
+    return false;
+  }
+  sink = opened.value().release();      // lives for the whole process
+  Tracer* t = tracer.value().release();  // likewise: threads may record during exit
+  t->recorder().SetObserver(sink).IgnoreError();
+  if (absl::Status s = t->Start(); !s.ok()) {
+    WriteStderr(absl::StrCat(s.message(), "; tracing is off\n"));
+    phase.store(kDisabled, std::memory_order_relaxed);
+    return false;
+  }
+  {
+    PrestartLock lock;
+    for (size_t i = 0; i < prestart_count; ++i) {
+      t->recorder().RecordAlloc(kLayer, prestart[i].address, prestart[i].size, 0);
+    }
+    prestart_count = 0;
+    if (inherited != nullptr) {
+      static const ScopeName kInherited("(inherited at fork)");
+      Span span(&t->recorder(), kInherited);
+      for (const AllocationRecord& b : *inherited) {
+        t->recorder().RecordAlloc(b.layer, b.address, b.size, 0);
+      }
+    }
+    // Release: pairs with the acquire load in RecordScope.
+    active_tracer.store(t, std::memory_order_release);
+    phase.store(kTracing, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+// ---- fork() --------------------------------------------------------------------------
+//
+// A forked child has one thread, the one that called fork(), and a copy of the tracer
+// with no drainer. By default it runs untraced (see the header). With
+// MEMTRACE_TRACE_FORKS=1 it traces on into a capture of its own: the forking thread holds
+// the drainer between rounds across the fork (Recorder::HoldForFork), so the child's copy
+// of the ledger is whole; the child applies what its copies of the rings hold, and starts
+// a new tracer whose capture begins with the blocks that were live in the parent. The
+// hold is taken last among the prepare handlers (this library's constructor registered
+// its handlers before the program could), so the program's handlers never wait for it.
+
+// The tracer whose drainer the forking thread holds; written only by that thread, while
+// it holds it (a second thread's fork waits in HoldForFork until the first is done).
+Tracer* fork_held_tracer = nullptr;
+
+void BeforeFork() {
+  runtime_internal::ThreadState& ts = runtime_internal::Tls();
+  // in_tracer: fork() from a signal handler that interrupted a record of this thread's;
+  // the drainer may be waiting for that record, so it cannot be held. The child runs
+  // untraced.
+  if (ts.in_tracer || getpid() != traced_pid) return;
+  Tracer* t = active_tracer.load(std::memory_order_acquire);
+  if (t == nullptr) return;
+  runtime_internal::ReentrancyGuard guard;
+  // The mapping table too, taken first as the mapping calls take it (they may wait for the
+  // drainer while they hold it): the child's copy must not be locked by a thread it lacks.
+  if (config.mmap) mappings_mu.lock();
+  t->recorder().HoldForFork();
+  fork_held_tracer = t;
+  ts.fork_hold = true;
+}
+
+void AfterForkInParent() {
+  runtime_internal::ThreadState& ts = runtime_internal::Tls();
+  if (!ts.fork_hold) return;
+  ts.fork_hold = false;
+  Tracer* t = fork_held_tracer;
+  fork_held_tracer = nullptr;  // before the release: the next holder writes it
+  t->recorder().ReleaseAfterFork();
+  if (config.mmap) mappings_mu.unlock();
+}
+
+void AfterForkInChild() {
+  runtime_internal::ThreadState& ts = runtime_internal::Tls();
+  Tracer* const parent_tracer = ts.fork_hold ? fork_held_tracer : nullptr;
+  ts.fork_hold = false;
+  fork_held_tracer = nullptr;
+  // The child's copy of the tracer has no drainer: nothing records into it from here.
+  // Relaxed: the child has this one thread.
+  active_tracer.store(nullptr, std::memory_order_relaxed);
+  phase.store(kDisabled, std::memory_order_relaxed);
+  ForgetMemtraceThreadsAfterFork();
+  // Nor does it write the parent's capture: its copy of the file's descriptor would keep
+  // the file's lock (JsonlSink::Open) held after the parent closed it.
+  if (sink != nullptr) sink->ReleaseInForkedChild();
+  if (parent_tracer == nullptr) return;
+  if (config.mmap) mappings_mu.unlock();  // held by this thread since BeforeFork()
+
+  runtime_internal::ReentrancyGuard guard;
+  uint64_t unpublished = 0;
+  const std::vector<AllocationRecord> inherited =
+      parent_tracer->recorder().LiveBlocksInForkedChild(&unpublished);
+  uint64_t inherited_bytes = 0;
+  for (const AllocationRecord& b : inherited) inherited_bytes += b.size;
+  const pid_t parent = traced_pid;
+  traced_pid = getpid();
+  // The parent's memtrace-exit is not here either. Relaxed: this process has one thread
+  // until StartTracing() starts memtrace's, which orders these stores before them.
+  exit_finisher_started.store(false, std::memory_order_relaxed);
+  exit_finished.store(false, std::memory_order_relaxed);
+  exit_finisher_quit.store(false, std::memory_order_relaxed);
+  // The stacks the parent's recorder had are not in the new capture.
+  preload_internal::ForgetKeptSites();
+  const std::string header = absl::StrCat(
+      "\"fork\":{\"parent_pid\":", parent, ",\"inherited_blocks\":", inherited.size(),
+      ",\"inherited_bytes\":", inherited_bytes, ",\"unpublished_records\":", unpublished,
+      "}");
+  if (!StartTracing(*capture_setup, header, &inherited)) return;
+  StartExitFinisher(capture_setup->tracer_cpus);
+}
+
 void Start() {
   if (!Resolved()) return;
   runtime_internal::ReentrancyGuard guard;
@@ -924,7 +1083,13 @@ void Start() {
     }
   }
 
-  Config rc;
+  capture_setup = new CaptureSetup;
+  CaptureSetup& setup = *capture_setup;
+  setup.output = settings.output;
+  setup.naming_root = root_pid != 0 ? root_pid : traced_pid;
+  setup.trace_children = settings.trace_children;
+  setup.tracer_cpus = settings.tracer_cpus;
+  Config& rc = setup.recorder;
   rc.ring_capacity_log2 = settings.ring_capacity_log2;
   rc.thread_cpus = settings.tracer_cpus;
   rc.fence = settings.fence;
@@ -932,23 +1097,7 @@ void Start() {
   // drainer, and the drainer waits for the disk (below), so a program that allocates
   // faster than its capture can be written is slowed down rather than losing records.
   rc.overflow_wait = absl::Seconds(1);
-  auto tracer = Tracer::Create(rc);
-  if (!tracer.ok()) {
-    WriteStderr(absl::StrCat("memtrace: tracing is off: ", tracer.status().message(), "\n"));
-    phase.store(kDisabled, std::memory_order_relaxed);
-    return;
-  }
-  std::string path = CapturePath(settings.output, traced_pid, root_pid);
-  JsonlSinkOptions options;
-  // The encoding and compression the path names, before an ".execN" suffix hides them.
-  JsonlSink::ApplyPathExtension(path, &options);
-  if (settings.trace_children) {
-    // An exec'd image keeps the pid, so it would reuse its parent image's path.
-    const std::string base = path;
-    for (int n = 1; access(path.c_str(), F_OK) == 0 && n < 1000; ++n) {
-      path = absl::StrCat(base, ".exec", n);
-    }
-  }
+  JsonlSinkOptions& options = setup.sink;
   options.source = "preload";
   options.max_backpressure = absl::Seconds(2);
   options.sample_interval_bytes = settings.sample_bytes;
@@ -957,7 +1106,8 @@ void Start() {
       "\",\"min_size\":", config.min_size, ",\"stack_depth\":", config.stack_depth,
       ",\"unwind\":\"", config.unwind == UnwindMethod::kFramePointers ? "fp" : "dwarf",
       "\",\"sample_interval_bytes\":", settings.sample_bytes, ",\"trace_children\":",
-      settings.trace_children ? "true" : "false", ",\"mmap\":", config.mmap ? "true" : "false",
+      settings.trace_children ? "true" : "false", ",\"trace_forks\":",
+      settings.trace_forks ? "true" : "false", ",\"mmap\":", config.mmap ? "true" : "false",
       ",\"tracer_cpus\":", JsonQuote(settings.tracer_cpus.ToString()), "}");
   options.writer_cpus = settings.tracer_cpus;
   if (const std::string shadow = ShadowingMalloc(); !shadow.empty()) {
@@ -971,43 +1121,12 @@ void Start() {
         "library's malloc\n"));
     absl::StrAppend(&options.header_fields, ",\"malloc_from\":", JsonQuote(shadow));
   }
-  auto opened = JsonlSink::Open(path, options);
-  if (!opened.ok() && absl::IsUnavailable(opened.status())) {
-    // Another process is writing that file (two programs given one MEMTRACE_OUTPUT
-    // without %p, or a program that put this library back into its children's
-    // LD_PRELOAD): this one writes beside it instead, and says where.
-    const std::string own = PidTaggedPath(path, traced_pid);
-    opened = JsonlSink::Open(own, options);
-    if (opened.ok()) {
-      WriteStderr(absl::StrCat("memtrace: '", path, "' is being written by another process; "
-                               "this one (pid ", traced_pid, ") writes its capture to '", own,
-                               "'\n"));
-    }
+  if (!StartTracing(setup, "", nullptr)) return;
+  if (settings.trace_forks) {
+    pthread_atfork(&BeforeFork, &AfterForkInParent, &AfterForkInChild);
+  } else {
+    pthread_atfork(nullptr, nullptr, &AfterForkInChild);
   }
-  if (!opened.ok()) {
-    WriteStderr(absl::StrCat(opened.status().message(), "; tracing is off\n"));
-    phase.store(kDisabled, std::memory_order_relaxed);
-    return;
-  }
-  sink = opened.value().release();      // lives for the whole process
-  Tracer* t = tracer.value().release();  // likewise: threads may record during exit
-  t->recorder().SetObserver(sink).IgnoreError();
-  if (absl::Status s = t->Start(); !s.ok()) {
-    WriteStderr(absl::StrCat(s.message(), "; tracing is off\n"));
-    phase.store(kDisabled, std::memory_order_relaxed);
-    return;
-  }
-  {
-    PrestartLock lock;
-    for (size_t i = 0; i < prestart_count; ++i) {
-      t->recorder().RecordAlloc(kLayer, prestart[i].address, prestart[i].size, 0);
-    }
-    prestart_count = 0;
-    // Release: pairs with the acquire load in RecordScope.
-    active_tracer.store(t, std::memory_order_release);
-    phase.store(kTracing, std::memory_order_relaxed);
-  }
-  pthread_atfork(nullptr, nullptr, &AfterForkInChild);
   InstallSignalHandlers();
   StartExitFinisher(settings.tracer_cpus);
 }

@@ -81,6 +81,7 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
   either("MEMTRACE_UNWIND", "fp", UnwindMethod::kFramePointers, "dwarf", UnwindMethod::kDwarf,
          &c.unwind);
   flag("MEMTRACE_TRACE_CHILDREN", &c.trace_children);
+  flag("MEMTRACE_TRACE_FORKS", &c.trace_forks);
   number("MEMTRACE_SAMPLE_BYTES", 0, uint64_t{1} << 40, &c.sample_bytes);
   uint64_t ring = c.ring_capacity_log2;
   number("MEMTRACE_RING_LOG2", 10, 22, &ring);

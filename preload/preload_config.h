@@ -17,6 +17,12 @@
 //   MEMTRACE_TRACE_CHILDREN  "1": programs this one execs are traced too, each into its
 //                            own capture; "0" (default): the interposer removes itself
 //                            from LD_PRELOAD so children run untraced
+//   MEMTRACE_TRACE_FORKS     "1": a child of fork() traces on into its own capture,
+//                            "NAME.<pid>.EXT", which starts with the blocks it inherited
+//                            (scope "(inherited at fork)"); for servers that fork their
+//                            workers (postgres, nginx, gunicorn). Each fork then waits
+//                            for a drainer round in progress to finish. "0" (default):
+//                            a forked child runs untraced
 //   MEMTRACE_SAMPLE_BYTES    0 (default): record every block; N: record a sample, each
 //                            block of s bytes with probability 1 - exp(-s/N), and mark
 //                            the capture sampled (estimates are scaled by 1/probability;
@@ -67,6 +73,7 @@ struct PreloadConfig {
   uint32_t stack_depth = 16;
   UnwindMethod unwind = UnwindMethod::kDwarf;
   bool trace_children = false;
+  bool trace_forks = false;
   uint64_t sample_bytes = 0;
   uint32_t ring_capacity_log2 = 15;
   bool mmap = false;

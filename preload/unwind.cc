@@ -57,6 +57,14 @@ uint64_t RbpAt(uint64_t start, uint64_t rbp0, uint32_t from) noexcept {
 
 }  // namespace
 
+void ForgetKeptSites() noexcept {
+  runtime_internal::StackState* const s = runtime_internal::Tls().stacks;
+  if (s == nullptr) return;
+  for (auto& set : s->unwind_walks) {
+    for (runtime_internal::UnwindWalk& walk : set) walk.derived = 0;
+  }
+}
+
 bool LoadDwarfUnwinder(std::string* error) {
   // RTLD_LOCAL: libunwind also defines _Unwind_* and backtrace(); loaded privately they
   // never stand in for the program's own (libgcc_s, libc) in the global scope.

@@ -212,6 +212,11 @@ __attribute__((always_inline)) inline uint64_t MemoDerived(const void* frame,
 #endif
 }
 
+// Forgets the site words kept with this thread's walk memo (MemoDerived). A kept word
+// means its frames went to the recorder; a forked child that traces on records into a
+// new recorder, which has not had them, so its first walks send them again.
+void ForgetKeptSites() noexcept;
+
 // Loads libunwind for UnwindDwarf(); false, with the reason, when it is not there. Call
 // once, before tracing starts.
 bool LoadDwarfUnwinder(std::string* error);

@@ -119,6 +119,38 @@ void Drainer::Flush() {
   }
 }
 
+uint64_t Drainer::ApplyPublishedInForkedChild() {
+  // The hold (HoldForFork) is this thread's: the child's copy of the mutex is locked by
+  // the thread that forked, which is this one. No other thread exists to race with.
+  observer_ = nullptr;
+  observed_.clear();
+  PollRegistry();
+  uint64_t unpublished = 0;
+  for (Cursor& c : cursors_) {
+    const uint64_t head = c.ring->LoadHead();
+    const uint64_t claim = c.ring->LoadClaim();
+    // A claim beyond the head belongs to a thread that does not exist here; nothing will
+    // ever publish it.
+    if (claim > head) unpublished += claim - head;
+    c.limit = head;
+  }
+  // Records carry epochs from the open one (or the one before it, closed without the
+  // fence) up to the clock's: the clock may be one ahead when the fork came while a round
+  // waited for the hold. Apply them epoch by epoch, in the order rounds would have.
+  uint32_t last = clock_->Load();
+  if (last == EpochClock::kClosed) last = open_epoch_;
+  uint32_t epoch = open_epoch_;
+  while (EpochBefore(epoch, last)) {
+    ApplyEpoch(epoch);
+    ++epoch;
+    if (epoch == EpochClock::kClosed || epoch == 0) epoch = EpochClock::kFirstEpoch;
+  }
+  ApplyEpoch(epoch);
+  ledger_->SettleDisplaced();
+  state_mu_.unlock();
+  return unpublished;
+}
+
 absl::Duration Drainer::NextSleep(absl::Duration sleep, uint64_t records,
                                   absl::Duration period, absl::Duration idle_period) {
   if (records >= kQuietRecords) return period;

@@ -114,6 +114,25 @@ class Drainer {
   // has run, the running one up to now. Any thread.
   uint64_t CpuNs() const { return cpu_.TotalNs(); }
 
+  // ---- fork() ---------------------------------------------------------------------------
+  //
+  // A child of fork() has one thread, the one that called fork(). Its copy of this drainer
+  // has no thread, and its copies of the rings hold what the parent's threads had
+  // published. For a child that traces on (the interposer's MEMTRACE_TRACE_FORKS):
+  //   - HoldForFork(), from a pthread_atfork() prepare handler, waits for a round in
+  //     progress to finish and keeps the drainer between rounds, so that the ledger the
+  //     child copies is whole. Producers go on recording into their rings meanwhile.
+  //   - ReleaseAfterFork(), from the parent's handler, lets the drainer go on.
+  //   - ApplyPublishedInForkedChild(), from the child's handler, applies every record the
+  //     child's copies of the rings hold, whatever its epoch, then releases the hold. The
+  //     ledger then holds what was live in the parent at the fork. Returns how many
+  //     records the parent's threads were writing at that moment (claimed, never
+  //     published: those operations are missing). Detaches the observer first: the
+  //     parent's sink has the records already. Call once, on the child's one thread.
+  void HoldForFork() { state_mu_.lock(); }
+  void ReleaseAfterFork() { state_mu_.unlock(); }
+  uint64_t ApplyPublishedInForkedChild();
+
   // Calls fn(const AllocationLedger&, const CaptureIntegrity&) with the drainer paused
   // between rounds. The integrity passed in has only the drainer's own counters filled.
   template <typename Fn>

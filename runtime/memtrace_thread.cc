@@ -19,6 +19,8 @@ std::atomic<int> running{0};
 
 int RunningMemtraceThreads() noexcept { return running.load(std::memory_order_relaxed); }
 
+void ForgetMemtraceThreadsAfterFork() noexcept { running.store(0, std::memory_order_relaxed); }
+
 std::thread StartMemtraceThread(std::function<void()> body) {
   sigset_t blocked;
   sigfillset(&blocked);  // glibc leaves its internal signals out

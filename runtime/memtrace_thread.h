@@ -37,6 +37,9 @@ std::thread StartMemtraceThread(std::function<void()> body);
 // process's threads less these are the program's (preload/interposer.cc, unshare).
 int RunningMemtraceThreads() noexcept;
 
+// In a child of fork(), which has none of the parent's threads: counts them gone.
+void ForgetMemtraceThreadsAfterFork() noexcept;
+
 }  // namespace memtrace
 
 #endif  // MEMTRACE_RUNTIME_MEMTRACE_THREAD_H_

@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -332,6 +333,19 @@ class Recorder {
 
   // Capture integrity: the drainer's counters plus every ring's loss counters.
   CaptureIntegrity Integrity() const;
+
+  // fork() (Drainer::HoldForFork): for a pthread_atfork() handler set that lets a forked
+  // child trace on. HoldForFork() in the prepare handler, ReleaseAfterFork() in the
+  // parent's; in the child's, LiveBlocksInForkedChild() returns what was live in the
+  // parent at the fork (every record the parent's threads had published applied), and in
+  // *unpublished how many records they were writing at that moment. The child's copy of
+  // this recorder is of no further use: record into a new one.
+  void HoldForFork() { drainer_.HoldForFork(); }
+  void ReleaseAfterFork() { drainer_.ReleaseAfterFork(); }
+  std::vector<AllocationRecord> LiveBlocksInForkedChild(uint64_t* unpublished) {
+    *unpublished = drainer_.ApplyPublishedInForkedChild();
+    return ledger_.LiveBlocks();
+  }
 
   // Calls fn(const AllocationLedger&, const CaptureIntegrity&) between drainer rounds.
   // Call Flush() first for a cut that includes everything recorded so far.

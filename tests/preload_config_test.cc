@@ -35,6 +35,7 @@ TEST(PreloadConfigTest, DefaultsMirrorTheSeed) {
   EXPECT_EQ(c.stack_depth, 16u);
   EXPECT_EQ(c.unwind, UnwindMethod::kDwarf);
   EXPECT_FALSE(c.trace_children);
+  EXPECT_FALSE(c.trace_forks) << "a forked child runs untraced by default";
   EXPECT_EQ(c.ring_capacity_log2, 15u);
   EXPECT_FALSE(c.mmap) << "mappings are opt-in";
   EXPECT_TRUE(c.tracer_cpus.empty()) << "memtrace's threads go where the kernel puts them";
@@ -48,6 +49,7 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
                                  {"MEMTRACE_STACK_DEPTH", "0"},
                                  {"MEMTRACE_UNWIND", "fp"},
                                  {"MEMTRACE_TRACE_CHILDREN", "yes"},
+                                 {"MEMTRACE_TRACE_FORKS", "1"},
                                  {"MEMTRACE_RING_LOG2", "12"},
                                  {"MEMTRACE_SAMPLE_BYTES", "524288"},
                                  {"MEMTRACE_MMAP", "1"},
@@ -60,6 +62,7 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
   EXPECT_EQ(c.stack_depth, 0u);
   EXPECT_EQ(c.unwind, UnwindMethod::kFramePointers);
   EXPECT_TRUE(c.trace_children);
+  EXPECT_TRUE(c.trace_forks);
   EXPECT_EQ(c.ring_capacity_log2, 12u);
   EXPECT_EQ(c.sample_bytes, 524288u);
   EXPECT_TRUE(c.mmap);
@@ -113,6 +116,8 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
        "MEMTRACE_UNWIND=\"guess\" is not \"fp\" or \"dwarf\"; using dwarf"},
       {"MEMTRACE_TRACE_CHILDREN", "maybe",
        "MEMTRACE_TRACE_CHILDREN=\"maybe\" is not one of 1, 0, true, false, yes, no; using 0"},
+      {"MEMTRACE_TRACE_FORKS", "sometimes",
+       "MEMTRACE_TRACE_FORKS=\"sometimes\" is not one of 1, 0, true, false, yes, no; using 0"},
       {"MEMTRACE_MMAP", "on",
        "MEMTRACE_MMAP=\"on\" is not one of 1, 0, true, false, yes, no; using 0"},
       {"MEMTRACE_RING_LOG2", "30", "MEMTRACE_RING_LOG2=\"30\" is not a whole number from 10 to 22"},

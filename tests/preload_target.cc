@@ -15,6 +15,12 @@
 //   atexit      main returns with 400 markers live; an atexit handler frees them (as a
 //               server's shutdown does, after exit() has run the thread's TLS destructors)
 //   fork        a multithreaded parent forks; the child allocates, frees and exits
+//   fork-traced a parent with three threads churning small blocks keeps 100 markers live,
+//               200 of them allocated by a thread that ended just before, and forks. The
+//               child frees all but 10 of them, allocates 30 and frees 10 of those, prints
+//               "child allocs=A ..." (the markers it inherited counted as allocations, as
+//               its own capture records them under MEMTRACE_TRACE_FORKS) and exits; the
+//               parent waits for it, frees its markers and prints its counts
 //   exec        allocates, then execs argv[2] (with argv[3...])
 //   crash       allocates, prints its counts, then dereferences a null pointer
 //   stack       allocates through nested functions and prints their addresses
@@ -318,14 +324,41 @@ void FreeAtExit() {
   atexit(FreeKeptAtExit);
 }
 
-void Fork() {
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 3; ++t) {
-    threads.emplace_back([&stop] {
-      while (!stop.load(std::memory_order_relaxed)) free(malloc(128));
-    });
+// Three threads allocating and freeing small blocks until Stop(), so that a fork comes
+// while other threads record.
+class ChurningThreads {
+ public:
+  ChurningThreads() {
+    for (int t = 0; t < 3; ++t) {
+      threads_.emplace_back([this] {
+        // Relaxed: pairs with the store in Stop(), which orders nothing else.
+        while (!stop_.load(std::memory_order_relaxed)) free(malloc(128));
+      });
+    }
   }
+  void Stop() {
+    // Relaxed: only ends the loops; join() orders the rest.
+    stop_.store(true, std::memory_order_relaxed);
+    for (auto& th : threads_) th.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+// Waits for a forked child, and exits 6 unless it exited 0.
+void WaitForChild(pid_t child) {
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "preload_target: the forked child failed\n");
+    exit(6);
+  }
+}
+
+void Fork() {
+  ChurningThreads churn;
   AllocateMarkers(100);
   const pid_t child = fork();
   if (child == 0) {
@@ -334,13 +367,52 @@ void Fork() {
     for (int i = 0; i < 500; ++i) free(MustAlloc(malloc(MarkerSize(i))));
     exit(0);
   }
-  int status = 0;
-  waitpid(child, &status, 0);
-  stop = true;
-  for (auto& th : threads) th.join();
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    fprintf(stderr, "preload_target: the forked child failed\n");
-    exit(6);
+  WaitForChild(child);
+  churn.Stop();
+  PrintCounts();
+}
+
+void ForkTraced() {
+  ChurningThreads churn;
+  std::vector<std::pair<void*, size_t>> live;
+  std::mutex mu;
+  auto allocate = [&](uint64_t i) {
+    void* p = MustAlloc(malloc(MarkerSize(i)));
+    CountAlloc(MarkerSize(i));
+    std::lock_guard<std::mutex> lock(mu);
+    live.emplace_back(p, MarkerSize(i));
+  };
+  for (int i = 0; i < 100; ++i) allocate(i);
+  // Records published by a thread that is gone, most likely not yet applied at the fork.
+  std::thread([&] {
+    for (int i = 100; i < 300; ++i) allocate(i);
+  }).join();
+  const pid_t child = fork();
+  if (child == 0) {
+    // What the child's capture counts: the markers live now, as allocations.
+    allocs.store(static_cast<uint64_t>(live_count.load()));
+    frees.store(0);
+    for (size_t i = 10; i < live.size(); ++i) {
+      CountFree(live[i].second);
+      free(live[i].first);
+    }
+    for (int i = 0; i < 30; ++i) {
+      void* p = MustAlloc(malloc(MarkerSize(1000 + i)));
+      CountAlloc(MarkerSize(1000 + i));
+      if (i % 3 == 0) {
+        CountFree(MarkerSize(1000 + i));
+        free(p);
+      }
+    }
+    printf("child %s\n", CountsLine().c_str());
+    fflush(stdout);
+    exit(0);
+  }
+  WaitForChild(child);
+  churn.Stop();
+  for (const auto& [p, n] : live) {
+    CountFree(n);
+    free(p);
   }
   PrintCounts();
 }
@@ -692,6 +764,8 @@ int main(int argc, char** argv) {
     FreeAtExit();
   } else if (mode == "fork") {
     Fork();
+  } else if (mode == "fork-traced") {
+    ForkTraced();
   } else if (mode == "exec" && argc > 2) {
     Exec(argv + 2);
   } else if (mode == "crash") {
@@ -728,7 +802,7 @@ int main(int argc, char** argv) {
     UnshareThreaded();
   } else {
     fprintf(stderr, "usage: preload_target "
-                    "basic|exit-thread|atexit|fork|exec PROGRAM...|crash|stack|mmap|threads|"
+                    "basic|exit-thread|atexit|fork|fork-traced|exec PROGRAM...|crash|stack|mmap|threads|"
                     "hold FILE|close-fds FILE|plugin LIB|new|quick-exit|exit-in-handler|raw-fork|"
                     "signalfd|getattr|unshare|unshare-threaded|small-stack\n");
     return 2;

@@ -25,6 +25,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -693,6 +694,63 @@ TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
   ASSERT_TRUE(r.has_trailer);
   EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
   ExpectMarkersMatch(r, ParseCounts(run.out));  // the child's 500 markers are not in it
+}
+
+// With --forks (MEMTRACE_TRACE_FORKS=1) a forked child traces on into a capture of its
+// own that starts with the blocks it inherited: every free of one of them matches (none is
+// unknown, including those of a thread that ended just before the fork, whose records the
+// drainer had most likely not applied yet), and its marker counts are the child's own.
+// The parent's capture is the same as without --forks.
+TEST_F(PreloadTest, WithForksAForkedChildTracesOnFromTheBlocksItInherited) {
+  const std::string dir = TempDir() + "/forks";
+  mkdir(dir.c_str(), 0755);
+  const Result run = RunProgram({Cli(), "run", "--quiet", "--forks", "--output=" + dir +
+                                 "/cap.mtb", "--", Target(), "fork-traced"},
+                                {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::vector<std::string> files = FilesIn(dir);
+  ASSERT_EQ(files.size(), 2u) << absl::StrJoin(files, " ");
+  ASSERT_EQ(files[1], "cap.mtb");
+  const std::string child_capture = dir + "/" + files[0];
+  EXPECT_TRUE(absl::StartsWith(files[0], "cap.")) << files[0];
+
+  ExpectCompleteAndMatching(dir + "/cap.mtb", run.out);
+  absl::Status s;
+  const Replay parent = ReplayCapture(dir + "/cap.mtb", &s);
+  ASSERT_TRUE(s.ok()) << s;
+
+  const Replay child = ReplayCapture(child_capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(child.has_trailer);
+  EXPECT_EQ(Field(child.trailer, "complete"), "true") << child.trailer;
+  EXPECT_EQ(child.unknown_releases, 0) << "a free of an inherited block went unmatched";
+  const size_t line = run.out.find("child allocs=");
+  ASSERT_NE(line, std::string::npos) << run.out;
+  const Counts counts = ParseCounts(run.out.substr(line + strlen("child ")));
+  EXPECT_EQ(counts.allocs, 300 + 30);
+  EXPECT_EQ(counts.frees, 290 + 10);
+  ExpectMarkersMatch(child, counts);
+  EXPECT_EQ(Field(child.header, "parent_pid"), Field(parent.header, "pid")) << child.header;
+  EXPECT_NE(child.header.find("\"trace_forks\":true"), std::string::npos) << child.header;
+
+  // The CLI says where the capture began, and verify passes it.
+  const Result summary = RunProgram({Cli(), "summary", child_capture}, {});
+  EXPECT_EQ(summary.status, 0) << summary.err;
+  EXPECT_NE(summary.out.find("(inherited at fork)"), std::string::npos) << summary.out;
+  EXPECT_NE(summary.out.find("this process was forked from pid " + Field(parent.header, "pid")),
+            std::string::npos)
+      << summary.out;
+  const Result verify = RunProgram({Cli(), "verify", child_capture}, {});
+  EXPECT_EQ(verify.status, 0) << verify.out;
+
+  // Without --quiet, `memtrace run` lists the child's capture after the summary.
+  const Result loud = RunProgram({Cli(), "run", "--forks", "--output=" + dir + "/again.mtb",
+                                  "--", Target(), "fork-traced"},
+                                 {});
+  ASSERT_EQ(loud.status, 0) << loud.err;
+  EXPECT_NE(loud.err.find("1 more capture, of the processes it forked:\n  " + dir + "/again."),
+            std::string::npos)
+      << loud.err;
 }
 
 // bash defines its own setenv() and unsetenv(), and exports what main() was given: the

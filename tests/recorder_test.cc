@@ -6,10 +6,15 @@
 #include "runtime/recorder.h"
 
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -685,6 +690,7 @@ TEST(RecorderTest, OneRingSkipsTheHeavyFenceUntilASecondThreadRecords) {
           EXPECT_EQ(live, kKept);
           EXPECT_EQ(freed, i);
         }
+      }
     }
   });
   // A alone: epochs go by, most of them unfenced. (A progress condition, not a timing
@@ -792,6 +798,72 @@ class ReleaseTickets : public EventObserver {
   }
   std::vector<uint64_t> of;  // drainer thread until Stop()
 };
+
+// A forked child gets what was live in the parent at the fork (Recorder::HoldForFork):
+// the blocks the drainer had applied and those whose records still waited in the rings,
+// from every thread, one of them gone already, a release on another thread than its
+// allocation's among them. The expected set is the test's own map of what it recorded.
+TEST(RecorderTest, AForkedChildGetsEveryBlockLiveInTheParentAtTheFork) {
+  Config config;
+  config.drain_period = absl::Seconds(1);  // asleep: what comes after Flush() waits
+  config.idle_drain_period = absl::Seconds(1);
+  auto recorder = Make(config);
+  ASSERT_TRUE(recorder->Start().ok());
+  std::map<uint64_t, uint64_t> live;  // address -> size
+  std::mutex mu;
+  auto work = [&](uint64_t base, int n) {
+    for (int i = 0; i < n; ++i) {
+      const uint64_t address = base + 64 * static_cast<uint64_t>(i);
+      const uint64_t size = 16 + static_cast<uint64_t>(i % 40);
+      ASSERT_EQ(recorder->RecordAlloc(kHeap, address, size, 0x401000), RecordResult::kRecorded);
+      std::lock_guard<std::mutex> lock(mu);
+      live[address] = size;
+      if (i % 3 == 0) {
+        ASSERT_EQ(recorder->RecordFree(kHeap, address), RecordResult::kRecorded);
+        live.erase(address);
+      }
+    }
+  };
+  work(0x100000, 600);
+  ASSERT_TRUE(recorder->Flush().ok());  // applied before the fork
+  std::thread(work, 0x200000, 600).join();  // a thread gone before the fork
+  std::thread(work, 0x300000, 600).join();
+  work(0x400000, 600);
+  ASSERT_EQ(recorder->RecordFree(kHeap, 0x200040), RecordResult::kRecorded);  // another ring's
+  live.erase(0x200040);
+  const CaptureIntegrity before = recorder->Integrity();
+  EXPECT_LT(before.events_applied, before.events_recorded) << "the test wants records waiting";
+  const std::vector<std::pair<uint64_t, uint64_t>> want(live.begin(), live.end());
+
+  recorder->HoldForFork();
+  const pid_t child = fork();
+  if (child == 0) {
+    uint64_t unpublished = 1;
+    const std::vector<AllocationRecord> got = recorder->LiveBlocksInForkedChild(&unpublished);
+    std::vector<std::pair<uint64_t, uint64_t>> have;
+    for (const AllocationRecord& b : got) have.emplace_back(b.address, b.size);
+    std::sort(have.begin(), have.end());
+    _exit(unpublished != 0 ? 1 : have.size() != want.size() ? 2 : have != want ? 3 : 0);
+  }
+  recorder->ReleaseAfterFork();
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: records counted unpublished, 2: another number of live blocks, 3: other blocks";
+
+  // The parent goes on as before.
+  ASSERT_TRUE(recorder->Flush().ok());
+  recorder->Inspect([&](const AllocationLedger& ledger, const CaptureIntegrity& integrity) {
+    std::vector<std::pair<uint64_t, uint64_t>> have;
+    for (const AllocationRecord& b : ledger.LiveBlocks()) have.emplace_back(b.address, b.size);
+    std::sort(have.begin(), have.end());
+    EXPECT_EQ(have, want);
+    EXPECT_TRUE(integrity.clean()) << integrity.Counters();
+  });
+  ASSERT_TRUE(recorder->Stop().ok());
+}
 
 // One thread alone records without tickets (Recorder::SoleRing()): its releases are
 // paired by address, exactly, are not ticket misses, and reach the capture with `of` 0.

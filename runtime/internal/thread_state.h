@@ -143,6 +143,9 @@ struct ThreadState {
   // queried thread's lock while it allocates, and the stack bounds the walk would ask it
   // for need the same lock when that thread is this one (preload/unwind.cc, Bounds()).
   bool in_stack_query;
+  // Between the interposer's fork() handlers: this thread holds the drainer
+  // (Recorder::HoldForFork), and the parent's or the child's handler lets it go.
+  bool fork_hold;
   RingBinding rings[kMaxRecorders];
   uint32_t scope_stack[kMaxScopeDepth];  // the path in force before each enter
   // This thread's stack, for walking frame pointers safely (preload/unwind.h); 0 until
