@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -365,6 +366,16 @@ void PrintForkNote(const CaptureSummary& s) {
   }
 }
 
+// A capture finished as a signal ended the program: a crash (partial), or a signal sent
+// to stop it that it left to the default action (complete).
+void PrintSignalNote(const std::optional<TrailerBlocks>& blocks) {
+  if (!blocks || blocks->ended_by.rfind("signal ", 0) != 0) return;
+  const int sig = atoi(blocks->ended_by.c_str() + strlen("signal "));
+  printf("\nnote: the program was ended by signal %d (%s). memtrace finished the capture\n"
+         "  first: the blocks live then were in use when it stopped, not leaks.\n",
+         sig, sig > 0 ? strsignal(sig) : "unknown");
+}
+
 void PrintExecNote(const std::optional<TrailerBlocks>& blocks, const std::string& path) {
   if (blocks && blocks->ended_by == "unshare(CLONE_NEWUSER)") {
     printf("\nnote: the capture ends where the program called unshare(CLONE_NEWUSER), which\n"
@@ -451,6 +462,7 @@ int SummaryCommand(int argc, char** argv) {
   PrintTable(*s, path);
   PrintIntegrity(blocks);
   PrintExecNote(blocks, path);
+  PrintSignalNote(blocks);
   PrintShadowNote(*s);
   PrintForkNote(*s);
   return 0;

@@ -54,6 +54,10 @@
 //     program's own: best effort, the capture is drained and finished with
 //     "ended_by":"signal N" and marked partial, then the signal is raised again. An
 //     alarm bounds this, so a crash inside the allocator cannot hang the process.
+//   - A signal sent to stop the program (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE,
+//     SIGUSR1, SIGUSR2) with no handler of the program's: the capture is finished,
+//     complete, with "ended_by":"signal N" (by memtrace-exit, as for _exit()), then the
+//     signal is raised again.
 //
 // Overflow: a record that cannot be written (the thread's ring stayed full past the
 // bounded wait) never fails the program's malloc; the loss is counted in the capture's
@@ -694,6 +698,9 @@ std::atomic<bool> exit_finished{false};
 // Set before the semaphore is posted when the thread is to end without finishing
 // anything (BeforeSingleThreaded).
 std::atomic<bool> exit_finisher_quit{false};
+// The signal ending the process when the semaphore is posted from OnTerminatingSignal(),
+// for the trailer's ended_by; 0 for _exit().
+std::atomic<int> exit_signal{0};
 
 void ExitFinisher(const CpuList& cpus) {
   runtime_internal::MarkInternalThread();
@@ -702,7 +709,9 @@ void ExitFinisher(const CpuList& cpus) {
   }
   // Acquire: pairs with the release store in BeforeSingleThreaded().
   if (exit_finisher_quit.load(std::memory_order_acquire)) return;
-  Finish("_exit", false);
+  // Acquire: pairs with the release store in BeforeQuickExit().
+  const int sig = exit_signal.load(std::memory_order_acquire);
+  Finish(sig != 0 ? absl::StrCat("signal ", sig) : std::string("_exit"), false);
   // Release: pairs with the acquire load in BeforeQuickExit().
   exit_finished.store(true, std::memory_order_release);
 }
@@ -714,11 +723,14 @@ void StartExitFinisher(const CpuList& cpus) {
   exit_finisher_started.store(true, std::memory_order_release);
 }
 
-void BeforeQuickExit() {
+// `sig`: the signal that ends the process (OnTerminatingSignal), or 0 for _exit().
+void BeforeQuickExit(int sig = 0) {
   if (!exit_finisher_started.load(std::memory_order_acquire) || getpid() != traced_pid ||
       phase.load(std::memory_order_relaxed) != kTracing) {
     return;
   }
+  // Release: pairs with the acquire load in ExitFinisher() (sem_post orders it as well).
+  exit_signal.store(sig, std::memory_order_release);
   sem_post(&exit_request);
   // Polled (nanosleep() may be called from a signal handler; waiting on a semaphore may
   // not), every 0.2 ms: finishing takes a few milliseconds, and a forked child under
@@ -807,17 +819,36 @@ void OnFatalSignal(int sig) {
   raise(sig);
 }
 
+// Signals sent to stop a program (Ctrl-C, kill, a process pool's terminate(), a write to
+// a closed pipe), whose default action ends the process without its exit handlers. With
+// no handler of the program's, the capture is finished first, complete, with
+// "ended_by":"signal N": by memtrace-exit, as for _exit() from a signal handler (the
+// interrupted thread may hold malloc's lock), waited for at most kExitFinishWaitMs. Then
+// the signal is raised again with its default action (SA_RESETHAND), so the process ends
+// as it would have. Until 2026-12-03 such a capture had no trailer (`verify`: truncated).
+constexpr int kTerminatingSignals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM,
+                                       SIGPIPE, SIGUSR1, SIGUSR2};
+
+void OnTerminatingSignal(int sig) {
+  const int saved_errno = errno;
+  BeforeQuickExit(sig);
+  errno = saved_errno;
+  raise(sig);
+}
+
 void InstallSignalHandlers() {
-  for (int sig : kFatalSignals) {
+  auto install = [](int sig, void (*handler)(int)) {
     struct sigaction old {};
-    if (sigaction(sig, nullptr, &old) != 0) continue;
-    if (old.sa_handler != SIG_DFL) continue;  // the program's (or the runtime's) own
+    if (sigaction(sig, nullptr, &old) != 0) return;
+    if (old.sa_handler != SIG_DFL) return;  // the program's (or the runtime's) own, or ignored
     struct sigaction sa {};
-    sa.sa_handler = &OnFatalSignal;
+    sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESETHAND | SA_NODEFER;
     sigaction(sig, &sa, nullptr);
-  }
+  };
+  for (int sig : kFatalSignals) install(sig, &OnFatalSignal);
+  for (int sig : kTerminatingSignals) install(sig, &OnTerminatingSignal);
 }
 
 // The object that defines the malloc this library forwards to.
@@ -1018,6 +1049,7 @@ void AfterForkInChild() {
   exit_finisher_started.store(false, std::memory_order_relaxed);
   exit_finished.store(false, std::memory_order_relaxed);
   exit_finisher_quit.store(false, std::memory_order_relaxed);
+  exit_signal.store(0, std::memory_order_relaxed);
   // The stacks the parent's recorder had are not in the new capture.
   preload_internal::ForgetKeptSites();
   const std::string header = absl::StrCat(

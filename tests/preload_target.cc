@@ -23,6 +23,8 @@
 //               parent waits for it, frees its markers and prints its counts
 //   exec        allocates, then execs argv[2] (with argv[3...])
 //   crash       allocates, prints its counts, then dereferences a null pointer
+//   raise N     allocates, prints its counts, then raises signal N (left to its default
+//               action: it ends the process); exit 9 if it returns
 //   stack       allocates through nested functions and prints their addresses
 //   mmap        anonymous mappings: a hole cut in one, a whole-mapping mremap that grows
 //               it, MAP_FIXED over part of another, a mapping moved by mremap onto
@@ -425,6 +427,13 @@ void Exec(char** argv) {
   exit(7);
 }
 
+void RaiseSignal(int sig) {
+  AllocateMarkers(50);
+  PrintCounts();
+  raise(sig);
+  exit(9);
+}
+
 void Crash() {
   AllocateMarkers(50);
   PrintCounts();
@@ -770,6 +779,8 @@ int main(int argc, char** argv) {
     Exec(argv + 2);
   } else if (mode == "crash") {
     Crash();
+  } else if (mode == "raise" && argc > 2) {
+    RaiseSignal(atoi(argv[2]));
   } else if (mode == "stack") {
     Stack();
   } else if (mode == "mmap") {
@@ -802,7 +813,7 @@ int main(int argc, char** argv) {
     UnshareThreaded();
   } else {
     fprintf(stderr, "usage: preload_target "
-                    "basic|exit-thread|atexit|fork|fork-traced|exec PROGRAM...|crash|stack|mmap|threads|"
+                    "basic|exit-thread|atexit|fork|fork-traced|exec PROGRAM...|raise N|crash|stack|mmap|threads|"
                     "hold FILE|close-fds FILE|plugin LIB|new|quick-exit|exit-in-handler|raw-fork|"
                     "signalfd|getattr|unshare|unshare-threaded|small-stack\n");
     return 2;

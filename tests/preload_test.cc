@@ -1064,6 +1064,31 @@ TEST_F(PreloadTest, CrashKeepsEverythingRecordedAndIsPartial) {
 }
 
 // Both unwinders find the program's own call chain Outer -> Middle -> Inner -> malloc.
+// A signal sent to stop the program (Ctrl-C, kill, a process pool's terminate(), a
+// closed pipe) that it leaves to the default action still ends it, by that signal, and
+// the capture is finished first: complete, ended by the signal, every marker in it.
+TEST_F(PreloadTest, ASignalThatStopsTheProgramFinishesTheCaptureFirst) {
+  for (const int sig : {SIGTERM, SIGINT, SIGPIPE}) {
+    SCOPED_TRACE(strsignal(sig));
+    const std::string capture = absl::StrCat(TempDir(), "/signal", sig, ".mtb");
+    const Result run = RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--",
+                                   Target(), "raise", std::to_string(sig)},
+                                  {});
+    EXPECT_EQ(run.status, 128 + sig) << "the signal still ends it: " << run.err;
+    ExpectCompleteAndMatching(capture, run.out);
+    absl::Status s;
+    const Replay r = ReplayCapture(capture, &s);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(Field(r.trailer, "ended_by"), absl::StrCat("signal ", sig)) << r.trailer;
+    const Result verify = RunProgram({Cli(), "verify", capture}, {});
+    EXPECT_EQ(verify.status, 0) << verify.out;
+    const Result summary = RunProgram({Cli(), "summary", capture}, {});
+    EXPECT_NE(summary.out.find(absl::StrCat("the program was ended by signal ", sig)),
+              std::string::npos)
+        << summary.out;
+  }
+}
+
 void CheckStack(const std::string& unwind) {
   const std::string capture = TempDir() + "/stack_" + unwind + ".mtb";
   const Result run = RunProgram({Cli(), "run", "--quiet", "--unwind=" + unwind, "--depth=8",
