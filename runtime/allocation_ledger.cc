@@ -18,7 +18,7 @@ AllocationLedger::AllocationLedger(uint32_t site_capacity)
     : tables_(256),
       sites_(site_capacity),
       context_cache_(kContextCacheSets * 2),
-      graveyard_(kGraveyardSlots) {
+      graveyard_(kGraveyardSlots, Grave{0, 0}) {
   scopes_.resize(1);  // scope 0: (unscoped)
 }
 
@@ -37,8 +37,8 @@ __attribute__((always_inline)) inline uint32_t AllocationLedger::Context(uint32_
                                                                         uint64_t site) {
   ContextCacheEntry* set =
       &context_cache_[FibonacciIndex(site ^ (uint64_t{scope} << 40), kContextCacheSetBits) * 2];
-  if (__builtin_expect(set[0].Holds(site, scope), 1)) return set[0].context;
-  if (set[1].Holds(site, scope)) return set[1].context;
+  if (__builtin_expect(set[0].site == site && set[0].scope == scope, 1)) return set[0].context;
+  if (set[1].site == site && set[1].scope == scope) return set[1].context;
   return NewContext(scope, site, set);
 }
 
@@ -59,7 +59,7 @@ uint32_t AllocationLedger::NewContext(uint32_t scope, uint64_t site, ContextCach
   // the overflow count keeps counting. The newest entry takes the set's first way.
   if (site_id != SiteTable::kOtherSites) {
     set[1] = set[0];
-    set[0] = ContextCacheEntry{~site, ~scope, id};
+    set[0] = ContextCacheEntry{site, scope, id};
   }
   return id;
 }
@@ -352,10 +352,10 @@ uint64_t AllocationLedger::memory_bytes() const noexcept {
     if (!shards) continue;
     for (const auto& shard : *shards) bytes += shard.memory_bytes();
   }
-  bytes += graveyard_.bytes();
+  bytes += graveyard_.capacity() * sizeof(Grave);
   bytes += contexts_.capacity() * sizeof(contexts_[0]);
   bytes += context_ids_.capacity() * (sizeof(uint64_t) + sizeof(uint32_t) + 1);
-  bytes += context_cache_.bytes();
+  bytes += context_cache_.capacity() * sizeof(ContextCacheEntry);
   bytes += scopes_.capacity() * sizeof(UsageCounters);
   bytes += displaced_.size() * (sizeof(Key) + sizeof(LiveBlock) * 2);
   return bytes + site_table_bytes();

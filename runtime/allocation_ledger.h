@@ -49,7 +49,6 @@
 #include "transport/cache_line.h"
 #include "transport/event.h"
 #include "transport/ticket.h"
-#include "transport/zeroed_array.h"
 
 namespace memtrace {
 
@@ -213,26 +212,21 @@ class AllocationLedger {
   // cache in front (most allocations come from a few sites in a few scopes).
   LineAlignedVector<std::pair<uint32_t, uint32_t>> contexts_;
   absl::flat_hash_map<uint64_t, uint32_t> context_ids_;
-  // Site and scope are kept inverted, so that an entry of zero bytes (ZeroedArray's
-  // empty slot) is site ~0 in scope ~0, which no record names.
   struct ContextCacheEntry {
-    uint64_t not_site;
-    uint32_t not_scope;
-    uint32_t context;
-    bool Holds(uint64_t site, uint32_t scope) const noexcept {
-      return not_site == ~site && not_scope == ~scope;
-    }
+    uint64_t site = ~uint64_t{0};
+    uint32_t scope = ~0u;
+    uint32_t context = 0;
   };
   static constexpr int kContextCacheSetBits = 11;
   static constexpr size_t kContextCacheSets = size_t{1} << kContextCacheSetBits;  // 64 KiB
-  ZeroedArray<ContextCacheEntry> context_cache_;
+  LineAlignedVector<ContextCacheEntry> context_cache_;
 
   // Last ticket released at each (hashed) address, to tell double frees from unknown ones.
   struct Grave {
     uint64_t key;
     uint64_t ticket48;
   };
-  ZeroedArray<Grave> graveyard_;
+  LineAlignedVector<Grave> graveyard_;
 
   UsageCounters totals_;
   // While every change so far was in one layer and one scope (a program without scopes,
