@@ -71,6 +71,7 @@ void Drainer::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (running_.load(std::memory_order_relaxed)) return;
   stop_requested_ = false;
+  stop_pending_.store(false, std::memory_order_relaxed);  // no round runs yet
   open_epoch_started_ns_ = SteadyNowNs();
   open_epoch_started_unix_ns_ = UnixNowNs();
   clock_->Reopen(open_epoch_);
@@ -84,6 +85,9 @@ void Drainer::Stop() {
     std::lock_guard<std::mutex> lock(mu_);
     if (!running_.load(std::memory_order_relaxed)) return;
     stop_requested_ = true;
+    // Relaxed: a hint for a round already waiting in AwaitClaims(); the final round
+    // itself reads stop_requested_ under mu_.
+    stop_pending_.store(true, std::memory_order_relaxed);
   }
   wake_cv_.notify_all();
   thread_.join();
@@ -313,6 +317,12 @@ uint64_t Drainer::AwaitClaims(Cursor& c, bool final_round) {
       counters_.events_dropped += c.ring->LoadClaim() - head;
       break;
     }
+    // A round that began before Stop() was asked for stops waiting too: the thread may be
+    // the one that will never publish (it called _exit() from a signal handler that
+    // interrupted its record, and waits for the capture to be finished), and the final
+    // round, next, waits for it with a bound and counts what is lost. What this round
+    // leaves is applied by the final round, in its ring's order.
+    if (!final_round && stop_pending_.load(std::memory_order_relaxed)) break;
     sched_yield();
     head = c.ring->LoadHead();
   }

@@ -204,6 +204,8 @@ class Drainer {
   std::condition_variable done_cv_;
   bool stop_requested_ = false;
   bool flush_requested_ = false;
+  // stop_requested_, readable without mu_ by a round waiting for a claim (AwaitClaims).
+  std::atomic<bool> stop_pending_{false};
   // The last epoch closed with the heavy fence: every record stamped with it or earlier
   // is applied.
   uint32_t fenced_epoch_ = 0;

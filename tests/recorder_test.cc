@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -476,6 +477,29 @@ TEST(RecorderTest, StopDoesNotWaitForeverForARecordNeverFinished) {
   EXPECT_EQ(integrity.events_applied, 1u);
   EXPECT_EQ(integrity.events_dropped, 2u);
   EXPECT_FALSE(integrity.complete());
+}
+
+// The same when a round that began before Stop() is already waiting for that record: it
+// stops waiting, and the final round waits its bounded time. (Before 2026-12-03 such a
+// round waited for ever, and a program that called _exit() from a SIGTERM handler that
+// had interrupted its record lost the whole end of its capture: preload_test's
+// UnderscoreExitFromASignalHandlerWritesTheTrailer failed about one run in forty.)
+TEST(RecorderTest, StopDoesNotWaitForeverWhileARoundWaitsForARecordNeverFinished) {
+  auto recorder = Make();  // 1 ms rounds
+  ASSERT_TRUE(recorder->Start().ok());
+  ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x1000, 8, 0), RecordResult::kRecorded);
+  const Recorder::RemapClaim unfinished = recorder->BeginRemap(kHeap, 0x1000);
+  // Rounds come every millisecond: one is now waiting for the two claimed records.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto stopped = std::async(std::launch::async, [&] { return recorder->Stop(); });
+  if (stopped.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    ADD_FAILURE() << "Stop() waits for a round that waits for the unfinished record";
+    recorder->AbortRemap(unfinished);  // lets the round, and then Stop(), finish
+  }
+  ASSERT_TRUE(stopped.get().ok());
+  const CaptureIntegrity integrity = recorder->Integrity();
+  EXPECT_EQ(integrity.events_applied, 1u);
+  EXPECT_EQ(integrity.events_dropped, 2u);
 }
 
 // A producer for the cancellation test: records `count` allocations, then reaches a
