@@ -183,34 +183,14 @@ void PrintSummary(const std::string& path) {
   }
 }
 
-// The captures the program's other processes wrote (--children, --forks): NAME.<pid>.EXT
-// beside the root capture and their .execN continuations, or with %p in `output` the
-// pattern's other pids, written since `since` (an earlier run's are left out). Sorted,
-// the root capture left out.
+// The captures the program's other processes wrote (--children, --forks:
+// OtherCapturesGlob), written since `since` (an earlier run's are left out). Sorted, the
+// root capture left out.
 std::vector<std::string> OtherCaptures(const std::string& output, const std::string& root,
                                        const timespec& since) {
-  std::string pattern;
-  if (output.find("%p") != std::string::npos) {
-    for (size_t i = 0; i < output.size(); ++i) {
-      if (output.compare(i, 2, "%p") == 0) {
-        pattern += "[0-9]*";
-        ++i;
-      } else {
-        pattern += output[i];
-      }
-    }
-  } else {
-    // PidTaggedPath() puts ".<pid>" before the name's first dot.
-    pattern = PidTaggedPath(output, 0);
-    const std::string tagged_zero = PidTaggedPath("x", 0).substr(1);  // ".0"
-    const size_t slash = pattern.rfind('/');
-    const size_t at = pattern.find(tagged_zero, slash == std::string::npos ? 0 : slash + 1);
-    pattern.replace(at, tagged_zero.size(), ".[0-9]*");
-  }
-  pattern += "*";
   std::vector<std::string> found;
   glob_t g;
-  if (glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+  if (glob(OtherCapturesGlob(output).c_str(), 0, nullptr, &g) == 0) {
     for (size_t i = 0; i < g.gl_pathc; ++i) {
       struct stat st;
       if (g.gl_pathv[i] == root || stat(g.gl_pathv[i], &st) != 0) continue;

@@ -904,7 +904,6 @@ struct CaptureSetup {
   std::string output;          // MEMTRACE_OUTPUT
   int naming_root = 0;         // the process whose capture has the untagged name
   bool trace_children = false;
-  CpuList tracer_cpus;
 };
 CaptureSetup* capture_setup = nullptr;  // lives for the whole process
 
@@ -1057,7 +1056,7 @@ void AfterForkInChild() {
       ",\"inherited_bytes\":", inherited_bytes, ",\"unpublished_records\":", unpublished,
       "}");
   if (!StartTracing(*capture_setup, header, &inherited)) return;
-  StartExitFinisher(capture_setup->tracer_cpus);
+  StartExitFinisher(capture_setup->recorder.thread_cpus);
 }
 
 void Start() {
@@ -1125,7 +1124,6 @@ void Start() {
   setup.output = settings.output;
   setup.naming_root = root_pid != 0 ? root_pid : traced_pid;
   setup.trace_children = settings.trace_children;
-  setup.tracer_cpus = settings.tracer_cpus;
   Config& rc = setup.recorder;
   rc.ring_capacity_log2 = settings.ring_capacity_log2;
   rc.thread_cpus = settings.tracer_cpus;

@@ -4,6 +4,8 @@
 
 #include <charconv>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <utility>
 
 namespace memtrace {
@@ -17,6 +19,33 @@ bool ParseNumber(const char* text, uint64_t lo, uint64_t hi, uint64_t* out) {
   if (ec != std::errc() || ptr != end || text == end || v < lo || v > hi) return false;
   *out = v;
   return true;
+}
+
+// `pattern` with each "%p" replaced by `pid` (a number, or a glob); *had_pid says whether
+// it had one.
+std::string ReplacePid(const std::string& pattern, std::string_view pid, bool* had_pid) {
+  std::string out;
+  *had_pid = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
+      out += pid;
+      *had_pid = true;
+      ++i;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+// PidTaggedPath() with the tag's text given.
+std::string Tagged(const std::string& path, std::string_view pid) {
+  const size_t slash = path.rfind('/');
+  const size_t name = slash == std::string::npos ? 0 : slash + 1;
+  const size_t dot = path.find('.', name + 1);
+  const std::string tag = "." + std::string(pid);
+  if (dot == std::string::npos) return path + tag;
+  return path.substr(0, dot) + tag + path.substr(dot);
 }
 
 }  // namespace
@@ -104,28 +133,21 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
 }
 
 std::string CapturePath(const std::string& pattern, int pid, int root_pid) {
-  std::string out;
   bool had_pid = false;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
-      out += std::to_string(pid);
-      had_pid = true;
-      ++i;
-    } else {
-      out += pattern[i];
-    }
-  }
+  const std::string out = ReplacePid(pattern, std::to_string(pid), &had_pid);
   if (had_pid || root_pid == 0 || pid == root_pid) return out;
   return PidTaggedPath(out, pid);
 }
 
 std::string PidTaggedPath(const std::string& path, int pid) {
-  const size_t slash = path.rfind('/');
-  const size_t name = slash == std::string::npos ? 0 : slash + 1;
-  const size_t dot = path.find('.', name + 1);
-  const std::string tag = "." + std::to_string(pid);
-  if (dot == std::string::npos) return path + tag;
-  return path.substr(0, dot) + tag + path.substr(dot);
+  return Tagged(path, std::to_string(pid));
+}
+
+std::string OtherCapturesGlob(const std::string& pattern) {
+  constexpr std::string_view kAnyPid = "[0-9]*";
+  bool had_pid = false;
+  const std::string out = ReplacePid(pattern, kAnyPid, &had_pid);
+  return (had_pid ? out : Tagged(out, kAnyPid)) + "*";
 }
 
 void DropFromPreload(char** env, std::string_view library) {

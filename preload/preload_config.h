@@ -98,6 +98,12 @@ std::string CapturePath(const std::string& pattern, int pid, int root_pid);
 // /tmp/a.mtb -> /tmp/a.<pid>.mtb, /tmp/a -> /tmp/a.<pid>.
 std::string PidTaggedPath(const std::string& path, int pid);
 
+// A glob(3) pattern for the captures that the processes other than the first write under
+// `pattern` (CapturePath(), and the ".execN" of an image that exec'd): each pid where
+// "%p" is, else ".<pid>" before the extension. It matches the first process's capture
+// too when `pattern` has "%p".
+std::string OtherCapturesGlob(const std::string& pattern);
+
 // Removes every LD_PRELOAD entry naming a file that contains `library` (for example
 // "libmemtrace_preload") from the environment array `env`, in place: the LD_PRELOAD
 // string is rewritten with the entries kept, separated by single spaces, or, when none

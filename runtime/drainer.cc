@@ -146,8 +146,7 @@ uint64_t Drainer::ApplyPublishedInForkedChild() {
   uint32_t epoch = open_epoch_;
   while (EpochBefore(epoch, last)) {
     ApplyEpoch(epoch);
-    ++epoch;
-    if (epoch == EpochClock::kClosed || epoch == 0) epoch = EpochClock::kFirstEpoch;
+    epoch = NextEpoch(epoch);
   }
   ApplyEpoch(epoch);
   ledger_->SettleDisplaced();
@@ -215,8 +214,7 @@ bool Drainer::Round(bool final_round, bool flush, uint64_t* records) {
   const uint32_t epoch = open_epoch_;
   const int64_t epoch_started = open_epoch_started_ns_;
   const int64_t epoch_started_unix = open_epoch_started_unix_ns_;
-  uint32_t next = epoch + 1;
-  if (next == EpochClock::kClosed || next == 0) next = EpochClock::kFirstEpoch;
+  const uint32_t next = NextEpoch(epoch);
   if (final_round) {
     clock_->Close();
   } else {

@@ -170,6 +170,11 @@ class Drainer {
   uint64_t AwaitClaims(Cursor& c, bool final_round);
   static constexpr auto kFinalClaimWait = std::chrono::milliseconds(1000);
   void ApplyEpoch(uint32_t epoch);
+  // The epoch after `epoch`, skipping kClosed and 0 (never an epoch) when the counter wraps.
+  static uint32_t NextEpoch(uint32_t epoch) noexcept {
+    const uint32_t next = epoch + 1;
+    return next == EpochClock::kClosed || next == 0 ? EpochClock::kFirstEpoch : next;
+  }
   bool InSegment(const Cursor& c, uint64_t position, uint32_t epoch) const noexcept;
   // The cursor index and position of the record `e` depends on, or -1. For a release
   // whose (non-zero) ticket names another ring than its own (ApplyEpoch checks that).

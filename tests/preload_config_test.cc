@@ -149,6 +149,11 @@ TEST(PreloadConfigTest, CapturePathsNeverCollide) {
   EXPECT_EQ(PidTaggedPath("/d/cap.mtb", 7), "/d/cap.7.mtb");
   EXPECT_EQ(PidTaggedPath("cap", 7), "cap.7");
   EXPECT_EQ(PidTaggedPath("/d.x/.cap.mtb.zst", 7), "/d.x/.cap.7.mtb.zst");
+  // What `memtrace run` lists after the summary: the other processes' captures, with
+  // their ".execN" continuations.
+  EXPECT_EQ(OtherCapturesGlob("/d/cap.mtb"), "/d/cap.[0-9]*.mtb*");
+  EXPECT_EQ(OtherCapturesGlob("/d.x/cap"), "/d.x/cap.[0-9]**");
+  EXPECT_EQ(OtherCapturesGlob("/d/cap-%p.jsonl.zst"), "/d/cap-[0-9]*.jsonl.zst*");
 }
 
 // An environment array as the kernel hands it over: writable strings, null-terminated.
