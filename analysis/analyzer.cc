@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 #include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "simdjson.h"
 
 namespace memtrace {
 namespace {
@@ -50,6 +52,32 @@ ForkOrigin ForkOf(const std::string& header) {
   f.inherited_bytes = number("inherited_bytes");
   f.unpublished_records = number("unpublished_records");
   return f;
+}
+
+// The header's "process" object (the interposer's, since 2026-12-03); known stays false
+// when there is none, or it is not what the interposer writes.
+ProcessOrigin ProcessOf(const std::string& header) {
+  ProcessOrigin p;
+  simdjson::dom::parser parser;
+  simdjson::dom::object process;
+  if (parser.parse(simdjson::padded_string(header))["process"].get_object().get(process) !=
+      simdjson::SUCCESS) {
+    return p;
+  }
+  if (process["ppid"].get_uint64().get(p.ppid) != simdjson::SUCCESS) return p;
+  simdjson::dom::array argv;
+  if (process["argv"].get_array().get(argv) == simdjson::SUCCESS) {
+    for (simdjson::dom::element arg : argv) {
+      std::string_view text;
+      if (arg.get_string().get(text) == simdjson::SUCCESS) p.argv.emplace_back(text);
+    }
+  }
+  bool truncated = false;
+  if (process["argv_truncated"].get_bool().get(truncated) == simdjson::SUCCESS) {
+    p.argv_truncated = truncated;
+  }
+  p.known = true;
+  return p;
 }
 
 constexpr const char* kPointForms =
@@ -286,6 +314,8 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       summary_.started_unix_ns = rec.t;
       summary_.sample_interval_bytes = SampleInterval(rec.raw);
       summary_.fork = ForkOf(rec.raw);
+      summary_.process = ProcessOf(rec.raw);
+      summary_.trace_children = rec.raw.find("\"trace_children\":true") != std::string::npos;
       summary_.sampled = summary_.sample_interval_bytes > 0;
       break;
     case LineType::kLayer:

@@ -119,8 +119,20 @@ struct ForkOrigin {
   uint64_t unpublished_records = 0;
 };
 
+// The traced process as the interposer's header describes it (its "process" object,
+// written since 2026-12-03): the parent's pid and the command line. `known` is false for
+// a capture without one (older captures, and the runtime API's).
+struct ProcessOrigin {
+  bool known = false;
+  uint64_t ppid = 0;
+  std::vector<std::string> argv;
+  bool argv_truncated = false;  // the interposer kept the first arguments, or cut one
+};
+
 struct CaptureSummary {
   uint64_t pid = 0;
+  ProcessOrigin process;           // the header's, for the interposer's captures
+  bool trace_children = false;     // the interposer's header: exec'd images traced on
   std::string source;              // the header's source: "runtime" or "preload"
   std::string malloc_from;         // the header's: whose malloc came before the interposer
   ForkOrigin fork;                 // the header's, for a forked child's capture

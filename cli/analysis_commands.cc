@@ -2,22 +2,27 @@
 
 #include "cli/analysis_commands.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/allocator_frames.h"
 #include "analysis/analyzer.h"
 #include "analysis/exports.h"
+#include "analysis/process_tree.h"
 #include "analysis/symbolizer.h"
 #include "analysis/trailer.h"
 #include "cli/progress_bar.h"
@@ -48,13 +53,18 @@ ABSL_FLAG(std::string, weight, "bytes", "folded export: weigh stacks by bytes or
 namespace memtrace {
 
 const CommandSpec kSummarySpec = {
-    "summary", "memtrace summary [flags] CAPTURE",
+    "summary", "memtrace summary [flags] CAPTURE | memtrace summary [flags] CAPTURE CAPTURE...",
     "Replays CAPTURE and prints live bytes, blocks, high-water, allocated and freed per\n"
     "scope and per layer, then the integrity block from its trailer: what was lost, how\n"
     "releases were matched, the transport, memtrace's own memory and its threads' CPU\n"
     "time. With one of the --at-* flags, the state at that point of the capture (a\n"
-    "snapshot).",
-    {"json", "at_event", "at_time", "at_scope_exit"}};
+    "snapshot).\n"
+    "With several captures (the processes of one program traced with `memtrace run\n"
+    "--children` or `--forks`: memtrace summary NAME.mtb NAME.*), one row per process\n"
+    "image, as a tree of who forked, exec'd or started whom, with its totals, how it\n"
+    "ended and its verdict; --limit rows (the largest by bytes allocated when there are\n"
+    "more; 0: all).",
+    {"json", "at_event", "at_time", "at_scope_exit", "limit"}};
 
 const CommandSpec kVerifySpec = {
     "verify", "memtrace verify [flags] CAPTURE",
@@ -376,7 +386,8 @@ void PrintSignalNote(const std::optional<TrailerBlocks>& blocks) {
          sig, sig > 0 ? strsignal(sig) : "unknown");
 }
 
-void PrintExecNote(const std::optional<TrailerBlocks>& blocks, const std::string& path) {
+void PrintExecNote(const std::optional<TrailerBlocks>& blocks, const std::string& path,
+                   bool trace_children) {
   if (blocks && blocks->ended_by == "unshare(CLONE_NEWUSER)") {
     printf("\nnote: the capture ends where the program called unshare(CLONE_NEWUSER), which\n"
            "  needs a process with one thread: memtrace finished the capture and stopped its\n"
@@ -386,13 +397,261 @@ void PrintExecNote(const std::optional<TrailerBlocks>& blocks, const std::string
     return;
   }
   if (!blocks || blocks->ended_by != "exec") return;
-  const std::string& target = blocks->exec;
+  const std::string target =
+      blocks->exec.empty() ? "another program" : absl::StrCat("'", blocks->exec, "'");
+  if (trace_children) {
+    // The interposer names an exec'd image's capture after the first image's, with the
+    // first free ".execN" (preload/interposer.cc, StartTracing).
+    std::string base = path;
+    int n = 1;
+    if (const size_t at = path.rfind(".exec"); at != std::string::npos) {
+      int number = 0;
+      if (absl::SimpleAtoi(absl::string_view(path).substr(at + 5), &number) && number > 0) {
+        base = path.substr(0, at);
+        n = number + 1;
+      }
+    }
+    const std::string next = absl::StrCat(base, ".exec", n);
+    if (access(next.c_str(), F_OK) == 0) {
+      printf("\nnote: the capture ends where the program replaced itself with %s (exec);\n"
+             "  the new image traced on into %s.\n",
+             target.c_str(), next.c_str());
+    } else {
+      printf("\nnote: the capture ends where the program replaced itself with %s (exec).\n"
+             "  Exec'd images were traced (--children), but %s, where the new one would\n"
+             "  have written, is not there: a static or setuid program, which LD_PRELOAD\n"
+             "  does not reach, or one whose capture was moved away.\n",
+             target.c_str(), next.c_str());
+    }
+    return;
+  }
   printf("\nnote: the capture ends where the program replaced itself with %s (exec).\n"
          "  What ran after that is traced only with `memtrace run --children`\n"
          "  (MEMTRACE_TRACE_CHILDREN=1), into %s.exec1, .exec2 and so on.\n"
          "  A wrapper script (a pyenv shim, a launcher) starts the real program that way.\n",
-         target.empty() ? "another program" : absl::StrCat("'", target, "'").c_str(),
-         path.c_str());
+         target.c_str(), path.c_str());
+}
+
+// The command line a row of the process table shows: the arguments joined by spaces,
+// cut to `width` characters.
+std::string CommandText(const ProcessOrigin& p, size_t width) {
+  if (!p.known) return "(not recorded)";
+  std::string text = absl::StrJoin(p.argv, " ");
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';  // a newline in a `bash -c` script
+  }
+  if (p.argv_truncated) text += " ...";
+  if (text.size() > width) text = text.substr(0, width - 3) + "...";
+  return text;
+}
+
+const char* RelationWord(ProcessRelation r) {
+  switch (r) {
+    case ProcessRelation::kRoot: return "root";
+    case ProcessRelation::kForked: return "forked";
+    case ProcessRelation::kExeced: return "exec";
+    case ProcessRelation::kStarted: return "started";
+  }
+  return "root";
+}
+
+std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// What a process allocated itself: a forked child's capture records the blocks it
+// inherited first, as allocations (the header's fork object counts them).
+UsageCounters OwnAllocated(const CaptureSummary& s) {
+  UsageCounters u = s.totals;
+  if (s.fork.forked) {
+    u.allocated_bytes -= std::min(u.allocated_bytes, s.fork.inherited_bytes);
+    u.allocated_count -= std::min(u.allocated_count, s.fork.inherited_blocks);
+  }
+  return u;
+}
+
+// `memtrace summary A B ...`: one row per capture (process image), as a process tree
+// (analysis/process_tree.h). Exit 2 when a capture cannot be read (its row says so, and
+// the reason follows the table); the others are still shown.
+int FamilySummary(const std::vector<std::string>& paths) {
+  if (!absl::GetFlag(FLAGS_at_event).empty() || !absl::GetFlag(FLAGS_at_time).empty() ||
+      !absl::GetFlag(FLAGS_at_scope_exit).empty()) {
+    return UsageError(kSummarySpec, "the --at-* snapshot flags take one CAPTURE, not "
+                                    "several; summarize the one you want at that point");
+  }
+  const int limit = absl::GetFlag(FLAGS_limit);
+  if (limit < 0) return UsageError(kSummarySpec, "--limit must be 0 (all rows) or more");
+  struct Loaded {
+    std::string path;
+    std::optional<CaptureSummary> s;
+    std::string error;  // when s is empty
+    std::optional<TrailerBlocks> blocks;
+  };
+  std::vector<Loaded> captures;
+  std::vector<ProcessImage> images;
+  for (const std::string& path : paths) {
+    Loaded l;
+    l.path = path;
+    absl::StatusOr<CaptureSummary> s = Load(path);
+    ProcessImage image;
+    if (s.ok()) {
+      l.s = *std::move(s);
+      if (l.s->has_trailer) {
+        absl::StatusOr<TrailerBlocks> t = ParseTrailer(l.s->trailer);
+        if (t.ok()) l.blocks = *std::move(t);
+      }
+      image.pid = l.s->pid;
+      image.ppid = l.s->process.ppid;
+      image.forked = l.s->fork.forked;
+      image.fork_parent = l.s->fork.parent_pid;
+      image.started_unix_ns = l.s->started_unix_ns;
+      image.ended_by_exec = l.blocks && l.blocks->ended_by == "exec";
+    } else {
+      l.error = std::string(s.status().message());
+    }
+    captures.push_back(std::move(l));
+    images.push_back(image);
+  }
+  std::vector<ProcessTreeRow> rows = ProcessTree(images);
+  // Unreadable captures have no place in the tree: they go last.
+  std::stable_partition(rows.begin(), rows.end(),
+                        [&](const ProcessTreeRow& r) { return captures[r.image].s.has_value(); });
+  UsageCounters sum;
+  uint64_t largest_high_water = 0;
+  size_t largest = 0;
+  uint64_t events = 0;
+  std::map<std::string, size_t> verdicts;  // by word, for the first line
+  for (const Loaded& l : captures) {
+    if (!l.s) {
+      ++verdicts["unreadable"];
+      continue;
+    }
+    ++verdicts[VerdictWord(*l.s)];
+    sum.allocated_bytes += OwnAllocated(*l.s).allocated_bytes;
+    sum.allocated_count += OwnAllocated(*l.s).allocated_count;
+    if (l.s->totals.high_water_bytes >= largest_high_water) {
+      largest_high_water = l.s->totals.high_water_bytes;
+      largest = static_cast<size_t>(&l - captures.data());
+    }
+    events += l.s->events;
+  }
+  const bool any_unreadable = verdicts.count("unreadable") != 0;
+
+  if (absl::GetFlag(FLAGS_json)) {
+    std::string out;
+    for (const ProcessTreeRow& r : rows) {
+      const Loaded& l = captures[r.image];
+      if (!l.s) {
+        absl::StrAppend(&out, out.empty() ? "" : ",", "{\"capture\":", JsonQuote(l.path),
+                        ",\"verdict\":\"unreadable\",\"error\":", JsonQuote(l.error), "}");
+        continue;
+      }
+      std::vector<std::string> argv;
+      for (const std::string& a : l.s->process.argv) argv.push_back(JsonQuote(a));
+      absl::StrAppend(
+          &out, out.empty() ? "" : ",", "{\"capture\":", JsonQuote(l.path), ",\"verdict\":\"",
+          VerdictWord(*l.s), "\",\"pid\":", l.s->pid, ",\"ppid\":",
+          l.s->process.known ? absl::StrCat(l.s->process.ppid) : "null", ",\"how\":\"",
+          RelationWord(r.relation), "\",\"parent\":",
+          r.relation == ProcessRelation::kRoot ? "null" : JsonQuote(captures[r.parent].path),
+          ",\"depth\":", r.depth, ",\"argv\":",
+          l.s->process.known ? absl::StrCat("[", absl::StrJoin(argv, ","), "]") : "null",
+          ",\"ended_by\":",
+          l.blocks && !l.blocks->ended_by.empty() ? JsonQuote(l.blocks->ended_by) : "null",
+          ",\"sampled\":", l.s->sampled ? "true" : "false", ",\"events\":", l.s->events,
+          ",\"totals\":", JsonUsage(l.s->totals), ",\"own_allocated_bytes\":",
+          OwnAllocated(*l.s).allocated_bytes, ",\"own_allocated_count\":",
+          OwnAllocated(*l.s).allocated_count, "}");
+    }
+    printf("{\"command\":\"summary\",\"captures\":[%s],\"processes\":%zu,"
+           "\"allocated_bytes\":%llu,\"allocated_count\":%llu,"
+           "\"largest_high_water_bytes\":%llu,\"events\":%llu}\n",
+           out.c_str(), captures.size(),
+           static_cast<unsigned long long>(sum.allocated_bytes),
+           static_cast<unsigned long long>(sum.allocated_count),
+           static_cast<unsigned long long>(largest_high_water),
+           static_cast<unsigned long long>(events));
+    return any_unreadable ? 2 : 0;
+  }
+
+  std::vector<std::string> counts;
+  for (const auto& [word, n] : verdicts) counts.push_back(absl::StrCat(n, " ", word));
+  printf("memtrace summary of %zu captures, one per process image: %s\n", captures.size(),
+         absl::StrJoin(counts, ", ").c_str());
+  // Past --limit, the largest rows by bytes allocated, flat: a tree cut anywhere would
+  // hide where the rest hang.
+  const bool cut = limit != 0 && rows.size() > static_cast<size_t>(limit);
+  if (cut) {
+    std::stable_sort(rows.begin(), rows.end(), [&](const ProcessTreeRow& a, const ProcessTreeRow& b) {
+      auto bytes = [&](const ProcessTreeRow& r) {
+        return captures[r.image].s ? OwnAllocated(*captures[r.image].s).allocated_bytes : 0;
+      };
+      return bytes(a) > bytes(b);
+    });
+    rows.resize(static_cast<size_t>(limit));
+  }
+  int depth_max = 0;
+  size_t capture_width = strlen("capture");
+  for (const ProcessTreeRow& r : rows) {
+    depth_max = std::max(depth_max, cut ? 0 : std::min(r.depth, 8));
+    capture_width = std::max(capture_width, Basename(captures[r.image].path).size());
+  }
+  const int pid_width = 8 + 2 * depth_max;
+  printf("\n%-*s %-7s %-8s %11s %11s %11s %10s %-9s %-10s %-*s %s\n", pid_width, "pid", "how",
+         "parent", "allocated", "high-water", "live at end", "events", "ended by", "verdict",
+         static_cast<int>(capture_width), "capture", "command");
+  for (const ProcessTreeRow& r : rows) {
+    const Loaded& l = captures[r.image];
+    const std::string file = Basename(l.path);
+    if (!l.s) {
+      printf("%-*s %-7s %-8s %11s %11s %11s %10s %-9s %-10s %-*s\n", pid_width, "?", "", "", "",
+             "", "", "", "", "unreadable", static_cast<int>(capture_width), file.c_str());
+      continue;
+    }
+    const std::string pid =
+        std::string(cut ? 0 : 2 * std::min(r.depth, 8), ' ') + absl::StrCat(l.s->pid);
+    const std::string ended =
+        l.blocks && !l.blocks->ended_by.empty() ? l.blocks->ended_by : "-";
+    // An exec'd image's parent is the image before it, with the same pid.
+    const std::string parent =
+        r.relation == ProcessRelation::kForked || r.relation == ProcessRelation::kStarted
+            ? absl::StrCat(captures[r.parent].s->pid)
+            : "-";
+    printf("%-*s %-7s %-8s %11s %11s %11s %10llu %-9s %-10s %-*s %s\n", pid_width, pid.c_str(),
+           RelationWord(r.relation), parent.c_str(), FormatBytes(OwnAllocated(*l.s).allocated_bytes).c_str(),
+           FormatBytes(l.s->totals.high_water_bytes).c_str(),
+           FormatBytes(l.s->totals.live_bytes).c_str(),
+           static_cast<unsigned long long>(l.s->events), ended.c_str(),
+           VerdictWord(*l.s).c_str(), static_cast<int>(capture_width), file.c_str(),
+           CommandText(l.s->process, 60).c_str());
+  }
+  printf("%-*s %-7s %-8s %11s %11s %11s %10llu\n", pid_width, "TOTAL", "", "",
+         FormatBytes(sum.allocated_bytes).c_str(), FormatBytes(largest_high_water).c_str(), "",
+         static_cast<unsigned long long>(events));
+  if (cut) {
+    printf("(the %d largest of %zu by bytes allocated; --limit=0 lists all, as a tree)\n",
+           limit, captures.size());
+  }
+  printf("\nhow: root: no parent among these captures; forked: a traced fork of its parent\n"
+         "  (--forks); exec: the image that replaced the one above it at its level, same pid\n"
+         "  (--children); started: a program its parent ran (fork, then exec).\n"
+         "allocated: what the process allocated itself (a forked child's capture begins\n"
+         "  with the blocks it inherited, recorded as allocations: left out here).\n"
+         "TOTAL: bytes allocated and events summed over the processes; high-water is the\n"
+         "  largest of one process (%s, pid %llu): processes peak at different times.\n",
+         Basename(captures[largest].path).c_str(),
+         static_cast<unsigned long long>(captures[largest].s ? captures[largest].s->pid : 0));
+  bool sampled = false;
+  for (const Loaded& l : captures) sampled = sampled || (l.s && l.s->sampled);
+  if (sampled) {
+    printf("sampled estimate: some captures kept a sample; their bytes and counts are "
+           "scaled\n");
+  }
+  for (const Loaded& l : captures) {
+    if (!l.s) printf("memtrace summary: %s\n", l.error.c_str());
+  }
+  return any_unreadable ? 2 : 0;
 }
 
 }  // namespace
@@ -400,6 +659,7 @@ void PrintExecNote(const std::optional<TrailerBlocks>& blocks, const std::string
 int SummaryCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kSummarySpec, argc, argv, &args)) return *exit;
+  if (args.positional.size() > 1 && !args.dashdash) return FamilySummary(args.positional);
   if (auto exit = OneCapture(kSummarySpec, args)) return *exit;
   int exit = 0;
   const std::optional<SnapshotPoint> point = SummaryPoint(&exit);
@@ -461,7 +721,7 @@ int SummaryCommand(int argc, char** argv) {
   }
   PrintTable(*s, path);
   PrintIntegrity(blocks);
-  PrintExecNote(blocks, path);
+  PrintExecNote(blocks, path, s->trace_children);
   PrintSignalNote(blocks);
   PrintShadowNote(*s);
   PrintForkNote(*s);

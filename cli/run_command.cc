@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -167,13 +168,18 @@ absl::Status CheckHeader(const std::string& path) {
 }
 
 
-// Runs `memtrace summary PATH` (this binary) with its output on our stderr.
-void PrintSummary(const std::string& path) {
+// Runs `memtrace summary ARGS...` (this binary) with its output on our stderr.
+void PrintSummary(const std::vector<std::string>& args) {
   const std::string self = SelfPath();
+  std::vector<std::string> argv = {self, "summary"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> argp;
+  for (std::string& a : argv) argp.push_back(a.data());
+  argp.push_back(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(2, 1);
-    execl(self.c_str(), self.c_str(), "summary", path.c_str(), static_cast<char*>(nullptr));
+    execv(self.c_str(), argp.data());
     _exit(127);
   }
   if (pid > 0) {
@@ -184,24 +190,26 @@ void PrintSummary(const std::string& path) {
 }
 
 // The captures the program's other processes wrote (--children, --forks:
-// OtherCapturesGlob), written since `since` (an earlier run's are left out). Sorted, the
-// root capture left out.
+// OtherCapturesGlob, and the images the root process exec'd, ROOT.execN), written since
+// `since` (an earlier run's are left out). Sorted, the root capture left out.
 std::vector<std::string> OtherCaptures(const std::string& output, const std::string& root,
                                        const timespec& since) {
-  std::vector<std::string> found;
-  glob_t g;
-  if (glob(OtherCapturesGlob(output).c_str(), 0, nullptr, &g) == 0) {
-    for (size_t i = 0; i < g.gl_pathc; ++i) {
-      struct stat st;
-      if (g.gl_pathv[i] == root || stat(g.gl_pathv[i], &st) != 0) continue;
-      if (st.st_mtim.tv_sec > since.tv_sec ||
-          (st.st_mtim.tv_sec == since.tv_sec && st.st_mtim.tv_nsec >= since.tv_nsec)) {
-        found.push_back(g.gl_pathv[i]);
+  std::set<std::string> found;
+  for (const std::string& pattern : {OtherCapturesGlob(output), root + ".exec[0-9]*"}) {
+    glob_t g;
+    if (glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) {
+        struct stat st;
+        if (g.gl_pathv[i] == root || stat(g.gl_pathv[i], &st) != 0) continue;
+        if (st.st_mtim.tv_sec > since.tv_sec ||
+            (st.st_mtim.tv_sec == since.tv_sec && st.st_mtim.tv_nsec >= since.tv_nsec)) {
+          found.insert(g.gl_pathv[i]);
+        }
       }
     }
+    globfree(&g);
   }
-  globfree(&g);
-  return found;
+  return std::vector<std::string>(found.begin(), found.end());
 }
 
 }  // namespace
@@ -434,18 +442,20 @@ int RunCommand(int argc, char** argv) {
     fprintf(stderr, "memtrace run: '%s' %s; capture: %s\n", o.command[0].c_str(),
             ended.c_str(), capture.c_str());
     fflush(stderr);
-    PrintSummary(capture);
+    PrintSummary({capture});
     if (o.children || o.forks) {
       const std::vector<std::string> others = OtherCaptures(o.output, capture, started);
       if (!others.empty()) {
-        fprintf(stderr, "\nmemtrace run: %zu more capture%s, of the processes it %s:\n",
+        fprintf(stderr, "\nmemtrace run: %zu more capture%s, of the processes it %s; all %zu:\n\n",
                 others.size(), others.size() == 1 ? "" : "s",
-                o.forks && o.children ? "forked and ran" : (o.forks ? "forked" : "ran"));
-        constexpr size_t kListed = 8;
-        for (size_t i = 0; i < others.size() && i < kListed; ++i) {
-          fprintf(stderr, "  %s\n", others[i].c_str());
-        }
-        if (others.size() > kListed) fprintf(stderr, "  (and %zu more)\n", others.size() - kListed);
+                o.forks && o.children ? "forked and ran" : (o.forks ? "forked" : "ran"),
+                others.size() + 1);
+        fflush(stderr);
+        std::vector<std::string> family = {"--limit=20", capture};
+        family.insert(family.end(), others.begin(), others.end());
+        PrintSummary(family);
+        fprintf(stderr, "\n(`memtrace summary %s* %s` lists them again)\n", capture.c_str(),
+                OtherCapturesGlob(o.output).c_str());
       }
     }
     // Where to look next: the summary has totals only.

@@ -662,6 +662,17 @@ void RemoveFromPreload() {
   if (environ != initial_environment) DropFromPreload(environ, "libmemtrace_preload");
 }
 
+// Who is finishing the capture, so that a stopping signal that arrives meanwhile waits
+// for the trailer instead of ending the process halfway through it (OnTerminatingSignal):
+// the thread running Finish() (0 before), and whether it is done. A process pool's
+// worker ends with _exit() while its parent sends it SIGTERM: until 2026-12-03 the
+// signal often landed while memtrace-exit wrote the trailer, and the capture had none.
+std::atomic<pid_t> finishing_tid{0};
+std::atomic<bool> finish_done{false};
+// A stopping signal that arrived on the thread running Finish(): raised again once the
+// capture is finished (the handler cannot wait for its own thread).
+std::atomic<int> deferred_signal{0};
+
 // `exec_target`: for ended_by "exec", the program the process is replaced with, as the
 // exec call named it (the trailer's "exec"; `memtrace summary` points at it).
 void Finish(const std::string& ended_by, bool partial, const char* exec_target = nullptr) {
@@ -669,17 +680,37 @@ void Finish(const std::string& ended_by, bool partial, const char* exec_target =
   if (getpid() != traced_pid) return;  // a forked or vforked child: not its capture
   // Acq_rel: one caller finishes; it sees the constructor's writes.
   if (finished.exchange(true, std::memory_order_acq_rel)) return;
+  // Release: pairs with the acquire loads in BeforeQuickExit() and OnTerminatingSignal().
+  finishing_tid.store(gettid(), std::memory_order_release);
   Tracer* t = active_tracer.exchange(nullptr, std::memory_order_acq_rel);
-  phase.store(kFinished, std::memory_order_relaxed);
-  if (t == nullptr || sink == nullptr) return;
-  runtime_internal::ReentrancyGuard guard;
-  t->Stop().IgnoreError();
-  const Snapshot snap = t->TakeSnapshot();
-  std::string fields = absl::StrCat("\"ended_by\":", JsonQuote(ended_by),
-                                    ",\"prestart_untracked\":", prestart_overflow);
-  if (exec_target != nullptr) absl::StrAppend(&fields, ",\"exec\":", JsonQuote(exec_target));
-  const absl::Status s = sink->Finish(snap, fields, partial);
-  if (!s.ok()) WriteStderr(absl::StrCat(s.message(), "\n"));
+  phase.store(kFinished, std::memory_order_release);
+  if (t != nullptr && sink != nullptr) {
+    runtime_internal::ReentrancyGuard guard;
+    t->Stop().IgnoreError();
+    const Snapshot snap = t->TakeSnapshot();
+    std::string fields = absl::StrCat("\"ended_by\":", JsonQuote(ended_by),
+                                      ",\"prestart_untracked\":", prestart_overflow);
+    if (exec_target != nullptr) absl::StrAppend(&fields, ",\"exec\":", JsonQuote(exec_target));
+    const absl::Status s = sink->Finish(snap, fields, partial);
+    if (!s.ok()) WriteStderr(absl::StrCat(s.message(), "\n"));
+  }
+  // Release: pairs with the acquire load in WaitForFinish().
+  finish_done.store(true, std::memory_order_release);
+  // Acquire: pairs with the release store in OnTerminatingSignal().
+  if (const int sig = deferred_signal.exchange(0, std::memory_order_acquire); sig != 0) {
+    raise(sig);  // its handler was reset (SA_RESETHAND): the default action ends the process
+  }
+}
+
+// Waits, at most `ms` milliseconds, for a Finish() running on another thread. Polled:
+// nanosleep() may be called from a signal handler.
+void WaitForFinish(int ms) {
+  constexpr long kPollNs = 200'000;
+  for (long waited = 0; waited < ms * 1'000'000L; waited += kPollNs) {
+    if (finish_done.load(std::memory_order_acquire)) return;
+    const timespec pause{0, kPollNs};
+    nanosleep(&pause, nullptr);
+  }
 }
 
 // ---- _exit() and _Exit() -------------------------------------------------------------
@@ -725,8 +756,13 @@ void StartExitFinisher(const CpuList& cpus) {
 
 // `sig`: the signal that ends the process (OnTerminatingSignal), or 0 for _exit().
 void BeforeQuickExit(int sig = 0) {
-  if (!exit_finisher_started.load(std::memory_order_acquire) || getpid() != traced_pid ||
-      phase.load(std::memory_order_relaxed) != kTracing) {
+  if (!exit_finisher_started.load(std::memory_order_acquire) || getpid() != traced_pid) return;
+  // Acquire: pairs with the release store in Finish().
+  if (phase.load(std::memory_order_acquire) != kTracing) {
+    // Being finished by another thread (memtrace-exit for an _exit() this signal
+    // interrupted, or exit() on another thread): the trailer first.
+    const pid_t finisher = finishing_tid.load(std::memory_order_acquire);
+    if (finisher != 0 && finisher != gettid()) WaitForFinish(kExitFinishWaitMs);
     return;
   }
   // Release: pairs with the acquire load in ExitFinisher() (sem_post orders it as well).
@@ -831,6 +867,15 @@ constexpr int kTerminatingSignals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM,
 
 void OnTerminatingSignal(int sig) {
   const int saved_errno = errno;
+  // On the thread that is writing the trailer (exit() ran the destructor, and the signal
+  // interrupted it): the signal is raised again when the trailer is written.
+  if (finishing_tid.load(std::memory_order_acquire) == gettid() &&
+      !finish_done.load(std::memory_order_acquire) && getpid() == traced_pid) {
+    // Release: pairs with the acquire exchange at the end of Finish().
+    deferred_signal.store(sig, std::memory_order_release);
+    errno = saved_errno;
+    return;
+  }
   BeforeQuickExit(sig);
   errno = saved_errno;
   raise(sig);
@@ -907,6 +952,46 @@ struct CaptureSetup {
 };
 CaptureSetup* capture_setup = nullptr;  // lives for the whole process
 
+// The header's "process" object: the parent's pid and the command line as the kernel has
+// it now (/proc/self/cmdline: a forked child's is its parent's, unless the program has
+// rewritten it, as postgres names each backend), so that the captures of a process
+// family can be told apart and put in a tree (`memtrace summary A B ...`). At most
+// kMaxArgs arguments of kMaxArgBytes each; "argv_truncated" says when more were left out.
+std::string ProcessHeaderField() {
+  constexpr size_t kMaxArgs = 64;
+  constexpr size_t kMaxArgBytes = 256;
+  std::string cmdline;
+  if (const int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    char buffer[4096];
+    ssize_t n;
+    while (cmdline.size() < (kMaxArgs + 1) * kMaxArgBytes &&
+           ((n = read(fd, buffer, sizeof(buffer))) > 0 || (n < 0 && errno == EINTR))) {
+      if (n > 0) cmdline.append(buffer, static_cast<size_t>(n));
+    }
+    close(fd);
+  }
+  std::string argv;
+  bool truncated = false;
+  size_t count = 0;
+  for (size_t at = 0; at < cmdline.size();) {
+    size_t end = cmdline.find('\0', at);
+    if (end == std::string::npos) end = cmdline.size();
+    if (count == kMaxArgs) {
+      truncated = true;
+      break;
+    }
+    std::string arg = cmdline.substr(at, end - at);
+    if (arg.size() > kMaxArgBytes) {
+      arg.resize(kMaxArgBytes);
+      truncated = true;
+    }
+    absl::StrAppend(&argv, count++ == 0 ? "" : ",", JsonQuote(arg));
+    at = end + 1;
+  }
+  return absl::StrCat("\"process\":{\"ppid\":", getppid(), ",\"argv\":[", argv, "]",
+                      truncated ? ",\"argv_truncated\":true" : "", "}");
+}
+
 // Opens this process's capture (pid traced_pid) and starts a tracer writing it, recording
 // `inherited` first, inside the scope "(inherited at fork)": the blocks a forked child was
 // born with. `header`: fields for the capture's header besides the setup's. False, with
@@ -930,6 +1015,7 @@ bool StartTracing(const CaptureSetup& setup, const std::string& header,
       path = absl::StrCat(base, ".exec", n);
     }
   }
+  absl::StrAppend(&options.header_fields, ",", ProcessHeaderField());
   if (!header.empty()) absl::StrAppend(&options.header_fields, ",", header);
   auto opened = JsonlSink::Open(path, options);
   if (!opened.ok() && absl::IsUnavailable(opened.status())) {
@@ -1049,6 +1135,9 @@ void AfterForkInChild() {
   exit_finished.store(false, std::memory_order_relaxed);
   exit_finisher_quit.store(false, std::memory_order_relaxed);
   exit_signal.store(0, std::memory_order_relaxed);
+  finishing_tid.store(0, std::memory_order_relaxed);
+  finish_done.store(false, std::memory_order_relaxed);
+  deferred_signal.store(0, std::memory_order_relaxed);
   // The stacks the parent's recorder had are not in the new capture.
   preload_internal::ForgetKeptSites();
   const std::string header = absl::StrCat(

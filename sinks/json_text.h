@@ -17,7 +17,10 @@
 
 namespace memtrace {
 
-// A JSON string literal for `s`, quoted and escaped.
+// A JSON string literal for `s`, quoted and escaped. JSON text is UTF-8, and a reader
+// (simdjson) rejects a line with any other bytes in it, so a byte that does not begin a
+// valid UTF-8 sequence (a path or argument in Latin-1, say) is written as U+FFFD, the
+// replacement character. Everything else is kept as it is.
 std::string JsonQuote(const std::string& s);
 
 // {"live_bytes":..,"live_count":..,"high_water_bytes":..,"allocated_bytes":..,

@@ -27,6 +27,7 @@
 #include "runtime/malloc_allocator.h"
 #include "runtime/module_map.h"
 #include "runtime/tracer.h"
+#include "sinks/json_text.h"
 
 namespace memtrace {
 namespace {
@@ -618,6 +619,22 @@ TEST(JsonlSinkTest, OnEpochRecordsTakesTheDrainersVector) {
     if (type == "alloc" || type == "free") kinds.push_back(type);
   }
   EXPECT_EQ(kinds, (std::vector<std::string>{"alloc", "alloc", "alloc", "free"}));
+}
+
+// JSON text is UTF-8 and the reader rejects anything else, so a name with other bytes in
+// it (a Latin-1 path) is written with U+FFFD in their place; valid sequences are kept.
+TEST(JsonQuoteTest, BytesThatAreNotUtf8BecomeTheReplacementCharacter) {
+  const std::string r = "\xEF\xBF\xBD";  // U+FFFD
+  EXPECT_EQ(JsonQuote("plain \"x\"\n"), "\"plain \\\"x\\\"\\n\"");
+  EXPECT_EQ(JsonQuote("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"),
+            "\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\"");  // 2, 3 and 4 bytes
+  EXPECT_EQ(JsonQuote("bad\xE9" "dir"), "\"bad" + r + "dir\"");      // Latin-1 e-acute
+  EXPECT_EQ(JsonQuote("\x80"), "\"" + r + "\"");                      // stray continuation
+  EXPECT_EQ(JsonQuote("\xE2\x82"), "\"" + r + r + "\"");              // cut short
+  EXPECT_EQ(JsonQuote("\xC0\xAF"), "\"" + r + r + "\"");              // overlong '/'
+  EXPECT_EQ(JsonQuote("\xED\xA0\x80"), "\"" + r + r + r + "\"");      // a surrogate
+  EXPECT_EQ(JsonQuote("\xF4\x90\x80\x80"), "\"" + r + r + r + r + "\"");  // above U+10FFFF
+  EXPECT_EQ(JsonQuote("\xF4\x8F\xBF\xBF"), "\"\xF4\x8F\xBF\xBF\"");  // U+10FFFF itself
 }
 
 }  // namespace

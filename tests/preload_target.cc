@@ -559,6 +559,24 @@ void QuickExit() {
   _exit(7);
 }
 
+// _exit() with a SIGTERM on its way, as a process pool's worker ends (it calls _exit()
+// as its parent terminates it): a thread sends one SIGTERM `delay_us` microseconds after
+// main() is about to call _exit(), so that it lands while the trailer is being written.
+void QuickExitUnderSigterm(long delay_us) {
+  AllocateMarkers(100);
+  PrintCounts();
+  static std::atomic<bool> exiting{false};
+  std::thread([delay_us] {
+    while (!exiting.load(std::memory_order_acquire)) {
+    }
+    const timespec pause{delay_us / 1'000'000, (delay_us % 1'000'000) * 1000};
+    nanosleep(&pause, nullptr);
+    kill(getpid(), SIGTERM);
+  }).detach();
+  exiting.store(true, std::memory_order_release);
+  _exit(7);
+}
+
 void ExitOnSigterm(int) { _exit(0); }
 
 void ExitInHandler() {
@@ -797,6 +815,8 @@ int main(int argc, char** argv) {
     NewMarker();
   } else if (mode == "quick-exit") {
     QuickExit();
+  } else if (mode == "quick-exit-under-sigterm" && argc > 2) {
+    QuickExitUnderSigterm(atol(argv[2]));
   } else if (mode == "exit-in-handler") {
     ExitInHandler();
   } else if (mode == "raw-fork") {
@@ -814,7 +834,8 @@ int main(int argc, char** argv) {
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|fork-traced|exec PROGRAM...|raise N|crash|stack|mmap|threads|"
-                    "hold FILE|close-fds FILE|plugin LIB|new|quick-exit|exit-in-handler|raw-fork|"
+                    "hold FILE|close-fds FILE|plugin LIB|new|quick-exit|quick-exit-under-sigterm US|"
+                    "exit-in-handler|raw-fork|"
                     "signalfd|getattr|unshare|unshare-threaded|small-stack\n");
     return 2;
   }
