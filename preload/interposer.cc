@@ -1208,6 +1208,13 @@ void Start() {
     }
   }
 
+  // The process-wide tables exist before memtrace's threads do. Each is a function-local
+  // static; if the writer built one on its first layer line while the program forked,
+  // the child inherited its guard taken, and waited on it forever (a forked bash under
+  // --children --forks, 2026-12-03: `tools/program_sweep` hung on `git log | wc -l`).
+  LayerTable::Global();
+  ScopeTable::Global();
+
   capture_setup = new CaptureSetup;
   CaptureSetup& setup = *capture_setup;
   setup.output = settings.output;
