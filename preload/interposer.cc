@@ -1008,7 +1008,14 @@ bool StartTracing(const CaptureSetup& setup, const std::string& header,
   JsonlSinkOptions options = setup.sink;
   // The encoding and compression the path names, before an ".execN" suffix hides them.
   JsonlSink::ApplyPathExtension(path, &options);
-  if (setup.trace_children) {
+  if (inherited != nullptr) {
+    // A forked child is a new process: a capture already at its name is another
+    // process's, whose pid this one got again (pids wrap, at 32768 by default, and every
+    // thread takes one), or an earlier run's. Never overwritten: NAME.<pid>.2.EXT, ...
+    for (int n = 2; access(path.c_str(), F_OK) == 0 && n < 1000; ++n) {
+      path = CapturePath(setup.output, traced_pid, setup.naming_root, n);
+    }
+  } else if (setup.trace_children) {
     // An exec'd image keeps the pid, so it would reuse its parent image's path.
     const std::string base = path;
     for (int n = 1; access(path.c_str(), F_OK) == 0 && n < 1000; ++n) {
@@ -1091,6 +1098,8 @@ void BeforeFork() {
   // drainer while they hold it): the child's copy must not be locked by a thread it lacks.
   if (config.mmap) mappings_mu.lock();
   t->recorder().HoldForFork();
+  // Last: nothing that holds it waits for the drainer.
+  runtime_internal::LockRecorderSlotsForFork();
   fork_held_tracer = t;
   ts.fork_hold = true;
 }
@@ -1101,6 +1110,7 @@ void AfterForkInParent() {
   ts.fork_hold = false;
   Tracer* t = fork_held_tracer;
   fork_held_tracer = nullptr;  // before the release: the next holder writes it
+  runtime_internal::UnlockRecorderSlotsAfterFork();
   t->recorder().ReleaseAfterFork();
   if (config.mmap) mappings_mu.unlock();
 }
@@ -1108,6 +1118,7 @@ void AfterForkInParent() {
 void AfterForkInChild() {
   runtime_internal::ThreadState& ts = runtime_internal::Tls();
   Tracer* const parent_tracer = ts.fork_hold ? fork_held_tracer : nullptr;
+  if (ts.fork_hold) runtime_internal::UnlockRecorderSlotsAfterFork();
   ts.fork_hold = false;
   fork_held_tracer = nullptr;
   // The child's copy of the tracer has no drainer: nothing records into it from here.

@@ -132,11 +132,14 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
   return c;
 }
 
-std::string CapturePath(const std::string& pattern, int pid, int root_pid) {
+std::string CapturePath(const std::string& pattern, int pid, int root_pid, int copy) {
+  const std::string id =
+      copy > 1 ? std::to_string(pid) + "." + std::to_string(copy) : std::to_string(pid);
   bool had_pid = false;
-  const std::string out = ReplacePid(pattern, std::to_string(pid), &had_pid);
-  if (had_pid || root_pid == 0 || pid == root_pid) return out;
-  return PidTaggedPath(out, pid);
+  const std::string out = ReplacePid(pattern, id, &had_pid);
+  if (had_pid) return out;
+  if (root_pid == 0 || pid == root_pid) return copy > 1 ? Tagged(out, std::to_string(copy)) : out;
+  return Tagged(out, id);
 }
 
 std::string PidTaggedPath(const std::string& path, int pid) {

@@ -91,8 +91,10 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
 
 // The capture path for process `pid`: "%p" replaced by the pid. When children are traced
 // and the path has no "%p", processes other than the first (`root_pid`) get ".<pid>"
-// before the extension, so no two processes write one file.
-std::string CapturePath(const std::string& pattern, int pid, int root_pid);
+// before the extension, so no two processes write one file. `copy` > 1 names a later
+// process that got a pid again (pids wrap) while the earlier one's capture is still
+// there: "<pid>.<copy>" where the pid goes (/tmp/a.mtb -> /tmp/a.4242.2.mtb).
+std::string CapturePath(const std::string& pattern, int pid, int root_pid, int copy = 1);
 
 // `path` with ".<pid>" inserted before the extension(s) of its file name:
 // /tmp/a.mtb -> /tmp/a.<pid>.mtb, /tmp/a -> /tmp/a.<pid>.

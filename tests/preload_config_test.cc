@@ -5,6 +5,8 @@
 
 #include "preload/preload_config.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -145,6 +147,13 @@ TEST(PreloadConfigTest, CapturePathsNeverCollide) {
   EXPECT_EQ(CapturePath("/d.x/cap", 43, 42), "/d.x/cap.43");
   EXPECT_EQ(CapturePath("/d/cap.jsonl.zst", 43, 42), "/d/cap.43.jsonl.zst");
   EXPECT_EQ(CapturePath("/d/cap.mtb", 43, 42), "/d/cap.43.mtb");
+  // A later process that got pid 43 again, while the first one's capture is there.
+  EXPECT_EQ(CapturePath("/d/cap.mtb", 43, 42, 2), "/d/cap.43.2.mtb");
+  EXPECT_EQ(CapturePath("/d/cap.jsonl.zst", 43, 42, 3), "/d/cap.43.3.jsonl.zst");
+  EXPECT_EQ(CapturePath("cap-%p.jsonl", 43, 42, 2), "cap-43.2.jsonl");
+  EXPECT_EQ(CapturePath("/d/cap.mtb", 43, 42, 1), "/d/cap.43.mtb");
+  // ... and the glob below still finds it.
+  EXPECT_EQ(fnmatch(OtherCapturesGlob("/d/cap.mtb").c_str(), "/d/cap.43.2.mtb", 0), 0);
   // The name a process writes when another holds its path (the interposer's fallback).
   EXPECT_EQ(PidTaggedPath("/d/cap.mtb", 7), "/d/cap.7.mtb");
   EXPECT_EQ(PidTaggedPath("cap", 7), "cap.7");

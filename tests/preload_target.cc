@@ -577,6 +577,34 @@ void QuickExitUnderSigterm(long delay_us) {
   _exit(7);
 }
 
+// A forked child whose pid an earlier capture already has in its name (pids wrap): the
+// files DIR/cap.<pid>.mtb for the next 64 pids are made first, each holding
+// "placeholder\n"; then a child is forked, allocates and exits. Prints "child=PID".
+void ForkOverCaptures(const char* dir) {
+  FILE* f = fopen("/proc/sys/kernel/ns_last_pid", "r");
+  long last = 0;
+  if (f == nullptr || fscanf(f, "%ld", &last) != 1) {
+    fprintf(stderr, "cannot read /proc/sys/kernel/ns_last_pid\n");
+    exit(3);
+  }
+  fclose(f);
+  for (long pid = last + 1; pid <= last + 64; ++pid) {
+    const std::string path = std::string(dir) + "/cap." + std::to_string(pid) + ".mtb";
+    if (FILE* p = fopen(path.c_str(), "w")) {
+      fputs("placeholder\n", p);
+      fclose(p);
+    }
+  }
+  const pid_t child = fork();
+  if (child == 0) {
+    AllocateMarkers(10);
+    exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  printf("child=%d\n", static_cast<int>(child));
+}
+
 void ExitOnSigterm(int) { _exit(0); }
 
 void ExitInHandler() {
@@ -813,6 +841,8 @@ int main(int argc, char** argv) {
     Plugin(argv[2]);
   } else if (mode == "new") {
     NewMarker();
+  } else if (mode == "fork-over-captures" && argc > 2) {
+    ForkOverCaptures(argv[2]);
   } else if (mode == "quick-exit") {
     QuickExit();
   } else if (mode == "quick-exit-under-sigterm" && argc > 2) {
@@ -834,7 +864,8 @@ int main(int argc, char** argv) {
   } else {
     fprintf(stderr, "usage: preload_target "
                     "basic|exit-thread|atexit|fork|fork-traced|exec PROGRAM...|raise N|crash|stack|mmap|threads|"
-                    "hold FILE|close-fds FILE|plugin LIB|new|quick-exit|quick-exit-under-sigterm US|"
+                    "hold FILE|close-fds FILE|plugin LIB|new|fork-over-captures DIR|quick-exit|"
+                    "quick-exit-under-sigterm US|"
                     "exit-in-handler|raw-fork|"
                     "signalfd|getattr|unshare|unshare-threaded|small-stack\n");
     return 2;

@@ -116,4 +116,10 @@ void ReleaseRecorderSlot(int index) noexcept {
   slots.registry[index] = nullptr;
 }
 
+void LockRecorderSlotsForFork() noexcept { Slots().mu.lock(); }
+
+// In the child the forking thread is the only one, and the lock is a plain (not
+// error-checking) mutex: it unlocks what its parent thread locked.
+void UnlockRecorderSlotsAfterFork() noexcept { Slots().mu.unlock(); }
+
 }  // namespace memtrace::runtime_internal

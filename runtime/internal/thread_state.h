@@ -213,6 +213,14 @@ struct SlotLease {
 SlotLease AcquireRecorderSlot(RingRegistry* registry) noexcept;
 void ReleaseRecorderSlot(int index) noexcept;
 
+// fork(): the slot table's lock, held by the forking thread across the call (a
+// pthread_atfork() prepare handler takes it, the parent's and the child's handlers let it
+// go). Otherwise a thread that was exiting (its rings being retired) or starting a tracer
+// as another forked would leave the child a lock no thread of its owns, and the child's
+// first tracer would wait for it forever. No thread holding it waits for anything.
+void LockRecorderSlotsForFork() noexcept;
+void UnlockRecorderSlotsAfterFork() noexcept;
+
 }  // namespace memtrace::runtime_internal
 
 #endif  // MEMTRACE_RUNTIME_INTERNAL_THREAD_STATE_H_
