@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -75,13 +77,17 @@ const CommandSpec kVerifySpec = {
     {"json", "expect_preload"}};
 
 const CommandSpec kTopSpec = {
-    "top", "memtrace top [flags] CAPTURE",
+    "top", "memtrace top [flags] CAPTURE | memtrace top [flags] CAPTURE CAPTURE...",
     "Lists call sites, each with the scope and layer it allocated in, largest first, with\n"
     "the site symbolized from the capture's module lines (function (file:line)).\n"
     "--by=bytes: bytes allocated; count: allocations; live: bytes live at the end (leaks at\n"
     "exit); temporaries: blocks freed almost at once by the thread that allocated them.\n"
     "A site is named after the code that called the allocator (malloc, operator new, and\n"
-    "the wrappers of common libraries; --allocator adds the program's own).",
+    "the wrappers of common libraries; --allocator adds the program's own).\n"
+    "With several captures (the processes of one program: memtrace top NAME.mtb NAME.*),\n"
+    "rows with the same site name, scope and layer are added up over the processes, and\n"
+    "each says in how many it appeared. The blocks a forked child inherited are counted in\n"
+    "the process that allocated them, not again in the child.",
     {"json", "by", "limit", "stacks", "allocator"}};
 
 const CommandSpec kPeakSpec = {
@@ -819,10 +825,126 @@ int VerifyCommand(int argc, char** argv) {
 
 // ---- top --------------------------------------------------------------------------------
 
+// `memtrace top A B ...`: the rows of every capture added up by site name, scope and
+// layer (addresses differ between programs, and between runs of one under ASLR; names do
+// not). The scope "(inherited at fork)" is left out: those blocks were allocated by the
+// parent, whose capture counts them.
+int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size_t limit,
+              const AllocatorFunctions& allocators) {
+  struct Row {
+    std::string name;
+    std::string scope;
+    std::string layer;
+    UsageCounters usage;
+    uint64_t temporaries = 0;
+    size_t processes = 0;
+    size_t last_capture = SIZE_MAX;  // the capture that last added to it
+    std::vector<std::string> stack;  // symbolized, from the first capture that had it
+  };
+  const bool stacks = absl::GetFlag(FLAGS_stacks);
+  std::map<std::tuple<std::string, std::string, std::string>, Row> rows;
+  std::vector<std::string> errors;
+  std::map<std::string, size_t> verdicts;
+  bool sampled = false;
+  for (size_t c = 0; c < paths.size(); ++c) {
+    absl::StatusOr<CaptureSummary> s = Load(paths[c]);
+    if (!s.ok()) {
+      errors.push_back(std::string(s.status().message()));
+      ++verdicts["unreadable"];
+      continue;
+    }
+    ++verdicts[VerdictWord(*s)];
+    sampled = sampled || s->sampled;
+    SiteNamer names(*s, allocators);
+    for (const AllocationAttribution& a : s->attribution) {
+      const std::string scope = ScopeName(*s, a.scope);
+      if (s->fork.forked && scope == "(inherited at fork)") continue;
+      Row& row = rows[{names.Name(a.site), scope, LayerName(*s, a.layer)}];
+      if (row.processes == 0) {
+        row.name = names.Name(a.site);
+        row.scope = scope;
+        row.layer = LayerName(*s, a.layer);
+      }
+      if (row.last_capture != c) ++row.processes, row.last_capture = c;
+      row.usage.allocated_bytes += a.usage.allocated_bytes;
+      row.usage.allocated_count += a.usage.allocated_count;
+      row.usage.live_bytes += a.usage.live_bytes;
+      row.usage.live_count += a.usage.live_count;
+      row.usage.freed_bytes += a.usage.freed_bytes;
+      row.usage.freed_count += a.usage.freed_count;
+      row.temporaries += a.temporaries;
+      if (stacks && row.stack.empty()) {
+        for (uint64_t pc : names.Frames(a.site)) row.stack.push_back(names.Describe(pc));
+      }
+    }
+  }
+  std::vector<const Row*> order;
+  for (const auto& [key, row] : rows) order.push_back(&row);
+  auto key = [&](const Row* r) {
+    if (by == "count") return r->usage.allocated_count;
+    if (by == "live") return r->usage.live_bytes;
+    if (by == "temporaries") return r->temporaries;
+    return r->usage.allocated_bytes;
+  };
+  // Ties in the map's (name, scope, layer) order: stable.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const Row* a, const Row* b) { return key(a) > key(b); });
+  const size_t shown = std::min(limit, order.size());
+  std::vector<std::string> counts;
+  for (const auto& [word, n] : verdicts) counts.push_back(absl::StrCat(n, " ", word));
+  if (absl::GetFlag(FLAGS_json)) {
+    std::string out;
+    for (size_t i = 0; i < shown; ++i) {
+      const Row& r = *order[i];
+      std::vector<std::string> frames;
+      for (const std::string& f : r.stack) frames.push_back(JsonQuote(f));
+      absl::StrAppend(&out, i == 0 ? "" : ",", "{\"name\":", JsonQuote(r.name),
+                      stacks ? absl::StrCat(",\"frames\":[", absl::StrJoin(frames, ","), "]")
+                             : "",
+                      ",\"scope\":", JsonQuote(r.scope), ",\"layer\":", JsonQuote(r.layer),
+                      ",\"processes\":", r.processes, ",\"usage\":", JsonUsage(r.usage),
+                      ",\"temporaries\":", r.temporaries, "}");
+    }
+    std::vector<std::string> quoted;
+    for (const std::string& p : paths) quoted.push_back(JsonQuote(p));
+    std::vector<std::string> quoted_errors;
+    for (const std::string& e : errors) quoted_errors.push_back(JsonQuote(e));
+    printf("{\"command\":\"top\",\"captures\":[%s],\"sampled\":%s,\"by\":%s,"
+           "\"rows\":[%s],\"more_rows\":%zu,\"errors\":[%s]}\n",
+           absl::StrJoin(quoted, ",").c_str(), sampled ? "true" : "false",
+           JsonQuote(by).c_str(), out.c_str(), order.size() - shown,
+           absl::StrJoin(quoted_errors, ",").c_str());
+    return errors.empty() ? 0 : 2;
+  }
+  printf("memtrace top of %zu captures by %s, added up over the processes: %s\n", paths.size(),
+         by.c_str(), absl::StrJoin(counts, ", ").c_str());
+  if (sampled) {
+    printf("sampled estimate: some captures kept a sample; their bytes and counts are "
+           "scaled\n");
+  }
+  printf("\n");
+  const char* row = "%11s %10s %11s %9s %11s %9s  %-28s %-10s %s\n";
+  printf(row, "allocated", "allocs", "live", "blocks", "temporaries", "processes", "scope",
+         "layer", "site");
+  for (size_t i = 0; i < shown; ++i) {
+    const Row& r = *order[i];
+    printf(row, FormatBytes(r.usage.allocated_bytes).c_str(),
+           absl::StrCat(r.usage.allocated_count).c_str(), FormatBytes(r.usage.live_bytes).c_str(),
+           absl::StrCat(r.usage.live_count).c_str(), absl::StrCat(r.temporaries).c_str(),
+           absl::StrCat(r.processes).c_str(), r.scope.c_str(), r.layer.c_str(), r.name.c_str());
+    for (size_t f = 0; f < r.stack.size(); ++f) printf("    #%-2zu %s\n", f, r.stack[f].c_str());
+  }
+  if (order.size() > shown) printf("(%zu more rows; --limit=N shows more)\n", order.size() - shown);
+  for (const std::string& e : errors) printf("memtrace top: %s\n", e.c_str());
+  return errors.empty() ? 0 : 2;
+}
+
 int TopCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kTopSpec, argc, argv, &args)) return *exit;
-  if (auto exit = OneCapture(kTopSpec, args)) return *exit;
+  if (args.positional.size() <= 1 || args.dashdash) {
+    if (auto exit = OneCapture(kTopSpec, args)) return *exit;
+  }
   const std::string by = absl::GetFlag(FLAGS_by);
   if (by != "bytes" && by != "count" && by != "live" && by != "temporaries") {
     return UsageError(kTopSpec, absl::StrCat("--by must be bytes, count, live or temporaries, "
@@ -832,6 +954,7 @@ int TopCommand(int argc, char** argv) {
   const size_t limit = static_cast<size_t>(absl::GetFlag(FLAGS_limit));
   AllocatorFunctions allocators;
   if (auto exit = ParseAllocators(kTopSpec, &allocators)) return *exit;
+  if (args.positional.size() > 1) return FamilyTop(args.positional, by, limit, allocators);
   const std::string& path = args.positional[0];
   auto s = Load(path);
   if (!s.ok()) return InputError(kTopSpec, std::string(s.status().message()));

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -443,9 +444,11 @@ int RunCommand(int argc, char** argv) {
             ended.c_str(), capture.c_str());
     fflush(stderr);
     PrintSummary({capture});
+    std::string family_glob;  // the captures of every process, for the commands below
     if (o.children || o.forks) {
       const std::vector<std::string> others = OtherCaptures(o.output, capture, started);
       if (!others.empty()) {
+        family_glob = absl::StrCat(capture, "* ", OtherCapturesGlob(o.output));
         fprintf(stderr, "\nmemtrace run: %zu more capture%s, of the processes it %s; all %zu:\n\n",
                 others.size(), others.size() == 1 ? "" : "s",
                 o.forks && o.children ? "forked and ran" : (o.forks ? "forked" : "ran"),
@@ -454,23 +457,27 @@ int RunCommand(int argc, char** argv) {
         std::vector<std::string> family = {"--limit=20", capture};
         family.insert(family.end(), others.begin(), others.end());
         PrintSummary(family);
-        fprintf(stderr, "\n(`memtrace summary %s* %s` lists them again)\n", capture.c_str(),
-                OtherCapturesGlob(o.output).c_str());
       }
     }
     // Where to look next: the summary has totals only.
-    const std::string commands[][2] = {
+    std::vector<std::pair<std::string, std::string>> commands = {
         {absl::StrCat("memtrace top ", capture),
          "call sites by bytes allocated (--by=live: what was left at exit)"},
         {absl::StrCat("memtrace peak ", capture), "what held memory at the high-water moment"},
         {absl::StrCat("memtrace report ", capture, " -o report.html"),
          "all of it as a page, with plots"}};
+    if (!family_glob.empty()) {
+      commands.emplace_back(absl::StrCat("memtrace summary ", family_glob),
+                            "the table of every process above, whole");
+      commands.emplace_back(absl::StrCat("memtrace top ", family_glob),
+                            "call sites added up over every process");
+    }
     size_t width = 0;
     for (const auto& [command, what] : commands) width = std::max(width, command.size());
     fprintf(stderr, "\n");
-    for (const auto& [command, what] : commands) {
-      fprintf(stderr, "%s %-*s  %s\n", &command == &commands[0][0] ? "next:" : "     ",
-              static_cast<int>(width), command.c_str(), what.c_str());
+    for (size_t i = 0; i < commands.size(); ++i) {
+      fprintf(stderr, "%s %-*s  %s\n", i == 0 ? "next:" : "     ", static_cast<int>(width),
+              commands[i].first.c_str(), commands[i].second.c_str());
     }
   }
   return exit_code;

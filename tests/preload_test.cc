@@ -884,6 +884,20 @@ TEST_F(PreloadTest, TheCapturesOfAProcessFamilyAreSummarizedAsATree) {
   }
   EXPECT_EQ(rows[1].substr(1, rows[1].find('"', 1) - 1), dir + "/fam.mtb");
 
+  // `top` over the family adds up rows by site name: the target's one 50,021-byte marker,
+  // allocated once by each of its two images, is one row from 2 processes.
+  size_t targets = 0;
+  for (const auto& [path, e] : expected) targets += e.argv0 == Target();
+  ASSERT_EQ(targets, 2u);
+  args = {Cli(), "top", "--json", "--limit=1000"};
+  args.insert(args.end(), paths.begin(), paths.end());
+  const Result top = RunProgram(args, {});
+  ASSERT_EQ(top.status, 0) << top.out << top.err;
+  const size_t marker = top.out.find("\"allocated_bytes\":100042,\"allocated_count\":2,");
+  ASSERT_NE(marker, std::string::npos) << top.out;
+  const size_t row = top.out.rfind("{\"name\":", marker);
+  EXPECT_EQ(Field(top.out.substr(row), "processes"), "2") << top.out.substr(row, 400);
+
   // The text form says the same, and an unreadable file among them is named, exit 2.
   args = {Cli(), "summary", paths[0], "/etc/hostname"};
   const Result bad = RunProgram(args, {});
