@@ -69,11 +69,14 @@ const CommandSpec kSummarySpec = {
     {"json", "at_event", "at_time", "at_scope_exit", "limit"}};
 
 const CommandSpec kVerifySpec = {
-    "verify", "memtrace verify [flags] CAPTURE",
+    "verify", "memtrace verify [flags] CAPTURE...",
     "Checks that CAPTURE has at least one memory event, ends with a trailer (it was not cut\n"
     "off), and that the trailer says nothing was lost. Exit 0 when all hold; otherwise print\n"
     "which failed and exit 1. A capture from the interposer (header source \"preload\") with\n"
-    "no memory events means the interposer was loaded but recorded no allocations.",
+    "no memory events means the interposer was loaded but recorded no allocations.\n"
+    "With several captures (a process family: memtrace verify NAME.mtb NAME.*), each in\n"
+    "turn (--json: one object per line); exit 0 only when every one passes, 2 when one\n"
+    "cannot be read.",
     {"json", "expect_preload"}};
 
 const CommandSpec kTopSpec = {
@@ -736,11 +739,27 @@ int SummaryCommand(int argc, char** argv) {
 
 // ---- verify -----------------------------------------------------------------------------
 
+// One capture's verdict (VerifyCommand): 0 complete, 1 a finding, 2 unreadable.
+int VerifyCapture(const std::string& path);
+
 int VerifyCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kVerifySpec, argc, argv, &args)) return *exit;
+  if (args.positional.size() > 1 && !args.dashdash) {
+    // Each capture in turn (with --json, one object per line); the worst verdict wins.
+    int worst = 0;
+    for (const std::string& path : args.positional) {
+      const int exit = VerifyCapture(path);
+      worst = std::max(worst, exit);
+      fflush(stdout);
+    }
+    return worst;
+  }
   if (auto exit = OneCapture(kVerifySpec, args)) return *exit;
-  const std::string& path = args.positional[0];
+  return VerifyCapture(args.positional[0]);
+}
+
+int VerifyCapture(const std::string& path) {
   const auto s = Load(path);
   if (!s.ok()) return InputError(kVerifySpec, std::string(s.status().message()));
   std::vector<std::string> problems;

@@ -898,6 +898,19 @@ TEST_F(PreloadTest, TheCapturesOfAProcessFamilyAreSummarizedAsATree) {
   const size_t row = top.out.rfind("{\"name\":", marker);
   EXPECT_EQ(Field(top.out.substr(row), "processes"), "2") << top.out.substr(row, 400);
 
+  // `verify` over the family: one verdict line per capture, exit 0 when all pass, and 2
+  // when one cannot be read.
+  args = {Cli(), "verify"};
+  args.insert(args.end(), paths.begin(), paths.end());
+  const Result verify_all = RunProgram(args, {});
+  EXPECT_EQ(verify_all.status, 0) << verify_all.out << verify_all.err;
+  for (const std::string& path : paths) {
+    EXPECT_NE(verify_all.out.find("memtrace verify: " + path + " is complete"),
+              std::string::npos)
+        << verify_all.out;
+  }
+  EXPECT_EQ(RunProgram({Cli(), "verify", paths[0], "/etc/hostname"}, {}).status, 2);
+
   // The text form says the same, and an unreadable file among them is named, exit 2.
   args = {Cli(), "summary", paths[0], "/etc/hostname"};
   const Result bad = RunProgram(args, {});
