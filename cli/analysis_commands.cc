@@ -24,6 +24,7 @@
 #include "analysis/allocator_frames.h"
 #include "analysis/analyzer.h"
 #include "analysis/exports.h"
+#include "analysis/family_live.h"
 #include "analysis/process_tree.h"
 #include "analysis/symbolizer.h"
 #include "analysis/trailer.h"
@@ -499,10 +500,17 @@ int FamilySummary(const std::vector<std::string>& paths) {
   };
   std::vector<Loaded> captures;
   std::vector<ProcessImage> images;
+  std::vector<ProcessLiveSteps> live;  // of the captures read, for the family's high-water
   for (const std::string& path : paths) {
     Loaded l;
     l.path = path;
-    absl::StatusOr<CaptureSummary> s = Load(path);
+    ProcessLiveSteps steps;
+    absl::StatusOr<CaptureSummary> s;
+    {
+      ProgressBar bar(path, "reading");
+      s = SummarizeWithSteps(path, [&bar](uint64_t bytes) { bar.Update(bytes); }, &steps);
+    }
+    if (s.ok()) live.push_back(std::move(steps));
     ProcessImage image;
     if (s.ok()) {
       l.s = *std::move(s);
@@ -546,6 +554,14 @@ int FamilySummary(const std::vector<std::string>& paths) {
     events += l.s->events;
   }
   const bool any_unreadable = verdicts.count("unreadable") != 0;
+  const FamilyHighWater together = HighestSum(live);
+  int64_t first_start = 0;
+  for (const Loaded& l : captures) {
+    if (l.s && l.s->started_unix_ns != 0 &&
+        (first_start == 0 || l.s->started_unix_ns < first_start)) {
+      first_start = l.s->started_unix_ns;
+    }
+  }
 
   if (absl::GetFlag(FLAGS_json)) {
     std::string out;
@@ -575,10 +591,13 @@ int FamilySummary(const std::vector<std::string>& paths) {
     }
     printf("{\"command\":\"summary\",\"captures\":[%s],\"processes\":%zu,"
            "\"allocated_bytes\":%llu,\"allocated_count\":%llu,"
+           "\"together_high_water\":{\"bytes\":%llu,\"unix_ns\":%lld,\"processes\":%zu},"
            "\"largest_high_water_bytes\":%llu,\"events\":%llu}\n",
            out.c_str(), captures.size(),
            static_cast<unsigned long long>(sum.allocated_bytes),
            static_cast<unsigned long long>(sum.allocated_count),
+           static_cast<unsigned long long>(together.bytes), static_cast<long long>(together.t),
+           together.processes,
            static_cast<unsigned long long>(largest_high_water),
            static_cast<unsigned long long>(events));
     return any_unreadable ? 2 : 0;
@@ -592,12 +611,13 @@ int FamilySummary(const std::vector<std::string>& paths) {
   // hide where the rest hang.
   const bool cut = limit != 0 && rows.size() > static_cast<size_t>(limit);
   if (cut) {
-    std::stable_sort(rows.begin(), rows.end(), [&](const ProcessTreeRow& a, const ProcessTreeRow& b) {
-      auto bytes = [&](const ProcessTreeRow& r) {
-        return captures[r.image].s ? OwnAllocated(*captures[r.image].s).allocated_bytes : 0;
-      };
-      return bytes(a) > bytes(b);
-    });
+    auto bytes = [&](const ProcessTreeRow& r) {
+      return captures[r.image].s ? OwnAllocated(*captures[r.image].s).allocated_bytes : 0;
+    };
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](const ProcessTreeRow& a, const ProcessTreeRow& b) {
+                       return bytes(a) > bytes(b);
+                     });
     rows.resize(static_cast<size_t>(limit));
   }
   int depth_max = 0;
@@ -628,7 +648,8 @@ int FamilySummary(const std::vector<std::string>& paths) {
             ? absl::StrCat(captures[r.parent].s->pid)
             : "-";
     printf("%-*s %-7s %-8s %11s %11s %11s %10llu %-9s %-10s %-*s %s\n", pid_width, pid.c_str(),
-           RelationWord(r.relation), parent.c_str(), FormatBytes(OwnAllocated(*l.s).allocated_bytes).c_str(),
+           RelationWord(r.relation), parent.c_str(),
+           FormatBytes(OwnAllocated(*l.s).allocated_bytes).c_str(),
            FormatBytes(l.s->totals.high_water_bytes).c_str(),
            FormatBytes(l.s->totals.live_bytes).c_str(),
            static_cast<unsigned long long>(l.s->events), ended.c_str(),
@@ -642,6 +663,12 @@ int FamilySummary(const std::vector<std::string>& paths) {
     printf("(the %d largest of %zu by bytes allocated; --limit=0 lists all, as a tree)\n",
            limit, captures.size());
   }
+  printf("\nall processes together: %s live at their highest moment, %.1f ms after the "
+         "first\n  capture began, in %zu process%s (summed at 1 ms resolution; a forked child "
+         "counts the\n  blocks it inherited, as its parent does)\n",
+         FormatBytes(together.bytes).c_str(),
+         together.t > first_start && first_start != 0 ? (together.t - first_start) / 1e6 : 0.0,
+         together.processes, together.processes == 1 ? "" : "es");
   printf("\nhow: root: no parent among these captures; forked: a traced fork of its parent\n"
          "  (--forks); exec: the image that replaced the one above it at its level, same pid\n"
          "  (--children); started: a program its parent ran (fork, then exec).\n"

@@ -883,6 +883,15 @@ TEST_F(PreloadTest, TheCapturesOfAProcessFamilyAreSummarizedAsATree) {
     }
   }
   EXPECT_EQ(rows[1].substr(1, rows[1].find('"', 1) - 1), dir + "/fam.mtb");
+  // The family's high-water, all processes together (analysis/family_live.h, whose sums
+  // family_live_test checks): some memory, held by at least one process, at a moment
+  // inside the run.
+  const std::string together = summary.out.substr(summary.out.find("\"together_high_water\":"));
+  EXPECT_GT(std::stoull(Field(together, "bytes")), 0u) << together;
+  EXPECT_GE(std::stoull(Field(together, "processes")), 1u) << together;
+  const Replay root = ReplayCapture(dir + "/fam.mtb", &st);
+  EXPECT_GE(std::stoll(Field(together, "unix_ns")),
+            std::stoll(Field(root.header, "started_unix_ns")));
 
   // `top` over the family adds up rows by site name: the target's one 50,021-byte marker,
   // allocated once by each of its two images, is one row from 2 processes.
