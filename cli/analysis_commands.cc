@@ -545,8 +545,9 @@ int FamilySummary(const std::vector<std::string>& paths) {
       continue;
     }
     ++verdicts[VerdictWord(*l.s)];
-    sum.allocated_bytes += OwnAllocated(*l.s).allocated_bytes;
-    sum.allocated_count += OwnAllocated(*l.s).allocated_count;
+    const UsageCounters own = OwnAllocated(*l.s);
+    sum.allocated_bytes += own.allocated_bytes;
+    sum.allocated_count += own.allocated_count;
     if (l.s->totals.high_water_bytes >= largest_high_water) {
       largest_high_water = l.s->totals.high_water_bytes;
       largest = static_cast<size_t>(&l - captures.data());
@@ -912,12 +913,7 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
         row.layer = LayerName(*s, a.layer);
       }
       if (row.last_capture != c) ++row.processes, row.last_capture = c;
-      row.usage.allocated_bytes += a.usage.allocated_bytes;
-      row.usage.allocated_count += a.usage.allocated_count;
-      row.usage.live_bytes += a.usage.live_bytes;
-      row.usage.live_count += a.usage.live_count;
-      row.usage.freed_bytes += a.usage.freed_bytes;
-      row.usage.freed_count += a.usage.freed_count;
+      row.usage.AddCounts(a.usage);  // high-water unused: `top` shows none
       row.temporaries += a.temporaries;
       if (stacks && row.stack.empty()) {
         for (uint64_t pc : names.Frames(a.site)) row.stack.push_back(names.Describe(pc));

@@ -694,7 +694,7 @@ void Finish(const std::string& ended_by, bool partial, const char* exec_target =
     const absl::Status s = sink->Finish(snap, fields, partial);
     if (!s.ok()) WriteStderr(absl::StrCat(s.message(), "\n"));
   }
-  // Release: pairs with the acquire load in WaitForFinish().
+  // Release: pairs with the acquire load in PollUntilSet() (BeforeQuickExit()).
   finish_done.store(true, std::memory_order_release);
   // Acquire: pairs with the release store in OnTerminatingSignal().
   if (const int sig = deferred_signal.exchange(0, std::memory_order_acquire); sig != 0) {
@@ -702,12 +702,16 @@ void Finish(const std::string& ended_by, bool partial, const char* exec_target =
   }
 }
 
-// Waits, at most `ms` milliseconds, for a Finish() running on another thread. Polled:
-// nanosleep() may be called from a signal handler.
-void WaitForFinish(int ms) {
+// Waits, at most `ms` milliseconds, until `flag` is set by another thread (Finish(),
+// memtrace-exit). Polled (nanosleep() may be called from a signal handler; waiting on a
+// semaphore may not), every 0.2 ms: finishing takes a few milliseconds, and a forked
+// child under MEMTRACE_TRACE_FORKS that ends with _exit() waited 2.5 ms more on average
+// with 5 ms steps.
+void PollUntilSet(const std::atomic<bool>& flag, int ms) {
   constexpr long kPollNs = 200'000;
   for (long waited = 0; waited < ms * 1'000'000L; waited += kPollNs) {
-    if (finish_done.load(std::memory_order_acquire)) return;
+    // Acquire: pairs with the release store that sets the flag.
+    if (flag.load(std::memory_order_acquire)) return;
     const timespec pause{0, kPollNs};
     nanosleep(&pause, nullptr);
   }
@@ -743,7 +747,7 @@ void ExitFinisher(const CpuList& cpus) {
   // Acquire: pairs with the release store in BeforeQuickExit().
   const int sig = exit_signal.load(std::memory_order_acquire);
   Finish(sig != 0 ? absl::StrCat("signal ", sig) : std::string("_exit"), false);
-  // Release: pairs with the acquire load in BeforeQuickExit().
+  // Release: pairs with the acquire load in PollUntilSet() (BeforeQuickExit()).
   exit_finished.store(true, std::memory_order_release);
 }
 
@@ -762,22 +766,13 @@ void BeforeQuickExit(int sig = 0) {
     // Being finished by another thread (memtrace-exit for an _exit() this signal
     // interrupted, or exit() on another thread): the trailer first.
     const pid_t finisher = finishing_tid.load(std::memory_order_acquire);
-    if (finisher != 0 && finisher != gettid()) WaitForFinish(kExitFinishWaitMs);
+    if (finisher != 0 && finisher != gettid()) PollUntilSet(finish_done, kExitFinishWaitMs);
     return;
   }
   // Release: pairs with the acquire load in ExitFinisher() (sem_post orders it as well).
   exit_signal.store(sig, std::memory_order_release);
   sem_post(&exit_request);
-  // Polled (nanosleep() may be called from a signal handler; waiting on a semaphore may
-  // not), every 0.2 ms: finishing takes a few milliseconds, and a forked child under
-  // MEMTRACE_TRACE_FORKS that ends with _exit() waited 2.5 ms more on average with 5 ms
-  // steps.
-  constexpr long kPollNs = 200'000;
-  for (long waited = 0; waited < kExitFinishWaitMs * 1'000'000L; waited += kPollNs) {
-    if (exit_finished.load(std::memory_order_acquire)) return;
-    const timespec pause{0, kPollNs};
-    nanosleep(&pause, nullptr);
-  }
+  PollUntilSet(exit_finished, kExitFinishWaitMs);
 }
 
 // The process's threads (/proc/self/status), or -1. System calls only: no allocation, and

@@ -51,6 +51,19 @@ struct UsageCounters {
     }
   }
 
+  // Adds another set's live, allocated and freed counts (rows summed into one: scopes
+  // folded into "more scopes", one call site over several processes). Not its
+  // high-water mark: the two peaks need not have been at the same moment, so the caller
+  // says what the sum's high-water is.
+  void AddCounts(const UsageCounters& o) noexcept {
+    live_bytes += o.live_bytes;
+    live_count += o.live_count;
+    allocated_bytes += o.allocated_bytes;
+    allocated_count += o.allocated_count;
+    freed_bytes += o.freed_bytes;
+    freed_count += o.freed_count;
+  }
+
   friend bool operator==(const UsageCounters&, const UsageCounters&) = default;
 
  private:

@@ -77,12 +77,7 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
     });
     for (size_t i = options.max_scopes; i < rows.size(); ++i) {
       const UsageCounters& u = rows[i]->usage;
-      hidden.live_bytes += u.live_bytes;
-      hidden.live_count += u.live_count;
-      hidden.allocated_bytes += u.allocated_bytes;
-      hidden.allocated_count += u.allocated_count;
-      hidden.freed_bytes += u.freed_bytes;
-      hidden.freed_count += u.freed_count;
+      hidden.AddCounts(u);
       hidden.high_water_bytes = std::max(hidden.high_water_bytes, u.high_water_bytes);
     }
     hidden_rows = rows.size() - options.max_scopes;
