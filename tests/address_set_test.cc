@@ -55,6 +55,29 @@ TEST(AddressSetTest, AFullSetCountsWhatItRefuses) {
   EXPECT_EQ(set.live(), 0);
 }
 
+// The interposer's own blocks (InternalBlocks: homes by nearness, not by hash) in the
+// shapes malloc gives them: runs of neighbouring blocks, and blocks at the same offset of
+// heaps a megabyte or 64 MiB apart (the thread arenas), which a plain address modulo
+// the table would pile onto one home. All of them fit, none past the probe limit; each
+// comes out once, and an address next to them that never went in is not found.
+TEST(AddressSetTest, NearbyHomesKeepRunsAndAlignedHeapsApart) {
+  static AddressSet<16, 12, AddressHome::kNearby> set;
+  std::vector<uint64_t> blocks;
+  for (uint64_t i = 0; i < 20000; ++i) blocks.push_back(0x55550000'0000 + 48 * i);  // a run
+  for (uint64_t heap = 1; heap <= 300; ++heap) {
+    blocks.push_back(0x7f0000000000 + (heap << 26) + 0x8c0);  // 64 MiB-aligned arenas
+    blocks.push_back(0x7e0000000000 + (heap << 20) + 0x8c0);  // a megabyte apart
+  }
+  for (uint64_t a : blocks) set.Insert(a);
+  EXPECT_EQ(set.overflowed(), 0u);
+  EXPECT_EQ(set.live(), static_cast<int64_t>(blocks.size()));
+  EXPECT_FALSE(set.Erase(0x55550000'0000 + 48 * 20000)) << "just past the run";
+  EXPECT_FALSE(set.Erase(0x7f0000000000 + (uint64_t{301} << 26) + 0x8c0)) << "another arena";
+  for (uint64_t a : blocks) EXPECT_TRUE(set.Erase(a)) << std::hex << a;
+  for (uint64_t a : blocks) EXPECT_FALSE(set.Erase(a)) << "erased once only";
+  EXPECT_EQ(set.live(), 0);
+}
+
 // Four threads each own a range of addresses; a block inserted by one thread is erased
 // by another (the way a block allocated on one thread is freed on another), through a
 // hand-off queue per thread. Every hand-off must find its address. `set` needs room for
