@@ -46,7 +46,9 @@
 //     sites in a plugin the program unloaded still symbolize.
 //   - exec: the capture is finished (trailer "ended_by":"exec", and "exec": the program
 //     named) before the process image is replaced; if exec fails the process goes on
-//     untraced.
+//     untraced. With MEMTRACE_TRACE_CHILDREN=1 every exec and posix_spawn keeps this
+//     library and the MEMTRACE_ settings in the new program's environment, should the
+//     program hand it one without them (ChildEnvironment).
 //   - Process exit, through exit() from any thread or a return from main: this library's
 //     destructor stops the tracer and writes the trailer. The tracer is never destroyed,
 //     so threads still running during exit keep calling into valid (stopped) state.
@@ -76,6 +78,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -120,6 +124,10 @@ using PosixMemalignFn = int (*)(void**, size_t, size_t);
 using UsableSizeFn = size_t (*)(void*);
 using ExecveFn = int (*)(const char*, char* const[], char* const[]);
 using ExecvpeFn = int (*)(const char*, char* const[], char* const[]);
+using FexecveFn = int (*)(int, char* const[], char* const[]);
+using ExecveatFn = int (*)(int, const char*, char* const[], char* const[], int);
+using PosixSpawnFn = int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*,
+                             const posix_spawnattr_t*, char* const[], char* const[]);
 using MmapFn = void* (*)(void*, size_t, int, int, int, off_t);
 using MunmapFn = int (*)(void*, size_t);
 using MremapFn = void* (*)(void*, size_t, size_t, int, ...);
@@ -141,6 +149,10 @@ struct RealFunctions {
   UsableSizeFn malloc_usable_size;
   ExecveFn execve;
   ExecvpeFn execvpe;
+  FexecveFn fexecve;
+  ExecveatFn execveat;  // glibc 2.34 and later
+  PosixSpawnFn posix_spawn;
+  PosixSpawnFn posix_spawnp;
   MmapFn mmap;
   MunmapFn munmap;
   MremapFn mremap;
@@ -210,6 +222,10 @@ __attribute__((noinline)) bool ResolveOnce() noexcept {
   Resolve(&real.malloc_usable_size, "malloc_usable_size");
   Resolve(&real.execve, "execve");
   Resolve(&real.execvpe, "execvpe");
+  Resolve(&real.fexecve, "fexecve");
+  Resolve(&real.execveat, "execveat");
+  Resolve(&real.posix_spawn, "posix_spawn");
+  Resolve(&real.posix_spawnp, "posix_spawnp");
   Resolve(&real.mmap, "mmap");
   Resolve(&real.munmap, "munmap");
   Resolve(&real.mremap, "mremap");
@@ -661,6 +677,87 @@ void RemoveFromPreload() {
   DropFromPreload(initial_environment, "libmemtrace_preload");
   if (environ != initial_environment) DropFromPreload(environ, "libmemtrace_preload");
 }
+
+// With children traced: what a program this one runs needs in its environment to be
+// traced too (preload_config.h, BuildTracingEnvironment): this library's absolute path,
+// and the MEMTRACE_ settings this process started with. Set once by Start(), before any
+// thread of the program can exec; read-only afterwards (also in a vfork()ed child).
+struct ChildTracing {
+  std::string library;                // "" when children are not traced
+  std::vector<std::string> settings;  // "MEMTRACE_NAME=value"
+  std::vector<const char*> pointers;  // into `settings`, null-terminated
+};
+ChildTracing* child_tracing = nullptr;
+
+void KeepChildTracing(int root_pid) {
+  Dl_info info{};
+  char path[PATH_MAX];
+  if (dladdr(reinterpret_cast<void*>(&KeepChildTracing), &info) == 0 ||
+      info.dli_fname == nullptr || realpath(info.dli_fname, path) == nullptr) {
+    WriteStderr("memtrace: cannot find the interposer's own path; a program this one runs "
+                "with an environment of its own (without LD_PRELOAD) will not be traced\n");
+    return;
+  }
+  auto* c = new ChildTracing;
+  c->library = path;
+  const std::string root = absl::StrCat("MEMTRACE_ROOT_PID=", root_pid);
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (entry.substr(0, 9) != "MEMTRACE_" || entry.substr(0, 18) == "MEMTRACE_ROOT_PID=") {
+      continue;
+    }
+    c->settings.emplace_back(entry);
+  }
+  c->settings.push_back(root);
+  for (const std::string& setting : c->settings) c->pointers.push_back(setting.c_str());
+  c->pointers.push_back(nullptr);
+  child_tracing = c;
+}
+
+// The environment to hand a program this one execs or spawns: `envp` itself, or, with
+// children traced and `envp` lacking what tracing needs (an empty environment, another
+// LD_PRELOAD), a copy with it (BuildTracingEnvironment). The copy lives in pages mapped
+// for it, never the heap: an exec may come from a vfork()ed child, which shares the
+// parent's heap. They are unmapped when this goes out of scope (exec failed, or
+// posix_spawn returned); errno is kept for the caller.
+class ChildEnvironment {
+ public:
+  explicit ChildEnvironment(char* const* envp) noexcept : env_(envp) {
+    const ChildTracing* c = child_tracing;
+    if (c == nullptr || real.mmap == nullptr || real.munmap == nullptr) return;
+    const auto* given = const_cast<const char* const*>(envp);
+    const TracingEnvironmentSize size = MeasureTracingEnvironment(
+        given, c->library, "libmemtrace_preload", c->pointers.data());
+    if (!size.changes) return;
+    bytes_ = size.entries * sizeof(char*) + size.bytes;
+    void* mem = real.mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
+    if (mem == MAP_FAILED) {
+      bytes_ = 0;  // the program's own environment, as it asked
+      return;
+    }
+    mem_ = mem;
+    auto** entries = static_cast<const char**>(mem);
+    BuildTracingEnvironment(given, c->library, "libmemtrace_preload", c->pointers.data(),
+                            entries, reinterpret_cast<char*>(entries + size.entries));
+    env_ = const_cast<char* const*>(entries);
+  }
+  ~ChildEnvironment() {
+    if (mem_ == nullptr) return;
+    const int saved = errno;
+    real.munmap(mem_, bytes_);
+    errno = saved;
+  }
+  ChildEnvironment(const ChildEnvironment&) = delete;
+  ChildEnvironment& operator=(const ChildEnvironment&) = delete;
+
+  char* const* get() const noexcept { return env_; }
+
+ private:
+  char* const* env_;
+  void* mem_ = nullptr;
+  size_t bytes_ = 0;
+};
 
 // Who is finishing the capture, so that a stopping signal that arrives meanwhile waits
 // for the trailer instead of ending the process halfway through it (OnTerminatingSignal):
@@ -1200,6 +1297,7 @@ void Start() {
       root_pid = traced_pid;
       setenv("MEMTRACE_ROOT_PID", std::to_string(root_pid).c_str(), 1);
     }
+    KeepChildTracing(root_pid);
   } else {
     RemoveFromPreload();
   }
@@ -1275,6 +1373,22 @@ __attribute__((constructor(101))) void PreloadConstructor(int, char**, char** en
 __attribute__((destructor(101))) void PreloadDestructor() { Finish("exit", false); }
 
 void BeforeExec(const char* target) { Finish("exec", false, target); }
+
+// fexecve() and execveat() of a descriptor: the trailer names the file the descriptor is
+// open on, as /proc says.
+void BeforeExecOfDescriptor(int fd) {
+  if (getpid() != traced_pid) return;  // a vfork()ed child: not its capture (Finish())
+  char link[64];
+  char target[PATH_MAX];
+  snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(link, target, sizeof(target) - 1);
+  if (n <= 0) {
+    BeforeExec(link);
+    return;
+  }
+  target[n] = '\0';
+  BeforeExec(target);
+}
 
 // Before dlclose() may unmap an object (and the objects only it needed): the modules
 // loaded now go to the sink, which lists them with the capture's module map at the end,
@@ -1561,10 +1675,59 @@ MEMTRACE_EXPORT size_t malloc_usable_size(void* p) {
 
 // The exec family: the capture ends before the image is replaced. glibc's exec*
 // functions call the internal execve directly, so each is interposed.
+// With children traced, each also keeps the interposer in the new program's environment
+// (ChildEnvironment), as posix_spawn() below does.
 MEMTRACE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   Resolved();
   memtrace::BeforeExec(path);
-  return real.execve(path, argv, envp);
+  const memtrace::ChildEnvironment env(envp);
+  return real.execve(path, argv, env.get());
+}
+
+MEMTRACE_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  if (!Resolved() || real.fexecve == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  memtrace::BeforeExecOfDescriptor(fd);
+  const memtrace::ChildEnvironment env(envp);
+  return real.fexecve(fd, argv, env.get());
+}
+
+MEMTRACE_EXPORT int execveat(int dirfd, const char* path, char* const argv[],
+                             char* const envp[], int flags) {
+  if (!Resolved() || real.execveat == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (path[0] == '\0' && (flags & AT_EMPTY_PATH) != 0) {
+    memtrace::BeforeExecOfDescriptor(dirfd);
+  } else {
+    memtrace::BeforeExec(path);
+  }
+  const memtrace::ChildEnvironment env(envp);
+  return real.execveat(dirfd, path, argv, env.get(), flags);
+}
+
+// posix_spawn: the child is a new process, which glibc execs itself (through its
+// internal execve, which no interposer reaches); with children traced, the environment
+// it is given keeps the interposer. This process's capture goes on.
+MEMTRACE_EXPORT int posix_spawn(pid_t* pid, const char* path,
+                                const posix_spawn_file_actions_t* actions,
+                                const posix_spawnattr_t* attr, char* const argv[],
+                                char* const envp[]) {
+  if (!Resolved() || real.posix_spawn == nullptr) return ENOSYS;
+  const memtrace::ChildEnvironment env(envp);
+  return real.posix_spawn(pid, path, actions, attr, argv, env.get());
+}
+
+MEMTRACE_EXPORT int posix_spawnp(pid_t* pid, const char* file,
+                                 const posix_spawn_file_actions_t* actions,
+                                 const posix_spawnattr_t* attr, char* const argv[],
+                                 char* const envp[]) {
+  if (!Resolved() || real.posix_spawnp == nullptr) return ENOSYS;
+  const memtrace::ChildEnvironment env(envp);
+  return real.posix_spawnp(pid, file, actions, attr, argv, env.get());
 }
 
 // unshare: see UnshareSingleThreaded.
@@ -1608,7 +1771,8 @@ MEMTRACE_EXPORT int execv(const char* path, char* const argv[]) {
 MEMTRACE_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   Resolved();
   memtrace::BeforeExec(file);
-  return real.execvpe(file, argv, envp);
+  const memtrace::ChildEnvironment env(envp);
+  return real.execvpe(file, argv, env.get());
 }
 
 MEMTRACE_EXPORT int execvp(const char* file, char* const argv[]) {

@@ -153,6 +153,114 @@ std::string OtherCapturesGlob(const std::string& pattern) {
   return (had_pid ? out : Tagged(out, kAnyPid)) + "*";
 }
 
+namespace {
+
+constexpr std::string_view kPreloadName = "LD_PRELOAD=";
+
+bool IsPreload(std::string_view entry) {
+  return entry.substr(0, kPreloadName.size()) == kPreloadName;
+}
+
+// Whether an LD_PRELOAD value names a file whose name contains `marker` (ld.so separates
+// the files by colons or spaces).
+bool PreloadNames(std::string_view value, std::string_view marker) {
+  size_t i = 0;
+  while (i < value.size()) {
+    while (i < value.size() && (value[i] == ' ' || value[i] == ':')) ++i;
+    const size_t start = i;
+    while (i < value.size() && value[i] != ' ' && value[i] != ':') ++i;
+    if (value.substr(start, i - start).find(marker) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// The name part of "NAME=value", with the '='.
+std::string_view NameOf(std::string_view entry) {
+  const size_t eq = entry.find('=');
+  return eq == std::string_view::npos ? entry : entry.substr(0, eq + 1);
+}
+
+bool HasName(const char* const* env, std::string_view name) {
+  for (const char* const* e = env; e != nullptr && *e != nullptr; ++e) {
+    if (std::string_view(*e).substr(0, name.size()) == name) return true;
+  }
+  return false;
+}
+
+// "LD_PRELOAD=" + library + ":" + the old value (or library alone for an empty one).
+size_t RewrittenPreloadBytes(std::string_view entry, std::string_view library) {
+  const std::string_view value = entry.substr(kPreloadName.size());
+  return kPreloadName.size() + library.size() + (value.empty() ? 0 : 1 + value.size()) + 1;
+}
+
+}  // namespace
+
+TracingEnvironmentSize MeasureTracingEnvironment(const char* const* env, std::string_view library,
+                                                 std::string_view marker,
+                                                 const char* const* tracing) {
+  TracingEnvironmentSize size;
+  bool preload_seen = false;
+  for (const char* const* e = env; e != nullptr && *e != nullptr; ++e) {
+    ++size.entries;
+    const std::string_view entry(*e);
+    if (!IsPreload(entry)) continue;
+    preload_seen = true;
+    if (PreloadNames(entry.substr(kPreloadName.size()), marker)) continue;
+    size.changes = true;
+    size.bytes += RewrittenPreloadBytes(entry, library);
+  }
+  if (!preload_seen) {
+    size.changes = true;
+    ++size.entries;
+    size.bytes += kPreloadName.size() + library.size() + 1;
+  }
+  for (const char* const* t = tracing; t != nullptr && *t != nullptr; ++t) {
+    if (HasName(env, NameOf(*t))) continue;
+    size.changes = true;
+    ++size.entries;
+  }
+  ++size.entries;  // the final nullptr
+  return size;
+}
+
+void BuildTracingEnvironment(const char* const* env, std::string_view library,
+                             std::string_view marker, const char* const* tracing,
+                             const char** entries, char* bytes) {
+  auto put = [&bytes](std::string_view text) {
+    memcpy(bytes, text.data(), text.size());
+    bytes += text.size();
+  };
+  bool preload_seen = false;
+  for (const char* const* e = env; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (!IsPreload(entry) || PreloadNames(entry.substr(kPreloadName.size()), marker)) {
+      preload_seen = preload_seen || IsPreload(entry);
+      *entries++ = *e;
+      continue;
+    }
+    preload_seen = true;
+    *entries++ = bytes;
+    const std::string_view value = entry.substr(kPreloadName.size());
+    put(kPreloadName);
+    put(library);
+    if (!value.empty()) {
+      put(":");
+      put(value);
+    }
+    *bytes++ = '\0';
+  }
+  if (!preload_seen) {
+    *entries++ = bytes;
+    put(kPreloadName);
+    put(library);
+    *bytes++ = '\0';
+  }
+  for (const char* const* t = tracing; t != nullptr && *t != nullptr; ++t) {
+    if (!HasName(env, NameOf(*t))) *entries++ = *t;
+  }
+  *entries = nullptr;
+}
+
 void DropFromPreload(char** env, std::string_view library) {
   if (env == nullptr) return;
   constexpr std::string_view kName = "LD_PRELOAD=";

@@ -118,6 +118,35 @@ std::string OtherCapturesGlob(const std::string& pattern);
 // runs, each of which would trace itself into the same capture file.
 void DropFromPreload(char** env, std::string_view library);
 
+// With children traced (MEMTRACE_TRACE_CHILDREN=1), the environment a program this one
+// runs (exec, posix_spawn) must still load the interposer and carry its settings. A
+// program may hand its child another environment: empty (`env -i`, Python's
+// `subprocess.run(env={})`), or with LD_PRELOAD set to its own libraries (`env
+// LD_PRELOAD=libjemalloc.so.2 ...`). Then the child went untraced, and nothing said so.
+//
+// `env` as given, with:
+//   - `library` (this interposer's path) at the front of each LD_PRELOAD that does not
+//     name a file containing `marker` ("libmemtrace_preload"), or LD_PRELOAD=`library`
+//     added when there is none;
+//   - every entry of `tracing` (null-terminated "MEMTRACE_NAME=value" strings: the
+//     settings this process started with) whose name `env` lacks, added. An entry `env`
+//     has is kept as given.
+// MeasureTracingEnvironment() says whether anything must change and how much room the
+// new array needs; BuildTracingEnvironment() fills caller-provided memory with it (the
+// exec wrappers may run in a vfork()ed child, where malloc must not be called). Entries
+// keep their order; added ones go last. Neither allocates.
+struct TracingEnvironmentSize {
+  bool changes = false;  // false: `env` already keeps tracing; use it as it is
+  size_t entries = 0;    // pointers of the new array, its final nullptr included
+  size_t bytes = 0;      // bytes of the rewritten LD_PRELOAD strings, their NULs included
+};
+TracingEnvironmentSize MeasureTracingEnvironment(const char* const* env, std::string_view library,
+                                                 std::string_view marker,
+                                                 const char* const* tracing);
+void BuildTracingEnvironment(const char* const* env, std::string_view library,
+                             std::string_view marker, const char* const* tracing,
+                             const char** entries, char* bytes);
+
 }  // namespace memtrace
 
 #endif  // MEMTRACE_PRELOAD_PRELOAD_CONFIG_H_

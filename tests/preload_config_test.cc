@@ -210,5 +210,68 @@ TEST(PreloadConfigTest, DropFromPreloadRewritesTheEnvironmentInPlace) {
   DropFromPreload(nullptr, "libmemtrace_preload");  // no environment at all
 }
 
+// BuildTracingEnvironment() into memory sized by MeasureTracingEnvironment() alone, with
+// guard bytes after each part: a build that wrote past what the measure said fails.
+std::vector<std::string> KeepTracing(Environment& env, const std::vector<const char*>& tracing,
+                                     bool* changes) {
+  constexpr std::string_view kLibrary = "/opt/m/libmemtrace_preload.so";
+  std::vector<const char*> t = tracing;
+  t.push_back(nullptr);
+  const TracingEnvironmentSize size =
+      MeasureTracingEnvironment(env.get(), kLibrary, "libmemtrace_preload", t.data());
+  *changes = size.changes;
+  std::vector<const char*> entries(size.entries + 1, "guard");
+  std::string bytes(size.bytes + 1, '#');
+  BuildTracingEnvironment(env.get(), kLibrary, "libmemtrace_preload", t.data(), entries.data(),
+                          bytes.data());
+  EXPECT_STREQ(entries[size.entries], "guard") << "more pointers than measured";
+  EXPECT_EQ(bytes.back(), '#') << "more bytes than measured";
+  EXPECT_EQ(entries[size.entries - 1], nullptr) << "fewer pointers than measured";
+  std::vector<std::string> out;
+  for (size_t i = 0; entries[i] != nullptr; ++i) out.emplace_back(entries[i]);
+  return out;
+}
+
+TEST(PreloadConfigTest, TracingIsKeptInTheEnvironmentOfATracedProgramsChildren) {
+  using V = std::vector<std::string>;
+  const std::vector<const char*> tracing = {"MEMTRACE_OUTPUT=/tmp/c.mtb",
+                                            "MEMTRACE_TRACE_CHILDREN=1", "MEMTRACE_ROOT_PID=42"};
+  bool changes = false;
+  // `env -i`: everything is added.
+  Environment empty({});
+  EXPECT_EQ(KeepTracing(empty, tracing, &changes),
+            (V{"LD_PRELOAD=/opt/m/libmemtrace_preload.so", "MEMTRACE_OUTPUT=/tmp/c.mtb",
+               "MEMTRACE_TRACE_CHILDREN=1", "MEMTRACE_ROOT_PID=42"}));
+  EXPECT_TRUE(changes);
+  // LD_PRELOAD replaced by the program's own library: the interposer goes first (its
+  // malloc then calls that library's); a missing setting is added, a present one kept.
+  Environment other({"A=1", "LD_PRELOAD=libjemalloc.so.2", "MEMTRACE_OUTPUT=/elsewhere.mtb"});
+  EXPECT_EQ(KeepTracing(other, tracing, &changes),
+            (V{"A=1", "LD_PRELOAD=/opt/m/libmemtrace_preload.so:libjemalloc.so.2",
+               "MEMTRACE_OUTPUT=/elsewhere.mtb", "MEMTRACE_TRACE_CHILDREN=1",
+               "MEMTRACE_ROOT_PID=42"}));
+  EXPECT_TRUE(changes);
+  // An empty LD_PRELOAD, twice (each is rewritten: ld.so's choice among them is its own).
+  Environment twice({"LD_PRELOAD=", "LD_PRELOAD=a.so b.so"});
+  EXPECT_EQ(KeepTracing(twice, {}, &changes),
+            (V{"LD_PRELOAD=/opt/m/libmemtrace_preload.so",
+               "LD_PRELOAD=/opt/m/libmemtrace_preload.so:a.so b.so"}));
+  // Already tracing (the usual case): nothing changes, the array is the same.
+  Environment kept({"LD_PRELOAD=x.so /usr/lib/libmemtrace_preload.so", "B=2",
+                    "MEMTRACE_OUTPUT=/tmp/c.mtb", "MEMTRACE_TRACE_CHILDREN=1",
+                    "MEMTRACE_ROOT_PID=7"});
+  EXPECT_EQ(KeepTracing(kept, tracing, &changes), kept.Entries());
+  EXPECT_FALSE(changes);
+  // A name that merely starts like a setting's is not that setting.
+  Environment similar({"LD_PRELOAD=libmemtrace_preload.so", "MEMTRACE_OUTPUTX=1"});
+  EXPECT_EQ(KeepTracing(similar, {"MEMTRACE_OUTPUT=/o.mtb"}, &changes),
+            (V{"LD_PRELOAD=libmemtrace_preload.so", "MEMTRACE_OUTPUTX=1",
+               "MEMTRACE_OUTPUT=/o.mtb"}));
+  EXPECT_TRUE(changes);
+  // No environment at all (a null envp, which Linux takes as empty).
+  EXPECT_EQ(MeasureTracingEnvironment(nullptr, "/l.so", "libmemtrace_preload", nullptr).entries,
+            2u);
+}
+
 }  // namespace
 }  // namespace memtrace

@@ -22,6 +22,14 @@
 //               its own capture records them under MEMTRACE_TRACE_FORKS) and exits; the
 //               parent waits for it, frees its markers and prints its counts
 //   exec        allocates, then execs argv[2] (with argv[3...])
+//   run-with-env HOW PROGRAM ARGS...
+//               allocates, prints its counts, then runs PROGRAM with an environment of
+//               its own, as `env -i` or Python's subprocess.run(env={}) do. HOW:
+//               execve-empty (no variables at all), execve-preload (only
+//               LD_PRELOAD=libm.so.6: the program's own preload list), fexecve-empty
+//               (the program opened, and exec'd by descriptor), spawn-empty
+//               (posix_spawn, then waits for the child: exits with its status),
+//               vfork-empty (vfork and execve, then waits likewise)
 //   crash       allocates, prints its counts, then dereferences a null pointer
 //   raise N     allocates, prints its counts, then raises signal N (left to its default
 //               action: it ends the process); exit 9 if it returns
@@ -83,6 +91,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -424,6 +433,42 @@ void Exec(char** argv) {
   PrintCounts();
   execv(argv[0], argv);
   perror("preload_target: execv");
+  exit(7);
+}
+
+void RunWithEnvironment(const std::string& how, char** argv) {
+  AllocateMarkers(10);
+  PrintCounts();
+  fflush(stdout);
+  char* empty[] = {nullptr};
+  char preload[] = "LD_PRELOAD=libm.so.6";
+  char* own_preload[] = {preload, nullptr};
+  if (how == "execve-empty") {
+    execve(argv[0], argv, empty);
+  } else if (how == "execve-preload") {
+    execve(argv[0], argv, own_preload);
+  } else if (how == "fexecve-empty") {
+    const int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) fexecve(fd, argv, empty);
+  } else if (how == "spawn-empty" || how == "vfork-empty") {
+    pid_t pid = -1;
+    if (how == "spawn-empty") {
+      if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv, empty) != 0) pid = -1;
+    } else {
+      pid = vfork();
+      if (pid == 0) {
+        execve(argv[0], argv, empty);
+        _exit(127);
+      }
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) exit(8);
+    exit(WIFEXITED(status) ? WEXITSTATUS(status) : 9);
+  } else {
+    fprintf(stderr, "preload_target: run-with-env: unknown way '%s'\n", how.c_str());
+    exit(2);
+  }
+  perror("preload_target: run-with-env");
   exit(7);
 }
 
@@ -823,6 +868,8 @@ int main(int argc, char** argv) {
     ForkTraced();
   } else if (mode == "exec" && argc > 2) {
     Exec(argv + 2);
+  } else if (mode == "run-with-env" && argc > 3) {
+    RunWithEnvironment(argv[2], argv + 3);
   } else if (mode == "crash") {
     Crash();
   } else if (mode == "raise" && argc > 2) {
@@ -863,7 +910,8 @@ int main(int argc, char** argv) {
     UnshareThreaded();
   } else {
     fprintf(stderr, "usage: preload_target "
-                    "basic|exit-thread|atexit|fork|fork-traced|exec PROGRAM...|raise N|crash|stack|mmap|threads|"
+                    "basic|exit-thread|atexit|fork|fork-traced|exec PROGRAM...|"
+                    "run-with-env HOW PROGRAM...|raise N|crash|stack|mmap|threads|"
                     "hold FILE|close-fds FILE|plugin LIB|new|fork-over-captures DIR|quick-exit|"
                     "quick-exit-under-sigterm US|"
                     "exit-in-handler|raw-fork|"

@@ -1251,6 +1251,54 @@ TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
   EXPECT_EQ(child.markers.allocs, 1);  // the stack mode's one marker
 }
 
+// With --children, a program the traced one runs is traced even when it is handed an
+// environment of its own: none at all (`env -i`, subprocess.run(env={})), or its own
+// LD_PRELOAD. Until 2026-12-03 such a child went untraced and nothing said so. Each way
+// of starting it: execve, fexecve, posix_spawn, and vfork + execve.
+TEST_F(PreloadTest, AChildGivenAnEnvironmentOfItsOwnIsStillTracedWithChildren) {
+  char real_target[PATH_MAX];
+  ASSERT_NE(realpath(Target().c_str(), real_target), nullptr);
+  for (const std::string how :
+       {"execve-empty", "execve-preload", "fexecve-empty", "spawn-empty", "vfork-empty"}) {
+    SCOPED_TRACE(how);
+    const std::string dir = TempDir() + "/own_env_" + how;
+    ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+    const std::string capture = dir + "/c.mtb";
+    const Result run = RunProgram({Cli(), "run", "--quiet", "--children", "--output=" + capture,
+                                   "--", Target(), "run-with-env", how, Target(), "stack"},
+                                  {});
+    ASSERT_EQ(run.status, 0) << run.err;
+    absl::Status s;
+    const Replay parent = ReplayCapture(capture, &s);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(Field(parent.trailer, "complete"), "true") << parent.trailer;
+    EXPECT_EQ(parent.markers.allocs, 10) << "the first program's own markers";
+    // The child's capture: the exec'd image's beside the first (.exec1), or a new
+    // process's named by its pid.
+    const bool exec = how.find("exec") != std::string::npos && how != "vfork-empty";
+    std::string child_capture;
+    for (const std::string& f : FilesIn(dir)) {
+      if (f != "c.mtb") child_capture = dir + "/" + f;
+    }
+    ASSERT_FALSE(child_capture.empty()) << "the child left no capture: " << run.err;
+    if (exec) {
+      EXPECT_EQ(child_capture, capture + ".exec1");
+      EXPECT_EQ(Field(parent.trailer, "ended_by"), "exec");
+      EXPECT_EQ(Field(parent.trailer, "exec"), how == "fexecve-empty" ? real_target : Target())
+          << "fexecve: the file the descriptor is open on";
+    } else {
+      EXPECT_TRUE(absl::StartsWith(child_capture, dir + "/c.")) << child_capture;
+      EXPECT_EQ(Field(parent.trailer, "ended_by"), "exit");
+    }
+    const Replay child = ReplayCapture(child_capture, &s);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(Field(child.trailer, "complete"), "true") << child.trailer;
+    EXPECT_EQ(child.markers.allocs, 1) << "the stack mode's one marker";
+    const Result verify = RunProgram({Cli(), "verify", child_capture}, {});
+    EXPECT_EQ(verify.status, 0) << verify.out << verify.err;
+  }
+}
+
 TEST_F(PreloadTest, CrashKeepsEverythingRecordedAndIsPartial) {
   const std::string capture = TempDir() + "/crash.mtb";
   const Result run =
