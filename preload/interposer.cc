@@ -716,36 +716,40 @@ void KeepChildTracing(int root_pid) {
 
 // The environment to hand a program this one execs or spawns: `envp` itself, or, with
 // children traced and `envp` lacking what tracing needs (an empty environment, another
-// LD_PRELOAD), a copy with it (BuildTracingEnvironment). The copy lives in pages mapped
-// for it, never the heap: an exec may come from a vfork()ed child, which shares the
-// parent's heap. They are unmapped when this goes out of scope (exec failed, or
-// posix_spawn returned); errno is kept for the caller.
+// LD_PRELOAD), a copy with it (BuildTracingEnvironment). Never on the heap: an exec may
+// come from a vfork()ed child, which shares its parent's heap. In this object (on the
+// caller's stack) when it fits, as an emptied environment does; otherwise in pages mapped
+// for it, unmapped when this goes out of scope (exec failed, or posix_spawn returned).
+// (A vfork()ed child that execs leaves such pages mapped in its parent, whose address
+// space it shares: hence the stack first.) errno is kept for the caller.
 class ChildEnvironment {
  public:
   explicit ChildEnvironment(char* const* envp) noexcept : env_(envp) {
     const ChildTracing* c = child_tracing;
-    if (c == nullptr || real.mmap == nullptr || real.munmap == nullptr) return;
+    if (c == nullptr) return;
     const auto* given = const_cast<const char* const*>(envp);
     const TracingEnvironmentSize size = MeasureTracingEnvironment(
         given, c->library, "libmemtrace_preload", c->pointers.data());
     if (!size.changes) return;
-    bytes_ = size.entries * sizeof(char*) + size.bytes;
-    void* mem = real.mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                          -1, 0);
-    if (mem == MAP_FAILED) {
-      bytes_ = 0;  // the program's own environment, as it asked
-      return;
+    const size_t bytes = size.entries * sizeof(char*) + size.bytes;
+    void* mem = local_;
+    if (bytes > sizeof(local_)) {
+      if (real.mmap == nullptr || real.munmap == nullptr) return;
+      mem = real.mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                      0);
+      if (mem == MAP_FAILED) return;  // the program's own environment, as it asked
+      mapped_ = mem;
+      mapped_bytes_ = bytes;
     }
-    mem_ = mem;
     auto** entries = static_cast<const char**>(mem);
     BuildTracingEnvironment(given, c->library, "libmemtrace_preload", c->pointers.data(),
                             entries, reinterpret_cast<char*>(entries + size.entries));
     env_ = const_cast<char* const*>(entries);
   }
   ~ChildEnvironment() {
-    if (mem_ == nullptr) return;
+    if (mapped_ == nullptr) return;
     const int saved = errno;
-    real.munmap(mem_, bytes_);
+    real.munmap(mapped_, mapped_bytes_);
     errno = saved;
   }
   ChildEnvironment(const ChildEnvironment&) = delete;
@@ -755,8 +759,11 @@ class ChildEnvironment {
 
  private:
   char* const* env_;
-  void* mem_ = nullptr;
-  size_t bytes_ = 0;
+  void* mapped_ = nullptr;
+  size_t mapped_bytes_ = 0;
+  // An emptied environment takes about 250 bytes (LD_PRELOAD and a dozen settings); one
+  // of 200 variables fits.
+  alignas(alignof(char*)) char local_[2048];
 };
 
 // Who is finishing the capture, so that a stopping signal that arrives meanwhile waits

@@ -26,7 +26,8 @@
 //               allocates, prints its counts, then runs PROGRAM with an environment of
 //               its own, as `env -i` or Python's subprocess.run(env={}) do. HOW:
 //               execve-empty (no variables at all), execve-preload (only
-//               LD_PRELOAD=libm.so.6: the program's own preload list), fexecve-empty
+//               LD_PRELOAD=libm.so.6: the program's own preload list), execve-large
+//               (LD_PRELOAD=libm.so.6 among 400 variables), fexecve-empty
 //               (the program opened, and exec'd by descriptor), spawn-empty
 //               (posix_spawn, then waits for the child: exits with its status),
 //               vfork-empty (vfork and execve, then waits likewise)
@@ -447,6 +448,14 @@ void RunWithEnvironment(const std::string& how, char** argv) {
     execve(argv[0], argv, empty);
   } else if (how == "execve-preload") {
     execve(argv[0], argv, own_preload);
+  } else if (how == "execve-large") {
+    static std::vector<std::string> variables;
+    static std::vector<char*> large;
+    for (int i = 0; i < 400; ++i) variables.push_back("V" + std::to_string(i) + "=x");
+    for (std::string& v : variables) large.push_back(v.data());
+    large.insert(large.begin() + 200, preload);
+    large.push_back(nullptr);
+    execve(argv[0], argv, large.data());
   } else if (how == "fexecve-empty") {
     const int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
     if (fd >= 0) fexecve(fd, argv, empty);

@@ -1254,12 +1254,14 @@ TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
 // With --children, a program the traced one runs is traced even when it is handed an
 // environment of its own: none at all (`env -i`, subprocess.run(env={})), or its own
 // LD_PRELOAD. Until 2026-12-03 such a child went untraced and nothing said so. Each way
-// of starting it: execve, fexecve, posix_spawn, and vfork + execve.
+// of starting it: execve, fexecve, posix_spawn, and vfork + execve; and an environment
+// too large for the copy's room on the stack (execve-large: the copy goes to mapped pages).
 TEST_F(PreloadTest, AChildGivenAnEnvironmentOfItsOwnIsStillTracedWithChildren) {
   char real_target[PATH_MAX];
   ASSERT_NE(realpath(Target().c_str(), real_target), nullptr);
   for (const std::string how :
-       {"execve-empty", "execve-preload", "fexecve-empty", "spawn-empty", "vfork-empty"}) {
+       {"execve-empty", "execve-preload", "execve-large", "fexecve-empty", "spawn-empty",
+        "vfork-empty"}) {
     SCOPED_TRACE(how);
     const std::string dir = TempDir() + "/own_env_" + how;
     ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
