@@ -89,6 +89,7 @@ std::vector<std::string> TrailerBlocks::Losses() const {
   add("records failed", integrity.records_failed);
   add("rings unavailable", integrity.rings_unavailable);
   add("events the sink lost", events_lost);
+  add("events past the size limit", events_past_limit);
   add("write errors", write_errors);
   return out;
 }
@@ -125,11 +126,31 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
   if (absl::Status s = ReadCountBlock(trailer, "sink",
                                       {{"events_written", &TrailerBlocks::events_written},
                                        {"events_lost", &TrailerBlocks::events_lost},
+                                       {"events_past_limit",
+                                        &TrailerBlocks::events_past_limit},
+                                       {"max_bytes", &TrailerBlocks::max_bytes},
                                        {"write_errors", &TrailerBlocks::write_errors},
                                        {"stack_collisions", &TrailerBlocks::stack_collisions}},
                                       &t.has_sink, &t.sink_json, &t);
       !s.ok()) {
     return s;
+  }
+  simdjson::dom::object totals;
+  if (trailer["totals"].get_object().get(totals) == simdjson::SUCCESS) {
+    t.has_totals = true;
+    for (const auto& [name, member] :
+         std::initializer_list<std::pair<const char*, uint64_t UsageCounters::*>>{
+             {"live_bytes", &UsageCounters::live_bytes},
+             {"live_count", &UsageCounters::live_count},
+             {"high_water_bytes", &UsageCounters::high_water_bytes},
+             {"allocated_bytes", &UsageCounters::allocated_bytes},
+             {"allocated_count", &UsageCounters::allocated_count},
+             {"freed_bytes", &UsageCounters::freed_bytes},
+             {"freed_count", &UsageCounters::freed_count}}) {
+      if (absl::Status s = ReadCount(totals, "totals", name, &(t.totals.*member)); !s.ok()) {
+        return s;
+      }
+    }
   }
   if (absl::Status s = ReadCount(trailer, "", "memtrace_bytes", &t.memtrace_bytes);
       !s.ok()) {

@@ -29,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/capture_integrity.h"
+#include "runtime/usage_counters.h"
 
 namespace memtrace {
 
@@ -43,9 +44,16 @@ struct TrailerBlocks {
   bool has_sink = false;
   uint64_t events_written = 0;
   uint64_t events_lost = 0;  // dropped by the sink: its queue was full, or after a write error
+  uint64_t events_past_limit = 0;  // not written: the capture had reached max_bytes
+  uint64_t max_bytes = 0;          // the capture's size bound (MEMTRACE_MAX_BYTES), 0: none
   uint64_t write_errors = 0;
   uint64_t stack_collisions = 0;
   std::string sink_json;
+
+  // The whole run's totals, as the ledger had them at the end (the trailer's `totals`):
+  // every record, also those a size limit kept out of the event stream.
+  bool has_totals = false;
+  UsageCounters totals;
 
   uint64_t memtrace_bytes = 0;
   std::string memtrace_memory_json;  // by part (rings, tickets, ledger, sites), or empty

@@ -145,7 +145,15 @@ std::string Verdict(const CaptureSummary& s) {
                  "or by its own exit_group as Go programs end; `memtrace verify` says more)"
                : "TRUNCATED (no trailer: the program or the sink stopped early)";
   }
-  if (!s.trailer_complete) return "PARTIAL (the trailer reports lost records)";
+  if (!s.trailer_complete) {
+    const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s.trailer);
+    if (t.ok() && t->events_past_limit != 0 && t->Losses().size() == 1) {
+      return absl::StrCat("PARTIAL (its size limit, ", FormatBytes(t->max_bytes),
+                          ", was reached: the events stop there; the totals at the end are "
+                          "below the integrity block)");
+    }
+    return "PARTIAL (the trailer reports lost records)";
+  }
   return "complete";
 }
 
@@ -352,6 +360,23 @@ void PrintIntegrity(const std::optional<TrailerBlocks>& blocks) {
            static_cast<unsigned long long>(blocks->events_lost),
            static_cast<unsigned long long>(blocks->write_errors),
            static_cast<unsigned long long>(blocks->stack_collisions));
+    if (blocks->events_past_limit != 0) {
+      printf("  size limit the capture reached its size limit (%s): %llu later events were "
+             "not written.\n"
+             "             The table above covers the run up to there; the totals at the "
+             "end,\n"
+             "             from the trailer: %s\n",
+             FormatBytes(blocks->max_bytes).c_str(),
+             static_cast<unsigned long long>(blocks->events_past_limit),
+             blocks->has_totals
+                 ? absl::StrCat("live ", FormatBytes(blocks->totals.live_bytes), " in ",
+                                blocks->totals.live_count, " blocks, high-water ",
+                                FormatBytes(blocks->totals.high_water_bytes), ", allocated ",
+                                FormatBytes(blocks->totals.allocated_bytes), " in ",
+                                blocks->totals.allocated_count, " allocations")
+                       .c_str()
+                 : "not recorded");
+    }
   }
   if (blocks->has_memtrace_cpu) {
     printf("%s", FormatOwnCpuLine(blocks->drainer_cpu_ns, blocks->writer_cpu_ns).c_str());
@@ -839,6 +864,13 @@ int VerifyCapture(const std::string& path) {
           "it is partial: the program ended by ", t.ended_by,
           "; the capture holds everything recorded up to it, but blocks live then are not "
           "leaks"));
+    } else if (t.events_past_limit != 0 && t.Losses().size() == 1) {
+      problems.push_back(absl::StrCat(
+          "it is partial, as its size limit asked: the capture reached ",
+          FormatBytes(t.max_bytes), " (--max-size, MEMTRACE_MAX_BYTES) and the ",
+          t.events_past_limit, " events after that were not written. The events before it "
+          "are whole, and the trailer's totals and integrity cover the whole run "
+          "(`memtrace summary` prints both); raise the limit to keep more"));
     } else {
       const std::vector<std::string> losses = t.Losses();
       problems.push_back(absl::StrCat(

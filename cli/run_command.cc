@@ -138,6 +138,7 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
   if (!o.unwind.empty()) env.push_back("MEMTRACE_UNWIND=" + o.unwind);
   if (!o.min_size.empty()) env.push_back("MEMTRACE_MIN_SIZE=" + o.min_size);
   if (!o.sample.empty()) env.push_back("MEMTRACE_SAMPLE_BYTES=" + o.sample);
+  if (!o.max_size.empty()) env.push_back("MEMTRACE_MAX_BYTES=" + o.max_size);
   env.push_back(std::string("MEMTRACE_TRACE_CHILDREN=") + (o.children ? "1" : "0"));
   env.push_back(std::string("MEMTRACE_TRACE_FORKS=") + (o.forks ? "1" : "0"));
   env.push_back(std::string("MEMTRACE_MMAP=") + (o.mmap ? "1" : "0"));
@@ -232,7 +233,8 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     if (value("--output", &o->output) || value("--depth", &o->depth) ||
         value("--unwind", &o->unwind) || value("--min-size", &o->min_size) ||
         value("--sample", &o->sample) || value("--tracer-cpus", &o->tracer_cpus) ||
-        value("--fence", &o->fence) || value("--preload", &o->preload)) {
+        value("--fence", &o->fence) || value("--preload", &o->preload) ||
+        value("--max-size", &o->max_size)) {
       continue;
     }
     if (arg == "--children") {
@@ -268,6 +270,12 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
   }
   if (!o->sample.empty() && !absl::SimpleAtoi(o->sample, &bytes)) {
     *error = absl::StrCat("--sample=", o->sample, " is not a whole number of bytes");
+    return false;
+  }
+  if (!o->max_size.empty() && !ParseByteSize(o->max_size, &bytes)) {
+    *error = absl::StrCat("--max-size=", o->max_size,
+                          " is not a size in bytes (a whole number, or with K, M, G or T: "
+                          "--max-size=2G)");
     return false;
   }
   // A flag that names one of two choices, when given.
@@ -324,6 +332,9 @@ const char* RunUsage() {
          "                      membarrier() from memtrace's thread, which interrupts\n"
          "                      each CPU running the program (default), or a fence on\n"
          "                      each recording thread, which interrupts none\n"
+         "  --max-size=SIZE     stop writing events once the capture holds SIZE (2G,\n"
+         "                      500M; no limit by default): for a program left traced\n"
+         "                      for hours; the trailer still has the whole run's totals\n"
          "  --preload=PATH      the interposer (default: beside this binary, or\n"
          "                      $MEMTRACE_PRELOAD)\n"
          "  --quiet             do not print the summary\n"

@@ -1343,6 +1343,7 @@ void Start() {
   options.source = "preload";
   options.max_backpressure = absl::Seconds(2);
   options.sample_interval_bytes = settings.sample_bytes;
+  options.max_bytes = settings.max_bytes;
   options.header_fields = absl::StrCat(
       "\"interposer\":{\"library\":", JsonQuote(LibraryPath()), ",\"version\":\"", kVersion,
       "\",\"min_size\":", config.min_size, ",\"stack_depth\":", config.stack_depth,
@@ -1350,7 +1351,8 @@ void Start() {
       "\",\"sample_interval_bytes\":", settings.sample_bytes, ",\"trace_children\":",
       settings.trace_children ? "true" : "false", ",\"trace_forks\":",
       settings.trace_forks ? "true" : "false", ",\"mmap\":", config.mmap ? "true" : "false",
-      ",\"tracer_cpus\":", JsonQuote(settings.tracer_cpus.ToString()), "}");
+      ",\"tracer_cpus\":", JsonQuote(settings.tracer_cpus.ToString()),
+      ",\"max_bytes\":", settings.max_bytes, "}");
   options.writer_cpus = settings.tracer_cpus;
   if (const std::string shadow = ShadowingMalloc(); !shadow.empty()) {
     // Said here and in the header, so that `memtrace verify` can fail the capture and say

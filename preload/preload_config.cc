@@ -50,6 +50,30 @@ std::string Tagged(const std::string& path, std::string_view pid) {
 
 }  // namespace
 
+bool ParseByteSize(std::string_view text, uint64_t* out) {
+  uint64_t v = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, v);
+  if (ec != std::errc() || ptr == begin) return false;
+  std::string_view suffix(ptr, static_cast<size_t>(end - ptr));
+  int shift = 0;
+  if (!suffix.empty()) {
+    switch (suffix[0]) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      case 't': case 'T': shift = 40; break;
+      default: return false;
+    }
+    suffix.remove_prefix(1);
+    if (suffix != "" && suffix != "B" && suffix != "iB") return false;
+  }
+  if (v > (uint64_t{1} << 63) >> shift) return false;
+  *out = v << shift;
+  return true;
+}
+
 PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& lookup,
                                  std::vector<std::string>* warnings) {
   PreloadConfig c;
@@ -118,6 +142,15 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
   flag("MEMTRACE_MMAP", &c.mmap);
   either("MEMTRACE_FENCE", "membarrier", FenceMode::kMembarrier, "seq_cst", FenceMode::kSeqCst,
          &c.fence);
+  if (const char* v = lookup("MEMTRACE_MAX_BYTES"); v != nullptr) {
+    uint64_t bytes = 0;
+    if (ParseByteSize(v, &bytes)) {
+      c.max_bytes = bytes;
+    } else {
+      warn("MEMTRACE_MAX_BYTES", v, "a size in bytes (a whole number, or with K, M, G or T)",
+           "no limit");
+    }
+  }
   if (const char* v = lookup("MEMTRACE_TRACER_CPUS"); v != nullptr) {
     absl::StatusOr<CpuList> cpus = ParseCpuList(v);
     absl::Status usable = cpus.ok() ? CheckOnline(*cpus) : cpus.status();

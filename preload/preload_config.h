@@ -80,7 +80,13 @@ struct PreloadConfig {
   // MEMTRACE_TRACER_CPUS: where memtrace's drainer and writer threads run (empty: anywhere).
   CpuList tracer_cpus;
   FenceMode fence = FenceMode::kMembarrier;
+  // MEMTRACE_MAX_BYTES: the capture's size bound (JsonlSinkOptions::max_bytes; 0: none).
+  uint64_t max_bytes = 0;
 };
+
+// A size in bytes: a whole number with an optional binary suffix, K, M, G or T (either
+// case, 1024-based, "KiB" and "KB" read the same). False on anything else, or past 2^63.
+bool ParseByteSize(std::string_view text, uint64_t* out);
 
 inline constexpr uint32_t kMaxPreloadStackDepth = 64;
 

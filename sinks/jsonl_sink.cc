@@ -366,6 +366,12 @@ void JsonlSink::AddStackFrames(const ObservedEvent& o) {
 }
 
 void JsonlSink::WriteBatch(const Batch& batch) {
+  if (past_limit_) {
+    // The capture is full (max_bytes): the records are counted, not encoded.
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.events_past_limit += batch.events.size();
+    return;
+  }
   // Every line of the batch shares the epoch's time and number.
   const bool binary = options_.encoding == CaptureEncoding::kBinary;
   const std::string time_fields =
@@ -384,7 +390,7 @@ void JsonlSink::WriteBatch(const Batch& batch) {
         EnsureLayer(e.layer());
         binary_.Epoch(batch.start_unix_ns, batch.epoch);
         binary_.Free(Ticket::RingId(o.ticket), e.address(), e.layer(), o.ticket, e.word2);
-        if (binary_.size() >= kFlushBytes) FlushOutput();
+        FlushIfFull();
         continue;
       }
       if (e.kind() == EventKind::kAlloc) {
@@ -394,7 +400,7 @@ void JsonlSink::WriteBatch(const Batch& batch) {
         binary_.Epoch(batch.start_unix_ns, batch.epoch);
         binary_.Alloc(Ticket::RingId(o.ticket), e.address(), e.size(), e.layer(), e.scope(),
                       site, o.ticket);
-        if (binary_.size() >= kFlushBytes) FlushOutput();
+        FlushIfFull();
         continue;
       }
     }
@@ -471,11 +477,22 @@ void JsonlSink::WriteBatch(const Batch& batch) {
       // the epoch's first event).
       binary_.Epoch(batch.start_unix_ns, batch.epoch);
       binary_.Event(c);
-      if (binary_.size() >= kFlushBytes) FlushOutput();
     } else {
       AppendJsonEvent(c, time_fields, &buffer_);
       buffer_ += '\n';
-      if (buffer_.size() >= kFlushBytes) FlushOutput();
+    }
+    FlushIfFull();
+  }
+  if (options_.max_bytes != 0) {
+    binary_.Flush();
+    if (encoded_bytes_ + buffer_.size() > options_.max_bytes) {
+      // The whole batch is left out (its table lines too: no record after it refers to
+      // them), and every later one.
+      buffer_.clear();
+      past_limit_ = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.events_past_limit += batch.events.size();
+      return;
     }
   }
   // Flushed before it is counted: a batch whose bytes did not all reach the file is
@@ -496,12 +513,20 @@ void JsonlSink::Emit(const std::string& line) {
     buffer_ += line;
     buffer_ += '\n';
   }
-  if (buffer_.size() >= kFlushBytes) FlushOutput();
+  FlushIfFull();
+}
+
+void JsonlSink::FlushIfFull() {
+  if (options_.max_bytes != 0) return;
+  const size_t buffered =
+      options_.encoding == CaptureEncoding::kBinary ? binary_.size() : buffer_.size();
+  if (buffered >= kFlushBytes) FlushOutput();
 }
 
 void JsonlSink::FlushOutput() {
   binary_.Flush();  // staged binary records, if any, go out first
   if (buffer_.empty()) return;
+  encoded_bytes_ += buffer_.size();
   bool failed = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -609,7 +634,8 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
                     ",\"high_water_bytes\":", c.high_water_bytes, "}");
   }
   const bool complete =
-      !mark_partial && snap.integrity.complete() && s.events_lost == 0 && status().ok();
+      !mark_partial && snap.integrity.complete() && s.events_lost == 0 &&
+      s.events_past_limit == 0 && status().ok();
   // The module map goes last, so it includes libraries loaded while tracing. Modules
   // kept from before a dlclose() that are no longer loaded come first: a reader lets a
   // later line win where two overlap (the address range was reused).
@@ -643,8 +669,11 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
     final_lines_.push_back(absl::StrCat(
         "{\"type\":\"trailer\",\"complete\":", complete ? "true" : "false",
         ",\"finished_unix_ns\":", UnixNowNs(), ",\"sink\":{\"events_written\":",
-        s.events_written, ",\"events_lost\":", s.events_lost, ",\"write_errors\":",
-        s.write_errors, ",\"stack_collisions\":", s.stack_collisions, "},\"integrity\":", Integrity(snap.integrity),
+        s.events_written, ",\"events_lost\":", s.events_lost, ",\"events_past_limit\":",
+        s.events_past_limit,
+        options_.max_bytes != 0 ? absl::StrCat(",\"max_bytes\":", options_.max_bytes) : "",
+        ",\"write_errors\":", s.write_errors, ",\"stack_collisions\":", s.stack_collisions,
+        "},\"integrity\":", Integrity(snap.integrity),
         ",\"totals\":", JsonUsage(snap.totals), ",\"layers\":", JsonLayers(snap.layers),
         ",\"scopes\":", JsonScopes(snap.scopes), ",\"census\":[", census,
         "],\"memtrace_bytes\":", snap.memtrace_bytes, ",\"memtrace_memory\":{\"rings\":",

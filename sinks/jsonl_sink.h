@@ -93,11 +93,21 @@ struct JsonlSinkOptions {
   // The CPUs the writer thread ("memtrace-write") may run on (runtime/cpu_list.h); empty:
   // wherever the kernel puts it. Open() and FromStream() refuse a CPU that is not online.
   CpuList writer_cpus;
+  // A bound on the capture's size, for a program left traced for hours (0: none). Once
+  // the next epoch's records would take the capture's bytes (as encoded, before any
+  // compression) past it, no more records are written: they are counted
+  // (events_past_limit), and the trailer, written all the same, says so and keeps the
+  // totals and the integrity block of the whole run (the ledger's, which sees every
+  // record). An epoch goes in whole or not at all. The closing lines (module map,
+  // trailer) come after the bound, a few KiB.
+  uint64_t max_bytes = 0;
 };
 
 struct JsonlSinkStats {
   uint64_t events_written = 0;
   uint64_t events_lost = 0;    // dropped: queue full, or written after a write error
+  // Not written: the capture had reached JsonlSinkOptions::max_bytes.
+  uint64_t events_past_limit = 0;
   uint64_t bytes_written = 0;
   uint64_t write_errors = 0;
   // Two different call stacks sent under one 64-bit hash (event.h): the later one was
@@ -192,6 +202,9 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
     if (!layers_written_[layer]) WriteLayer(layer);
   }
   void WriteScope(uint32_t path);  // and its parents
+  // Mid-batch: writes the buffer once it holds kFlushBytes, except under max_bytes, where a
+  // batch goes out whole or not at all (WriteBatch()).
+  void FlushIfFull();
   void WriteLayer(uint8_t layer);
   uint32_t SiteId(uint64_t site);  // writes the site's line the first time
   uint32_t SiteIdSlow(uint64_t site);
@@ -244,6 +257,8 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   std::vector<std::string> final_lines_;
 
   // Writer-thread state.
+  uint64_t encoded_bytes_ = 0;  // bytes handed to the file so far, before compression
+  bool past_limit_ = false;     // max_bytes was reached: no more records are written
   std::string buffer_;
   BinaryEncoder binary_{&buffer_};  // used when options_.encoding is kBinary
   std::vector<bool> scopes_written_;

@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "analysis/capture_reader.h"
 #include "runtime/malloc_allocator.h"
@@ -371,6 +372,70 @@ TEST(JsonlSinkTest, QueueOverflowDropsAndCountsInsteadOfBlocking) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_NE(lines.back().find("\"complete\":false"), std::string::npos) << lines.back();
   EXPECT_NE(lines.back().find("\"events_lost\":2"), std::string::npos);
+}
+
+// A size limit (JsonlSinkOptions::max_bytes), in either encoding: epochs go in whole
+// while they fit, and once one would pass the limit, it and every later one are counted
+// (events_past_limit), never written. The file holds the header, whole epochs and the
+// trailer; it reads back; written + past the limit = every record handed over.
+TEST(JsonlSinkTest, ASizeLimitStopsTheEventsAtAnEpochAndCountsTheRest) {
+  for (const char* name : {"limited.jsonl", "limited.mtb"}) {
+    SCOPED_TRACE(name);
+    const std::string path = TempPath(name);
+    JsonlSinkOptions options;
+    options.max_bytes = 64 * 1024;
+    auto sink = JsonlSink::Open(path, options).value();
+    constexpr int kEpochs = 400;
+    constexpr int kPerEpoch = 50;  // alloc, free pairs
+    uint64_t ticket = 0;
+    for (int epoch = 1; epoch <= kEpochs; ++epoch) {
+      std::vector<ObservedEvent> batch;
+      for (int i = 0; i < kPerEpoch / 2; ++i) {
+        const uint64_t addr = 0x10000 + 64 * static_cast<uint64_t>(i);
+        const Event alloc{addr, Event::PackKindSize(EventKind::kAlloc, 0, 24 + i),
+                          0x400000 + static_cast<uint64_t>(i % 7),
+                          Event::PackScopeEpoch(0, static_cast<uint32_t>(epoch))};
+        const uint64_t alloc_ticket = ++ticket;
+        batch.push_back({alloc, alloc_ticket});
+        const Event free{addr, Event::PackKindSize(EventKind::kFree, 0, 0), alloc_ticket,
+                         Event::PackScopeEpoch(0, static_cast<uint32_t>(epoch))};
+        batch.push_back({free, ++ticket});
+      }
+      sink->OnEpochRecords(static_cast<uint32_t>(epoch), epoch * int64_t{1000000}, batch);
+    }
+    ASSERT_TRUE(sink->Finish(Snapshot{}).ok());
+    const JsonlSinkStats stats = sink->stats();
+    EXPECT_GT(stats.events_written, 0u);
+    EXPECT_GT(stats.events_past_limit, 0u) << "400 epochs need more than 64 KiB";
+    EXPECT_EQ(stats.events_written + stats.events_past_limit, uint64_t{kEpochs * kPerEpoch});
+    EXPECT_EQ(stats.events_written % kPerEpoch, 0u) << "whole epochs only";
+    EXPECT_EQ(stats.events_lost, 0u);
+    // Within the limit but for the closing lines (the module map and the trailer).
+    const auto size = std::filesystem::file_size(path);
+    uint64_t events = 0;
+    std::string trailer;
+    uint64_t closing = 0;
+    CaptureReadStats read;
+    ASSERT_TRUE(ReadCapture(
+                    path,
+                    [&](const CaptureRecord& r) {
+                      if (r.type == LineType::kTrailer) trailer = r.raw;
+                      if (r.type == LineType::kModule || r.type == LineType::kTrailer) {
+                        closing += r.raw.size() + 8;
+                      }
+                      return absl::OkStatus();
+                    },
+                    &read)
+                    .ok());
+    events = read.events;
+    EXPECT_LE(size, options.max_bytes + closing);
+    EXPECT_EQ(events, stats.events_written) << "every written record reads back";
+    EXPECT_NE(trailer.find("\"complete\":false"), std::string::npos) << trailer;
+    EXPECT_NE(trailer.find(absl::StrCat("\"events_past_limit\":", stats.events_past_limit)),
+              std::string::npos)
+        << trailer;
+    EXPECT_NE(trailer.find("\"max_bytes\":65536"), std::string::npos) << trailer;
+  }
 }
 
 // The drainer's path: the sink takes the records out of the drainer's vector (no copy)

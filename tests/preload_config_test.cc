@@ -42,6 +42,7 @@ TEST(PreloadConfigTest, DefaultsMirrorTheSeed) {
   EXPECT_FALSE(c.mmap) << "mappings are opt-in";
   EXPECT_TRUE(c.tracer_cpus.empty()) << "memtrace's threads go where the kernel puts them";
   EXPECT_EQ(c.fence, FenceMode::kMembarrier);
+  EXPECT_EQ(c.max_bytes, 0u) << "no size limit";
 }
 
 TEST(PreloadConfigTest, GoodValuesAreTaken) {
@@ -56,7 +57,8 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
                                  {"MEMTRACE_SAMPLE_BYTES", "524288"},
                                  {"MEMTRACE_MMAP", "1"},
                                  {"MEMTRACE_TRACER_CPUS", AllowedCpus().ToString()},
-                                 {"MEMTRACE_FENCE", "seq_cst"}},
+                                 {"MEMTRACE_FENCE", "seq_cst"},
+                                 {"MEMTRACE_MAX_BYTES", "3G"}},
                                 &warnings);
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(c.output, "/tmp/x-%p.jsonl.zst");
@@ -70,6 +72,7 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
   EXPECT_TRUE(c.mmap);
   EXPECT_EQ(c.tracer_cpus, AllowedCpus());
   EXPECT_EQ(c.fence, FenceMode::kSeqCst);
+  EXPECT_EQ(c.max_bytes, uint64_t{3} << 30);
   EXPECT_EQ(Parse({{"MEMTRACE_FENCE", "membarrier"}}, &warnings).fence, FenceMode::kMembarrier);
   EXPECT_TRUE(warnings.empty());
 }
@@ -126,6 +129,9 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
       {"MEMTRACE_OUTPUT", "", "MEMTRACE_OUTPUT=\"\" is not a file path; using memtrace-%p.mtb"},
       {"MEMTRACE_FENCE", "mfence",
        "MEMTRACE_FENCE=\"mfence\" is not \"membarrier\" or \"seq_cst\"; using membarrier"},
+      {"MEMTRACE_MAX_BYTES", "2 GB",
+       "MEMTRACE_MAX_BYTES=\"2 GB\" is not a size in bytes (a whole number, or with K, M, G or "
+       "T); using no limit"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> warnings;
@@ -166,6 +172,24 @@ TEST(PreloadConfigTest, CapturePathsNeverCollide) {
 }
 
 // An environment array as the kernel hands it over: writable strings, null-terminated.
+TEST(PreloadConfigTest, ByteSizesTakeBinarySuffixes) {
+  const std::vector<std::pair<std::string, uint64_t>> good = {
+      {"0", 0},          {"4096", 4096},     {"64K", 65536},   {"64k", 65536},
+      {"64KiB", 65536},  {"64KB", 65536},    {"500M", 500ull << 20},
+      {"2G", 2ull << 30}, {"1T", 1ull << 40}, {"8388608T", 1ull << 63}};
+  for (const auto& [text, want] : good) {
+    uint64_t got = 1;
+    EXPECT_TRUE(ParseByteSize(text, &got)) << text;
+    EXPECT_EQ(got, want) << text;
+  }
+  for (const char* bad : {"", "K", "-1", "1.5G", "2 G", "2GB2", "2X", "2Gi", "8388609T",
+                          "99999999999999999999"}) {
+    uint64_t got = 7;
+    EXPECT_FALSE(ParseByteSize(bad, &got)) << bad;
+    EXPECT_EQ(got, 7u) << "untouched: " << bad;
+  }
+}
+
 class Environment {
  public:
   explicit Environment(std::vector<std::string> entries) : strings_(std::move(entries)) {

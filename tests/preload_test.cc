@@ -1301,6 +1301,53 @@ TEST_F(PreloadTest, AChildGivenAnEnvironmentOfItsOwnIsStillTracedWithChildren) {
   }
 }
 
+// `memtrace run --max-size`: the capture stops taking events at the limit, the program
+// runs on unaffected, and every record the drainer applied is either written or counted
+// past the limit (the trailer's integrity counts them independently of the sink). verify
+// says partial and why; the summary says where the events stop and prints the whole
+// run's totals from the trailer. A size it cannot read is a usage error.
+TEST_F(PreloadTest, ASizeLimitStopsTheEventsCountsTheRestAndTheTrailerKeepsTheTotals) {
+  const std::string capture = TempDir() + "/limited.mtb";
+  const Result run = RunProgram({Cli(), "run", "--quiet", "--max-size=64K",
+                                 "--output=" + capture, "--", Target(), "basic"},
+                                {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "complete"), "false");
+  EXPECT_EQ(Field(r.trailer, "max_bytes"), "65536");
+  const uint64_t written = std::stoull(Field(r.trailer, "events_written"));
+  const uint64_t past = std::stoull(Field(r.trailer, "events_past_limit"));
+  const uint64_t applied = std::stoull(Field(r.trailer, "events_applied"));
+  EXPECT_GT(past, 0u) << "the basic mode writes about 190 KiB";
+  EXPECT_EQ(written + past, applied) << r.trailer;
+  EXPECT_EQ(Field(r.trailer, "events_lost"), "0");
+  struct stat st {};
+  ASSERT_EQ(stat(capture.c_str(), &st), 0);
+  EXPECT_LT(st.st_size, 64 * 1024 + 16 * 1024) << "the limit, and the closing lines";
+  const Result verify = RunProgram({Cli(), "verify", capture}, {});
+  EXPECT_EQ(verify.status, 1);
+  EXPECT_NE(verify.out.find("it is partial, as its size limit asked: the capture reached "
+                            "64.0 KiB"),
+            std::string::npos)
+      << verify.out;
+  const Result summary = RunProgram({Cli(), "summary", capture}, {});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  EXPECT_NE(summary.out.find("capture PARTIAL (its size limit, 64.0 KiB, was reached"),
+            std::string::npos)
+      << summary.out;
+  EXPECT_NE(summary.out.find(absl::StrCat(past, " later events were not written")),
+            std::string::npos)
+      << summary.out;
+  EXPECT_NE(summary.out.find("from the trailer: live "), std::string::npos) << summary.out;
+  const Result bad = RunProgram({Cli(), "run", "--max-size=2 GB", "--", Target(), "basic"}, {});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--max-size=2 GB is not a size in bytes"), std::string::npos)
+      << bad.err;
+}
+
 TEST_F(PreloadTest, CrashKeepsEverythingRecordedAndIsPartial) {
   const std::string capture = TempDir() + "/crash.mtb";
   const Result run =

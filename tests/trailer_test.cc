@@ -80,6 +80,30 @@ TEST(TrailerTest, LossesNameEveryCounterThatLostSomething) {
   EXPECT_EQ(t->Losses(), want);
 }
 
+// A capture that reached its size limit: the counts, the limit and the whole run's
+// totals are read; the loss is named like the others.
+TEST(TrailerTest, ASizeLimitAndTheWholeRunsTotalsAreRead) {
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(
+      R"({"type":"trailer","complete":false,"sink":{"events_written":10,"events_lost":0,)"
+      R"("events_past_limit":90,"max_bytes":65536,"write_errors":0},)"
+      R"("totals":{"live_bytes":100,"live_count":2,"high_water_bytes":4096,)"
+      R"("allocated_bytes":8000,"allocated_count":50,"freed_bytes":7900,"freed_count":48}})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->events_past_limit, 90u);
+  EXPECT_EQ(t->max_bytes, 65536u);
+  ASSERT_TRUE(t->has_totals);
+  EXPECT_EQ(t->totals.live_bytes, 100u);
+  EXPECT_EQ(t->totals.high_water_bytes, 4096u);
+  EXPECT_EQ(t->totals.allocated_count, 50u);
+  EXPECT_EQ(t->totals.freed_count, 48u);
+  EXPECT_EQ(t->Losses(), std::vector<std::string>{"events past the size limit 90"});
+  const absl::StatusOr<TrailerBlocks> damaged =
+      ParseTrailer(R"({"totals":{"live_bytes":-5}})");
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_NE(damaged.status().message().find("'totals.live_bytes'"), std::string::npos)
+      << damaged.status();
+}
+
 TEST(TrailerTest, DamagedTrailersAreErrorsThatSayWhere) {
   struct Case {
     const char* trailer;
