@@ -194,17 +194,28 @@ bool IsPreload(std::string_view entry) {
   return entry.substr(0, kPreloadName.size()) == kPreloadName;
 }
 
-// Whether an LD_PRELOAD value names a file whose name contains `marker` (ld.so separates
-// the files by colons or spaces).
-bool PreloadNames(std::string_view value, std::string_view marker) {
+// Calls fn(file) for each file an LD_PRELOAD value names, in order (ld.so separates them
+// by colons or spaces). Each is a view into `value`, read no further than its end, so fn
+// may write over what came before it.
+template <typename Fn>
+void ForEachPreloadFile(std::string_view value, Fn fn) {
   size_t i = 0;
-  while (i < value.size()) {
+  for (;;) {
     while (i < value.size() && (value[i] == ' ' || value[i] == ':')) ++i;
+    if (i == value.size()) return;
     const size_t start = i;
     while (i < value.size() && value[i] != ' ' && value[i] != ':') ++i;
-    if (value.substr(start, i - start).find(marker) != std::string_view::npos) return true;
+    fn(value.substr(start, i - start));
   }
-  return false;
+}
+
+// Whether an LD_PRELOAD value names a file whose name contains `marker`.
+bool PreloadNames(std::string_view value, std::string_view marker) {
+  bool named = false;
+  ForEachPreloadFile(value, [&](std::string_view file) {
+    named = named || file.find(marker) != std::string_view::npos;
+  });
+  return named;
 }
 
 // The name part of "NAME=value", with the '='.
@@ -296,27 +307,21 @@ void BuildTracingEnvironment(const char* const* env, std::string_view library,
 
 void DropFromPreload(char** env, std::string_view library) {
   if (env == nullptr) return;
-  constexpr std::string_view kName = "LD_PRELOAD=";
   for (char** e = env; *e != nullptr;) {
-    if (std::string_view(*e).substr(0, kName.size()) != kName) {
+    if (!IsPreload(*e)) {
       ++e;
       continue;
     }
-    // The kept entries are copied down over the string itself: `out` never passes `p`.
-    char* const value = *e + kName.size();
+    // The kept entries are copied down over the string itself: `out` never passes the
+    // file being read (a separator came between any two).
+    char* const value = *e + kPreloadName.size();
     char* out = value;
-    const char* p = value;
-    for (;;) {
-      while (*p == ' ' || *p == ':') ++p;
-      if (*p == '\0') break;
-      const char* start = p;
-      while (*p != '\0' && *p != ' ' && *p != ':') ++p;
-      const std::string_view entry(start, static_cast<size_t>(p - start));
-      if (entry.find(library) != std::string_view::npos) continue;
+    ForEachPreloadFile(value, [&](std::string_view file) {
+      if (file.find(library) != std::string_view::npos) return;
       if (out != value) *out++ = ' ';
-      memmove(out, start, entry.size());
-      out += entry.size();
-    }
+      memmove(out, file.data(), file.size());
+      out += file.size();
+    });
     *out = '\0';
     if (out != value) {
       ++e;
