@@ -670,20 +670,24 @@ int FindOwnCode(dl_phdr_info* info, size_t, void* data) {
 // environment of the commands it runs from it, not from `environ`.
 char** initial_environment = nullptr;
 
+// What every LD_PRELOAD entry naming this library contains, whatever its directory.
+constexpr char kLibraryMarker[] = "libmemtrace_preload";
+
 // Removes this library from LD_PRELOAD, so programs this one execs run untraced: in the
 // array main() gets and in `environ`, should an earlier constructor have replaced it
 // (preload_config.h, DropFromPreload: why not unsetenv()).
 void RemoveFromPreload() {
-  DropFromPreload(initial_environment, "libmemtrace_preload");
-  if (environ != initial_environment) DropFromPreload(environ, "libmemtrace_preload");
+  DropFromPreload(initial_environment, kLibraryMarker);
+  if (environ != initial_environment) DropFromPreload(environ, kLibraryMarker);
 }
 
 // With children traced: what a program this one runs needs in its environment to be
 // traced too (preload_config.h, BuildTracingEnvironment): this library's absolute path,
 // and the MEMTRACE_ settings this process started with. Set once by Start(), before any
-// thread of the program can exec; read-only afterwards (also in a vfork()ed child).
+// thread of the program can exec; read-only afterwards (also in a vfork()ed child). Null
+// when children are not traced.
 struct ChildTracing {
-  std::string library;                // "" when children are not traced
+  std::string library;                // absolute
   std::vector<std::string> settings;  // "MEMTRACE_NAME=value"
   std::vector<const char*> pointers;  // into `settings`, null-terminated
 };
@@ -700,15 +704,15 @@ void KeepChildTracing(int root_pid) {
   }
   auto* c = new ChildTracing;
   c->library = path;
-  const std::string root = absl::StrCat("MEMTRACE_ROOT_PID=", root_pid);
+  // Every setting as this process has it, but the root pid, which is this family's.
+  constexpr char kRoot[] = "MEMTRACE_ROOT_PID=";
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
-    if (entry.substr(0, 9) != "MEMTRACE_" || entry.substr(0, 18) == "MEMTRACE_ROOT_PID=") {
-      continue;
+    if (entry.starts_with("MEMTRACE_") && !entry.starts_with(kRoot)) {
+      c->settings.emplace_back(entry);
     }
-    c->settings.emplace_back(entry);
   }
-  c->settings.push_back(root);
+  c->settings.push_back(absl::StrCat(kRoot, root_pid));
   for (const std::string& setting : c->settings) c->pointers.push_back(setting.c_str());
   c->pointers.push_back(nullptr);
   child_tracing = c;
@@ -729,7 +733,7 @@ class ChildEnvironment {
     if (c == nullptr) return;
     const auto* given = const_cast<const char* const*>(envp);
     const TracingEnvironmentSize size = MeasureTracingEnvironment(
-        given, c->library, "libmemtrace_preload", c->pointers.data());
+        given, c->library, kLibraryMarker, c->pointers.data());
     if (!size.changes) return;
     const size_t bytes = size.entries * sizeof(char*) + size.bytes;
     void* mem = local_;
@@ -742,7 +746,7 @@ class ChildEnvironment {
       mapped_bytes_ = bytes;
     }
     auto** entries = static_cast<const char**>(mem);
-    BuildTracingEnvironment(given, c->library, "libmemtrace_preload", c->pointers.data(),
+    BuildTracingEnvironment(given, c->library, kLibraryMarker, c->pointers.data(),
                             entries, reinterpret_cast<char*>(entries + size.entries));
     env_ = const_cast<char* const*>(entries);
   }
