@@ -69,6 +69,11 @@ struct TrailerBlocks {
   // What made the capture lose something, by the counters' names in the runtime's summary,
   // each with its count ("dropped 3", "sink lost 12"); empty when nothing was lost.
   std::vector<std::string> Losses() const;
+  // Whether the only loss is what a size limit kept out (events_past_limit): a capture
+  // partial as its user asked, whose events before the limit are whole.
+  bool LostOnlyPastTheSizeLimit() const {
+    return events_past_limit != 0 && Losses().size() == 1;
+  }
 };
 
 // Reads the trailer line `line` (JSON text, as CaptureSummary::trailer holds it).

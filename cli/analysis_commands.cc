@@ -147,7 +147,7 @@ std::string Verdict(const CaptureSummary& s) {
   }
   if (!s.trailer_complete) {
     const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s.trailer);
-    if (t.ok() && t->events_past_limit != 0 && t->Losses().size() == 1) {
+    if (t.ok() && t->LostOnlyPastTheSizeLimit()) {
       return absl::StrCat("PARTIAL (its size limit, ", FormatBytes(t->max_bytes),
                           ", was reached: the events stop there; the totals at the end are "
                           "below the integrity block)");
@@ -864,7 +864,7 @@ int VerifyCapture(const std::string& path) {
           "it is partial: the program ended by ", t.ended_by,
           "; the capture holds everything recorded up to it, but blocks live then are not "
           "leaks"));
-    } else if (t.events_past_limit != 0 && t.Losses().size() == 1) {
+    } else if (t.LostOnlyPastTheSizeLimit()) {
       problems.push_back(absl::StrCat(
           "it is partial, as its size limit asked: the capture reached ",
           FormatBytes(t.max_bytes), " (--max-size, MEMTRACE_MAX_BYTES) and the ",

@@ -78,6 +78,7 @@ TEST(TrailerTest, LossesNameEveryCounterThatLostSomething) {
   const std::vector<std::string> want = {"records dropped 3", "rings unavailable 2",
                                          "events the sink lost 7", "write errors 1"};
   EXPECT_EQ(t->Losses(), want);
+  EXPECT_FALSE(t->LostOnlyPastTheSizeLimit()) << "no size limit was reached";
 }
 
 // A capture that reached its size limit: the counts, the limit and the whole run's
@@ -97,6 +98,7 @@ TEST(TrailerTest, ASizeLimitAndTheWholeRunsTotalsAreRead) {
   EXPECT_EQ(t->totals.allocated_count, 50u);
   EXPECT_EQ(t->totals.freed_count, 48u);
   EXPECT_EQ(t->Losses(), std::vector<std::string>{"events past the size limit 90"});
+  EXPECT_TRUE(t->LostOnlyPastTheSizeLimit());
   const absl::StatusOr<TrailerBlocks> damaged =
       ParseTrailer(R"({"totals":{"live_bytes":-5}})");
   ASSERT_FALSE(damaged.ok());
