@@ -218,7 +218,7 @@ std::vector<ObservedEvent> JsonlSink::TakeSpare() {
 
 void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
                         std::span<const ObservedEvent> events) noexcept {
-  if (events.empty()) return;
+  if (events.empty() || CountedPastLimit(events.size())) return;
   // The copy is made outside the lock, into a vector the writer gave back (its capacity
   // is already touched), so neither side waits on the other for allocation or page
   // faults.
@@ -229,7 +229,7 @@ void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
 
 void JsonlSink::OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
                                std::vector<ObservedEvent>& events) noexcept {
-  if (events.empty()) return;
+  if (events.empty() || CountedPastLimit(events.size())) return;
   // No copy: the drainer's vector becomes the batch, and the drainer goes on with one the
   // writer gave back.
   std::vector<ObservedEvent> batch = TakeSpare();
@@ -240,6 +240,14 @@ void JsonlSink::OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
   batch.reserve(kSpareCapacity);
   batch.swap(events);
   Enqueue(epoch, epoch_start_unix_ns, std::move(batch));
+}
+
+bool JsonlSink::CountedPastLimit(size_t n) noexcept {
+  if (options_.max_bytes == 0) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!past_limit_) return false;
+  stats_.events_past_limit += n;
+  return true;
 }
 
 void JsonlSink::Enqueue(uint32_t epoch, int64_t epoch_start_unix_ns,
@@ -366,8 +374,9 @@ void JsonlSink::AddStackFrames(const ObservedEvent& o) {
 }
 
 void JsonlSink::WriteBatch(const Batch& batch) {
-  if (past_limit_) {
-    // The capture is full (max_bytes): the records are counted, not encoded.
+  if (past_limit_) {  // read without mu_: only this thread writes it
+    // The capture is full (max_bytes): a batch queued before the drainer saw it. The
+    // records are counted, not encoded.
     std::lock_guard<std::mutex> lock(mu_);
     stats_.events_past_limit += batch.events.size();
     return;
@@ -489,8 +498,8 @@ void JsonlSink::WriteBatch(const Batch& batch) {
       // The whole batch is left out (its table lines too: no record after it refers to
       // them), and every later one.
       buffer_.clear();
-      past_limit_ = true;
       std::lock_guard<std::mutex> lock(mu_);
+      past_limit_ = true;
       stats_.events_past_limit += batch.events.size();
       return;
     }

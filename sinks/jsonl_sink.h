@@ -189,6 +189,9 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
             std::string reopen_path);
   // A vector the writer gave back (empty, with capacity), or a new one.
   std::vector<ObservedEvent> TakeSpare();
+  // Past the size limit (max_bytes): counts `n` records there and says so, and the
+  // epoch goes no further. False without a limit, or before it is reached.
+  bool CountedPastLimit(size_t n) noexcept;
   // Queues an epoch's records for the writer, waiting or dropping as the options say.
   void Enqueue(uint32_t epoch, int64_t epoch_start_unix_ns,
                std::vector<ObservedEvent>&& batch) noexcept;
@@ -246,6 +249,10 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   bool writer_idle_ = true;
   bool stopping_ = false;
   bool finished_ = false;
+  // max_bytes was reached: no more records are written. Set by the writer; the drainer
+  // then counts each epoch's records where it hands them over (CountedPastLimit()) instead
+  // of carrying them to the writer.
+  bool past_limit_ = false;
   JsonlSinkStats stats_;
   absl::Status status_;
   // KeepModules(): by start address and path.
@@ -258,7 +265,6 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
 
   // Writer-thread state.
   uint64_t encoded_bytes_ = 0;  // bytes handed to the file so far, before compression
-  bool past_limit_ = false;     // max_bytes was reached: no more records are written
   std::string buffer_;
   BinaryEncoder binary_{&buffer_};  // used when options_.encoding is kBinary
   std::vector<bool> scopes_written_;
