@@ -26,6 +26,7 @@
 #include "analysis/exports.h"
 #include "analysis/family_live.h"
 #include "analysis/process_tree.h"
+#include "analysis/site_groups.h"
 #include "analysis/symbolizer.h"
 #include "analysis/trailer.h"
 #include "cli/progress_bar.h"
@@ -87,7 +88,10 @@ const CommandSpec kTopSpec = {
     "--by=bytes: bytes allocated; count: allocations; live: bytes live at the end (leaks at\n"
     "exit); temporaries: blocks freed almost at once by the thread that allocated them.\n"
     "A site is named after the code that called the allocator (malloc, operator new, and\n"
-    "the wrappers of common libraries; --allocator adds the program's own).\n"
+    "the wrappers of common libraries; --allocator adds the program's own). Call stacks\n"
+    "that share that name, scope and layer (one function reached from several callers)\n"
+    "are one row, marked [N stacks]; --stacks prints the largest five of them, each with\n"
+    "its own counts (--json lists them all).\n"
     "With several captures (the processes of one program: memtrace top NAME.mtb NAME.*),\n"
     "rows with the same site name, scope and layer are added up over the processes, and\n"
     "each says in how many it appeared. The blocks a forked child inherited are counted in\n"
@@ -98,8 +102,9 @@ const CommandSpec kPeakSpec = {
     "peak", "memtrace peak [flags] CAPTURE",
     "Finds the moment total live memory was highest and lists what held it, by scope and\n"
     "by call site; then, for each scope (largest first, --limit of them) or for --scope, its\n"
-    "own high-water moment and what of it was live then, by site. Reads the capture three\n"
-    "times.",
+    "own high-water moment and what of it was live then, by site. Sites are named as in\n"
+    "`memtrace top`, and stacks that share a name are one row, marked [N stacks]. Reads\n"
+    "the capture three times.",
     {"json", "limit", "scope", "allocator"}};
 
 const CommandSpec kRetentionSpec = {
@@ -1033,39 +1038,60 @@ int TopCommand(int argc, char** argv) {
   auto s = Load(path);
   if (!s.ok()) return InputError(kTopSpec, std::string(s.status().message()));
   auto& rows = s->attribution;
-  auto key = [&](const AllocationAttribution& a) {
-    if (by == "count") return a.usage.allocated_count;
-    if (by == "live") return a.usage.live_bytes;
-    if (by == "temporaries") return a.temporaries;
-    return a.usage.allocated_bytes;
+  auto key = [&](const UsageCounters& usage, uint64_t temporaries) {
+    if (by == "count") return usage.allocated_count;
+    if (by == "live") return usage.live_bytes;
+    if (by == "temporaries") return temporaries;
+    return usage.allocated_bytes;
   };
   std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-    if (key(a) != key(b)) return key(a) > key(b);
+    const uint64_t ka = key(a.usage, a.temporaries), kb = key(b.usage, b.temporaries);
+    if (ka != kb) return ka > kb;
     if (a.site != b.site) return a.site < b.site;
     return a.scope != b.scope ? a.scope < b.scope : a.layer < b.layer;
   });
   SiteNamer names(*s, std::move(allocators));
+  constexpr size_t kStacksPerRow = 5;  // --stacks: the largest of a row's stacks
+  // Stacks that read the same (one function, reached from several callers) are one row
+  // (analysis/site_groups.h); each group's stacks stay largest first.
+  std::vector<SiteGroup> groups =
+      GroupSitesByName(rows, [&](uint32_t site) { return names.Name(site); });
+  std::stable_sort(groups.begin(), groups.end(), [&](const SiteGroup& a, const SiteGroup& b) {
+    return key(a.usage, a.temporaries) > key(b.usage, b.temporaries);
+  });
   const bool stacks = absl::GetFlag(FLAGS_stacks);
-  const size_t shown = std::min(limit, rows.size());
+  const size_t shown = std::min(limit, groups.size());
   if (absl::GetFlag(FLAGS_json)) {
+    auto frames = [&](uint32_t site) {
+      std::string out;
+      for (uint64_t pc : names.Frames(site)) {
+        absl::StrAppend(&out, out.empty() ? "" : ",", names.JsonFrame(pc));
+      }
+      return absl::StrCat("[", out, "]");
+    };
     std::string out;
     for (size_t i = 0; i < shown; ++i) {
-      const AllocationAttribution& a = rows[i];
-      std::string frames;
-      if (stacks) {
-        for (uint64_t pc : names.Frames(a.site)) {
-          absl::StrAppend(&frames, frames.empty() ? "" : ",", names.JsonFrame(pc));
-        }
+      const SiteGroup& g = groups[i];
+      const AllocationAttribution& first = g.stacks.front();
+      std::string members;
+      for (const AllocationAttribution& a : g.stacks) {
+        absl::StrAppend(&members, members.empty() ? "" : ",", "{\"site\":", a.site,
+                        ",\"addr\":\"", Hex(a.site_addr), "\"",
+                        stacks ? absl::StrCat(",\"frames\":", frames(a.site)) : "",
+                        ",\"usage\":", JsonUsage(a.usage), ",\"temporaries\":", a.temporaries,
+                        "}");
       }
-      absl::StrAppend(&out, i == 0 ? "" : ",", "{\"site\":", a.site, ",\"addr\":\"",
-                      Hex(a.site_addr), "\",\"name\":", JsonQuote(names.Name(a.site)),
-                      stacks ? absl::StrCat(",\"frames\":[", frames, "]") : "",
-                      ",\"scope\":", JsonQuote(ScopeName(*s, a.scope)),
-                      ",\"layer\":", JsonQuote(LayerName(*s, a.layer)),
-                      ",\"usage\":", JsonUsage(a.usage), ",\"temporaries\":", a.temporaries, "}");
+      // "site", "addr" and "frames": the group's largest stack, as before groups.
+      absl::StrAppend(&out, i == 0 ? "" : ",", "{\"site\":", first.site, ",\"addr\":\"",
+                      Hex(first.site_addr), "\",\"name\":", JsonQuote(g.name),
+                      stacks ? absl::StrCat(",\"frames\":", frames(first.site)) : "",
+                      ",\"scope\":", JsonQuote(ScopeName(*s, g.scope)),
+                      ",\"layer\":", JsonQuote(LayerName(*s, g.layer)),
+                      ",\"usage\":", JsonUsage(g.usage), ",\"temporaries\":", g.temporaries,
+                      ",\"stacks\":[", members, "]}");
     }
     printf("{%s,\"by\":%s,\"rows\":[%s],\"more_rows\":%zu}\n", JsonHead("top", path, *s).c_str(),
-           JsonQuote(by).c_str(), out.c_str(), rows.size() - shown);
+           JsonQuote(by).c_str(), out.c_str(), groups.size() - shown);
     return 0;
   }
   printf("memtrace top of %s by %s: capture %s\n", path.c_str(), by.c_str(), Verdict(*s).c_str());
@@ -1073,21 +1099,48 @@ int TopCommand(int argc, char** argv) {
   printf("\n");
   const char* row = "%11s %10s %11s %9s %11s  %-28s %-10s %s\n";
   printf(row, "allocated", "allocs", "live", "blocks", "temporaries", "scope", "layer", "site");
+  auto print_frames = [&](uint32_t site) {
+    const std::vector<uint64_t> frames = names.Frames(site);
+    for (size_t f = 0; f < frames.size(); ++f) {
+      printf("    #%-2zu %s\n", f, names.Describe(frames[f]).c_str());
+    }
+  };
   for (size_t i = 0; i < shown; ++i) {
-    const AllocationAttribution& a = rows[i];
-    printf(row, FormatBytes(a.usage.allocated_bytes).c_str(),
-           absl::StrCat(a.usage.allocated_count).c_str(), FormatBytes(a.usage.live_bytes).c_str(),
-           absl::StrCat(a.usage.live_count).c_str(), absl::StrCat(a.temporaries).c_str(),
-           ScopeName(*s, a.scope).c_str(), LayerName(*s, a.layer).c_str(),
-           names.Name(a.site).c_str());
-    if (stacks) {
-      const std::vector<uint64_t> frames = names.Frames(a.site);
-      for (size_t f = 0; f < frames.size(); ++f) {
-        printf("    #%-2zu %s\n", f, names.Describe(frames[f]).c_str());
-      }
+    const SiteGroup& g = groups[i];
+    printf(row, FormatBytes(g.usage.allocated_bytes).c_str(),
+           absl::StrCat(g.usage.allocated_count).c_str(), FormatBytes(g.usage.live_bytes).c_str(),
+           absl::StrCat(g.usage.live_count).c_str(), absl::StrCat(g.temporaries).c_str(),
+           ScopeName(*s, g.scope).c_str(), LayerName(*s, g.layer).c_str(),
+           (g.name + StacksNote(g.stacks.size())).c_str());
+    if (!stacks) continue;
+    if (g.stacks.size() == 1) {
+      print_frames(g.stacks[0].site);
+      continue;
+    }
+    const size_t listed = std::min(g.stacks.size(), kStacksPerRow);
+    for (size_t k = 0; k < listed; ++k) {
+      const AllocationAttribution& a = g.stacks[k];
+      printf("  stack %zu of %zu: %s in %llu allocations, %s in %llu blocks live, "
+             "%llu temporaries\n",
+             k + 1, g.stacks.size(), FormatBytes(a.usage.allocated_bytes).c_str(),
+             static_cast<unsigned long long>(a.usage.allocated_count),
+             FormatBytes(a.usage.live_bytes).c_str(),
+             static_cast<unsigned long long>(a.usage.live_count),
+             static_cast<unsigned long long>(a.temporaries));
+      print_frames(a.site);
+    }
+    if (listed < g.stacks.size()) {
+      UsageCounters rest;
+      for (size_t k = listed; k < g.stacks.size(); ++k) rest.AddCounts(g.stacks[k].usage);
+      printf("  (%zu more stacks, %s in %llu allocations: --json lists them all, memtrace "
+             "export --format=folded gives every stack's bytes)\n",
+             g.stacks.size() - listed, FormatBytes(rest.allocated_bytes).c_str(),
+             static_cast<unsigned long long>(rest.allocated_count));
     }
   }
-  if (rows.size() > shown) printf("(%zu more rows; --limit=N shows more)\n", rows.size() - shown);
+  if (groups.size() > shown) {
+    printf("(%zu more rows; --limit=N shows more)\n", groups.size() - shown);
+  }
   return 0;
 }
 
@@ -1124,39 +1177,45 @@ int PeakCommand(int argc, char** argv) {
   const size_t scopes_shown = std::min(limit, scope_peaks->size());
   const size_t kSitesPerScope = 5;
   SiteNamer names(*s, std::move(allocators));
+  const auto name = [&](uint32_t site) { return names.Name(site); };
+  const std::vector<NamedSiteBytes> peak_sites = GroupSiteBytesByName(peak->by_site, name);
   if (absl::GetFlag(FLAGS_json)) {
-    auto pairs = [&](const std::vector<std::pair<uint32_t, uint64_t>>& v, bool sites,
-                     size_t cap) {
+    auto scopes = [&](const std::vector<std::pair<uint32_t, uint64_t>>& v) {
+      std::string out;
+      for (const auto& [id, bytes] : v) {
+        absl::StrAppend(&out, out.empty() ? "" : ",", "{\"scope\":",
+                        JsonQuote(ScopeName(*s, id)), ",\"live_bytes\":", bytes, "}");
+      }
+      return out;
+    };
+    // "site": the group's largest stack; "sites": all of them.
+    auto sites = [&](const std::vector<NamedSiteBytes>& v, size_t cap) {
       std::string out;
       for (size_t i = 0; i < v.size() && i < cap; ++i) {
-        absl::StrAppend(&out, i == 0 ? "" : ",", "{",
-                        sites ? absl::StrCat("\"site\":", v[i].first, ",\"name\":",
-                                             JsonQuote(names.Name(v[i].first)))
-                              : absl::StrCat("\"scope\":", JsonQuote(ScopeName(*s, v[i].first))),
-                        ",\"live_bytes\":", v[i].second, "}");
+        absl::StrAppend(&out, i == 0 ? "" : ",", "{\"site\":", v[i].sites.front(),
+                        ",\"sites\":[", absl::StrJoin(v[i].sites, ","),
+                        "],\"name\":", JsonQuote(v[i].name), ",\"live_bytes\":", v[i].bytes,
+                        "}");
       }
       return out;
     };
     std::string per_scope;
     for (size_t i = 0; i < scopes_shown; ++i) {
       const ScopePeak& p = (*scope_peaks)[i];
+      const std::vector<NamedSiteBytes> scope_sites = GroupSiteBytesByName(p.composition.by_site, name);
       absl::StrAppend(&per_scope, i == 0 ? "" : ",", "{\"scope\":", JsonQuote(ScopeName(*s, p.scope)),
                       ",\"event_index\":", p.event_index, ",\"t\":", p.t,
                       ",\"live_bytes\":", p.composition.live_bytes,
                       ",\"total_live_bytes\":", p.total_live_bytes, ",\"by_site\":[",
-                      pairs(p.composition.by_site, true, kSitesPerScope),
-                      "],\"more_sites\":",
-                      p.composition.by_site.size() -
-                          std::min(kSitesPerScope, p.composition.by_site.size()),
-                      "}");
+                      sites(scope_sites, kSitesPerScope), "],\"more_sites\":",
+                      scope_sites.size() - std::min(kSitesPerScope, scope_sites.size()), "}");
     }
     printf("{%s,\"event_index\":%llu,\"t\":%lld,\"live_bytes\":%llu,\"by_scope\":[%s],"
            "\"by_site\":[%s],\"more_sites\":%zu,\"scope_peaks\":[%s],\"more_scopes\":%zu}\n",
            JsonHead("peak", path, *s).c_str(), static_cast<unsigned long long>(peak->event_index),
            static_cast<long long>(peak->t), static_cast<unsigned long long>(peak->live_bytes),
-           pairs(peak->by_scope, false, ~size_t{0}).c_str(),
-           pairs(peak->by_site, true, limit).c_str(),
-           peak->by_site.size() - std::min(limit, peak->by_site.size()), per_scope.c_str(),
+           scopes(peak->by_scope).c_str(), sites(peak_sites, limit).c_str(),
+           peak_sites.size() - std::min(limit, peak_sites.size()), per_scope.c_str(),
            scope_peaks->size() - scopes_shown);
     return 0;
   }
@@ -1171,13 +1230,13 @@ int PeakCommand(int argc, char** argv) {
            Share(bytes, peak->live_bytes));
   }
   printf("\n%11s %7s  %s\n", "live", "share", "by call site");
-  for (size_t i = 0; i < peak->by_site.size() && i < limit; ++i) {
-    const auto& [site, bytes] = peak->by_site[i];
-    printf("%11s %6.1f%%  %s\n", FormatBytes(bytes).c_str(), Share(bytes, peak->live_bytes),
-           names.Name(site).c_str());
+  for (size_t i = 0; i < peak_sites.size() && i < limit; ++i) {
+    const NamedSiteBytes& g = peak_sites[i];
+    printf("%11s %6.1f%%  %s%s\n", FormatBytes(g.bytes).c_str(), Share(g.bytes, peak->live_bytes),
+           g.name.c_str(), StacksNote(g.sites.size()).c_str());
   }
-  if (peak->by_site.size() > limit) {
-    printf("(%zu more sites; --limit=N shows more)\n", peak->by_site.size() - limit);
+  if (peak_sites.size() > limit) {
+    printf("(%zu more sites; --limit=N shows more)\n", peak_sites.size() - limit);
   }
   printf("\neach scope at its own high-water moment (scope's live bytes, by site)\n");
   for (size_t i = 0; i < scopes_shown; ++i) {
@@ -1185,10 +1244,11 @@ int PeakCommand(int argc, char** argv) {
     printf("\n%s: %s live after event %llu (all scopes: %s)\n", ScopeName(*s, p.scope).c_str(),
            FormatBytes(p.composition.live_bytes).c_str(),
            static_cast<unsigned long long>(p.event_index), FormatBytes(p.total_live_bytes).c_str());
-    const auto& sites = p.composition.by_site;
+    const std::vector<NamedSiteBytes> sites = GroupSiteBytesByName(p.composition.by_site, name);
     for (size_t k = 0; k < sites.size() && k < kSitesPerScope; ++k) {
-      printf("  %11s %6.1f%%  %s\n", FormatBytes(sites[k].second).c_str(),
-             Share(sites[k].second, p.composition.live_bytes), names.Name(sites[k].first).c_str());
+      printf("  %11s %6.1f%%  %s%s\n", FormatBytes(sites[k].bytes).c_str(),
+             Share(sites[k].bytes, p.composition.live_bytes), sites[k].name.c_str(),
+             StacksNote(sites[k].sites.size()).c_str());
     }
     if (sites.size() > kSitesPerScope) {
       printf("  (%zu more sites)\n", sites.size() - kSitesPerScope);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
 #include "analysis/capture_reader.h"
+#include "analysis/site_groups.h"
 #include "analysis/timeline.h"
 #include "report/report_assets.h"
 #include "sinks/json_text.h"
@@ -277,6 +278,7 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
                      const CaptureTables& tables, const Timeline& timeline,
                      const PeakComposition& peak, const ReportOptions& options) {
   FrameNames names(options, tables);
+  const auto site_name = [&](uint32_t site) { return SiteName(s, tables, names, site); };
   const char* verdict =
       !s.has_trailer ? "truncated" : (s.trailer_complete ? "complete" : "partial");
   std::string capture = absl::StrCat(
@@ -295,33 +297,37 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
                   return absl::StrCat("[", JsonQuote(Path(s, p.first)), ",", p.second, "]");
                 }),
       ",\"by_site\":",
-      JsonTable(peak.by_site, options.top, [&](const std::pair<uint32_t, uint64_t>& p) {
-        return absl::StrCat("[", JsonQuote(SiteName(s, tables, names, p.first)), ",",
-                            p.second, "]");
-      }),
+      JsonTable(GroupSiteBytesByName(peak.by_site, site_name), options.top,
+                [&](const NamedSiteBytes& g) {
+                  return absl::StrCat("[", JsonQuote(g.name + StacksNote(g.sites.size())), ",",
+                                      g.bytes, "]");
+                }),
       "}");
 
-  // Tables.
-  std::vector<AllocationAttribution> sites = s.attribution;
-  std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) {
+  // Tables. Stacks that read the same are one row (analysis/site_groups.h).
+  std::vector<AllocationAttribution> by_allocated = s.attribution;
+  std::sort(by_allocated.begin(), by_allocated.end(), [](const auto& a, const auto& b) {
     if (a.usage.allocated_bytes != b.usage.allocated_bytes) {
       return a.usage.allocated_bytes > b.usage.allocated_bytes;
     }
     return std::tie(a.site, a.scope, a.layer) < std::tie(b.site, b.scope, b.layer);
   });
-  auto site_row = [&](const AllocationAttribution& a) {
-    return absl::StrCat("[", JsonQuote(SiteName(s, tables, names, a.site)), ",",
-                        JsonQuote(Path(s, a.scope)), ",", JsonQuote(LayerName(s, a.layer)), ",",
-                        a.usage.allocated_bytes, ",", a.usage.allocated_count, ",",
-                        a.usage.live_bytes, ",", a.usage.live_count, ",", a.temporaries, "]");
+  std::vector<SiteGroup> sites = GroupSitesByName(by_allocated, site_name);
+  std::stable_sort(sites.begin(), sites.end(), [](const SiteGroup& a, const SiteGroup& b) {
+    return a.usage.allocated_bytes > b.usage.allocated_bytes;
+  });
+  auto site_row = [&](const SiteGroup& g) {
+    return absl::StrCat("[", JsonQuote(g.name + StacksNote(g.stacks.size())), ",",
+                        JsonQuote(Path(s, g.scope)), ",", JsonQuote(LayerName(s, g.layer)), ",",
+                        g.usage.allocated_bytes, ",", g.usage.allocated_count, ",",
+                        g.usage.live_bytes, ",", g.usage.live_count, ",", g.temporaries, "]");
   };
-  std::vector<AllocationAttribution> leaks;
-  for (const auto& a : sites) {
-    if (a.usage.live_bytes > 0 || a.usage.live_count > 0) leaks.push_back(a);
+  std::vector<SiteGroup> leaks;
+  for (const SiteGroup& g : sites) {
+    if (g.usage.live_bytes > 0 || g.usage.live_count > 0) leaks.push_back(g);
   }
-  std::sort(leaks.begin(), leaks.end(), [](const auto& a, const auto& b) {
-    if (a.usage.live_bytes != b.usage.live_bytes) return a.usage.live_bytes > b.usage.live_bytes;
-    return std::tie(a.site, a.scope, a.layer) < std::tie(b.site, b.scope, b.layer);
+  std::stable_sort(leaks.begin(), leaks.end(), [](const SiteGroup& a, const SiteGroup& b) {
+    return a.usage.live_bytes > b.usage.live_bytes;
   });
   std::vector<std::pair<uint32_t, UsageCounters>> scopes(s.scopes.begin(), s.scopes.end());
   std::sort(scopes.begin(), scopes.end(), [](const auto& a, const auto& b) {

@@ -35,6 +35,9 @@
 //   raise N     allocates, prints its counts, then raises signal N (left to its default
 //               action: it ends the process); exit 9 if it returns
 //   stack       allocates through nested functions and prints their addresses
+//   two-callers allocates through Inner() from two callers, FromLeft() three times and
+//               FromRight() twice (blocks of 50,023 bytes, kept live): two stacks with
+//               one site name; prints its counts
 //   mmap        anonymous mappings: a hole cut in one, a whole-mapping mremap that grows
 //               it, MAP_FIXED over part of another, a mapping moved by mremap onto
 //               part of another, a mapping made on one thread and
@@ -749,6 +752,33 @@ __attribute__((noinline)) void* Outer(size_t n) {
   return p;
 }
 
+// Two paths to Middle() -> Inner() -> malloc: two call stacks, one site name (Inner's).
+// noipa: the two (and Outer) have the same body, which GCC would otherwise fold into one.
+__attribute__((noipa)) void* FromLeft(size_t n) {
+  void* p = Middle(n);
+  asm volatile("" ::: "memory");
+  return p;
+}
+__attribute__((noipa)) void* FromRight(size_t n) {
+  void* p = Middle(n);
+  asm volatile("" ::: "memory");
+  return p;
+}
+
+// noipa: a loop of unknown length, one call site (not an unrolled copy per iteration).
+__attribute__((noipa)) void AllocateVia(void* (*from)(size_t), int times) {
+  for (int i = 0; i < times; ++i) {
+    MustAlloc(from(50023));
+    CountAlloc(50023);
+  }
+}
+
+void TwoCallers() {
+  AllocateVia(FromLeft, 3);
+  AllocateVia(FromRight, 2);
+  PrintCounts();
+}
+
 void Stack() {
   void* p = MustAlloc(Outer(50021));
   CountAlloc(50021);
@@ -883,6 +913,8 @@ int main(int argc, char** argv) {
     Crash();
   } else if (mode == "raise" && argc > 2) {
     RaiseSignal(atoi(argv[2]));
+  } else if (mode == "two-callers") {
+    TwoCallers();
   } else if (mode == "stack") {
     Stack();
   } else if (mode == "mmap") {

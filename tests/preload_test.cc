@@ -26,6 +26,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -652,6 +653,84 @@ TEST_F(PreloadTest, UnderscoreExitFromASignalHandlerWritesTheTrailer) {
   EXPECT_EQ(Field(r.trailer, "ended_by"), "_exit") << r.trailer;
   EXPECT_EQ(r.unknown_releases, 0);
   EXPECT_EQ(r.markers.allocs, 10);
+}
+
+// Two call stacks that reach malloc through one function read the same in a listing:
+// `top`, `peak` and the report add them up as one row marked [2 stacks], so the function
+// ranks by all it allocated, and `top --stacks` shows each stack with its own counts
+// (analysis/site_groups.h).
+TEST_F(PreloadTest, StacksThatShareASiteNameAreOneRow) {
+  const std::string capture = TempDir() + "/two_callers.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "two-callers"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  ExpectCompleteAndMatching(capture, run.out);
+  auto rows_naming = [](const std::string& out, const std::string& name) {
+    std::vector<std::string> rows;
+    for (absl::string_view line : absl::StrSplit(out, '\n')) {
+      if (!absl::StartsWith(line, "    #") && !absl::StartsWith(line, "  stack ") &&
+          line.find(name) != absl::string_view::npos) {
+        rows.emplace_back(line);
+      }
+    }
+    return rows;
+  };
+  const Result top = RunProgram({Cli(), "top", "--stacks", capture}, {});
+  ASSERT_EQ(top.status, 0) << top.err;
+  const std::vector<std::string> rows = rows_naming(top.out, "::Inner(");
+  ASSERT_EQ(rows.size(), 1u) << top.out;
+  // allocated, allocs, live, blocks: the five blocks of 50,023 bytes, all still live.
+  const std::vector<std::string> cells = absl::StrSplit(rows[0], ' ', absl::SkipEmpty());
+  ASSERT_GE(cells.size(), 6u) << rows[0];
+  EXPECT_EQ(cells[0] + " " + cells[1], "244.3 KiB") << rows[0];
+  EXPECT_EQ(cells[2], "5") << rows[0];
+  EXPECT_EQ(cells[5], "5") << rows[0];
+  EXPECT_TRUE(absl::EndsWith(rows[0], " [2 stacks]")) << rows[0];
+  // Each stack with its own counts, the larger first, and its own caller.
+  const size_t left = top.out.find("  stack 1 of 2: 146.6 KiB in 3 allocations");
+  const size_t right = top.out.find("  stack 2 of 2: 97.7 KiB in 2 allocations");
+  ASSERT_NE(left, std::string::npos) << top.out;
+  ASSERT_NE(right, std::string::npos) << top.out;
+  const size_t from_left = top.out.find("::FromLeft(", left);
+  const size_t from_right = top.out.find("::FromRight(", left);
+  EXPECT_LT(from_left, right) << top.out;
+  EXPECT_GT(from_right, right) << top.out;
+
+  // --json: one row with both stacks' site ids and counts.
+  const Result json = RunProgram({Cli(), "top", "--json", capture}, {});
+  ASSERT_EQ(json.status, 0) << json.err;
+  const size_t row = json.out.find("::Inner(");
+  ASSERT_NE(row, std::string::npos) << json.out;
+  const std::string from_row = json.out.substr(row);
+  EXPECT_EQ(Field(from_row, "allocated_count"), "5") << from_row;
+  const size_t stacks = from_row.find("\"stacks\":[");
+  ASSERT_NE(stacks, std::string::npos) << from_row;
+  EXPECT_EQ(Field(from_row.substr(stacks), "allocated_count"), "3") << from_row;
+  const size_t second = from_row.find("},{\"site\":", stacks);
+  ASSERT_NE(second, std::string::npos) << from_row;
+  EXPECT_EQ(Field(from_row.substr(second), "allocated_count"), "2") << from_row;
+
+  // peak: what held the high-water moment, by site, one row.
+  const Result peak = RunProgram({Cli(), "peak", capture}, {});
+  ASSERT_EQ(peak.status, 0) << peak.err;
+  const std::vector<std::string> peak_rows = rows_naming(peak.out, "::Inner(");
+  ASSERT_EQ(peak_rows.size(), 2u) << peak.out;  // the global list and the one scope's
+  for (const std::string& r : peak_rows) {
+    EXPECT_TRUE(absl::StartsWith(absl::StripLeadingAsciiWhitespace(r), "244.3 KiB")) << r;
+    EXPECT_TRUE(absl::EndsWith(r, " [2 stacks]")) << r;
+  }
+
+  // The report's tables name it once, the same way.
+  const std::string page = TempDir() + "/two_callers.html";
+  const Result report = RunProgram({Cli(), "report", capture, "-o", page}, {});
+  ASSERT_EQ(report.status, 0) << report.err;
+  const std::string html = ReadFile(page);
+  const std::string label = rows[0].substr(rows[0].find("(anonymous namespace)::Inner("));
+  size_t named = 0;
+  for (size_t at = html.find(label); at != std::string::npos; at = html.find(label, at + 1)) {
+    ++named;
+  }
+  EXPECT_EQ(named, 3u) << "top sites, leaks and the peak's sites: " << label;
 }
 
 // A block allocated with new[] is named after the function that called it, not after

@@ -1,0 +1,57 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "analysis/site_groups.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace memtrace {
+
+std::vector<SiteGroup> GroupSitesByName(const std::vector<AllocationAttribution>& rows,
+                                        const std::function<std::string(uint32_t)>& name) {
+  std::vector<SiteGroup> groups;
+  absl::flat_hash_map<std::tuple<std::string, uint32_t, uint32_t>, size_t> index;
+  for (const AllocationAttribution& a : rows) {
+    std::string n = name(a.site);
+    auto [it, added] = index.try_emplace(std::make_tuple(n, a.scope, a.layer), groups.size());
+    if (added) {
+      SiteGroup& g = groups.emplace_back();
+      g.name = std::move(n);
+      g.scope = a.scope;
+      g.layer = a.layer;
+    }
+    SiteGroup& g = groups[it->second];
+    g.usage.AddCounts(a.usage);
+    g.temporaries += a.temporaries;
+    g.stacks.push_back(a);
+  }
+  return groups;
+}
+
+std::vector<NamedSiteBytes> GroupSiteBytesByName(
+    const std::vector<std::pair<uint32_t, uint64_t>>& by_site,
+    const std::function<std::string(uint32_t)>& name) {
+  std::vector<NamedSiteBytes> groups;
+  absl::flat_hash_map<std::string, size_t> index;
+  for (const auto& [site, bytes] : by_site) {
+    std::string n = name(site);
+    auto [it, added] = index.try_emplace(n, groups.size());
+    if (added) groups.push_back(NamedSiteBytes{std::move(n), 0, {}});
+    groups[it->second].bytes += bytes;
+    groups[it->second].sites.push_back(site);
+  }
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const NamedSiteBytes& a, const NamedSiteBytes& b) {
+                     return a.bytes > b.bytes;
+                   });
+  return groups;
+}
+
+std::string StacksNote(size_t stacks) {
+  return stacks > 1 ? absl::StrCat(" [", stacks, " stacks]") : std::string();
+}
+
+}  // namespace memtrace
