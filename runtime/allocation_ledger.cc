@@ -2,6 +2,8 @@
 
 #include "runtime/allocation_ledger.h"
 
+#include <algorithm>
+
 #include "transport/fibonacci_index.h"
 
 namespace memtrace {
@@ -343,7 +345,24 @@ std::vector<AllocationRecord> AllocationLedger::LiveBlocks() const {
   std::vector<AllocationRecord> out;
   out.reserve(totals_.live_count);
   ForEachLive([&](const AllocationRecord& r) { out.push_back(r); });
+  // Stable: a block set aside (displaced_) stays after the one at its address that it
+  // was set aside for.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const AllocationRecord& a, const AllocationRecord& b) {
+                     return a.layer != b.layer ? a.layer < b.layer : a.address < b.address;
+                   });
   return out;
+}
+
+size_t AllocationLedger::LongestRun() const noexcept {
+  size_t longest = 0;
+  for (const std::unique_ptr<Shards>& shards : tables_) {
+    if (!shards) continue;
+    for (const runtime_internal::AddressTable& t : *shards) {
+      longest = std::max(longest, t.LongestRun());
+    }
+  }
+  return longest;
 }
 
 uint64_t AllocationLedger::memory_bytes() const noexcept {

@@ -144,7 +144,12 @@ class AllocationLedger {
     }
   }
 
+  // Every live block, by layer and then address (not in the tables' order: a new ledger
+  // filled in that order would pile its blocks into one probe run, address_table.h).
   std::vector<AllocationRecord> LiveBlocks() const;
+
+  // The longest probe run of any of the tables (AddressTable::LongestRun). For tests.
+  size_t LongestRun() const noexcept;
 
   const SiteTable& sites() const noexcept { return sites_; }
 

@@ -2,6 +2,7 @@
 
 #include "runtime/internal/address_table.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace memtrace::runtime_internal {
@@ -41,6 +42,17 @@ void AddressTable::Clear() noexcept {
   LineAlignedVector<LiveBlock>().swap(slots_);
   capacity_ = 0;
   size_ = 0;
+}
+
+size_t AddressTable::LongestRun() const noexcept {
+  size_t longest = 0;
+  size_t run = 0;
+  // Twice around, so that a run that wraps past the last slot is counted whole.
+  for (size_t k = 0; k < 2 * capacity_; ++k) {
+    run = slots_[k % capacity_].address != 0 ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return std::min(longest, capacity_);
 }
 
 }  // namespace memtrace::runtime_internal
