@@ -2,13 +2,27 @@
 
 #include "runtime/internal/address_table.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 namespace memtrace::runtime_internal {
 namespace {
 
 constexpr size_t kInitialCapacity = 16;
+// Tables from this size on ask for transparent huge pages (two whole ones at least).
+constexpr size_t kHugePagesFrom = size_t{4} << 20;
+
+// Asks for transparent huge pages for the whole 2 MiB pages inside [memory, memory +
+// bytes), before they are first written. A hint: failure changes nothing.
+void AdviseHugePages(void* memory, size_t bytes) noexcept {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(memory) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(memory) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
 
 }  // namespace
 
@@ -26,6 +40,12 @@ void AddressTable::Grow() {
   old.swap(slots_);
   const size_t capacity =
       old.empty() ? kInitialCapacity : old.size() + old.size() * 2 / 5;
+  // A large table in huge pages: zero-filling it faults each 2 MiB once, not 512 times
+  // (each fault 3-11 us on these VMs), and its random lookups miss the TLB less.
+  slots_.reserve(capacity);
+  if (capacity * sizeof(LiveBlock) >= kHugePagesFrom) {
+    AdviseHugePages(slots_.data(), capacity * sizeof(LiveBlock));
+  }
   slots_.assign(capacity, LiveBlock{});
   capacity_ = capacity;
   size_ = 0;
