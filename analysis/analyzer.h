@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "analysis/capture_reader.h"
 #include "runtime/usage_counters.h"
@@ -317,7 +318,10 @@ class Analyzer {
   uint64_t scope_exits_seen_ = 0; // exits of point_.scope so far
   int64_t last_t_ = 0;
   absl::flat_hash_map<uint64_t, Block> live_;  // by ticket
-  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> by_address_;  // layer<<56^addr
+  // layer<<56^addr -> the tickets of the blocks live there, oldest first: almost always
+  // one, kept inline (a heap vector per live address cost a malloc and a free, and with
+  // 4 million blocks live `memtrace summary` took 10-15% longer and 11% more memory).
+  absl::flat_hash_map<uint64_t, absl::InlinedVector<uint64_t, 1>> by_address_;
   absl::flat_hash_map<uint32_t, Moving> moving_;  // by thread, between remap halves
   LiveChangeHook live_change_hook_;
 };
