@@ -33,6 +33,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "analysis/capture_reader.h"
+#include "analysis/internal/huge_page_allocator.h"
 #include "runtime/usage_counters.h"
 
 namespace memtrace {
@@ -317,11 +318,17 @@ class Analyzer {
   bool stopped_ = false;          // the snapshot point was passed
   uint64_t scope_exits_seen_ = 0; // exits of point_.scope so far
   int64_t last_t_ = 0;
-  absl::flat_hash_map<uint64_t, Block> live_;  // by ticket
+  // The two tables of live blocks, which grow with the capture's live set: large ones in
+  // huge pages (internal/huge_page_allocator.h).
+  template <typename V>
+  using LiveTable =
+      absl::flat_hash_map<uint64_t, V, absl::Hash<uint64_t>, std::equal_to<uint64_t>,
+                          analysis_internal::HugePageAllocator<std::pair<const uint64_t, V>>>;
+  LiveTable<Block> live_;  // by ticket
   // layer<<56^addr -> the tickets of the blocks live there, oldest first: almost always
   // one, kept inline (a heap vector per live address cost a malloc and a free, and with
   // 4 million blocks live `memtrace summary` took 10-15% longer and 11% more memory).
-  absl::flat_hash_map<uint64_t, absl::InlinedVector<uint64_t, 1>> by_address_;
+  LiveTable<absl::InlinedVector<uint64_t, 1>> by_address_;
   absl::flat_hash_map<uint32_t, Moving> moving_;  // by thread, between remap halves
   LiveChangeHook live_change_hook_;
 };
