@@ -24,7 +24,12 @@ std::vector<SiteGroup> GroupSitesByName(const std::vector<AllocationAttribution>
       g.layer = a.layer;
     }
     SiteGroup& g = groups[it->second];
-    g.usage.AddCounts(a.usage);
+    if (g.stacks.empty()) {
+      g.usage = a.usage;  // a group of one is its stack, high-water included
+    } else {
+      g.usage.AddCounts(a.usage);
+      g.usage.high_water_bytes = 0;  // the stacks' high-water moments differ
+    }
     g.temporaries += a.temporaries;
     g.stacks.push_back(a);
   }

@@ -41,8 +41,8 @@ struct SiteGroup {
   std::string name;
   uint32_t scope = 0;
   uint32_t layer = 0;
-  UsageCounters usage;  // the stacks' counts added up (high_water_bytes left 0: per-site
-                        // high-water moments are not simultaneous)
+  UsageCounters usage;  // the stacks' counts added up; high_water_bytes is the stack's
+                        // own in a group of one, else 0 (their moments differ)
   uint64_t temporaries = 0;
   std::vector<AllocationAttribution> stacks;  // the sites added up, in input order
 };
