@@ -848,6 +848,24 @@ TEST_F(PreloadTest, WithForksAForkedChildTracesOnFromTheBlocksItInherited) {
   const Result verify = RunProgram({Cli(), "verify", child_capture}, {});
   EXPECT_EQ(verify.status, 0) << verify.out;
 
+  // `top` over the two names the child's sites as it names the parent's (the captures
+  // list the same modules, and share one symbolizer): the child's 30 allocations made
+  // after the fork come from a line of the target's own.
+  const Result top =
+      RunProgram({Cli(), "top", "--limit=1000", dir + "/cap.mtb", child_capture}, {});
+  ASSERT_EQ(top.status, 0) << top.err;
+  EXPECT_NE(top.out.find("preload_target.cc:"), std::string::npos) << top.out;
+  EXPECT_EQ(top.out.find("?? (" + Target()), std::string::npos) << top.out;
+  const Result child_top = RunProgram({Cli(), "top", "--limit=1000", child_capture}, {});
+  ASSERT_EQ(child_top.status, 0) << child_top.err;
+  for (absl::string_view line : absl::StrSplit(child_top.out, '\n')) {
+    if (!absl::StrContains(line, "preload_target.cc:")) continue;
+    const size_t at = line.find("interposer ");
+    ASSERT_NE(at, absl::string_view::npos) << line;
+    EXPECT_TRUE(absl::StrContains(top.out, line.substr(at + strlen("interposer "))))
+        << "the child's site " << line << " is not in the family's top:\n" << top.out;
+  }
+
   // Without --quiet, `memtrace run` lists the child's capture after the summary, in the
   // table of the process family.
   const Result loud = RunProgram({Cli(), "run", "--forks", "--output=" + dir + "/again.mtb",
