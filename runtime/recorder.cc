@@ -204,16 +204,20 @@ bool Recorder::WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept 
   drainer_.Wake();
   const auto deadline = std::chrono::steady_clock::now() +
                         absl::ToChronoNanoseconds(config_.overflow_wait);
-  // Back off from yielding to sleeping: on a machine with fewer cores than busy threads
-  // the drainer needs this thread's CPU to make room.
+  // A few yields, then sleep until the drainer frees room (SpscRing::AwaitSpace), a
+  // millisecond at a time so that the deadline and the drainer's wake-up are looked at
+  // again. Not polling: on a machine with fewer cores than busy threads the drainer needs
+  // this thread's CPU to make room (spsc_ring.h, "Waiting for room").
   for (int attempt = 0;; ++attempt) {
     if (attempt < 4) {
       sched_yield();
+      if (ring->TryClaim(n, pos)) return true;
     } else {
-      const timespec pause{0, attempt < 16 ? 20'000 : 200'000};
-      nanosleep(&pause, nullptr);
+      const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          deadline - std::chrono::steady_clock::now());
+      const int64_t wait_ns = std::clamp<int64_t>(left.count(), 1'000, 1'000'000);
+      if (ring->AwaitSpace(n, pos, wait_ns)) return true;
     }
-    if (ring->TryClaim(n, pos)) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
     drainer_.Wake();
   }

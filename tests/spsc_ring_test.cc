@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -239,6 +240,79 @@ TEST(SpscRingTest, ConcurrentProducerConsumerDeliversInOrder) {
   EXPECT_FALSE(failed.load());
   EXPECT_EQ(ring->LoadHead(), kRecords);
   EXPECT_EQ(ring->LoadTail(), kRecords);
+}
+
+// A producer that waits for room in AwaitSpace() sleeps until Release() wakes it: it gets
+// every record through, in order, with a consumer that makes room only in bursts and
+// sleeps between them. The producer never gives up (its timeout is long); a lost wake-up
+// would leave it asleep until the timeout, and the consumer's bounded wait for it fails.
+TEST(SpscRingTest, AwaitSpaceSleepsUntilTheConsumerMakesRoom) {
+  constexpr uint64_t kRecords = 20'000;
+  RingPtr ring = MakeRing(4);  // 16 slots: the producer waits at every lap
+  std::atomic<bool> failed{false};
+  std::atomic<uint64_t> produced{0};
+  std::thread consumer([&] {
+    uint64_t next = 0;
+    while (next < kRecords) {
+      const uint64_t head = ring->LoadHead();
+      if (head == next) {
+        std::this_thread::yield();
+        continue;
+      }
+      for (; next < head; ++next) {
+        const Event& e = ring->Read(next);
+        if (e.word0 != next || e.word2 != ~next || e.word3 != next * 3) failed = true;
+      }
+      if (next % 4096 < 16) {
+        // Now and then the room comes late: the producer is asleep in AwaitSpace() by then.
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      ring->Release(next);
+    }
+  });
+  uint64_t waits = 0;
+  std::thread producer([&] {
+    for (uint64_t i = 0; i < kRecords; ++i) {
+      uint64_t pos = 0;
+      if (!ring->TryClaim(1, &pos)) {
+        ++waits;
+        while (!ring->AwaitSpace(1, &pos, 60'000'000'000)) {
+        }
+      }
+      ring->slot(pos) = MakeEvent(i);
+      ring->Publish(pos + 1);
+      produced = i + 1;
+    }
+  });
+  // The consumer finishes only if every wake-up arrived; a lost one stalls the producer
+  // for its minute-long timeout.
+  for (int i = 0; i < 600 && produced.load() < kRecords; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(produced.load(), kRecords) << "the producer slept through a wake-up";
+  if (produced.load() < kRecords) {
+    ring->Release(ring->LoadHead());  // the test failed; let the threads end
+  }
+  producer.join();
+  consumer.join();
+  EXPECT_FALSE(failed.load());
+  EXPECT_GT(waits, 0u);
+  EXPECT_EQ(ring->LoadTail(), kRecords);
+}
+
+// Without a consumer, AwaitSpace() gives up at its timeout and claims nothing.
+TEST(SpscRingTest, AwaitSpaceGivesUpAtItsTimeout) {
+  RingPtr ring = MakeRing(2);
+  uint64_t pos = 0;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(ring->TryClaim(1, &pos));
+    ring->Publish(pos + 1);
+  }
+  EXPECT_FALSE(ring->AwaitSpace(1, &pos, 5'000'000));
+  EXPECT_EQ(ring->LoadClaim(), 4u);
+  ring->Release(2);
+  EXPECT_TRUE(ring->AwaitSpace(2, &pos, 5'000'000));
+  EXPECT_EQ(pos, 4u);
 }
 
 }  // namespace

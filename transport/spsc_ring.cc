@@ -2,7 +2,13 @@
 
 #include "transport/spsc_ring.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <climits>
 #include <new>
 
 #include "transport/internal/mapped_memory.h"
@@ -32,6 +38,35 @@ void SpscRing::Destroy(SpscRing* ring) noexcept {
   transport_internal::Unmap(ring, bytes);
 }
 
+bool SpscRing::AwaitSpace(uint32_t n, uint64_t* position, int64_t timeout_ns) noexcept {
+  // Seq_cst: the mark, then the read of tail_ in TryClaim(). Pairs with the fence in
+  // Release() (the header).
+  space_waiter_.store(1, std::memory_order_seq_cst);
+  // Acquire: pairs with the release bump in WakeProducer(); a bump read here comes with
+  // the tail_ stored before it.
+  const uint32_t seq = space_seq_.load(std::memory_order_acquire);
+  bool claimed = TryClaim(n, position);
+  if (!claimed) {
+    const timespec timeout{static_cast<time_t>(timeout_ns / 1'000'000'000),
+                           static_cast<long>(timeout_ns % 1'000'000'000)};
+    // Returns at a wake-up, at once when space_seq_ has moved on from `seq`, or at the
+    // timeout; a signal interrupts it too. Each way the caller looks again.
+    syscall(SYS_futex, &space_seq_, FUTEX_WAIT_PRIVATE, seq, &timeout, nullptr, 0);
+    claimed = TryClaim(n, position);
+  }
+  // Relaxed: a wake-up the consumer sends after this point finds no sleeper and costs
+  // only the system call.
+  space_waiter_.store(0, std::memory_order_relaxed);
+  return claimed;
+}
+
+void SpscRing::WakeProducer() noexcept {
+  // Release: pairs with the acquire load in AwaitSpace(); the tail_ stored before this
+  // bump is visible to a producer that reads the bumped value.
+  space_seq_.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, &space_seq_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
 void SpscRing::PopulateAhead(uint64_t head) noexcept {
   const uint64_t capacity = mask_ + 1;
   if (populated_ >= capacity) return;
@@ -57,6 +92,7 @@ void SpscRing::ResetPositions(uint64_t position) noexcept {
   producer_head_ = position;
   producer_check_ = position + QuarterCapacity();
   wake_request_ = false;
+  space_waiter_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace memtrace

@@ -27,8 +27,16 @@
 // sleeps. The check costs the hot path nothing: the producer's cached limit stops at the
 // quarter mark, and the slow path that reloads tail_ there decides.
 //
+// Waiting for room: a producer that finds its ring full and may wait (the recorder's
+// overflow policy) sleeps in AwaitSpace(), on a futex the consumer's Release() bumps and
+// wakes while a producer waits. It does not poll: with more busy threads than CPUs,
+// producers that woke every 200 us to look took the CPU the consumer needed to make room
+// (256 threads of 20,000 allocations each: 212 s traced against 0.24 s untraced, records
+// dropped).
+//
 // Thread safety: exactly one producer thread calls the producer methods (TryClaim,
-// Unclaim, slot, Publish, TakeWakeRequest) and exactly one consumer thread calls the
+// Unclaim, slot, Publish, TakeWakeRequest, AwaitSpace) and exactly one consumer thread
+// calls the
 // consumer methods (LoadHead, LoadClaim, Read, Release). Ownership of the producer side
 // may pass to another thread only through a happens-before edge (the ring registry's
 // queue does this).
@@ -40,6 +48,12 @@
 //     slots, so the consumer's reads of a slot happen before the producer overwrites it.
 //   - claim_ is relaxed on both sides. It is read only by the epoch watermark protocol,
 //     which orders it with an asymmetric fence (epoch_clock.h).
+//   - AwaitSpace() and Release() are a store-buffering pair: the producer marks itself
+//     waiting (seq_cst) and then reads tail_; the consumer stores tail_ and, after a
+//     seq_cst fence, reads the mark. Either the producer sees the room, or the consumer
+//     sees the mark and bumps space_seq_ (release; the producer's wait reads it with
+//     acquire) and wakes it; a bump before the producer read space_seq_ also carried the
+//     new tail_ to it, so no wake-up is lost.
 //
 // Example (producer):
 //   uint64_t pos;
@@ -96,6 +110,11 @@ class SpscRing {
     PrefetchForWrite(&slots_[(pos + kWriteAhead) & mask_]);
     return true;
   }
+
+  // The ring was full: waits until the consumer frees room for `n` slots and claims them
+  // (as TryClaim), or until `timeout_ns` has passed (false). Sleeps in the kernel (futex)
+  // meanwhile. Producer only; for the overflow policy's bounded wait, never the hot path.
+  [[nodiscard]] bool AwaitSpace(uint32_t n, uint64_t* position, int64_t timeout_ns) noexcept;
 
   // Gives back a claim made by TryClaim() without publishing anything. Producer only.
   void Unclaim() noexcept {
@@ -159,6 +178,11 @@ class SpscRing {
     // Release: our reads of the slots below new_tail happen before the producer reuses
     // them. Pairs with the acquire load of tail_ in TryClaim().
     tail_.store(new_tail, std::memory_order_release);
+    // Seq_cst fence: the store above, then the read of the producer's mark. Pairs with
+    // the seq_cst store of space_waiter_ in AwaitSpace() (the header).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // Relaxed: ordered by the fence above.
+    if (space_waiter_.load(std::memory_order_relaxed) != 0) WakeProducer();
   }
 
   // Maps in the slots a producer at `head` will write next, on the ring's first lap: as
@@ -222,6 +246,9 @@ class SpscRing {
   // consumer is about to read: a hint, never a change to what anyone reads.
   static constexpr uint64_t kWriteAhead = 32;
 
+  // Bumps space_seq_ and wakes the producer sleeping on it (AwaitSpace).
+  void WakeProducer() noexcept;
+
   static void Bump(std::atomic<uint64_t>& counter) noexcept {
     // Relaxed: a statistic with a single writer; readers want a recent value, not an order.
     counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -235,6 +262,7 @@ class SpscRing {
   // capacity, or plus the whole capacity (the most it may fill up to).
   uint64_t producer_check_;
   bool wake_request_ = false;   // see TakeWakeRequest()
+  std::atomic<uint32_t> space_waiter_{0};  // 1 while the producer waits in AwaitSpace()
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> waited_{0};
@@ -242,6 +270,8 @@ class SpscRing {
   // Consumer's line: written only by the consumer.
   alignas(kCacheLineSize) std::atomic<uint64_t> tail_{0};
   uint64_t populated_ = 0;  // slots below this are mapped in (PopulateAhead)
+  // The futex word AwaitSpace() sleeps on: bumped by Release() while a producer waits.
+  std::atomic<uint32_t> space_seq_{0};
 
   // Read-only after construction.
   alignas(kCacheLineSize) const uint32_t id_;
