@@ -10,8 +10,14 @@
 
 namespace memtrace {
 
-std::vector<SiteGroup> GroupSitesByName(const std::vector<AllocationAttribution>& rows,
-                                        const std::function<std::string(uint32_t)>& name) {
+std::vector<SiteGroup> GroupSitesByName(std::vector<AllocationAttribution> rows,
+                                        const std::function<std::string(uint32_t)>& name,
+                                        const SiteKey& key) {
+  std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+    const uint64_t ka = key(a.usage, a.temporaries), kb = key(b.usage, b.temporaries);
+    if (ka != kb) return ka > kb;
+    return std::tie(a.site, a.scope, a.layer) < std::tie(b.site, b.scope, b.layer);
+  });
   std::vector<SiteGroup> groups;
   absl::flat_hash_map<std::tuple<std::string, uint32_t, uint32_t>, size_t> index;
   for (const AllocationAttribution& a : rows) {
@@ -33,6 +39,9 @@ std::vector<SiteGroup> GroupSitesByName(const std::vector<AllocationAttribution>
     g.temporaries += a.temporaries;
     g.stacks.push_back(a);
   }
+  std::stable_sort(groups.begin(), groups.end(), [&](const SiteGroup& a, const SiteGroup& b) {
+    return key(a.usage, a.temporaries) > key(b.usage, b.temporaries);
+  });
   return groups;
 }
 

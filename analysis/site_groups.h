@@ -16,8 +16,9 @@
 //
 // Example:
 //   SiteNamer names(summary, allocators);
-//   for (const SiteGroup& g : GroupSitesByName(summary.attribution,
-//                                              [&](uint32_t s) { return names.Name(s); })) {
+//   for (const SiteGroup& g : GroupSitesByName(
+//            summary.attribution, [&](uint32_t s) { return names.Name(s); },
+//            [](const UsageCounters& u, uint64_t) { return u.allocated_bytes; })) {
 //     printf("%s%s: %llu bytes\n", g.name.c_str(), StacksNote(g.stacks.size()).c_str(),
 //            g.usage.allocated_bytes);
 //   }
@@ -47,11 +48,15 @@ struct SiteGroup {
   std::vector<AllocationAttribution> stacks;  // the sites added up, in input order
 };
 
-// Groups `rows` by (name(site), scope, layer). Groups come in the order of their first
-// row, so rows sorted largest first give each group's stacks largest first; re-sort the
-// groups by their added-up counts.
-std::vector<SiteGroup> GroupSitesByName(const std::vector<AllocationAttribution>& rows,
-                                        const std::function<std::string(uint32_t)>& name);
+// What a listing orders by: a number from a row's (or a group's) counts and temporaries.
+using SiteKey = std::function<uint64_t(const UsageCounters&, uint64_t temporaries)>;
+
+// Groups `rows` by (name(site), scope, layer), largest key first; each group's stacks too,
+// ties in (site, scope, layer) order, then groups of equal key in the order of their
+// largest stack.
+std::vector<SiteGroup> GroupSitesByName(std::vector<AllocationAttribution> rows,
+                                        const std::function<std::string(uint32_t)>& name,
+                                        const SiteKey& key);
 
 // Bytes by site (a peak's composition), added up by site name.
 struct NamedSiteBytes {

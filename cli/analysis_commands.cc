@@ -220,6 +220,13 @@ std::optional<int> OneCapture(const CommandSpec& spec, const ParsedArgs& args) {
   return std::nullopt;
 }
 
+// A Symbolizer given the capture's module lines.
+std::unique_ptr<Symbolizer> ModuleSymbolizer(const CaptureSummary& s) {
+  auto symbolizer = std::make_unique<Symbolizer>();
+  for (const CaptureRecord& m : s.modules) symbolizer->AddModule(m);
+  return symbolizer;
+}
+
 // Names call sites: symbolized through the capture's module lines when it has any, else
 // the bare return address (captures of the wrapped-allocator API list no modules).
 // `shared`: a Symbolizer given this capture's module lines already (SharedSymbolizers),
@@ -229,10 +236,7 @@ class SiteNamer {
   SiteNamer(const CaptureSummary& s, AllocatorFunctions allocators,
             Symbolizer* shared = nullptr)
       : summary_(s), allocators_(std::move(allocators)) {
-    if (shared == nullptr) {
-      own_ = std::make_unique<Symbolizer>();
-      for (const CaptureRecord& m : s.modules) own_->AddModule(m);
-    }
+    if (shared == nullptr) own_ = ModuleSymbolizer(s);
     symbolizer_ = shared != nullptr ? shared : own_.get();
   }
   uint64_t Addr(uint32_t site) const {
@@ -280,10 +284,7 @@ class SharedSymbolizers {
                       "\n");
     }
     std::unique_ptr<Symbolizer>& symbolizer = by_modules_[key];
-    if (symbolizer == nullptr) {
-      symbolizer = std::make_unique<Symbolizer>();
-      for (const CaptureRecord& m : s.modules) symbolizer->AddModule(m);
-    }
+    if (symbolizer == nullptr) symbolizer = ModuleSymbolizer(s);
     return symbolizer.get();
   }
 
@@ -1069,28 +1070,18 @@ int TopCommand(int argc, char** argv) {
   const std::string& path = args.positional[0];
   auto s = Load(path);
   if (!s.ok()) return InputError(kTopSpec, std::string(s.status().message()));
-  auto& rows = s->attribution;
   auto key = [&](const UsageCounters& usage, uint64_t temporaries) {
     if (by == "count") return usage.allocated_count;
     if (by == "live") return usage.live_bytes;
     if (by == "temporaries") return temporaries;
     return usage.allocated_bytes;
   };
-  std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-    const uint64_t ka = key(a.usage, a.temporaries), kb = key(b.usage, b.temporaries);
-    if (ka != kb) return ka > kb;
-    if (a.site != b.site) return a.site < b.site;
-    return a.scope != b.scope ? a.scope < b.scope : a.layer < b.layer;
-  });
   SiteNamer names(*s, std::move(allocators));
   constexpr size_t kStacksPerRow = 5;  // --stacks: the largest of a row's stacks
   // Stacks that read the same (one function, reached from several callers) are one row
-  // (analysis/site_groups.h); each group's stacks stay largest first.
-  std::vector<SiteGroup> groups =
-      GroupSitesByName(rows, [&](uint32_t site) { return names.Name(site); });
-  std::stable_sort(groups.begin(), groups.end(), [&](const SiteGroup& a, const SiteGroup& b) {
-    return key(a.usage, a.temporaries) > key(b.usage, b.temporaries);
-  });
+  // (analysis/site_groups.h), its stacks largest first.
+  const std::vector<SiteGroup> groups = GroupSitesByName(
+      s->attribution, [&](uint32_t site) { return names.Name(site); }, key);
   const bool stacks = absl::GetFlag(FLAGS_stacks);
   const size_t shown = std::min(limit, groups.size());
   if (absl::GetFlag(FLAGS_json)) {
@@ -1106,17 +1097,21 @@ int TopCommand(int argc, char** argv) {
       const SiteGroup& g = groups[i];
       const AllocationAttribution& first = g.stacks.front();
       std::string members;
+      std::string first_frames;  // --stacks: the largest stack's, kept for the row itself
       for (const AllocationAttribution& a : g.stacks) {
+        std::string f;
+        if (stacks) {
+          f = absl::StrCat(",\"frames\":", frames(a.site));
+          if (first_frames.empty()) first_frames = f;
+        }
         absl::StrAppend(&members, members.empty() ? "" : ",", "{\"site\":", a.site,
-                        ",\"addr\":\"", Hex(a.site_addr), "\"",
-                        stacks ? absl::StrCat(",\"frames\":", frames(a.site)) : "",
+                        ",\"addr\":\"", Hex(a.site_addr), "\"", f,
                         ",\"usage\":", JsonUsage(a.usage), ",\"temporaries\":", a.temporaries,
                         "}");
       }
       // "site", "addr" and "frames": the group's largest stack, as before groups.
       absl::StrAppend(&out, i == 0 ? "" : ",", "{\"site\":", first.site, ",\"addr\":\"",
-                      Hex(first.site_addr), "\",\"name\":", JsonQuote(g.name),
-                      stacks ? absl::StrCat(",\"frames\":", frames(first.site)) : "",
+                      Hex(first.site_addr), "\",\"name\":", JsonQuote(g.name), first_frames,
                       ",\"scope\":", JsonQuote(ScopeName(*s, g.scope)),
                       ",\"layer\":", JsonQuote(LayerName(*s, g.layer)),
                       ",\"usage\":", JsonUsage(g.usage), ",\"temporaries\":", g.temporaries,

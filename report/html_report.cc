@@ -305,17 +305,9 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
       "}");
 
   // Tables. Stacks that read the same are one row (analysis/site_groups.h).
-  std::vector<AllocationAttribution> by_allocated = s.attribution;
-  std::sort(by_allocated.begin(), by_allocated.end(), [](const auto& a, const auto& b) {
-    if (a.usage.allocated_bytes != b.usage.allocated_bytes) {
-      return a.usage.allocated_bytes > b.usage.allocated_bytes;
-    }
-    return std::tie(a.site, a.scope, a.layer) < std::tie(b.site, b.scope, b.layer);
-  });
-  std::vector<SiteGroup> sites = GroupSitesByName(by_allocated, site_name);
-  std::stable_sort(sites.begin(), sites.end(), [](const SiteGroup& a, const SiteGroup& b) {
-    return a.usage.allocated_bytes > b.usage.allocated_bytes;
-  });
+  const std::vector<SiteGroup> sites = GroupSitesByName(
+      s.attribution, site_name,
+      [](const UsageCounters& u, uint64_t) { return u.allocated_bytes; });
   auto site_row = [&](const SiteGroup& g) {
     return absl::StrCat("[", JsonQuote(g.name + StacksNote(g.stacks.size())), ",",
                         JsonQuote(Path(s, g.scope)), ",", JsonQuote(LayerName(s, g.layer)), ",",
