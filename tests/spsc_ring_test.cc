@@ -27,6 +27,31 @@ using RingPtr = std::unique_ptr<SpscRing, RingDeleter>;
 
 RingPtr MakeRing(uint32_t log2) { return RingPtr(SpscRing::Create(7, log2)); }
 
+// The consumer of the concurrent tests: reads `records` records in bulk, checks each
+// against MakeEvent(its position) (the producer's counter, independent of the ring), and
+// calls before_release(next) before it frees what it read.
+template <typename Fn>
+void ConsumeInOrder(SpscRing& ring, uint64_t records, std::atomic<bool>* failed,
+                    Fn before_release) {
+  uint64_t next = 0;
+  while (next < records) {
+    const uint64_t head = ring.LoadHead();
+    if (head == next) {
+      // Nothing new: let the producer run. Spinning here, with both threads on one CPU
+      // (a loaded machine, TSan), held the producer off until the next preemption, once
+      // per lap of a 64-slot ring: 2.5 s to over 60 s for the same test.
+      std::this_thread::yield();
+      continue;
+    }
+    for (; next < head; ++next) {
+      const Event& e = ring.Read(next);
+      if (e.word0 != next || e.word2 != ~next || e.word3 != next * 3) *failed = true;
+    }
+    before_release(next);
+    ring.Release(next);
+  }
+}
+
 TEST(SpscRingTest, CreateRejectsCapacityOutOfRange) {
   EXPECT_EQ(SpscRing::Create(1, 0), nullptr);
   EXPECT_EQ(SpscRing::Create(1, SpscRing::kMaxCapacityLog2 + 1), nullptr);
@@ -205,24 +230,7 @@ TEST(SpscRingTest, ConcurrentProducerConsumerDeliversInOrder) {
   constexpr uint64_t kRecords = 2'000'000;
   RingPtr ring = MakeRing(6);  // 64 slots: many wraparounds and full rings
   std::atomic<bool> failed{false};
-  std::thread consumer([&] {
-    uint64_t next = 0;
-    while (next < kRecords) {
-      const uint64_t head = ring->LoadHead();
-      if (head == next) {
-        // Nothing new: let the producer run. Spinning here, with both threads on one CPU
-        // (a loaded machine, TSan), held the producer off until the next preemption, once
-        // per lap of the 64-slot ring: 2.5 s to over 60 s for the same test.
-        std::this_thread::yield();
-        continue;
-      }
-      for (; next < head; ++next) {
-        const Event& e = ring->Read(next);
-        if (e.word0 != next || e.word2 != ~next || e.word3 != next * 3) failed = true;
-      }
-      ring->Release(next);
-    }
-  });
+  std::thread consumer([&] { ConsumeInOrder(*ring, kRecords, &failed, [](uint64_t) {}); });
   uint64_t full = 0;
   for (uint64_t i = 0; i < kRecords;) {
     uint64_t pos = 0;
@@ -252,23 +260,12 @@ TEST(SpscRingTest, AwaitSpaceSleepsUntilTheConsumerMakesRoom) {
   std::atomic<bool> failed{false};
   std::atomic<uint64_t> produced{0};
   std::thread consumer([&] {
-    uint64_t next = 0;
-    while (next < kRecords) {
-      const uint64_t head = ring->LoadHead();
-      if (head == next) {
-        std::this_thread::yield();
-        continue;
-      }
-      for (; next < head; ++next) {
-        const Event& e = ring->Read(next);
-        if (e.word0 != next || e.word2 != ~next || e.word3 != next * 3) failed = true;
-      }
+    ConsumeInOrder(*ring, kRecords, &failed, [](uint64_t next) {
       if (next % 4096 < 16) {
         // Now and then the room comes late: the producer is asleep in AwaitSpace() by then.
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
-      ring->Release(next);
-    }
+    });
   });
   uint64_t waits = 0;
   std::thread producer([&] {

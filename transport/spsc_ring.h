@@ -36,10 +36,9 @@
 //
 // Thread safety: exactly one producer thread calls the producer methods (TryClaim,
 // Unclaim, slot, Publish, TakeWakeRequest, AwaitSpace) and exactly one consumer thread
-// calls the
-// consumer methods (LoadHead, LoadClaim, Read, Release). Ownership of the producer side
-// may pass to another thread only through a happens-before edge (the ring registry's
-// queue does this).
+// calls the consumer methods (LoadHead, LoadClaim, Read, Release). Ownership of the
+// producer side may pass to another thread only through a happens-before edge (the ring
+// registry's queue does this).
 //
 // Memory ordering:
 //   - Publish() stores head_ with release; LoadHead() loads it with acquire. Every record
