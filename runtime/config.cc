@@ -38,6 +38,10 @@ absl::Status Config::Validate() const {
         "; it must be between 0 and 1s (below drain_period it counts as drain_period); "
         "the default is 16ms"));
   }
+  if (drain_slice_records == 0) {
+    return absl::InvalidArgumentError(
+        "Config.drain_slice_records is 0; it must be at least 1 (default 65536)");
+  }
   if (request_site_capacity_max == 0) {
     return absl::InvalidArgumentError(
         "Config.request_site_capacity_max is 0; it must be at least 1 (default 65536)");

@@ -54,6 +54,12 @@ struct Config {
   // passes a quarter full wakes the drainer (spsc_ring.h). Never shorter than
   // drain_period; equal to it for a fixed period.
   absl::Duration idle_drain_period = absl::Milliseconds(16);
+  // The most records the drainer applies before it releases ring space, when a closed
+  // epoch holds more (drainer.h, "slices"): each ring gets drain_slice_records / rings
+  // of each slice (at least one), the first ring all of its records at once. Smaller
+  // slices hand room back to full rings sooner, at the cost of more rounds of release;
+  // 65,536 records is about 2.5 MB of records handed to a sink at a time.
+  uint32_t drain_slice_records = 65536;
   // Distinct call sites kept per recorder before "other sites" (the seed's
   // request_site_capacity_max).
   uint32_t request_site_capacity_max = kDefaultSiteCapacity;

@@ -52,12 +52,14 @@ constexpr uint64_t kPrefetchLiveBlocks = MEMTRACE_PREFETCH_LIVE_BLOCKS;
 }  // namespace
 
 Drainer::Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
-                 absl::Duration period, absl::Duration idle_period, CpuList cpus)
+                 absl::Duration period, absl::Duration idle_period,
+                 uint32_t slice_records, CpuList cpus)
     : clock_(clock),
       registry_(registry),
       ledger_(ledger),
       period_(period),
       idle_period_(idle_period),
+      slice_records_(slice_records),
       cpus_(std::move(cpus)) {
   counters_.ring_capacity = uint64_t{1} << registry->capacity_log2();
   counters_.uses_membarrier = clock_->UsesMembarrier();
@@ -128,6 +130,10 @@ uint64_t Drainer::ApplyPublishedInForkedChild() {
   // the thread that forked, which is this one. No other thread exists to race with.
   observer_ = nullptr;
   observed_.clear();
+  // The parent's drainer may have been between two slices of an epoch: its rest is
+  // applied below with the epochs after it.
+  epoch_pending_ = false;
+  applying_ = false;
   PollRegistry();
   uint64_t unpublished = 0;
   for (Cursor& c : cursors_) {
@@ -179,10 +185,10 @@ void Drainer::Run() {
     // Relaxed: a hint, see Wake().
     wake_.store(false, std::memory_order_relaxed);
     lock.unlock();
-    // Keep going without sleeping while some ring is more than a quarter full.
+    // Keep going without sleeping while an epoch has slices left or some ring is more
+    // than a quarter full.
     uint64_t records = 0;
-    while (Round(final_round, flush, &records) && !final_round) {
-      flush = false;
+    while (Round(final_round, &flush, &records) && !final_round) {
     }
     sleep = NextSleep(sleep, records, period_, idle_period_);
     lock.lock();
@@ -210,49 +216,81 @@ bool Drainer::SkipHeavyFence(bool final_round, bool flush) const noexcept {
   return registry_->acquisitions() == registrations_seen_;
 }
 
-bool Drainer::Round(bool final_round, bool flush, uint64_t* records) {
+bool Drainer::Round(bool final_round, bool* flush, uint64_t* records) {
+  uint64_t backlog = 0;
+  if (epoch_pending_) {
+    // The epoch an earlier round closed has slices left. The final round applies them all
+    // and then closes the clock; a Flush() waits for an epoch closed after its call, so
+    // *flush stays set for that one.
+    const bool over = ApplySlice(final_round, &backlog);
+    if (!final_round) return !over || backlog * 4 > counters_.ring_capacity;
+  }
+  BeginEpoch(final_round, *flush, records);
+  *flush = false;
+  const bool over = ApplySlice(final_round, &backlog);
+  return !over || backlog * 4 > counters_.ring_capacity;
+}
+
+void Drainer::BeginEpoch(bool final_round, bool flush, uint64_t* records) {
   const uint32_t epoch = open_epoch_;
-  const int64_t epoch_started = open_epoch_started_ns_;
-  const int64_t epoch_started_unix = open_epoch_started_unix_ns_;
-  const uint32_t next = NextEpoch(epoch);
+  pending_next_ = NextEpoch(epoch);
+  pending_started_ns_ = open_epoch_started_ns_;
+  pending_started_unix_ns_ = open_epoch_started_unix_ns_;
   if (final_round) {
     clock_->Close();
   } else {
-    clock_->Advance(next);
+    clock_->Advance(pending_next_);
   }
   open_epoch_started_ns_ = SteadyNowNs();
   open_epoch_started_unix_ns_ = UnixNowNs();
   // The heavy side of the watermark (epoch_clock.h, step (6)), unless one ring is all
   // there is (SkipHeavyFence).
-  const bool fenced = !SkipHeavyFence(final_round, flush);
-  if (fenced) clock_->HeavyFence();
+  pending_final_ = final_round;
+  pending_fenced_ = !SkipHeavyFence(final_round, flush);
+  if (pending_fenced_) clock_->HeavyFence();
+  // Readers (Inspect, Integrity) see the registry and the ledger between epochs only.
+  std::lock_guard<std::mutex> lock(state_mu_);
+  PollRegistry();
+  for (Cursor& c : cursors_) *records += AwaitClaims(c, final_round);
+  epoch_pending_ = true;
+  applying_ = true;
+  slices_ = 0;
+}
+
+bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
+  const uint32_t epoch = open_epoch_;
+  bool over;
   {
-    // Readers (Inspect, Integrity) see the registry and the ledger between rounds only.
     std::lock_guard<std::mutex> lock(state_mu_);
-    PollRegistry();
-    for (Cursor& c : cursors_) *records += AwaitClaims(c, final_round);
-    ApplyEpoch(epoch);
-    // Records of this epoch that the unfenced round could not see yet are applied with
-    // the next one, in their ring's order (ApplyEpoch counts them as on time then).
-    unfenced_epoch_ = fenced ? 0 : epoch;
-    counters_.missed_frees += ledger_->SettleDisplaced();
-    ++counters_.epochs;
-    if (fenced) ++counters_.fenced_epochs;
-    counters_.max_drainer_lag_ns = std::max<uint64_t>(
-        counters_.max_drainer_lag_ns, static_cast<uint64_t>(SteadyNowNs() - epoch_started));
-    counters_.site_overflow = ledger_->sites().overflowed();
+    over = ApplyEpoch(epoch, whole ? ~uint64_t{0} : SliceShare(slice_records_, cursors_.size()));
+    if (over) {
+      // Records of this epoch that the unfenced round could not see yet are applied with
+      // the next one, in their ring's order (ApplyEpoch counts them as on time then).
+      unfenced_epoch_ = pending_fenced_ ? 0 : epoch;
+      counters_.missed_frees += ledger_->SettleDisplaced();
+      ++counters_.epochs;
+      if (pending_fenced_) ++counters_.fenced_epochs;
+      counters_.max_drainer_lag_ns =
+          std::max<uint64_t>(counters_.max_drainer_lag_ns,
+                             static_cast<uint64_t>(SteadyNowNs() - pending_started_ns_));
+      counters_.site_overflow = ledger_->sites().overflowed();
+      applying_ = false;
+    }
   }
+  if (over) state_cv_.notify_all();
+  ++slices_;
+  // Relaxed: a statistic.
+  if (over && slices_ > 1) sliced_epochs_.fetch_add(1, std::memory_order_relaxed);
   if (observer_ != nullptr) {
-    observer_->OnEpochRecords(epoch, epoch_started_unix, observed_);
+    observer_->OnEpochRecords(epoch, pending_started_unix_ns_, observed_);
     observed_.clear();
-    if (final_round) observer_->OnStop();
+    if (over && pending_final_) observer_->OnStop();
   }
 
-  uint64_t backlog = 0;
   for (size_t i = 0; i < cursors_.size();) {
     Cursor& c = cursors_[i];
     c.ring->Release(c.pos);
-    backlog = std::max(backlog, c.limit - c.pos);
+    *backlog = std::max(*backlog, c.limit - c.pos);
     if (c.retired && c.pos == c.ring->LoadHead()) {
       // The thread is gone and every record it published is applied: reuse the ring.
       registry_->Reclaim(c.ring);
@@ -262,16 +300,17 @@ bool Drainer::Round(bool final_round, bool flush, uint64_t* records) {
     ++i;
   }
 
-  {
+  if (over) {
+    epoch_pending_ = false;
     std::lock_guard<std::mutex> lock(mu_);
-    if (fenced) fenced_epoch_ = epoch;
-    open_epoch_ = next;
+    if (pending_fenced_) fenced_epoch_ = epoch;
+    open_epoch_ = pending_next_;
   }
   done_cv_.notify_all();
-  // Each ring's next pages, mapped in off its producer's thread, and after the round so
+  // Each ring's next pages, mapped in off its producer's thread, and after the slice so
   // that neither the epoch nor a Flush() waits for the system calls.
   for (Cursor& c : cursors_) c.ring->PopulateAhead(c.limit);
-  return backlog * 4 > counters_.ring_capacity;
+  return over;
 }
 
 void Drainer::PollRegistry() {
@@ -430,11 +469,16 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
   ++counters_.events_applied;
 }
 
-void Drainer::ApplyEpoch(uint32_t epoch) {
+bool Drainer::ApplyEpoch(uint32_t epoch, uint64_t share) {
   const bool prefetch = ledger_->totals().live_count >= kPrefetchLiveBlocks;
   for (size_t base = 0; base < cursors_.size(); ++base) {
     stack_.clear();
-    stack_.emplace_back(base, ~uint64_t{0});
+    // The first ring (the recorder's first) goes first and whole (PollRegistry()); the
+    // others up to their share. A ring's records applied earlier as another's dependency
+    // count against nothing.
+    const uint64_t pos = cursors_[base].pos;
+    stack_.emplace_back(base, base == 0 || share > ~uint64_t{0} - pos ? ~uint64_t{0}
+                                                                     : pos + share);
     cursors_[base].on_stack = true;
     while (!stack_.empty()) {
       const auto [index, target] = stack_.back();
@@ -484,6 +528,11 @@ void Drainer::ApplyEpoch(uint32_t epoch) {
       }
     }
   }
+  // Over when every ring is at its limit or at a record of a later epoch.
+  for (const Cursor& c : cursors_) {
+    if (c.pos < c.limit && !EpochBefore(epoch, c.ring->Read(c.pos).epoch())) return false;
+  }
+  return true;
 }
 
 void Drainer::RemoveCursor(size_t index) {

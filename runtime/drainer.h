@@ -28,6 +28,18 @@
 //   5. Release the slots read, reclaim retired rings that are empty, settle blocks whose
 //      release never came (ledger), and wake callers of Flush().
 //
+// An epoch of many rings is applied in slices. With more busy threads than CPUs the
+// rings can hold millions of records when an epoch closes, and applying them all before
+// releasing any ring kept every producer whose ring was full waiting for the whole round
+// (seconds: bench/README.md, "More busy threads than CPUs"), long enough to give up and
+// drop its record. Steps 4 and 5 therefore run in slices of about
+// Config::drain_slice_records records: each slice applies up to its share of every ring's records of the epoch (the
+// first ring's all at once, in the first slice, so that it still goes first), hands them
+// to the observer, and releases the slots. The epoch is not over until every ring's
+// records of it are applied: Flush() and ReadState() wait for its end, the ledger's
+// displaced blocks are settled at its end only, and the next epoch is closed only after
+// it. A program with one ring (one thread) never needs a second slice.
+//
 // Guarantees, given the producer protocol:
 //   - The final live set (address, size, scope, layer, site) and every counter equal a
 //     sequential replay of the real operations, including frees on another thread and
@@ -47,6 +59,7 @@
 #ifndef MEMTRACE_RUNTIME_DRAINER_H_
 #define MEMTRACE_RUNTIME_DRAINER_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -71,8 +84,10 @@ class Drainer {
  public:
   // The thread is named "memtrace-drain" and, when `cpus` is not empty, restricted to
   // those CPUs (Config::thread_cpus, checked by Config::Validate()).
+  // `slice_records`: Config::drain_slice_records (the header, "slices").
   Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
-          absl::Duration period, absl::Duration idle_period, CpuList cpus = {});
+          absl::Duration period, absl::Duration idle_period, uint32_t slice_records,
+          CpuList cpus = {});
   ~Drainer();
 
   Drainer(const Drainer&) = delete;
@@ -134,11 +149,24 @@ class Drainer {
   uint64_t ApplyPublishedInForkedChild();
 
   // Calls fn(const AllocationLedger&, const CaptureIntegrity&) with the drainer paused
-  // between rounds. The integrity passed in has only the drainer's own counters filled.
+  // between epochs (waiting for the slices of one to end). The integrity passed in has
+  // only the drainer's own counters filled. On the drainer thread (an observer) it does
+  // not wait, and may see an epoch between two slices.
   template <typename Fn>
   void ReadState(Fn&& fn) const {
-    std::lock_guard<std::mutex> lock(state_mu_);
+    std::unique_lock<std::mutex> lock(state_mu_);
+    state_cv_.wait(lock, [this] { return !applying_ || OnDrainerThread(); });
     fn(*ledger_, counters_);
+  }
+
+  // The share of each ring (but the first) in one slice of `slice_records`, with `rings`
+  // rings: at least one record.
+  static uint64_t SliceShare(uint32_t slice_records, size_t rings) noexcept {
+    return std::max<uint64_t>(1, slice_records / std::max<size_t>(rings, 1));
+  }
+  // Epochs that needed more than one slice (tests, bench). Any thread.
+  uint64_t sliced_epochs() const noexcept {
+    return sliced_epochs_.load(std::memory_order_relaxed);
   }
 
  private:
@@ -155,10 +183,17 @@ class Drainer {
   };
 
   void Run();
-  // Closes one epoch. Returns true when a ring is still more than a quarter full; adds
-  // the records it found to *records.
-  // `flush`: a Flush() asked for this round.
-  bool Round(bool final_round, bool flush, uint64_t* records);
+  // Applies one slice of the epoch being applied, first closing a new one when none is
+  // (adding the records it finds to *records). The final round applies every record and
+  // closes the clock. Returns true when more work is waiting right away: the epoch has
+  // slices left, or a ring is still more than a quarter full.
+  // `*flush`: a Flush() asked for this round; cleared once an epoch is closed for it.
+  bool Round(bool final_round, bool* flush, uint64_t* records);
+  // Steps 1-3 of the header: closes open_epoch_ and finds each ring's records.
+  void BeginEpoch(bool final_round, bool flush, uint64_t* records);
+  // Steps 4-5 for one slice of the epoch being applied (all of it when `whole`). Returns
+  // true when the epoch is over.
+  bool ApplySlice(bool whole, uint64_t* backlog);
   // Whether this round may close its epoch without the heavy fence (drainer.h, step 1).
   bool SkipHeavyFence(bool final_round, bool flush) const noexcept;
   void PollRegistry();
@@ -169,7 +204,10 @@ class Drainer {
   // Its unfinished records are counted in events_dropped.
   uint64_t AwaitClaims(Cursor& c, bool final_round);
   static constexpr auto kFinalClaimWait = std::chrono::milliseconds(1000);
-  void ApplyEpoch(uint32_t epoch);
+  // Applies records stamped `epoch` (or earlier) in dependency order: all of the first
+  // ring's, and at most `share` more of each other ring's (dependencies are applied
+  // whatever the share). Returns true when no ring has any left.
+  bool ApplyEpoch(uint32_t epoch, uint64_t share = ~uint64_t{0});
   // The epoch after `epoch`, skipping kClosed and 0 (never an epoch) when the counter wraps.
   static uint32_t NextEpoch(uint32_t epoch) noexcept {
     const uint32_t next = epoch + 1;
@@ -188,6 +226,7 @@ class Drainer {
   AllocationLedger* const ledger_;
   const absl::Duration period_;
   const absl::Duration idle_period_;
+  const uint32_t slice_records_;
   const CpuList cpus_;  // where the drainer thread runs (empty: anywhere)
 
   // Drainer-thread state. The vectors are line-aligned (transport/cache_line.h): the
@@ -202,6 +241,16 @@ class Drainer {
   // The epoch the last round closed without the heavy fence, or 0 (never an epoch) when
   // it fenced.
   uint32_t unfenced_epoch_ = 0;
+  // An epoch closed and not yet fully applied (open_epoch_ is it until it is over), and
+  // what its first round found.
+  bool epoch_pending_ = false;
+  bool pending_fenced_ = false;
+  bool pending_final_ = false;
+  uint32_t pending_next_ = 0;
+  int64_t pending_started_ns_ = 0;
+  int64_t pending_started_unix_ns_ = 0;
+  uint32_t slices_ = 0;  // slices of the pending epoch so far
+  std::atomic<uint64_t> sliced_epochs_{0};
 
   // Round-trip with Flush()/Stop().
   std::mutex mu_;
@@ -225,8 +274,11 @@ class Drainer {
   std::vector<ObservedEvent> observed_;  // this epoch's records, for the observer
   int64_t open_epoch_started_unix_ns_ = 0;
 
-  // Guards ledger_ and counters_ against readers.
+  // Guards ledger_ and counters_ against readers, who also wait while `applying_` (an
+  // epoch is between two of its slices).
   mutable std::mutex state_mu_;
+  mutable std::condition_variable state_cv_;
+  bool applying_ = false;
   CaptureIntegrity counters_;
 };
 

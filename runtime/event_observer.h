@@ -4,7 +4,8 @@
 //
 // The drainer applies records one epoch at a time (drainer.h). An EventObserver attached
 // to a recorder receives, after each epoch, every record applied in that epoch, in the
-// order the ledger applied it, with the ring (thread) it came from, its ticket, and the
+// order the ledger applied it (an epoch of many threads' records may come in several
+// calls with the same epoch, one per slice: drainer.h), with the ring (thread) it came from, its ticket, and the
 // wall-clock time at which the epoch began. Records of one thread keep their order; two
 // threads' records inside one epoch are in the drainer's order, which respects every
 // allocation-before-release dependency.
@@ -33,7 +34,8 @@ class EventObserver {
  public:
   virtual ~EventObserver() = default;
 
-  // The records applied in `epoch`, which began at `epoch_start_unix_ns`.
+  // Records applied in `epoch`, which began at `epoch_start_unix_ns` (all of them, or one
+  // slice of them).
   virtual void OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
                        std::span<const ObservedEvent> events) noexcept = 0;
 

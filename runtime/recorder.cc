@@ -41,7 +41,7 @@ Recorder::Recorder(const Config& config)
       registry_(config.ring_capacity_log2),
       ledger_(config.request_site_capacity_max),
       drainer_(&clock_, &registry_, &ledger_, config.drain_period, config.idle_drain_period,
-               config.thread_cpus) {
+               config.drain_slice_records, config.thread_cpus) {
   const runtime_internal::SlotLease lease =
       runtime_internal::AcquireRecorderSlot(&registry_);
   slot_ = lease.index;

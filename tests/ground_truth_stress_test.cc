@@ -41,9 +41,11 @@ constexpr int kOpsPerThread = 1'000'000;
 constexpr int kThreads = 8;
 constexpr LayerId kLayer = layers::kCpuHeap;
 
-Config StressConfig(FenceMode fence = FenceMode::kMembarrier) {
+Config StressConfig(FenceMode fence = FenceMode::kMembarrier,
+                    uint32_t slice_records = Config{}.drain_slice_records) {
   Config config;
   config.fence = fence;
+  config.drain_slice_records = slice_records;
   config.ring_capacity_log2 = 12;
   // Above the largest live set here (~300k blocks in the phased test), as config.h advises.
   config.ticket_table_log2 = 20;
@@ -108,28 +110,46 @@ struct Inbox {
   std::vector<uint64_t> blocks;
 };
 
+struct DrainerShape {
+  FenceMode fence;
+  uint32_t slice_records;
+  const char* name;
+};
+
 // The watermark's two fences (transport/epoch_clock.h): membarrier() where the kernel
 // has it, and seq_cst fences on both sides, which is also what runs where it does not.
-// The tests below that depend on the watermark run under each.
-class GroundTruthFenceTest : public ::testing::TestWithParam<FenceMode> {
+// The tests below that depend on the watermark run under each, and once more with epochs
+// applied in slices of 64 records (8 a ring; drainer.h), so that an epoch's records are
+// applied, handed on and released a few at a time, between its releases' dependencies.
+class GroundTruthFenceTest : public ::testing::TestWithParam<DrainerShape> {
  protected:
   std::unique_ptr<Recorder> MakeRecorder() {
-    auto recorder = Recorder::Create(StressConfig(GetParam())).value();
+    auto recorder =
+        Recorder::Create(StressConfig(GetParam().fence, GetParam().slice_records)).value();
     // kSeqCst is always what it says; kMembarrier falls back to seq_cst fences where the
     // kernel has no membarrier(), so only the first can be checked everywhere.
-    if (GetParam() == FenceMode::kSeqCst) {
+    if (GetParam().fence == FenceMode::kSeqCst) {
       EXPECT_FALSE(recorder->Integrity().uses_membarrier);
     }
     return recorder;
   }
+  // The sliced shape really sliced (and the default one, with rings of 4,096 records and
+  // 8,192 a ring in a slice, never does).
+  void ExpectSlicesAsConfigured(const Recorder& recorder) {
+    if (GetParam().slice_records < Config{}.drain_slice_records) {
+      EXPECT_GT(recorder.sliced_epochs(), 0u);
+    } else {
+      EXPECT_EQ(recorder.sliced_epochs(), 0u);
+    }
+  }
 };
 
-INSTANTIATE_TEST_SUITE_P(Fences, GroundTruthFenceTest,
-                         ::testing::Values(FenceMode::kMembarrier, FenceMode::kSeqCst),
-                         [](const ::testing::TestParamInfo<FenceMode>& info) {
-                           return info.param == FenceMode::kMembarrier ? "Membarrier"
-                                                                       : "SeqCst";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Fences, GroundTruthFenceTest,
+    ::testing::Values(DrainerShape{FenceMode::kMembarrier, 65536, "Membarrier"},
+                      DrainerShape{FenceMode::kSeqCst, 65536, "SeqCst"},
+                      DrainerShape{FenceMode::kMembarrier, 64, "MembarrierSlices"}),
+    [](const ::testing::TestParamInfo<DrainerShape>& info) { return info.param.name; });
 
 // 8 threads, 1M operations each: allocations of 16-271 bytes, frees (about half of them
 // on a thread other than the allocating one), in-place resizes and moving remaps, under
@@ -228,6 +248,7 @@ TEST_P(GroundTruthFenceTest, FinalStateEqualsSequentialReplay) {
 
   ExpectLedgerMatchesReplay(*recorder, heap.Replay(), /*check_high_water=*/false);
   ASSERT_TRUE(recorder->Stop().ok());
+  ExpectSlicesAsConfigured(*recorder);
 }
 
 // High-water marks in phases separated by barriers and a Flush(): allocation phases and
@@ -292,6 +313,7 @@ TEST_P(GroundTruthFenceTest, HighWaterIsExactAcrossBarrierSeparatedPhases) {
   for (auto& th : threads) th.join();
   ASSERT_TRUE(recorder->Flush().ok());
   ExpectLedgerMatchesReplay(*recorder, heap.Replay(), /*check_high_water=*/true);
+  ExpectSlicesAsConfigured(*recorder);
 }
 
 // 10,000 short-lived threads, each allocating, freeing some of its own blocks and some

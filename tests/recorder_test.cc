@@ -25,6 +25,7 @@
 #include "runtime/internal/thread_state.h"
 #include "runtime/span.h"
 #include "tests/drainer_stall.h"
+#include "transport/ticket.h"
 
 namespace memtrace {
 namespace {
@@ -59,6 +60,11 @@ TEST(RecorderTest, ConfigErrorsSayWhatAndHowToFix) {
   config = Config{};
   config.request_site_capacity_max = 0;
   EXPECT_FALSE(Recorder::Create(config).ok());
+  config = Config{};
+  config.drain_slice_records = 0;
+  const auto slice = Recorder::Create(config);
+  ASSERT_FALSE(slice.ok());
+  EXPECT_NE(slice.status().message().find("drain_slice_records is 0"), std::string::npos);
 }
 
 TEST(RecorderTest, TheDrainerSleepsLongerOnlyWhileQuiet) {
@@ -460,6 +466,81 @@ TEST(RecorderTest, WaitPolicyRidesOutAShortStall) {
   EXPECT_TRUE(integrity.complete()) << integrity.Counters();
   EXPECT_GE(integrity.overflow_waits, 1u);
   EXPECT_EQ(integrity.events_applied, 40u);
+}
+
+// Collects, per call, the epoch and the records handed on, with each record's ticket.
+class SliceLog final : public EventObserver {
+ public:
+  void OnEpoch(uint32_t epoch, int64_t, std::span<const ObservedEvent> events) noexcept override {
+    calls.emplace_back(epoch, events.size());
+    for (const ObservedEvent& o : events) tickets.push_back(o.ticket);
+  }
+  std::vector<std::pair<uint32_t, size_t>> calls;  // drainer thread until Stop()
+  std::vector<uint64_t> tickets;
+};
+
+// An epoch holding many rings' records is applied in slices (drainer.h): four rings of
+// 1,000 records recorded while the drainer is held, slices of 512 records (128 a ring, the
+// first ring all at once), reach the observer in several calls of one epoch, each record
+// once, every ring's records in their order.
+TEST(RecorderTest, AnEpochOfManyFullRingsIsAppliedInSlices) {
+  Config config;
+  config.ring_capacity_log2 = 10;
+  config.drain_slice_records = 512;
+  config.overflow_policy = OverflowPolicy::kWaitThenFail;
+  config.overflow_wait = absl::Seconds(10);
+  auto recorder = Make(config);
+  SliceLog log;
+  ASSERT_TRUE(recorder->SetObserver(&log).ok());
+  ASSERT_TRUE(recorder->Start().ok());
+  constexpr int kThreads = 4;
+  constexpr uint64_t kPerThread = 1000;
+  {
+    DrainerStall stall(*recorder);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (uint64_t i = 0; i < kPerThread; ++i) {
+          const uint64_t address = (uint64_t{1} << 32) * (t + 1) + i * 16;
+          ASSERT_EQ(recorder->RecordAlloc(kHeap, address, 16, 0), RecordResult::kRecorded);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+  }  // the drainer runs again, and finds every ring holding 1,000 records of one epoch
+  ASSERT_TRUE(recorder->Stop().ok());
+
+  std::map<uint32_t, size_t> records_of_epoch, calls_of_epoch;
+  for (const auto& [epoch, n] : log.calls) {
+    records_of_epoch[epoch] += n;
+    ++calls_of_epoch[epoch];
+    // The first ring's records all at once, at most 128 of each other ring's.
+    EXPECT_LE(n, kPerThread + (kThreads - 1) * 128);
+  }
+  // The stalled drainer closes at most one epoch meanwhile (it advances the clock, then
+  // waits for the stall), so one epoch holds at least half of the records, more than one
+  // slice can apply.
+  const auto biggest = std::max_element(
+      records_of_epoch.begin(), records_of_epoch.end(),
+      [](const auto& a, const auto& b) { return a.second < b.second; });
+  ASSERT_NE(biggest, records_of_epoch.end());
+  EXPECT_GE(biggest->second, kThreads * kPerThread / 2);
+  EXPECT_GE(calls_of_epoch[biggest->first], 2u);
+  EXPECT_GE(recorder->sliced_epochs(), 1u);
+
+  ASSERT_EQ(log.tickets.size(), kThreads * kPerThread);
+  std::map<uint32_t, uint64_t> next_position;
+  for (const uint64_t ticket : log.tickets) {
+    const uint32_t ring = Ticket::RingId(ticket);
+    if (next_position.count(ring) != 0) {
+      EXPECT_EQ(Ticket::Position(ticket), next_position[ring]) << "ring " << ring;
+    }
+    next_position[ring] = Ticket::Position(ticket) + 1;
+  }
+  EXPECT_EQ(next_position.size(), static_cast<size_t>(kThreads));
+  const CaptureIntegrity integrity = recorder->Integrity();
+  EXPECT_TRUE(integrity.complete()) << integrity.Counters();
+  EXPECT_EQ(integrity.late_records, 0u);
 }
 
 // Stop() drains everything published, but a record claimed and never published (its
