@@ -1008,6 +1008,37 @@ std::string MallocLibrary() {
   return info.dli_fname;
 }
 
+// The first object ahead of this library in the lookup order (the program excluded) that
+// defines `symbol` itself, or "" when none does. Asked of each object's own symbols
+// (dlsym on its handle finds its own definition before its dependencies'), because the
+// global address can name the program: one that takes malloc's address makes its PLT
+// entry malloc's address for everyone (tests/takes_malloc_address.cc).
+std::string DefinedAheadOfUs(const char* symbol) {
+  std::vector<std::string> names;  // load order, which is the lookup order
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* out = static_cast<std::vector<std::string>*>(data);
+        out->emplace_back(info->dlpi_name != nullptr ? info->dlpi_name : "");
+        return 0;
+      },
+      &names);
+  const std::string self = LibraryPath();
+  for (size_t i = 1; i < names.size(); ++i) {  // [0] is the program
+    const std::string& name = names[i];
+    if (name == self) break;
+    if (name.empty()) continue;  // the vDSO
+    void* handle = dlopen(name.c_str(), RTLD_NOLOAD | RTLD_LAZY);
+    if (handle == nullptr) continue;
+    void* found = dlsym(handle, symbol);
+    Dl_info info;
+    const bool own = found != nullptr && dladdr(found, &info) != 0 &&
+                     info.dli_fname != nullptr && name == info.dli_fname;
+    dlclose(handle);
+    if (own) return name;
+  }
+  return "";
+}
+
 // The object whose malloc the program's calls reach, when that is not this library: an
 // executable or library with an allocator of its own, ahead of the interposer in the
 // lookup order (Chromium's PartitionAlloc, a library preloaded before this one). Its
@@ -1027,6 +1058,7 @@ std::string ShadowingMalloc() {
   if (ours) internal_blocks.Insert(Addr(p));  // still ours: this library's free takes it
   global_free(p);
   if (ours) return "";
+  if (std::string library = DefinedAheadOfUs("malloc"); !library.empty()) return library;
   Dl_info found;
   if (dladdr(reinterpret_cast<void*>(global_malloc), &found) != 0 &&
       found.dli_fname != nullptr && found.dli_fname[0] != '\0') {

@@ -482,6 +482,23 @@ TEST_F(PreloadTest, AnAllocatorAheadOfTheInterposerIsNamedAndTheCaptureFailsVeri
   absl::Status plt_status;
   EXPECT_EQ(ReplayCapture(plt, &plt_status).markers.allocs, 100);
 
+  // The same program with an allocator preloaded ahead of the interposer: the allocator
+  // is named, not the program whose PLT entry is malloc's address.
+  const std::string both = TempDir() + "/plt_shadowed.mtb";
+  const Result shadowed_plt =
+      RunProgram({Runfile("tests/takes_malloc_address")},
+                 {"LD_PRELOAD=" + OtherMalloc() + ":" + Preload(), "MEMTRACE_OUTPUT=" + both});
+  ASSERT_EQ(shadowed_plt.status, 0) << shadowed_plt.err;
+  EXPECT_NE(shadowed_plt.err.find("calls to malloc and free reach the allocator of " +
+                                  OtherMalloc() + ","),
+            std::string::npos)
+      << shadowed_plt.err;
+  const Result both_verify = RunProgram({Cli(), "verify", both}, {});
+  EXPECT_EQ(both_verify.status, 1) << both_verify.out;
+  EXPECT_NE(both_verify.out.find("reached the allocator of " + OtherMalloc() + ","),
+            std::string::npos)
+      << both_verify.out;
+
   const std::string after = TempDir() + "/after.mtb";
   const Result ok = RunProgram(
       {Target(), "basic"},
