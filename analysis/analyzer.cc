@@ -542,39 +542,61 @@ PeakComposition Analyzer::CompositionOf(const std::function<bool(const Block&)>&
 absl::StatusOr<PeakComposition> Analyzer::Peak(const std::string& path) {
   auto summary = Summarize(path);
   if (!summary.ok()) return summary.status();
-  Analyzer replay;
-  replay.StopAfter(summary->peak_event_index);
-  CaptureReadStats stats;
-  absl::Status s = ReadCapture(
-      path, [&](const CaptureRecord& rec) { return replay.Apply(rec); }, &stats);
-  if (!s.ok()) return s;
-  return replay.Composition();
+  auto peaks = PeaksOf(path, *summary, {});
+  if (!peaks.ok()) return peaks.status();
+  return std::move(peaks->global);
 }
 
 absl::StatusOr<std::vector<ScopePeak>> Analyzer::ScopePeaks(const std::string& path,
                                                            const std::vector<uint32_t>& scopes) {
   auto summary = Summarize(path);
   if (!summary.ok()) return summary.status();
+  auto peaks = PeaksOf(path, *summary, scopes);
+  if (!peaks.ok()) return peaks.status();
+  return std::move(peaks->scopes);
+}
+
+absl::StatusOr<Analyzer::Peaks> Analyzer::PeaksOf(const std::string& path,
+                                                  const CaptureSummary& summary,
+                                                  const std::vector<uint32_t>& scopes,
+                                                  const Progress& progress) {
   // The moments to stop at, in replay order: event index -> scopes peaking there.
   std::map<uint64_t, std::vector<uint32_t>> moments;
-  for (const auto& [scope, event] : summary->scope_peak_event) {
+  for (const auto& [scope, event] : summary.scope_peak_event) {
     if (scopes.empty() || std::find(scopes.begin(), scopes.end(), scope) != scopes.end()) {
       moments[event].push_back(scope);
     }
   }
-  std::vector<ScopePeak> out;
+  const uint64_t global = summary.peak_event_index;
+  uint64_t last = global;
+  if (!moments.empty()) last = std::max(last, moments.rbegin()->first);
+  Peaks out;
   Analyzer replay;
+  // Nothing after the last moment matters (the rest of the file is still read and
+  // checked).
+  replay.StopAfter(last);
+  bool global_taken = false;
+  if (global == 0) {  // no event raised the high-water mark: the empty start
+    out.global = replay.Composition();
+    global_taken = true;
+  }
   auto next = moments.begin();
   CaptureReadStats stats;
   absl::Status s = ReadCapture(
       path,
       [&](const CaptureRecord& rec) {
+        if (progress) progress(stats.bytes);
         absl::Status applied = replay.Apply(rec);
-        while (next != moments.end() && replay.events_applied() == next->first) {
+        const uint64_t at = replay.events_applied();
+        if (!global_taken && at == global) {
+          out.global = replay.Composition();
+          global_taken = true;
+        }
+        while (next != moments.end() && at == next->first) {
           const uint64_t total = replay.Composition().live_bytes;
           for (uint32_t scope : next->second) {
-            ScopePeak peak{scope, next->first, replay.last_t_, total, replay.Composition(scope)};
-            out.push_back(std::move(peak));
+            out.scopes.push_back(
+                ScopePeak{scope, next->first, replay.last_t_, total, replay.Composition(scope)});
           }
           ++next;
         }
@@ -582,7 +604,15 @@ absl::StatusOr<std::vector<ScopePeak>> Analyzer::ScopePeaks(const std::string& p
       },
       &stats);
   if (!s.ok()) return s;
-  std::sort(out.begin(), out.end(), [](const ScopePeak& a, const ScopePeak& b) {
+  // A moment the replay never reached (the file changed since `summary` was made) is
+  // left out rather than reported from the wrong state.
+  if (!global_taken) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " has fewer events (", replay.events_applied(),
+        ") than when it was summarized (high-water after event ", global,
+        "); was it rewritten meanwhile? Run the command again"));
+  }
+  std::sort(out.scopes.begin(), out.scopes.end(), [](const ScopePeak& a, const ScopePeak& b) {
     return a.composition.live_bytes != b.composition.live_bytes
                ? a.composition.live_bytes > b.composition.live_bytes
                : a.scope < b.scope;

@@ -230,6 +230,17 @@ class Analyzer {
   static absl::StatusOr<std::vector<ScopePeak>> ScopePeaks(const std::string& path,
                                                            const std::vector<uint32_t>& scopes);
 
+  // Both of the above for a capture already summarized (`summary`: Summarize() of the
+  // same file, which finds the moments), in one more reading of it. `progress` as for
+  // Summarize().
+  struct Peaks {
+    PeakComposition global;
+    std::vector<ScopePeak> scopes;
+  };
+  static absl::StatusOr<Peaks> PeaksOf(const std::string& path, const CaptureSummary& summary,
+                                       const std::vector<uint32_t>& scopes,
+                                       const Progress& progress = Progress());
+
   // Replays only the first `events` events (the rest of the file is still checked).
   void StopAfter(uint64_t events) noexcept { stop_after_ = events; }
   // Replays up to `point` (the rest of the file is still checked).

@@ -1184,8 +1184,6 @@ int PeakCommand(int argc, char** argv) {
   const std::string& path = args.positional[0];
   const auto s = Load(path);
   if (!s.ok()) return InputError(kPeakSpec, std::string(s.status().message()));
-  const auto peak = Analyzer::Peak(path);
-  if (!peak.ok()) return InputError(kPeakSpec, std::string(peak.status().message()));
   std::vector<uint32_t> only;
   const std::string scope = absl::GetFlag(FLAGS_scope);
   if (!scope.empty()) {
@@ -1199,8 +1197,15 @@ int PeakCommand(int argc, char** argv) {
                                                 " (its scopes: ", absl::StrJoin(known, ", "), ")"));
     }
   }
-  auto scope_peaks = Analyzer::ScopePeaks(path, only);
-  if (!scope_peaks.ok()) return InputError(kPeakSpec, std::string(scope_peaks.status().message()));
+  // One more reading finds the global moment's composition and each scope's.
+  absl::StatusOr<Analyzer::Peaks> peaks;
+  {
+    ProgressBar bar(path, "finding the peaks");
+    peaks = Analyzer::PeaksOf(path, *s, only, [&bar](uint64_t bytes) { bar.Update(bytes); });
+  }
+  if (!peaks.ok()) return InputError(kPeakSpec, std::string(peaks.status().message()));
+  const PeakComposition* const peak = &peaks->global;
+  const std::vector<ScopePeak>* const scope_peaks = &peaks->scopes;
   const size_t scopes_shown = std::min(limit, scope_peaks->size());
   const size_t kSitesPerScope = 5;
   SiteNamer names(*s, std::move(allocators));

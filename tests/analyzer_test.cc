@@ -676,6 +676,29 @@ TEST(AnalyzerTest, EachScopePeakIsItsOwnHighWaterComposition) {
   ASSERT_TRUE(only.ok());
   ASSERT_EQ(only->size(), 1u);
   EXPECT_EQ((*only)[0].scope, 2u);
+
+  // Both kinds of peak in one reading, from a summary made first (`memtrace peak`): the
+  // global one (430 after event 6, which is also load's) and each scope's.
+  const auto summary = Analyzer::Summarize(path);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  const auto both = Analyzer::PeaksOf(path, *summary, {});
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->global.event_index, 6u);
+  EXPECT_EQ(both->global.live_bytes, 430u);
+  ASSERT_EQ(both->global.by_scope.size(), 2u);
+  EXPECT_EQ(both->global.by_scope[0], (std::pair<uint32_t, uint64_t>{1, 400}));
+  ASSERT_EQ(both->scopes.size(), 2u);
+  EXPECT_EQ(both->scopes[1].event_index, 5u);
+  EXPECT_EQ(both->scopes[1].composition.live_bytes, 30u);
+
+  // A summary of a longer capture than the file now holds: a clear error, not the
+  // composition of some other moment.
+  CaptureSummary longer = *summary;
+  longer.peak_event_index = 99;
+  const auto stale = Analyzer::PeaksOf(path, longer, {});
+  ASSERT_FALSE(stale.ok());
+  EXPECT_NE(stale.status().message().find("fewer events (7)"), std::string::npos)
+      << stale.status();
 }
 
 }  // namespace
