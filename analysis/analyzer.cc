@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "sinks/capture_lock.h"
 #include "simdjson.h"
 
 namespace memtrace {
@@ -176,7 +177,7 @@ absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
   absl::Status s = ReadCapture(
       path, [&](const CaptureRecord& rec) { return analyzer.Apply(rec); }, &stats);
   if (!s.ok()) return s;
-  return analyzer.Finish(stats);
+  return analyzer.FinishFile(path, stats);
 }
 
 absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
@@ -198,7 +199,13 @@ absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
       },
       &stats);
   if (!s.ok()) return s;
-  return analyzer.Finish(stats);
+  return analyzer.FinishFile(path, stats);
+}
+
+CaptureSummary Analyzer::FinishFile(const std::string& path, const CaptureReadStats& stats) {
+  CaptureSummary summary = Finish(stats);
+  summary.being_written = !summary.has_trailer && CaptureBeingWritten(path);
+  return summary;
 }
 
 absl::StatusOr<CaptureSummary> Analyzer::SummarizeText(std::string_view text,
@@ -316,6 +323,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       summary_.fork = ForkOf(rec.raw);
       summary_.process = ProcessOf(rec.raw);
       summary_.trace_children = rec.raw.find("\"trace_children\":true") != std::string::npos;
+      summary_.trace_forks = rec.raw.find("\"trace_forks\":true") != std::string::npos;
       summary_.sampled = summary_.sample_interval_bytes > 0;
       break;
     case LineType::kLayer:

@@ -135,6 +135,7 @@ struct CaptureSummary {
   uint64_t pid = 0;
   ProcessOrigin process;           // the header's, for the interposer's captures
   bool trace_children = false;     // the interposer's header: exec'd images traced on
+  bool trace_forks = false;        // the interposer's header: forked children traced on
   std::string source;              // the header's source: "runtime" or "preload"
   std::string malloc_from;         // the header's: whose malloc came before the interposer
   ForkOrigin fork;                 // the header's, for a forked child's capture
@@ -148,6 +149,10 @@ struct CaptureSummary {
   int64_t snapshot_t = 0;          // `t` of the last event applied
   uint64_t events = 0;
   bool has_trailer = false;
+  // No trailer yet, and a running process holds the file's capture lock
+  // (sinks/capture_lock.h): the capture is being written, not cut short. Set by the
+  // Summarize() overloads that read a path.
+  bool being_written = false;
   bool trailer_complete = false;  // the trailer's own verdict (runtime and sink)
   std::string trailer;            // the trailer line, raw
   UsageCounters totals;
@@ -255,6 +260,8 @@ class Analyzer {
 
   absl::Status Apply(const CaptureRecord& rec);
   CaptureSummary Finish(const CaptureReadStats& stats);
+  // Finish() for a capture read from `path`: also whether it is still being written.
+  CaptureSummary FinishFile(const std::string& path, const CaptureReadStats& stats);
 
   // Replay in progress, for consumers that follow it event by event (analysis/timeline.h).
   // `hook` is called during Apply() each time one block's bytes are counted in or out of

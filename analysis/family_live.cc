@@ -66,7 +66,7 @@ absl::StatusOr<CaptureSummary> SummarizeWithSteps(const std::string& path,
       &stats);
   if (!s.ok()) return s;
   if (steps->ended_unix_ns == 0) steps->ended_unix_ns = last_t;
-  return analyzer.Finish(stats);
+  return analyzer.FinishFile(path, stats);
 }
 
 FamilyHighWater HighestSum(const std::vector<ProcessLiveSteps>& processes) {

@@ -167,6 +167,7 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = ReadCount(trailer, "", "forks", &t.forks); !s.ok()) return s;
   for (const auto& [name, member] :
        {std::pair{"ended_by", &TrailerBlocks::ended_by}, std::pair{"exec", &TrailerBlocks::exec}}) {
     std::string_view text;

@@ -65,6 +65,7 @@ struct TrailerBlocks {
   std::string memtrace_cpu_json;  // the object as written (minified), or empty
   std::string ended_by;              // interposer captures: "exit", "exec", "signal N"
   std::string exec;                  // ended by "exec": the program named, or empty
+  uint64_t forks = 0;                // interposer captures: children the process forked
 
   // What made the capture lose something, by the counters' names in the runtime's summary,
   // each with its count ("dropped 3", "sink lost 12"); empty when nothing was lost.

@@ -144,6 +144,10 @@ const CommandSpec kExportSpec = {
 namespace {
 
 std::string Verdict(const CaptureSummary& s) {
+  if (s.being_written) {
+    return "INCOMPLETE (still being written: the process writing it is running, and its "
+           "trailer comes when that process exits)";
+  }
   if (!s.has_trailer) {
     return s.source == "preload"
                ? "TRUNCATED (no trailer: the process ended without its exit handlers, killed "
@@ -163,7 +167,8 @@ std::string Verdict(const CaptureSummary& s) {
 }
 
 std::string VerdictWord(const CaptureSummary& s) {
-  return !s.has_trailer ? "truncated" : (s.trailer_complete ? "complete" : "partial");
+  if (!s.has_trailer) return s.being_written ? "running" : "truncated";
+  return s.trailer_complete ? "complete" : "partial";
 }
 
 // The line under every text header of a sampled capture.
@@ -504,6 +509,27 @@ void PrintExecNote(const std::optional<TrailerBlocks>& blocks, const std::string
          target.c_str(), path.c_str());
 }
 
+// A process that forked children memtrace did not follow (no --forks): a daemon's real
+// work, a server's workers, ran in them.
+void PrintUntracedForksNote(const std::optional<TrailerBlocks>& blocks, bool trace_children,
+                            bool trace_forks) {
+  if (!blocks || blocks->forks == 0 || trace_forks) return;
+  const unsigned long long n = blocks->forks;
+  if (trace_children) {
+    printf("\nnote: the program forked %llu child process%s. Those that ran another program\n"
+           "  (exec) were traced (--children); any that went on running this one (a worker,\n"
+           "  a daemon) were not: `memtrace run --forks` traces them, each into a capture of\n"
+           "  its own.\n",
+           n, n == 1 ? "" : "es");
+    return;
+  }
+  printf("\nnote: the program forked %llu child process%s, which memtrace did not follow. A\n"
+         "  child that went on running this program (a worker, or a daemon that keeps\n"
+         "  running after this process exited) is traced with `memtrace run --forks`; one\n"
+         "  that ran another program (exec) with `--children`. Each gets a capture of its own.\n",
+         n, n == 1 ? "" : "es");
+}
+
 // The command line a row of the process table shows: the arguments joined by spaces,
 // cut to `width` characters.
 std::string CommandText(const ProcessOrigin& p, size_t width) {
@@ -782,9 +808,10 @@ int SummaryCommand(int argc, char** argv) {
                               ",\"sink\":", raw(blocks->sink_json),
                               ",\"memtrace_bytes\":", blocks->memtrace_bytes,
                               ",\"memtrace_memory\":", raw(blocks->memtrace_memory_json),
-                              ",\"memtrace_cpu_ns\":", raw(blocks->memtrace_cpu_json))
+                              ",\"memtrace_cpu_ns\":", raw(blocks->memtrace_cpu_json),
+                              ",\"forks\":", blocks->forks)
                : std::string(",\"integrity\":null,\"sink\":null,\"memtrace_bytes\":null,"
-                             "\"memtrace_memory\":null,\"memtrace_cpu_ns\":null");
+                             "\"memtrace_memory\":null,\"memtrace_cpu_ns\":null,\"forks\":null");
     std::string layers;
     for (const auto& [id, usage] : s->layers) {
       absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", id,
@@ -824,6 +851,7 @@ int SummaryCommand(int argc, char** argv) {
   PrintSignalNote(blocks);
   PrintShadowNote(*s);
   PrintForkNote(*s);
+  PrintUntracedForksNote(blocks, s->trace_children, s->trace_forks);
   return 0;
 }
 
@@ -882,7 +910,12 @@ int VerifyCapture(const std::string& path) {
         "written; the blocks it inherited lack those operations (those threads are not in "
         "this process, and the parent's capture has them)"));
   }
-  if (!s->has_trailer) {
+  if (s->being_written) {
+    problems.push_back(
+        "it is still being written: a running process holds its capture lock, and the "
+        "trailer comes when that process exits. Run verify again after it has ended (a "
+        "server traced with --forks: stop it, or the worker that writes this capture)");
+  } else if (!s->has_trailer) {
     problems.push_back(
         preload ? "it is truncated: there is no trailer. The process ended without running "
                   "its exit handlers: it was killed (SIGKILL, the OOM killer), or it ended "

@@ -781,6 +781,11 @@ std::atomic<bool> finish_done{false};
 // capture is finished (the handler cannot wait for its own thread).
 std::atomic<int> deferred_signal{0};
 
+// Children this process forked (the trailer's "forks"): without MEMTRACE_TRACE_FORKS
+// those that go on running the program (workers, a daemon that outlives its parent) are
+// not traced, and `memtrace summary` says so. Any thread; relaxed: a count.
+std::atomic<uint64_t> forks_made{0};
+
 // `exec_target`: for ended_by "exec", the program the process is replaced with, as the
 // exec call named it (the trailer's "exec"; `memtrace summary` points at it).
 void Finish(const std::string& ended_by, bool partial, const char* exec_target = nullptr) {
@@ -797,7 +802,8 @@ void Finish(const std::string& ended_by, bool partial, const char* exec_target =
     t->Stop().IgnoreError();
     const Snapshot snap = t->TakeSnapshot();
     std::string fields = absl::StrCat("\"ended_by\":", JsonQuote(ended_by),
-                                      ",\"prestart_untracked\":", prestart_overflow);
+                                      ",\"prestart_untracked\":", prestart_overflow,
+                                      ",\"forks\":", forks_made.load(std::memory_order_relaxed));
     if (exec_target != nullptr) absl::StrAppend(&fields, ",\"exec\":", JsonQuote(exec_target));
     const absl::Status s = sink->Finish(snap, fields, partial);
     if (!s.ok()) WriteStderr(absl::StrCat(s.message(), "\n"));
@@ -1240,6 +1246,7 @@ void BeforeFork() {
 }
 
 void AfterForkInParent() {
+  forks_made.fetch_add(1, std::memory_order_relaxed);
   runtime_internal::ThreadState& ts = runtime_internal::Tls();
   if (!ts.fork_hold) return;
   ts.fork_hold = false;
@@ -1251,6 +1258,7 @@ void AfterForkInParent() {
 }
 
 void AfterForkInChild() {
+  forks_made.store(0, std::memory_order_relaxed);  // the child's own, if it traces on
   runtime_internal::ThreadState& ts = runtime_internal::Tls();
   Tracer* const parent_tracer = ts.fork_hold ? fork_held_tracer : nullptr;
   if (ts.fork_hold) runtime_internal::UnlockRecorderSlotsAfterFork();
@@ -1405,7 +1413,7 @@ void Start() {
   if (settings.trace_forks) {
     pthread_atfork(&BeforeFork, &AfterForkInParent, &AfterForkInChild);
   } else {
-    pthread_atfork(nullptr, nullptr, &AfterForkInChild);
+    pthread_atfork(nullptr, &AfterForkInParent, &AfterForkInChild);
   }
   InstallSignalHandlers();
   StartExitFinisher(settings.tracer_cpus);

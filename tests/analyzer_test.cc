@@ -7,6 +7,10 @@
 #include "analysis/analyzer.h"
 #include "analysis/trailer.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -651,6 +655,24 @@ TEST(AnalyzerTest, KeepsSiteFramesAndModules) {
   EXPECT_EQ(s->modules[0].build_id, "ab");
   ASSERT_EQ(s->site_frames.count(3), 1u);
   EXPECT_EQ(s->site_frames.at(3), (std::vector<uint64_t>{0x1010, 0x1020}));
+}
+
+// A capture without its trailer is either cut short or still being written: a running
+// writer holds the file's capture lock (sinks/capture_lock.h), here taken by the test.
+TEST(AnalyzerTest, ACaptureWhoseWriterHoldsItsLockIsBeingWrittenNotTruncated) {
+  const std::string path = WriteFile("being_written.jsonl",
+                                     std::string(kHeader) + Alloc(10, 100, 1, 0, 1));
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+  const auto held = Analyzer::Summarize(path);
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_FALSE(held->has_trailer);
+  EXPECT_TRUE(held->being_written);
+  close(fd);  // the writer is gone, and the trailer never came
+  const auto cut = Analyzer::Summarize(path);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_FALSE(cut->being_written);
 }
 
 TEST(AnalyzerTest, EachScopePeakIsItsOwnHighWaterComposition) {

@@ -816,6 +816,16 @@ TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
   ASSERT_TRUE(r.has_trailer);
   EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
   ExpectMarkersMatch(r, ParseCounts(run.out));  // the child's 500 markers are not in it
+  // The trailer counts the fork, and the summary says the child went untraced and how to
+  // trace it (a daemon's whole life is in such a child).
+  EXPECT_EQ(Field(r.trailer, "forks"), "1") << r.trailer;
+  const Result summary = RunProgram({Cli(), "summary", dir + "/" + files[0]}, {});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  EXPECT_NE(summary.out.find("note: the program forked 1 child process, which memtrace did "
+                             "not follow"),
+            std::string::npos)
+      << summary.out;
+  EXPECT_NE(summary.out.find("`memtrace run --forks`"), std::string::npos) << summary.out;
 }
 
 // With --forks (MEMTRACE_TRACE_FORKS=1) a forked child traces on into a capture of its
