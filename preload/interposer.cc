@@ -79,6 +79,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <linux/futex.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -770,13 +771,45 @@ class ChildEnvironment {
   alignas(alignof(char*)) char local_[2048];
 };
 
+// Waits, at most `ms` milliseconds, until `flag` is set by another thread (Finish(),
+// memtrace-exit) with SetAndWake(). It may wait in a signal handler, where waiting on a
+// semaphore or a condition variable may not be done: it sleeps in the futex system call
+// on the flag's own word, which SetAndWake() wakes. (Until 2026-12-04 it polled every
+// 0.2 ms, and a child ending with _exit() waited for its capture 0.1 ms longer on
+// average than the finishing took.)
+void WaitUntilSet(std::atomic<uint32_t>& flag, int ms) {
+  static_assert(sizeof(flag) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t deadline = now.tv_sec * 1'000'000'000LL + now.tv_nsec + ms * 1'000'000LL;
+  // Acquire: pairs with the release store in SetAndWake().
+  while (flag.load(std::memory_order_acquire) == 0) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const int64_t left = deadline - (now.tv_sec * 1'000'000'000LL + now.tv_nsec);
+    if (left <= 0) return;
+    const timespec timeout{static_cast<time_t>(left / 1'000'000'000),
+                           static_cast<long>(left % 1'000'000'000)};
+    // Returns at once when the flag is no longer 0, at the wake-up, at the timeout, or
+    // on a signal; each way the flag is looked at again.
+    syscall(SYS_futex, &flag, FUTEX_WAIT_PRIVATE, 0, &timeout, nullptr, 0);
+  }
+}
+
+// Sets `flag` for WaitUntilSet().
+void SetAndWake(std::atomic<uint32_t>& flag) {
+  // Release: pairs with the acquire load in WaitUntilSet(); what this thread wrote before
+  // (the trailer) is seen by the thread that waited.
+  flag.store(1, std::memory_order_release);
+  syscall(SYS_futex, &flag, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
 // Who is finishing the capture, so that a stopping signal that arrives meanwhile waits
 // for the trailer instead of ending the process halfway through it (OnTerminatingSignal):
 // the thread running Finish() (0 before), and whether it is done. A process pool's
 // worker ends with _exit() while its parent sends it SIGTERM: until 2026-12-03 the
 // signal often landed while memtrace-exit wrote the trailer, and the capture had none.
 std::atomic<pid_t> finishing_tid{0};
-std::atomic<bool> finish_done{false};
+std::atomic<uint32_t> finish_done{0};  // a futex word: SetAndWake(), WaitUntilSet()
 // A stopping signal that arrived on the thread running Finish(): raised again once the
 // capture is finished (the handler cannot wait for its own thread).
 std::atomic<int> deferred_signal{0};
@@ -808,26 +841,10 @@ void Finish(const std::string& ended_by, bool partial, const char* exec_target =
     const absl::Status s = sink->Finish(snap, fields, partial);
     if (!s.ok()) WriteStderr(absl::StrCat(s.message(), "\n"));
   }
-  // Release: pairs with the acquire load in PollUntilSet() (BeforeQuickExit()).
-  finish_done.store(true, std::memory_order_release);
+  SetAndWake(finish_done);  // BeforeQuickExit() may wait for it
   // Acquire: pairs with the release store in OnTerminatingSignal().
   if (const int sig = deferred_signal.exchange(0, std::memory_order_acquire); sig != 0) {
     raise(sig);  // its handler was reset (SA_RESETHAND): the default action ends the process
-  }
-}
-
-// Waits, at most `ms` milliseconds, until `flag` is set by another thread (Finish(),
-// memtrace-exit). Polled (nanosleep() may be called from a signal handler; waiting on a
-// semaphore may not), every 0.2 ms: finishing takes a few milliseconds, and a forked
-// child under MEMTRACE_TRACE_FORKS that ends with _exit() waited 2.5 ms more on average
-// with 5 ms steps.
-void PollUntilSet(const std::atomic<bool>& flag, int ms) {
-  constexpr long kPollNs = 200'000;
-  for (long waited = 0; waited < ms * 1'000'000L; waited += kPollNs) {
-    // Acquire: pairs with the release store that sets the flag.
-    if (flag.load(std::memory_order_acquire)) return;
-    const timespec pause{0, kPollNs};
-    nanosleep(&pause, nullptr);
   }
 }
 
@@ -842,7 +859,7 @@ void PollUntilSet(const std::atomic<bool>& flag, int ms) {
 constexpr int kExitFinishWaitMs = 3000;
 sem_t exit_request;
 std::atomic<bool> exit_finisher_started{false};
-std::atomic<bool> exit_finished{false};
+std::atomic<uint32_t> exit_finished{0};  // a futex word: SetAndWake(), WaitUntilSet()
 
 // Set before the semaphore is posted when the thread is to end without finishing
 // anything (BeforeSingleThreaded).
@@ -861,8 +878,7 @@ void ExitFinisher(const CpuList& cpus) {
   // Acquire: pairs with the release store in BeforeQuickExit().
   const int sig = exit_signal.load(std::memory_order_acquire);
   Finish(sig != 0 ? absl::StrCat("signal ", sig) : std::string("_exit"), false);
-  // Release: pairs with the acquire load in PollUntilSet() (BeforeQuickExit()).
-  exit_finished.store(true, std::memory_order_release);
+  SetAndWake(exit_finished);  // for BeforeQuickExit()
 }
 
 void StartExitFinisher(const CpuList& cpus) {
@@ -880,13 +896,13 @@ void BeforeQuickExit(int sig = 0) {
     // Being finished by another thread (memtrace-exit for an _exit() this signal
     // interrupted, or exit() on another thread): the trailer first.
     const pid_t finisher = finishing_tid.load(std::memory_order_acquire);
-    if (finisher != 0 && finisher != gettid()) PollUntilSet(finish_done, kExitFinishWaitMs);
+    if (finisher != 0 && finisher != gettid()) WaitUntilSet(finish_done, kExitFinishWaitMs);
     return;
   }
   // Release: pairs with the acquire load in ExitFinisher() (sem_post orders it as well).
   exit_signal.store(sig, std::memory_order_release);
   sem_post(&exit_request);
-  PollUntilSet(exit_finished, kExitFinishWaitMs);
+  WaitUntilSet(exit_finished, kExitFinishWaitMs);
 }
 
 // The process's threads (/proc/self/status), or -1. System calls only: no allocation, and
@@ -979,7 +995,7 @@ void OnTerminatingSignal(int sig) {
   // On the thread that is writing the trailer (exit() ran the destructor, and the signal
   // interrupted it): the signal is raised again when the trailer is written.
   if (finishing_tid.load(std::memory_order_acquire) == gettid() &&
-      !finish_done.load(std::memory_order_acquire) && getpid() == traced_pid) {
+      finish_done.load(std::memory_order_acquire) == 0 && getpid() == traced_pid) {
     // Release: pairs with the acquire exchange at the end of Finish().
     deferred_signal.store(sig, std::memory_order_release);
     errno = saved_errno;
@@ -1286,11 +1302,11 @@ void AfterForkInChild() {
   // The parent's memtrace-exit is not here either. Relaxed: this process has one thread
   // until StartTracing() starts memtrace's, which orders these stores before them.
   exit_finisher_started.store(false, std::memory_order_relaxed);
-  exit_finished.store(false, std::memory_order_relaxed);
+  exit_finished.store(0, std::memory_order_relaxed);
   exit_finisher_quit.store(false, std::memory_order_relaxed);
   exit_signal.store(0, std::memory_order_relaxed);
   finishing_tid.store(0, std::memory_order_relaxed);
-  finish_done.store(false, std::memory_order_relaxed);
+  finish_done.store(0, std::memory_order_relaxed);
   deferred_signal.store(0, std::memory_order_relaxed);
   // The stacks the parent's recorder had are not in the new capture.
   preload_internal::ForgetKeptSites();
