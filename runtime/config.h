@@ -11,9 +11,12 @@
 //   kFail:         fail the record at once. An allocation frees what it obtained and
 //                  answers null; a resize, remap or free goes ahead, is counted as dropped
 //                  and raises the failure flag (the capture becomes partial).
-//   kWaitThenFail: wake the drainer and wait up to `overflow_wait` for space, then fail as
-//                  above. This is the default: a short stall is better for a production
-//                  program than an allocation failure, and the wait is counted.
+//   kWaitThenFail: wake the drainer and wait for space; after `overflow_wait` in which the
+//                  drainer applied nothing (stalled, or held), fail as above. A drainer
+//                  that is working but behind (more busy threads than CPUs) is waited for:
+//                  each `overflow_wait` in which it made progress starts a new one. This
+//                  is the default: a stall is better for a production program than an
+//                  allocation failure or a lost record, and the wait is counted.
 //
 // Thread safety: plain data.
 
@@ -41,6 +44,7 @@ struct Config {
   // ticket misses.
   uint32_t ticket_table_log2 = 18;
   OverflowPolicy overflow_policy = OverflowPolicy::kWaitThenFail;
+  // How long a producer waits for room while the drainer applies nothing (kWaitThenFail).
   absl::Duration overflow_wait = absl::Milliseconds(100);
   // How often the drainer closes an epoch when nobody asks sooner.
   absl::Duration drain_period = absl::Milliseconds(1);

@@ -279,8 +279,10 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
   }
   if (over) state_cv_.notify_all();
   ++slices_;
-  // Relaxed: a statistic.
+  // Relaxed: statistics, and a sign of progress for waiting producers, who look at their
+  // ring's room itself (its tail, with its own ordering) before they give up.
   if (over && slices_ > 1) sliced_epochs_.fetch_add(1, std::memory_order_relaxed);
+  slices_applied_.fetch_add(1, std::memory_order_relaxed);
   if (observer_ != nullptr) {
     observer_->OnEpochRecords(epoch, pending_started_unix_ns_, observed_);
     observed_.clear();

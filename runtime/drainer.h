@@ -168,6 +168,11 @@ class Drainer {
   uint64_t sliced_epochs() const noexcept {
     return sliced_epochs_.load(std::memory_order_relaxed);
   }
+  // Slices applied so far, all epochs: moves while the drainer makes progress, which a
+  // producer waiting for room reads (Recorder::WaitForSpace). Any thread.
+  uint64_t slices_applied() const noexcept {
+    return slices_applied_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct Cursor {
@@ -251,6 +256,7 @@ class Drainer {
   int64_t pending_started_unix_ns_ = 0;
   uint32_t slices_ = 0;  // slices of the pending epoch so far
   std::atomic<uint64_t> sliced_epochs_{0};
+  std::atomic<uint64_t> slices_applied_{0};
 
   // Round-trip with Flush()/Stop().
   std::mutex mu_;

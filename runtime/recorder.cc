@@ -202,8 +202,13 @@ bool Recorder::WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept 
     ~RestoreCancelState() { pthread_setcancelstate(state, nullptr); }
   } restore{cancel_state};
   drainer_.Wake();
-  const auto deadline = std::chrono::steady_clock::now() +
-                        absl::ToChronoNanoseconds(config_.overflow_wait);
+  // The bound is on waiting without progress: each time it passes while the drainer has
+  // applied a slice since it was set (drainer.h: other rings got their room, and this one
+  // gets its turn when the epoch is over), it is set again. A drainer that applies
+  // nothing (stalled, or held by a callback) still fails the record after overflow_wait.
+  const auto wait = absl::ToChronoNanoseconds(config_.overflow_wait);
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  uint64_t progress = drainer_.slices_applied();
   // A few yields, then sleep until the drainer frees room (SpscRing::AwaitSpace), a
   // millisecond at a time so that the deadline and the drainer's wake-up are looked at
   // again. Not polling: on a machine with fewer cores than busy threads the drainer needs
@@ -218,7 +223,13 @@ bool Recorder::WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept 
       const int64_t wait_ns = std::clamp<int64_t>(left.count(), 1'000, 1'000'000);
       if (ring->AwaitSpace(n, pos, wait_ns)) return true;
     }
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      const uint64_t applied = drainer_.slices_applied();
+      if (applied == progress) return false;
+      progress = applied;
+      deadline = now + wait;
+    }
     drainer_.Wake();
   }
 }

@@ -543,6 +543,61 @@ TEST(RecorderTest, AnEpochOfManyFullRingsIsAppliedInSlices) {
   EXPECT_EQ(integrity.late_records, 0u);
 }
 
+// An observer as slow as a drainer that has too many threads to keep up with: every slice
+// takes it 10 ms.
+class SlowObserver final : public EventObserver {
+ public:
+  void OnEpoch(uint32_t, int64_t, std::span<const ObservedEvent> events) noexcept override {
+    applied += events.size();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  uint64_t applied = 0;  // drainer thread until Stop()
+};
+
+// kWaitThenFail bounds a wait in which the drainer applies nothing, not one in which it is
+// working but behind. Four threads keep their 256-record rings full; the drainer applies
+// 64 records a slice (16 a ring) at 10 ms a slice, so a thread whose ring holds the next
+// epoch's records waits for every slice of the current epoch, longer than the 100 ms
+// bound. No record is failed: each wait goes on while slices are applied.
+TEST(RecorderTest, WaitPolicyWaitsForADrainerThatIsBehindButWorking) {
+  Config config;
+  config.ring_capacity_log2 = 8;
+  config.drain_slice_records = 64;
+  config.overflow_policy = OverflowPolicy::kWaitThenFail;
+  config.overflow_wait = absl::Milliseconds(100);
+  auto recorder = Make(config);
+  SlowObserver observer;
+  ASSERT_TRUE(recorder->SetObserver(&observer).ok());
+  ASSERT_TRUE(recorder->Start().ok());
+  constexpr int kThreads = 4;
+  constexpr uint64_t kPairs = 1024;
+  std::atomic<uint64_t> failed{0};
+  std::vector<std::thread> threads;
+  const auto start = std::chrono::steady_clock::now();
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t i = 0; i < kPairs; ++i) {
+        const uint64_t address = (uint64_t{1} << 32) * (t + 1) + i * 16;
+        if (recorder->RecordAlloc(kHeap, address, 16, 0) != RecordResult::kRecorded) ++failed;
+        if (recorder->RecordFree(kHeap, address) != RecordResult::kRecorded) ++failed;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(recorder->Stop().ok());
+  const CaptureIntegrity integrity = recorder->Integrity();
+  EXPECT_EQ(failed.load(), 0u);
+  EXPECT_TRUE(integrity.complete()) << integrity.Counters();
+  EXPECT_EQ(integrity.events_applied, kThreads * kPairs * 2);
+  EXPECT_EQ(observer.applied, kThreads * kPairs * 2);
+  EXPECT_GT(integrity.overflow_waits, 0u);
+  EXPECT_GT(recorder->sliced_epochs(), 0u);
+  // The shape the test claims: the threads were held up for far longer than one bound
+  // (8,192 records at 64 a slice and 10 ms a slice: over a second).
+  EXPECT_GT(took, std::chrono::milliseconds(500));
+}
+
 // Stop() drains everything published, but a record claimed and never published (its
 // thread stopped for good in the middle of it: _exit() from a signal handler) cannot hold
 // the stop forever. The final round waits a bounded time, then counts it dropped.
