@@ -479,20 +479,31 @@ class SliceLog final : public EventObserver {
   std::vector<uint64_t> tickets;
 };
 
+// A started recorder that waits for room (kWaitThenFail, `wait`), with rings of
+// 2^`ring_log2` records, epochs applied in slices of `slice` records, and `observer`.
+std::unique_ptr<Recorder> StartSliced(uint32_t ring_log2, uint32_t slice, absl::Duration wait,
+                                      EventObserver* observer) {
+  Config config;
+  config.ring_capacity_log2 = ring_log2;
+  config.drain_slice_records = slice;
+  config.overflow_policy = OverflowPolicy::kWaitThenFail;
+  config.overflow_wait = wait;
+  auto recorder = Make(config);
+  EXPECT_TRUE(recorder->SetObserver(observer).ok());
+  EXPECT_TRUE(recorder->Start().ok());
+  return recorder;
+}
+
+// Thread t's i-th block: the threads' addresses never meet.
+uint64_t BlockOf(int t, uint64_t i) { return (uint64_t{1} << 32) * (t + 1) + i * 16; }
+
 // An epoch holding many rings' records is applied in slices (drainer.h): four rings of
 // 1,000 records recorded while the drainer is held, slices of 512 records (128 a ring, the
 // first ring all at once), reach the observer in several calls of one epoch, each record
 // once, every ring's records in their order.
 TEST(RecorderTest, AnEpochOfManyFullRingsIsAppliedInSlices) {
-  Config config;
-  config.ring_capacity_log2 = 10;
-  config.drain_slice_records = 512;
-  config.overflow_policy = OverflowPolicy::kWaitThenFail;
-  config.overflow_wait = absl::Seconds(10);
-  auto recorder = Make(config);
   SliceLog log;
-  ASSERT_TRUE(recorder->SetObserver(&log).ok());
-  ASSERT_TRUE(recorder->Start().ok());
+  auto recorder = StartSliced(10, 512, absl::Seconds(10), &log);
   constexpr int kThreads = 4;
   constexpr uint64_t kPerThread = 1000;
   {
@@ -501,8 +512,7 @@ TEST(RecorderTest, AnEpochOfManyFullRingsIsAppliedInSlices) {
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
         for (uint64_t i = 0; i < kPerThread; ++i) {
-          const uint64_t address = (uint64_t{1} << 32) * (t + 1) + i * 16;
-          ASSERT_EQ(recorder->RecordAlloc(kHeap, address, 16, 0), RecordResult::kRecorded);
+            ASSERT_EQ(recorder->RecordAlloc(kHeap, BlockOf(t, i), 16, 0), RecordResult::kRecorded);
         }
       });
     }
@@ -560,15 +570,8 @@ class SlowObserver final : public EventObserver {
 // epoch's records waits for every slice of the current epoch, longer than the 100 ms
 // bound. No record is failed: each wait goes on while slices are applied.
 TEST(RecorderTest, WaitPolicyWaitsForADrainerThatIsBehindButWorking) {
-  Config config;
-  config.ring_capacity_log2 = 8;
-  config.drain_slice_records = 64;
-  config.overflow_policy = OverflowPolicy::kWaitThenFail;
-  config.overflow_wait = absl::Milliseconds(100);
-  auto recorder = Make(config);
   SlowObserver observer;
-  ASSERT_TRUE(recorder->SetObserver(&observer).ok());
-  ASSERT_TRUE(recorder->Start().ok());
+  auto recorder = StartSliced(8, 64, absl::Milliseconds(100), &observer);
   constexpr int kThreads = 4;
   constexpr uint64_t kPairs = 1024;
   std::atomic<uint64_t> failed{0};
@@ -577,9 +580,10 @@ TEST(RecorderTest, WaitPolicyWaitsForADrainerThatIsBehindButWorking) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (uint64_t i = 0; i < kPairs; ++i) {
-        const uint64_t address = (uint64_t{1} << 32) * (t + 1) + i * 16;
-        if (recorder->RecordAlloc(kHeap, address, 16, 0) != RecordResult::kRecorded) ++failed;
-        if (recorder->RecordFree(kHeap, address) != RecordResult::kRecorded) ++failed;
+        if (recorder->RecordAlloc(kHeap, BlockOf(t, i), 16, 0) != RecordResult::kRecorded) {
+          ++failed;
+        }
+        if (recorder->RecordFree(kHeap, BlockOf(t, i)) != RecordResult::kRecorded) ++failed;
       }
     });
   }
