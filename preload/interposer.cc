@@ -1153,6 +1153,14 @@ std::string ProcessHeaderField() {
 // `inherited` first, inside the scope "(inherited at fork)": the blocks a forked child was
 // born with. `header`: fields for the capture's header besides the setup's. False, with
 // the reason on stderr, when tracing is off.
+// The scope a forked child records the blocks it inherited in. Made by the parent as it
+// starts (when forks are traced), with its path under the root, so that a child does not
+// grow the scope table: every page of the table's vectors it wrote would be copied first.
+const ScopeName& InheritedScope() {
+  static const ScopeName name("(inherited at fork)");
+  return name;
+}
+
 bool StartTracing(const CaptureSetup& setup, const std::string& header,
                   const std::vector<AllocationRecord>* inherited) {
   auto tracer = Tracer::Create(setup.recorder);
@@ -1214,8 +1222,7 @@ bool StartTracing(const CaptureSetup& setup, const std::string& header,
     }
     prestart_count = 0;
     if (inherited != nullptr) {
-      static const ScopeName kInherited("(inherited at fork)");
-      Span span(&t->recorder(), kInherited);
+      Span span(&t->recorder(), InheritedScope());
       for (const AllocationRecord& b : *inherited) {
         t->recorder().RecordAlloc(b.layer, b.address, b.size, 0);
       }
@@ -1427,6 +1434,7 @@ void Start() {
   }
   if (!StartTracing(setup, "", nullptr)) return;
   if (settings.trace_forks) {
+    ScopeTable::Global().Child(ScopeTable::kRootPath, InheritedScope().id());
     pthread_atfork(&BeforeFork, &AfterForkInParent, &AfterForkInChild);
   } else {
     pthread_atfork(nullptr, &AfterForkInParent, &AfterForkInChild);
