@@ -1149,10 +1149,6 @@ std::string ProcessHeaderField() {
                       truncated ? ",\"argv_truncated\":true" : "", "}");
 }
 
-// Opens this process's capture (pid traced_pid) and starts a tracer writing it, recording
-// `inherited` first, inside the scope "(inherited at fork)": the blocks a forked child was
-// born with. `header`: fields for the capture's header besides the setup's. False, with
-// the reason on stderr, when tracing is off.
 // The scope a forked child records the blocks it inherited in. Made by the parent as it
 // starts (when forks are traced), with its path under the root, so that a child does not
 // grow the scope table: every page of the table's vectors it wrote would be copied first.
@@ -1161,6 +1157,10 @@ const ScopeName& InheritedScope() {
   return name;
 }
 
+// Opens this process's capture (pid traced_pid) and starts a tracer writing it, recording
+// `inherited` first, inside the scope "(inherited at fork)": the blocks a forked child was
+// born with. `header`: fields for the capture's header besides the setup's. False, with
+// the reason on stderr, when tracing is off.
 bool StartTracing(const CaptureSetup& setup, const std::string& header,
                   const std::vector<AllocationRecord>* inherited) {
   auto tracer = Tracer::Create(setup.recorder);

@@ -132,7 +132,6 @@ uint64_t Drainer::ApplyPublishedInForkedChild() {
   observed_.clear();
   // The parent's drainer may have been between two slices of an epoch: its rest is
   // applied below with the epochs after it.
-  epoch_pending_ = false;
   applying_ = false;
   PollRegistry();
   uint64_t unpublished = 0;
@@ -218,7 +217,7 @@ bool Drainer::SkipHeavyFence(bool final_round, bool flush) const noexcept {
 
 bool Drainer::Round(bool final_round, bool* flush, uint64_t* records) {
   uint64_t backlog = 0;
-  if (epoch_pending_) {
+  if (applying_) {  // this thread's own write: no lock
     // The epoch an earlier round closed has slices left. The final round applies them all
     // and then closes the clock; a Flush() waits for an epoch closed after its call, so
     // *flush stays set for that one.
@@ -252,7 +251,6 @@ void Drainer::BeginEpoch(bool final_round, bool flush, uint64_t* records) {
   std::lock_guard<std::mutex> lock(state_mu_);
   PollRegistry();
   for (Cursor& c : cursors_) *records += AwaitClaims(c, final_round);
-  epoch_pending_ = true;
   applying_ = true;
   slices_ = 0;
 }
@@ -303,7 +301,6 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
   }
 
   if (over) {
-    epoch_pending_ = false;
     std::lock_guard<std::mutex> lock(mu_);
     if (pending_fenced_) fenced_epoch_ = epoch;
     open_epoch_ = pending_next_;

@@ -33,9 +33,9 @@
 // releasing any ring kept every producer whose ring was full waiting for the whole round
 // (seconds: bench/README.md, "More busy threads than CPUs"), long enough to give up and
 // drop its record. Steps 4 and 5 therefore run in slices of about
-// Config::drain_slice_records records: each slice applies up to its share of every ring's records of the epoch (the
-// first ring's all at once, in the first slice, so that it still goes first), hands them
-// to the observer, and releases the slots. The epoch is not over until every ring's
+// Config::drain_slice_records records: each slice applies up to its share of every
+// ring's records of the epoch (the first ring's all at once, in the first slice, so that
+// it still goes first), hands them to the observer, and releases the slots. The epoch is not over until every ring's
 // records of it are applied: Flush() and ReadState() wait for its end, the ledger's
 // displaced blocks are settled at its end only, and the next epoch is closed only after
 // it. A program with one ring (one thread) never needs a second slice.
@@ -246,9 +246,8 @@ class Drainer {
   // The epoch the last round closed without the heavy fence, or 0 (never an epoch) when
   // it fenced.
   uint32_t unfenced_epoch_ = 0;
-  // An epoch closed and not yet fully applied (open_epoch_ is it until it is over), and
-  // what its first round found.
-  bool epoch_pending_ = false;
+  // What the round that closed the epoch being applied (applying_) found; open_epoch_
+  // is that epoch until it is over.
   bool pending_fenced_ = false;
   bool pending_final_ = false;
   uint32_t pending_next_ = 0;
@@ -280,8 +279,9 @@ class Drainer {
   std::vector<ObservedEvent> observed_;  // this epoch's records, for the observer
   int64_t open_epoch_started_unix_ns_ = 0;
 
-  // Guards ledger_ and counters_ against readers, who also wait while `applying_` (an
-  // epoch is between two of its slices).
+  // Guards ledger_ and counters_ against readers, who also wait while `applying_`: an
+  // epoch is closed and not yet fully applied (between two of its slices). Written under
+  // state_mu_ by the drainer thread only, which also reads it without the lock.
   mutable std::mutex state_mu_;
   mutable std::condition_variable state_cv_;
   bool applying_ = false;
