@@ -19,11 +19,15 @@
 //       Events per second the drainer applies into the ledger (alloc/free pairs with
 //       address reuse, one producer), timed from Flush() alone, with `live` other blocks
 //       live throughout (1M: tables of tens of megabytes, a cache miss per lookup).
+//   BM_DrainerRings/rings/observer
+//       The same rate with 1-64 rings, each filled by its own thread before the timed
+//       Flush(), with and without an observer (bench/README.md, "Scaling to 16 cores").
 //   BM_LedgerBytesPerLiveAllocation
 //       Memory the ledger holds per live allocation, at several live-set sizes.
 //   BM_SustainedRate
 //       Threads allocating at a paced total rate (5M allocations/s by default) for a
-//       fixed time; reports events dropped and records failed (target: zero).
+//       fixed time; reports events dropped and records failed (target: zero). With
+//       MEMTRACE_BENCH_MAX_THREADS above 2, also that many threads at 5M to 40M/s.
 
 #include <benchmark/benchmark.h>
 
@@ -33,10 +37,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <span>
 #include <thread>
 #include <vector>
 
 #include "bench/churn.h"
+#include "runtime/event_observer.h"
 #include "runtime/recorder.h"
 
 namespace memtrace {
@@ -128,6 +134,27 @@ void RegisterChurn(int max_threads) {
   }
 }
 
+// Times the drainer alone: each iteration flushes, lets `fill` record (untimed), and times
+// the Flush() that applies what it recorded. Reports the records applied per second.
+template <typename Fill>
+void TimeFlushes(benchmark::State& state, Recorder& recorder, Fill fill) {
+  uint64_t applied = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    recorder.Flush().IgnoreError();
+    const uint64_t before = recorder.Integrity().events_applied;
+    fill();
+    state.ResumeTiming();
+    recorder.Flush().IgnoreError();
+    state.PauseTiming();
+    applied += recorder.Integrity().events_applied - before;
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(applied));
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(applied), benchmark::Counter::kIsRate);
+}
+
 void BM_DrainerThroughput(benchmark::State& state) {
   Config config;
   config.ring_capacity_log2 = 22;  // 4M records: one batch fits
@@ -142,32 +169,20 @@ void BM_DrainerThroughput(benchmark::State& state) {
                           0x400000 + (i & 255));
     if (i % 1000000 == 999999) recorder->Flush().IgnoreError();
   }
-  uint64_t applied = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    recorder->Flush().IgnoreError();
-    const uint64_t before = recorder->Integrity().events_applied;
-    // Address reuse like a real heap: a window of range(2) addresses at 16-byte spacing,
-    // visited in a scattered order (an odd multiplier permutes the window when its size
-    // is a power of two). With a small window the lookups stay in the caches; with a
-    // large one beside many live blocks, each is a miss, as in a program that frees what
-    // it allocated long ago.
-    const uint64_t window = static_cast<uint64_t>(state.range(2));
+  // Address reuse like a real heap: a window of range(2) addresses at 16-byte spacing,
+  // visited in a scattered order (an odd multiplier permutes the window when its size is
+  // a power of two). With a small window the lookups stay in the caches; with a large one
+  // beside many live blocks, each is a miss, as in a program that frees what it
+  // allocated long ago.
+  const uint64_t window = static_cast<uint64_t>(state.range(2));
+  TimeFlushes(state, *recorder, [&] {
     for (int i = 0; i < pairs; ++i) {
       const uint64_t slot = (static_cast<uint64_t>(i) * 0x9E3779B1u) & (window - 1);
       const uint64_t a = 0x100000 + 16 * slot;
       recorder->RecordAlloc(layers::kCpuHeap, a, 64, 0x400000 + (i & 255));
       recorder->RecordFree(layers::kCpuHeap, a);
     }
-    state.ResumeTiming();
-    recorder->Flush().IgnoreError();
-    state.PauseTiming();
-    applied += recorder->Integrity().events_applied - before;
-    state.ResumeTiming();
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(applied));
-  state.counters["events_per_s"] =
-      benchmark::Counter(static_cast<double>(applied), benchmark::Counter::kIsRate);
+  });
 }
 
 BENCHMARK(BM_DrainerThroughput)
@@ -177,6 +192,64 @@ BENCHMARK(BM_DrainerThroughput)
     ->Args({1 << 20, 1 << 20, 1 << 18})
     ->Args({1 << 20, 1 << 15, 1 << 15})
     ->Args({1 << 20, 1 << 17, 1 << 17})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// An observer that keeps nothing: what handing every record on costs the drainer itself.
+class NullObserver : public EventObserver {
+ public:
+  void OnEpoch(uint32_t, int64_t, std::span<const ObservedEvent> events) noexcept override {
+    benchmark::DoNotOptimize(events.size());
+  }
+};
+
+// The drainer's rate with `rings` rings, each filled by its own thread before the timed
+// Flush(): 2^20 alloc/free pairs in all, each thread's in its own address window of 4096
+// (as churn's threads, which free what they allocated). Against BM_DrainerThroughput's
+// one ring: what reading many rings costs the drainer when no producer writes meanwhile.
+// observer:1 hands every record to an observer that keeps nothing (the drainer's side of
+// a sink: ObservedEvent copies and one call per slice).
+void BM_DrainerRings(benchmark::State& state) {
+  const int rings = static_cast<int>(state.range(0));
+  const int pairs = (1 << 20) / rings;
+  Config config;
+  // Room for four times a thread's records: a ring never passes a quarter full, so no
+  // producer wakes the drainer before the timed Flush().
+  config.ring_capacity_log2 = 2;
+  while ((uint64_t{1} << config.ring_capacity_log2) < 8 * static_cast<uint64_t>(pairs)) {
+    ++config.ring_capacity_log2;
+  }
+  config.drain_period = absl::Seconds(1);
+  NullObserver observer;  // before the recorder, so that it outlives the drainer
+  auto recorder = Recorder::Create(config).value();
+  if (state.range(1) != 0) recorder->SetObserver(&observer).IgnoreError();
+  recorder->Start().IgnoreError();
+  auto fill = [&] {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < rings; ++t) {
+      pool.emplace_back([&, t] {
+        const uint64_t base = 0x100000 + (static_cast<uint64_t>(t) << 24);
+        for (int i = 0; i < pairs; ++i) {
+          const uint64_t a = base + 16 * ((static_cast<uint64_t>(i) * 0x9E3779B1u) & 4095);
+          recorder->RecordAlloc(layers::kCpuHeap, a, 64, 0x400000 + (i & 255));
+          recorder->RecordFree(layers::kCpuHeap, a);
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+  };
+  // Untimed rounds first: the drainer maps each ring's pages in as producers reach them
+  // (SpscRing::PopulateAhead), once per ring; the timed rounds reuse the same rings.
+  for (int warm = 0; warm < 3; ++warm) {
+    fill();
+    recorder->Flush().IgnoreError();
+  }
+  TimeFlushes(state, *recorder, fill);
+}
+
+BENCHMARK(BM_DrainerRings)
+    ->ArgNames({"rings", "observer"})
+    ->ArgsProduct({{1, 2, 4, 16, 64}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -285,6 +358,18 @@ int main(int argc, char** argv) {
     max_threads = std::max(1, std::atoi(env));
   }
   memtrace::RegisterChurn(max_threads);
+  if (max_threads > 2) {
+    // The scaling run's question for the one drainer: does it keep up with max_threads
+    // producers at 5, 10, 20 and 40 million allocations a second in all (twice that in
+    // records)?
+    for (int64_t rate : {5'000'000, 10'000'000, 20'000'000, 40'000'000}) {
+      benchmark::RegisterBenchmark("BM_SustainedRate", memtrace::BM_SustainedRate)
+          ->Args({rate, max_threads, 2000})
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(1)
+          ->UseRealTime();
+    }
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
