@@ -10,6 +10,7 @@
 
 #include "runtime/internal/thread_state.h"
 #include "runtime/memtrace_thread.h"
+#include "transport/prefetch.h"
 #include "transport/ticket.h"
 
 namespace memtrace {
@@ -48,6 +49,10 @@ constexpr uint64_t kPrefetchAhead = 8;
 #define MEMTRACE_PREFETCH_LIVE_BLOCKS 65536
 #endif
 constexpr uint64_t kPrefetchLiveBlocks = MEMTRACE_PREFETCH_LIVE_BLOCKS;
+
+// How many records ahead Apply() asks for the observer's batch lines: 24 records of 40
+// bytes, 15 lines.
+constexpr size_t kObservedPrefetchAhead = 24;
 
 }  // namespace
 
@@ -409,6 +414,13 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
   const bool sole = e.word2 == kSoleRingTicket && IsRelease(e.kind());
   const uint64_t of = sole ? 0 : e.word2;
   if (observer_ != nullptr) {
+    // The batch's memory was the writer thread's last (the sink gives vectors back for
+    // reuse), so each line the drainer writes is taken from another core: ask for it
+    // ahead, exclusive. On the 2-vCPU VM this cut the drainer's CPU time in a churn run
+    // through the API by 45% (bench/README.md, "The observer's batch").
+    if (observed_.size() + kObservedPrefetchAhead < observed_.capacity()) {
+      PrefetchForWrite(observed_.data() + observed_.size() + kObservedPrefetchAhead);
+    }
     ObservedEvent& o = observed_.emplace_back(ObservedEvent{e, ticket});
     if (sole) o.event.word2 = 0;
   }
