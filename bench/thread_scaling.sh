@@ -15,8 +15,8 @@
 #   bench/thread_scaling.sh                    # builds, N = the number of CPUs
 #   bench/thread_scaling.sh --bin=DIR --max-threads=16 --scale=0.2 --repeat=3
 #       DIR holds side_by_side_workload, overhead_benchmark, many_threads_workload,
-#       memtrace and libmemtrace_preload.so (a machine without Bazel; see bench/README.md,
-#       "Scaling to 16 cores", for how the 16-core table was made).
+#       memtrace and libmemtrace_preload.so (a machine without Bazel: bench/bundle.sh
+#       makes such a folder; bench/README.md, "Scaling to 16 cores").
 #
 # Exit 0 when every part ran, 1 when one failed, 2 for bad usage.
 
@@ -53,6 +53,10 @@ if [[ -z "$bin" ]]; then
       cli/memtrace preload/libmemtrace_preload.so; do
     ln -s "$bb/$f" "$bin/"
   done
+fi
+if [[ ! -d "$bin" ]]; then
+  echo "thread_scaling.sh: --bin=$bin is not a folder (make one with bench/bundle.sh DIR)" >&2
+  exit 2
 fi
 bin=$(cd "$bin" && pwd)
 for f in side_by_side_workload overhead_benchmark many_threads_workload memtrace \
