@@ -34,7 +34,7 @@ for arg in "$@"; do
     --max-threads=*) max_threads=${arg#--max-threads=} ;;
     --scale=*) scale=${arg#--scale=} ;;
     --repeat=*) repeat=${arg#--repeat=} ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '4,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "thread_scaling.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
