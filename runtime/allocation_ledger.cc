@@ -20,7 +20,7 @@ AllocationLedger::AllocationLedger(uint32_t site_capacity)
     : tables_(256),
       sites_(site_capacity),
       context_cache_(kContextCacheSets * 2),
-      graveyard_(kGraveyardSlots, Grave{0, 0}) {
+      graveyard_(kGraveyardSlots) {
   scopes_.resize(1);  // scope 0: (unscoped)
 }
 
@@ -371,7 +371,7 @@ uint64_t AllocationLedger::memory_bytes() const noexcept {
     if (!shards) continue;
     for (const auto& shard : *shards) bytes += shard.memory_bytes();
   }
-  bytes += graveyard_.capacity() * sizeof(Grave);
+  bytes += graveyard_.bytes();
   bytes += contexts_.capacity() * sizeof(contexts_[0]);
   bytes += context_ids_.capacity() * (sizeof(uint64_t) + sizeof(uint32_t) + 1);
   bytes += context_cache_.capacity() * sizeof(ContextCacheEntry);
