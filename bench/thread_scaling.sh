@@ -22,7 +22,6 @@
 
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(dirname "$here")
 bin=""
 max_threads=$(nproc)
 scale=0.2
@@ -44,15 +43,11 @@ if ! [[ "$max_threads" =~ ^[0-9]+$ ]] || ((max_threads < 1 || max_threads > 256)
 fi
 
 if [[ -z "$bin" ]]; then
-  (cd "$repo" && bazel build //bench:side_by_side_workload //bench:overhead_benchmark \
-      //bench:many_threads_workload //cli:memtrace //preload:libmemtrace_preload.so) || exit 1
-  bb=$(cd "$repo" && bazel info bazel-bin)
-  bin=$(mktemp -d)
-  trap 'rm -rf "$bin"' EXIT
-  for f in bench/side_by_side_workload bench/overhead_benchmark bench/many_threads_workload \
-      cli/memtrace preload/libmemtrace_preload.so; do
-    ln -s "$bb/$f" "$bin/"
-  done
+  # The same build and folder as for another machine (its libraries are this machine's).
+  bundle=$(mktemp -d)
+  trap 'rm -rf "$bundle"' EXIT
+  "$here/bundle.sh" "$bundle/b" || exit 1
+  bin=$bundle/b/bin
 fi
 if [[ ! -d "$bin" ]]; then
   echo "thread_scaling.sh: --bin=$bin is not a folder (make one with bench/bundle.sh DIR)" >&2
