@@ -20,6 +20,8 @@
 //                              vectors without a copy), encoded in the binary format and
 //                              written to /dev/null by the sink's writer thread; wall
 //                              time, the writer's backlog included
+//   BM_EncodeReplay            the binary encoder alone on one thread: each event's
+//                              record, the bytes dropped at every 1 MiB
 //
 // Reports ns per event and events/s. Without --capture it says what it needs and exits 2.
 
@@ -34,8 +36,11 @@
 #include "analysis/capture_reader.h"
 #include "runtime/allocation_ledger.h"
 #include "runtime/snapshot.h"
+#include "sinks/binary_encoding.h"
+#include "sinks/capture_event.h"
 #include "sinks/jsonl_sink.h"
 #include "transport/event.h"
+#include "transport/ticket.h"
 
 namespace memtrace {
 namespace {
@@ -205,6 +210,65 @@ void BM_SinkReplay(benchmark::State& state) {
 }
 
 BENCHMARK(BM_SinkReplay)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The binary encoder alone, on this thread: each event's record (BinaryEncoder::Alloc,
+// Free or Event, as the sink's loop calls them), the bytes dropped at every 1 MiB as the
+// sink's flush would write them. No handoff, no table lines, no write.
+void BM_EncodeReplay(benchmark::State& state) {
+  std::string buffer;
+  uint64_t bytes = 0;
+  for (auto _ : state) {
+    BinaryEncoder encoder(&buffer);
+    encoder.Magic();
+    for (const ReplayEvent& e : Events()) {
+      const auto thread = static_cast<uint32_t>(Ticket::RingId(e.ticket));
+      encoder.Epoch(e.t, e.epoch);
+      switch (e.type) {
+        case LineType::kAlloc:
+          encoder.Alloc(thread, e.addr, e.size, e.layer, e.scope,
+                        static_cast<uint32_t>(e.site - 1), e.ticket);
+          break;
+        case LineType::kFree:
+          encoder.Free(thread, e.addr, e.layer, e.ticket, e.of);
+          break;
+        default: {
+          CaptureEvent c;
+          c.type = e.type == LineType::kResize        ? CaptureEventType::kResize
+                   : e.type == LineType::kRemap       ? CaptureEventType::kRemap
+                   : e.type == LineType::kRemapTarget ? CaptureEventType::kRemapTarget
+                                                      : CaptureEventType::kArenaReset;
+          c.thread = thread;
+          c.addr = e.addr;
+          c.size = e.size;
+          c.layer = e.layer;
+          c.scope = e.scope;
+          c.site = static_cast<uint32_t>(e.site - 1);
+          c.ticket = e.ticket;
+          c.of = e.of;
+          encoder.Event(c);
+          break;
+        }
+      }
+      if (encoder.size() >= (size_t{1} << 20)) {
+        encoder.Flush();
+        bytes += buffer.size();
+        buffer.clear();
+      }
+    }
+    encoder.Flush();
+    bytes += buffer.size();
+    buffer.clear();
+  }
+  state.counters["bytes_per_event"] =
+      static_cast<double>(bytes) /
+      (static_cast<double>(Events().size()) * static_cast<double>(state.iterations()));
+  state.counters["ns_per_event"] = benchmark::Counter(
+      static_cast<double>(Events().size()) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.SetItemsProcessed(static_cast<int64_t>(Events().size() * state.iterations()));
+}
+
+BENCHMARK(BM_EncodeReplay)->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_LedgerReplay)
     ->Args({0, 0})
