@@ -11,6 +11,7 @@
 #include <atomic>
 #include <barrier>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -33,12 +34,34 @@ using testing::ReplayCounters;
 using testing::ReplayResult;
 using testing::SerializingHeap;
 
+// A positive integer from the environment variable `name` (at most `max`), else
+// `fallback`. An unusable value fails the test that reads it, saying why.
+int FromEnvironment(const char* name, int fallback, int max) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 1 || value > max) {
+    ADD_FAILURE() << name << "='" << text << "' is not a whole number from 1 to " << max
+                  << "; unset it for the default, " << fallback;
+    return fallback;
+  }
+  return static_cast<int>(value);
+}
+
+// The default shape runs everywhere the default test run does (2 cores). On a machine with
+// more cores, MEMTRACE_STRESS_THREADS raises the thread counts (workers, and threads alive
+// at once in the churn test) and MEMTRACE_STRESS_OPS the operations of each worker
+// (tools/stress_bundle).
 #ifdef MEMTRACE_SANITIZER
-constexpr int kOpsPerThread = 150'000;  // sanitizers run 5-20x slower; same shape
+constexpr int kDefaultOpsPerThread = 150'000;  // sanitizers run 5-20x slower; same shape
 #else
-constexpr int kOpsPerThread = 1'000'000;
+constexpr int kDefaultOpsPerThread = 1'000'000;
 #endif
-constexpr int kThreads = 8;
+int StressThreads() { return FromEnvironment("MEMTRACE_STRESS_THREADS", 8, 256); }
+int StressOpsPerThread() {
+  return FromEnvironment("MEMTRACE_STRESS_OPS", kDefaultOpsPerThread, 100'000'000);
+}
 constexpr LayerId kLayer = layers::kCpuHeap;
 
 Config StressConfig(FenceMode fence = FenceMode::kMembarrier,
@@ -47,8 +70,10 @@ Config StressConfig(FenceMode fence = FenceMode::kMembarrier,
   config.fence = fence;
   config.drain_slice_records = slice_records;
   config.ring_capacity_log2 = 12;
-  // Above the largest live set here (~300k blocks in the phased test), as config.h advises.
+  // Above the largest live set here (~300k blocks in the phased test with 8 workers), as
+  // config.h advises; twice as large for each doubling of the workers.
   config.ticket_table_log2 = 20;
+  for (int w = StressThreads(); w > 8; w = (w + 1) / 2) ++config.ticket_table_log2;
   config.overflow_policy = OverflowPolicy::kWaitThenFail;
   config.overflow_wait = absl::Seconds(10);
   return config;
@@ -151,28 +176,30 @@ INSTANTIATE_TEST_SUITE_P(
                       DrainerShape{FenceMode::kMembarrier, 64, "MembarrierSlices"}),
     [](const ::testing::TestParamInfo<DrainerShape>& info) { return info.param.name; });
 
-// 8 threads, 1M operations each: allocations of 16-271 bytes, frees (about half of them
-// on a thread other than the allocating one), in-place resizes and moving remaps, under
-// four scopes per thread. Addresses are reused LIFO across threads.
+// 8 threads (MEMTRACE_STRESS_THREADS), 1M operations each (MEMTRACE_STRESS_OPS):
+// allocations of 16-271 bytes, frees (about half of them on a thread other than the
+// allocating one), in-place resizes and moving remaps, under four scopes per thread. Addresses are reused LIFO across threads.
 TEST_P(GroundTruthFenceTest, FinalStateEqualsSequentialReplay) {
+  const int workers = StressThreads();
+  const int ops_per_worker = StressOpsPerThread();
   auto recorder = MakeRecorder();
   ASSERT_TRUE(recorder->Start().ok());
   SerializingHeap heap;
   const std::vector<uint32_t> scopes = MakeScopes("stress", 4);
-  std::vector<Inbox> inboxes(kThreads);
+  std::vector<Inbox> inboxes(workers);
   std::atomic<uint64_t> local_frees{0}, remote_frees{0}, resizes{0}, remaps{0};
 
   auto worker = [&](int t) {
     std::mt19937_64 rng(1000 + t);
     std::vector<uint64_t> own;
     Inbox& mine = inboxes[t];
-    Inbox& next = inboxes[(t + 1) % kThreads];
+    Inbox& next = inboxes[(t + 1) % workers];
     uint64_t local = 0, remote = 0, rs = 0, rm = 0;
     auto release = [&](uint64_t address) {
       ASSERT_NE(recorder->RecordFree(kLayer, address), RecordResult::kFailed);
       heap.Free(address);
     };
-    for (int op = 0; op < kOpsPerThread; ++op) {
+    for (int op = 0; op < ops_per_worker; ++op) {
       SetScope(scopes[(op / 1024) % scopes.size()]);
       const uint32_t r = static_cast<uint32_t>(rng() % 100);
       uint64_t received = 0;
@@ -234,14 +261,14 @@ TEST_P(GroundTruthFenceTest, FinalStateEqualsSequentialReplay) {
   };
 
   std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (int t = 0; t < workers; ++t) threads.emplace_back(worker, t);
   for (auto& th : threads) th.join();
   ASSERT_TRUE(recorder->Flush().ok());
 
   // The workload has the shape the test claims.
   const uint64_t frees = local_frees + remote_frees;
   // Hand-overs are not heap operations; everything else is.
-  EXPECT_GE(heap.operations(), static_cast<size_t>(kThreads) * kOpsPerThread * 3 / 4);
+  EXPECT_GE(heap.operations(), static_cast<size_t>(workers) * ops_per_worker * 3 / 4);
   EXPECT_GE(remote_frees * 100, frees * 40) << "cross-thread frees should be ~half";
   EXPECT_GT(resizes.load(), 0u);
   EXPECT_GT(remaps.load(), 0u);
@@ -256,18 +283,19 @@ TEST_P(GroundTruthFenceTest, FinalStateEqualsSequentialReplay) {
 // only shrinks, so the real high-water mark of every scope is reached at a phase boundary
 // and must be matched exactly.
 TEST_P(GroundTruthFenceTest, HighWaterIsExactAcrossBarrierSeparatedPhases) {
+  const int workers = StressThreads();
   auto recorder = MakeRecorder();
   ASSERT_TRUE(recorder->Start().ok());
   SerializingHeap heap;
-  const std::vector<uint32_t> scopes = MakeScopes("phased", kThreads);
+  const std::vector<uint32_t> scopes = MakeScopes("phased", workers);
   constexpr int kRounds = 6;
 #ifdef MEMTRACE_SANITIZER
   constexpr int kPerPhase = 2000;
 #else
   constexpr int kPerPhase = 20000;
 #endif
-  std::vector<std::vector<uint64_t>> handed(kThreads);  // written in alloc phases only
-  std::barrier sync(kThreads + 1);
+  std::vector<std::vector<uint64_t>> handed(workers);  // written in alloc phases only
+  std::barrier sync(workers + 1);
 
   auto worker = [&](int t) {
     std::mt19937_64 rng(77 + t);
@@ -275,20 +303,22 @@ TEST_P(GroundTruthFenceTest, HighWaterIsExactAcrossBarrierSeparatedPhases) {
     for (int round = 0; round < kRounds; ++round) {
       // Allocation phase: amounts vary by round so the peak is not always the last round.
       const int n = kPerPhase * (1 + (round * 7 + t) % 4) / 2;
+      // EXPECT, not ASSERT, inside the phases: a worker that returned early would leave
+      // the others waiting at the barrier for ever, a hang instead of a failure.
       for (int i = 0; i < n; ++i) {
         const uint64_t size = 16 + rng() % 256;
         const uint64_t address = heap.Alloc(size, scopes[t], 0x1000 + t);
-        ASSERT_EQ(recorder->RecordAlloc(kLayer, address, size, 0x1000 + t),
+        EXPECT_EQ(recorder->RecordAlloc(kLayer, address, size, 0x1000 + t),
                   RecordResult::kRecorded);
         handed[t].push_back(address);
       }
       sync.arrive_and_wait();  // main flushes
       sync.arrive_and_wait();
       // Release phase: free most of the previous thread's blocks.
-      auto& victims = handed[(t + kThreads - 1) % kThreads];
+      auto& victims = handed[(t + workers - 1) % workers];
       const size_t keep = victims.size() / 5;
       for (size_t i = keep; i < victims.size(); ++i) {
-        ASSERT_EQ(recorder->RecordFree(kLayer, victims[i]), RecordResult::kRecorded);
+        EXPECT_EQ(recorder->RecordFree(kLayer, victims[i]), RecordResult::kRecorded);
         heap.Free(victims[i]);
       }
       sync.arrive_and_wait();
@@ -300,14 +330,14 @@ TEST_P(GroundTruthFenceTest, HighWaterIsExactAcrossBarrierSeparatedPhases) {
   };
 
   std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (int t = 0; t < workers; ++t) threads.emplace_back(worker, t);
   for (int round = 0; round < kRounds; ++round) {
     sync.arrive_and_wait();
-    ASSERT_TRUE(recorder->Flush().ok());
+    EXPECT_TRUE(recorder->Flush().ok());
     sync.arrive_and_wait();
     sync.arrive_and_wait();
     sync.arrive_and_wait();
-    ASSERT_TRUE(recorder->Flush().ok());
+    EXPECT_TRUE(recorder->Flush().ok());
     sync.arrive_and_wait();
   }
   for (auto& th : threads) th.join();
@@ -328,13 +358,13 @@ TEST(GroundTruthStressTest, ThreadChurnKeepsRingsBoundedAndCountsExact) {
 #else
   constexpr int kTotalThreads = 10000;
 #endif
-  constexpr int kConcurrent = 8;
+  const int concurrent = StressThreads();
   Inbox leftovers;
   const uint64_t site = 0x5000;
-  for (int wave = 0; wave < kTotalThreads / kConcurrent; ++wave) {
+  for (int wave = 0; wave < kTotalThreads / concurrent; ++wave) {
     std::vector<std::thread> threads;
-    for (int k = 0; k < kConcurrent; ++k) {
-      threads.emplace_back([&, seed = wave * kConcurrent + k] {
+    for (int k = 0; k < concurrent; ++k) {
+      threads.emplace_back([&, seed = wave * concurrent + k] {
         std::mt19937_64 rng(seed);
         std::vector<uint64_t> mine;
         for (int i = 0; i < 20; ++i) {
