@@ -33,8 +33,8 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "analysis/capture_reader.h"
-#include "analysis/internal/huge_page_allocator.h"
 #include "runtime/usage_counters.h"
+#include "transport/huge_page_allocator.h"
 
 namespace memtrace {
 
@@ -337,11 +337,11 @@ class Analyzer {
   uint64_t scope_exits_seen_ = 0; // exits of point_.scope so far
   int64_t last_t_ = 0;
   // The two tables of live blocks, which grow with the capture's live set: large ones in
-  // huge pages (internal/huge_page_allocator.h).
+  // huge pages (transport/huge_page_allocator.h).
   template <typename V>
   using LiveTable =
       absl::flat_hash_map<uint64_t, V, absl::Hash<uint64_t>, std::equal_to<uint64_t>,
-                          analysis_internal::HugePageAllocator<std::pair<const uint64_t, V>>>;
+                          HugePageAllocator<std::pair<const uint64_t, V>>>;
   LiveTable<Block> live_;  // by ticket
   // layer<<56^addr -> the tickets of the blocks live there, oldest first: almost always
   // one, kept inline (a heap vector per live address cost a malloc and a free, and with

@@ -184,9 +184,9 @@ void BM_SinkReplay(benchmark::State& state) {
     // The drainer's vectors, made outside the timing: OnEpochRecords takes each without a
     // copy, so what is timed is the handoff and the writer's work.
     state.PauseTiming();
-    std::vector<std::vector<ObservedEvent>> batches;
+    std::vector<ObservedBatch> batches;
     batches.reserve(epochs.size());
-    for (const ReplayEpoch& e : epochs) batches.push_back(e.events);
+    for (const ReplayEpoch& e : epochs) batches.emplace_back(e.events.begin(), e.events.end());
     auto sink = JsonlSink::Open("/dev/null", options);
     state.ResumeTiming();
     if (!sink.ok()) {

@@ -66,7 +66,7 @@ void BM_SinkWrite(benchmark::State& state) {
   }
   std::vector<std::vector<ObservedEvent>> epochs;
   for (uint32_t e = 1; e <= 16; ++e) epochs.push_back(ChurnEpoch(e));
-  std::vector<ObservedEvent> batch;
+  ObservedBatch batch;
   uint32_t epoch = 1;
   int64_t t = 1795996070980625720;
   for (auto _ : state) {

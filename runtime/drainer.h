@@ -276,7 +276,7 @@ class Drainer {
   ThreadCpuTime cpu_;  // the drainer thread's CPU time, for CpuNs()
 
   EventObserver* observer_ = nullptr;
-  std::vector<ObservedEvent> observed_;  // this epoch's records, for the observer
+  ObservedBatch observed_;  // this epoch's records, for the observer
   int64_t open_epoch_started_unix_ns_ = 0;
 
   // Guards ledger_ and counters_ against readers, who also wait while `applying_`: an

@@ -146,7 +146,7 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   void OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
                std::span<const ObservedEvent> events) noexcept override;
   void OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
-                      std::vector<ObservedEvent>& events) noexcept override;
+                      ObservedBatch& events) noexcept override;
 
   // Writes everything queued, the module map (runtime/module_map.h), then the trailer
   // from `final_snapshot` (take it after Stop(), so it includes everything), and closes
@@ -177,7 +177,7 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   struct Batch {
     uint32_t epoch;
     int64_t start_unix_ns;
-    std::vector<ObservedEvent> events;
+    ObservedBatch events;
   };
 
   // FromStream(), and Open() with the file's absolute path for Reopen() ("": none).
@@ -188,13 +188,13 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   JsonlSink(FILE* stream, bool owned, std::string name, const JsonlSinkOptions& options,
             std::string reopen_path);
   // A vector the writer gave back (empty, with capacity), or a new one.
-  std::vector<ObservedEvent> TakeSpare();
+  ObservedBatch TakeSpare();
   // Past the size limit (max_bytes): counts `n` records there and says so, and the
   // epoch goes no further. False without a limit, or before it is reached.
   bool CountedPastLimit(size_t n) noexcept;
   // Queues an epoch's records for the writer, waiting or dropping as the options say.
   void Enqueue(uint32_t epoch, int64_t epoch_start_unix_ns,
-               std::vector<ObservedEvent>&& batch) noexcept;
+               ObservedBatch&& batch) noexcept;
   void WriterLoop();
   void WriteBatch(const Batch& batch);
   // Table lines, written before the first event that refers to them.
@@ -244,7 +244,7 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Batch> queue_;
-  std::vector<std::vector<ObservedEvent>> spare_;  // written batches' vectors, for reuse
+  std::vector<ObservedBatch> spare_;  // written batches' vectors, for reuse
   size_t queued_records_ = 0;
   bool writer_idle_ = true;
   bool stopping_ = false;

@@ -389,7 +389,7 @@ TEST(JsonlSinkTest, ASizeLimitStopsTheEventsAtAnEpochAndCountsTheRest) {
     constexpr int kPerEpoch = 50;  // alloc, free pairs
     uint64_t ticket = 0;
     for (int epoch = 1; epoch <= kEpochs; ++epoch) {
-      std::vector<ObservedEvent> batch;
+      ObservedBatch batch;
       for (int i = 0; i < kPerEpoch / 2; ++i) {
         const uint64_t addr = 0x10000 + 64 * static_cast<uint64_t>(i);
         const Event alloc{addr, Event::PackKindSize(EventKind::kAlloc, 0, 24 + i),
@@ -456,7 +456,7 @@ void ExpectWholeCapture(const std::string& path, int allocs) {
 TEST(JsonlSinkTest, ASecondSinkOnAFileBeingWrittenIsRefusedAndTheFileStaysWhole) {
   const std::string path = TempPath("locked.jsonl");
   auto first = JsonlSink::Open(path).value();
-  std::vector<ObservedEvent> events = {
+  ObservedBatch events = {
       {Event{0x1000, Event::PackKindSize(EventKind::kAlloc, 0, 8), 0x400000, 0}, 1}};
   first->OnEpochRecords(1, 0, events);
   const auto second = JsonlSink::Open(path);
@@ -531,7 +531,7 @@ int DescriptorOf(const std::string& path) {
   return -1;
 }
 
-std::vector<ObservedEvent> OneAlloc(uint64_t address, uint64_t ticket) {
+ObservedBatch OneAlloc(uint64_t address, uint64_t ticket) {
   return {{Event{address, Event::PackKindSize(EventKind::kAlloc, 0, 8), 0x400000, 0}, ticket}};
 }
 
@@ -546,7 +546,7 @@ TEST(JsonlSinkTest, ACaptureWhoseDescriptorTheProgramClosedIsOpenedAgain) {
   std::filesystem::current_path(std::filesystem::path(path).parent_path());
   auto sink = JsonlSink::Open("reopened.jsonl").value();
   std::filesystem::current_path("/");
-  std::vector<ObservedEvent> events = OneAlloc(0x1000, 1);
+  ObservedBatch events = OneAlloc(0x1000, 1);
   sink->OnEpochRecords(1, 0, events);
   // The writer checks the descriptor and then writes: the program's dup2() below must not
   // fall between the two, or the bytes go to its file. Wait until epoch 1 is written.
@@ -596,7 +596,7 @@ TEST(JsonlSinkTest, AStreamWhoseDescriptorTheProgramClosedIsReportedNotWritten) 
   const int theirs = open(own.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(theirs, 0);
   ASSERT_EQ(dup2(theirs, fds[1]), fds[1]);
-  std::vector<ObservedEvent> events = OneAlloc(0x1000, 1);
+  ObservedBatch events = OneAlloc(0x1000, 1);
   sink->OnEpochRecords(1, 0, events);
   const absl::Status finished = sink->Finish(Snapshot{});
   EXPECT_EQ(finished.code(), absl::StatusCode::kDataLoss) << finished;
@@ -663,7 +663,7 @@ TEST(JsonlSinkTest, KeptModulesAreListedOnceAndBeforeTheLoadedOnes) {
 TEST(JsonlSinkTest, OnEpochRecordsTakesTheDrainersVector) {
   const std::string path = TempPath("taken.jsonl");
   auto sink = JsonlSink::Open(path).value();
-  std::vector<ObservedEvent> events;
+  ObservedBatch events;
   for (uint64_t i = 1; i <= 3; ++i) {
     events.push_back({Event{0x1000 * i, Event::PackKindSize(EventKind::kAlloc, 0, 8 * i),
                             0x400000, 0},
