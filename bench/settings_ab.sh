@@ -19,7 +19,8 @@
 # untraced variant's same figure, if there is one (+0 for that variant itself); then,
 # from a traced variant's last capture, the transport figures that explain a
 # difference: rings, the ring's greatest fill, producer waits for ring space, epochs, and
-# memtrace's own memory. The program runs
+# memtrace's own memory; and the medians of memtrace's drainer and writer CPU time over
+# the variant's runs (each capture's trailer, `memtrace_cpu_ns`). The program runs
 # under LD_PRELOAD directly (not `memtrace run`), with its capture in a scratch directory.
 #
 # Needs: bazel, and the workload's programs (tools/setup --bench installs them).
@@ -93,11 +94,23 @@ for v in "${variants[@]}"; do
   prefix[$label]="$p"
 done
 
+declare -A drainer writer
 for _ in $(seq "$runs"); do
   for label in "${labels[@]}"; do
+    rm -f "$work/$label.mtb"
     # shellcheck disable=SC2086  # the prefix is words: env and NAME=VALUE settings
     read -r w c <<< "$(timed "$workload" ${prefix[$label]})"
     wall[$label]+=" $w"; cpu[$label]+=" $c"
+    # memtrace's own threads' CPU time, from this run's trailer (memtrace_cpu_ns), in ms.
+    if [[ -f "$work/$label.mtb" ]]; then
+      own=$(grep -a -o '"memtrace_cpu_ns":{"drainer":[0-9]*,"writer":[0-9]*}' \
+        "$work/$label.mtb" | tail -1 | grep -o '[0-9][0-9]*' | tr '\n' ' ')
+      read -r d t <<< "$own"
+      if [[ -n "${t:-}" ]]; then
+        drainer[$label]+=" $(python3 -c "print($d / 1e6)")"
+        writer[$label]+=" $(python3 -c "print($t / 1e6)")"
+      fi
+    fi
   done
 done
 
@@ -122,6 +135,10 @@ EOF
   extra=""
   if [[ -f "$work/$label.mtb" ]]; then
     extra=$("$memtrace" summary --json "$work/$label.mtb" | python3 "$work/transport.py")
+  fi
+  if [[ -n "${drainer[$label]:-}" ]]; then
+    extra+=$(printf ' [drainer %.1f ms, writer %.1f ms: medians]' \
+      "$(median <<< "${drainer[$label]}")" "$(median <<< "${writer[$label]}")")
   fi
   printf '%-12s %s%s\n' "$label" "$line" "$extra"
 done
