@@ -6,8 +6,8 @@
 // Each capture's own high-water mark says how much one process held at its worst. A
 // server that forks its workers (`memtrace run --forks`) is sized by what all of them hold
 // at once, and they peak at different times. Each process's live bytes are a step
-// function of time (the events' `t`, which is the start of their drainer epoch: 1 ms
-// resolution); an image's memory goes away when it ends (exit) or is replaced (exec).
+// function of time (the events' `t`, which is the start of their drainer epoch: 2 ms
+// resolution by default); an image's memory goes away when it ends (exit) or is replaced (exec).
 // HighestSum() adds the step functions up and finds the highest moment:
 //
 //   process A:  100 ──────┐ 50 ───────────┐

@@ -41,7 +41,7 @@
 //                            leaves mappings out
 //   MEMTRACE_FENCE           "membarrier" (default): epochs are closed with membarrier()
 //                            while several threads record, which interrupts each CPU
-//                            running one of the program's threads up to 1000 times a
+//                            running one of the program's threads about 500 times a
 //                            second; "seq_cst": each record pays a fence on its own
 //                            thread instead and no thread is interrupted
 //                            (transport/epoch_clock.h, runtime/config.h)

@@ -30,7 +30,7 @@ absl::Status Config::Validate() const {
   if (drain_period < absl::Microseconds(10) || drain_period > absl::Seconds(1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Config.drain_period is ", absl::FormatDuration(drain_period),
-        "; it must be between 10us and 1s; the default is 1ms"));
+        "; it must be between 10us and 1s; the default is 2ms"));
   }
   if (idle_drain_period < absl::ZeroDuration() || idle_drain_period > absl::Seconds(1)) {
     return absl::InvalidArgumentError(absl::StrCat(

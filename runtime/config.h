@@ -3,7 +3,7 @@
 // config.h: how a recorder is set up.
 //
 // Defaults are chosen for a multithreaded server allocating a few million blocks a second:
-// 16,384 records (512 KiB) per thread, a 1 ms epoch, and a wait of at most 100 ms when a
+// 16,384 records (512 KiB) per thread, a 2 ms epoch, and a wait of at most 100 ms when a
 // ring is full. Every field is checked by Validate(), which says what is wrong and how to fix it.
 //
 // Overflow policy (what a producer does when its ring is full because the drainer is
@@ -46,13 +46,19 @@ struct Config {
   OverflowPolicy overflow_policy = OverflowPolicy::kWaitThenFail;
   // How long a producer waits for room while the drainer applies nothing (kWaitThenFail).
   absl::Duration overflow_wait = absl::Milliseconds(100);
-  // How often the drainer closes an epoch when nobody asks sooner.
-  absl::Duration drain_period = absl::Milliseconds(1);
+  // How often the drainer closes an epoch when nobody asks sooner (a thread whose ring
+  // passes a quarter full asks sooner). Each epoch costs memtrace's two threads a wake-up
+  // and, with more than one ring, a membarrier() interrupt to every CPU running the
+  // program: redis-server traced with 2 ms instead of 1 ms used 52 ms less drainer and
+  // writer CPU a run, and its process 150-180 ms less (bench/README.md, "Epochs of 2 ms").
+  // Longer epochs coarsen what a high-water mark of several threads can resolve
+  // (drainer.h).
+  absl::Duration drain_period = absl::Milliseconds(2);
   // While the program is quiet (a round finds fewer than Drainer::kQuietRecords new
   // records in all rings together), the drainer doubles its sleep after each round, up to
   // this; the first busy round brings it back to drain_period. An idle process then wakes
   // the drainer (a context switch and a membarrier() interrupt to each CPU running the
-  // program) about 60 times a second instead of 1000. An epoch that begins in a quiet spell
+  // program) about 60 times a second instead of 500. An epoch that begins in a quiet spell
   // can last this long (drainer.h: what one epoch means for high-water marks). A burst
   // after a quiet spell does not wait for the long sleep to end: a thread whose ring
   // passes a quarter full wakes the drainer (spsc_ring.h). Never shorter than
@@ -72,9 +78,9 @@ struct Config {
   CpuList thread_cpus;
   // How epochs are fenced (transport/epoch_clock.h). kMembarrier (default): the drainer
   // calls membarrier() as it closes an epoch while more than one thread records, which
-  // interrupts each CPU running a thread of the process (up to 1000 times a second), and
-  // producers pay nothing; where the kernel lacks membarrier() this falls back to
-  // kSeqCst. kSeqCst: every record batch pays a full fence on its producer (a few ns to
+  // interrupts each CPU running a thread of the process (about 500 times a second, more
+  // while a ring fills fast), and producers pay nothing; where the kernel lacks
+  // membarrier() this falls back to kSeqCst. kSeqCst: every record batch pays a full fence on its producer (a few ns to
   // tens of ns; bench/README.md, "Choosing the fence") and no thread is ever
   // interrupted. CaptureIntegrity::uses_membarrier says which one ran.
   FenceMode fence = FenceMode::kMembarrier;

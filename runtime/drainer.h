@@ -46,7 +46,7 @@
 //     addresses reused across threads, as long as the capture is exact()
 //     (capture_integrity.h).
 //   - High-water marks are exact across epochs: operations in different epochs are
-//     applied in happens-before order. Inside one epoch (drain_period, default 1 ms, and
+//     applied in happens-before order. Inside one epoch (drain_period, default 2 ms, and
 //     every Flush(); up to idle_drain_period, 16 ms, for an epoch that begins while the
 //     program is quiet, see config.h), operations of different threads that are not
 //     ordered by a ticket are applied thread by thread, so a high-water mark can miss a

@@ -625,11 +625,11 @@ TEST(RecorderTest, StopDoesNotWaitForeverForARecordNeverFinished) {
 // had interrupted its record lost the whole end of its capture: preload_test's
 // UnderscoreExitFromASignalHandlerWritesTheTrailer failed about one run in forty.)
 TEST(RecorderTest, StopDoesNotWaitForeverWhileARoundWaitsForARecordNeverFinished) {
-  auto recorder = Make();  // 1 ms rounds
+  auto recorder = Make();  // rounds every drain_period (2 ms)
   ASSERT_TRUE(recorder->Start().ok());
   ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x1000, 8, 0), RecordResult::kRecorded);
   const Recorder::RemapClaim unfinished = recorder->BeginRemap(kHeap, 0x1000);
-  // Rounds come every millisecond: one is now waiting for the two claimed records.
+  // Rounds come every 2 ms: one is now waiting for the two claimed records.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto stopped = std::async(std::launch::async, [&] { return recorder->Stop(); });
   if (stopped.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
