@@ -11,11 +11,11 @@
 //     ObservedBatch): a few vectors of up to 2.6 MiB that the drainer fills and the
 //     writer reads, passed back and forth.
 // Either way every 4 KiB page first touched is a page fault (3-14 us on the VMs of
-// bench/README.md); a traced sqlite3 run faulted about 900 times in the drainer's batches
-// alone. Allocations of kFromBytes and more are mapped on their own (mmap), aligned to
-// 2 MiB and advised MADV_HUGEPAGE, so each 2 MiB faults once; smaller ones come from
-// operator new as usual. The advice is a hint: where the kernel keeps huge pages off
-// (transparent_hugepage=never) nothing changes but the mapping.
+// bench/README.md); a traced sqlite3 run faulted 350-900 times in the drainer's batches
+// alone. Allocations of kFromBytes and more are mapped on their own, in whole huge pages
+// at a 2 MiB boundary (transport_internal::MapZeroedHuge), so each 2 MiB faults once;
+// smaller ones come from operator new as usual. The advice is a hint: where the kernel
+// keeps huge pages off (transparent_hugepage=never) nothing changes but the mapping.
 //
 // Thread safety: stateless; allocations may be made and freed from any thread.
 //
@@ -26,11 +26,10 @@
 #ifndef MEMTRACE_TRANSPORT_HUGE_PAGE_ALLOCATOR_H_
 #define MEMTRACE_TRANSPORT_HUGE_PAGE_ALLOCATOR_H_
 
-#include <sys/mman.h>
-
 #include <cstddef>
-#include <cstdint>
 #include <new>
+
+#include "transport/internal/mapped_memory.h"
 
 namespace memtrace {
 
@@ -52,28 +51,17 @@ class HugePageAllocator {
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
     if (bytes < kFrom) return static_cast<T*>(::operator new(bytes));
-    // Mapped with a huge page's worth to spare, then trimmed to a 2 MiB boundary on both
-    // sides: the kernel backs only whole aligned 2 MiB ranges with huge pages.
-    const size_t length = Rounded(bytes);
-    void* p = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    const auto start = reinterpret_cast<uintptr_t>(p);
-    const uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
-    if (aligned != start) munmap(p, aligned - start);
-    const uintptr_t tail = aligned + length;
-    if (tail != start + length + kHugePage) {
-      munmap(reinterpret_cast<void*>(tail), start + length + kHugePage - tail);
-    }
-    madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);  // a hint
-    return reinterpret_cast<T*>(aligned);
+    // Whole huge pages, at a 2 MiB boundary (MapZeroedHuge).
+    void* p = transport_internal::MapZeroedHuge(Rounded(bytes));
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t n) noexcept {
     const size_t bytes = n * sizeof(T);
     if (bytes < kFrom) {
       ::operator delete(p);
     } else {
-      munmap(p, Rounded(bytes));
+      transport_internal::Unmap(p, Rounded(bytes));
     }
   }
 

@@ -17,9 +17,26 @@ void* MapZeroed(size_t bytes) noexcept {
 }
 
 void* MapZeroedHuge(size_t bytes) noexcept {
-  void* p = MapZeroed(bytes);
-  if (p != nullptr) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure changes nothing
-  return p;
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < kHuge) {
+    void* p = MapZeroed(bytes);
+    if (p != nullptr) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure changes nothing
+    return p;
+  }
+  // A huge page's worth to spare, then trimmed on both sides to [aligned, aligned +
+  // bytes): the kernel backs only whole aligned 2 MiB ranges with huge pages, so an
+  // unaligned start would leave the first and last partial ones on small pages.
+  void* p = MapZeroed(bytes + kHuge);
+  if (p == nullptr) return nullptr;
+  const auto start = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t aligned = (start + kHuge - 1) & ~(kHuge - 1);
+  if (aligned != start) munmap(p, aligned - start);
+  const uintptr_t end = aligned + bytes;
+  if (end != start + bytes + kHuge) {
+    munmap(reinterpret_cast<void*>(end), start + bytes + kHuge - end);
+  }
+  madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);  // a hint, as above
+  return reinterpret_cast<void*>(aligned);
 }
 
 bool Populate(void* memory, size_t bytes) noexcept {

@@ -22,9 +22,11 @@ namespace memtrace::transport_internal {
 void* MapZeroed(size_t bytes) noexcept;
 
 // The same, asking for transparent huge pages (madvise MADV_HUGEPAGE; a hint the kernel
-// may ignore). For tables read and written at random: each 2 MiB page faults once instead
-// of 512 times, and a 4 KiB page first read (mapped to the shared zero page) then written
-// no longer costs a TLB-shootdown interrupt on every CPU running the program.
+// may ignore), and from 2 MiB on starting at a 2 MiB boundary. For tables read and
+// written at random: each 2 MiB page faults once instead of 512 times, and a 4 KiB page
+// first read (mapped to the shared zero page) then written no longer costs a
+// TLB-shootdown interrupt on every CPU running the program. Release with Unmap() and the
+// same `bytes`.
 void* MapZeroedHuge(size_t bytes) noexcept;
 
 // Maps in the pages of [memory, memory + bytes) (widened to whole pages) that are not yet,
@@ -33,7 +35,7 @@ void* MapZeroedHuge(size_t bytes) noexcept;
 // kernel cannot (before Linux 5.14) or refuses.
 bool Populate(void* memory, size_t bytes) noexcept;
 
-// Releases memory from MapZeroed with the same `bytes`. Null is a no-op.
+// Releases memory from MapZeroed or MapZeroedHuge with the same `bytes`. Null is a no-op.
 void Unmap(void* memory, size_t bytes) noexcept;
 
 }  // namespace memtrace::transport_internal
