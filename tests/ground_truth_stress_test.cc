@@ -64,7 +64,8 @@ int StressOpsPerThread() {
 }
 constexpr LayerId kLayer = layers::kCpuHeap;
 
-Config StressConfig(FenceMode fence = FenceMode::kMembarrier,
+// For `workers` threads recording at once.
+Config StressConfig(int workers, FenceMode fence = FenceMode::kMembarrier,
                     uint32_t slice_records = Config{}.drain_slice_records) {
   Config config;
   config.fence = fence;
@@ -73,7 +74,7 @@ Config StressConfig(FenceMode fence = FenceMode::kMembarrier,
   // Above the largest live set here (~300k blocks in the phased test with 8 workers), as
   // config.h advises; twice as large for each doubling of the workers.
   config.ticket_table_log2 = 20;
-  for (int w = StressThreads(); w > 8; w = (w + 1) / 2) ++config.ticket_table_log2;
+  for (int w = workers; w > 8; w = (w + 1) / 2) ++config.ticket_table_log2;
   config.overflow_policy = OverflowPolicy::kWaitThenFail;
   config.overflow_wait = absl::Seconds(10);
   return config;
@@ -148,9 +149,10 @@ struct DrainerShape {
 // applied, handed on and released a few at a time, between its releases' dependencies.
 class GroundTruthFenceTest : public ::testing::TestWithParam<DrainerShape> {
  protected:
-  std::unique_ptr<Recorder> MakeRecorder() {
+  std::unique_ptr<Recorder> MakeRecorder(int workers) {
     auto recorder =
-        Recorder::Create(StressConfig(GetParam().fence, GetParam().slice_records)).value();
+        Recorder::Create(StressConfig(workers, GetParam().fence, GetParam().slice_records))
+            .value();
     // kSeqCst is always what it says; kMembarrier falls back to seq_cst fences where the
     // kernel has no membarrier(), so only the first can be checked everywhere.
     if (GetParam().fence == FenceMode::kSeqCst) {
@@ -182,7 +184,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_P(GroundTruthFenceTest, FinalStateEqualsSequentialReplay) {
   const int workers = StressThreads();
   const int ops_per_worker = StressOpsPerThread();
-  auto recorder = MakeRecorder();
+  auto recorder = MakeRecorder(workers);
   ASSERT_TRUE(recorder->Start().ok());
   SerializingHeap heap;
   const std::vector<uint32_t> scopes = MakeScopes("stress", 4);
@@ -284,7 +286,7 @@ TEST_P(GroundTruthFenceTest, FinalStateEqualsSequentialReplay) {
 // and must be matched exactly.
 TEST_P(GroundTruthFenceTest, HighWaterIsExactAcrossBarrierSeparatedPhases) {
   const int workers = StressThreads();
-  auto recorder = MakeRecorder();
+  auto recorder = MakeRecorder(workers);
   ASSERT_TRUE(recorder->Start().ok());
   SerializingHeap heap;
   const std::vector<uint32_t> scopes = MakeScopes("phased", workers);
@@ -350,7 +352,8 @@ TEST_P(GroundTruthFenceTest, HighWaterIsExactAcrossBarrierSeparatedPhases) {
 // blocks other threads left behind, then exiting. Rings are reused: their number stays
 // bounded by the threads alive at once, and the counts stay exact.
 TEST(GroundTruthStressTest, ThreadChurnKeepsRingsBoundedAndCountsExact) {
-  auto recorder = Recorder::Create(StressConfig()).value();
+  const int concurrent = StressThreads();
+  auto recorder = Recorder::Create(StressConfig(concurrent)).value();
   ASSERT_TRUE(recorder->Start().ok());
   SerializingHeap heap;
 #ifdef MEMTRACE_SANITIZER
@@ -358,7 +361,6 @@ TEST(GroundTruthStressTest, ThreadChurnKeepsRingsBoundedAndCountsExact) {
 #else
   constexpr int kTotalThreads = 10000;
 #endif
-  const int concurrent = StressThreads();
   Inbox leftovers;
   const uint64_t site = 0x5000;
   for (int wave = 0; wave < kTotalThreads / concurrent; ++wave) {
@@ -407,7 +409,7 @@ TEST(GroundTruthStressTest, ThreadChurnKeepsRingsBoundedAndCountsExact) {
   EXPECT_LE(integrity.rings, ring_bound) << "rings were not reused";
   // memtrace's own memory follows: the rings, the ticket table, and a ledger bounded by
   // the live blocks (a few thousand here).
-  const Config config = StressConfig();
+  const Config config = StressConfig(concurrent);
   const uint64_t ring_bytes = (uint64_t{1} << config.ring_capacity_log2) * sizeof(Event);
   const uint64_t ticket_bytes = (uint64_t{1} << config.ticket_table_log2) * 16;
   EXPECT_LE(recorder->memory_bytes(), ring_bound * ring_bytes + ticket_bytes + (16u << 20));
