@@ -98,6 +98,8 @@ command -v sqlite3 > /dev/null || {
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+# median, fastest and own_cpu_ms (only those: its workloads are not run here).
+source "$PWD/bench/real_workloads.sh"
 
 cat > "$work/main_cpu.c" <<'EOF'
 #include <stdio.h>
@@ -159,15 +161,10 @@ run_variant() {
     cat "$work/stderr" >&2
     return 1
   fi
-  # memtrace's own threads, from the capture's trailer (its JSON text is stored as is in
-  # the binary encoding too); "-" for an untraced run or a capture without the field.
-  local own="- -"
-  if [[ -f "$work/capture.mtb" ]]; then
-    own=$(grep -a -o '"memtrace_cpu_ns":{"drainer":[0-9]*,"writer":[0-9]*}' \
-            "$work/capture.mtb" | tail -1 | tr -c '0-9' ' ' |
-          awk 'NF == 2 {printf "%.1f %.1f", $1 / 1e6, $2 / 1e6; exit} END {if (NF != 2) print "- -"}')
-    rm -f "$work/capture.mtb"
-  fi
+  # memtrace's own threads, from the capture's trailer; "- -" for an untraced run.
+  local own
+  own=$(own_cpu_ms "$work/capture.mtb")
+  rm -f "$work/capture.mtb"
   echo "$cpu $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.4f", (b - a) / 1e9}')" \
     "$(awk '{printf "%.3f", $1 + $2}' <<< "$times")" "$own"
 }
@@ -184,8 +181,6 @@ for _ in $(seq "$runs"); do
   done
 done
 
-median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-fastest() { tr ' ' '\n' | grep . | sort -n | head -1; }
 base_label=""
 for spec in "${variants[@]}"; do
   [[ "${spec#*=}" == none ]] && base_label="${spec%%=*}" && break

@@ -1,7 +1,8 @@
 # Copyright 2026 The memtrace Authors.
 #
 # real_workloads.sh: the real-program workloads that bench/real_programs.sh and
-# bench/settings_ab.sh time, sourced by both (not run on its own). The caller sets
+# bench/settings_ab.sh time, sourced by both (not run on its own), and the helpers
+# bench/preload_ab.sh shares with them. The caller sets
 # $work (a scratch directory) and calls real_workloads_init once. Each run_WORKLOAD runs
 # its program with the words given as a prefix ("env LD_PRELOAD=... ", "heaptrack -o F",
 # or nothing), waits for it, and leaves stdout and stderr to the caller:
@@ -16,6 +17,9 @@
 # (user + system) of everything the run started and waited for: the program, the tool's
 # threads and processes, and the workload's clients, which are the same in every variant.
 # median / fastest: of the space-separated numbers on stdin.
+# own_cpu_ms CAPTURE: memtrace's drainer and writer CPU time in ms, "D W", from the
+# capture's trailer (memtrace_cpu_ns; its JSON text is stored as is in the binary
+# encoding too), or "- -" for no capture or one without the field.
 
 real_workloads_init() {
   cat > "$work/py.py" <<'EOF'
@@ -49,6 +53,13 @@ run_redis() {
 
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 fastest() { tr ' ' '\n' | grep . | sort -n | head -1; }
+
+own_cpu_ms() {
+  if [[ ! -f "$1" ]]; then echo "- -"; return; fi
+  grep -a -o '"memtrace_cpu_ns":{"drainer":[0-9]*,"writer":[0-9]*}' "$1" | tail -1 |
+    tr -c '0-9' ' ' |
+    awk 'NF == 2 {printf "%.1f %.1f\n", $1 / 1e6, $2 / 1e6; exit} END {if (NF != 2) print "- -"}'
+}
 
 timed() {
   local workload="$1"; shift

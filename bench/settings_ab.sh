@@ -101,16 +101,9 @@ for _ in $(seq "$runs"); do
     # shellcheck disable=SC2086  # the prefix is words: env and NAME=VALUE settings
     read -r w c <<< "$(timed "$workload" ${prefix[$label]})"
     wall[$label]+=" $w"; cpu[$label]+=" $c"
-    # memtrace's own threads' CPU time, from this run's trailer (memtrace_cpu_ns), in ms.
-    if [[ -f "$work/$label.mtb" ]]; then
-      own=$(grep -a -o '"memtrace_cpu_ns":{"drainer":[0-9]*,"writer":[0-9]*}' \
-        "$work/$label.mtb" | tail -1 | grep -o '[0-9][0-9]*' | tr '\n' ' ')
-      read -r d t <<< "$own"
-      if [[ -n "${t:-}" ]]; then
-        drainer[$label]+=" $(python3 -c "print($d / 1e6)")"
-        writer[$label]+=" $(python3 -c "print($t / 1e6)")"
-      fi
-    fi
+    # memtrace's own threads' CPU time, from this run's trailer.
+    read -r d t <<< "$(own_cpu_ms "$work/$label.mtb")"
+    if [[ "$d" != - ]]; then drainer[$label]+=" $d"; writer[$label]+=" $t"; fi
   done
 done
 
