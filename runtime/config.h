@@ -40,8 +40,9 @@ struct Config {
   uint32_t ring_capacity_log2 = 14;
   // Slots in the ticket table: 2^ticket_table_log2, 16 bytes of address space each
   // (4 MiB by default, touched as blocks are allocated, 2 MiB at a time where the kernel
-  // grants huge pages). Size it above the number of blocks live at once for the fewest
-  // ticket misses.
+  // grants huge pages). Size it well above the number of blocks allocated within one
+  // epoch, live or freed (a free leaves its entry): only a ticket evicted in its own epoch
+  // can cost exactness (ticket_evictions counts those); older ones are matched by address.
   uint32_t ticket_table_log2 = 18;
   OverflowPolicy overflow_policy = OverflowPolicy::kWaitThenFail;
   // How long a producer waits for room while the drainer applies nothing (kWaitThenFail).

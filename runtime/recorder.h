@@ -121,18 +121,14 @@ class Recorder {
 
   __attribute__((always_inline)) RecordResult RecordFree(LayerId layer,
                                                         uint64_t address) noexcept {
-    // Read and cleared below, after the claim; as in RecordAlloc(), not computed while
-    // one ring records.
+    // Read below, after the claim; as in RecordAlloc(), not computed while one ring
+    // records.
     TicketTable::Bucket bucket = nullptr;
     if (!SoleRing()) TicketTable::Prefetch(bucket = tickets_.BucketOf(address));
     Claim c{};
     const RecordResult r = Begin(1, /*allocation=*/false, &c);
-    if (r != RecordResult::kRecorded) {
-      // The block is going away, recorded or not.
-      tickets_.Take(BucketFor(bucket, address), address);
-      return r;
-    }
-    const uint64_t ticket = TakeTicket(bucket, address);
+    if (r != RecordResult::kRecorded) return r;
+    const uint64_t ticket = ReleaseTicket(bucket, address);
     c.ring->slot(c.pos) = Event{address, Event::PackKindSize(EventKind::kFree, layer, 0),
                                 ticket, Event::PackScopeEpoch(c.scope, c.epoch)};
     End(c, 1);
@@ -187,9 +183,8 @@ class Recorder {
     rc.old_address_ = old_address;
     rc.layer_ = layer;
     rc.result_ = Begin(2, /*allocation=*/false, &rc.claim_);
-    rc.old_ticket_ = rc.result_ == RecordResult::kRecorded
-                         ? TakeTicket(nullptr, old_address)
-                         : tickets_.Take(old_address);
+    rc.old_ticket_ =
+        rc.result_ == RecordResult::kRecorded ? ReleaseTicket(nullptr, old_address) : 0;
     return rc;
   }
 
@@ -243,11 +238,7 @@ class Recorder {
   }
 
   void AbortRemap(const RemapClaim& rc) noexcept {
-    // The block stays where it was: remember its ticket again (a real one: neither none
-    // nor the one-ring ticket).
-    if (rc.old_ticket_ > kSoleRingTicket) {
-      tickets_.Record(rc.old_address_, rc.old_ticket_, clock_.Load());
-    }
+    // The block stays where it was, and so does its ticket (a lookup leaves the entry).
     if (rc.result_ == RecordResult::kRecorded) rc.claim_.ring->Unclaim();
   }
 
@@ -432,7 +423,7 @@ class Recorder {
   // comes after the change is matched by address (ticket_misses counts it, for
   // information). Call only after Begin(): a thread's first Begin() acquires its ring
   // (the ticket-table prefetches before Begin() read it as a hint only, and the ticket
-  // itself is taken or stored after).
+  // itself is read or stored after).
   // The count is written a few times in a run, so its line stays in every core's cache.
   bool SoleRing() const noexcept { return registry_.acquisitions() <= 1; }
 
@@ -440,10 +431,10 @@ class Recorder {
   // while one ring), and the store of a record's ticket (none while one ring). `bucket`:
   // the address's bucket, or nullptr when the caller has not computed it (it is then
   // computed here, only when the table is used).
-  __attribute__((always_inline)) uint64_t TakeTicket(TicketTable::Bucket bucket,
-                                                     uint64_t address) noexcept {
+  __attribute__((always_inline)) uint64_t ReleaseTicket(TicketTable::Bucket bucket,
+                                                        uint64_t address) const noexcept {
     if (SoleRing()) return kSoleRingTicket;
-    return tickets_.Take(BucketFor(bucket, address), address);
+    return tickets_.Lookup(BucketFor(bucket, address), address);
   }
   __attribute__((always_inline)) void StoreTicket(TicketTable::Bucket bucket, uint64_t address,
                                                   uint32_t ring_id, uint64_t position,

@@ -6,8 +6,7 @@
 // {address, ticket} slots, one cache line each. The allocating thread stores the new
 // allocation's ticket (ticket.h) in the block's bucket after publishing the record; a
 // thread that frees, resizes or remaps the block looks it up and puts the ticket in its own
-// record, and a free or remap also clears the slot so that the table holds (nearly) only
-// live blocks. It never blocks and never allocates.
+// record. It never blocks and never allocates.
 //
 //   bucket = hash(address) >> shift                 one 64-byte line
 //   +----------------+----------------+----------------+----------------+
@@ -16,33 +15,50 @@
 //   Record(): the slot already holding this address, else an empty one, else the one
 //   written in the oldest epoch. A ticket only matters while its allocation's epoch is
 //   still open in the drainer (older allocations are matched by address, exactly), so an
-//   entry is lost only when five blocks of one bucket are allocated within one epoch.
+//   entry is lost only when five blocks of one bucket are allocated within one epoch
+//   (counted: fresh_evictions()).
+//
+// Releases write nothing. A released block's entry stays until the next block at its
+// address records over it (malloc hands freed addresses out again soon, so that is the
+// usual way) or a claim evicts it by age.
+//
+// Claims. Every write into a slot begins with a compare-exchange of its address from
+// what the writer saw to the new address with kClaimed set, and ends with the plain
+// address stored back (release). Two threads that pick the same slot at the same moment,
+// for blocks of one bucket, cannot both write it: one claim wins and the other looks again.
+// Before claims, the two wrote the slot together and one entry was lost, or its address
+// was left beside the other's ticket; a release of that block could then be applied
+// before its own allocation, in another ring, within one epoch, and the ledger set the
+// wrong block aside (tests/ticket_table_test.cc races this).
 //
 // A slot keeps the ticket in 48 bits (ring id and the low 28 bits of the position, see
 // ticket.h) beside the 16 low bits of the epoch it was written in.
 //
-// Why the ticket read back is right, or detectably wrong:
+// Why the ticket read back is right, or missing:
 //   - The allocation's stores happen before the allocator returns the block, which happens
 //     before any other thread can release it (the program must pass the pointer over), so
 //     the releasing thread's loads see them or later stores to the same slot.
 //   - A later store for the same address is never a later allocation of the same block:
 //     the block cannot be handed out again until this release reaches the allocator.
-//   - So a wrong ticket can only come from a slot another address took over (a bucket
-//     with more than four live blocks, or two threads writing one slot at once). Then the
-//     lookup usually finds nothing (ticket 0); if it finds a torn pair, the drainer checks
-//     every ticket against the record it names and ignores one that does not fit.
-//   - Either way the release falls back to matching by address, which the ledger counts
+//   - Only a claim for another address writes the slot in between: an eviction, counted
+//     when the evicted ticket's epoch may still be open. A reader that sees that claim's
+//     ticket also sees the claim (ReadTicket()) and takes no ticket.
+//   - The release then falls back to matching by address, which the ledger counts
 //     (ticket_misses) and which is exact unless the same address was handed between
-//     threads inside one epoch; CaptureIntegrity says when that could have mattered.
+//     threads inside one epoch; CaptureIntegrity says when that could have mattered. The
+//     drainer still checks every ticket against the record it names.
 //
-// Cost: a multiply-shift, a scan of one cache line, and one or two stores. The line is
-// shared only by threads that pass blocks of that bucket to each other, the way the
-// allocator's own chunk headers are.
+// Cost: a multiply-shift, a scan of one cache line, and on allocation a compare-exchange
+// and two stores (the compare-exchange, a locked instruction, is most of it: 3-5 ns a
+// malloc+free pair on the 2-vCPU VM, bench/README.md). The line is shared only by threads
+// that pass blocks of that bucket to each other, the way the allocator's own chunk
+// headers are.
 //
-// Memory ordering: the address is stored with release after the ticket, and loaded with
-// acquire before the ticket, so a reader that matches the address reads the ticket stored
-// with it (or a newer one). The happens-before edge between allocation and release comes
-// from the program itself, as argued above.
+// Memory ordering: the ticket is stored with release and read with acquire, and the
+// address is loaded again after it; the address is stored with release after the ticket
+// and loaded with acquire before it. So a reader that matches the address reads the
+// ticket stored with it, or sees that a claim took the slot since. The happens-before edge
+// between allocation and release comes from the program itself, as argued above.
 //
 // Thread safety: every method is for any thread.
 
@@ -93,7 +109,7 @@ class TicketTable {
     return buckets_ + ((address * 0x9E3779B97F4A7C15ull) >> shift_) * kWays;
   }
 
-  // Starts loading a bucket for a Record() or Take() a few instructions later (a read
+  // Starts loading a bucket for a Record() or Lookup() a few instructions later (a read
   // prefetch: the line arrives exclusive, ready for the store, when no other core has it).
   static void Prefetch(Bucket bucket) noexcept { PrefetchForRead(bucket); }
 
@@ -101,19 +117,14 @@ class TicketTable {
   // allocation record at `position` in ring `ring_id`, made in `epoch`.
   void Record(Bucket bucket, uint64_t address, uint32_t ring_id, uint64_t position,
               uint32_t epoch) noexcept {
-    Slot* target = nullptr;
-    for (uint32_t i = 0; i < kWays; ++i) {
-      // Relaxed: choosing a slot needs no ordering; a stale view only picks a worse slot.
-      const uint64_t a = bucket[i].address.load(std::memory_order_relaxed);
-      if (a == address || a == 0) {
-        target = &bucket[i];
-        break;
-      }
-    }
-    if (__builtin_expect(target == nullptr, 0)) target = Evict(bucket, epoch);
-    // Relaxed: published by the release store of the address below.
-    target->packed.store(Pack(ring_id, position, epoch), std::memory_order_relaxed);
-    // Release: pairs with the acquire load in Find(); the ticket travels with the address.
+    Slot* const target = Claim(bucket, address, epoch);
+    if (__builtin_expect(target == nullptr, 0)) return;  // counted in Claim()
+    // Release: the slot is this thread's alone until the address is stored back below;
+    // pairs with the acquire load in ReadTicket(), so that a reader that sees this ticket
+    // also sees the claim that took the slot from the block it was looking for.
+    target->packed.store(Pack(ring_id, position, epoch), std::memory_order_release);
+    // Release: pairs with the acquire load in Find(); ends the claim, and the ticket
+    // travels with the address.
     target->address.store(address, std::memory_order_release);
   }
 
@@ -123,33 +134,24 @@ class TicketTable {
            epoch);
   }
 
-  // Evictions of a ticket written in the same epoch as its replacement (see above). While
-  // this is 0, every missing ticket belongs to an allocation from an earlier epoch.
+  // Tickets given up while their epoch may still be open: evictions of a ticket written in
+  // the same epoch as its replacement (see above), and claims that found their bucket
+  // changing under them kMaxClaimTries times. While this is 0, every missing ticket
+  // belongs to an allocation from an earlier epoch.
   uint64_t fresh_evictions() const noexcept {
     return fresh_evictions_.load(std::memory_order_relaxed);
   }
 
-  // The ticket of the live allocation at `address`, whose bucket is `bucket`, or 0. For
-  // resizes.
+  // The ticket of the allocation at `address`, whose bucket is `bucket`, or 0: for a
+  // release, resize or remap of the block. A release writes nothing, so it never races a
+  // claim (above): the entry stays until the next block at the address records over it or
+  // a claim evicts it by age, and a second release of the block reads the same ticket
+  // (which lets the ledger tell a double free exactly).
   uint64_t Lookup(Bucket bucket, uint64_t address) const noexcept {
     const Slot* slot = Find(bucket, address);
-    // Relaxed: ordered by the acquire load of the address in Find().
-    return slot == nullptr ? 0 : Unpack(slot->packed.load(std::memory_order_relaxed));
+    return slot == nullptr ? 0 : ReadTicket(slot, address);
   }
-
-  // The ticket of the allocation at `address`, whose bucket is `bucket`, forgetting it.
-  // For frees and remaps.
-  uint64_t Take(Bucket bucket, uint64_t address) noexcept {
-    Slot* slot = Find(bucket, address);
-    if (slot == nullptr) return 0;
-    // Relaxed: ordered by the acquire load of the address in Find().
-    const uint64_t ticket = Unpack(slot->packed.load(std::memory_order_relaxed));
-    // Relaxed: only frees the slot for reuse; a racing Record() may lose its entry, which
-    // shows up as a ticket miss, never as a wrong match.
-    slot->address.store(0, std::memory_order_relaxed);
-    return ticket;
-  }
-  uint64_t Take(uint64_t address) noexcept { return Take(BucketOf(address), address); }
+  uint64_t Lookup(uint64_t address) const noexcept { return Lookup(BucketOf(address), address); }
 
  private:
   // The 48-bit ticket (ticket.h, Truncate) with the epoch's low 16 bits in the position
@@ -170,26 +172,87 @@ class TicketTable {
   static uint16_t EpochOf(uint64_t packed) noexcept {
     return static_cast<uint16_t>(packed >> kEpochShift);
   }
-  // A full bucket: the slot written in the oldest epoch. Not the hot path.
-  Slot* Evict(Slot* bucket, uint32_t epoch) noexcept {
-    Slot* target = bucket;
-    uint16_t oldest_age = 0;
-    for (uint32_t i = 0; i < kWays; ++i) {
-      // Relaxed: see Record().
-      const auto age = static_cast<uint16_t>(
-          epoch - EpochOf(bucket[i].packed.load(std::memory_order_relaxed)));
-      if (i == 0 || age > oldest_age) {
-        target = &bucket[i];
-        oldest_age = age;
+  // Marks a slot claimed by a thread that is writing it (Claim()). Addresses are user-space
+  // (below 2^56), so no real address has this bit, and Find() never matches a claimed slot.
+  static constexpr uint64_t kClaimed = uint64_t{1} << 63;
+  static constexpr int kMaxClaimTries = 4;
+
+  // Takes a slot of `bucket` for `address`, marked kClaimed: the slot already holding the
+  // address, else an empty one, else the one written in the oldest epoch. Every way into
+  // a slot is a compare-exchange, so two threads never write one slot at once: each
+  // claim either takes the slot whole or sees what changed and looks again. Returns
+  // nullptr (counted) when the bucket changed under it kMaxClaimTries times.
+  Slot* Claim(Slot* bucket, uint64_t address, uint32_t epoch) noexcept {
+    for (int tries = 0; tries < kMaxClaimTries; ++tries) {
+      Slot* target = nullptr;
+      uint64_t seen = 0;
+      for (uint32_t i = 0; i < kWays; ++i) {
+        // Relaxed: choosing a slot needs no ordering; the compare-exchange below checks
+        // the choice.
+        const uint64_t a = bucket[i].address.load(std::memory_order_relaxed);
+        if (a == address || (a == 0 && target == nullptr)) {
+          target = &bucket[i];
+          seen = a;
+          if (a == address) break;  // this block's own slot, from an earlier Record()
+        }
+      }
+      bool fresh = false;
+      if (__builtin_expect(target == nullptr, 0)) target = Oldest(bucket, epoch, &seen, &fresh);
+      if (target == nullptr) continue;  // every slot is being written: look again
+      // Relaxed: the claim orders nothing by itself; Record() publishes with release.
+      if (target->address.compare_exchange_strong(seen, address | kClaimed,
+                                                  std::memory_order_relaxed)) {
+        if (fresh) {
+          // The evicted ticket may still be needed. Rare (five allocations in one bucket
+          // within one epoch), so a shared counter is fine here. Relaxed: a statistic.
+          fresh_evictions_.fetch_add(1, std::memory_order_relaxed);
+        }
+        return target;
       }
     }
-    if (oldest_age == 0) {
-      // Every slot was written in this epoch: the evicted ticket may still be needed.
-      // Rare (five allocations in one bucket within one epoch), so a shared counter is
-      // fine here. Relaxed: a statistic.
-      fresh_evictions_.fetch_add(1, std::memory_order_relaxed);
+    // Relaxed: a statistic.
+    fresh_evictions_.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+
+  // A full bucket: the slot written in the oldest epoch that no thread is writing now, its
+  // address in *seen, and in *fresh whether that epoch is the current one. Not the hot
+  // path.
+  Slot* Oldest(Slot* bucket, uint32_t epoch, uint64_t* seen, bool* fresh) noexcept {
+    Slot* target = nullptr;
+    uint16_t oldest_age = 0;
+    for (uint32_t i = 0; i < kWays; ++i) {
+      // Relaxed: see Claim().
+      const uint64_t a = bucket[i].address.load(std::memory_order_relaxed);
+      if ((a & kClaimed) != 0) continue;
+      if (a == 0) {  // emptied since Claim() looked
+        *seen = 0;
+        *fresh = false;
+        return &bucket[i];
+      }
+      const auto age = static_cast<uint16_t>(
+          epoch - EpochOf(bucket[i].packed.load(std::memory_order_relaxed)));
+      if (target == nullptr || age > oldest_age) {
+        target = &bucket[i];
+        oldest_age = age;
+        *seen = a;
+      }
     }
+    *fresh = oldest_age == 0;
     return target;
+  }
+
+  // The ticket in `slot`, which Find() matched to `address`, or 0 when a claim evicting
+  // that entry has taken the slot since: its ticket belongs to another block.
+  static uint64_t ReadTicket(const Slot* slot, uint64_t address) noexcept {
+    // Acquire: pairs with the release store in Record(). The loads of this function come
+    // after the acquire load of the address in Find(), so the ticket read is the one
+    // stored with the address or a newer one, and a newer one means a claim took the slot:
+    // the acquire orders that claim's compare-exchange before the address load below.
+    const uint64_t packed = slot->packed.load(std::memory_order_acquire);
+    // Relaxed: ordered after the ticket by the acquire above.
+    if (slot->address.load(std::memory_order_relaxed) != address) return 0;
+    return Unpack(packed);
   }
 
   static Slot* Find(Bucket bucket, uint64_t address) noexcept {

@@ -1,0 +1,129 @@
+// Copyright 2026 The memtrace Authors.
+//
+// The ticket table (transport/ticket_table.h): what a releasing thread reads back, what a
+// full bucket gives up, and that threads claiming slots of one bucket at the same moment
+// never lose each other's entries. Expected tickets are built with Ticket::Make from the
+// ring id and position each test chose, not read from the table.
+
+#include "transport/ticket_table.h"
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "transport/ticket.h"
+
+namespace memtrace {
+namespace {
+
+// The smallest table: 16 slots, four buckets of four.
+constexpr uint32_t kSmallLog2 = TicketTable::kMinSlotsLog2;
+
+// What Lookup() returns for the record at `position` of ring `ring_id`: the
+// ticket with the position's low 28 bits (ticket.h).
+uint64_t Expected(uint32_t ring_id, uint64_t position) {
+  return Ticket::Make(ring_id, position & Ticket::kTruncatedPositionMask);
+}
+
+// `n` distinct block-aligned addresses that share one bucket of `table`.
+std::vector<uint64_t> AddressesInOneBucket(const TicketTable& table, size_t n) {
+  std::vector<uint64_t> out;
+  const TicketTable::Bucket bucket = table.BucketOf(0x10000);
+  for (uint64_t a = 0x10000; out.size() < n; a += 16) {
+    if (table.BucketOf(a) == bucket) out.push_back(a);
+  }
+  return out;
+}
+
+TEST(TicketTableTest, LookupReturnsTheLatestRecordedTicket) {
+  TicketTable table(kSmallLog2);
+  ASSERT_TRUE(table.ok());
+  const uint64_t a = 0x7f0000001230;
+  EXPECT_EQ(table.Lookup(a), 0u) << "nothing recorded yet";
+  table.Record(table.BucketOf(a), a, 3, 100, /*epoch=*/7);
+  EXPECT_EQ(table.Lookup(table.BucketOf(a), a), Expected(3, 100));
+  // A resize records again at the same address: the newer ticket replaces the older.
+  table.Record(table.BucketOf(a), a, 3, 101, /*epoch=*/7);
+  EXPECT_EQ(table.Lookup(a), Expected(3, 101));
+  // A release writes nothing: a second release of the block reads the same ticket (the
+  // ledger then knows it for a double free).
+  EXPECT_EQ(table.Lookup(a), Expected(3, 101));
+  // The next block at the address takes the same slot. Positions keep their low 28 bits.
+  table.Record(table.BucketOf(a), a, 5, (uint64_t{1} << 30) + 9, /*epoch=*/8);
+  EXPECT_EQ(table.Lookup(a), Expected(5, 9));
+  EXPECT_EQ(table.fresh_evictions(), 0u);
+}
+
+TEST(TicketTableTest, AFullBucketGivesUpItsOldestEntry) {
+  TicketTable table(kSmallLog2);
+  ASSERT_TRUE(table.ok());
+  const std::vector<uint64_t> a = AddressesInOneBucket(table, 5);
+  for (uint32_t i = 0; i < 4; ++i) table.Record(table.BucketOf(a[i]), a[i], 1, i, 10 + i);
+  // The fifth block of the bucket takes the slot written in the oldest epoch (10). That
+  // ticket's epoch is closed, so nothing is counted.
+  table.Record(table.BucketOf(a[4]), a[4], 1, 4, 14);
+  EXPECT_EQ(table.fresh_evictions(), 0u);
+  EXPECT_EQ(table.Lookup(a[0]), 0u);
+  for (uint32_t i = 1; i < 5; ++i) EXPECT_EQ(table.Lookup(a[i]), Expected(1, i)) << i;
+}
+
+TEST(TicketTableTest, FiveBlocksOfABucketInOneEpochAreCounted) {
+  TicketTable table(kSmallLog2);
+  ASSERT_TRUE(table.ok());
+  const std::vector<uint64_t> a = AddressesInOneBucket(table, 5);
+  for (uint32_t i = 0; i < 5; ++i) table.Record(table.BucketOf(a[i]), a[i], 2, i, 20);
+  EXPECT_EQ(table.fresh_evictions(), 1u);
+  int found = 0;
+  for (uint32_t i = 0; i < 5; ++i) found += table.Lookup(a[i]) == Expected(2, i);
+  EXPECT_EQ(found, 4);
+}
+
+// Threads record and release blocks of one bucket as fast as they can, each from its own
+// set of addresses, as allocating threads do when malloc hands them blocks whose addresses
+// hash alike. There are more addresses than slots, so every record claims a slot from
+// another entry, often at the same moment as another thread. A release may then find no
+// ticket, and each such loss is counted (one epoch throughout: every eviction is of a
+// ticket that may still be needed); it never reads another block's ticket, which would
+// pair it with the wrong record.
+TEST(TicketTableTest, RacingClaimsLoseOnlyWhatTheyCount) {
+  const int threads = 4;
+  const int per_thread = 3;
+  const uint64_t rounds = 1'000'000;
+  TicketTable table(kSmallLog2);
+  ASSERT_TRUE(table.ok());
+  const std::vector<uint64_t> addresses = AddressesInOneBucket(table, threads * per_thread);
+  std::atomic<int> ready{0};
+  std::atomic<uint64_t> lost{0}, wrong{0};
+  auto worker = [&](int t) {
+    const uint32_t ring_id = static_cast<uint32_t>(t) + 1;
+    uint64_t my_lost = 0, my_wrong = 0;
+    // Relaxed: only a start signal, so that the threads overlap from the first record.
+    ready.fetch_add(1, std::memory_order_relaxed);
+    while (ready.load(std::memory_order_relaxed) < threads) std::this_thread::yield();
+    for (uint64_t n = 0; n < rounds; ++n) {
+      const uint64_t address = addresses[static_cast<size_t>(t * per_thread) + n % per_thread];
+      table.Record(table.BucketOf(address), address, ring_id, n, /*epoch=*/1);
+      const uint64_t got = table.Lookup(address);
+      if (got == 0) {
+        ++my_lost;
+      } else if (got != Expected(ring_id, n)) {
+        ++my_wrong;
+      }
+    }
+    lost.fetch_add(my_lost, std::memory_order_relaxed);
+    wrong.fetch_add(my_wrong, std::memory_order_relaxed);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+  for (auto& th : pool) th.join();
+  EXPECT_EQ(wrong.load(), 0u) << "of " << rounds * threads << " records";
+  // An eviction or a claim given up loses at most one ticket, and both are counted.
+  EXPECT_LE(lost.load(), table.fresh_evictions());
+  EXPECT_GT(table.fresh_evictions(), 0u) << "the test should make claims evict";
+}
+
+}  // namespace
+}  // namespace memtrace
