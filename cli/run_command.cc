@@ -116,6 +116,21 @@ bool IsStaticElf(const std::string& path) {
   return is_static;
 }
 
+// The flag of `memtrace run` that sets the interposer's setting `name`, or null.
+const char* FlagForSetting(const std::string& name) {
+  static constexpr std::pair<const char*, const char*> kFlags[] = {
+      {"MEMTRACE_OUTPUT", "--output"},          {"MEMTRACE_STACK_DEPTH", "--depth"},
+      {"MEMTRACE_UNWIND", "--unwind"},          {"MEMTRACE_MIN_SIZE", "--min-size"},
+      {"MEMTRACE_SAMPLE_BYTES", "--sample"},    {"MEMTRACE_MAX_BYTES", "--max-size"},
+      {"MEMTRACE_TRACE_CHILDREN", "--children"}, {"MEMTRACE_TRACE_FORKS", "--forks"},
+      {"MEMTRACE_MMAP", "--mmap"},              {"MEMTRACE_TRACER_CPUS", "--tracer-cpus"},
+      {"MEMTRACE_FENCE", "--fence"}};
+  for (const auto& [setting, flag] : kFlags) {
+    if (name == setting) return flag;
+  }
+  return nullptr;
+}
+
 // The child's environment: ours with the interposer and its settings added.
 std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string& preload) {
   std::vector<std::string> env;
@@ -127,8 +142,21 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
       if (!rest.empty()) ld_preload += " " + rest;
       continue;
     }
-    if (entry.rfind("MEMTRACE_", 0) == 0 && entry.rfind("MEMTRACE_PRELOAD=", 0) != 0) {
-      continue;  // ours are set below; a stale MEMTRACE_ROOT_PID must not leak in
+    if (entry.rfind("MEMTRACE_", 0) == 0) {
+      const std::string name = entry.substr(0, entry.find('='));
+      // A stale marker of traced children must not leak in.
+      if (name == "MEMTRACE_ROOT_PID") continue;
+      // The settings a flag of ours stands for are set below, from the flags and their
+      // defaults: a value for one of them in the environment is not used, and we say so.
+      // Other MEMTRACE_ variables pass (MEMTRACE_RING_LOG2 has no flag; the interposer
+      // warns about names that are no setting).
+      if (const char* flag = FlagForSetting(name); flag != nullptr) {
+        fprintf(stderr,
+                "memtrace run: %s in the environment is not used: memtrace run sets %s from "
+                "%s (pass the flag instead)\n",
+                entry.c_str(), name.c_str(), flag);
+        continue;
+      }
     }
     env.push_back(entry);
   }

@@ -1338,6 +1338,7 @@ void Start() {
   std::vector<std::string> warnings;
   const PreloadConfig settings =
       ParsePreloadConfig([](const char* name) { return getenv(name); }, &warnings);
+  WarnUnknownSettings(environ, &warnings);
   for (const std::string& w : warnings) WriteStderr(w + "\n");
   config = Settings{settings.min_size, settings.stack_depth, settings.unwind,
                     settings.sample_bytes, false, 0};

@@ -2,7 +2,9 @@
 
 #include "preload/preload_config.h"
 
+#include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -163,6 +165,69 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
     }
   }
   return c;
+}
+
+namespace {
+
+// MEMTRACE_ names that are no setting of the interposer but are read or set by memtrace's
+// own tools: the interposer's marker for traced children, `memtrace run`'s interposer
+// path, and the knobs of tests/ground_truth_stress_test.cc and bench/overhead_benchmark.
+constexpr std::string_view kOtherNames[] = {"MEMTRACE_ROOT_PID", "MEMTRACE_PRELOAD",
+                                            "MEMTRACE_STRESS_THREADS", "MEMTRACE_STRESS_OPS",
+                                            "MEMTRACE_BENCH_MAX_THREADS"};
+
+// Edits (insertions, deletions, substitutions) that turn `a` into `b`.
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+void WarnUnknownSettings(const char* const* env, std::vector<std::string>* warnings) {
+  if (env == nullptr) return;
+  constexpr std::string_view kPrefix = "MEMTRACE_";
+  for (const char* const* e = env; *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    if (entry.substr(0, kPrefix.size()) != kPrefix) continue;
+    const std::string_view name = entry.substr(0, entry.find('='));
+    auto known = [&](const auto& names) {
+      return std::find(std::begin(names), std::end(names), name) != std::end(names);
+    };
+    if (known(kPreloadSettingNames) || known(kOtherNames)) continue;
+    // The closest setting: a few edits away (a typo), or one whose name contains this
+    // one's part after the prefix (MEMTRACE_DEPTH for MEMTRACE_STACK_DEPTH).
+    std::string_view closest;
+    size_t best = 4;
+    const std::string_view part = name.substr(kPrefix.size());
+    for (const std::string_view setting : kPreloadSettingNames) {
+      size_t d = EditDistance(name, setting);
+      if (part.size() >= 3 && setting.find(part) != std::string_view::npos) d = std::min<size_t>(d, 3);
+      if (d < best) {
+        best = d;
+        closest = setting;
+      }
+    }
+    std::string w = "memtrace: " + std::string(name) + " is not a memtrace setting and is ignored";
+    if (!closest.empty()) {
+      w += " (did you mean " + std::string(closest) + "?)";
+    } else {
+      w += "; the settings are";
+      for (const std::string_view setting : kPreloadSettingNames) w += " " + std::string(setting);
+    }
+    warnings->push_back(std::move(w));
+  }
 }
 
 std::string CapturePath(const std::string& pattern, int pid, int root_pid, int copy) {

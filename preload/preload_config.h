@@ -47,7 +47,8 @@
 //                            (transport/epoch_clock.h, runtime/config.h)
 //
 // A value that cannot be used is never fatal: the problem is written to stderr, naming
-// the variable, the value and the accepted range, and the documented default is used.
+// the variable, the value and the accepted range, and the documented default is used. A
+// MEMTRACE_ name that is none of these is named too (WarnUnknownSettings).
 //
 // Thread safety: ParsePreloadConfig is a pure function of its input.
 
@@ -94,6 +95,21 @@ inline constexpr uint32_t kMaxPreloadStackDepth = 64;
 // appended to `warnings` as one line naming the variable and what was used instead.
 PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& lookup,
                                  std::vector<std::string>* warnings);
+
+// The interposer's settings (above), each with its "MEMTRACE_" prefix.
+inline constexpr std::string_view kPreloadSettingNames[] = {
+    "MEMTRACE_OUTPUT",      "MEMTRACE_MIN_SIZE",   "MEMTRACE_STACK_DEPTH",
+    "MEMTRACE_UNWIND",      "MEMTRACE_TRACE_CHILDREN", "MEMTRACE_TRACE_FORKS",
+    "MEMTRACE_SAMPLE_BYTES", "MEMTRACE_RING_LOG2",  "MEMTRACE_MMAP",
+    "MEMTRACE_FENCE",       "MEMTRACE_TRACER_CPUS", "MEMTRACE_MAX_BYTES"};
+
+// One warning for each variable of the environment `env` (null-terminated "NAME=value"
+// strings, or null) whose name starts with "MEMTRACE_" and is no setting: a misspelt
+// MEMTRACE_OUTPUT would otherwise be ignored without a word. Names the memtrace tools
+// themselves set or read (MEMTRACE_ROOT_PID, MEMTRACE_PRELOAD, and the test and benchmark
+// knobs) are not warned about. The warning names the closest setting when one is close,
+// else lists them all.
+void WarnUnknownSettings(const char* const* env, std::vector<std::string>* warnings);
 
 // The capture path for process `pid`: "%p" replaced by the pid. When children are traced
 // and the path has no "%p", processes other than the first (`root_pid`) get ".<pid>"

@@ -144,6 +144,46 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
   }
 }
 
+// A MEMTRACE_ variable that is no setting would be ignored without a word: each is named,
+// with the setting it most likely meant, or the list of settings when none is close.
+TEST(PreloadConfigTest, VariablesThatAreNoSettingAreNamed) {
+  const char* env[] = {"HOME=/root",
+                       "MEMTRACE_OUTPUT=/tmp/a.mtb",       // settings: nothing to say
+                       "MEMTRACE_RING_LOG2=12",
+                       "MEMTRACE_ROOT_PID=42",             // the tools' own: nothing
+                       "MEMTRACE_PRELOAD=/lib/x.so",
+                       "MEMTRACE_STRESS_THREADS=16",
+                       "MEMTRACE_OUPUT=/tmp/b.mtb",        // a typo
+                       "MEMTRACE_DEPTH=8",                 // part of a setting's name
+                       "MEMTRACE_VERBOSE=1",               // nothing like a setting
+                       "MEMTRACE_",                        // no name, no value
+                       "XMEMTRACE_OUTPUT=1",               // not ours
+                       nullptr};
+  std::vector<std::string> warnings;
+  WarnUnknownSettings(env, &warnings);
+  ASSERT_EQ(warnings.size(), 4u);
+  EXPECT_EQ(warnings[0],
+            "memtrace: MEMTRACE_OUPUT is not a memtrace setting and is ignored (did you mean "
+            "MEMTRACE_OUTPUT?)");
+  EXPECT_EQ(warnings[1],
+            "memtrace: MEMTRACE_DEPTH is not a memtrace setting and is ignored (did you mean "
+            "MEMTRACE_STACK_DEPTH?)");
+  EXPECT_EQ(warnings[2].rfind("memtrace: MEMTRACE_VERBOSE is not a memtrace setting and is "
+                              "ignored; the settings are MEMTRACE_OUTPUT ",
+                              0),
+            0u)
+      << warnings[2];
+  for (const std::string_view name : kPreloadSettingNames) {
+    EXPECT_NE(warnings[2].find(std::string(name)), std::string::npos) << name;
+  }
+  EXPECT_EQ(warnings[3].rfind("memtrace: MEMTRACE_ is not a memtrace setting", 0), 0u)
+      << warnings[3];
+
+  warnings.clear();
+  WarnUnknownSettings(nullptr, &warnings);
+  EXPECT_TRUE(warnings.empty());
+}
+
 TEST(PreloadConfigTest, CapturePathsNeverCollide) {
   EXPECT_EQ(CapturePath("cap-%p.jsonl", 42, 0), "cap-42.jsonl");
   EXPECT_EQ(CapturePath("/d/cap.jsonl", 42, 0), "/d/cap.jsonl");

@@ -397,6 +397,42 @@ TEST_F(PreloadTest, SeqCstFenceTracesThreadsExactlyWithoutMembarrier) {
       << usage.err;
 }
 
+// A setting in the environment that would not be used is named, never ignored without a
+// word: through `memtrace run`, one its flags set (the flag wins); and, however the
+// interposer is loaded, a MEMTRACE_ name that is no setting. A setting run has no flag for
+// (MEMTRACE_RING_LOG2) reaches the program.
+TEST_F(PreloadTest, SettingsThatWouldNotBeUsedAreNamed) {
+  const std::string capture = TempDir() + "/unused_settings.jsonl";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "basic"},
+      {"MEMTRACE_STACK_DEPTH=3", "MEMTRACE_OUPUT=" + TempDir() + "/elsewhere.mtb",
+       "MEMTRACE_RING_LOG2=12"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("memtrace run: MEMTRACE_STACK_DEPTH=3 in the environment is not "
+                         "used: memtrace run sets MEMTRACE_STACK_DEPTH from --depth"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("memtrace: MEMTRACE_OUPUT is not a memtrace setting and is ignored "
+                         "(did you mean MEMTRACE_OUTPUT?)"),
+            std::string::npos)
+      << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "ring_capacity"), "4096") << r.trailer;
+
+  const std::string direct = TempDir() + "/unused_settings_direct.mtb";
+  const Result preloaded = RunProgram({Target(), "basic"},
+                                      {"LD_PRELOAD=" + Preload(), "MEMTRACE_OUTPUT=" + direct,
+                                       "MEMTRACE_STACK_DEPT=4"});
+  ASSERT_EQ(preloaded.status, 0) << preloaded.err;
+  EXPECT_NE(preloaded.err.find("memtrace: MEMTRACE_STACK_DEPT is not a memtrace setting and "
+                               "is ignored (did you mean MEMTRACE_STACK_DEPTH?)"),
+            std::string::npos)
+      << preloaded.err;
+}
+
 // Without --output (or MEMTRACE_OUTPUT), the capture is memtrace-<pid>.mtb in the working
 // directory, in the binary encoding.
 TEST_F(PreloadTest, DefaultCaptureIsBinary) {
