@@ -196,15 +196,24 @@ class TicketTable {
           if (a == address) break;  // this block's own slot, from an earlier Record()
         }
       }
-      bool fresh = false;
-      if (__builtin_expect(target == nullptr, 0)) target = Oldest(bucket, epoch, &seen, &fresh);
+      const bool evicting = target == nullptr;
+      if (evicting) target = Oldest(bucket, epoch, &seen);
       if (target == nullptr) continue;  // every slot is being written: look again
-      // Relaxed: the claim orders nothing by itself; Record() publishes with release.
+      // Acquire on success: pairs with the release stores of the slot's last writer, so
+      // the evicted entry's epoch is read below as that writer left it. Relaxed on
+      // failure: nothing was taken.
       if (target->address.compare_exchange_strong(seen, address | kClaimed,
+                                                  std::memory_order_acquire,
                                                   std::memory_order_relaxed)) {
-        if (fresh) {
-          // The evicted ticket may still be needed. Rare (five allocations in one bucket
-          // within one epoch), so a shared counter is fine here. Relaxed: a statistic.
+        // Read after the claim, not in Oldest(): the entry's owner may have recorded it
+        // again in between, which the compare-exchange cannot tell (same address).
+        // Relaxed: ordered by the acquire above; no one else writes the slot now.
+        if (evicting && seen != 0 &&
+            EpochOf(target->packed.load(std::memory_order_relaxed)) ==
+                static_cast<uint16_t>(epoch)) {
+          // The evicted ticket may still be needed. Rare (five blocks of one bucket
+          // recorded within one epoch), so a shared counter is fine here. Relaxed: a
+          // statistic.
           fresh_evictions_.fetch_add(1, std::memory_order_relaxed);
         }
         return target;
@@ -215,19 +224,18 @@ class TicketTable {
     return nullptr;
   }
 
-  // A full bucket: the slot written in the oldest epoch that no thread is writing now, its
-  // address in *seen, and in *fresh whether that epoch is the current one. Not the hot
-  // path.
-  Slot* Oldest(Slot* bucket, uint32_t epoch, uint64_t* seen, bool* fresh) noexcept {
+  // A full bucket: the slot written in the oldest epoch that no thread is writing now,
+  // and its address in *seen (an empty slot at once, should one have appeared). Null when
+  // every slot is being written.
+  Slot* Oldest(Slot* bucket, uint32_t epoch, uint64_t* seen) noexcept {
     Slot* target = nullptr;
     uint16_t oldest_age = 0;
     for (uint32_t i = 0; i < kWays; ++i) {
       // Relaxed: see Claim().
       const uint64_t a = bucket[i].address.load(std::memory_order_relaxed);
       if ((a & kClaimed) != 0) continue;
-      if (a == 0) {  // emptied since Claim() looked
+      if (a == 0) {
         *seen = 0;
-        *fresh = false;
         return &bucket[i];
       }
       const auto age = static_cast<uint16_t>(
@@ -238,7 +246,6 @@ class TicketTable {
         *seen = a;
       }
     }
-    *fresh = oldest_age == 0;
     return target;
   }
 
