@@ -49,8 +49,9 @@
 //     drainer still checks every ticket against the record it names.
 //
 // Cost: a multiply-shift, a scan of one cache line, and on allocation a compare-exchange
-// and two stores (the compare-exchange, a locked instruction, is most of it: 3-5 ns a
-// malloc+free pair on the 2-vCPU VM, bench/README.md). The line is shared only by threads
+// and two stores (the compare-exchange, a locked instruction, is most of it: 5-8 ns a
+// malloc+free pair through the API on the 2-vCPU VM, none measurable on redis-server;
+// bench/README.md). The line is shared only by threads
 // that pass blocks of that bucket to each other, the way the allocator's own chunk
 // headers are.
 //
