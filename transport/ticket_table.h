@@ -129,12 +129,6 @@ class TicketTable {
     target->address.store(address, std::memory_order_release);
   }
 
-  // The same for a ticket already in hand (a move that was given back).
-  void Record(uint64_t address, uint64_t ticket, uint32_t epoch) noexcept {
-    Record(BucketOf(address), address, Ticket::RingId(ticket), Ticket::Position(ticket),
-           epoch);
-  }
-
   // Tickets given up while their epoch may still be open: evictions of a ticket written in
   // the same epoch as its replacement (see above), and claims that found their bucket
   // changing under them kMaxClaimTries times. While this is 0, every missing ticket
