@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <iterator>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -213,13 +213,16 @@ void WarnUnknownSettings(const char* const* env, std::vector<std::string>* warni
     const std::string_view part = name.substr(kPrefix.size());
     for (const std::string_view setting : kPreloadSettingNames) {
       size_t d = EditDistance(name, setting);
-      if (part.size() >= 3 && setting.find(part) != std::string_view::npos) d = std::min<size_t>(d, 3);
+      if (part.size() >= 3 && setting.find(part) != std::string_view::npos) {
+        d = std::min<size_t>(d, 3);
+      }
       if (d < best) {
         best = d;
         closest = setting;
       }
     }
-    std::string w = "memtrace: " + std::string(name) + " is not a memtrace setting and is ignored";
+    std::string w =
+        "memtrace: " + std::string(name) + " is not a memtrace setting and is ignored";
     if (!closest.empty()) {
       w += " (did you mean " + std::string(closest) + "?)";
     } else {

@@ -8,6 +8,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <string>
 #include <utility>
@@ -142,6 +143,26 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
     EXPECT_EQ(parsed.output, "memtrace-%p.mtb");
     EXPECT_EQ(parsed.fence, FenceMode::kMembarrier);
   }
+}
+
+// kPreloadSettingNames, which WarnUnknownSettings() checks names against, is exactly what
+// ParsePreloadConfig() reads: a setting added to one and not the other would be warned
+// about as unknown, or a misspelling of it would go unnamed.
+TEST(PreloadConfigTest, TheListOfSettingsIsWhatTheParserReads) {
+  std::vector<std::string> asked;
+  std::vector<std::string> warnings;
+  ParsePreloadConfig(
+      [&](const char* name) -> const char* {
+        asked.emplace_back(name);
+        return nullptr;
+      },
+      &warnings);
+  std::vector<std::string> listed(std::begin(kPreloadSettingNames),
+                                  std::end(kPreloadSettingNames));
+  std::sort(asked.begin(), asked.end());
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(asked, listed);
+  EXPECT_TRUE(warnings.empty());
 }
 
 // A MEMTRACE_ variable that is no setting would be ignored without a word: each is named,
