@@ -47,21 +47,15 @@ else
   echo "bundle.sh: heaptrack is not installed; its rows will be skipped there" >&2
 fi
 
-# The libraries each file loads, less those every Linux machine has in a newer version.
-# (ldd fails on a script, such as heaptrack's: those have none.)
-deps_of() {
-  for f in "$@"; do ldd "$f" 2>/dev/null || true; done | awk '/=> \// { print $3 }' |
-    { grep -v -E '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+)\.so' || true; } |
-    sort -u
-}
-deps_of "$out"/bin/* $(find "$out/lib" -type f 2>/dev/null) | while read -r lib; do
+source "$PWD/bench/shared_libraries.sh"
+shared_libraries "$out"/bin/* $(find "$out/lib" -type f 2>/dev/null) | while read -r lib; do
   cp -L "$lib" "$out/deps/"
 done
 if $with_perf; then
   perf=$(command -v perf) || { echo "bundle.sh: --perf, but perf is not installed" >&2; exit 1; }
   cp "$perf" "$out/bin/perf"
   mkdir -p "$out/perfdeps"
-  deps_of "$perf" | while read -r lib; do cp -L "$lib" "$out/perfdeps/"; done
+  shared_libraries "$perf" | while read -r lib; do cp -L "$lib" "$out/perfdeps/"; done
   echo "bundle.sh: run perf there as: env LD_LIBRARY_PATH=DIR/perfdeps:DIR/deps DIR/bin/perf ..." \
     "(DIR: where $out is there, as an absolute path)" >&2
 fi

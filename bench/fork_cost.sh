@@ -38,7 +38,7 @@ for ((r = 1; r <= runs; ++r)); do
   times[forks]+="$(one env LD_PRELOAD="$bin/preload/libmemtrace_preload.so" \
     MEMTRACE_TRACE_FORKS=1 MEMTRACE_OUTPUT="$work/forks/c.mtb") "
 done
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+source "$PWD/bench/stats.sh"
 base="$(echo "${times[untraced]}" | median)"
 for v in untraced traced forks; do
   m="$(echo "${times[$v]}" | median)"

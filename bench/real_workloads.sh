@@ -51,8 +51,7 @@ run_redis() {
   wait "$pid" || true
 }
 
-median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-fastest() { tr ' ' '\n' | grep . | sort -n | head -1; }
+source "$PWD/bench/stats.sh"  # median, fastest
 
 own_cpu_ms() {
   if [[ ! -f "$1" ]]; then echo "- -"; return; fi

@@ -76,7 +76,7 @@ for round in $(seq "$runs"); do
     done
   done
 done
-median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+source "$PWD/bench/stats.sh"
 for variant in untraced traced forks; do
   printf '%-9s BGSAVE %6.3f s (runs: %s)  fork %6s us\n' "$variant" \
     "$(echo "${seconds[$variant]}" | median)" "${seconds[$variant]% }" \
