@@ -116,23 +116,33 @@ bool IsStaticElf(const std::string& path) {
   return is_static;
 }
 
-// The flag of `memtrace run` that sets the interposer's setting `name`, or null.
-const char* FlagForSetting(const std::string& name) {
-  static constexpr std::pair<const char*, const char*> kFlags[] = {
-      {"MEMTRACE_OUTPUT", "--output"},          {"MEMTRACE_STACK_DEPTH", "--depth"},
-      {"MEMTRACE_UNWIND", "--unwind"},          {"MEMTRACE_MIN_SIZE", "--min-size"},
-      {"MEMTRACE_SAMPLE_BYTES", "--sample"},    {"MEMTRACE_MAX_BYTES", "--max-size"},
-      {"MEMTRACE_TRACE_CHILDREN", "--children"}, {"MEMTRACE_TRACE_FORKS", "--forks"},
-      {"MEMTRACE_MMAP", "--mmap"},              {"MEMTRACE_TRACER_CPUS", "--tracer-cpus"},
-      {"MEMTRACE_FENCE", "--fence"}};
-  for (const auto& [setting, flag] : kFlags) {
-    if (name == setting) return flag;
-  }
-  return nullptr;
+// The interposer settings `memtrace run` sets from its flags: each setting's name, the
+// flag that stands for it, and its value for the child (empty: not set, the interposer's
+// default applies). The flags without a value of their own are always set, "0" or "1".
+struct SettingFromFlag {
+  const char* setting;
+  const char* flag;
+  std::string value;
+};
+
+std::vector<SettingFromFlag> SettingsFromFlags(const RunOptions& o) {
+  const auto on_off = [](bool on) { return std::string(on ? "1" : "0"); };
+  return {{"MEMTRACE_OUTPUT", "--output", o.output},
+          {"MEMTRACE_STACK_DEPTH", "--depth", o.depth},
+          {"MEMTRACE_UNWIND", "--unwind", o.unwind},
+          {"MEMTRACE_MIN_SIZE", "--min-size", o.min_size},
+          {"MEMTRACE_SAMPLE_BYTES", "--sample", o.sample},
+          {"MEMTRACE_MAX_BYTES", "--max-size", o.max_size},
+          {"MEMTRACE_TRACE_CHILDREN", "--children", on_off(o.children)},
+          {"MEMTRACE_TRACE_FORKS", "--forks", on_off(o.forks)},
+          {"MEMTRACE_MMAP", "--mmap", on_off(o.mmap)},
+          {"MEMTRACE_TRACER_CPUS", "--tracer-cpus", o.tracer_cpus},
+          {"MEMTRACE_FENCE", "--fence", o.fence}};
 }
 
 // The child's environment: ours with the interposer and its settings added.
 std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string& preload) {
+  const std::vector<SettingFromFlag> settings = SettingsFromFlags(o);
   std::vector<std::string> env;
   std::string ld_preload = preload;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -150,28 +160,22 @@ std::vector<std::string> ChildEnvironment(const RunOptions& o, const std::string
       // defaults: a value for one of them in the environment is not used, and we say so.
       // Other MEMTRACE_ variables pass (MEMTRACE_RING_LOG2 has no flag; the interposer
       // warns about names that are no setting).
-      if (const char* flag = FlagForSetting(name); flag != nullptr) {
+      const auto ours = std::find_if(settings.begin(), settings.end(),
+                                     [&](const SettingFromFlag& f) { return name == f.setting; });
+      if (ours != settings.end()) {
         fprintf(stderr,
                 "memtrace run: %s in the environment is not used: memtrace run sets %s from "
                 "%s (pass the flag instead)\n",
-                entry.c_str(), name.c_str(), flag);
+                entry.c_str(), name.c_str(), ours->flag);
         continue;
       }
     }
     env.push_back(entry);
   }
   env.push_back("LD_PRELOAD=" + ld_preload);
-  env.push_back("MEMTRACE_OUTPUT=" + o.output);
-  if (!o.depth.empty()) env.push_back("MEMTRACE_STACK_DEPTH=" + o.depth);
-  if (!o.unwind.empty()) env.push_back("MEMTRACE_UNWIND=" + o.unwind);
-  if (!o.min_size.empty()) env.push_back("MEMTRACE_MIN_SIZE=" + o.min_size);
-  if (!o.sample.empty()) env.push_back("MEMTRACE_SAMPLE_BYTES=" + o.sample);
-  if (!o.max_size.empty()) env.push_back("MEMTRACE_MAX_BYTES=" + o.max_size);
-  env.push_back(std::string("MEMTRACE_TRACE_CHILDREN=") + (o.children ? "1" : "0"));
-  env.push_back(std::string("MEMTRACE_TRACE_FORKS=") + (o.forks ? "1" : "0"));
-  env.push_back(std::string("MEMTRACE_MMAP=") + (o.mmap ? "1" : "0"));
-  if (!o.tracer_cpus.empty()) env.push_back("MEMTRACE_TRACER_CPUS=" + o.tracer_cpus);
-  if (!o.fence.empty()) env.push_back("MEMTRACE_FENCE=" + o.fence);
+  for (const SettingFromFlag& f : settings) {
+    if (!f.value.empty()) env.push_back(std::string(f.setting) + "=" + f.value);
+  }
   return env;
 }
 
