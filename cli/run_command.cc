@@ -202,6 +202,31 @@ absl::Status CheckHeader(const std::string& path) {
 }
 
 
+// Why no process could create a capture at `pattern` (a --output value), or "" when its
+// directory is one this user may create files in. Checked before the program runs: an
+// interposer that cannot create its capture traces nothing, and a long run would be
+// wasted. A directory that itself holds "%p" is not known yet, so not checked.
+std::string CaptureDirectoryProblem(const std::string& pattern) {
+  const size_t slash = pattern.rfind('/');
+  const std::string directory =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : pattern.substr(0, slash));
+  if (directory.find("%p") != std::string::npos) return "";
+  struct stat st;
+  if (stat(directory.c_str(), &st) != 0) {
+    return absl::StrCat("its directory '", directory, "' ",
+                        errno == ENOENT ? "does not exist" : strerror(errno),
+                        "; create it, or pass another --output");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::StrCat("'", directory, "' is not a directory; pass another --output");
+  }
+  if (access(directory.c_str(), W_OK | X_OK) != 0) {
+    return absl::StrCat("no file can be created in '", directory, "' (", strerror(errno),
+                        "); pass another --output");
+  }
+  return "";
+}
+
 // Runs `memtrace summary ARGS...` (this binary) with its output on our stderr.
 void PrintSummary(const std::vector<std::string>& args) {
   const std::string self = SelfPath();
@@ -415,6 +440,11 @@ int RunCommand(int argc, char** argv) {
     return kCaptureFailed;
   }
 
+  if (const std::string why = CaptureDirectoryProblem(o.output); !why.empty()) {
+    fprintf(stderr, "memtrace run: cannot write the capture '%s': %s\n", o.output.c_str(),
+            why.c_str());
+    return kCaptureFailed;
+  }
   // A fixed path is overwritten by the run; remove it first so a stale capture from an
   // earlier run can never pass for this one. Unless a live process is writing it (it
   // holds the file's lock: sinks/capture_lock.h): removing that would lose its capture, and
@@ -477,9 +507,10 @@ int RunCommand(int argc, char** argv) {
   const std::string capture = CapturePath(o.output, child, /*root_pid=*/0);
   if (absl::Status s = CheckHeader(capture); !s.ok()) {
     fprintf(stderr,
-            "memtrace run: %s\nThe interposer was not loaded into '%s' (which %s). A setuid "
-            "program ignores LD_PRELOAD; check --preload and that the program is "
-            "dynamically linked.\n",
+            "memtrace run: %s\nEither the interposer was not loaded into '%s' (which %s: a "
+            "setuid program ignores LD_PRELOAD; check --preload and that the program is "
+            "dynamically linked), or it could not create the capture (its own message "
+            "above, if any, says why).\n",
             std::string(s.message()).c_str(), program.c_str(), ended.c_str());
     return exit_code != 0 ? exit_code : kCaptureFailed;
   }

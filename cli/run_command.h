@@ -11,6 +11,8 @@
 // It tells apart the failures Tracy users meet silently:
 //   - the interposer was not loaded (a static or setuid program, a wrong path): no
 //     capture, or one whose header is not the interposer's; exit 125 with the reason;
+//   - the capture cannot be created (its directory is missing, a file, or not writable):
+//     refused before the program starts, exit 125;
 //   - the program crashed: the capture keeps everything up to the crash and is marked
 //     partial; `memtrace verify` says so.
 //

@@ -1692,6 +1692,29 @@ TEST_F(PreloadTest, UnloadableInterposerIsAClearError) {
   EXPECT_NE(run.err.find("/nonexistent/libmemtrace_preload.so"), std::string::npos) << run.err;
 }
 
+// An interposer that cannot create its capture traces nothing, so a run into a directory
+// that is missing (or is a file) is refused before the program starts: it must not run.
+TEST_F(PreloadTest, CaptureDirectoryThatCannotHoldItIsRefusedBeforeTheProgramRuns) {
+  const std::string ran = TempDir() + "/refused_program_ran";
+  const std::string file = TempDir() + "/refused_plain_file";
+  ASSERT_EQ(RunProgram({"/bin/sh", "-c", "echo > " + file}, {}).status, 0);
+  struct Case {
+    std::string output;
+    std::string reason;
+  };
+  for (const Case& c : {Case{TempDir() + "/no_such_dir/x.mtb", "does not exist"},
+                        Case{file + "/x.mtb", "is not a directory"}}) {
+    const Result run = RunProgram({Cli(), "run", "--output=" + c.output, "--", "/bin/sh", "-c",
+                                   "echo > " + ran},
+                                  {});
+    EXPECT_EQ(run.status, 125) << run.err;
+    EXPECT_NE(run.err.find("cannot write the capture '" + c.output + "'"), std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find(c.reason), std::string::npos) << run.err;
+    EXPECT_NE(access(ran.c_str(), F_OK), 0) << "the program ran: " << c.output;
+  }
+}
+
 // Debian's ldconfig (essential package libc-bin) is a static-pie executable: no program
 // interpreter, so LD_PRELOAD cannot reach it. (A static test program of our own cannot
 // be linked in the sanitizer configurations.) `-p` only prints the cache, were it run.
