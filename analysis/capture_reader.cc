@@ -3,6 +3,7 @@
 #include "analysis/capture_reader.h"
 
 #include <simdjson.h>
+#include <sys/stat.h>
 #include <zstd.h>
 
 #include <cerrno>
@@ -592,6 +593,13 @@ class CaptureBytes {
 
 namespace {
 
+// A read that failed (ferror() is set, so errno is fread()'s).
+absl::Status ReadError(const std::string& path) {
+  const int err = errno;
+  return absl::DataLossError(absl::StrCat("error reading capture '", path, "': ", strerror(err),
+                                          " (errno ", err, ")"));
+}
+
 // Feeds a zstd-compressed capture (one or more frames), decompressed, to `bytes`.
 absl::Status ReadZstd(FILE* f, const std::string& path, CaptureBytes& bytes) {
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
@@ -623,7 +631,7 @@ absl::Status ReadZstd(FILE* f, const std::string& path, CaptureBytes& bytes) {
     offset += n;
   }
   ZSTD_freeDCtx(dctx);
-  if (ferror(f) != 0) return absl::DataLossError(absl::StrCat("error reading capture '", path, "'"));
+  if (ferror(f) != 0) return ReadError(path);
   if (last != 0) {
     return absl::DataLossError(absl::StrCat(
         "capture '", path, "': the zstd stream is cut off (the capture was truncated)"));
@@ -645,6 +653,13 @@ absl::Status ReadCapture(const std::string& path,
     return absl::NotFoundError(absl::StrCat("cannot open capture '", path, "': ",
                                             strerror(err), " (errno ", err, ")"));
   }
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fclose(f);
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is a directory, not a capture: name a capture file in it "
+                     "(`memtrace run` writes memtrace-<pid>.mtb)"));
+  }
   StructureChecker checker(path, fn, stats);
   CaptureBytes bytes(path, checker);
   // zstd frames start with the magic number 0xFD2FB528 (little-endian).
@@ -664,7 +679,7 @@ absl::Status ReadCapture(const std::string& path,
       if (!status.ok()) break;
     }
     if (status.ok() && ferror(f) != 0) {
-      status = absl::DataLossError(absl::StrCat("error reading capture '", path, "'"));
+      status = ReadError(path);
     }
     if (status.ok()) status = bytes.End();
   }

@@ -201,6 +201,10 @@ grep -q "which capture" "$dir/e.txt" || fail "missing capture message: $(cat "$d
 grep -q "cannot open capture" "$dir/e.txt" || fail "missing file message: $(cat "$dir/e.txt")"
 "$memtrace" verify "$dir/nope.jsonl" 2> /dev/null
 [[ $? -eq 2 ]] || fail "verify of a missing file must exit 2"
+mkdir -p "$dir/a_directory"
+"$memtrace" summary "$dir/a_directory" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "a directory must exit 2"
+grep -q "is a directory, not a capture" "$dir/e.txt" || fail "directory message: $(cat "$dir/e.txt")"
 
 # Snapshots at a time and at a scope's exit; diff between two points of one capture.
 "$memtrace" summary --at-scope-exit='request/handle#3' "$dir/c.jsonl" > "$dir/s.txt" \
