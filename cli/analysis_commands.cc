@@ -25,6 +25,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/exports.h"
 #include "analysis/family_live.h"
+#include "analysis/output_file.h"
 #include "analysis/process_tree.h"
 #include "analysis/site_groups.h"
 #include "analysis/symbolizer.h"
@@ -1496,6 +1497,13 @@ int ExportCommand(int argc, char** argv) {
   if (format == "pprof" && output.empty()) {
     return UsageError(kExportSpec, "pprof output is binary: give -o FILE (e.g. -o heap.pb.gz)");
   }
+  // Opened first: an unwritable path is said before the capture is read.
+  std::optional<OutputFile> out;
+  if (!output.empty()) {
+    absl::StatusOr<OutputFile> created = OutputFile::Create(output);
+    if (!created.ok()) return InputError(kExportSpec, std::string(created.status().message()));
+    out = *std::move(created);
+  }
   const std::string& path = args.positional[0];
   const auto s = Load(path);
   if (!s.ok()) return InputError(kExportSpec, std::string(s.status().message()));
@@ -1511,16 +1519,12 @@ int ExportCommand(int argc, char** argv) {
     data = PprofProfile(*s, symbolizer);
   }
   if (!data.ok()) return InputError(kExportSpec, std::string(data.status().message()));
-  FILE* out = output.empty() ? stdout : fopen(output.c_str(), "wb");
-  if (out == nullptr) {
-    return InputError(kExportSpec, absl::StrCat("cannot write '", output, "': ", strerror(errno),
-                                                " (is the directory there and writable?)"));
-  }
-  const bool written = fwrite(data->data(), 1, data->size(), out) == data->size();
-  const bool closed = output.empty() ? fflush(out) == 0 : fclose(out) == 0;
-  if (!written || !closed) {
-    return InputError(kExportSpec, absl::StrCat("writing '", output.empty() ? "stdout" : output,
-                                                "' failed: ", strerror(errno)));
+  if (out.has_value()) {
+    absl::Status w = out->Write(*data);
+    if (w.ok()) w = out->Commit();
+    if (!w.ok()) return InputError(kExportSpec, std::string(w.message()));
+  } else if (fwrite(data->data(), 1, data->size(), stdout) != data->size() || fflush(stdout) != 0) {
+    return InputError(kExportSpec, absl::StrCat("writing stdout failed: ", strerror(errno)));
   }
   if (!output.empty()) {
     fprintf(stderr, "memtrace export: wrote %s (%s, %s)%s\n", output.c_str(), format.c_str(),

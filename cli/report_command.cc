@@ -30,7 +30,7 @@ const char* const kReportHelp =
 namespace {
 
 int Fail(const std::string& message) {
-  fprintf(stderr, "memtrace: report: %s\n", message.c_str());
+  fprintf(stderr, "memtrace report: %s\n", message.c_str());
   return 2;
 }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
 #include "analysis/capture_reader.h"
+#include "analysis/output_file.h"
 #include "analysis/site_groups.h"
 #include "analysis/timeline.h"
 #include "report/report_assets.h"
@@ -446,19 +447,13 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
 
 absl::Status WriteHtmlReport(const std::string& capture_path, const std::string& out_path,
                              const ReportOptions& options) {
+  // Opened first: an unwritable path is said before the capture is read.
+  absl::StatusOr<OutputFile> out = OutputFile::Create(out_path);
+  if (!out.ok()) return out.status();
   absl::StatusOr<std::string> page = RenderHtmlReport(capture_path, options);
   if (!page.ok()) return page.status();
-  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        out_path, ": cannot open for writing (does the directory exist and is it writable?)"));
-  }
-  out << *page;
-  out.flush();
-  if (!out) {
-    return absl::InternalError(absl::StrCat(out_path, ": write failed (is the disk full?)"));
-  }
-  return absl::OkStatus();
+  if (absl::Status s = out->Write(*page); !s.ok()) return s;
+  return out->Commit();
 }
 
 }  // namespace memtrace

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -366,9 +367,14 @@ TEST(HtmlReportTest, TruncatedCaptureIsMarkedAndNeverComplete) {
 TEST(HtmlReportTest, BadInputAndUnwritableOutputGetClearErrors) {
   const std::string bad = TempPath("bad.jsonl");
   std::ofstream(bad) << kHeader << "{\"type\":\"alloc\"}\n";
-  const absl::Status s = WriteHtmlReport(bad, TempPath("bad.html"), ReportOptions{});
+  const std::string earlier = TempPath("bad.html");
+  std::ofstream(earlier) << "the earlier page";
+  const absl::Status s = WriteHtmlReport(bad, earlier, ReportOptions{});
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("bad.jsonl:8"), std::string::npos) << s;
+  std::ifstream kept(earlier);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "the earlier page")
+      << "a failed report leaves the file at its path as it was";
 
   const std::string good = TempPath("good.jsonl");
   std::ofstream(good) << RichCapture(true);
