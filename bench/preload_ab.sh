@@ -98,8 +98,9 @@ command -v sqlite3 > /dev/null || {
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-# median, fastest and own_cpu_ms (only those: its workloads are not run here).
+# median, fastest, own_cpu_ms and cpu_speeds (only those: its workloads are not run here).
 source "$PWD/bench/real_workloads.sh"
+cpu_speeds before
 
 cat > "$work/main_cpu.c" <<'EOF'
 #include <stdio.h>
@@ -226,3 +227,4 @@ for spec in "${variants[@]}"; do
   printf '%-14s | %16s %16s\n' "$label" "$(median <<< "${drainer[$label]}")" \
     "$(median <<< "${writer[$label]}")"
 done
+cpu_speeds after

@@ -49,6 +49,7 @@ trap 'redis-cli -p 6399 shutdown nosave > /dev/null 2>&1 || true; rm -rf "$work"
 # The workloads, median, fastest and timed: bench/real_workloads.sh.
 source "$PWD/bench/real_workloads.sh"
 real_workloads_init
+cpu_speeds before
 
 noprefix() { "$@"; }
 # heaptrack prints its own progress on stdout; the capture goes to $ht_out.
@@ -151,3 +152,4 @@ EOF
     "$calls" "$ht_calls" "$mt_peak" "$ht_peak" "$untraced" "$mt" "$ht" "$(added median wall)" \
     "$(added fastest wall)" "$(added paired wall)" "$(added median cpu)" "$own" "$verdict"
 done
+cpu_speeds after

@@ -16,7 +16,12 @@
 # timed WORKLOAD PREFIX...: one run, printed as "wall-seconds cpu-seconds", the CPU time
 # (user + system) of everything the run started and waited for: the program, the tool's
 # threads and processes, and the workload's clients, which are the same in every variant.
-# median / fastest: of the space-separated numbers on stdin.
+# median / fastest: bench/stats.sh, sourced below.
+# cpu_speeds WHEN: on stderr, the time one fixed loop takes on each CPU this script may
+# use, and a warning when the slowest is 15% or more slower than the fastest. On a shared
+# VM the vCPUs can run at different speeds for minutes at a time (bench/README.md,
+# "sqlite3's main thread, piece by piece"); a run's times then depend on where its
+# threads land, and a traced run, which uses more CPUs, is hit more often.
 # own_cpu_ms CAPTURE: memtrace's drainer and writer CPU time in ms, "D W", from the
 # capture's trailer (memtrace_cpu_ns; its JSON text is stored as is in the binary
 # encoding too), or "- -" for no capture or one without the field.
@@ -52,6 +57,29 @@ run_redis() {
 }
 
 source "$PWD/bench/stats.sh"  # median, fastest
+
+cpu_speeds() {
+  python3 - "$1" >&2 <<'PY'
+import os, sys, time
+cpus = sorted(os.sched_getaffinity(0))
+took = {}
+for c in cpus:
+    os.sched_setaffinity(0, {c})
+    best = None
+    for _ in range(3):  # the fastest of three: a preemption only ever adds time
+        start = time.perf_counter()
+        sum(range(2_000_000))
+        t = time.perf_counter() - start
+        best = t if best is None else min(best, t)
+    took[c] = best
+os.sched_setaffinity(0, set(cpus))
+fast, slow = min(took.values()), max(took.values())
+print("CPU speeds %s: %s" % (sys.argv[1], ", ".join("cpu%d %.0f ms" % (c, t * 1e3) for c, t in took.items())))
+if slow >= fast * 1.15:
+    print("  warning: the slowest CPU took %.0f%% longer than the fastest; the times of this run "
+          "depend on where its threads land" % ((slow / fast - 1) * 100))
+PY
+}
 
 own_cpu_ms() {
   if [[ ! -f "$1" ]]; then echo "- -"; return; fi

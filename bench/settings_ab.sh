@@ -56,6 +56,7 @@ work="$(mktemp -d)"
 trap 'redis-cli -p 6399 shutdown nosave > /dev/null 2>&1 || true; rm -rf "$work"' EXIT
 source "$PWD/bench/real_workloads.sh"
 real_workloads_init
+cpu_speeds before
 # The transport figures of a capture, from `memtrace summary --json` on stdin (its
 # trailer's integrity block).
 cat > "$work/transport.py" <<'EOF'
@@ -135,3 +136,4 @@ EOF
   fi
   printf '%-12s %s%s\n' "$label" "$line" "$extra"
 done
+cpu_speeds after
