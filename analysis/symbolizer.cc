@@ -7,6 +7,7 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -140,15 +141,19 @@ void Symbolizer::Load(Module& m) {
     found = files_.emplace(m.record.path, Open(m.record.path)).first;
   }
   std::shared_ptr<LoadedModule> file = found->second;
+  m.missing = MissingSymbols::kNoFile;
   if (file == nullptr) return;
   // A different build id means the file on disk is not the one that ran: treat as missing.
+  m.missing = MissingSymbols::kOtherBuild;
   if (!m.record.build_id.empty() && m.record.build_id != file->build_id) return;
+  m.missing = MissingSymbols::kNoFile;  // until a segment holds the mapping's offset
   for (const GElf_Phdr& p : file->loads) {
     const uint64_t page_start = p.p_offset & ~uint64_t{0xfff};
     if (m.record.offset >= page_start && m.record.offset < p.p_offset + p.p_filesz) {
       // File offset o maps to p_vaddr + (o - p_offset); `offset` is mapped at `start`.
       m.bias = m.record.start - (p.p_vaddr + m.record.offset - p.p_offset);
       m.loaded = std::move(file);
+      m.missing = MissingSymbols::kNoSymbols;
       return;
     }
   }
@@ -166,6 +171,7 @@ const SymbolizedFrame& Symbolizer::Resolve(uint64_t pc) {
   if (!m->tried) Load(*m);
   if (m->loaded == nullptr) {
     f.module_offset = pc - m->record.start + m->record.offset;
+    CountUnresolved(*m);
     return f;
   }
   const LoadedModule& file = *m->loaded;
@@ -186,7 +192,33 @@ const SymbolizedFrame& Symbolizer::Resolve(uint64_t pc) {
       f.line = static_cast<uint32_t>(lineno);
     }
   }
+  if (f.function == "??") CountUnresolved(*m);
   return f;
+}
+
+void Symbolizer::CountUnresolved(Module& m) {
+  if (m.unresolved++ == 0) unresolved_order_.push_back(static_cast<size_t>(&m - modules_.data()));
+}
+
+std::vector<UnresolvedModule> Symbolizer::Unresolved() const {
+  std::vector<UnresolvedModule> out;
+  for (size_t index : unresolved_order_) {
+    const Module& m = modules_[index];
+    auto same = std::find_if(out.begin(), out.end(),
+                             [&](const UnresolvedModule& u) { return u.path == m.record.path; });
+    if (same == out.end()) {
+      out.push_back(UnresolvedModule{m.record.path, m.record.build_id, m.missing, 0});
+      same = out.end() - 1;
+    }
+    same->frames += m.unresolved;
+  }
+  return out;
+}
+
+std::string DebugFileForBuildId(const std::string& build_id) {
+  if (build_id.size() < 3) return "";
+  return absl::StrCat("/usr/lib/debug/.build-id/", build_id.substr(0, 2), "/",
+                      build_id.substr(2), ".debug");
 }
 
 std::string Symbolizer::Describe(uint64_t pc) {

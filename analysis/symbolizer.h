@@ -69,6 +69,25 @@ struct LoadedModule;  // the opened ELF file of a module (symbolizer.cc)
 inline constexpr std::string_view kNoCallSite =
     "(no call site: allocated before tracing started, or none given)";
 
+// Why the frames of a module came out as "??" (Symbolizer::Unresolved()).
+enum class MissingSymbols {
+  kNoFile,      // the file is missing, unreadable or not ELF
+  kOtherBuild,  // its build id is not the capture's: the file on disk is not the one that ran
+  kNoSymbols,   // the file that ran, read; no symbol or debug information covers these pcs
+};
+
+// A module in which Resolve() gave "??".
+struct UnresolvedModule {
+  std::string path;
+  std::string build_id;  // the capture's (lower-case hex), empty when it recorded none
+  MissingSymbols why;
+  uint64_t frames = 0;  // distinct return addresses resolved to "??" inside it
+};
+
+// The separate debug file that libdw looks for, for a module with this build id:
+// /usr/lib/debug/.build-id/ab/cdef....debug. Empty for an empty or too short build id.
+std::string DebugFileForBuildId(const std::string& build_id);
+
 class Symbolizer {
  public:
   Symbolizer();
@@ -94,21 +113,29 @@ class Symbolizer {
   // Module lines added so far.
   size_t module_count() const { return modules_.size(); }
 
+  // The modules in which Resolve() has given "??" so far, one entry per path, in the
+  // order they were first met. What `memtrace top` and `peak` explain under their tables.
+  std::vector<UnresolvedModule> Unresolved() const;
+
  private:
   struct Module {
     CaptureRecord record;
     bool tried = false;  // opening was attempted
     uint64_t bias = 0;   // runtime address minus ELF virtual address, once loaded
     std::shared_ptr<analysis_internal::LoadedModule> loaded;  // null: missing or mismatched
+    MissingSymbols missing = MissingSymbols::kNoSymbols;      // why, when loaded is null
+    uint64_t unresolved = 0;  // distinct pcs resolved to "??" in this mapping
   };
   Module* FindModule(uint64_t pc);
   void Load(Module& m);
+  void CountUnresolved(Module& m);
 
   std::vector<Module> modules_;
   std::map<uint64_t, size_t> by_start_;  // module start -> index into modules_
   // Opened files by path (null: could not be opened), shared by the mappings of one file.
   std::map<std::string, std::shared_ptr<analysis_internal::LoadedModule>> files_;
   absl::node_hash_map<uint64_t, SymbolizedFrame> cache_;  // node map: stable references
+  std::vector<size_t> unresolved_order_;  // modules_ indices, by first "??"
 };
 
 }  // namespace memtrace

@@ -263,6 +263,11 @@ class SiteNamer {
     if (summary_.modules.empty()) return Describe(Addr(site));
     return SiteLabel(*symbolizer_, Frames(site), allocators_);
   }
+  // The modules whose frames were named "??" so far (Symbolizer::Unresolved()).
+  std::vector<UnresolvedModule> Unresolved() const {
+    if (summary_.modules.empty()) return {};
+    return symbolizer_->Unresolved();
+  }
   std::string JsonFrame(uint64_t pc) {
     const SymbolizedFrame& f = symbolizer_->Resolve(pc);
     return absl::StrCat("{\"pc\":\"", Hex(pc), "\",\"function\":", JsonQuote(f.function),
@@ -293,6 +298,22 @@ class SharedSymbolizers {
     if (symbolizer == nullptr) symbolizer = ModuleSymbolizer(s);
     return symbolizer.get();
   }
+  // Every Symbolizer's unresolved modules, one entry per path.
+  std::vector<UnresolvedModule> Unresolved() const {
+    std::vector<UnresolvedModule> out;
+    for (const auto& [key, symbolizer] : by_modules_) {
+      for (const UnresolvedModule& u : symbolizer->Unresolved()) {
+        auto same = std::find_if(out.begin(), out.end(),
+                                 [&](const UnresolvedModule& o) { return o.path == u.path; });
+        if (same == out.end()) {
+          out.push_back(u);
+        } else {
+          same->frames += u.frames;
+        }
+      }
+    }
+    return out;
+  }
 
  private:
   std::map<std::string, std::unique_ptr<Symbolizer>> by_modules_;
@@ -305,6 +326,46 @@ std::optional<int> ParseAllocators(const CommandSpec& spec, AllocatorFunctions* 
   if (!parsed.ok()) return UsageError(spec, std::string(parsed.status().message()));
   *out = *std::move(parsed);
   return std::nullopt;
+}
+
+// Under a table of call sites: for each module whose frames read "??", why, and what would
+// name them. Symbolization happens here, at analysis time, so the capture itself needs no
+// new run once the symbols are there.
+void PrintUnresolvedNote(const std::vector<UnresolvedModule>& modules) {
+  if (modules.empty()) return;
+  constexpr size_t kListed = 5;
+  printf("\nnote: %zu module%s frames without a name (\"??\"). Symbols are read now, not "
+         "when the\ncapture was made: once they are there, run this again.\n",
+         modules.size(), modules.size() == 1 ? " has" : "s have");
+  for (size_t i = 0; i < modules.size() && i < kListed; ++i) {
+    const UnresolvedModule& u = modules[i];
+    printf("  %s (%llu address%s): ", u.path.c_str(), static_cast<unsigned long long>(u.frames),
+           u.frames == 1 ? "" : "es");
+    switch (u.why) {
+      case MissingSymbols::kNoFile:
+        printf("the file is not here (missing, unreadable or not ELF);\n      run this where "
+               "it is, or put the file that ran at that path\n");
+        break;
+      case MissingSymbols::kOtherBuild:
+        printf("the file at that path is not the build that ran\n      (the capture's build "
+               "id is %s); put that build back at that path\n",
+               u.build_id.c_str());
+        break;
+      case MissingSymbols::kNoSymbols: {
+        const std::string debug_file = DebugFileForBuildId(u.build_id);
+        if (debug_file.empty()) {
+          printf("the file has no symbols for them;\n      build it with -g, or keep its "
+                 "symbols\n");
+        } else {
+          printf("the file has no symbols for them;\n      install its debug information at "
+                 "%s\n      (Debian: the package's -dbgsym, from the debian-debug archive)\n",
+                 debug_file.c_str());
+        }
+        break;
+      }
+    }
+  }
+  if (modules.size() > kListed) printf("  (%zu more modules)\n", modules.size() - kListed);
 }
 
 // ---- summary ----------------------------------------------------------------------------
@@ -1081,6 +1142,7 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
     for (size_t f = 0; f < r.stack.size(); ++f) printf("    #%-2zu %s\n", f, r.stack[f].c_str());
   }
   if (order.size() > shown) printf("(%zu more rows; --limit=N shows more)\n", order.size() - shown);
+  PrintUnresolvedNote(symbolizers.Unresolved());
   for (const std::string& e : errors) printf("memtrace top: %s\n", e.c_str());
   return errors.empty() ? 0 : 2;
 }
@@ -1202,6 +1264,7 @@ int TopCommand(int argc, char** argv) {
   if (groups.size() > shown) {
     printf("(%zu more rows; --limit=N shows more)\n", groups.size() - shown);
   }
+  PrintUnresolvedNote(names.Unresolved());
   return 0;
 }
 
@@ -1324,6 +1387,7 @@ int PeakCommand(int argc, char** argv) {
     printf("\n(%zu more scopes; --limit=N or --scope=PATH shows them)\n",
            scope_peaks->size() - scopes_shown);
   }
+  PrintUnresolvedNote(names.Unresolved());
   return 0;
 }
 

@@ -105,12 +105,7 @@ TEST(AllocatorFramesTest, TheProgramsOwnAllocatorFunctions) {
 TEST(AllocatorFramesTest, AnUnnamedCallerIsPlacedUnderTheNextNamedFrame) {
   Symbolizer symbolizer;
   for (const CaptureRecord& m : SelfExecutableModules()) symbolizer.AddModule(m);
-  CaptureRecord stripped;
-  stripped.type = LineType::kModule;
-  stripped.path = "/nonexistent/libstripped.so";
-  stripped.start = 0x10000;
-  stripped.end = 0x20000;
-  symbolizer.AddModule(stripped);
+  symbolizer.AddModule(ModuleLine("/nonexistent/libstripped.so", 0x10000, 0x20000));
   const uint64_t pool_alloc = memtrace_allocator_frames_test::PoolAlloc();
   const uint64_t load_level = memtrace_allocator_frames_test::LoadLevel();
   ASSERT_EQ(symbolizer.Resolve(pool_alloc).function, kPoolAlloc);

@@ -648,6 +648,35 @@ TEST_F(PreloadTest, CallSitesInAnUnloadedPluginStillSymbolize) {
   EXPECT_NE(top.out.find("memtrace_test_plugin_alloc"), std::string::npos) << top.out;
 }
 
+// A stripped program (Debian's ls: no .symtab, no debug information installed) has call
+// sites that read "??"; `top` says under its table which file lacks symbols and where its
+// debug information would be found, and the test program's own frames (built with -g) are
+// not in that list.
+TEST_F(PreloadTest, TopSaysWhereTheSymbolsOfUnnamedFramesWouldBe) {
+  const std::string capture = TempDir() + "/stripped_ls.mtb";
+  const Result run =
+      RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", "/bin/ls", "/"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const Result top = RunProgram({Cli(), "top", capture}, {});
+  ASSERT_EQ(top.status, 0) << top.err;
+  const size_t note = top.out.find("frames without a name (\"??\")");
+  ASSERT_NE(note, std::string::npos) << top.out;
+  const std::string listed = top.out.substr(note);
+  EXPECT_NE(listed.find("/usr/bin/ls ("), std::string::npos) << listed;
+  EXPECT_NE(listed.find("/usr/lib/debug/.build-id/"), std::string::npos) << listed;
+
+  const std::string own = TempDir() + "/stack_symbols.mtb";
+  ASSERT_EQ(RunProgram({Cli(), "run", "--quiet", "--output=" + own, "--", Target(), "stack"}, {})
+                .status,
+            0);
+  const Result own_top = RunProgram({Cli(), "top", own}, {});
+  ASSERT_EQ(own_top.status, 0) << own_top.err;
+  const size_t own_note = own_top.out.find("frames without a name");
+  if (own_note != std::string::npos) {
+    EXPECT_EQ(own_top.out.find(Target(), own_note), std::string::npos) << own_top.out;
+  }
+}
+
 // _exit() runs no destructors, the interposer's included: it finishes the capture first,
 // on a thread of its own, and the program exits with its status.
 TEST_F(PreloadTest, UnderscoreExitWritesTheTrailer) {

@@ -140,6 +140,55 @@ TEST(SymbolizerTest, BuildIdMismatchIsTreatedAsMissing) {
   EXPECT_EQ(f.file, "");
 }
 
+// Every module whose frames came out "??" is listed once, with the reason; a frame that
+// resolves, or the same pc resolved again, adds nothing.
+TEST(SymbolizerTest, UnresolvedModulesAreListedWithTheReason) {
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : SelfExecutableModules()) symbolizer.AddModule(m);
+  EXPECT_NE(symbolizer.Resolve(memtrace_symbolizer_test::KnownCaller()).function, "??");
+  EXPECT_TRUE(symbolizer.Unresolved().empty()) << "a frame that resolved is not listed";
+
+  symbolizer.AddModule(ModuleLine("/nonexistent/libgone.so", 0x7f0000001000, 0x7f0000003000));
+  // A second mapping of the same file.
+  symbolizer.AddModule(
+      ModuleLine("/nonexistent/libgone.so", 0x7f0000003000, 0x7f0000004000, 0x2000));
+  // /usr/bin/true (coreutils, stripped): an ELF file whose .dynsym names only what it
+  // imports, so no pc in it has a name. Mapped whole at 0x500000 from offset 0.
+  symbolizer.AddModule(ModuleLine("/usr/bin/true", 0x500000, 0x510000));
+
+  symbolizer.Resolve(0x7f0000001100);
+  symbolizer.Resolve(0x7f0000001100);  // cached: counted once
+  symbolizer.Resolve(0x7f0000003100);
+  symbolizer.Resolve(0x502345);
+  const std::vector<UnresolvedModule> unresolved = symbolizer.Unresolved();
+  ASSERT_EQ(unresolved.size(), 2u);
+  EXPECT_EQ(unresolved[0].path, "/nonexistent/libgone.so");
+  EXPECT_EQ(unresolved[0].why, MissingSymbols::kNoFile);
+  EXPECT_EQ(unresolved[0].frames, 2u) << "two pcs, in two mappings of one file";
+  EXPECT_EQ(unresolved[1].path, "/usr/bin/true");
+  EXPECT_EQ(unresolved[1].why, MissingSymbols::kNoSymbols);
+  EXPECT_EQ(unresolved[1].frames, 1u);
+}
+
+TEST(SymbolizerTest, AnotherBuildAtThePathIsNamedAsSuch) {
+  Symbolizer symbolizer;
+  for (CaptureRecord m : SelfExecutableModules()) {
+    m.build_id = "00112233445566778899aabbccddeeff00112233";
+    symbolizer.AddModule(m);
+  }
+  symbolizer.Resolve(memtrace_symbolizer_test::KnownCaller());
+  const std::vector<UnresolvedModule> unresolved = symbolizer.Unresolved();
+  ASSERT_EQ(unresolved.size(), 1u);
+  EXPECT_EQ(unresolved[0].why, MissingSymbols::kOtherBuild);
+  EXPECT_EQ(unresolved[0].build_id, "00112233445566778899aabbccddeeff00112233");
+}
+
+TEST(SymbolizerTest, DebugFileIsFoundUnderTheBuildIdDirectory) {
+  EXPECT_EQ(DebugFileForBuildId("5221b80bd99650e3e55370b0e24f4b4dbe81264f"),
+            "/usr/lib/debug/.build-id/52/21b80bd99650e3e55370b0e24f4b4dbe81264f.debug");
+  EXPECT_EQ(DebugFileForBuildId(""), "");
+}
+
 TEST(SymbolizerTest, FileThatIsNotElfGivesModuleOffset) {
   const std::string path = std::string(getenv("TEST_TMPDIR") ? getenv("TEST_TMPDIR") : "/tmp") +
                            "/not_elf.so";
