@@ -301,6 +301,12 @@ TEST(HtmlReportTest, PageIsSelfContainedAndItsDataCannotEndTheScript) {
   options.symbolize = true;
   ASSERT_TRUE(WriteHtmlReport(capture, symbolized, options).ok());
   EXPECT_NE(Slurp(symbolized).find("?? (/opt/app/bin/prog+0x1800)"), std::string::npos);
+  // ... and the page says which module lacks its file, for the note under the call sites.
+  EXPECT_NE(Slurp(symbolized).find("\"unresolved\":[{\"path\":\"/opt/app/bin/prog\","
+                                   "\"why\":\"no_file\""),
+            std::string::npos);
+  EXPECT_NE(html.find("\"unresolved\":[]"), std::string::npos)
+      << "without the symbolizer no frame was looked up";
 }
 
 // Where a capture lists two modules at one address range (a library unloaded and another

@@ -639,6 +639,7 @@
                       ["live at end", "bytes"], ["blocks live", "count"], ["temporaries", "count"]];
     table("sites", "Top call sites", "By bytes allocated, per call site, scope and layer. Temporaries are blocks freed almost at once by the thread that allocated them.",
       T.sites, siteCols, "No allocations.");
+    renderUnresolved();
     const usageCols = (first) => [[first, "text"], ["live", "bytes"], ["blocks", "count"], ["high-water", "bytes"], ["allocated", "bytes"],
                                   ["allocations", "count"], ["freed", "bytes"], ["frees", "count"]];
     table("scopes", "Scopes", "Every scope that allocated, by high-water mark; live is at the end of the capture.", T.scopes, usageCols("scope"), "No scopes allocated.");
@@ -649,6 +650,30 @@
       data.capture.verdict === "complete" ? "Blocks still live when the capture ended, by call site, scope and layer." :
         "Blocks still live when the capture stopped. The capture is not complete, so some of these may have been freed later.",
       T.leaks, siteCols, "Nothing was live at the end of the capture.");
+  }
+
+  // Under the call sites: each module whose frames read "??", why, and what would name them.
+  function renderUnresolved() {
+    const mods = data.unresolved || [];
+    const panelEl = document.getElementById("sites");
+    if (!mods.length || !panelEl) return;
+    const list = el("ul", {});
+    for (const m of mods) {
+      let what;
+      if (m.why === "no_file") {
+        what = "the file is not here (missing, unreadable or not ELF): run the report where it is, or put the file that ran at that path.";
+      } else if (m.why === "other_build") {
+        what = "the file at that path is not the build that ran (the capture's build id is " + m.build_id + "): put that build back at that path.";
+      } else if (m.debug_file) {
+        what = "the file has no symbols for them: install its debug information at " + m.debug_file + " (Debian: the package's -dbgsym, from the debian-debug archive).";
+      } else {
+        what = "the file has no symbols for them: build it with -g, or keep its symbols.";
+      }
+      list.append(el("li", { text: m.path + " (" + fmtCount(m.addresses) + " addresses): " + what }));
+    }
+    panelEl.append(el("div", { class: "sub", id: "unresolved" },
+      el("p", { text: "Frames without a name (\u201c??\u201d) come from these modules. Symbols are read when the report is made, not when the capture was: once they are there, make the report again." }),
+      list));
   }
 
   // ---- self test ----------------------------------------------------------------------
