@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "sinks/json_text.h"
 
 namespace memtrace {
 namespace analysis_internal {
@@ -213,6 +214,19 @@ std::vector<UnresolvedModule> Symbolizer::Unresolved() const {
     same->frames += m.unresolved;
   }
   return out;
+}
+
+std::string UnresolvedJson(const std::vector<UnresolvedModule>& modules) {
+  std::string out;
+  for (const UnresolvedModule& u : modules) {
+    const char* why = u.why == MissingSymbols::kNoFile       ? "no_file"
+                      : u.why == MissingSymbols::kOtherBuild ? "other_build"
+                                                             : "no_symbols";
+    absl::StrAppend(&out, out.empty() ? "" : ",", "{\"path\":", JsonQuote(u.path), ",\"why\":\"",
+                    why, "\",\"addresses\":", u.frames, ",\"build_id\":", JsonQuote(u.build_id),
+                    ",\"debug_file\":", JsonQuote(DebugFileForBuildId(u.build_id)), "}");
+  }
+  return absl::StrCat("[", out, "]");
 }
 
 std::string DebugFileForBuildId(const std::string& build_id) {

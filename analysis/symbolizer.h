@@ -84,6 +84,11 @@ struct UnresolvedModule {
   uint64_t frames = 0;  // distinct return addresses resolved to "??" inside it
 };
 
+// `modules` as a JSON array, what `top --json`, `peak --json` and the report carry:
+// [{"path":..., "why":"no_file"|"other_build"|"no_symbols", "addresses":N,
+//   "build_id":..., "debug_file":...}].
+std::string UnresolvedJson(const std::vector<UnresolvedModule>& modules);
+
 // The separate debug file that libdw looks for, for a module with this build id:
 // /usr/lib/debug/.build-id/ab/cdef....debug. Empty for an empty or too short build id.
 std::string DebugFileForBuildId(const std::string& build_id);

@@ -1213,8 +1213,9 @@ int TopCommand(int argc, char** argv) {
                       ",\"usage\":", JsonUsage(g.usage), ",\"temporaries\":", g.temporaries,
                       ",\"stacks\":[", members, "]}");
     }
-    printf("{%s,\"by\":%s,\"rows\":[%s],\"more_rows\":%zu}\n", JsonHead("top", path, *s).c_str(),
-           JsonQuote(by).c_str(), out.c_str(), groups.size() - shown);
+    printf("{%s,\"by\":%s,\"rows\":[%s],\"more_rows\":%zu,\"unresolved\":%s}\n",
+           JsonHead("top", path, *s).c_str(), JsonQuote(by).c_str(), out.c_str(),
+           groups.size() - shown, UnresolvedJson(names.Unresolved()).c_str());
     return 0;
   }
   printf("memtrace top of %s by %s: capture %s\n", path.c_str(), by.c_str(), Verdict(*s).c_str());
@@ -1340,12 +1341,13 @@ int PeakCommand(int argc, char** argv) {
                       scope_sites.size() - std::min(kSitesPerScope, scope_sites.size()), "}");
     }
     printf("{%s,\"event_index\":%llu,\"t\":%lld,\"live_bytes\":%llu,\"by_scope\":[%s],"
-           "\"by_site\":[%s],\"more_sites\":%zu,\"scope_peaks\":[%s],\"more_scopes\":%zu}\n",
+           "\"by_site\":[%s],\"more_sites\":%zu,\"scope_peaks\":[%s],\"more_scopes\":%zu,"
+           "\"unresolved\":%s}\n",
            JsonHead("peak", path, *s).c_str(), static_cast<unsigned long long>(peak->event_index),
            static_cast<long long>(peak->t), static_cast<unsigned long long>(peak->live_bytes),
            scopes(peak->by_scope).c_str(), sites(peak_sites, limit).c_str(),
            peak_sites.size() - std::min(limit, peak_sites.size()), per_scope.c_str(),
-           scope_peaks->size() - scopes_shown);
+           scope_peaks->size() - scopes_shown, UnresolvedJson(names.Unresolved()).c_str());
     return 0;
   }
   printf("memtrace peak of %s: capture %s\n", path.c_str(), Verdict(*s).c_str());

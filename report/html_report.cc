@@ -363,22 +363,13 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
 
   const std::string flame = JsonFlame(s, tables, peak, options.flame_sites, names);
   // Last: every frame above has been named by now.
-  std::string unresolved;
-  for (const UnresolvedModule& u : names.Unresolved()) {
-    const char* why = u.why == MissingSymbols::kNoFile       ? "no_file"
-                      : u.why == MissingSymbols::kOtherBuild ? "other_build"
-                                                             : "no_symbols";
-    absl::StrAppend(&unresolved, unresolved.empty() ? "" : ",", "{\"path\":", JsonQuote(u.path),
-                    ",\"why\":\"", why, "\",\"addresses\":", u.frames,
-                    ",\"build_id\":", JsonQuote(u.build_id),
-                    ",\"debug_file\":", JsonQuote(DebugFileForBuildId(u.build_id)), "}");
-  }
+  const std::string unresolved = UnresolvedJson(names.Unresolved());
   return absl::StrCat("{\"format\":\"memtrace-report\",\"version\":1,\"capture\":", capture,
                       ",\"header\":", tables.header,
                       ",\"trailer\":", s.has_trailer ? s.trailer : std::string("null"),
                       ",\"timeline\":", JsonTimeline(timeline), ",\"peak\":", peak_json,
                       ",\"tables\":", tables_json, ",\"flame\":", flame,
-                      ",\"unresolved\":[", unresolved, "]}");
+                      ",\"unresolved\":", unresolved, "}");
 }
 
 absl::StatusOr<CaptureSummary> FirstPass(const std::string& capture_path,

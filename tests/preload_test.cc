@@ -664,6 +664,14 @@ TEST_F(PreloadTest, TopSaysWhereTheSymbolsOfUnnamedFramesWouldBe) {
   const std::string listed = top.out.substr(note);
   EXPECT_NE(listed.find("/usr/bin/ls ("), std::string::npos) << listed;
   EXPECT_NE(listed.find("/usr/lib/debug/.build-id/"), std::string::npos) << listed;
+  // The same for scripts: top --json and peak --json carry the list.
+  for (const char* command : {"top", "peak"}) {
+    const Result json = RunProgram({Cli(), command, "--json", capture}, {});
+    ASSERT_EQ(json.status, 0) << json.err;
+    EXPECT_NE(json.out.find("\"unresolved\":[{\"path\":\"/usr/bin/ls\",\"why\":\"no_symbols\""),
+              std::string::npos)
+        << command << ": " << json.out;
+  }
 
   const std::string own = TempDir() + "/stack_symbols.mtb";
   ASSERT_EQ(RunProgram({Cli(), "run", "--quiet", "--output=" + own, "--", Target(), "stack"}, {})
