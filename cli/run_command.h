@@ -11,6 +11,8 @@
 // It tells apart the failures Tracy users meet silently:
 //   - the interposer was not loaded (a static or setuid program, a wrong path): no
 //     capture, or one whose header is not the interposer's; exit 125 with the reason;
+//   - a static program, or a set-user-ID or set-group-ID one of another owner (the
+//     loader's secure mode ignores LD_PRELOAD): refused before it runs, exit 125;
 //   - the capture cannot be created (its directory is missing, a file, or not writable):
 //     refused before the program starts, exit 125;
 //   - the program crashed: the capture keeps everything up to the crash and is marked

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1750,6 +1751,24 @@ TEST_F(PreloadTest, CaptureDirectoryThatCannotHoldItIsRefusedBeforeTheProgramRun
     EXPECT_NE(run.err.find(c.reason), std::string::npos) << run.err;
     EXPECT_NE(access(ran.c_str(), F_OK), 0) << "the program ran: " << c.output;
   }
+}
+
+// A set-user-ID program of another owner runs in the loader's secure mode, which ignores
+// LD_PRELOAD: refused with the reason before it runs, like a static one. Making such a file
+// takes root (chown); elsewhere the test has nothing to check.
+TEST_F(PreloadTest, SetUserIdProgramOfAnotherOwnerIsRefusedWithTheReason) {
+  if (geteuid() != 0) GTEST_SKIP() << "making a set-user-ID file of another owner takes root";
+  const std::string program = TempDir() + "/setuid_true";
+  ASSERT_EQ(RunProgram({"/bin/cp", "/bin/true", program}, {}).status, 0);
+  ASSERT_EQ(chown(program.c_str(), 65534, static_cast<gid_t>(-1)), 0) << strerror(errno);
+  ASSERT_EQ(chmod(program.c_str(), 04755), 0);
+  struct statvfs fs;
+  ASSERT_EQ(statvfs(program.c_str(), &fs), 0);
+  if ((fs.f_flag & ST_NOSUID) != 0) GTEST_SKIP() << "the test's directory is mounted nosuid";
+  const Result run = RunProgram({Cli(), "run", "--", program}, {});
+  EXPECT_EQ(run.status, 125) << run.err;
+  EXPECT_NE(run.err.find("set-user-ID (owner uid 65534"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("ignores LD_PRELOAD"), std::string::npos) << run.err;
 }
 
 // Debian's ldconfig (essential package libc-bin) is a static-pie executable: no program
