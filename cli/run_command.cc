@@ -8,7 +8,6 @@
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,23 +89,6 @@ std::string ResolveProgram(const std::string& name) {
     const std::string candidate = dir + "/" + name;
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
     start = end + 1;
-  }
-  return "";
-}
-
-// Why the dynamic loader would run `path` in secure mode, where it ignores LD_PRELOAD (a
-// set-user-ID file of another owner, or set-group-ID of another group than ours), or "".
-std::string SecureModeReason(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return "";
-  // On a file system mounted nosuid the bits do nothing.
-  struct statvfs fs;
-  if (statvfs(path.c_str(), &fs) == 0 && (fs.f_flag & ST_NOSUID) != 0) return "";
-  if ((st.st_mode & S_ISUID) != 0 && st.st_uid != geteuid()) {
-    return absl::StrCat("set-user-ID (owner uid ", st.st_uid, ", this user ", geteuid(), ")");
-  }
-  if ((st.st_mode & S_ISGID) != 0 && st.st_gid != getegid()) {
-    return absl::StrCat("set-group-ID (group gid ", st.st_gid, ", this user's ", getegid(), ")");
   }
   return "";
 }
@@ -458,12 +440,12 @@ int RunCommand(int argc, char** argv) {
     return kCaptureFailed;
   }
 
-  if (const std::string why = SecureModeReason(program); !why.empty()) {
+  if (char why[128]; LoaderIgnoresPreload(program.c_str(), why, sizeof(why))) {
     fprintf(stderr,
             "memtrace run: '%s' is %s: the dynamic loader runs it in secure mode and ignores "
             "LD_PRELOAD, so it cannot be traced. Run memtrace as that user, or trace a copy "
             "without the bit (cp, then chmod u-s,g-s)\n",
-            program.c_str(), why.c_str());
+            program.c_str(), why);
     return kCaptureFailed;
   }
   if (const std::string why = CaptureDirectoryProblem(o.output); !why.empty()) {

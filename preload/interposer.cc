@@ -719,6 +719,38 @@ void KeepChildTracing(int root_pid) {
   child_tracing = c;
 }
 
+// With children traced: says on stderr that the program about to be run will not be
+// (the loader ignores LD_PRELOAD for it: LoaderIgnoresPreload), so that its missing
+// capture is not silent. `file` is a path, or a name searched in $PATH as execvp() does.
+// No allocation (a vfork()ed child may call it); errno is kept for the caller.
+void WarnIfLoaderIgnoresPreload(const char* file) noexcept {
+  if (child_tracing == nullptr || file == nullptr || file[0] == '\0') return;
+  const int saved = errno;
+  char path[PATH_MAX];
+  const char* found = file;
+  if (strchr(file, '/') == nullptr) {
+    found = nullptr;
+    const char* dirs = getenv("PATH");
+    for (const char* d = dirs != nullptr ? dirs : "/bin:/usr/bin"; found == nullptr;) {
+      const char* end = strchrnul(d, ':');
+      const int n = snprintf(path, sizeof(path), "%.*s/%s", static_cast<int>(end - d), d, file);
+      if (n > 0 && static_cast<size_t>(n) < sizeof(path) && access(path, X_OK) == 0) found = path;
+      if (*end == '\0') break;
+      d = end + 1;
+    }
+  }
+  char why[128];
+  if (found != nullptr && LoaderIgnoresPreload(found, why, sizeof(why))) {
+    char line[PATH_MAX + 256];
+    const int n = snprintf(line, sizeof(line),
+                           "memtrace: '%s' is %s: the dynamic loader ignores LD_PRELOAD for "
+                           "it, so it runs untraced (no capture of its own)\n",
+                           found, why);
+    if (n > 0) (void)!write(2, line, std::min(static_cast<size_t>(n), sizeof(line) - 1));
+  }
+  errno = saved;
+}
+
 // The environment to hand a program this one execs or spawns: `envp` itself, or, with
 // children traced and `envp` lacking what tracing needs (an empty environment, another
 // LD_PRELOAD), a copy with it (BuildTracingEnvironment). Never on the heap: an exec may
@@ -1758,6 +1790,7 @@ MEMTRACE_EXPORT size_t malloc_usable_size(void* p) {
 MEMTRACE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   Resolved();
   memtrace::BeforeExec(path);
+  memtrace::WarnIfLoaderIgnoresPreload(path);
   const memtrace::ChildEnvironment env(envp);
   return real.execve(path, argv, env.get());
 }
@@ -1782,6 +1815,7 @@ MEMTRACE_EXPORT int execveat(int dirfd, const char* path, char* const argv[],
     memtrace::BeforeExecOfDescriptor(dirfd);
   } else {
     memtrace::BeforeExec(path);
+    if (path[0] == '/' || dirfd == AT_FDCWD) memtrace::WarnIfLoaderIgnoresPreload(path);
   }
   const memtrace::ChildEnvironment env(envp);
   return real.execveat(dirfd, path, argv, env.get(), flags);
@@ -1795,6 +1829,7 @@ MEMTRACE_EXPORT int posix_spawn(pid_t* pid, const char* path,
                                 const posix_spawnattr_t* attr, char* const argv[],
                                 char* const envp[]) {
   if (!Resolved() || real.posix_spawn == nullptr) return ENOSYS;
+  memtrace::WarnIfLoaderIgnoresPreload(path);
   const memtrace::ChildEnvironment env(envp);
   return real.posix_spawn(pid, path, actions, attr, argv, env.get());
 }
@@ -1804,6 +1839,7 @@ MEMTRACE_EXPORT int posix_spawnp(pid_t* pid, const char* file,
                                  const posix_spawnattr_t* attr, char* const argv[],
                                  char* const envp[]) {
   if (!Resolved() || real.posix_spawnp == nullptr) return ENOSYS;
+  memtrace::WarnIfLoaderIgnoresPreload(file);
   const memtrace::ChildEnvironment env(envp);
   return real.posix_spawnp(pid, file, actions, attr, argv, env.get());
 }
@@ -1849,6 +1885,7 @@ MEMTRACE_EXPORT int execv(const char* path, char* const argv[]) {
 MEMTRACE_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   Resolved();
   memtrace::BeforeExec(file);
+  memtrace::WarnIfLoaderIgnoresPreload(file);
   const memtrace::ChildEnvironment env(envp);
   return real.execvpe(file, argv, env.get());
 }

@@ -2,8 +2,13 @@
 
 #include "preload/preload_config.h"
 
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <string>
@@ -231,6 +236,24 @@ void WarnUnknownSettings(const char* const* env, std::vector<std::string>* warni
     }
     warnings->push_back(std::move(w));
   }
+}
+
+bool LoaderIgnoresPreload(const char* path, char* why, size_t size) {
+  struct stat st;
+  if (stat(path, &st) != 0) return false;
+  struct statvfs fs;
+  if (statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID) != 0) return false;
+  if ((st.st_mode & S_ISUID) != 0 && st.st_uid != geteuid()) {
+    snprintf(why, size, "set-user-ID (owner uid %u, this user %u)",
+             static_cast<unsigned>(st.st_uid), static_cast<unsigned>(geteuid()));
+    return true;
+  }
+  if ((st.st_mode & S_ISGID) != 0 && st.st_gid != getegid()) {
+    snprintf(why, size, "set-group-ID (group gid %u, this user's %u)",
+             static_cast<unsigned>(st.st_gid), static_cast<unsigned>(getegid()));
+    return true;
+  }
+  return false;
 }
 
 std::string CapturePath(const std::string& pattern, int pid, int root_pid, int copy) {

@@ -111,6 +111,14 @@ inline constexpr std::string_view kPreloadSettingNames[] = {
 // else lists them all.
 void WarnUnknownSettings(const char* const* env, std::vector<std::string>* warnings);
 
+// True when the dynamic loader would run the file at `path` in secure mode, where it
+// ignores LD_PRELOAD and the interposer never loads: a set-user-ID file of another owner
+// than this process's effective user, or set-group-ID of another group (on a file system
+// mounted nosuid the bits do nothing). The reason goes to `why` ("set-user-ID (owner uid
+// 65534, this user 0)"), NUL-terminated and cut to `size`. False when the file cannot be
+// examined. No allocation: the interposer asks before an exec, maybe in a vfork()ed child.
+bool LoaderIgnoresPreload(const char* path, char* why, size_t size);
+
 // The capture path for process `pid`: "%p" replaced by the pid. When children are traced
 // and the path has no "%p", processes other than the first (`root_pid`) get ".<pid>"
 // before the extension, so no two processes write one file. `copy` > 1 names a later

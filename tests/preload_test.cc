@@ -1769,6 +1769,22 @@ TEST_F(PreloadTest, SetUserIdProgramOfAnotherOwnerIsRefusedWithTheReason) {
   EXPECT_EQ(run.status, 125) << run.err;
   EXPECT_NE(run.err.find("set-user-ID (owner uid 65534"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("ignores LD_PRELOAD"), std::string::npos) << run.err;
+
+  // Run by a traced program with children traced: it runs, untraced, and the interposer
+  // says so: by path (the shell searches $PATH itself and calls execve), and by name
+  // (env calls execvp, which the interposer resolves in $PATH as the loader would).
+  for (const std::string& how : {program, std::string("env setuid_true")}) {
+    const std::string capture = TempDir() + "/setuid_parent.mtb";
+    const Result child = RunProgram(
+        {Cli(), "run", "--quiet", "--children", "--output=" + capture, "--", "/bin/sh", "-c",
+         "PATH=" + TempDir() + ":$PATH; " + how + " && echo ran"},
+        {});
+    EXPECT_EQ(child.status, 0) << child.err;
+    EXPECT_NE(child.out.find("ran"), std::string::npos) << child.out;
+    EXPECT_NE(child.err.find("'" + program + "' is set-user-ID"), std::string::npos)
+        << how << ": " << child.err;
+    EXPECT_NE(child.err.find("runs untraced"), std::string::npos) << child.err;
+  }
 }
 
 // Debian's ldconfig (essential package libc-bin) is a static-pie executable: no program
