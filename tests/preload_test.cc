@@ -661,6 +661,10 @@ TEST_F(PreloadTest, TopSaysWhereTheSymbolsOfUnnamedFramesWouldBe) {
   const Result top = RunProgram({Cli(), "top", capture}, {});
   ASSERT_EQ(top.status, 0) << top.err;
   const size_t note = top.out.find("frames without a name (\"??\")");
+  if (note == std::string::npos && access("/usr/lib/debug/.build-id", F_OK) == 0 &&
+      top.out.find("?? (/usr/bin/ls") == std::string::npos) {
+    GTEST_SKIP() << "this machine has debug information installed that names ls's frames";
+  }
   ASSERT_NE(note, std::string::npos) << top.out;
   const std::string listed = top.out.substr(note);
   EXPECT_NE(listed.find("/usr/bin/ls ("), std::string::npos) << listed;
