@@ -142,22 +142,25 @@ void Symbolizer::Load(Module& m) {
     found = files_.emplace(m.record.path, Open(m.record.path)).first;
   }
   std::shared_ptr<LoadedModule> file = found->second;
-  m.missing = MissingSymbols::kNoFile;
-  if (file == nullptr) return;
+  if (file == nullptr) {
+    m.missing = MissingSymbols::kNoFile;
+    return;
+  }
   // A different build id means the file on disk is not the one that ran: treat as missing.
-  m.missing = MissingSymbols::kOtherBuild;
-  if (!m.record.build_id.empty() && m.record.build_id != file->build_id) return;
-  m.missing = MissingSymbols::kNoFile;  // until a segment holds the mapping's offset
+  if (!m.record.build_id.empty() && m.record.build_id != file->build_id) {
+    m.missing = MissingSymbols::kOtherBuild;
+    return;
+  }
   for (const GElf_Phdr& p : file->loads) {
     const uint64_t page_start = p.p_offset & ~uint64_t{0xfff};
     if (m.record.offset >= page_start && m.record.offset < p.p_offset + p.p_filesz) {
       // File offset o maps to p_vaddr + (o - p_offset); `offset` is mapped at `start`.
       m.bias = m.record.start - (p.p_vaddr + m.record.offset - p.p_offset);
       m.loaded = std::move(file);
-      m.missing = MissingSymbols::kNoSymbols;
       return;
     }
   }
+  m.missing = MissingSymbols::kNoFile;  // no segment of the file holds the mapped offset
 }
 
 const SymbolizedFrame& Symbolizer::Resolve(uint64_t pc) {
@@ -205,15 +208,20 @@ std::vector<UnresolvedModule> Symbolizer::Unresolved() const {
   std::vector<UnresolvedModule> out;
   for (size_t index : unresolved_order_) {
     const Module& m = modules_[index];
-    auto same = std::find_if(out.begin(), out.end(),
-                             [&](const UnresolvedModule& u) { return u.path == m.record.path; });
-    if (same == out.end()) {
-      out.push_back(UnresolvedModule{m.record.path, m.record.build_id, m.missing, 0});
-      same = out.end() - 1;
-    }
-    same->frames += m.unresolved;
+    AddUnresolved(&out, UnresolvedModule{m.record.path, m.record.build_id, m.missing,
+                                         m.unresolved});
   }
   return out;
+}
+
+void AddUnresolved(std::vector<UnresolvedModule>* modules, const UnresolvedModule& u) {
+  auto same = std::find_if(modules->begin(), modules->end(),
+                           [&](const UnresolvedModule& o) { return o.path == u.path; });
+  if (same == modules->end()) {
+    modules->push_back(u);
+  } else {
+    same->frames += u.frames;
+  }
 }
 
 std::string UnresolvedJson(const std::vector<UnresolvedModule>& modules) {

@@ -84,6 +84,10 @@ struct UnresolvedModule {
   uint64_t frames = 0;  // distinct return addresses resolved to "??" inside it
 };
 
+// Adds `u` to `modules`, one entry per path: the frames of a path already there are added
+// to its entry (several mappings of one file, or one file in several captures).
+void AddUnresolved(std::vector<UnresolvedModule>* modules, const UnresolvedModule& u);
+
 // `modules` as a JSON array, what `top --json`, `peak --json` and the report carry:
 // [{"path":..., "why":"no_file"|"other_build"|"no_symbols", "addresses":N,
 //   "build_id":..., "debug_file":...}].
@@ -128,7 +132,8 @@ class Symbolizer {
     bool tried = false;  // opening was attempted
     uint64_t bias = 0;   // runtime address minus ELF virtual address, once loaded
     std::shared_ptr<analysis_internal::LoadedModule> loaded;  // null: missing or mismatched
-    MissingSymbols missing = MissingSymbols::kNoSymbols;      // why, when loaded is null
+    // Why its pcs read "??": set by Load() when loaded stays null, else kNoSymbols.
+    MissingSymbols missing = MissingSymbols::kNoSymbols;
     uint64_t unresolved = 0;  // distinct pcs resolved to "??" in this mapping
   };
   Module* FindModule(uint64_t pc);

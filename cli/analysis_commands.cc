@@ -302,15 +302,7 @@ class SharedSymbolizers {
   std::vector<UnresolvedModule> Unresolved() const {
     std::vector<UnresolvedModule> out;
     for (const auto& [key, symbolizer] : by_modules_) {
-      for (const UnresolvedModule& u : symbolizer->Unresolved()) {
-        auto same = std::find_if(out.begin(), out.end(),
-                                 [&](const UnresolvedModule& o) { return o.path == u.path; });
-        if (same == out.end()) {
-          out.push_back(u);
-        } else {
-          same->frames += u.frames;
-        }
-      }
+      for (const UnresolvedModule& u : symbolizer->Unresolved()) AddUnresolved(&out, u);
     }
     return out;
   }

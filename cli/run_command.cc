@@ -79,18 +79,12 @@ std::string FindPreload(const std::string& given, std::string* tried) {
 // The file execvp() would run for `name`, or "" if none is found.
 std::string ResolveProgram(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
-  const char* path = getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
-    const std::string candidate = dir + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return "";
+  const char* dirs = getenv("PATH");
+  char found[PATH_MAX];
+  return FindInPath(name.c_str(), dirs != nullptr ? dirs : "/usr/local/bin:/usr/bin:/bin", found,
+                    sizeof(found))
+             ? std::string(found)
+             : std::string();
 }
 
 // True when `path` is an ELF executable without a program interpreter: the dynamic

@@ -729,15 +729,10 @@ void WarnIfLoaderIgnoresPreload(const char* file) noexcept {
   char path[PATH_MAX];
   const char* found = file;
   if (strchr(file, '/') == nullptr) {
-    found = nullptr;
     const char* dirs = getenv("PATH");
-    for (const char* d = dirs != nullptr ? dirs : "/bin:/usr/bin"; found == nullptr;) {
-      const char* end = strchrnul(d, ':');
-      const int n = snprintf(path, sizeof(path), "%.*s/%s", static_cast<int>(end - d), d, file);
-      if (n > 0 && static_cast<size_t>(n) < sizeof(path) && access(path, X_OK) == 0) found = path;
-      if (*end == '\0') break;
-      d = end + 1;
-    }
+    found = FindInPath(file, dirs != nullptr ? dirs : "/bin:/usr/bin", path, sizeof(path))
+                ? path
+                : nullptr;
   }
   char why[128];
   if (found != nullptr && LoaderIgnoresPreload(found, why, sizeof(why))) {

@@ -238,6 +238,17 @@ void WarnUnknownSettings(const char* const* env, std::vector<std::string>* warni
   }
 }
 
+bool FindInPath(const char* name, const char* dirs, char* out, size_t size) {
+  for (const char* d = dirs;;) {
+    const char* end = strchrnul(d, ':');
+    const int n = end > d ? snprintf(out, size, "%.*s/%s", static_cast<int>(end - d), d, name)
+                          : snprintf(out, size, "./%s", name);
+    if (n > 0 && static_cast<size_t>(n) < size && access(out, X_OK) == 0) return true;
+    if (*end == '\0') return false;
+    d = end + 1;
+  }
+}
+
 bool LoaderIgnoresPreload(const char* path, char* why, size_t size) {
   struct stat st;
   if (stat(path, &st) != 0) return false;

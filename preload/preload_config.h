@@ -111,6 +111,13 @@ inline constexpr std::string_view kPreloadSettingNames[] = {
 // else lists them all.
 void WarnUnknownSettings(const char* const* env, std::vector<std::string>* warnings);
 
+// The program `name` (no '/') as execvp() finds it: the first "DIR/name" that is
+// executable, for each DIR of the ':'-separated `dirs` (an empty entry is the current
+// directory), written to `out` (NUL-terminated). False when none is, or none fits in
+// `size`. No allocation (the interposer searches before an exec, maybe in a vfork()ed
+// child).
+bool FindInPath(const char* name, const char* dirs, char* out, size_t size);
+
 // True when the dynamic loader would run the file at `path` in secure mode, where it
 // ignores LD_PRELOAD and the interposer never loads: a set-user-ID file of another owner
 // than this process's effective user, or set-group-ID of another group (on a file system
