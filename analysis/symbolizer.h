@@ -18,12 +18,19 @@
 //   2. without debug information: the ELF .symtab or .dynsym name alone;
 //   3. nothing known: "??", with the module and the offset inside it.
 //
+// Separate debug information is looked for where elfutils looks on this machine
+// (/usr/lib/debug/.build-id/, the file's .gnu_debuglink); when it is not there, and for a
+// module whose file is missing or is another build than the capture's, the file is asked
+// for by build id from the debuginfod servers DEBUGINFOD_URLS names (debuginfod.h), as
+// gdb and perf do. Nothing is asked when that variable is unset or empty.
+//
 // Resolution never fails. A module whose file is missing, unreadable, not ELF, or whose
-// GNU build id differs from the capture's (the file on disk is not the one that ran) is
-// treated as missing: its pcs describe as "?? (path+0xoff)", where the offset is the file
+// GNU build id differs from the capture's (the file on disk is not the one that ran), and
+// which no debuginfod server gave, is treated as missing: its pcs describe as
+// "?? (path+0xoff)", where the offset is the file
 // offset (pc - start + offset) because the program headers are unknown. For a module that
 // was read, module_offset is the ELF virtual address (pc - bias), the number addr2line and
-// objdump take.
+// objdump take. Unresolved() says, for each module with "??" frames, why.
 //
 // Thread safety: a Symbolizer is used by one thread. Resolve() caches; the reference it
 // returns stays valid for the Symbolizer's lifetime.
@@ -38,6 +45,7 @@
 #define MEMTRACE_ANALYSIS_SYMBOLIZER_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,6 +90,10 @@ struct UnresolvedModule {
   std::string build_id;  // the capture's (lower-case hex), empty when it recorded none
   MissingSymbols why;
   uint64_t frames = 0;  // distinct return addresses resolved to "??" inside it
+  // Why the debuginfod servers (DEBUGINFOD_URLS) gave nothing for it: "no server in
+  // DEBUGINFOD_URLS (...) has the debug information", "... could not be asked: Connection
+  // refused". Empty when none was asked: no servers named, or no build id to ask by.
+  std::string debuginfod;
 };
 
 // Adds `u` to `modules`, one entry per path: the frames of a path already there are added
@@ -90,7 +102,8 @@ void AddUnresolved(std::vector<UnresolvedModule>* modules, const UnresolvedModul
 
 // `modules` as a JSON array, what `top --json`, `peak --json` and the report carry:
 // [{"path":..., "why":"no_file"|"other_build"|"no_symbols", "addresses":N,
-//   "build_id":..., "debug_file":...}].
+//   "build_id":..., "debug_file":..., "debuginfod":..., "debuginfod_servers":B}], where
+// B says whether DEBUGINFOD_URLS named servers to ask.
 std::string UnresolvedJson(const std::vector<UnresolvedModule>& modules);
 
 // The separate debug file that libdw looks for, for a module with this build id:
@@ -122,6 +135,11 @@ class Symbolizer {
   // Module lines added so far.
   size_t module_count() const { return modules_.size(); }
 
+  // Where a request to a debuginfod server is announced, one line each ("memtrace: asking
+  // debuginfod for ..."), so that a wait for the network is explained; null (the
+  // default): nowhere. The CLI passes stderr.
+  void set_progress(std::FILE* progress) { progress_ = progress; }
+
   // The modules in which Resolve() has given "??" so far, one entry per path, in the
   // order they were first met. What `memtrace top` and `peak` explain under their tables.
   std::vector<UnresolvedModule> Unresolved() const;
@@ -135,8 +153,13 @@ class Symbolizer {
     // Why its pcs read "??": set by Load() when loaded stays null, else kNoSymbols.
     MissingSymbols missing = MissingSymbols::kNoSymbols;
     uint64_t unresolved = 0;  // distinct pcs resolved to "??" in this mapping
+    std::string debuginfod;   // why debuginfod gave no file for it, when asked
   };
   Module* FindModule(uint64_t pc);
+  // The ELF file at `path` (opened once, shared by every mapping), for the module the
+  // capture calls `name`; null when it cannot be read as ELF.
+  std::shared_ptr<analysis_internal::LoadedModule> OpenFile(const std::string& path,
+                                                            const std::string& name);
   void Load(Module& m);
   void CountUnresolved(Module& m);
 
@@ -146,6 +169,7 @@ class Symbolizer {
   std::map<std::string, std::shared_ptr<analysis_internal::LoadedModule>> files_;
   absl::node_hash_map<uint64_t, SymbolizedFrame> cache_;  // node map: stable references
   std::vector<size_t> unresolved_order_;  // modules_ indices, by first "??"
+  std::FILE* progress_ = nullptr;
 };
 
 }  // namespace memtrace

@@ -35,19 +35,11 @@
 #include "absl/strings/str_split.h"
 #include "analysis/capture_reader.h"
 #include "runtime/cpu_list.h"
+#include "tests/fake_debuginfod.h"
+#include "tests/test_paths.h"
 
 namespace memtrace {
 namespace {
-
-std::string Runfile(const std::string& path) {
-  const char* dir = getenv("TEST_SRCDIR");
-  return std::string(dir != nullptr ? dir : ".") + "/memtrace/" + path;
-}
-
-std::string TempDir() {
-  const char* dir = getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
 
 const std::string& Cli() {
   static const std::string path = Runfile("cli/memtrace");
@@ -688,6 +680,56 @@ TEST_F(PreloadTest, TopSaysWhereTheSymbolsOfUnnamedFramesWouldBe) {
   if (own_note != std::string::npos) {
     EXPECT_EQ(own_top.out.find(Target(), own_note), std::string::npos) << own_top.out;
   }
+}
+
+// A call site in a library stripped of every symbol reads "??" until a debuginfod server
+// gives its debug information: `top` says where it would come from, asks the server
+// DEBUGINFOD_URLS names (announcing that on stderr), and names the function.
+TEST_F(PreloadTest, TopNamesFramesWithDebugInformationFromDebuginfod) {
+  const std::string library = Runfile("tests/debuginfod_fixture/stripped.so");
+  const std::string capture = TempDir() + "/debuginfod.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "plugin", library}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+
+  const Result unnamed = RunProgram({Cli(), "top", capture}, {});
+  ASSERT_EQ(unnamed.status, 0) << unnamed.err;
+  EXPECT_EQ(unnamed.out.find("memtrace_fixture::Allocate"), std::string::npos) << unnamed.out;
+  const size_t note = unnamed.out.find("debuginfod_fixture/stripped.so (");
+  ASSERT_NE(note, std::string::npos) << unnamed.out;
+  EXPECT_NE(unnamed.out.find("or set DEBUGINFOD_URLS to fetch its debug information", note),
+            std::string::npos)
+      << unnamed.out;
+
+  FakeDebuginfod server;
+  ASSERT_FALSE(server.url().empty());
+  const std::vector<std::string> env = {"DEBUGINFOD_URLS=" + server.url(),
+                                        "DEBUGINFOD_CACHE_PATH=" + TempDir() + "/debuginfod",
+                                        "no_proxy=127.0.0.1"};
+  // A server without it: the note says so.
+  const Result missing = RunProgram({Cli(), "top", capture}, env);
+  ASSERT_EQ(missing.status, 0) << missing.err;
+  EXPECT_NE(missing.out.find("debuginfod: no server in DEBUGINFOD_URLS (" + server.url() +
+                             ") has the debug information"),
+            std::string::npos)
+      << missing.out;
+  EXPECT_NE(missing.err.find("memtrace: asking debuginfod for the debug information of "),
+            std::string::npos)
+      << missing.err;
+
+  // The libdebuginfod client keeps a "not found" for a while: another cache for the rest.
+  std::vector<std::string> served = env;
+  served[1] += "-served";
+  const std::string build_id = BuildIdOf(library);
+  ASSERT_FALSE(build_id.empty());
+  server.Serve(build_id, "debuginfo", Runfile("tests/debuginfod_fixture/debug"));
+  const Result named = RunProgram({Cli(), "top", capture}, served);
+  ASSERT_EQ(named.status, 0) << named.err;
+  EXPECT_NE(named.out.find("memtrace_fixture::Allocate(unsigned long) ("), std::string::npos)
+      << named.out;
+  EXPECT_NE(named.out.find("debuginfod_fixture.cc:"), std::string::npos) << named.out;
+  EXPECT_EQ(named.out.find("debuginfod_fixture/stripped.so ("), std::string::npos)
+      << named.out;
 }
 
 // _exit() runs no destructors, the interposer's included: it finishes the capture first,
