@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "analysis/allocator_frames.h"
 #include "analysis/analyzer.h"
+#include "analysis/debuginfod.h"
 #include "analysis/exports.h"
 #include "analysis/family_live.h"
 #include "analysis/output_file.h"
@@ -229,6 +230,7 @@ std::optional<int> OneCapture(const CommandSpec& spec, const ParsedArgs& args) {
 // A Symbolizer given the capture's module lines.
 std::unique_ptr<Symbolizer> ModuleSymbolizer(const CaptureSummary& s) {
   auto symbolizer = std::make_unique<Symbolizer>();
+  symbolizer->set_progress(stderr);  // a wait for a debuginfod server is explained
   for (const CaptureRecord& m : s.modules) symbolizer->AddModule(m);
   return symbolizer;
 }
@@ -326,6 +328,7 @@ std::optional<int> ParseAllocators(const CommandSpec& spec, AllocatorFunctions* 
 void PrintUnresolvedNote(const std::vector<UnresolvedModule>& modules) {
   if (modules.empty()) return;
   constexpr size_t kListed = 5;
+  const bool no_servers = Debuginfod::Urls().find_first_not_of(" \t") == std::string::npos;
   printf("\nnote: %zu module%s frames without a name (\"??\"). Symbols are read now, not "
          "when the\ncapture was made: once they are there, run this again.\n",
          modules.size(), modules.size() == 1 ? " has" : "s have");
@@ -356,6 +359,19 @@ void PrintUnresolvedNote(const std::vector<UnresolvedModule>& modules) {
         break;
       }
     }
+    // debuginfod: what the servers said, or that they could be asked.
+    if (!u.debuginfod.empty()) {
+      printf("      debuginfod: %s\n", u.debuginfod.c_str());
+    } else if (!u.build_id.empty() && no_servers) {
+      printf("      or set DEBUGINFOD_URLS to fetch %s by its build id\n",
+             u.why == MissingSymbols::kNoSymbols ? "its debug information" : "the file");
+    }
+  }
+  if (no_servers && std::any_of(modules.begin(), modules.end(), [](const UnresolvedModule& u) {
+        return !u.build_id.empty();
+      })) {
+    printf("  (DEBUGINFOD_URLS names debuginfod servers, as for gdb; Debian's: "
+           "https://debuginfod.debian.net)\n");
   }
   if (modules.size() > kListed) printf("  (%zu more modules)\n", modules.size() - kListed);
 }
@@ -1566,6 +1582,7 @@ int ExportCommand(int argc, char** argv) {
   const auto s = Load(path);
   if (!s.ok()) return InputError(kExportSpec, std::string(s.status().message()));
   Symbolizer symbolizer;
+  symbolizer.set_progress(stderr);
   for (const CaptureRecord& m : s->modules) symbolizer.AddModule(m);
   absl::StatusOr<std::string> data;
   if (format == "perfetto") {

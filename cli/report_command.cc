@@ -47,6 +47,7 @@ uint64_t Count(const std::string& text) {
 int ReportCommand(int argc, char** argv) {
   std::string capture, output;
   ReportOptions options;
+  options.progress = stderr;  // a wait for a debuginfod server is explained
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {

@@ -49,6 +49,7 @@ class FrameNames {
       : describe_(options.describe_frame), allocators_(options.allocators), tables_(tables) {
     if (!describe_ && options.symbolize && !tables.module_records.empty()) {
       for (const CaptureRecord& m : tables.module_records) symbolizer_.AddModule(m);
+      symbolizer_.set_progress(options.progress);
       use_symbolizer_ = true;
     }
   }

@@ -34,6 +34,7 @@
 #define MEMTRACE_REPORT_HTML_REPORT_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 
@@ -54,6 +55,9 @@ struct ReportOptions {
   // Without describe_frame: name frames with the symbolizer (function (file:line)) from
   // the capture's module lines, or, when false, as "module+0xoffset".
   bool symbolize = true;
+  // With the symbolizer: where a request to a debuginfod server is announced
+  // (Symbolizer::set_progress()); null: nowhere.
+  std::FILE* progress = nullptr;
   // With the symbolizer: the program's own allocator functions, besides the built-in
   // ones, that call sites are named past (analysis/allocator_frames.h).
   AllocatorFunctions allocators;

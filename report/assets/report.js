@@ -669,6 +669,11 @@
       } else {
         what = "the file has no symbols for them: build it with -g, or keep its symbols.";
       }
+      if (m.debuginfod) {
+        what += " debuginfod: " + m.debuginfod + ".";
+      } else if (m.build_id && !m.debuginfod_servers) {
+        what += " Or set DEBUGINFOD_URLS to a debuginfod server (Debian runs one at debuginfod.debian.net) to fetch it by its build id.";
+      }
       list.append(el("li", { text: m.path + " (" + fmtCount(m.addresses) + " addresses): " + what }));
     }
     panelEl.append(el("div", { class: "sub", id: "unresolved" },
