@@ -117,12 +117,27 @@ size_t CallerFrame(const std::vector<std::string_view>& functions,
 std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frames,
                       const AllocatorFunctions& allocators) {
   if (frames.empty()) return {};
+  // The stack's functions innermost first, inlined ones included: each return address
+  // gives the functions inlined there, innermost first, then the one they were inlined
+  // into. Resolve() keeps its answers for the Symbolizer's lifetime: the views stay valid.
+  struct Logical {
+    std::string_view function;
+    uint64_t pc;
+    const InlinedFrame* inlined;  // null: the frame's own function
+  };
+  std::vector<Logical> logical;
   std::vector<std::string_view> functions;
-  functions.reserve(frames.size());
-  // Resolve() keeps its answers for the Symbolizer's lifetime: the views stay valid.
-  for (uint64_t pc : frames) functions.push_back(symbolizer.Resolve(pc).function);
+  for (uint64_t pc : frames) {
+    const SymbolizedFrame& f = symbolizer.Resolve(pc);
+    for (const InlinedFrame& in : f.inlined) logical.push_back(Logical{in.function, pc, &in});
+    logical.push_back(Logical{f.function, pc, nullptr});
+  }
+  functions.reserve(logical.size());
+  for (const Logical& l : logical) functions.push_back(l.function);
   const size_t caller = CallerFrame(functions, allocators);
-  std::string label = symbolizer.Describe(frames[caller]);
+  const Logical& named = logical[caller];
+  std::string label = named.inlined != nullptr ? DescribeInlined(*named.inlined)
+                                               : symbolizer.Describe(named.pc);
   if (functions[caller] == kUnknownFunction) {
     // The first named frame further out: where to start reading.
     for (size_t i = caller + 1; i < functions.size(); ++i) {

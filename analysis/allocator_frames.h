@@ -85,6 +85,10 @@ size_t CallerFrame(const std::vector<std::string_view>& functions,
 // the allocator (CallerFrame), with " via " and the allocator function it called, or the
 // innermost frame's Describe() when no allocator function is found. When that frame has
 // no name ("??"), " under " and the first named frame further out follow its Describe().
+// Functions inlined at a return address count as frames of their own, innermost first
+// (SymbolizedFrame::inlined): a lambda inlined into std::thread's _M_run() names the site,
+// at its own line; std::allocator<T>::allocate() inlined into Parse() is an allocator
+// frame, and Parse() at the line that called it names the site.
 std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frames,
                       const AllocatorFunctions& allocators = AllocatorFunctions());
 

@@ -179,11 +179,16 @@ std::string FoldedStacks(const CaptureSummary& summary, Symbolizer& symbolizer,
     if (w == 0) continue;
     const std::vector<uint64_t> frames = SiteFrames(summary, a.site, a.site_addr);
     std::string line;
-    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
-      std::string name = FrameName(symbolizer, *it);
+    auto add = [&](std::string name) {
       std::replace(name.begin(), name.end(), ';', ':');
       std::replace(name.begin(), name.end(), '\n', ' ');
       absl::StrAppend(&line, line.empty() ? "" : ";", name);
+    };
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+      add(FrameName(symbolizer, *it));
+      // The functions inlined into it, outermost first: callers before callees.
+      const std::vector<InlinedFrame>& inlined = symbolizer.Resolve(*it).inlined;
+      for (auto in = inlined.rbegin(); in != inlined.rend(); ++in) add(in->function);
     }
     stacks[line] += w;
   }
@@ -275,24 +280,29 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
     auto [it, added] = location_ids.emplace(pc, location_ids.size() + 1);
     if (!added) return it->second;
     const SymbolizedFrame& f = symbolizer.Resolve(pc);
-    const std::string name = FrameName(symbolizer, pc);
-    auto [fn, new_function] = function_ids.emplace(name + '\0' + f.file, function_ids.size() + 1);
-    if (new_function) {
-      ProtoWriter function;
-      function.Varint(1, fn->second);
-      function.Int64(2, strings.Index(name));
-      function.Int64(3, strings.Index(name));
-      function.Int64(4, strings.Index(f.file));
-      profile.Message(kFunction, function);
-    }
     ProtoWriter loc;
     loc.Varint(1, it->second);
     if (const uint64_t mapping = mapping_of(pc); mapping != 0) loc.Varint(2, mapping);
     loc.Varint(3, pc);
-    ProtoWriter line;
-    line.Varint(1, fn->second);
-    line.Int64(2, f.line);
-    loc.Message(4, line);
+    // One line per function at pc: the inlined ones innermost first, then the frame's own
+    // function, the caller they were all inlined into (pprof's order).
+    auto add_line = [&](const std::string& name, const std::string& file, uint32_t at) {
+      auto [fn, new_function] = function_ids.emplace(name + '\0' + file, function_ids.size() + 1);
+      if (new_function) {
+        ProtoWriter function;
+        function.Varint(1, fn->second);
+        function.Int64(2, strings.Index(name));
+        function.Int64(3, strings.Index(name));
+        function.Int64(4, strings.Index(file));
+        profile.Message(kFunction, function);
+      }
+      ProtoWriter line;
+      line.Varint(1, fn->second);
+      line.Int64(2, at);
+      loc.Message(4, line);
+    };
+    for (const InlinedFrame& in : f.inlined) add_line(in.function, in.file, in.line);
+    add_line(FrameName(symbolizer, pc), f.file, f.line);
     profile.Message(kLocation, loc);
     return it->second;
   };

@@ -284,22 +284,123 @@ std::string WithoutVersion(const char* name) {
   return at == nullptr || at == name ? std::string(name) : std::string(name, at);
 }
 
-// The name of the DWARF subprogram containing `addr` (a dwfl address), or null.
-const char* DwarfFunctionName(Dwfl_Module* module, Dwarf_Addr addr) {
-  Dwarf_Addr bias = 0;
-  Dwarf_Die* cu = dwfl_module_addrdie(module, addr, &bias);
-  if (cu == nullptr) return nullptr;
+// The DWARF scopes that contain `addr` (a dwfl address), innermost first: the DIEs of
+// the functions inlined there, lexical blocks, the subprogram, the CU.
+class ScopesAt {
+ public:
+  ScopesAt(Dwfl_Module* module, Dwarf_Addr addr) {
+    Dwarf_Addr bias = 0;
+    cu_ = dwfl_module_addrdie(module, addr, &bias);
+    if (cu_ != nullptr) count_ = dwarf_getscopes(cu_, addr - bias, &scopes_);
+  }
+  ~ScopesAt() { free(scopes_); }
+  ScopesAt(const ScopesAt&) = delete;
+  ScopesAt& operator=(const ScopesAt&) = delete;
+
+  Dwarf_Die* cu() const { return cu_; }
+  int count() const { return count_ > 0 ? count_ : 0; }
+  Dwarf_Die* at(int i) const { return &scopes_[i]; }
+
+ private:
+  Dwarf_Die* cu_ = nullptr;
+  Dwarf_Die* scopes_ = nullptr;
+  int count_ = 0;
+};
+
+// A function DIE's name: its linkage name (mangled) when it has one, else its name; both
+// looked for through DW_AT_abstract_origin and DW_AT_specification. Null when neither.
+const char* DieFunctionName(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  const char* name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+  if (name == nullptr) name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+  return name;
+}
+
+// An inlined function's name, demangled: from its linkage name when the DWARF gives one
+// (-g does), else its name qualified by the namespaces, classes and functions around its
+// declaration, as the demangler would write them ("ns::Parser::Grow", "main::<lambda()>::
+// operator()"), without the parameter list the DWARF name lacks (-g1 gives no linkage
+// names).
+std::string InlinedFunctionName(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  if (const char* linkage =
+          dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr))) {
+    return Demangle(linkage);
+  }
+  // The declaration: through the abstract origin, then the specification (a member
+  // function's declaration is inside its class).
+  Dwarf_Die origin = *die;
+  for (int hops = 0; hops < 8; ++hops) {
+    Dwarf_Die next;
+    if (dwarf_formref_die(dwarf_attr(&origin, DW_AT_abstract_origin, &attr), &next) != nullptr ||
+        dwarf_formref_die(dwarf_attr(&origin, DW_AT_specification, &attr), &next) != nullptr) {
+      origin = next;
+    } else {
+      break;
+    }
+  }
+  const char* name = dwarf_diename(&origin);
+  if (name == nullptr) return "??";
+  std::string qualified = name;
   Dwarf_Die* scopes = nullptr;
-  const int n = dwarf_getscopes(cu, addr - bias, &scopes);
-  const char* name = nullptr;
-  for (int i = 0; i < n && name == nullptr; ++i) {
-    if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram) continue;
-    Dwarf_Attribute attr;
-    name = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_linkage_name, &attr));
-    if (name == nullptr) name = dwarf_diename(&scopes[i]);
+  const int n = dwarf_getscopes_die(&origin, &scopes);
+  for (int i = 1; i < n; ++i) {  // scopes[0] is the declaration itself
+    const int tag = dwarf_tag(&scopes[i]);
+    if (tag == DW_TAG_compile_unit || tag == DW_TAG_partial_unit) break;
+    const char* scope = dwarf_diename(&scopes[i]);
+    if (tag == DW_TAG_namespace) {
+      qualified = absl::StrCat(scope != nullptr ? scope : "(anonymous namespace)", "::",
+                               qualified);
+    } else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+               tag == DW_TAG_union_type || tag == DW_TAG_subprogram) {
+      if (scope != nullptr) qualified = absl::StrCat(scope, "::", qualified);
+    }
   }
   free(scopes);
-  return name;
+  return qualified;
+}
+
+// The name of the DWARF subprogram containing `addr` (a dwfl address), or null.
+const char* DwarfFunctionName(Dwfl_Module* module, Dwarf_Addr addr) {
+  const ScopesAt scopes(module, addr);
+  for (int i = 0; i < scopes.count(); ++i) {
+    if (dwarf_tag(scopes.at(i)) == DW_TAG_subprogram) return DieFunctionName(scopes.at(i));
+  }
+  return nullptr;
+}
+
+// The functions the compiler inlined at `addr` (a dwfl address), innermost first, each at
+// its own line: the innermost at `*file`:`*line` (the line table's), each other at the
+// line where it called the one inlined into it. On return `*file` and `*line` are where
+// the outermost inlined function was called from: the line of the function the symbol
+// table names. Nothing changes without DW_TAG_inlined_subroutine scopes.
+std::vector<InlinedFrame> InlinedAt(Dwfl_Module* module, Dwarf_Addr addr, std::string* file,
+                                    uint32_t* line) {
+  std::vector<InlinedFrame> out;
+  const ScopesAt scopes(module, addr);
+  Dwarf_Files* files = nullptr;
+  size_t file_count = 0;
+  for (int i = 0; i < scopes.count(); ++i) {
+    Dwarf_Die* die = scopes.at(i);
+    const int tag = dwarf_tag(die);
+    if (tag == DW_TAG_subprogram) break;
+    if (tag != DW_TAG_inlined_subroutine) continue;  // a lexical block
+    out.push_back(InlinedFrame{InlinedFunctionName(die), *file, *line});
+    // Where it was inlined: a line of the function around it.
+    Dwarf_Attribute attr;
+    Dwarf_Word call_file = 0;
+    Dwarf_Word call_line = 0;
+    const char* caller_file = nullptr;
+    if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &call_file) == 0 &&
+        (files != nullptr || dwarf_getsrcfiles(scopes.cu(), &files, &file_count) == 0) &&
+        call_file < file_count) {
+      caller_file = dwarf_filesrc(files, call_file, nullptr, nullptr);
+    }
+    if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &call_line) != 0) call_line = 0;
+    *file = caller_file != nullptr ? caller_file : "";
+    *line = caller_file != nullptr ? static_cast<uint32_t>(call_line) : 0;
+  }
+  return out;
 }
 
 }  // namespace
@@ -397,6 +498,9 @@ const SymbolizedFrame& Symbolizer::Resolve(uint64_t pc) {
       f.line = static_cast<uint32_t>(lineno);
     }
   }
+  // The line table's line is inside the innermost function inlined here, if any: the
+  // frame's own function is at the line that called the outermost of them.
+  if (!f.file.empty()) f.inlined = InlinedAt(file.module, lookup, &f.file, &f.line);
   if (f.function == "??") CountUnresolved(*m);
   return f;
 }
@@ -447,6 +551,11 @@ std::string DebugFileForBuildId(const std::string& build_id) {
   if (build_id.size() < 3) return "";
   return absl::StrCat("/usr/lib/debug/.build-id/", build_id.substr(0, 2), "/",
                       build_id.substr(2), ".debug");
+}
+
+std::string DescribeInlined(const InlinedFrame& frame) {
+  if (frame.file.empty()) return frame.function;
+  return absl::StrCat(frame.function, " (", frame.file, ":", frame.line, ")");
 }
 
 std::string Symbolizer::Describe(uint64_t pc) {

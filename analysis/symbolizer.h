@@ -14,7 +14,10 @@
 //
 //   1. DWARF line information (file:line) and the symbol table's function name,
 //      demangled (abi::__cxa_demangle); the DWARF subprogram's name when the symbol
-//      tables do not cover the pc;
+//      tables do not cover the pc. Where the compiler inlined functions at the pc (and
+//      the DWARF says so), file:line is the function's own line, the one
+//      that called the outermost inlined function, and the inlined functions follow in
+//      `inlined`, each at its own line (as addr2line -i gives them);
 //   2. without debug information: the ELF .symtab or .dynsym name alone;
 //   3. nothing known: "??", with the module and the offset inside it.
 //
@@ -57,13 +60,30 @@
 
 namespace memtrace {
 
+// A function the compiler inlined into a frame's function, at the line it was at.
+struct InlinedFrame {
+  std::string function;  // demangled
+  std::string file;      // empty when the DWARF does not say
+  uint32_t line = 0;
+};
+
+// "function (file:line)", or the function alone when the DWARF gives no line: an inlined
+// function as `top --stacks` and the report's flame graph list it.
+std::string DescribeInlined(const InlinedFrame& frame);
+
 struct SymbolizedFrame {
   uint64_t pc;
   std::string function;  // demangled; "??" when unknown
-  std::string file;      // source file, empty without line information
-  uint32_t line = 0;     // 0 without line information
+  // The line of `function` the pc is at, empty and 0 without line information. With
+  // inlined functions, the line that called the outermost of them.
+  std::string file;
+  uint32_t line = 0;
   std::string module;    // the module's path; empty when the pc is in no module
   uint64_t module_offset = 0;
+  // The functions inlined into `function` at pc, innermost first; each calls the next,
+  // and the last is called from `file`:`line`. Empty without inlining or without the
+  // DWARF that describes it.
+  std::vector<InlinedFrame> inlined;
 };
 
 namespace analysis_internal {

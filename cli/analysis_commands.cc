@@ -272,10 +272,23 @@ class SiteNamer {
   }
   std::string JsonFrame(uint64_t pc) {
     const SymbolizedFrame& f = symbolizer_->Resolve(pc);
+    std::string inlined;
+    for (const InlinedFrame& in : Inlined(pc)) {
+      absl::StrAppend(&inlined, inlined.empty() ? "" : ",", "{\"function\":",
+                      JsonQuote(in.function), ",\"file\":", JsonQuote(in.file),
+                      ",\"line\":", in.line, "}");
+    }
     return absl::StrCat("{\"pc\":\"", Hex(pc), "\",\"function\":", JsonQuote(f.function),
                         ",\"file\":", JsonQuote(f.file), ",\"line\":", f.line,
                         ",\"module\":", JsonQuote(f.module), ",\"module_offset\":\"",
-                        Hex(f.module_offset), "\",\"text\":", JsonQuote(Describe(pc)), "}");
+                        Hex(f.module_offset), "\",\"text\":", JsonQuote(Describe(pc)),
+                        ",\"inlined\":[", inlined, "]}");
+  }
+  // The functions inlined into the function at pc, innermost first (none for a capture
+  // without module lines).
+  const std::vector<InlinedFrame>& Inlined(uint64_t pc) {
+    static const std::vector<InlinedFrame> kNone;
+    return summary_.modules.empty() || pc == 0 ? kNone : symbolizer_->Resolve(pc).inlined;
   }
 
  private:
@@ -1234,6 +1247,10 @@ int TopCommand(int argc, char** argv) {
   auto print_frames = [&](uint32_t site) {
     const std::vector<uint64_t> frames = names.Frames(site);
     for (size_t f = 0; f < frames.size(); ++f) {
+      // The functions inlined into this frame's, innermost first, as gdb lists them.
+      for (const InlinedFrame& in : names.Inlined(frames[f])) {
+        printf("    #%-2zu %s [inlined]\n", f, DescribeInlined(in).c_str());
+      }
       printf("    #%-2zu %s\n", f, names.Describe(frames[f]).c_str());
     }
   };

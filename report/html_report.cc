@@ -80,6 +80,13 @@ class FrameNames {
   }
   const std::vector<std::string>& names() const { return names_; }
 
+  // The functions inlined into the function at pc, innermost first: none unless the
+  // symbolizer names frames.
+  const std::vector<InlinedFrame>& Inlined(uint64_t pc) {
+    static const std::vector<InlinedFrame> kNone;
+    return use_symbolizer_ && !describe_ ? symbolizer_.Resolve(pc).inlined : kNone;
+  }
+
   // The modules whose frames the symbolizer named "??" so far (Symbolizer::Unresolved()).
   std::vector<UnresolvedModule> Unresolved() const {
     return use_symbolizer_ ? symbolizer_.Unresolved() : std::vector<UnresolvedModule>{};
@@ -263,6 +270,11 @@ std::string JsonFlame(const CaptureSummary& s, const CaptureTables& tables,
     if (frames != tables.site_frames.end() && tables.other_sites.count(site) == 0) {
       for (auto f = frames->second.rbegin(); f != frames->second.rend(); ++f) {
         st.frames.push_back(names.Index(names.Describe(*f)));
+        // The functions inlined into it, outermost first, as frames of their own.
+        const std::vector<InlinedFrame>& inlined = names.Inlined(*f);
+        for (auto in = inlined.rbegin(); in != inlined.rend(); ++in) {
+          st.frames.push_back(names.Index(DescribeInlined(*in)));
+        }
       }
     } else {
       st.frames.push_back(names.Index(SiteName(s, tables, names, site)));

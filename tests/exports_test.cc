@@ -6,7 +6,15 @@
 
 #include "analysis/exports.h"
 
+#include <zlib.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "gtest/gtest.h"
+#include "tests/inline_frames.h"
 #include "tests/self_modules.h"
 
 namespace memtrace_exports_test {
@@ -47,6 +55,111 @@ TEST(ExportsTest, FoldedStacksAreOutermostFirstSymbolizedAndMerged) {
   EXPECT_EQ(FoldedStacks(s, symbolizer, FoldedWeight::kCount),
             "?? (0x10) 1\n"
             "memtrace_exports_test::Outer();memtrace_exports_test::Inner() 3\n");
+}
+
+// A stack through inlined code (tests/inline_frames.h): a summary with one site there.
+CaptureSummary InlinedStack() {
+  CaptureSummary s;
+  s.modules = SelfExecutableModules();
+  const uint64_t pc = memtrace_inline_test::Outer();
+  s.site_addrs = {{1, pc}};
+  s.site_frames[1] = {pc};
+  AllocationAttribution a;
+  a.site = 1;
+  a.site_addr = pc;
+  a.usage.Allocate(64);
+  s.attribution = {a};
+  return s;
+}
+
+TEST(ExportsTest, FoldedStacksListInlinedFunctionsAsFrames) {
+  const CaptureSummary s = InlinedStack();
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : s.modules) symbolizer.AddModule(m);
+  EXPECT_EQ(FoldedStacks(s, symbolizer, FoldedWeight::kBytes),
+            "memtrace_inline_test::Outer();memtrace_inline_test::Inlined() 64\n");
+}
+
+// One field of a protobuf message: a varint's value, or a length-delimited value's bytes.
+struct Field {
+  int number;
+  uint64_t varint = 0;
+  std::string bytes;
+};
+
+// The fields of one protobuf message, in order (the exporter writes no other wire types).
+std::vector<Field> Fields(const std::string& message) {
+  std::vector<Field> out;
+  size_t i = 0;
+  auto varint = [&]() {
+    uint64_t v = 0;
+    for (int shift = 0; i < message.size(); shift += 7) {
+      const auto byte = static_cast<unsigned char>(message[i++]);
+      v |= uint64_t{byte & 0x7fu} << shift;
+      if ((byte & 0x80) == 0) break;
+    }
+    return v;
+  };
+  while (i < message.size()) {
+    const uint64_t key = varint();
+    Field f{static_cast<int>(key >> 3)};
+    if ((key & 7) == 0) {
+      f.varint = varint();
+    } else if ((key & 7) == 2) {
+      const uint64_t n = varint();
+      f.bytes = message.substr(i, n);
+      i += n;
+    } else {
+      ADD_FAILURE() << "wire type " << (key & 7);
+      return out;
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// The value of the varint field `number` of `message`, 0 when it has none.
+uint64_t VarintField(const std::string& message, int number) {
+  for (const Field& f : Fields(message)) {
+    if (f.number == number) return f.varint;
+  }
+  return 0;
+}
+
+// A pprof location lists the functions inlined at its address as lines of their own,
+// innermost first, the frame's own function last.
+TEST(ExportsTest, PprofLocationsCarryInlinedFunctionsAsLines) {
+  const CaptureSummary s = InlinedStack();
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : s.modules) symbolizer.AddModule(m);
+  const auto data = PprofProfile(s, symbolizer);
+  ASSERT_TRUE(data.ok()) << data.status();
+  z_stream z{};
+  ASSERT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+  std::string profile(1 << 20, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data->data()));
+  z.avail_in = static_cast<uInt>(data->size());
+  z.next_out = reinterpret_cast<Bytef*>(profile.data());
+  z.avail_out = static_cast<uInt>(profile.size());
+  ASSERT_EQ(inflate(&z, Z_FINISH), Z_STREAM_END);
+  profile.resize(z.total_out);
+  inflateEnd(&z);
+
+  // Profile: location (4), function (5), string_table (6). Function: id (1), name (2).
+  std::vector<std::string> strings, locations;
+  std::map<uint64_t, uint64_t> function_names;  // function id -> string index
+  for (const Field& f : Fields(profile)) {
+    if (f.number == 4) locations.push_back(f.bytes);
+    if (f.number == 5) function_names[VarintField(f.bytes, 1)] = VarintField(f.bytes, 2);
+    if (f.number == 6) strings.push_back(f.bytes);
+  }
+  ASSERT_EQ(locations.size(), 1u);
+  std::vector<std::string> lines;  // location: line (4); line: function_id (1)
+  for (const Field& f : Fields(locations[0])) {
+    if (f.number == 4) lines.push_back(strings.at(function_names.at(VarintField(f.bytes, 1))));
+  }
+  EXPECT_EQ(lines, (std::vector<std::string>{"memtrace_inline_test::Inlined()",
+                                             "memtrace_inline_test::Outer()"}));
 }
 
 TEST(ExportsTest, PprofIsGzip) {

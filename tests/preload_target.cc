@@ -56,6 +56,8 @@
 //   plugin LIB  dlopen()s LIB, allocates a marker through its
 //               memtrace_test_plugin_alloc() (kept live), dlclose()s it, prints its counts
 //   new         allocates a marker with new[] inside MakeMarkerWithNew(), prints its counts
+//   inlined     allocates a marker in code inlined into a function built with -g2
+//               (tests/inline_frames.h), prints its counts
 //   quick-exit  allocates, prints its counts, and ends with _exit(7) (no destructors)
 //   exit-in-handler
 //               a SIGTERM handler calls _exit(0); prints "ready", then allocates and
@@ -110,6 +112,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/inline_frames.h"
 
 namespace {
 
@@ -603,6 +607,12 @@ void GetattrThread() {
   PrintCounts();
 }
 
+void InlinedMarker() {
+  MustAlloc(memtrace_inline_test::AllocateThroughInlined(50039));
+  CountAlloc(50039);
+  PrintCounts();
+}
+
 __attribute__((noinline)) void NewMarker() {
   char* p = MakeMarkerWithNew(50035);
   CountAlloc(50035);
@@ -929,6 +939,8 @@ int main(int argc, char** argv) {
     Plugin(argv[2]);
   } else if (mode == "new") {
     NewMarker();
+  } else if (mode == "inlined") {
+    InlinedMarker();
   } else if (mode == "fork-over-captures" && argc > 2) {
     ForkOverCaptures(argv[2]);
   } else if (mode == "quick-exit") {

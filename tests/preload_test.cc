@@ -870,6 +870,63 @@ TEST_F(PreloadTest, StacksThatShareASiteNameAreOneRow) {
   EXPECT_EQ(named, 3u) << "top sites, leaks and the peak's sites: " << label;
 }
 
+// A block allocated in code the compiler inlined: the inlined function, which called
+// malloc, names the site at its own line, and `top --stacks` lists it above the function
+// it was inlined into, that one at the line that called it, as gdb's backtrace does.
+TEST_F(PreloadTest, InlinedFunctionsAreListedInStacks) {
+  const std::string capture = TempDir() + "/inlined.mtb";
+  const Result run =
+      RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "inlined"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const Result top = RunProgram({Cli(), "top", "--stacks", "--by=live", capture}, {});
+  ASSERT_EQ(top.status, 0) << top.err;
+  const size_t row = top.out.find(
+      "interposer memtrace_inline_test::InlinedAllocate(unsigned long) (tests/inline_frames.cc:");
+  ASSERT_NE(row, std::string::npos) << top.out;
+  const size_t inlined =
+      top.out.find("#0  memtrace_inline_test::InlinedAllocate(unsigned long) (", row);
+  ASSERT_NE(inlined, std::string::npos) << top.out;
+  const std::string inlined_line = top.out.substr(inlined, top.out.find('\n', inlined) - inlined);
+  EXPECT_NE(inlined_line.find("inline_frames.cc:"), std::string::npos) << inlined_line;
+  EXPECT_NE(inlined_line.find(") [inlined]"), std::string::npos) << inlined_line;
+  const size_t own = top.out.find("#0  memtrace_inline_test::AllocateThroughInlined(", inlined);
+  EXPECT_NE(own, std::string::npos) << top.out;
+
+  // Named as an allocator function, the inlined function is passed over like any other:
+  // the function it was inlined into names the site, at the line that called it.
+  const Result wrapped = RunProgram(
+      {Cli(), "top", "--allocator=memtrace_inline_test::InlinedAllocate*", capture}, {});
+  ASSERT_EQ(wrapped.status, 0) << wrapped.err;
+  EXPECT_NE(wrapped.out.find("memtrace_inline_test::AllocateThroughInlined(unsigned long) "
+                             "(tests/inline_frames.cc:"),
+            std::string::npos)
+      << wrapped.out;
+  EXPECT_NE(wrapped.out.find(") via memtrace_inline_test::InlinedAllocate(unsigned long)"),
+            std::string::npos)
+      << wrapped.out;
+
+  const Result json = RunProgram({Cli(), "top", "--stacks", "--json", capture}, {});
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_NE(json.out.find("\"inlined\":[{\"function\":\"memtrace_inline_test::InlinedAllocate("
+                          "unsigned long)\",\"file\":\""),
+            std::string::npos)
+      << json.out;
+
+  // The folded export and the report's flame graph have it as a frame of its own, called
+  // by the function it was inlined into.
+  const Result folded = RunProgram({Cli(), "export", "--format=folded", capture}, {});
+  ASSERT_EQ(folded.status, 0) << folded.err;
+  EXPECT_NE(folded.out.find(";memtrace_inline_test::AllocateThroughInlined(unsigned long);"
+                            "memtrace_inline_test::InlinedAllocate(unsigned long) 50039\n"),
+            std::string::npos)
+      << folded.out;
+  const std::string page = TempDir() + "/inlined.html";
+  const Result report = RunProgram({Cli(), "report", "-o", page, capture}, {});
+  ASSERT_EQ(report.status, 0) << report.err;
+  EXPECT_NE(ReadFile(page).find("\"memtrace_inline_test::InlinedAllocate(unsigned long) ("),
+            std::string::npos);
+}
+
 // A block allocated with new[] is named after the function that called it, not after
 // operator new (analysis/allocator_frames.h).
 TEST_F(PreloadTest, SitesAreNamedAfterTheCallerOfOperatorNew) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/inline_frames.h"
 #include "tests/self_modules.h"
 
 namespace memtrace_symbolizer_test {
@@ -69,6 +70,28 @@ TEST(SymbolizerTest, ResolvesAPcJustInsideAFunction) {
   EXPECT_LE(f.line, static_cast<uint32_t>(memtrace_symbolizer_test::kReturnAddressLine + 2));
   // Cached: the same object comes back.
   EXPECT_EQ(&symbolizer.Resolve(pc), &f);
+}
+
+// A pc in code the compiler inlined: the frame is its function at the line that called
+// the inlined one, and the inlined function follows at its own line.
+TEST(SymbolizerTest, InlinedFunctionsAreNamedAtTheirOwnLines) {
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : SelfExecutableModules()) symbolizer.AddModule(m);
+  const uint64_t pc = memtrace_inline_test::Outer();
+  const SymbolizedFrame& f = symbolizer.Resolve(pc);
+  EXPECT_EQ(f.function, "memtrace_inline_test::Outer()");
+  EXPECT_TRUE(EndsWith(f.file, "inline_frames.cc")) << f.file;
+  EXPECT_EQ(f.line, static_cast<uint32_t>(memtrace_inline_test::kInlinedCallLine));
+  ASSERT_EQ(f.inlined.size(), 1u);
+  EXPECT_EQ(f.inlined[0].function, "memtrace_inline_test::Inlined()");
+  EXPECT_TRUE(EndsWith(f.inlined[0].file, "inline_frames.cc")) << f.inlined[0].file;
+  EXPECT_EQ(f.inlined[0].line, static_cast<uint32_t>(memtrace_inline_test::kLeafCallLine));
+  EXPECT_EQ(symbolizer.Describe(pc),
+            "memtrace_inline_test::Outer() (" + f.file + ":" +
+                std::to_string(memtrace_inline_test::kInlinedCallLine) + ")");
+
+  // A pc where nothing was inlined has no inlined functions.
+  EXPECT_TRUE(symbolizer.Resolve(memtrace_symbolizer_test::KnownCaller()).inlined.empty());
 }
 
 // A pc one byte into libc's own `name`, not a sanitizer's interceptor of the same name.
