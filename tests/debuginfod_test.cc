@@ -250,5 +250,16 @@ TEST_F(DebuginfodTest, DebugLinkBesideTheFileIsFoundWithoutAServer) {
   EXPECT_TRUE(server_.requests().empty());
 }
 
+// A library without a build id: its debuglink's checksum says which file beside it is its
+// debug information.
+TEST_F(DebuginfodTest, DebugLinkChecksumFindsTheDebugFileOfALibraryWithoutABuildId) {
+  const std::string library = Runfile("tests/debuginfod_fixture/no_build_id.so");
+  ASSERT_EQ(BuildIdOf(library), "");
+  const uint64_t pc = InnerIn(library);
+  ASSERT_NE(pc, 0u) << dlerror();
+  EXPECT_EQ(SelfSymbolizer()->Resolve(pc).function, kInner);
+  EXPECT_TRUE(server_.requests().empty());
+}
+
 }  // namespace
 }  // namespace memtrace
