@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/debuginfod.h"
+#include "analysis/internal/inline_index.h"
 #include "sinks/json_text.h"
 
 namespace memtrace {
@@ -41,6 +42,7 @@ struct LoadedModule {
   std::FILE* progress = nullptr;  // where a request to debuginfod is announced
   // Why debuginfod gave no debug information for it; empty when it was not asked.
   std::string debuginfod;
+  InlineIndex inlines;  // the functions inlined at its addresses, unit by unit
 
   ~LoadedModule() {
     if (dwfl != nullptr) dwfl_end(dwfl);
@@ -51,6 +53,7 @@ struct LoadedModule {
 
 namespace {
 
+using analysis_internal::InlineIndex;
 using analysis_internal::LoadedModule;
 
 std::string Hex(const unsigned char* bits, size_t len) {
@@ -369,34 +372,33 @@ const char* DwarfFunctionName(Dwfl_Module* module, Dwarf_Addr addr) {
   return nullptr;
 }
 
-// The functions the compiler inlined at `addr` (a dwfl address), innermost first, each at
-// its own line: the innermost at `*file`:`*line` (the line table's), each other at the
-// line where it called the one inlined into it. On return `*file` and `*line` are where
-// the outermost inlined function was called from: the line of the function the symbol
-// table names. Nothing changes without DW_TAG_inlined_subroutine scopes.
-std::vector<InlinedFrame> InlinedAt(Dwfl_Module* module, Dwarf_Addr addr, std::string* file,
+// The functions the compiler inlined at `addr` (a dwfl address of `loaded`), innermost
+// first, each at its own line: the innermost at `*file`:`*line` (the line table's), each
+// other at the line where it called the one inlined into it. On return `*file` and
+// `*line` are where the outermost inlined function was called from: the line of the
+// function the symbol table names. Nothing changes where nothing was inlined.
+std::vector<InlinedFrame> InlinedAt(LoadedModule& loaded, Dwarf_Addr addr, std::string* file,
                                     uint32_t* line) {
   std::vector<InlinedFrame> out;
-  const ScopesAt scopes(module, addr);
+  Dwarf_Die cu;
+  std::vector<Dwarf_Die> dies = loaded.inlines.At(loaded.module, addr, &cu);
   Dwarf_Files* files = nullptr;
   size_t file_count = 0;
-  for (int i = 0; i < scopes.count(); ++i) {
-    Dwarf_Die* die = scopes.at(i);
-    const int tag = dwarf_tag(die);
-    if (tag == DW_TAG_subprogram) break;
-    if (tag != DW_TAG_inlined_subroutine) continue;  // a lexical block
-    out.push_back(InlinedFrame{InlinedFunctionName(die), *file, *line});
+  for (Dwarf_Die& die : dies) {
+    out.push_back(InlinedFrame{InlinedFunctionName(&die), *file, *line});
     // Where it was inlined: a line of the function around it.
     Dwarf_Attribute attr;
     Dwarf_Word call_file = 0;
     Dwarf_Word call_line = 0;
     const char* caller_file = nullptr;
-    if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &call_file) == 0 &&
-        (files != nullptr || dwarf_getsrcfiles(scopes.cu(), &files, &file_count) == 0) &&
+    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_file, &attr), &call_file) == 0 &&
+        (files != nullptr || dwarf_getsrcfiles(&cu, &files, &file_count) == 0) &&
         call_file < file_count) {
       caller_file = dwarf_filesrc(files, call_file, nullptr, nullptr);
     }
-    if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &call_line) != 0) call_line = 0;
+    if (dwarf_formudata(dwarf_attr(&die, DW_AT_call_line, &attr), &call_line) != 0) {
+      call_line = 0;
+    }
     *file = caller_file != nullptr ? caller_file : "";
     *line = caller_file != nullptr ? static_cast<uint32_t>(call_line) : 0;
   }
@@ -480,7 +482,7 @@ const SymbolizedFrame& Symbolizer::Resolve(uint64_t pc) {
     CountUnresolved(*m);
     return f;
   }
-  const LoadedModule& file = *m->loaded;
+  LoadedModule& file = *m->loaded;
   f.module_offset = pc - m->bias;
   // pc is a return address: pc - 1 is inside the call instruction.
   const Dwarf_Addr lookup = f.module_offset - (pc > m->record.start ? 1 : 0) + file.dwfl_bias;
@@ -500,7 +502,7 @@ const SymbolizedFrame& Symbolizer::Resolve(uint64_t pc) {
   }
   // The line table's line is inside the innermost function inlined here, if any: the
   // frame's own function is at the line that called the outermost of them.
-  if (!f.file.empty()) f.inlined = InlinedAt(file.module, lookup, &f.file, &f.line);
+  if (!f.file.empty()) f.inlined = InlinedAt(file, lookup, &f.file, &f.line);
   if (f.function == "??") CountUnresolved(*m);
   return f;
 }

@@ -77,7 +77,8 @@ TEST(ExportsTest, FoldedStacksListInlinedFunctionsAsFrames) {
   Symbolizer symbolizer;
   for (const CaptureRecord& m : s.modules) symbolizer.AddModule(m);
   EXPECT_EQ(FoldedStacks(s, symbolizer, FoldedWeight::kBytes),
-            "memtrace_inline_test::Outer();memtrace_inline_test::Inlined() 64\n");
+            "memtrace_inline_test::Outer();memtrace_inline_test::Inlined();"
+            "memtrace_inline_test::InnerInlined() 64\n");
 }
 
 // One field of a protobuf message: a varint's value, or a length-delimited value's bytes.
@@ -158,7 +159,8 @@ TEST(ExportsTest, PprofLocationsCarryInlinedFunctionsAsLines) {
   for (const Field& f : Fields(locations[0])) {
     if (f.number == 4) lines.push_back(strings.at(function_names.at(VarintField(f.bytes, 1))));
   }
-  EXPECT_EQ(lines, (std::vector<std::string>{"memtrace_inline_test::Inlined()",
+  EXPECT_EQ(lines, (std::vector<std::string>{"memtrace_inline_test::InnerInlined()",
+                                             "memtrace_inline_test::Inlined()",
                                              "memtrace_inline_test::Outer()"}));
 }
 

@@ -13,10 +13,18 @@ __attribute__((noinline)) uint64_t Leaf() {
 }
 
 const int kLeafCallLine = __LINE__ + 3;
-__attribute__((always_inline)) inline uint64_t Inlined() {
+__attribute__((always_inline)) inline uint64_t InnerInlined() {
   asm volatile("");
   uint64_t pc = Leaf();
   asm volatile("" : "+r"(pc));  // not a tail call
+  return pc;
+}
+
+const int kInnerCallLine = __LINE__ + 3;
+__attribute__((always_inline)) inline uint64_t Inlined() {
+  asm volatile("");
+  uint64_t pc = InnerInlined();
+  asm volatile("" : "+r"(pc));
   return pc;
 }
 

@@ -12,11 +12,13 @@
 
 namespace memtrace_inline_test {
 
-// A return address inside Outer(), in the code of Inlined() that the compiler put there:
-// the return from Inlined()'s call of a function that is not inlined.
+// A return address inside Outer(), in the code of InnerInlined(), inlined into
+// Inlined(), inlined into Outer(): the return from InnerInlined()'s call of a function
+// that is not inlined.
 uint64_t Outer();
 
-extern const int kLeafCallLine;     // the line in Inlined() that makes that call
+extern const int kLeafCallLine;     // the line in InnerInlined() that makes that call
+extern const int kInnerCallLine;    // the line in Inlined() that calls InnerInlined()
 extern const int kInlinedCallLine;  // the line in Outer() that calls Inlined()
 
 // malloc(n), called from InlinedAllocate(), which the compiler inlined into this function

@@ -82,10 +82,14 @@ TEST(SymbolizerTest, InlinedFunctionsAreNamedAtTheirOwnLines) {
   EXPECT_EQ(f.function, "memtrace_inline_test::Outer()");
   EXPECT_TRUE(EndsWith(f.file, "inline_frames.cc")) << f.file;
   EXPECT_EQ(f.line, static_cast<uint32_t>(memtrace_inline_test::kInlinedCallLine));
-  ASSERT_EQ(f.inlined.size(), 1u);
-  EXPECT_EQ(f.inlined[0].function, "memtrace_inline_test::Inlined()");
+  // Innermost first: InnerInlined() at its call of Leaf(), then Inlined() at its call of
+  // InnerInlined().
+  ASSERT_EQ(f.inlined.size(), 2u);
+  EXPECT_EQ(f.inlined[0].function, "memtrace_inline_test::InnerInlined()");
   EXPECT_TRUE(EndsWith(f.inlined[0].file, "inline_frames.cc")) << f.inlined[0].file;
   EXPECT_EQ(f.inlined[0].line, static_cast<uint32_t>(memtrace_inline_test::kLeafCallLine));
+  EXPECT_EQ(f.inlined[1].function, "memtrace_inline_test::Inlined()");
+  EXPECT_EQ(f.inlined[1].line, static_cast<uint32_t>(memtrace_inline_test::kInnerCallLine));
   EXPECT_EQ(symbolizer.Describe(pc),
             "memtrace_inline_test::Outer() (" + f.file + ":" +
                 std::to_string(memtrace_inline_test::kInlinedCallLine) + ")");
