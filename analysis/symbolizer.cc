@@ -319,12 +319,12 @@ const char* DieFunctionName(Dwarf_Die* die) {
   return name;
 }
 
-// An inlined function's name, demangled: from its linkage name when the DWARF gives one
-// (-g does), else its name qualified by the namespaces, classes and functions around its
-// declaration, as the demangler would write them ("ns::Parser::Grow", "main::<lambda()>::
-// operator()"), without the parameter list the DWARF name lacks (-g1 gives no linkage
-// names).
-std::string InlinedFunctionName(Dwarf_Die* die) {
+// An inlined function's name, demangled: from its linkage name when the DWARF gives one,
+// else its name qualified by the namespaces, classes and functions around its declaration
+// (InlineIndex::ScopeOf(): "ns::Parser::Grow"), without the parameter list the DWARF name
+// lacks. Code built with -g1 gives linkage names for members, not for functions with
+// internal linkage, and puts those at the top level: `InlinedMarker`, `operator()`.
+std::string InlinedFunctionName(Dwarf_Die* die, const InlineIndex& index) {
   Dwarf_Attribute attr;
   if (const char* linkage =
           dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr))) {
@@ -344,23 +344,8 @@ std::string InlinedFunctionName(Dwarf_Die* die) {
   }
   const char* name = dwarf_diename(&origin);
   if (name == nullptr) return "??";
-  std::string qualified = name;
-  Dwarf_Die* scopes = nullptr;
-  const int n = dwarf_getscopes_die(&origin, &scopes);
-  for (int i = 1; i < n; ++i) {  // scopes[0] is the declaration itself
-    const int tag = dwarf_tag(&scopes[i]);
-    if (tag == DW_TAG_compile_unit || tag == DW_TAG_partial_unit) break;
-    const char* scope = dwarf_diename(&scopes[i]);
-    if (tag == DW_TAG_namespace) {
-      qualified = absl::StrCat(scope != nullptr ? scope : "(anonymous namespace)", "::",
-                               qualified);
-    } else if (tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
-               tag == DW_TAG_union_type || tag == DW_TAG_subprogram) {
-      if (scope != nullptr) qualified = absl::StrCat(scope, "::", qualified);
-    }
-  }
-  free(scopes);
-  return qualified;
+  const std::string* scope = index.ScopeOf(dwarf_dieoffset(&origin));
+  return scope != nullptr ? *scope + name : std::string(name);
 }
 
 // The name of the DWARF subprogram containing `addr` (a dwfl address), or null.
@@ -385,7 +370,7 @@ std::vector<InlinedFrame> InlinedAt(LoadedModule& loaded, Dwarf_Addr addr, std::
   Dwarf_Files* files = nullptr;
   size_t file_count = 0;
   for (Dwarf_Die& die : dies) {
-    out.push_back(InlinedFrame{InlinedFunctionName(&die), *file, *line});
+    out.push_back(InlinedFrame{InlinedFunctionName(&die, loaded.inlines), *file, *line});
     // Where it was inlined: a line of the function around it.
     Dwarf_Attribute attr;
     Dwarf_Word call_file = 0;

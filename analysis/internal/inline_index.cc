@@ -8,13 +8,28 @@
 
 namespace memtrace::analysis_internal {
 
-void InlineIndex::Walk(Dwarf_Die* parent, int depth, ptrdiff_t function, Unit* unit) {
+void InlineIndex::Walk(Dwarf_Die* parent, int depth, ptrdiff_t function,
+                       const std::string& scope, Unit* unit) {
   Dwarf_Die child;
   if (dwarf_child(parent, &child) != 0) return;
   do {
     const int tag = dwarf_tag(&child);
     ptrdiff_t inside = function;
+    // The scope of what is declared inside this DIE.
+    const char* name = dwarf_diename(&child);
+    std::string inner_scope;
+    const std::string* child_scope = &scope;
+    if (tag == DW_TAG_namespace) {
+      inner_scope = scope + (name != nullptr ? name : "(anonymous namespace)") + "::";
+      child_scope = &inner_scope;
+    } else if ((tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+                tag == DW_TAG_union_type || tag == DW_TAG_subprogram) &&
+               name != nullptr && dwarf_haschildren(&child)) {
+      inner_scope = scope + name + "::";
+      child_scope = &inner_scope;
+    }
     if (tag == DW_TAG_subprogram) {
+      scopes_.try_emplace(dwarf_dieoffset(&child), scope);
       // A function with code (a declaration or an abstract instance has no ranges); its
       // inlined calls are listed under it.
       inside = -1;
@@ -32,7 +47,7 @@ void InlineIndex::Walk(Dwarf_Die* parent, int depth, ptrdiff_t function, Unit* u
         unit->inlined[static_cast<size_t>(function)].push_back(Inlined{low, high, depth, child});
       }
     }
-    if (dwarf_haschildren(&child)) Walk(&child, depth + 1, inside, unit);
+    if (dwarf_haschildren(&child)) Walk(&child, depth + 1, inside, *child_scope, unit);
   } while (dwarf_siblingof(&child, &child) == 0);
 }
 
@@ -44,7 +59,7 @@ std::vector<Dwarf_Die> InlineIndex::At(Dwfl_Module* module, Dwarf_Addr addr, Dwa
   auto [it, added] = units_.try_emplace(dwarf_dieoffset(unit_die));
   Unit& unit = it->second;
   if (added) {
-    Walk(unit_die, 0, -1, &unit);
+    Walk(unit_die, 0, -1, std::string(), &unit);
     std::sort(unit.ranges.begin(), unit.ranges.end(),
               [](const FunctionRange& a, const FunctionRange& b) { return a.low < b.low; });
   }
@@ -71,6 +86,11 @@ std::vector<Dwarf_Die> InlineIndex::At(Dwfl_Module* module, Dwarf_Addr addr, Dwa
   out.reserve(holding.size());
   for (const Inlined* in : holding) out.push_back(in->die);
   return out;
+}
+
+const std::string* InlineIndex::ScopeOf(Dwarf_Off decl) const {
+  auto it = scopes_.find(decl);
+  return it != scopes_.end() ? &it->second : nullptr;
 }
 
 }  // namespace memtrace::analysis_internal

@@ -16,6 +16,9 @@
 //
 // Thread safety: one thread uses an InlineIndex, as its Symbolizer.
 //
+// The same walk notes, for each function DIE, the namespaces and classes around it
+// (ScopeOf()), to name inlined functions that have no linkage name.
+//
 // Example:
 //   InlineIndex index;
 //   Dwarf_Die cu;
@@ -29,6 +32,8 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace memtrace::analysis_internal {
@@ -39,6 +44,12 @@ class InlineIndex {
   // `module`), innermost first; `*cu` is then the compile unit's DIE. Empty when the
   // address is in no unit, or nothing was inlined there.
   std::vector<Dwarf_Die> At(Dwfl_Module* module, Dwarf_Addr addr, Dwarf_Die* cu);
+
+  // The namespaces, classes and functions around the function declared at `decl` (a DIE
+  // offset in a unit At() has walked), as a prefix of its name: "ns::Parser::", "" at
+  // the top level; null when the walks have not met it. For naming inlined functions the
+  // DWARF gives no linkage name for, without a second walk of the unit.
+  const std::string* ScopeOf(Dwarf_Off decl) const;
 
  private:
   struct Inlined {
@@ -54,9 +65,11 @@ class InlineIndex {
     std::vector<FunctionRange> ranges;         // sorted by low
     std::vector<std::vector<Inlined>> inlined;  // per function
   };
-  static void Walk(Dwarf_Die* parent, int depth, ptrdiff_t function, Unit* unit);
+  void Walk(Dwarf_Die* parent, int depth, ptrdiff_t function, const std::string& scope,
+            Unit* unit);
 
   std::map<Dwarf_Off, Unit> units_;  // by the unit DIE's offset
+  std::unordered_map<Dwarf_Off, std::string> scopes_;  // function DIE -> ScopeOf()
 };
 
 }  // namespace memtrace::analysis_internal
