@@ -39,10 +39,12 @@ std::string Debuginfod::Urls() {
   return urls != nullptr ? std::string(urls) : std::string();
 }
 
+bool Debuginfod::HasServers() { return Urls().find_first_not_of(" \t") != std::string::npos; }
+
 absl::StatusOr<std::string> Debuginfod::Fetch(Kind kind, std::string_view build_id,
                                               std::string_view module, std::FILE* progress) {
   const std::string urls = Urls();
-  if (urls.find_first_not_of(" \t") == std::string::npos) {
+  if (!HasServers()) {
     return absl::FailedPreconditionError(
         "no debuginfod server is named: set DEBUGINFOD_URLS (Debian's is "
         "https://debuginfod.debian.net)");

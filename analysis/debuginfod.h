@@ -44,6 +44,9 @@ class Debuginfod {
   // The servers DEBUGINFOD_URLS names, as set; empty when none are (nothing is asked then).
   static std::string Urls();
 
+  // Whether DEBUGINFOD_URLS names a server: false when it is unset, empty or blank.
+  static bool HasServers();
+
   // The path, in the client's cache, of the file of this kind for `build_id` (lower-case
   // hex). `module` names the module in the line written to `progress` (when not null)
   // before a server is asked. Errors: FailedPrecondition when DEBUGINFOD_URLS names no

@@ -287,38 +287,6 @@ std::string WithoutVersion(const char* name) {
   return at == nullptr || at == name ? std::string(name) : std::string(name, at);
 }
 
-// The DWARF scopes that contain `addr` (a dwfl address), innermost first: the DIEs of
-// the functions inlined there, lexical blocks, the subprogram, the CU.
-class ScopesAt {
- public:
-  ScopesAt(Dwfl_Module* module, Dwarf_Addr addr) {
-    Dwarf_Addr bias = 0;
-    cu_ = dwfl_module_addrdie(module, addr, &bias);
-    if (cu_ != nullptr) count_ = dwarf_getscopes(cu_, addr - bias, &scopes_);
-  }
-  ~ScopesAt() { free(scopes_); }
-  ScopesAt(const ScopesAt&) = delete;
-  ScopesAt& operator=(const ScopesAt&) = delete;
-
-  Dwarf_Die* cu() const { return cu_; }
-  int count() const { return count_ > 0 ? count_ : 0; }
-  Dwarf_Die* at(int i) const { return &scopes_[i]; }
-
- private:
-  Dwarf_Die* cu_ = nullptr;
-  Dwarf_Die* scopes_ = nullptr;
-  int count_ = 0;
-};
-
-// A function DIE's name: its linkage name (mangled) when it has one, else its name; both
-// looked for through DW_AT_abstract_origin and DW_AT_specification. Null when neither.
-const char* DieFunctionName(Dwarf_Die* die) {
-  Dwarf_Attribute attr;
-  const char* name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
-  if (name == nullptr) name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
-  return name;
-}
-
 // An inlined function's name, demangled: from its linkage name when the DWARF gives one,
 // else its name qualified by the namespaces, classes and functions around its declaration
 // (InlineIndex::ScopeOf(): "ns::Parser::Grow"), without the parameter list the DWARF name
@@ -348,13 +316,27 @@ std::string InlinedFunctionName(Dwarf_Die* die, const InlineIndex& index) {
   return scope != nullptr ? *scope + name : std::string(name);
 }
 
-// The name of the DWARF subprogram containing `addr` (a dwfl address), or null.
+// The name of the DWARF subprogram containing `addr` (a dwfl address), or null: its
+// linkage name (mangled) when it has one, else its name, both looked for through
+// DW_AT_abstract_origin and DW_AT_specification.
 const char* DwarfFunctionName(Dwfl_Module* module, Dwarf_Addr addr) {
-  const ScopesAt scopes(module, addr);
-  for (int i = 0; i < scopes.count(); ++i) {
-    if (dwarf_tag(scopes.at(i)) == DW_TAG_subprogram) return DieFunctionName(scopes.at(i));
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cu = dwfl_module_addrdie(module, addr, &bias);
+  if (cu == nullptr) return nullptr;
+  Dwarf_Die* scopes = nullptr;
+  const int n = dwarf_getscopes(cu, addr - bias, &scopes);
+  const char* name = nullptr;
+  for (int i = 0; i < n; ++i) {
+    if (dwarf_tag(&scopes[i]) != DW_TAG_subprogram) continue;
+    Dwarf_Attribute attr;
+    name = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_linkage_name, &attr));
+    if (name == nullptr) {
+      name = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_name, &attr));
+    }
+    break;
   }
-  return nullptr;
+  free(scopes);
+  return name;
 }
 
 // The functions the compiler inlined at `addr` (a dwfl address of `loaded`), innermost
@@ -519,7 +501,7 @@ void AddUnresolved(std::vector<UnresolvedModule>* modules, const UnresolvedModul
 }
 
 std::string UnresolvedJson(const std::vector<UnresolvedModule>& modules) {
-  const bool servers = Debuginfod::Urls().find_first_not_of(" \t") != std::string::npos;
+  const bool servers = Debuginfod::HasServers();
   std::string out;
   for (const UnresolvedModule& u : modules) {
     const char* why = u.why == MissingSymbols::kNoFile       ? "no_file"

@@ -341,7 +341,7 @@ std::optional<int> ParseAllocators(const CommandSpec& spec, AllocatorFunctions* 
 void PrintUnresolvedNote(const std::vector<UnresolvedModule>& modules) {
   if (modules.empty()) return;
   constexpr size_t kListed = 5;
-  const bool no_servers = Debuginfod::Urls().find_first_not_of(" \t") == std::string::npos;
+  const bool no_servers = !Debuginfod::HasServers();
   printf("\nnote: %zu module%s frames without a name (\"??\"). Symbols are read now, not "
          "when the\ncapture was made: once they are there, run this again.\n",
          modules.size(), modules.size() == 1 ? " has" : "s have");
