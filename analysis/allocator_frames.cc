@@ -8,16 +8,19 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "analysis/function_names.h"
 
 namespace memtrace {
 namespace {
 
 // Names that are allocators only as themselves ("malloc", not "malloc_trim").
-constexpr std::array<std::string_view, 20> kExact = {
+constexpr std::array<std::string_view, 22> kExact = {
     "malloc",    "calloc",   "realloc",  "reallocarray", "posix_memalign", "aligned_alloc",
     "memalign",  "valloc",   "pvalloc",  "strdup",       "strndup",        "__strdup",
     "__strndup", "xmalloc",  "xcalloc",  "xrealloc",     "xstrdup",        "xzalloc",
-    "xmemdup",   "xstrndup"};
+    "xmemdup",   "xstrndup",
+    // The C++ runtime's storage for a thrown exception: the throw is the call site.
+    "__cxa_allocate_exception", "__cxa_allocate_dependent_exception"};
 
 // Families: any name that begins with one of these.
 constexpr std::array<std::string_view, 39> kPrefixes = {
@@ -43,13 +46,6 @@ constexpr std::array<std::string_view, 39> kPrefixes = {
 // Symbolizer::Resolve's function name for a frame it cannot name.
 constexpr std::string_view kUnknownFunction = "??";
 
-// The function's name without the suffixes GCC gives the copies it specializes
-// ("xmalloc [clone .constprop.0]", "Grow() [clone .cold]"): a copy is the function.
-std::string_view WithoutClone(std::string_view function) {
-  const size_t clone = function.find(" [clone ");
-  return clone == std::string_view::npos ? function : function.substr(0, clone);
-}
-
 // Whether `function` (without clone suffixes) is one of `names` or begins with one of
 // `prefixes`: the built-in lists, or a program's own.
 template <typename Names, typename Prefixes>
@@ -66,7 +62,7 @@ bool Listed(std::string_view function, const Names& names, const Prefixes& prefi
 }  // namespace
 
 bool IsAllocatorFunction(std::string_view function) {
-  return Listed(WithoutClone(function), kExact, kPrefixes);
+  return Listed(WithoutCloneSuffix(function), kExact, kPrefixes);
 }
 
 absl::StatusOr<AllocatorFunctions> AllocatorFunctions::Parse(std::string_view list) {
@@ -93,7 +89,7 @@ absl::StatusOr<AllocatorFunctions> AllocatorFunctions::Parse(std::string_view li
 }
 
 bool AllocatorFunctions::Contains(std::string_view function) const {
-  function = WithoutClone(function);
+  function = WithoutCloneSuffix(function);
   return Listed(function, kExact, kPrefixes) || Listed(function, names_, prefixes_);
 }
 
@@ -110,6 +106,14 @@ size_t CallerFrame(const std::vector<std::string_view>& functions,
     } else if (functions[i] != kUnknownFunction) {
       break;
     }
+  }
+  // Then the standard library's frames the program reached the allocator through
+  // (std::vector::push_back, std::make_shared). An unknown frame ends them: the standard
+  // library calls the program's own code (a std::thread's function, a comparator), so an
+  // unnamed frame outside the allocator may be the program's.
+  while (caller < functions.size() && (IsStandardLibraryFunction(functions[caller]) ||
+                                       allocators.Contains(functions[caller]))) {
+    ++caller;
   }
   return functions.empty() ? 0 : std::min(caller, functions.size() - 1);
 }
@@ -148,7 +152,11 @@ std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frame
     }
   }
   if (caller == 0) return label;
-  return absl::StrCat(label, " via ", std::string(functions[caller - 1]));
+  // A standard library function by its short name: "std::vector::push_back", not its
+  // template arguments and parameters.
+  const std::string_view via = functions[caller - 1];
+  return absl::StrCat(label, " via ",
+                      IsStandardLibraryFunction(via) ? ShortFunctionName(via) : std::string(via));
 }
 
 }  // namespace memtrace

@@ -12,6 +12,13 @@
 //
 //   "Parser::Grow() (parser.cc:88) via operator new(unsigned long)"
 //
+// C++ code allocates mostly through the standard library: a vector's growth reaches
+// operator new through std::vector::push_back, _M_realloc_insert, _Vector_base::_M_allocate
+// and std::allocator_traits. Those frames are passed over too, and the site is named after
+// the program's code that called the library, by the library function it called:
+//
+//   "Parser::Grow() (parser.cc:88) via std::vector::push_back"
+//
 // The list (IsAllocatorFunction) covers the C allocation functions, C++'s operator new
 // and standard allocators, and the wrappers of GLib, CPython, Perl, Redis, SQLite and the
 // JVM (HotSpot's os::malloc and AllocateHeap). A program's own wrappers (a game engine's
@@ -76,14 +83,16 @@ class AllocatorFunctions {
 // The index of the frame that called the allocator, in `functions` (a stack's symbolized
 // functions, innermost first): the frame after the outermost allocator function among the
 // innermost frames that are allocator functions or unknown ("??": a static, stripped
-// helper inside the allocator). 0 when none of those is an allocator's; the last index
-// when the stack ends inside the allocator.
+// helper inside the allocator), and after the standard library functions
+// (IsStandardLibraryFunction) that follow. 0 when none of those is an allocator's or the
+// library's; the last index when the stack ends inside them.
 size_t CallerFrame(const std::vector<std::string_view>& functions,
                    const AllocatorFunctions& allocators = AllocatorFunctions());
 
 // A call site's name from its stack (innermost first): Describe() of the frame that called
-// the allocator (CallerFrame), with " via " and the allocator function it called, or the
-// innermost frame's Describe() when no allocator function is found. When that frame has
+// the allocator (CallerFrame), with " via " and the allocator function it called (a
+// standard library function by its ShortFunctionName), or the innermost frame's
+// Describe() when no allocator function is found. When that frame has
 // no name ("??"), " under " and the first named frame further out follow its Describe().
 // Functions inlined at a return address count as frames of their own, innermost first
 // (SymbolizedFrame::inlined): a lambda inlined into std::thread's _M_run() names the site,

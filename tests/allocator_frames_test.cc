@@ -71,6 +71,55 @@ TEST(AllocatorFramesTest, TheCallerIsTheFrameAfterTheAllocator) {
   EXPECT_EQ(CallerFrame(V{"operator new(unsigned long)", "std::allocator<int>::allocate"}), 1u);
 }
 
+// The standard library's frames between the program and operator new are passed over,
+// whatever return type the demangler puts first.
+TEST(AllocatorFramesTest, TheStandardLibrarysFramesArePassedOver) {
+  using V = std::vector<std::string_view>;
+  const V growth = {
+      "operator new(unsigned long)",
+      "std::__new_allocator<P>::allocate(unsigned long, void const*)",
+      "std::_Vector_base<P, std::allocator<P> >::_M_allocate(unsigned long)",
+      "void std::vector<P, std::allocator<P> >::_M_realloc_insert<P>(__gnu_cxx::"
+      "__normal_iterator<P*, std::vector<P, std::allocator<P> > >, P&&)",
+      "std::vector<P, std::allocator<P> >::push_back(P&&)",
+      "Fill(int)",
+      "main"};
+  EXPECT_EQ(CallerFrame(growth), 5u);
+  // The library allocating on its own account, through no allocator function.
+  EXPECT_EQ(CallerFrame(V{"std::locale::_Impl::_Impl(unsigned long)", "std::locale::classic()",
+                          "Setup()"}),
+            2u);
+  // An unknown frame ends the library's: it may be the program's, called back (a
+  // std::thread's function, a comparator).
+  EXPECT_EQ(CallerFrame(V{"operator new(unsigned long)", "??",
+                          "std::thread::_State_impl<std::thread::_Invoker<std::tuple<"
+                          "main::{lambda()#1}> > >::_M_run()"}),
+            1u);
+  EXPECT_EQ(CallerFrame(V{"operator new(unsigned long)",
+                          "std::vector<int, std::allocator<int> >::reserve(unsigned long)", "??",
+                          "main"}),
+            2u);
+  // The program's code called back by the library is the program's.
+  EXPECT_EQ(CallerFrame(V{"operator new(unsigned long)", "main::{lambda()#1}::operator()() const",
+                          "std::function<void ()>::operator()() const", "main"}),
+            1u);
+  // A program's own allocator called through std::allocator_traits.
+  const absl::StatusOr<AllocatorFunctions> own = AllocatorFunctions::Parse("Arena::Allocate*");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(CallerFrame(V{"Arena::Allocate(unsigned long)",
+                          "std::allocator_traits<ArenaAllocator<int> >::allocate("
+                          "ArenaAllocator<int>&, unsigned long)",
+                          "std::vector<int, ArenaAllocator<int> >::reserve(unsigned long)",
+                          "Level::Load()"},
+                        *own),
+            3u);
+  // A stack that ends inside the library: its last frame.
+  EXPECT_EQ(CallerFrame(V{"operator new(unsigned long)",
+                          "std::_Rb_tree<int, int>::_M_copy(std::_Rb_tree_node<int>*)",
+                          "std::_Rb_tree<int, int>::_M_copy(std::_Rb_tree_node<int>*)"}),
+            2u);
+}
+
 TEST(AllocatorFramesTest, TheProgramsOwnAllocatorFunctions) {
   const absl::StatusOr<AllocatorFunctions> own =
       AllocatorFunctions::Parse("pool_alloc, Engine::Alloc*");

@@ -58,6 +58,10 @@
 //   new         allocates a marker with new[] inside MakeMarkerWithNew(), prints its counts
 //   inlined     allocates a marker in code inlined into a function built with -g2
 //               (tests/inline_frames.h), prints its counts
+//   std-containers
+//               allocates only through the C++ standard library, in functions built at
+//               -O2 with -g2 (tests/std_container_frames.h): grows a vector of 1,000
+//               particles, makes a shared particle and fills a map of 100 entries
 //   quick-exit  allocates, prints its counts, and ends with _exit(7) (no destructors)
 //   exit-in-handler
 //               a SIGTERM handler calls _exit(0); prints "ready", then allocates and
@@ -114,6 +118,7 @@
 #include <vector>
 
 #include "tests/inline_frames.h"
+#include "tests/std_container_frames.h"
 
 namespace {
 
@@ -613,6 +618,13 @@ void InlinedMarker() {
   PrintCounts();
 }
 
+void StdContainers() {
+  const std::vector<memtrace_std_test::Particle> particles = memtrace_std_test::GrowParticles(1000);
+  const std::shared_ptr<memtrace_std_test::Particle> shared = memtrace_std_test::MakeParticle();
+  const std::map<int, int> map = memtrace_std_test::FillMap(100);
+  printf("particles=%zu shared=%ld map=%zu\n", particles.size(), shared.use_count(), map.size());
+}
+
 __attribute__((noinline)) void NewMarker() {
   char* p = MakeMarkerWithNew(50035);
   CountAlloc(50035);
@@ -941,6 +953,8 @@ int main(int argc, char** argv) {
     NewMarker();
   } else if (mode == "inlined") {
     InlinedMarker();
+  } else if (mode == "std-containers") {
+    StdContainers();
   } else if (mode == "fork-over-captures" && argc > 2) {
     ForkOverCaptures(argv[2]);
   } else if (mode == "quick-exit") {

@@ -36,6 +36,7 @@
 #include "analysis/capture_reader.h"
 #include "runtime/cpu_list.h"
 #include "tests/fake_debuginfod.h"
+#include "tests/std_container_frames.h"
 #include "tests/test_paths.h"
 
 namespace memtrace {
@@ -925,6 +926,50 @@ TEST_F(PreloadTest, InlinedFunctionsAreListedInStacks) {
   ASSERT_EQ(report.status, 0) << report.err;
   EXPECT_NE(ReadFile(page).find("\"memtrace_inline_test::InlinedAllocate(unsigned long) ("),
             std::string::npos);
+}
+
+// A C++ program allocates mostly through the standard library. Its sites are named after
+// the program's functions that called the library, by the library function they called
+// (its short name), not after std::_Vector_base::_M_allocate or std::allocator_traits.
+// The fixture is built at -O2 with -g2, so push_back and make_shared are inlined frames.
+TEST_F(PreloadTest, StandardLibraryFramesArePassedOverInSiteNames) {
+  const std::string capture = TempDir() + "/std_containers.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "std-containers"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_NE(run.out.find("particles=1000 shared=1 map=100"), std::string::npos) << run.out;
+  const Result top = RunProgram({Cli(), "top", "--limit=50", capture}, {});
+  ASSERT_EQ(top.status, 0) << top.err;
+  // The site's row: every allocation of that function, and nothing of std's own name.
+  const auto row_of = [&](const std::string& label) -> std::string {
+    const size_t at = top.out.find(label);
+    if (at == std::string::npos) return "";
+    const size_t begin = top.out.rfind('\n', at) + 1;
+    return top.out.substr(begin, top.out.find('\n', at) - begin);
+  };
+  const std::string vector_row = row_of(
+      absl::StrCat("memtrace_std_test::GrowParticles(unsigned long) (tests/std_container_frames.cc:",
+                   memtrace_std_test::kPushBackLine, ") via std::vector::push_back"));
+  ASSERT_FALSE(vector_row.empty()) << top.out;
+  // 1,000 pushed one at a time: capacities 1, 2, 4, ... 1024, eleven blocks.
+  EXPECT_TRUE(absl::StrContains(vector_row, " 11 ")) << vector_row;
+  EXPECT_FALSE(row_of(absl::StrCat("memtrace_std_test::MakeParticle() (tests/std_container_",
+                                   "frames.cc:", memtrace_std_test::kMakeSharedLine,
+                                   ") via std::make_shared"))
+                   .empty())
+      << top.out;
+  const std::string map_row = row_of(
+      absl::StrCat("memtrace_std_test::FillMap(int) (tests/std_container_frames.cc:",
+                   memtrace_std_test::kMapInsertLine, ") via std::map::operator[]"));
+  ASSERT_FALSE(map_row.empty()) << top.out;
+  EXPECT_TRUE(absl::StrContains(map_row, " 100 ")) << map_row;
+  EXPECT_FALSE(absl::StrContains(top.out, "_M_allocate")) << top.out;
+  EXPECT_FALSE(absl::StrContains(top.out, "allocator_traits")) << top.out;
+
+  // `top --stacks` keeps every frame, the library's too.
+  const Result stacks = RunProgram({Cli(), "top", "--stacks", "--limit=50", capture}, {});
+  ASSERT_EQ(stacks.status, 0) << stacks.err;
+  EXPECT_TRUE(absl::StrContains(stacks.out, "_M_realloc_insert")) << stacks.out;
 }
 
 // A block allocated with new[] is named after the function that called it, not after

@@ -1,0 +1,38 @@
+// Copyright 2026 The memtrace Authors.
+//
+// std_container_frames.h: functions that allocate only through the C++ standard library
+// (a vector's growth, std::make_shared, a map's nodes), built at -O2 with full debug
+// information (-g2) so that the library's inline functions are inlined frames as in a
+// release build. For preload_target's `std-containers` mode and preload_test, which
+// check that site names pass over the library's frames to these functions.
+
+#ifndef MEMTRACE_TESTS_STD_CONTAINER_FRAMES_H_
+#define MEMTRACE_TESTS_STD_CONTAINER_FRAMES_H_
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace memtrace_std_test {
+
+struct Particle {
+  double position[3];
+  double velocity[3];
+};
+
+extern const int kPushBackLine;   // GrowParticles()'s call of push_back
+extern const int kMakeSharedLine;  // MakeParticle()'s call of std::make_shared
+extern const int kMapInsertLine;  // FillMap()'s call of std::map::operator[]
+
+// n particles, pushed back one at a time (the vector grows by doubling).
+std::vector<Particle> GrowParticles(size_t n);
+
+std::shared_ptr<Particle> MakeParticle();
+
+// A map of n entries, inserted one at a time with operator[].
+std::map<int, int> FillMap(int n);
+
+}  // namespace memtrace_std_test
+
+#endif  // MEMTRACE_TESTS_STD_CONTAINER_FRAMES_H_
