@@ -167,7 +167,13 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = ReadCount(trailer, "", "forks", &t.forks); !s.ok()) return s;
+  for (const auto& [name, member] :
+       {std::pair{"forks", &TrailerBlocks::forks},
+        std::pair{"prestart_freed", &TrailerBlocks::prestart_freed},
+        std::pair{"prestart_freed_bytes", &TrailerBlocks::prestart_freed_bytes},
+        std::pair{"prestart_untracked", &TrailerBlocks::prestart_untracked}}) {
+    if (absl::Status s = ReadCount(trailer, "", name, &(t.*member)); !s.ok()) return s;
+  }
   for (const auto& [name, member] :
        {std::pair{"ended_by", &TrailerBlocks::ended_by}, std::pair{"exec", &TrailerBlocks::exec}}) {
     std::string_view text;

@@ -66,6 +66,13 @@ struct TrailerBlocks {
   std::string ended_by;              // interposer captures: "exit", "exec", "signal N"
   std::string exec;                  // ended by "exec": the program named, or empty
   uint64_t forks = 0;                // interposer captures: children the process forked
+  // Interposer captures: blocks allocated before tracing started (in the constructors of
+  // the program's libraries, which run before the interposer's) and released again
+  // before it did, so not in the capture; and those that did not fit the interposer's
+  // table of such blocks (their releases count as unknown frees).
+  uint64_t prestart_freed = 0;
+  uint64_t prestart_freed_bytes = 0;
+  uint64_t prestart_untracked = 0;
 
   // What made the capture lose something, by the counters' names in the runtime's summary,
   // each with its count ("dropped 3", "sink lost 12"); empty when nothing was lost.

@@ -536,6 +536,27 @@ void PrintForkNote(const CaptureSummary& s) {
   }
 }
 
+// What the program's libraries allocated and released in their constructors, before
+// the interposer's ran (the loader runs them first): not in the capture.
+void PrintBeforeStartNote(const std::optional<TrailerBlocks>& blocks) {
+  if (!blocks || (blocks->prestart_freed == 0 && blocks->prestart_untracked == 0)) return;
+  if (blocks->prestart_freed != 0) {
+    printf("\nnote: before memtrace started (the constructors of the program's libraries run\n"
+           "  before its own), %llu block%s (%s) were allocated and released again; they are\n"
+           "  not in these figures. The blocks still live when it started are, each at the\n"
+           "  stack that allocated it.\n",
+           static_cast<unsigned long long>(blocks->prestart_freed),
+           blocks->prestart_freed == 1 ? "" : "s", FormatBytes(blocks->prestart_freed_bytes).c_str());
+  }
+  if (blocks->prestart_untracked != 0) {
+    printf("%s%llu block%s allocated before memtrace started did not fit its table of them:\n"
+           "  their frees count as unknown frees.\n",
+           blocks->prestart_freed != 0 ? "  " : "\nnote: ",
+           static_cast<unsigned long long>(blocks->prestart_untracked),
+           blocks->prestart_untracked == 1 ? "" : "s");
+  }
+}
+
 // A capture finished as a signal ended the program: a crash (partial), or a signal sent
 // to stop it that it left to the default action (complete).
 void PrintSignalNote(const std::optional<TrailerBlocks>& blocks) {
@@ -892,9 +913,13 @@ int SummaryCommand(int argc, char** argv) {
                               ",\"memtrace_bytes\":", blocks->memtrace_bytes,
                               ",\"memtrace_memory\":", raw(blocks->memtrace_memory_json),
                               ",\"memtrace_cpu_ns\":", raw(blocks->memtrace_cpu_json),
-                              ",\"forks\":", blocks->forks)
+                              ",\"forks\":", blocks->forks, ",\"before_start\":{\"freed_blocks\":",
+                              blocks->prestart_freed, ",\"freed_bytes\":",
+                              blocks->prestart_freed_bytes, ",\"untracked_blocks\":",
+                              blocks->prestart_untracked, "}")
                : std::string(",\"integrity\":null,\"sink\":null,\"memtrace_bytes\":null,"
-                             "\"memtrace_memory\":null,\"memtrace_cpu_ns\":null,\"forks\":null");
+                             "\"memtrace_memory\":null,\"memtrace_cpu_ns\":null,\"forks\":null,"
+                             "\"before_start\":null");
     std::string layers;
     for (const auto& [id, usage] : s->layers) {
       absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", id,
@@ -935,6 +960,7 @@ int SummaryCommand(int argc, char** argv) {
   PrintShadowNote(*s);
   PrintForkNote(*s);
   PrintUntracedForksNote(blocks, s->trace_children, s->trace_forks);
+  PrintBeforeStartNote(blocks);
   return 0;
 }
 

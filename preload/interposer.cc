@@ -25,8 +25,10 @@
 //     a ring; the drainer and the sink's writer are marked internal) runs with the
 //     thread's reentrancy flag set and goes straight to the real allocator, untraced.
 //   - Before the tracer starts: blocks allocated before this library's constructor runs
-//     are remembered in a small table and recorded when tracing starts, so their later
-//     frees match (up to kPrestartCapacity; beyond that the frees are counted unknown).
+//     (the program's libraries' constructors run first) are remembered in a small table
+//     with their stacks and recorded when tracing starts, each at its stack, so their
+//     later frees match (up to kPrestartCapacity; beyond that the frees are counted
+//     unknown). Those freed again before then are counted in the trailer.
 //   - Thread exit: handled by the runtime (a thread's ring is retired and drained).
 //   - fork(): by default the child runs untraced (documented): its copy of the tracer has
 //     no drainer thread, and its heap is a copy of the parent's, already recorded. It
@@ -85,6 +87,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -288,15 +291,30 @@ pid_t traced_pid = 0;
 uint64_t own_code_begin = 0;  // this library's executable segment, for unwinding
 uint64_t own_code_end = 0;
 
-// Blocks allocated before tracing started, recorded when it starts.
+// Blocks allocated before tracing started (in other libraries' constructors, which the
+// loader runs before this one's), recorded when it starts, each at the stack it was
+// allocated from. Stacks are walked by the unwind tables whatever MEMTRACE_UNWIND says
+// (the settings are read when tracing starts), kPrestartDepth frames at most, cut to
+// MEMTRACE_STACK_DEPTH then; their frames share one pool.
 constexpr size_t kPrestartCapacity = 16384;
+constexpr uint32_t kPrestartDepth = 32;
+constexpr size_t kPrestartFrameCapacity = 65536;
+static_assert(kPrestartDepth <= kMaxPreloadStackDepth);
 struct PrestartBlock {
   uintptr_t address;
   size_t size;
+  uint32_t frames_at;  // its stack: prestart_frames[frames_at, frames_at + depth)
+  uint32_t depth;      // 0: no stack (the pool was full, or the walk found none)
 };
 PrestartBlock prestart[kPrestartCapacity];
 size_t prestart_count = 0;
 uint64_t prestart_overflow = 0;
+// Blocks allocated and released again before tracing started (freed, or moved by
+// realloc), which the capture never sees: counted in the trailer.
+uint64_t prestart_freed = 0;
+uint64_t prestart_freed_bytes = 0;
+uint64_t prestart_frames[kPrestartFrameCapacity];
+size_t prestart_frames_used = 0;
 // A spin lock: taken only before tracing starts (and once by the constructor).
 std::atomic_flag prestart_lock = ATOMIC_FLAG_INIT;
 
@@ -309,13 +327,40 @@ class PrestartLock {
   ~PrestartLock() { prestart_lock.clear(std::memory_order_release); }
 };
 
-// Before start: remember or forget a block. Returns false when tracing has started
-// meanwhile (the caller records normally).
-bool PrestartAdd(void* p, size_t n) noexcept {
+// Room for `depth` frames in the pool, under the lock: at its end, or after moving the
+// stacks of the blocks still remembered down over those of the blocks freed since.
+bool ReservePrestartFrames(uint32_t depth) noexcept {
+  if (prestart_frames_used + depth <= kPrestartFrameCapacity) return true;
+  // The order of remembered blocks does not matter: sorted by where their frames are,
+  // each stack moves down (or stays), never over one not yet moved.
+  std::sort(prestart, prestart + prestart_count,
+            [](const PrestartBlock& a, const PrestartBlock& b) { return a.frames_at < b.frames_at; });
+  size_t used = 0;
+  for (size_t i = 0; i < prestart_count; ++i) {
+    PrestartBlock& b = prestart[i];
+    if (b.depth == 0) continue;
+    memmove(&prestart_frames[used], &prestart_frames[b.frames_at], b.depth * sizeof(uint64_t));
+    b.frames_at = static_cast<uint32_t>(used);
+    used += b.depth;
+  }
+  prestart_frames_used = used;
+  return prestart_frames_used + depth <= kPrestartFrameCapacity;
+}
+
+// Before start: remember a block and its stack (`depth` frames). Returns false when
+// tracing has started meanwhile (the caller records normally).
+bool PrestartAdd(void* p, size_t n, const uint64_t* frames, uint32_t depth) noexcept {
   PrestartLock lock;
   if (phase.load(std::memory_order_relaxed) != kBeforeStart) return false;
   if (prestart_count < kPrestartCapacity) {
-    prestart[prestart_count++] = PrestartBlock{reinterpret_cast<uintptr_t>(p), n};
+    PrestartBlock b{reinterpret_cast<uintptr_t>(p), n, 0, 0};
+    if (depth > 0 && ReservePrestartFrames(depth)) {
+      memcpy(&prestart_frames[prestart_frames_used], frames, depth * sizeof(uint64_t));
+      b.frames_at = static_cast<uint32_t>(prestart_frames_used);
+      b.depth = depth;
+      prestart_frames_used += depth;
+    }
+    prestart[prestart_count++] = b;
   } else {
     ++prestart_overflow;
   }
@@ -328,11 +373,26 @@ void PrestartRemove(void* p) noexcept {
   const auto a = reinterpret_cast<uintptr_t>(p);
   for (size_t i = prestart_count; i-- > 0;) {
     if (prestart[i].address == a) {
+      // The last stack in the pool is given back at once (a block freed right after it
+      // was allocated); others when the pool is compacted.
+      if (prestart[i].depth != 0 &&
+          prestart[i].frames_at + prestart[i].depth == prestart_frames_used) {
+        prestart_frames_used = prestart[i].frames_at;
+      }
+      ++prestart_freed;
+      prestart_freed_bytes += prestart[i].size;
       prestart[i] = prestart[--prestart_count];
       return;
     }
   }
 }
+
+// Before start: remembers the program's new block `p` with the stack of the interposed
+// call `caller`, the return address alone where the unwind tables give no stack (and
+// while dlsym() runs: the thread's stack bounds cannot be asked for yet). False when
+// tracing has started meanwhile. Not inlined: the interposed functions keep only a call.
+__attribute__((noinline)) bool PrestartAddWithStack(void* p, size_t n, const void* frame,
+                                                    uint64_t ret) noexcept;
 
 uint64_t Addr(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
 
@@ -508,7 +568,7 @@ __attribute__((always_inline)) inline void OnAlloc(void* p, size_t n, Caller cal
     RecordNewBlock(scope.tracer(), p, n, caller);
     return;
   }
-  if (BeforeStart() && PrestartAdd(p, n)) return;
+  if (BeforeStart() && PrestartAddWithStack(p, n, caller.frame, caller.ret)) return;
   RecordScope retry;  // tracing began meanwhile
   if (retry.tracer() != nullptr) RecordNewBlock(retry.tracer(), p, n, caller);
 }
@@ -599,7 +659,7 @@ void* Realloc(void* p, size_t n, Caller caller) noexcept {
     if (BeforeStart()) {
       void* q = real.realloc(p, n);
       if (q != nullptr || n == 0) PrestartRemove(p);
-      if (q != nullptr) PrestartAdd(q, n);
+      if (q != nullptr) PrestartAddWithStack(q, n, caller.frame, caller.ret);
       return q;
     }
     return real.realloc(p, n);
@@ -863,6 +923,8 @@ void Finish(const std::string& ended_by, bool partial, const char* exec_target =
     const Snapshot snap = t->TakeSnapshot();
     std::string fields = absl::StrCat("\"ended_by\":", JsonQuote(ended_by),
                                       ",\"prestart_untracked\":", prestart_overflow,
+                                      ",\"prestart_freed\":", prestart_freed,
+                                      ",\"prestart_freed_bytes\":", prestart_freed_bytes,
                                       ",\"forks\":", forks_made.load(std::memory_order_relaxed));
     if (exec_target != nullptr) absl::StrAppend(&fields, ",\"exec\":", JsonQuote(exec_target));
     const absl::Status s = sink->Finish(snap, fields, partial);
@@ -1245,9 +1307,18 @@ bool StartTracing(const CaptureSetup& setup, const std::string& header,
   {
     PrestartLock lock;
     for (size_t i = 0; i < prestart_count; ++i) {
-      t->recorder().RecordAlloc(kLayer, prestart[i].address, prestart[i].size, 0);
+      const PrestartBlock& b = prestart[i];
+      uint64_t site = 0;  // no stack: "no call site"
+      if (b.depth != 0) {
+        const uint64_t* frames = &prestart_frames[b.frames_at];
+        site = config.stack_depth == 0
+                   ? frames[0]
+                   : t->recorder().StackSite(frames, std::min(b.depth, config.stack_depth));
+      }
+      t->recorder().RecordAlloc(kLayer, b.address, b.size, site);
     }
     prestart_count = 0;
+    prestart_frames_used = 0;
     if (inherited != nullptr) {
       Span span(&t->recorder(), InheritedScope());
       for (const AllocationRecord& b : *inherited) {
@@ -1656,6 +1727,23 @@ void* Remap(void* old_address, size_t old_size, size_t new_size, int flags,
   mappings->Map(Addr(q), new_size, Site(t, caller.frame, caller.ret), &ops);
   RecordMappingOps(r, ops);
   return q;
+}
+
+bool PrestartAddWithStack(void* p, size_t n, const void* frame, uint64_t ret) noexcept {
+  uint64_t frames[kPrestartDepth];
+  uint32_t depth = 0;
+  if (Resolved()) {
+    // The walk may allocate (the thread's stack bounds, asked once): memtrace's own.
+    runtime_internal::ReentrancyGuard guard;
+    bool complete = true;
+    depth = preload_internal::UnwindCfi(frame, frames, kPrestartDepth, &complete);
+    if (!complete) depth = 0;
+  }
+  if (depth == 0) {
+    frames[0] = ret;
+    depth = 1;
+  }
+  return PrestartAdd(p, n, frames, depth);
 }
 
 // Bootstrap blocks (served while dlsym runs) are remembered like any block allocated

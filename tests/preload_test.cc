@@ -54,6 +54,10 @@ const std::string& Target() {
   static const std::string path = Runfile("tests/preload_target");
   return path;
 }
+const std::string& EarlyAllocations() {
+  static const std::string path = Runfile("tests/early_allocations");
+  return path;
+}
 const std::string& OwnEnvironment() {
   static const std::string path = Runfile("tests/own_environment");
   return path;
@@ -276,6 +280,14 @@ Replay ReplayCapture(const std::string& path, absl::Status* status) {
     return absl::OkStatus();
   });
   return r;
+}
+
+// The line of `out` (a table `memtrace top` printed) that contains `label`, or "".
+std::string RowOf(const std::string& out, const std::string& label) {
+  const size_t at = out.find(label);
+  if (at == std::string::npos) return "";
+  const size_t begin = out.rfind('\n', at) + 1;  // npos + 1 is 0: the first line
+  return out.substr(begin, out.find('\n', at) - begin);
 }
 
 std::string Field(const std::string& json, const std::string& name) {
@@ -666,7 +678,9 @@ TEST_F(PreloadTest, TopSaysWhereTheSymbolsOfUnnamedFramesWouldBe) {
   for (const char* command : {"top", "peak"}) {
     const Result json = RunProgram({Cli(), command, "--json", capture}, {});
     ASSERT_EQ(json.status, 0) << json.err;
-    EXPECT_NE(json.out.find("\"unresolved\":[{\"path\":\"/usr/bin/ls\",\"why\":\"no_symbols\""),
+    const size_t unresolved = json.out.find("\"unresolved\":[{");
+    ASSERT_NE(unresolved, std::string::npos) << command << ": " << json.out;
+    EXPECT_NE(json.out.find("{\"path\":\"/usr/bin/ls\",\"why\":\"no_symbols\"", unresolved),
               std::string::npos)
         << command << ": " << json.out;
   }
@@ -941,12 +955,7 @@ TEST_F(PreloadTest, StandardLibraryFramesArePassedOverInSiteNames) {
   const Result top = RunProgram({Cli(), "top", "--limit=50", capture}, {});
   ASSERT_EQ(top.status, 0) << top.err;
   // The site's row: every allocation of that function, and nothing of std's own name.
-  const auto row_of = [&](const std::string& label) -> std::string {
-    const size_t at = top.out.find(label);
-    if (at == std::string::npos) return "";
-    const size_t begin = top.out.rfind('\n', at) + 1;
-    return top.out.substr(begin, top.out.find('\n', at) - begin);
-  };
+  const auto row_of = [&](const std::string& label) { return RowOf(top.out, label); };
   const std::string vector_row = row_of(
       absl::StrCat("memtrace_std_test::GrowParticles(unsigned long) (tests/std_container_frames.cc:",
                    memtrace_std_test::kPushBackLine, ") via std::vector::push_back"));
@@ -970,6 +979,65 @@ TEST_F(PreloadTest, StandardLibraryFramesArePassedOverInSiteNames) {
   const Result stacks = RunProgram({Cli(), "top", "--stacks", "--limit=50", capture}, {});
   ASSERT_EQ(stacks.status, 0) << stacks.err;
   EXPECT_TRUE(absl::StrContains(stacks.out, "_M_realloc_insert")) << stacks.out;
+}
+
+// A library's constructor runs before the interposer's (the loader runs a library's
+// constructors before those of the objects that need it, and LD_PRELOAD's comes first).
+// The blocks it allocated are recorded when tracing starts, each at the stack that
+// allocated it, not as "no call site"; those it allocated and freed again are counted
+// in the trailer and noted by `summary`. The library churns through more stacks than
+// the interposer's pool of them holds, freeing out of order, so the pool is compacted
+// with blocks live: each kept block must still be named after its own stack.
+TEST_F(PreloadTest, BlocksAllocatedBeforeTracingStartedKeepTheirStacks) {
+  const std::string capture = TempDir() + "/early.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", EarlyAllocations()}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_NE(run.out.find("table=yes kept=20"), std::string::npos) << run.out;
+  const Result verify = RunProgram({Cli(), "verify", capture}, {});
+  EXPECT_EQ(verify.status, 0) << verify.out << verify.err;
+
+  const Result top = RunProgram({Cli(), "top", "--by=live", capture}, {});
+  ASSERT_EQ(top.status, 0) << top.err;
+  const std::string table =
+      RowOf(top.out, "memtrace_early_test::BuildEarlyTable() (tests/early_allocator.cc:");
+  ASSERT_FALSE(table.empty()) << top.out;
+  EXPECT_TRUE(absl::StartsWith(absl::StripLeadingAsciiWhitespace(table), "48.9 KiB          1"))
+      << table;
+  const std::string kept =
+      RowOf(top.out, "memtrace_early_test::ChurnBeforeStart() (tests/early_allocator.cc:");
+  ASSERT_FALSE(kept.empty()) << top.out;
+  EXPECT_TRUE(absl::StartsWith(absl::StripLeadingAsciiWhitespace(kept), "3.9 KiB         20"))
+      << kept;
+  // The whole stack, through the constructor that called them.
+  const Result stacks = RunProgram({Cli(), "top", "--stacks", "--by=live", capture}, {});
+  ASSERT_EQ(stacks.status, 0) << stacks.err;
+  EXPECT_TRUE(absl::StrContains(stacks.out, "memtrace_early_test::EarlyAllocatorInit()"))
+      << stacks.out;
+
+  // 20,000 blocks of 100 bytes and 19,980 of 200, freed before tracing started.
+  const Result summary = RunProgram({Cli(), "summary", capture}, {});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  EXPECT_TRUE(absl::StrContains(summary.out, "39980 blocks (5.7 MiB) were allocated and released"))
+      << summary.out;
+  const Result json = RunProgram({Cli(), "summary", "--json", capture}, {});
+  ASSERT_EQ(json.status, 0) << json.err;
+  EXPECT_TRUE(absl::StrContains(
+      json.out, "\"before_start\":{\"freed_blocks\":39980,\"freed_bytes\":5996000,"
+                "\"untracked_blocks\":0}"))
+      << json.out;
+
+  // At depth 0 the site is the return address alone, as for any block.
+  const std::string shallow = TempDir() + "/early_depth0.mtb";
+  const Result run0 = RunProgram(
+      {Cli(), "run", "--quiet", "--depth=0", "--output=" + shallow, "--", EarlyAllocations()},
+      {});
+  ASSERT_EQ(run0.status, 0) << run0.err;
+  const Result top0 = RunProgram({Cli(), "top", "--by=live", shallow}, {});
+  ASSERT_EQ(top0.status, 0) << top0.err;
+  EXPECT_FALSE(
+      RowOf(top0.out, "memtrace_early_test::BuildEarlyTable() (tests/early_allocator.cc:").empty())
+      << top0.out;
 }
 
 // A block allocated with new[] is named after the function that called it, not after

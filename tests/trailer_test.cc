@@ -36,6 +36,18 @@ TEST(TrailerTest, FieldsAnOlderCaptureLacksReadAsZeroAndTheFenceAsUnknown) {
   EXPECT_FALSE(bare->has_sink);
   EXPECT_TRUE(bare->ended_by.empty());
   EXPECT_TRUE(bare->exec.empty());
+  EXPECT_EQ(bare->prestart_freed, 0u);
+  EXPECT_EQ(bare->prestart_untracked, 0u);
+}
+
+TEST(TrailerTest, BlocksFromBeforeTracingStartedAreRead) {
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(
+      R"({"type":"trailer","complete":true,"ended_by":"exit","prestart_untracked":3,)"
+      R"("prestart_freed":39980,"prestart_freed_bytes":5996000,"forks":0})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->prestart_untracked, 3u);
+  EXPECT_EQ(t->prestart_freed, 39980u);
+  EXPECT_EQ(t->prestart_freed_bytes, 5996000u);
 }
 
 TEST(TrailerTest, MemtraceThreadsCpuTimeIsReadAndDamageIsNamed) {
@@ -120,6 +132,8 @@ TEST(TrailerTest, DamagedTrailersAreErrorsThatSayWhere) {
        "the trailer's field 'sink.events_lost' is not a non-negative integer"},
       {R"({"memtrace_bytes":1.5})",
        "the trailer's field 'memtrace_bytes' is not a non-negative integer"},
+      {R"({"prestart_freed":"some"})",
+       "the trailer's field 'prestart_freed' is not a non-negative integer"},
   };
   for (const Case& c : cases) {
     const absl::StatusOr<TrailerBlocks> t = ParseTrailer(c.trailer);

@@ -1,0 +1,50 @@
+// Copyright 2026 The memtrace Authors.
+//
+// early_allocator.cc: a shared library that allocates in its constructor, which the
+// loader runs before the interposer's (a library's constructors run before those of the
+// objects that need it, and LD_PRELOAD's library comes first in that list). Linked into
+// early_allocations; preload_test checks that these blocks are recorded at the stacks
+// that allocated them.
+//
+//   BuildEarlyTable()   allocates a 50,043-byte table, kept live to the end
+//   ChurnBeforeStart()  20,000 rounds of two blocks, the older freed first; the newer is
+//                       kept every 1,000th round (20 blocks of 200 bytes live at the end)
+//                       and freed otherwise. More stacks than the interposer's pool of
+//                       stacks for such blocks holds, freed out of order, so the pool is
+//                       compacted while blocks are live.
+
+#include <stdlib.h>
+
+extern "C" {
+void* memtrace_early_table = nullptr;
+void* memtrace_early_kept[20] = {};
+}
+
+namespace memtrace_early_test {
+
+__attribute__((noinline)) void BuildEarlyTable() {
+  memtrace_early_table = malloc(50043);
+  asm volatile("" : : "r"(memtrace_early_table) : "memory");
+}
+
+__attribute__((noinline)) void ChurnBeforeStart() {
+  int kept = 0;
+  for (int i = 0; i < 20000; ++i) {
+    void* older = malloc(100);
+    void* newer = malloc(200);
+    asm volatile("" : : "r"(older), "r"(newer) : "memory");
+    free(older);
+    if (i % 1000 == 0) {
+      memtrace_early_kept[kept++] = newer;
+    } else {
+      free(newer);
+    }
+  }
+}
+
+__attribute__((constructor)) void EarlyAllocatorInit() {
+  BuildEarlyTable();
+  ChurnBeforeStart();
+}
+
+}  // namespace memtrace_early_test
