@@ -23,7 +23,7 @@ constexpr std::array<std::string_view, 22> kExact = {
     "__cxa_allocate_exception", "__cxa_allocate_dependent_exception"};
 
 // Families: any name that begins with one of these.
-constexpr std::array<std::string_view, 39> kPrefixes = {
+constexpr std::array<std::string_view, 46> kPrefixes = {
     // C++ (demangled): operator new and new[], the standard allocators.
     "operator new", "std::allocator", "std::__new_allocator", "__gnu_cxx::new_allocator",
     "std::allocator_traits", "__gnu_cxx::__alloc_traits",
@@ -41,7 +41,38 @@ constexpr std::array<std::string_view, 39> kPrefixes = {
     "sqlite3DbRealloc", "sqlite3MemRealloc", "dbMallocRaw",
     // HotSpot, the JVM's own C heap.
     "os::malloc(", "os::realloc(", "os::strdup(", "AllocateHeap(", "ReallocateHeap(",
-    "CHeapObj<"};
+    "CHeapObj<",
+    // Rust: the global allocator's entry points (__rust_alloc, __rdl_alloc; since Rust
+    // 1.8x mangled into a __rustc crate) and the alloc crate's functions over them.
+    "__rust_", "__rdl_", "__rg_", "__rustc::", "alloc::alloc::",
+    "<alloc::alloc::Global as core::alloc::Allocator>::",
+    "<std::alloc::System as core::alloc::global::GlobalAlloc>::"};
+
+// Container libraries besides C++'s standard one, by the namespace their functions' short
+// names (ShortFunctionName) begin with: abseil's hash tables and inlined vectors, and
+// Rust's standard crates (std is C++'s prefix too) and hash tables, whose trait impls
+// read "<alloc::vec::Vec as core::clone::Clone>::clone": a library type's own.
+constexpr std::array<std::string_view, 7> kContainerNamespaces = {
+    "alloc::", "core::", "hashbrown::", "<alloc::", "<core::", "<std::", "<hashbrown::"};
+// abseil's, inside "absl::" and the inline namespace a build may give it
+// ("absl::lts_20220623::", Debian's "absl::debian3::").
+constexpr std::array<std::string_view, 2> kAbseilContainerNamespaces = {
+    "container_internal::", "inlined_vector_internal::"};
+
+bool IsAbseilContainerFunction(std::string_view name) {
+  constexpr std::string_view kAbsl = "absl::";
+  if (name.substr(0, kAbsl.size()) != kAbsl) return false;
+  name.remove_prefix(kAbsl.size());
+  for (int inline_namespace = 0; inline_namespace < 2; ++inline_namespace) {
+    for (std::string_view ns : kAbseilContainerNamespaces) {
+      if (name.substr(0, ns.size()) == ns) return true;
+    }
+    const size_t next = name.find("::");
+    if (next == std::string_view::npos) return false;
+    name.remove_prefix(next + 2);
+  }
+  return false;
+}
 
 // Symbolizer::Resolve's function name for a frame it cannot name.
 constexpr std::string_view kUnknownFunction = "??";
@@ -63,6 +94,15 @@ bool Listed(std::string_view function, const Names& names, const Prefixes& prefi
 
 bool IsAllocatorFunction(std::string_view function) {
   return Listed(WithoutCloneSuffix(function), kExact, kPrefixes);
+}
+
+bool IsContainerFunction(std::string_view function) {
+  if (IsStandardLibraryFunction(function)) return true;
+  const std::string name = ShortFunctionName(function);
+  for (std::string_view ns : kContainerNamespaces) {
+    if (std::string_view(name).substr(0, ns.size()) == ns) return true;
+  }
+  return IsAbseilContainerFunction(name);
 }
 
 absl::StatusOr<AllocatorFunctions> AllocatorFunctions::Parse(std::string_view list) {
@@ -107,11 +147,11 @@ size_t CallerFrame(const std::vector<std::string_view>& functions,
       break;
     }
   }
-  // Then the standard library's frames the program reached the allocator through
-  // (std::vector::push_back, std::make_shared). An unknown frame ends them: the standard
-  // library calls the program's own code (a std::thread's function, a comparator), so an
-  // unnamed frame outside the allocator may be the program's.
-  while (caller < functions.size() && (IsStandardLibraryFunction(functions[caller]) ||
+  // Then the container libraries' frames the program reached the allocator through
+  // (std::vector::push_back, std::make_shared, absl::flat_hash_map's). An unknown frame
+  // ends them: a library calls the program's own code back (a std::thread's function, a
+  // comparator), so an unnamed frame outside the allocator may be the program's.
+  while (caller < functions.size() && (IsContainerFunction(functions[caller]) ||
                                        allocators.Contains(functions[caller]))) {
     ++caller;
   }
@@ -152,11 +192,11 @@ std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frame
     }
   }
   if (caller == 0) return label;
-  // A standard library function by its short name: "std::vector::push_back", not its
+  // A container library's function by its short name: "std::vector::push_back", not its
   // template arguments and parameters.
   const std::string_view via = functions[caller - 1];
   return absl::StrCat(label, " via ",
-                      IsStandardLibraryFunction(via) ? ShortFunctionName(via) : std::string(via));
+                      IsContainerFunction(via) ? ShortFunctionName(via) : std::string(via));
 }
 
 }  // namespace memtrace

@@ -12,19 +12,21 @@
 //
 //   "Parser::Grow() (parser.cc:88) via operator new(unsigned long)"
 //
-// C++ code allocates mostly through the standard library: a vector's growth reaches
+// C++ code allocates mostly through container libraries: a vector's growth reaches
 // operator new through std::vector::push_back, _M_realloc_insert, _Vector_base::_M_allocate
-// and std::allocator_traits. Those frames are passed over too, and the site is named after
-// the program's code that called the library, by the library function it called:
+// and std::allocator_traits. The frames of the standard library and of abseil's containers
+// (IsContainerFunction) are passed over too, and the site is named after the program's
+// code that called the library, by the library function it called:
 //
 //   "Parser::Grow() (parser.cc:88) via std::vector::push_back"
 //
 // The list (IsAllocatorFunction) covers the C allocation functions, C++'s operator new
-// and standard allocators, and the wrappers of GLib, CPython, Perl, Redis, SQLite and the
-// JVM (HotSpot's os::malloc and AllocateHeap). A program's own wrappers (a game engine's
-// `Engine::Alloc`, a server's `pool_alloc`) are added by name with
-// AllocatorFunctions::Parse, from the CLI's --allocator flag. The list only changes names;
-// `memtrace top --stacks` and the exports keep every frame.
+// and standard allocators, Rust's global allocator (__rust_alloc, alloc::alloc), and the
+// wrappers of GLib, CPython, Perl, Redis, SQLite and the JVM (HotSpot's os::malloc and
+// AllocateHeap). A program's own wrappers (a game engine's `Engine::Alloc`, a server's
+// `pool_alloc`) are added by name with AllocatorFunctions::Parse, from the CLI's
+// --allocator flag. The list only changes names; `memtrace top --stacks` and the exports
+// keep every frame.
 //
 // A caller without a name ("??": a static function of a stripped library) says nothing on
 // its own; its label adds the nearest named frame further out:
@@ -59,6 +61,13 @@ namespace memtrace {
 // known wrappers such as xmalloc, g_malloc, PyMem_Malloc, zmalloc or sqlite3Malloc.
 bool IsAllocatorFunction(std::string_view function);
 
+// True for a function of a container library a program allocates through: the C++
+// standard library's (IsStandardLibraryFunction: std, __gnu_cxx), abseil's hash tables
+// and inlined vectors (absl::container_internal, absl::inlined_vector_internal), and
+// Rust's standard crates (alloc, core, std) and hashbrown, impls of their types included
+// ("<alloc::vec::Vec<T> as core::clone::Clone>::clone", not "<app::Foo as ...>").
+bool IsContainerFunction(std::string_view function);
+
 // The built-in allocator functions and a program's own.
 class AllocatorFunctions {
  public:
@@ -83,15 +92,15 @@ class AllocatorFunctions {
 // The index of the frame that called the allocator, in `functions` (a stack's symbolized
 // functions, innermost first): the frame after the outermost allocator function among the
 // innermost frames that are allocator functions or unknown ("??": a static, stripped
-// helper inside the allocator), and after the standard library functions
-// (IsStandardLibraryFunction) that follow. 0 when none of those is an allocator's or the
+// helper inside the allocator), and after the container library functions
+// (IsContainerFunction) that follow. 0 when none of those is an allocator's or the
 // library's; the last index when the stack ends inside them.
 size_t CallerFrame(const std::vector<std::string_view>& functions,
                    const AllocatorFunctions& allocators = AllocatorFunctions());
 
 // A call site's name from its stack (innermost first): Describe() of the frame that called
 // the allocator (CallerFrame), with " via " and the allocator function it called (a
-// standard library function by its ShortFunctionName), or the innermost frame's
+// container library's function by its ShortFunctionName), or the innermost frame's
 // Describe() when no allocator function is found. When that frame has
 // no name ("??"), " under " and the first named frame further out follow its Describe().
 // Functions inlined at a return address count as frames of their own, innermost first

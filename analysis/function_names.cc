@@ -2,7 +2,15 @@
 
 #include "analysis/function_names.h"
 
+#include <cxxabi.h>
+
 #include <array>
+#include <cstdlib>
+
+// libiberty.h declares basename() unless told that the C library does (glibc's differs in
+// C++, and the two would clash).
+#define HAVE_DECL_BASENAME 1
+#include <libiberty/demangle.h>
 
 #include "absl/strings/ascii.h"
 
@@ -66,18 +74,31 @@ size_t AfterTemplateArguments(std::string_view s, size_t open) {
 }
 
 // `s` without template argument lists ("<...>") and ABI tags ("[abi:cxx11]"). An
-// operator's symbol is copied as it is: the '<' of "operator<" opens nothing.
+// operator's symbol is copied as it is: the '<' of "operator<" opens nothing. A '<' at
+// the start of the name (or of a path inside one) opens a Rust qualified path, "<Type>"
+// or "<Type as Trait>", which is kept (without its own generic arguments); Rust's
+// generic arguments on a function ("::<&str>") go with the "::" before them.
 std::string WithoutTemplateArguments(std::string_view s) {
   std::string out;
   out.reserve(s.size());
+  int open_paths = 0;  // Rust qualified paths open in `out`
   size_t i = 0;
   while (i < s.size()) {
     if (OperatorAt(s, i)) {
       const size_t end = i + kOperator.size() + OperatorSymbolLength(s, i + kOperator.size());
       out.append(s.substr(i, end - i));
       i = end;
+    } else if (s[i] == '<' && (out.empty() || out.back() == '<')) {
+      out.push_back('<');
+      ++open_paths;
+      ++i;
+    } else if (s[i] == '>' && open_paths > 0) {
+      out.push_back('>');
+      --open_paths;
+      ++i;
     } else if (s[i] == '<') {
       i = AfterTemplateArguments(s, i);
+      if (out.size() >= 2 && out.compare(out.size() - 2, 2, "::") == 0) out.resize(out.size() - 2);
     } else if (s.substr(i, 5) == "[abi:") {
       const size_t close = s.find(']', i);
       i = close == std::string_view::npos ? s.size() : close + 1;
@@ -123,6 +144,8 @@ std::string_view WithoutParameters(std::string_view s) {
 // return type, which ends at the last space outside brackets ("unsigned long ns::f").
 // The spaces of an operator's name ("operator new", "operator unsigned long") are its own.
 size_t NameStart(std::string_view s) {
+  // A Rust qualified path ("<Type as Trait>::f") has no return type before it.
+  if (!s.empty() && s.front() == '<') return 0;
   size_t start = 0;
   int depth = 0;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -139,7 +162,45 @@ size_t NameStart(std::string_view s) {
   return start;
 }
 
+// "<alloc::vec::Vec>::push" as "alloc::vec::Vec::push": an inherent impl's path needs no
+// brackets once its generic arguments are gone. A trait impl's ("<T as Trait>::f") keeps
+// them.
+std::string_view WithoutInherentBrackets(std::string_view s, std::string* storage) {
+  if (s.empty() || s.front() != '<') return s;
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<') {
+      ++depth;
+    } else if (s[i] == '>' && --depth == 0) {
+      const std::string_view inside = s.substr(1, i - 1);
+      if (inside.find(" as ") != std::string_view::npos || inside.empty()) return s;
+      *storage = std::string(inside) + std::string(s.substr(i + 1));
+      return *storage;
+    }
+  }
+  return s;
+}
+
 }  // namespace
+
+std::string Demangle(const char* symbol) {
+  if (symbol[0] != '_' || (symbol[1] != 'R' && symbol[1] != 'Z')) return symbol;
+  // Rust first: its legacy names are valid C++ ones too, which the C++ demangler leaves
+  // with the escapes and the hash ("Vec$LT$T$GT$::push::h5e3..."). libiberty answers null
+  // for anything that is not Rust.
+  std::string out;
+  if (char* rust = rust_demangle(symbol, DMGL_PARAMS | DMGL_ANSI)) {
+    out = rust;
+    free(rust);
+  } else if (symbol[1] == 'Z') {
+    int status = 0;
+    if (char* cpp = abi::__cxa_demangle(symbol, nullptr, nullptr, &status)) {
+      if (status == 0) out = cpp;
+      free(cpp);
+    }
+  }
+  return out.empty() ? std::string(symbol) : out;
+}
 
 std::string_view WithoutCloneSuffix(std::string_view function) {
   const size_t clone = function.find(" [clone ");
@@ -149,7 +210,9 @@ std::string_view WithoutCloneSuffix(std::string_view function) {
 std::string ShortFunctionName(std::string_view function) {
   const std::string bare = WithoutTemplateArguments(WithoutCloneSuffix(function));
   const std::string_view name = WithoutParameters(bare);
-  const std::string_view out = StripSpaces(name.substr(NameStart(name)));
+  std::string storage;
+  const std::string_view out =
+      WithoutInherentBrackets(StripSpaces(name.substr(NameStart(name))), &storage);
   // Text that is not a demangled name ("<", "( )") may leave nothing: keep it as it was.
   return out.empty() ? std::string(function) : std::string(out);
 }

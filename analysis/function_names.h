@@ -1,6 +1,12 @@
 // Copyright 2026 The memtrace Authors.
 //
-// function_names.h: reading demangled C++ function names, as the Symbolizer gives them.
+// function_names.h: demangling symbols, and reading the demangled names of C++ and Rust
+// functions, as the Symbolizer gives them.
+//
+// Demangle() turns a symbol table's or DWARF's linkage name into source form: C++ names
+// (_Z...) with the C++ ABI's demangler, Rust names with GNU libiberty's, which reads both
+// Rust manglings (v0, _R..., which Rust's standard library is built with, and the legacy
+// one, _ZN...17h<hash>E, which a C++ demangler leaves as `Vec$LT$T$GT$::push::h5e3...`).
 //
 // A demangled name says much more than a reader needs to recognize the function. The
 // vector growth that most C++ programs allocate through is
@@ -25,6 +31,7 @@
 //   ShortFunctionName("std::map<int, int>::operator[](int const&)")  // "std::map::operator[]"
 //   ShortFunctionName("main::{lambda()#1}::operator()() const")  // "main::{lambda()#1}::operator()"
 //   IsStandardLibraryFunction("void std::vector<int>::_M_realloc_insert<int>(int&&)")  // true
+//   Demangle("_RNvNtCslNYArtu3iFV_5alloc5alloc5alloc")  // "alloc::alloc::alloc"
 
 #ifndef MEMTRACE_ANALYSIS_FUNCTION_NAMES_H_
 #define MEMTRACE_ANALYSIS_FUNCTION_NAMES_H_
@@ -33,6 +40,11 @@
 #include <string_view>
 
 namespace memtrace {
+
+// `symbol` demangled: a C++ or Rust linkage name in source form ("operator new(unsigned
+// long)", "alloc::raw_vec::RawVec<T,A>::grow_one"), anything else (a C function's name, a
+// malformed mangled name) as it is.
+std::string Demangle(const char* symbol);
 
 // The function's name without the suffixes GCC gives the copies it specializes
 // ("xmalloc [clone .constprop.0]", "Grow() [clone .cold]"): a copy is the function.

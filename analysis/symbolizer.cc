@@ -2,7 +2,6 @@
 
 #include "analysis/symbolizer.h"
 
-#include <cxxabi.h>
 #include <dwarf.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
@@ -22,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/debuginfod.h"
+#include "analysis/function_names.h"
 #include "analysis/internal/inline_index.h"
 #include "sinks/json_text.h"
 
@@ -264,19 +264,6 @@ std::shared_ptr<LoadedModule> Open(const std::string& path, const std::string& n
   const int len = dwfl_module_build_id(loaded->module, &bits, &vaddr);
   if (len > 0) loaded->build_id = Hex(bits, static_cast<size_t>(len));
   return loaded;
-}
-
-std::string Demangle(const char* name) {
-  if (name[0] == '_' && name[1] == 'Z') {
-    int status = 0;
-    char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-    if (out != nullptr) {
-      std::string s = status == 0 ? out : name;
-      free(out);
-      return s;
-    }
-  }
-  return name;
 }
 
 // A symbol's name without the version a symbol table may give it: a library's separate

@@ -113,6 +113,46 @@ TEST(AllocatorFramesTest, TheStandardLibrarysFramesArePassedOver) {
                           "Level::Load()"},
                         *own),
             3u);
+  // abseil's hash tables, as GCC inlines them into a flat_hash_map's operator[].
+  EXPECT_EQ(CallerFrame(V{"operator new(unsigned long)",
+                          "void* absl::container_internal::Allocate<8ul, std::allocator<char> >"
+                          "(std::allocator<char>*, unsigned long)",
+                          "absl::container_internal::raw_hash_set<absl::container_internal::"
+                          "FlatHashMapPolicy<int, int>, absl::hash_internal::Hash<int>, "
+                          "std::equal_to<int>, std::allocator<std::pair<int const, int> > "
+                          ">::resize(unsigned long)",
+                          "Index::Add(int)"}),
+            3u);
+  EXPECT_TRUE(IsContainerFunction("absl::inlined_vector_internal::Storage<int, 4ul, "
+                                  "std::allocator<int> >::EmplaceBackSlow<int>(int&&)"));
+  EXPECT_FALSE(IsContainerFunction("absl::StrCat(absl::AlphaNum const&)"));
+  // Inside the inline namespace of a build: upstream's, and Debian's.
+  EXPECT_TRUE(IsContainerFunction("absl::lts_20220623::container_internal::raw_hash_set<"
+                                  "Policy>::resize(unsigned long)"));
+  EXPECT_TRUE(IsContainerFunction("void* absl::debian3::container_internal::Allocate<4ul, "
+                                  "std::allocator<std::pair<int const, int> > >("
+                                  "std::allocator<std::pair<int const, int> >*, unsigned long)"));
+  EXPECT_FALSE(IsContainerFunction("absl::debian3::StrCat(absl::debian3::AlphaNum const&)"));
+  // Rust: a String grown by format!() inside a closure of the program's (rustc 1.95, -O:
+  // the standard library's frames are mostly inlined ones).
+  const V rust = {"alloc::alloc::alloc",
+                  "<alloc::alloc::Global>::alloc_impl",
+                  "<alloc::alloc::Global as core::alloc::Allocator>::allocate",
+                  "<alloc::raw_vec::RawVecInner>::try_allocate_in",
+                  "<alloc::string::String>::with_capacity",
+                  "alloc::fmt::format::format_inner",
+                  "alloc::fmt::format::{{closure}}",
+                  "core::option::Option<T>::map_or_else",
+                  "alloc::fmt::format",
+                  "r::names::{{closure}}",
+                  "core::iter::adapters::map::map_fold::{{closure}}",
+                  "r::names",
+                  "r::main"};
+  EXPECT_EQ(CallerFrame(rust), 9u);
+  EXPECT_TRUE(IsContainerFunction("<alloc::vec::Vec<T> as core::clone::Clone>::clone"));
+  EXPECT_FALSE(IsContainerFunction("<r::Particle as core::clone::Clone>::clone"));
+  EXPECT_TRUE(IsAllocatorFunction("__rustc::__rust_alloc"));
+  EXPECT_TRUE(IsAllocatorFunction("__rust_alloc"));
   // A stack that ends inside the library: its last frame.
   EXPECT_EQ(CallerFrame(V{"operator new(unsigned long)",
                           "std::_Rb_tree<int, int>::_M_copy(std::_Rb_tree_node<int>*)",

@@ -1,7 +1,8 @@
 // Copyright 2026 The memtrace Authors.
 //
-// Short names of demangled C++ functions, and which are the standard library's
-// (analysis/function_names.h). The names are as abi::__cxa_demangle and GCC 12 give them.
+// Demangling, short names of demangled C++ and Rust functions, and which are the C++
+// standard library's (analysis/function_names.h). The C++ names are as
+// abi::__cxa_demangle and GCC 12 give them; the Rust symbols are rustc 1.95's.
 
 #include "analysis/function_names.h"
 
@@ -12,6 +13,67 @@
 
 namespace memtrace {
 namespace {
+
+TEST(FunctionNamesTest, DemanglesCppAndBothRustManglings) {
+  const struct {
+    const char* symbol;
+    std::string_view demangled;
+  } cases[] = {
+      {"malloc", "malloc"},
+      {"_Znwm", "operator new(unsigned long)"},
+      {"_ZNSt6vectorIiSaIiEE9push_backERKi",
+       "std::vector<int, std::allocator<int> >::push_back(int const&)"},
+      // Rust v0, as Rust's standard library is built.
+      {"_RNvNtCslNYArtu3iFV_5alloc5alloc5alloc", "alloc::alloc::alloc"},
+      {"_RNvXs_NtCslNYArtu3iFV_5alloc5allocNtB4_6GlobalNtNtCsgEmfK2I1SDS_4core5alloc9"
+       "Allocator8allocate",
+       "<alloc::alloc::Global as core::alloc::Allocator>::allocate"},
+      {"_RNvMs3_NtCslNYArtu3iFV_5alloc7raw_vecINtB5_6RawVechE16with_capacity_inB7_",
+       "<alloc::raw_vec::RawVec<u8>>::with_capacity_in"},
+      // Rust legacy, as a program's own crate is built: no hash, no $LT$ escapes.
+      {"_ZN1r5names17hc16ca60aee9bc205E", "r::names"},
+      {"_ZN5alloc7raw_vec19RawVec$LT$T$C$A$GT$8grow_one17h76111196bd863648E",
+       "alloc::raw_vec::RawVec<T,A>::grow_one"},
+      {"_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17ha86af84d9cc65291E",
+       "std::rt::lang_start::{{closure}}"},
+      // Not valid in either: as given.
+      {"_Zxyz", "_Zxyz"},
+      {"_RXYZ", "_RXYZ"},
+      {"_R", "_R"},
+      {"_", "_"},
+      {"", ""},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(Demangle(c.symbol), c.demangled) << c.symbol;
+  }
+}
+
+TEST(FunctionNamesTest, RustShortNamesDropGenericsAndInherentBrackets) {
+  const struct {
+    std::string_view demangled;
+    std::string_view short_name;
+  } cases[] = {
+      {"r::names", "r::names"},
+      {"alloc::alloc::alloc", "alloc::alloc::alloc"},
+      {"<alloc::raw_vec::RawVec<u8>>::with_capacity_in", "alloc::raw_vec::RawVec::with_capacity_in"},
+      {"alloc::raw_vec::RawVec<T,A>::grow_one", "alloc::raw_vec::RawVec::grow_one"},
+      {"<alloc::alloc::Global as core::alloc::Allocator>::allocate",
+       "<alloc::alloc::Global as core::alloc::Allocator>::allocate"},
+      {"<alloc::vec::Vec<T,A> as alloc::vec::spec_extend::SpecExtend<T,I>>::spec_extend",
+       "<alloc::vec::Vec as alloc::vec::spec_extend::SpecExtend>::spec_extend"},
+      {"<std::io::error::Error>::new::<&str>", "std::io::error::Error::new"},
+      {"<std::sync::once_lock::OnceLock<std::fs::File>>::initialize::<std::sys::random::linux::"
+       "getrandom::{closure#0}, std::io::error::Error>",
+       "std::sync::once_lock::OnceLock::initialize"},
+      {"core::ptr::drop_in_place<alloc::vec::Vec<alloc::string::String>>",
+       "core::ptr::drop_in_place"},
+      {"r::names::{closure#0}", "r::names::{closure#0}"},
+      {"<[u8]>::copy_within::<core::ops::range::RangeInclusive<usize>>", "[u8]::copy_within"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(ShortFunctionName(c.demangled), c.short_name) << c.demangled;
+  }
+}
 
 TEST(FunctionNamesTest, ShortNamesDropTemplatesParametersAndReturnTypes) {
   const struct {

@@ -61,7 +61,8 @@
 //   std-containers
 //               allocates only through the C++ standard library, in functions built at
 //               -O2 with -g2 (tests/std_container_frames.h): grows a vector of 1,000
-//               particles, makes a shared particle and fills a map of 100 entries
+//               particles, makes a shared particle, fills a map of 100 entries and an
+//               absl::flat_hash_map of 1,000
 //   quick-exit  allocates, prints its counts, and ends with _exit(7) (no destructors)
 //   exit-in-handler
 //               a SIGTERM handler calls _exit(0); prints "ready", then allocates and
@@ -622,7 +623,9 @@ void StdContainers() {
   const std::vector<memtrace_std_test::Particle> particles = memtrace_std_test::GrowParticles(1000);
   const std::shared_ptr<memtrace_std_test::Particle> shared = memtrace_std_test::MakeParticle();
   const std::map<int, int> map = memtrace_std_test::FillMap(100);
-  printf("particles=%zu shared=%ld map=%zu\n", particles.size(), shared.use_count(), map.size());
+  const absl::flat_hash_map<int, int> hash_map = memtrace_std_test::FillHashMap(1000);
+  printf("particles=%zu shared=%ld map=%zu hash_map=%zu\n", particles.size(),
+         shared.use_count(), map.size(), hash_map.size());
 }
 
 __attribute__((noinline)) void NewMarker() {

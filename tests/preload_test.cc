@@ -942,7 +942,7 @@ TEST_F(PreloadTest, InlinedFunctionsAreListedInStacks) {
             std::string::npos);
 }
 
-// A C++ program allocates mostly through the standard library. Its sites are named after
+// A C++ program allocates mostly through container libraries. Its sites are named after
 // the program's functions that called the library, by the library function they called
 // (its short name), not after std::_Vector_base::_M_allocate or std::allocator_traits.
 // The fixture is built at -O2 with -g2, so push_back and make_shared are inlined frames.
@@ -951,7 +951,8 @@ TEST_F(PreloadTest, StandardLibraryFramesArePassedOverInSiteNames) {
   const Result run = RunProgram(
       {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "std-containers"}, {});
   ASSERT_EQ(run.status, 0) << run.err;
-  ASSERT_NE(run.out.find("particles=1000 shared=1 map=100"), std::string::npos) << run.out;
+  ASSERT_NE(run.out.find("particles=1000 shared=1 map=100 hash_map=1000"), std::string::npos)
+      << run.out;
   const Result top = RunProgram({Cli(), "top", "--limit=50", capture}, {});
   ASSERT_EQ(top.status, 0) << top.err;
   // The site's row: every allocation of that function, and nothing of std's own name.
@@ -972,6 +973,12 @@ TEST_F(PreloadTest, StandardLibraryFramesArePassedOverInSiteNames) {
                    memtrace_std_test::kMapInsertLine, ") via std::map::operator[]"));
   ASSERT_FALSE(map_row.empty()) << top.out;
   EXPECT_TRUE(absl::StrContains(map_row, " 100 ")) << map_row;
+  // abseil's containers are passed over the same way.
+  EXPECT_FALSE(RowOf(top.out, absl::StrCat("memtrace_std_test::FillHashMap(int) (tests/std_",
+                                           "container_frames.cc:",
+                                           memtrace_std_test::kHashMapInsertLine, ") via absl::"))
+                   .empty())
+      << top.out;
   EXPECT_FALSE(absl::StrContains(top.out, "_M_allocate")) << top.out;
   EXPECT_FALSE(absl::StrContains(top.out, "allocator_traits")) << top.out;
 

@@ -25,4 +25,11 @@ __attribute__((noinline)) std::map<int, int> FillMap(int n) {
   return map;
 }
 
+const int kHashMapInsertLine = __LINE__ + 3;
+__attribute__((noinline)) absl::flat_hash_map<int, int> FillHashMap(int n) {
+  absl::flat_hash_map<int, int> map;
+  for (int i = 0; i < n; ++i) map[i] = i * i;
+  return map;
+}
+
 }  // namespace memtrace_std_test
