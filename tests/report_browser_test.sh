@@ -51,6 +51,18 @@ browse --window-size=1280,2000 --screenshot="$out/report.png" "file://$dir/game.
 # The complete capture's banner is green (#e7f6ec); no red warning (#fde8e6) anywhere.
 python3 "$check" png "$out/report.png" 1280 2000 e7f6ec fde8e6 || exit 1
 
+# Blocks the interposer saw allocated and released again before it started (the trailer's
+# prestart_freed, set here on the game loop's trailer) are named under the banner.
+sed '$ s/"type":"trailer",/"type":"trailer","prestart_freed":39980,"prestart_freed_bytes":5996000,/' \
+  "$dir/game.jsonl" > "$dir/early.jsonl"
+grep -q '"prestart_freed":39980' "$dir/early.jsonl" || fail "could not edit the trailer"
+"$memtrace" report "$dir/early.jsonl" -o "$dir/early.html" 2> "$dir/report.err" \
+  || fail "memtrace report (prestart_freed) exited $?: $(cat "$dir/report.err")"
+browse --dump-dom "file://$dir/early.html" > "$dir/early.dom" 2> "$dir/chromium.err" \
+  || fail "chromium --dump-dom (prestart_freed) exited $?"
+grep -Eq "39,?980 blocks \([0-9.]+ MiB\) were allocated and released again" "$dir/early.dom" \
+  || fail "no line on the blocks released before memtrace started"
+
 # The same capture cut off before its trailer: truncated, in warning colours.
 head -n 20000 "$dir/game.jsonl" > "$dir/cut.jsonl"
 "$memtrace" report "$dir/cut.jsonl" -o "$dir/cut.html" 2> "$dir/report.err" \

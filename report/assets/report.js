@@ -145,6 +145,11 @@
     if (data.capture.unmatched_releases > 0) {
       b.append(el("div", { text: fmtCount(data.capture.unmatched_releases) + " releases had no allocation in the capture." }));
     }
+    if (trailer && trailer.prestart_freed > 0) {
+      b.append(el("div", { class: "before-start", text: "Before memtrace started (the constructors of the program's libraries run before its own), " +
+        fmtCount(trailer.prestart_freed) + " blocks (" + fmtBytes(trailer.prestart_freed_bytes || 0) +
+        ") were allocated and released again; they are not in these figures." }));
+    }
     app.append(b);
     const interposer = header.interposer || {};
     if (interposer.sample_interval_bytes > 0) {
