@@ -564,7 +564,7 @@ __attribute__((always_inline)) inline void OnAlloc(void* p, size_t n, Caller cal
     return;
   }
   RecordScope scope;
-  if (scope.tracer() != nullptr) {
+  if (__builtin_expect(scope.tracer() != nullptr, 1)) {
     RecordNewBlock(scope.tracer(), p, n, caller);
     return;
   }
