@@ -130,7 +130,11 @@ absl::StatusOr<AllocatorFunctions> AllocatorFunctions::Parse(std::string_view li
 
 bool AllocatorFunctions::Contains(std::string_view function) const {
   function = WithoutCloneSuffix(function);
-  return Listed(function, kExact, kPrefixes) || Listed(function, names_, prefixes_);
+  if (Listed(function, kExact, kPrefixes) || Listed(function, names_, prefixes_)) return true;
+  // The program's names may be given short ("folly::fbvector*"), which a member template's
+  // demangled name, with its return type first, would not begin with.
+  return (!names_.empty() || !prefixes_.empty()) &&
+         Listed(ShortFunctionName(function), names_, prefixes_);
 }
 
 size_t CallerFrame(const std::vector<std::string_view>& functions,

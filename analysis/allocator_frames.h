@@ -76,8 +76,9 @@ class AllocatorFunctions {
 
   // The built-in list and the functions in `list`: comma-separated names, each a whole
   // function name as `memtrace top --stacks` prints it ("pool_alloc",
-  // "Engine::Alloc(unsigned long)"), or a prefix ending in '*' ("Engine::Alloc*" names every
-  // overload). An empty list adds nothing. A malformed entry (empty, or a '*' before its
+  // "Engine::Alloc(unsigned long)") or its ShortFunctionName ("Engine::Alloc"), or a
+  // prefix ending in '*' of either ("Engine::Alloc*" names every overload; "folly::*"
+  // every function of a container library, member templates with a return type too). An empty list adds nothing. A malformed entry (empty, or a '*' before its
   // end) is an InvalidArgument error that names it.
   static absl::StatusOr<AllocatorFunctions> Parse(std::string_view list);
 

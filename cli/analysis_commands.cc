@@ -51,8 +51,9 @@ ABSL_FLAG(std::string, from, "end",
           "diff: the first snapshot point: end, event=N, time=NS, scope-exit=PATH[#N]");
 ABSL_FLAG(std::string, to, "end", "diff: the second snapshot point (same forms as --from)");
 ABSL_FLAG(std::string, allocator, "",
-          "the program's own allocator functions, comma-separated (pool_alloc,Engine::Alloc*): "
-          "a site is named after the caller of the outermost one, as of malloc or operator new");
+          "the program's own allocator (or container library) functions, comma-separated "
+          "(pool_alloc,Engine::Alloc*,folly::*): a site is named after the caller of the "
+          "outermost one, as of malloc or operator new");
 ABSL_FLAG(std::string, format, "", "export format: perfetto, folded or pprof");
 ABSL_FLAG(std::string, weight, "bytes", "folded export: weigh stacks by bytes or count allocated");
 

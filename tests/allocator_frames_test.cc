@@ -174,6 +174,16 @@ TEST(AllocatorFramesTest, TheProgramsOwnAllocatorFunctions) {
   EXPECT_TRUE(own->Contains("pool_alloc [clone .constprop.0]"));
   EXPECT_TRUE(AllocatorFunctions().Contains("xmalloc [clone .cold]"));
   EXPECT_FALSE(AllocatorFunctions().Contains("pool_alloc"));
+  // Names and prefixes match a function's short name too: a member template's demangled
+  // name begins with its return type.
+  const absl::StatusOr<AllocatorFunctions> library =
+      AllocatorFunctions::Parse("folly::*, Arena::Grow");
+  ASSERT_TRUE(library.ok()) << library.status();
+  EXPECT_TRUE(library->Contains("void folly::fbvector<int, std::allocator<int> >::"
+                                "emplace_back_aux<int>(int&&)"));
+  EXPECT_TRUE(library->Contains("folly::fbvector<int, std::allocator<int> >::reserve(unsigned long)"));
+  EXPECT_TRUE(library->Contains("char* Arena::Grow<char>(unsigned long)"));
+  EXPECT_FALSE(library->Contains("void follyish::f()"));
 
   using V = std::vector<std::string_view>;
   const V stack = {"malloc", "pool_alloc", "LoadLevel()", "main"};
