@@ -196,11 +196,11 @@ std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frame
     }
   }
   if (caller == 0) return label;
-  // A container library's function by its short name: "std::vector::push_back", not its
-  // template arguments and parameters.
+  // A container library's function, or any template's, by its short name:
+  // "std::vector::push_back", not its template arguments and parameters.
   const std::string_view via = functions[caller - 1];
-  return absl::StrCat(label, " via ",
-                      IsContainerFunction(via) ? ShortFunctionName(via) : std::string(via));
+  const bool shorten = IsContainerFunction(via) || via.find('<') != std::string_view::npos;
+  return absl::StrCat(label, " via ", shorten ? ShortFunctionName(via) : std::string(via));
 }
 
 }  // namespace memtrace

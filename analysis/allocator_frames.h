@@ -101,7 +101,7 @@ size_t CallerFrame(const std::vector<std::string_view>& functions,
 
 // A call site's name from its stack (innermost first): Describe() of the frame that called
 // the allocator (CallerFrame), with " via " and the allocator function it called (a
-// container library's function by its ShortFunctionName), or the innermost frame's
+// container library's function, or a template's, by its ShortFunctionName), or the innermost frame's
 // Describe() when no allocator function is found. When that frame has
 // no name ("??"), " under " and the first named frame further out follow its Describe().
 // Functions inlined at a return address count as frames of their own, innermost first

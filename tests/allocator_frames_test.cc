@@ -27,6 +27,14 @@ __attribute__((noinline)) uint64_t LoadLevel() {
   return reinterpret_cast<uint64_t>(&LoadLevel) + 1;
 }
 
+// A program's own allocator that is a template, as a pool of T is.
+template <typename T>
+__attribute__((noinline)) uint64_t TypedPoolAlloc() {
+  asm volatile("");
+  return reinterpret_cast<uint64_t>(&TypedPoolAlloc<T>) + 1;
+}
+template uint64_t TypedPoolAlloc<int>();
+
 }  // namespace memtrace_allocator_frames_test
 
 namespace memtrace {
@@ -228,6 +236,18 @@ TEST(AllocatorFramesTest, AnUnnamedCallerIsPlacedUnderTheNextNamedFrame) {
             symbolizer.Describe(pool_alloc));
   // Nothing named further out: the unnamed frame alone.
   EXPECT_EQ(SiteLabel(symbolizer, {0x11234, 0x11300}), unnamed);
+
+  // An allocator that is a template is named short, without its template arguments and
+  // the return type the demangler puts first.
+  const uint64_t typed = memtrace_allocator_frames_test::TypedPoolAlloc<int>();
+  ASSERT_EQ(symbolizer.Resolve(typed).function,
+            "unsigned long memtrace_allocator_frames_test::TypedPoolAlloc<int>()");
+  const absl::StatusOr<AllocatorFunctions> typed_pool =
+      AllocatorFunctions::Parse("memtrace_allocator_frames_test::TypedPoolAlloc*");
+  ASSERT_TRUE(typed_pool.ok()) << typed_pool.status();
+  EXPECT_EQ(SiteLabel(symbolizer, {typed, load_level}, *typed_pool),
+            symbolizer.Describe(load_level) +
+                " via memtrace_allocator_frames_test::TypedPoolAlloc");
 }
 
 }  // namespace
