@@ -48,6 +48,15 @@ constexpr std::array<std::string_view, 46> kPrefixes = {
     "<alloc::alloc::Global as core::alloc::Allocator>::",
     "<std::alloc::System as core::alloc::global::GlobalAlloc>::"};
 
+// Whether `s` begins with one of `prefixes`.
+template <typename Prefixes>
+bool BeginsWithAny(std::string_view s, const Prefixes& prefixes) {
+  for (std::string_view prefix : prefixes) {
+    if (s.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
 // Container libraries besides C++'s standard one, by the namespace their functions' short
 // names (ShortFunctionName) begin with: abseil's hash tables and inlined vectors, and
 // Rust's standard crates (std is C++'s prefix too) and hash tables, whose trait impls
@@ -64,14 +73,18 @@ bool IsAbseilContainerFunction(std::string_view name) {
   if (name.substr(0, kAbsl.size()) != kAbsl) return false;
   name.remove_prefix(kAbsl.size());
   for (int inline_namespace = 0; inline_namespace < 2; ++inline_namespace) {
-    for (std::string_view ns : kAbseilContainerNamespaces) {
-      if (name.substr(0, ns.size()) == ns) return true;
-    }
+    if (BeginsWithAny(name, kAbseilContainerNamespaces)) return true;
     const size_t next = name.find("::");
     if (next == std::string_view::npos) return false;
     name.remove_prefix(next + 2);
   }
   return false;
+}
+
+// IsContainerFunction() of a name ShortFunctionName gave.
+bool IsContainerName(std::string_view name) {
+  return IsStandardLibraryName(name) || BeginsWithAny(name, kContainerNamespaces) ||
+         IsAbseilContainerFunction(name);
 }
 
 // Symbolizer::Resolve's function name for a frame it cannot name.
@@ -84,10 +97,7 @@ bool Listed(std::string_view function, const Names& names, const Prefixes& prefi
   for (std::string_view name : names) {
     if (function == name) return true;
   }
-  for (std::string_view prefix : prefixes) {
-    if (function.substr(0, prefix.size()) == prefix) return true;
-  }
-  return false;
+  return BeginsWithAny(function, prefixes);
 }
 
 }  // namespace
@@ -97,12 +107,7 @@ bool IsAllocatorFunction(std::string_view function) {
 }
 
 bool IsContainerFunction(std::string_view function) {
-  if (IsStandardLibraryFunction(function)) return true;
-  const std::string name = ShortFunctionName(function);
-  for (std::string_view ns : kContainerNamespaces) {
-    if (std::string_view(name).substr(0, ns.size()) == ns) return true;
-  }
-  return IsAbseilContainerFunction(name);
+  return IsContainerName(ShortFunctionName(function));
 }
 
 absl::StatusOr<AllocatorFunctions> AllocatorFunctions::Parse(std::string_view list) {
@@ -199,8 +204,9 @@ std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frame
   // A container library's function, or any template's, by its short name:
   // "std::vector::push_back", not its template arguments and parameters.
   const std::string_view via = functions[caller - 1];
-  const bool shorten = IsContainerFunction(via) || via.find('<') != std::string_view::npos;
-  return absl::StrCat(label, " via ", shorten ? ShortFunctionName(via) : std::string(via));
+  std::string short_via = ShortFunctionName(via);
+  const bool shorten = via.find('<') != std::string_view::npos || IsContainerName(short_via);
+  return absl::StrCat(label, " via ", shorten ? std::move(short_via) : std::string(via));
 }
 
 }  // namespace memtrace

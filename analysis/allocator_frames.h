@@ -78,8 +78,9 @@ class AllocatorFunctions {
   // function name as `memtrace top --stacks` prints it ("pool_alloc",
   // "Engine::Alloc(unsigned long)") or its ShortFunctionName ("Engine::Alloc"), or a
   // prefix ending in '*' of either ("Engine::Alloc*" names every overload; "folly::*"
-  // every function of a container library, member templates with a return type too). An empty list adds nothing. A malformed entry (empty, or a '*' before its
-  // end) is an InvalidArgument error that names it.
+  // every function of a container library, member templates with a return type too). An
+  // empty list adds nothing. A malformed entry (empty, or a '*' before its end) is an
+  // InvalidArgument error that names it.
   static absl::StatusOr<AllocatorFunctions> Parse(std::string_view list);
 
   // True for a built-in allocator function (IsAllocatorFunction) or one of the program's.
@@ -101,8 +102,8 @@ size_t CallerFrame(const std::vector<std::string_view>& functions,
 
 // A call site's name from its stack (innermost first): Describe() of the frame that called
 // the allocator (CallerFrame), with " via " and the allocator function it called (a
-// container library's function, or a template's, by its ShortFunctionName), or the innermost frame's
-// Describe() when no allocator function is found. When that frame has
+// container library's function, or a template's, by its ShortFunctionName), or the
+// innermost frame's Describe() when no allocator function is found. When that frame has
 // no name ("??"), " under " and the first named frame further out follow its Describe().
 // Functions inlined at a return address count as frames of their own, innermost first
 // (SymbolizedFrame::inlined): a lambda inlined into std::thread's _M_run() names the site,

@@ -218,9 +218,11 @@ std::string ShortFunctionName(std::string_view function) {
 }
 
 bool IsStandardLibraryFunction(std::string_view function) {
-  const std::string name = ShortFunctionName(function);
-  const std::string_view view = name;
-  return view.substr(0, 5) == "std::" || view.substr(0, 11) == "__gnu_cxx::";
+  return IsStandardLibraryName(ShortFunctionName(function));
+}
+
+bool IsStandardLibraryName(std::string_view short_name) {
+  return short_name.substr(0, 5) == "std::" || short_name.substr(0, 11) == "__gnu_cxx::";
 }
 
 }  // namespace memtrace

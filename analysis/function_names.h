@@ -29,7 +29,8 @@
 // Example:
 //
 //   ShortFunctionName("std::map<int, int>::operator[](int const&)")  // "std::map::operator[]"
-//   ShortFunctionName("main::{lambda()#1}::operator()() const")  // "main::{lambda()#1}::operator()"
+//   ShortFunctionName("main::{lambda()#1}::operator()() const")
+//       // "main::{lambda()#1}::operator()"
 //   IsStandardLibraryFunction("void std::vector<int>::_M_realloc_insert<int>(int&&)")  // true
 //   Demangle("_RNvNtCslNYArtu3iFV_5alloc5alloc5alloc")  // "alloc::alloc::alloc"
 
@@ -61,6 +62,9 @@ std::string ShortFunctionName(std::string_view function);
 // (ShortFunctionName) is inside namespace std (libstdc++'s std::__cxx11, libc++'s
 // std::__1 too) or libstdc++'s __gnu_cxx.
 bool IsStandardLibraryFunction(std::string_view function);
+
+// The same for a name ShortFunctionName already gave, for a caller that has it.
+bool IsStandardLibraryName(std::string_view short_name);
 
 }  // namespace memtrace
 
