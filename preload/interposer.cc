@@ -304,13 +304,13 @@ struct PrestartBlock {
   uintptr_t address;
   size_t size;
   uint32_t frames_at;  // its stack: prestart_frames[frames_at, frames_at + depth)
-  uint32_t depth;      // 0: no stack (the pool was full, or the walk found none)
+  uint32_t depth;      // 0: no stack (the pool was full)
 };
 PrestartBlock prestart[kPrestartCapacity];
 size_t prestart_count = 0;
 uint64_t prestart_overflow = 0;
-// Blocks allocated and released again before tracing started (freed, or moved by
-// realloc), which the capture never sees: counted in the trailer.
+// Blocks allocated and released again before tracing started (freed, or replaced by a
+// realloc's block), whose allocations the capture never sees: counted in the trailer.
 uint64_t prestart_freed = 0;
 uint64_t prestart_freed_bytes = 0;
 uint64_t prestart_frames[kPrestartFrameCapacity];
@@ -333,8 +333,9 @@ bool ReservePrestartFrames(uint32_t depth) noexcept {
   if (prestart_frames_used + depth <= kPrestartFrameCapacity) return true;
   // The order of remembered blocks does not matter: sorted by where their frames are,
   // each stack moves down (or stays), never over one not yet moved.
-  std::sort(prestart, prestart + prestart_count,
-            [](const PrestartBlock& a, const PrestartBlock& b) { return a.frames_at < b.frames_at; });
+  std::sort(prestart, prestart + prestart_count, [](const PrestartBlock& a, const PrestartBlock& b) {
+    return a.frames_at < b.frames_at;
+  });
   size_t used = 0;
   for (size_t i = 0; i < prestart_count; ++i) {
     PrestartBlock& b = prestart[i];
@@ -347,14 +348,14 @@ bool ReservePrestartFrames(uint32_t depth) noexcept {
   return prestart_frames_used + depth <= kPrestartFrameCapacity;
 }
 
-// Before start: remember a block and its stack (`depth` frames). Returns false when
-// tracing has started meanwhile (the caller records normally).
+// Before start: remember a block and its stack (`depth` frames, at least one). Returns
+// false when tracing has started meanwhile (the caller records normally).
 bool PrestartAdd(void* p, size_t n, const uint64_t* frames, uint32_t depth) noexcept {
   PrestartLock lock;
   if (phase.load(std::memory_order_relaxed) != kBeforeStart) return false;
   if (prestart_count < kPrestartCapacity) {
     PrestartBlock b{reinterpret_cast<uintptr_t>(p), n, 0, 0};
-    if (depth > 0 && ReservePrestartFrames(depth)) {
+    if (ReservePrestartFrames(depth)) {
       memcpy(&prestart_frames[prestart_frames_used], frames, depth * sizeof(uint64_t));
       b.frames_at = static_cast<uint32_t>(prestart_frames_used);
       b.depth = depth;
@@ -388,11 +389,27 @@ void PrestartRemove(void* p) noexcept {
 }
 
 // Before start: remembers the program's new block `p` with the stack of the interposed
-// call `caller`, the return address alone where the unwind tables give no stack (and
-// while dlsym() runs: the thread's stack bounds cannot be asked for yet). False when
-// tracing has started meanwhile. Not inlined: the interposed functions keep only a call.
+// call whose frame and return address are `frame` and `ret`, the return address alone
+// where the unwind tables give no stack (and while dlsym() runs: the thread's stack
+// bounds cannot be asked for yet). False when tracing has started meanwhile. Not
+// inlined: the interposed functions keep only a call.
 __attribute__((noinline)) bool PrestartAddWithStack(void* p, size_t n, const void* frame,
-                                                    uint64_t ret) noexcept;
+                                                    uint64_t ret) noexcept {
+  uint64_t frames[kPrestartDepth];
+  uint32_t depth = 0;
+  if (Resolved()) {
+    // The walk may allocate (the thread's stack bounds, asked once): memtrace's own.
+    runtime_internal::ReentrancyGuard guard;
+    bool complete = true;
+    depth = preload_internal::UnwindCfi(frame, frames, kPrestartDepth, &complete);
+    if (!complete) depth = 0;
+  }
+  if (depth == 0) {
+    frames[0] = ret;
+    depth = 1;
+  }
+  return PrestartAdd(p, n, frames, depth);
+}
 
 uint64_t Addr(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
 
@@ -1727,23 +1744,6 @@ void* Remap(void* old_address, size_t old_size, size_t new_size, int flags,
   mappings->Map(Addr(q), new_size, Site(t, caller.frame, caller.ret), &ops);
   RecordMappingOps(r, ops);
   return q;
-}
-
-bool PrestartAddWithStack(void* p, size_t n, const void* frame, uint64_t ret) noexcept {
-  uint64_t frames[kPrestartDepth];
-  uint32_t depth = 0;
-  if (Resolved()) {
-    // The walk may allocate (the thread's stack bounds, asked once): memtrace's own.
-    runtime_internal::ReentrancyGuard guard;
-    bool complete = true;
-    depth = preload_internal::UnwindCfi(frame, frames, kPrestartDepth, &complete);
-    if (!complete) depth = 0;
-  }
-  if (depth == 0) {
-    frames[0] = ret;
-    depth = 1;
-  }
-  return PrestartAdd(p, n, frames, depth);
 }
 
 // Bootstrap blocks (served while dlsym runs) are remembered like any block allocated
