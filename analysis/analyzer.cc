@@ -52,6 +52,8 @@ ForkOrigin ForkOf(const std::string& header) {
   f.inherited_blocks = number("inherited_blocks");
   f.inherited_bytes = number("inherited_bytes");
   f.unpublished_records = number("unpublished_records");
+  f.stacks_known = object.find("\"inherited_without_stack\":") != std::string::npos;
+  f.inherited_without_stack = number("inherited_without_stack");
   return f;
 }
 

@@ -112,13 +112,18 @@ struct ScopePeak {
 // interposer under MEMTRACE_TRACE_FORKS): the parent, and the blocks live in it at the
 // fork, which the capture records first, in the scope "(inherited at fork)".
 // unpublished_records: records the parent's other threads were writing at that moment,
-// whose operations the inherited blocks lack.
+// whose operations the inherited blocks lack. Since 2026-12-05 the inherited blocks carry
+// the call stacks the parent allocated them at (before, all of them were at site 0):
+// stacks_known says the header has inherited_without_stack, the blocks among them whose
+// stack the parent had not kept (beyond its site capacity, or recorded without one).
 struct ForkOrigin {
   bool forked = false;
   uint64_t parent_pid = 0;
   uint64_t inherited_blocks = 0;
   uint64_t inherited_bytes = 0;
   uint64_t unpublished_records = 0;
+  bool stacks_known = false;
+  uint64_t inherited_without_stack = 0;
 };
 
 // The traced process as the interposer's header describes it (its "process" object,

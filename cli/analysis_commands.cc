@@ -526,10 +526,20 @@ void PrintForkNote(const CaptureSummary& s) {
   if (!f.forked) return;
   printf("\nnote: this process was forked from pid %llu. Its capture starts with the %llu "
          "blocks\n  (%s) live in the parent at the fork, in the scope \"(inherited at "
-         "fork)\":\n  their frees here match them. Where they were allocated is in the "
-         "parent's capture.\n",
+         "fork)\":\n  their frees here match them.",
          static_cast<unsigned long long>(f.parent_pid),
          static_cast<unsigned long long>(f.inherited_blocks), FormatBytes(f.inherited_bytes).c_str());
+  if (!f.stacks_known) {
+    // Written before 2026-12-05: every inherited block at site 0.
+    printf(" Where they were allocated is in the parent's capture.\n");
+  } else if (f.inherited_without_stack == 0) {
+    printf(" Their sites are the call stacks the parent\n  allocated them at.\n");
+  } else {
+    printf(" Their sites are the call stacks the parent\n  allocated them at, but for %llu "
+           "blocks whose stack the parent had not kept (it\n  had more distinct call stacks "
+           "than it keeps): those are at \"no call site\".\n",
+           static_cast<unsigned long long>(f.inherited_without_stack));
+  }
   if (f.unpublished_records != 0) {
     printf("  %llu records the parent's other threads were writing at that moment are "
            "missing\n  from those blocks (the parent's capture has them).\n",
@@ -931,6 +941,10 @@ int SummaryCommand(int argc, char** argv) {
     const std::string fork =
         f.forked ? absl::StrCat("{\"parent_pid\":", f.parent_pid, ",\"inherited_blocks\":",
                                 f.inherited_blocks, ",\"inherited_bytes\":", f.inherited_bytes,
+                                f.stacks_known
+                                    ? absl::StrCat(",\"inherited_without_stack\":",
+                                                   f.inherited_without_stack)
+                                    : "",
                                 ",\"unpublished_records\":", f.unpublished_records, "}")
                  : "null";
     printf("{%s,\"has_trailer\":%s,\"complete\":%s,\"source\":%s,\"fork\":%s,"

@@ -35,8 +35,8 @@
 //     closes its copy of the capture file's descriptor (the file's lock goes with the
 //     parent's). A child that execs is traced again when MEMTRACE_TRACE_CHILDREN=1, into
 //     its own capture. With MEMTRACE_TRACE_FORKS=1 the child traces on into a capture of
-//     its own that starts with the blocks live in the parent at the fork (see "fork()"
-//     below, before Start()).
+//     its own that starts with the blocks live in the parent at the fork, at the stacks
+//     the parent allocated them at (see "fork()" below, before Start()).
 //   - Children not traced (the default): this library leaves LD_PRELOAD by rewriting the
 //     environment array main() gets, never through the program's unsetenv() (bash has
 //     its own; preload_config.h, DropFromPreload). A process that finds its capture path
@@ -98,6 +98,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "preload/internal_blocks.h"
 #include "preload/mappings.h"
 #include "preload/preload_config.h"
@@ -108,10 +109,12 @@
 #include "runtime/allocation_record.h"
 #include "runtime/module_map.h"
 #include "runtime/scope_table.h"
+#include "runtime/site_table.h"
 #include "runtime/span.h"
 #include "runtime/tracer.h"
 #include "sinks/json_text.h"
 #include "sinks/jsonl_sink.h"
+#include "transport/event.h"
 
 namespace memtrace {
 namespace {
@@ -1263,12 +1266,32 @@ const ScopeName& InheritedScope() {
   return name;
 }
 
+// What a forked child was born with: the blocks live in its parent at the fork, and the
+// parent's recorder (the child's copy), which kept their stacks' frames.
+struct Inheritance {
+  std::vector<AllocationRecord> blocks;
+  const Recorder* parent = nullptr;
+};
+
+// The site word in `recorder` for an inherited block whose site in the parent's was
+// `site`: a return address stays as it is (the child has the parent's mappings); a
+// stack's hash becomes the same stack in `recorder`, whose frames it sends ahead, when the
+// parent kept them; otherwise 0, "no call site".
+uint64_t InheritedSite(const Recorder& parent, Recorder& recorder, uint64_t site) {
+  if (site == SiteTable::kOtherSitesValue) return 0;
+  if ((site & kStackHashBit) == 0) return site;
+  const absl::Span<const uint64_t> frames = parent.InheritedStackFrames(site);
+  if (frames.empty()) return 0;
+  return recorder.StackSite(frames.data(), static_cast<uint32_t>(frames.size()));
+}
+
 // Opens this process's capture (pid traced_pid) and starts a tracer writing it, recording
 // `inherited` first, inside the scope "(inherited at fork)": the blocks a forked child was
-// born with. `header`: fields for the capture's header besides the setup's. False, with
-// the reason on stderr, when tracing is off.
+// born with, at their stacks in the parent where it kept them. `header`: fields for the
+// capture's header besides the setup's. False, with the reason on stderr, when tracing is
+// off.
 bool StartTracing(const CaptureSetup& setup, const std::string& header,
-                  const std::vector<AllocationRecord>* inherited) {
+                  const Inheritance* inherited) {
   auto tracer = Tracer::Create(setup.recorder);
   if (!tracer.ok()) {
     WriteStderr(absl::StrCat("memtrace: tracing is off: ", tracer.status().message(), "\n"));
@@ -1338,8 +1361,9 @@ bool StartTracing(const CaptureSetup& setup, const std::string& header,
     prestart_frames_used = 0;
     if (inherited != nullptr) {
       Span span(&t->recorder(), InheritedScope());
-      for (const AllocationRecord& b : *inherited) {
-        t->recorder().RecordAlloc(b.layer, b.address, b.size, 0);
+      for (const AllocationRecord& b : inherited->blocks) {
+        t->recorder().RecordAlloc(b.layer, b.address, b.size,
+                                  InheritedSite(*inherited->parent, t->recorder(), b.site));
       }
     }
     // Release: pairs with the acquire load in RecordScope.
@@ -1356,7 +1380,8 @@ bool StartTracing(const CaptureSetup& setup, const std::string& header,
 // MEMTRACE_TRACE_FORKS=1 it traces on into a capture of its own: the forking thread holds
 // the drainer between rounds across the fork (Recorder::HoldForFork), so the child's copy
 // of the ledger is whole; the child applies what its copies of the rings hold, and starts
-// a new tracer whose capture begins with the blocks that were live in the parent. The
+// a new tracer whose capture begins with the blocks that were live in the parent, at
+// their stacks, whose frames the parent's drainer kept (Config::keep_stack_frames). The
 // hold is taken last among the prepare handlers (this library's constructor registered
 // its handlers before the program could), so the program's handlers never wait for it.
 
@@ -1415,10 +1440,18 @@ void AfterForkInChild() {
 
   runtime_internal::ReentrancyGuard guard;
   uint64_t unpublished = 0;
-  const std::vector<AllocationRecord> inherited =
-      parent_tracer->recorder().LiveBlocksInForkedChild(&unpublished);
+  Inheritance inherited;
+  inherited.blocks = parent_tracer->recorder().LiveBlocksInForkedChild(&unpublished);
+  inherited.parent = &parent_tracer->recorder();
   uint64_t inherited_bytes = 0;
-  for (const AllocationRecord& b : inherited) inherited_bytes += b.size;
+  uint64_t without_stack = 0;  // with a stack's hash in the parent whose frames it lacks
+  for (const AllocationRecord& b : inherited.blocks) {
+    inherited_bytes += b.size;
+    if ((b.site & kStackHashBit) != 0 &&
+        inherited.parent->InheritedStackFrames(b.site).empty()) {
+      ++without_stack;
+    }
+  }
   const pid_t parent = traced_pid;
   traced_pid = getpid();
   // The parent's memtrace-exit is not here either. Relaxed: this process has one thread
@@ -1433,9 +1466,9 @@ void AfterForkInChild() {
   // The stacks the parent's recorder had are not in the new capture.
   preload_internal::ForgetKeptSites();
   const std::string header = absl::StrCat(
-      "\"fork\":{\"parent_pid\":", parent, ",\"inherited_blocks\":", inherited.size(),
-      ",\"inherited_bytes\":", inherited_bytes, ",\"unpublished_records\":", unpublished,
-      "}");
+      "\"fork\":{\"parent_pid\":", parent, ",\"inherited_blocks\":", inherited.blocks.size(),
+      ",\"inherited_bytes\":", inherited_bytes, ",\"inherited_without_stack\":", without_stack,
+      ",\"unpublished_records\":", unpublished, "}");
   if (!StartTracing(*capture_setup, header, &inherited)) return;
   StartExitFinisher(capture_setup->recorder.thread_cpus);
 }
@@ -1522,6 +1555,8 @@ void Start() {
   // drainer, and the drainer waits for the disk (below), so a program that allocates
   // faster than its capture can be written is slowed down rather than losing records.
   rc.overflow_wait = absl::Seconds(1);
+  // A forked child names the stacks of the blocks it inherited from the drainer's copy.
+  rc.keep_stack_frames = settings.trace_forks;
   JsonlSinkOptions& options = setup.sink;
   options.source = "preload";
   options.max_backpressure = absl::Seconds(2);

@@ -74,6 +74,13 @@ struct Config {
   // Distinct call sites kept per recorder before "other sites" (the seed's
   // request_site_capacity_max).
   uint32_t request_site_capacity_max = kDefaultSiteCapacity;
+  // Keep each call stack's frames in the drainer as well as in the sinks
+  // (stack_frame_table.h), up to request_site_capacity_max stacks, for a forked child to
+  // name the stacks of the blocks it inherited (Recorder::InheritedStackFrames()). The
+  // interposer sets it when forked children are traced (MEMTRACE_TRACE_FORKS=1). Costs
+  // the drainer each distinct stack's frames once (8 bytes a frame), and nothing per
+  // allocation.
+  bool keep_stack_frames = false;
   // The CPUs the drainer thread may run on (cpu_list.h); empty: wherever the kernel puts
   // it. Validate() checks that each is online.
   CpuList thread_cpus;

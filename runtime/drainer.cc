@@ -57,11 +57,12 @@ constexpr size_t kObservedPrefetchAhead = 24;
 }  // namespace
 
 Drainer::Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
-                 absl::Duration period, absl::Duration idle_period,
+                 StackFrameTable* stacks, absl::Duration period, absl::Duration idle_period,
                  uint32_t slice_records, CpuList cpus)
     : clock_(clock),
       registry_(registry),
       ledger_(ledger),
+      stacks_(stacks),
       period_(period),
       idle_period_(idle_period),
       slice_records_(slice_records),
@@ -474,8 +475,10 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
     case EventKind::kCensusUpdate:
     case EventKind::kIntervalBegin:
     case EventKind::kIntervalEnd:
-    case EventKind::kStackFrames:
       break;  // carried to sinks; the ledger has nothing to do
+    case EventKind::kStackFrames:
+      if (stacks_ != nullptr) stacks_->Add(c.ring->id(), e);
+      break;
   }
   ++counters_.events_applied;
 }

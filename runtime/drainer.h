@@ -73,6 +73,7 @@
 #include "runtime/capture_integrity.h"
 #include "runtime/cpu_list.h"
 #include "runtime/event_observer.h"
+#include "runtime/stack_frame_table.h"
 #include "runtime/thread_cpu_time.h"
 #include "transport/cache_line.h"
 #include "transport/epoch_clock.h"
@@ -85,9 +86,11 @@ class Drainer {
   // The thread is named "memtrace-drain" and, when `cpus` is not empty, restricted to
   // those CPUs (Config::thread_cpus, checked by Config::Validate()).
   // `slice_records`: Config::drain_slice_records (the header, "slices").
+  // `stacks`: where the frames of kStackFrames records are kept
+  // (Config::keep_stack_frames), or nullptr to keep none.
   Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
-          absl::Duration period, absl::Duration idle_period, uint32_t slice_records,
-          CpuList cpus = {});
+          StackFrameTable* stacks, absl::Duration period, absl::Duration idle_period,
+          uint32_t slice_records, CpuList cpus = {});
   ~Drainer();
 
   Drainer(const Drainer&) = delete;
@@ -229,6 +232,7 @@ class Drainer {
   EpochClock* const clock_;
   RingRegistry* const registry_;
   AllocationLedger* const ledger_;
+  StackFrameTable* const stacks_;  // guarded as ledger_ is; nullptr: none kept
   const absl::Duration period_;
   const absl::Duration idle_period_;
   const uint32_t slice_records_;

@@ -40,8 +40,11 @@ Recorder::Recorder(const Config& config)
       tickets_(config.ticket_table_log2),
       registry_(config.ring_capacity_log2),
       ledger_(config.request_site_capacity_max),
-      drainer_(&clock_, &registry_, &ledger_, config.drain_period, config.idle_drain_period,
-               config.drain_slice_records, config.thread_cpus) {
+      stacks_(config.keep_stack_frames
+                  ? std::make_unique<StackFrameTable>(config.request_site_capacity_max)
+                  : nullptr),
+      drainer_(&clock_, &registry_, &ledger_, stacks_.get(), config.drain_period,
+               config.idle_drain_period, config.drain_slice_records, config.thread_cpus) {
   const runtime_internal::SlotLease lease =
       runtime_internal::AcquireRecorderSlot(&registry_);
   slot_ = lease.index;
@@ -323,8 +326,9 @@ MemtraceMemory Recorder::memory() const {
   m.rings = registry_.mapped_bytes();
   m.tickets = tickets_.mapped_bytes();
   drainer_.ReadState([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
-    m.sites = ledger.site_table_bytes();
-    m.ledger = ledger.memory_bytes() - m.sites + sizeof(*this);  // the recorder itself too
+    m.sites = ledger.site_table_bytes() + (stacks_ != nullptr ? stacks_->memory_bytes() : 0);
+    // The recorder itself too.
+    m.ledger = ledger.memory_bytes() - ledger.site_table_bytes() + sizeof(*this);
   });
   return m;
 }

@@ -53,11 +53,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "runtime/allocation_ledger.h"
 #include "runtime/capture_integrity.h"
 #include "runtime/config.h"
 #include "runtime/drainer.h"
 #include "runtime/snapshot.h"
+#include "runtime/stack_frame_table.h"
 #include "runtime/internal/thread_state.h"
 #include "transport/epoch_clock.h"
 #include "transport/event.h"
@@ -337,6 +339,13 @@ class Recorder {
     *unpublished = drainer_.ApplyPublishedInForkedChild();
     return ledger_.LiveBlocks();
   }
+  // In the forked child, after LiveBlocksInForkedChild(): the frames of the stack whose
+  // hash is an inherited block's `site` (innermost first), when Config::keep_stack_frames
+  // kept them; empty otherwise (not a hash, not kept, or the table was full).
+  absl::Span<const uint64_t> InheritedStackFrames(uint64_t site) const {
+    if (stacks_ == nullptr || (site & kStackHashBit) == 0) return {};
+    return stacks_->Find(site);
+  }
 
   // Calls fn(const AllocationLedger&, const CaptureIntegrity&) between drainer rounds.
   // Call Flush() first for a cut that includes everything recorded so far.
@@ -483,6 +492,8 @@ class Recorder {
   TicketTable tickets_;
   RingRegistry registry_;
   AllocationLedger ledger_;
+  // Config::keep_stack_frames: the drainer's copy of every stack's frames; else nullptr.
+  const std::unique_ptr<StackFrameTable> stacks_;
   Drainer drainer_;
 
   std::mutex lifecycle_mu_;

@@ -43,7 +43,7 @@ struct MemtraceMemory {
   uint64_t rings = 0;
   uint64_t tickets = 0;
   uint64_t ledger = 0;  // without the site table
-  uint64_t sites = 0;
+  uint64_t sites = 0;   // the site table, and the stack frames kept (stack_frame_table.h)
 
   uint64_t total() const noexcept { return rings + tickets + ledger + sites; }
 };

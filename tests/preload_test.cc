@@ -1161,6 +1161,9 @@ TEST_F(PreloadTest, WithForksAForkedChildTracesOnFromTheBlocksItInherited) {
   ExpectMarkersMatch(child, counts);
   EXPECT_EQ(Field(child.header, "parent_pid"), Field(parent.header, "pid")) << child.header;
   EXPECT_NE(child.header.find("\"trace_forks\":true"), std::string::npos) << child.header;
+  // Every inherited block is at the stack the parent allocated it at (until 2026-12-05 all
+  // were at site 0, "no call site").
+  EXPECT_EQ(Field(child.header, "inherited_without_stack"), "0") << child.header;
 
   // The CLI says where the capture began, and verify passes it.
   const Result summary = RunProgram({Cli(), "summary", child_capture}, {});
@@ -1182,13 +1185,35 @@ TEST_F(PreloadTest, WithForksAForkedChildTracesOnFromTheBlocksItInherited) {
   EXPECT_EQ(top.out.find("?? (" + Target()), std::string::npos) << top.out;
   const Result child_top = RunProgram({Cli(), "top", "--limit=1000", child_capture}, {});
   ASSERT_EQ(child_top.status, 0) << child_top.err;
+  EXPECT_EQ(child_top.out.find("no call site"), std::string::npos) << child_top.out;
+  EXPECT_NE(summary.out.find("Their sites are the call stacks the parent\n  allocated them at."),
+            std::string::npos)
+      << summary.out;
+  // The markers the parent's threads allocated, inherited, are at the sites the parent's
+  // own capture has them at, the target's lines; the family's top leaves the inherited
+  // blocks out (the parent's capture counts them).
+  const Result parent_top = RunProgram({Cli(), "top", "--limit=1000", dir + "/cap.mtb"}, {});
+  ASSERT_EQ(parent_top.status, 0) << parent_top.err;
+  int inherited_at_target = 0;
   for (absl::string_view line : absl::StrSplit(child_top.out, '\n')) {
     if (!absl::StrContains(line, "preload_target.cc:")) continue;
     const size_t at = line.find("interposer ");
     ASSERT_NE(at, absl::string_view::npos) << line;
-    EXPECT_TRUE(absl::StrContains(top.out, line.substr(at + strlen("interposer "))))
-        << "the child's site " << line << " is not in the family's top:\n" << top.out;
+    absl::string_view site = line.substr(at + strlen("interposer "));
+    if (const size_t group = site.find(" ["); group != absl::string_view::npos) {
+      site = site.substr(0, group);  // " [2 stacks]": this capture's grouping
+    }
+    if (absl::StrContains(line, "(inherited at fork)")) {
+      ++inherited_at_target;
+      EXPECT_TRUE(absl::StrContains(parent_top.out, site))
+          << "the inherited site " << line << " is not in the parent's top:\n"
+          << parent_top.out;
+    } else {
+      EXPECT_TRUE(absl::StrContains(top.out, site))
+          << "the child's site " << line << " is not in the family's top:\n" << top.out;
+    }
   }
+  EXPECT_GT(inherited_at_target, 0) << child_top.out;
 
   // Without --quiet, `memtrace run` lists the child's capture after the summary, in the
   // table of the process family.
