@@ -119,7 +119,8 @@ for round in $(seq "$runs"); do
   echo "round $round: untraced ${untraced[-1]} tps, traced ${traced[-1]} tps" >&2
 done
 
-stats() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {printf "%.0f median, %.0f best", v[int((NR + 1) / 2)], v[NR]}'; }
+source "$PWD/bench/stats.sh"  # median, largest
+stats() { printf '%.0f median, %.0f best' "$(median <<< "$*")" "$(largest <<< "$*")"; }
 echo "postgres $("$pg_bin/postgres" --version | awk '{print $3}'), pgbench ${mode[*]:-(TPC-B)} -c $clients -j 2 -T $seconds, scale 2, $runs rounds"
 echo "untraced:                    $(stats "${untraced[@]}") tps"
 echo "memtrace run --forks:        $(stats "${traced[@]}") tps"
