@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <future>
+#include <latch>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -508,12 +509,18 @@ TEST(RecorderTest, AnEpochOfManyFullRingsIsAppliedInSlices) {
   constexpr uint64_t kPerThread = 1000;
   {
     DrainerStall stall(*recorder);
+    // No thread exits before all have recorded: a thread that ended would hand its ring
+    // to the next one to start (on a loaded machine the threads may run one after
+    // another), and one ring would hold every record.
+    std::latch recorded(kThreads);
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
         for (uint64_t i = 0; i < kPerThread; ++i) {
-            ASSERT_EQ(recorder->RecordAlloc(kHeap, BlockOf(t, i), 16, 0), RecordResult::kRecorded);
+          // EXPECT: a thread that returned early would leave the others waiting.
+          EXPECT_EQ(recorder->RecordAlloc(kHeap, BlockOf(t, i), 16, 0), RecordResult::kRecorded);
         }
+        recorded.arrive_and_wait();
       });
     }
     for (auto& th : threads) th.join();
