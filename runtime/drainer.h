@@ -126,7 +126,7 @@ class Drainer {
 
   // Hands every applied record to `observer` after each epoch (event_observer.h). Call
   // before Start() or while stopped; null detaches.
-  void SetObserver(EventObserver* observer) noexcept { observer_ = observer; }
+  void SetObserver(EventObserver* observer) noexcept;
 
   // CPU time (user + system) of the drainer's threads, in ns: every thread this drainer
   // has run, the running one up to now. Any thread.

@@ -34,7 +34,7 @@ constexpr int kHighDescriptor = 512;
 // Emptied batch vectors kept for reuse (JsonlSink::OnEpoch): a few, of ordinary size
 // (64K records, 2.5 MiB), so an outsized epoch's memory is given back.
 constexpr size_t kSpareBatches = 4;
-constexpr size_t kSpareCapacity = size_t{1} << 16;
+constexpr size_t kSpareCapacity = kObservedBatchReserve;
 
 std::string Integrity(const CaptureIntegrity& in) {
   return absl::StrCat(
