@@ -756,10 +756,18 @@ constexpr char kLibraryMarker[] = "libmemtrace_preload";
 
 // Removes this library from LD_PRELOAD, so programs this one execs run untraced: in the
 // array main() gets and in `environ`, should an earlier constructor have replaced it
-// (preload_config.h, DropFromPreload: why not unsetenv()).
+// (preload_config.h, DropFromPreload: why not unsetenv(); and a copy under another name).
+// Until 2026-12-05 a copy not named libmemtrace_preload stayed, and every program this
+// one ran traced itself too.
 void RemoveFromPreload() {
-  DropFromPreload(initial_environment, kLibraryMarker);
-  if (environ != initial_environment) DropFromPreload(environ, kLibraryMarker);
+  // A copy under another name is found by the path the loader has for it.
+  Dl_info info{};
+  const char* own = dladdr(reinterpret_cast<void*>(&RemoveFromPreload), &info) != 0 &&
+                            info.dli_fname != nullptr
+                        ? info.dli_fname
+                        : "";
+  DropFromPreload(initial_environment, kLibraryMarker, own);
+  if (environ != initial_environment) DropFromPreload(environ, kLibraryMarker, own);
 }
 
 // With children traced: what a program this one runs needs in its environment to be

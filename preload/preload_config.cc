@@ -311,11 +311,24 @@ void ForEachPreloadFile(std::string_view value, Fn fn) {
   }
 }
 
-// Whether an LD_PRELOAD value names a file whose name contains `marker`.
-bool PreloadNames(std::string_view value, std::string_view marker) {
+// Whether the LD_PRELOAD entry `file` is this interposer: its name contains `marker`, or
+// it is `own_path` (the path the loader has for it, which is the entry as given when it
+// has a '/'), or, for an entry without a '/' (the loader searched for it), its file name.
+// The last two find a copy of the library under another name.
+bool IsThisLibrary(std::string_view file, std::string_view marker, std::string_view own_path) {
+  if (file.find(marker) != std::string_view::npos) return true;
+  if (own_path.empty()) return false;
+  if (file == own_path) return true;
+  const size_t slash = own_path.rfind('/');
+  return file.find('/') == std::string_view::npos && slash != std::string_view::npos &&
+         file == own_path.substr(slash + 1);
+}
+
+// Whether an LD_PRELOAD value names this interposer (IsThisLibrary).
+bool PreloadNames(std::string_view value, std::string_view marker, std::string_view own_path) {
   bool named = false;
   ForEachPreloadFile(value, [&](std::string_view file) {
-    named = named || file.find(marker) != std::string_view::npos;
+    named = named || IsThisLibrary(file, marker, own_path);
   });
   return named;
 }
@@ -351,7 +364,7 @@ TracingEnvironmentSize MeasureTracingEnvironment(const char* const* env, std::st
     const std::string_view entry(*e);
     if (!IsPreload(entry)) continue;
     preload_seen = true;
-    if (PreloadNames(entry.substr(kPreloadName.size()), marker)) continue;
+    if (PreloadNames(entry.substr(kPreloadName.size()), marker, library)) continue;
     size.changes = true;
     size.bytes += RewrittenPreloadBytes(entry, library);
   }
@@ -379,7 +392,7 @@ void BuildTracingEnvironment(const char* const* env, std::string_view library,
   bool preload_seen = false;
   for (const char* const* e = env; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
-    if (!IsPreload(entry) || PreloadNames(entry.substr(kPreloadName.size()), marker)) {
+    if (!IsPreload(entry) || PreloadNames(entry.substr(kPreloadName.size()), marker, library)) {
       preload_seen = preload_seen || IsPreload(entry);
       *entries++ = *e;
       continue;
@@ -407,7 +420,7 @@ void BuildTracingEnvironment(const char* const* env, std::string_view library,
   *entries = nullptr;
 }
 
-void DropFromPreload(char** env, std::string_view library) {
+void DropFromPreload(char** env, std::string_view marker, std::string_view own_path) {
   if (env == nullptr) return;
   for (char** e = env; *e != nullptr;) {
     if (!IsPreload(*e)) {
@@ -419,7 +432,7 @@ void DropFromPreload(char** env, std::string_view library) {
     char* const value = *e + kPreloadName.size();
     char* out = value;
     ForEachPreloadFile(value, [&](std::string_view file) {
-      if (file.find(library) != std::string_view::npos) return;
+      if (IsThisLibrary(file, marker, own_path)) return;
       if (out != value) *out++ = ' ';
       memmove(out, file.data(), file.size());
       out += file.size();

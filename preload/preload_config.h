@@ -143,8 +143,11 @@ std::string PidTaggedPath(const std::string& path, int pid);
 // too when `pattern` has "%p".
 std::string OtherCapturesGlob(const std::string& pattern);
 
-// Removes every LD_PRELOAD entry naming a file that contains `library` (for example
-// "libmemtrace_preload") from the environment array `env`, in place: the LD_PRELOAD
+// Removes every LD_PRELOAD entry naming this interposer from the environment array
+// `env`: a file whose name contains `marker` ("libmemtrace_preload"), or, given
+// `own_path` (the path the loader has for the library, dladdr's), that path, or its file
+// name where the entry has no '/': a copy of the library under another name
+// (`cp libmemtrace_preload.so /opt/mt.so`). In place: the LD_PRELOAD
 // string is rewritten with the entries kept, separated by single spaces, or, when none
 // is left, the variable is taken out by moving the later pointers back. Nothing is
 // allocated and nothing else changes; a null `env` is left alone.
@@ -153,7 +156,7 @@ std::string OtherCapturesGlob(const std::string& pattern);
 // calls then reach them. bash does: before its shell starts, its unsetenv() changes
 // nothing, and bash then exports LD_PRELOAD (read from main's `envp`) to every command it
 // runs, each of which would trace itself into the same capture file.
-void DropFromPreload(char** env, std::string_view library);
+void DropFromPreload(char** env, std::string_view marker, std::string_view own_path = {});
 
 // With children traced (MEMTRACE_TRACE_CHILDREN=1), the environment a program this one
 // runs (exec, posix_spawn) must still load the interposer and carry its settings. A
@@ -162,9 +165,9 @@ void DropFromPreload(char** env, std::string_view library);
 // LD_PRELOAD=libjemalloc.so.2 ...`). Then the child went untraced, and nothing said so.
 //
 // `env` as given, with:
-//   - `library` (this interposer's path) at the front of each LD_PRELOAD that does not
-//     name a file containing `marker` ("libmemtrace_preload"), or LD_PRELOAD=`library`
-//     added when there is none;
+//   - `library` (this interposer's path) at the front of each LD_PRELOAD that names
+//     neither a file containing `marker` ("libmemtrace_preload") nor `library` itself, or
+//     LD_PRELOAD=`library` added when there is none;
 //   - every entry of `tracing` (null-terminated "MEMTRACE_NAME=value" strings: the
 //     settings this process started with) whose name `env` lacks, added. An entry `env`
 //     has is kept as given.

@@ -295,6 +295,26 @@ TEST(PreloadConfigTest, DropFromPreloadRewritesTheEnvironmentInPlace) {
   DropFromPreload(nullptr, "libmemtrace_preload");  // no environment at all
 }
 
+// A copy of the library under another name is found by the path the loader has for it:
+// the same path, or, for an entry the loader searched for (no '/'), the same file name.
+// Another library of the same file name elsewhere, given by its path, is not this one.
+TEST(PreloadConfigTest, DropFromPreloadFindsACopyUnderAnotherName) {
+  using V = std::vector<std::string>;
+  Environment by_path({"LD_PRELOAD=/a/liba.so:/opt/mt.so", "B=2"});
+  DropFromPreload(by_path.get(), "libmemtrace_preload", "/opt/mt.so");
+  EXPECT_EQ(by_path.Entries(), (V{"LD_PRELOAD=/a/liba.so", "B=2"}));
+  Environment searched({"LD_PRELOAD=mt.so", "B=2"});
+  DropFromPreload(searched.get(), "libmemtrace_preload", "/usr/lib/x86_64-linux-gnu/mt.so");
+  EXPECT_EQ(searched.Entries(), (V{"B=2"}));
+  Environment elsewhere({"LD_PRELOAD=/other/mt.so", "B=2"});
+  DropFromPreload(elsewhere.get(), "libmemtrace_preload", "/opt/mt.so");
+  EXPECT_EQ(elsewhere.Entries(), (V{"LD_PRELOAD=/other/mt.so", "B=2"}));
+  // Without its own path only the marker counts, as before.
+  Environment unknown({"LD_PRELOAD=/opt/mt.so"});
+  DropFromPreload(unknown.get(), "libmemtrace_preload");
+  EXPECT_EQ(unknown.Entries(), (V{"LD_PRELOAD=/opt/mt.so"}));
+}
+
 // BuildTracingEnvironment() into memory sized by MeasureTracingEnvironment() alone, with
 // guard bytes after each part: a build that wrote past what the measure said fails.
 std::vector<std::string> KeepTracing(Environment& env, const std::vector<const char*>& tracing,
@@ -356,6 +376,11 @@ TEST(PreloadConfigTest, TracingIsKeptInTheEnvironmentOfATracedProgramsChildren) 
   // No environment at all (a null envp, which Linux takes as empty).
   EXPECT_EQ(MeasureTracingEnvironment(nullptr, "/l.so", "libmemtrace_preload", nullptr).entries,
             2u);
+  // A copy under another name, at its own path: already tracing, not put in again.
+  Environment renamed({"LD_PRELOAD=/opt/mt.so", "MEMTRACE_OUTPUT=/o.mtb"});
+  EXPECT_FALSE(MeasureTracingEnvironment(renamed.get(), "/opt/mt.so", "libmemtrace_preload",
+                                         nullptr)
+                   .changes);
 }
 
 }  // namespace

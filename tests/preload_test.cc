@@ -1405,6 +1405,23 @@ TEST_F(PreloadTest, AForkedChildNeverOverwritesACaptureWithItsPidInTheName) {
   EXPECT_EQ(verify.status, 0) << verify.out << verify.err;
 }
 
+// A traced shell `run` that ran the target's "basic" mode, writing its capture to
+// DIR/shell.mtb: the commands ran, and only the shell was traced (one capture, no
+// warning, none of the target's markers in it), its capture whole.
+void ExpectOnlyTheShellTraced(const Result& run, const std::string& dir) {
+  ASSERT_EQ(run.status, 0) << run.err;
+  ASSERT_GE(ParseCounts(run.out).allocs, 1) << "the commands ran: " << run.out;
+  EXPECT_EQ(FilesIn(dir), std::vector<std::string>{"shell.mtb"});
+  EXPECT_EQ(run.err.find("memtrace:"), std::string::npos) << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(dir + "/shell.mtb", &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
+  EXPECT_EQ(Field(r.trailer, "ended_by"), "exit") << r.trailer;
+  EXPECT_EQ(r.markers.allocs, 0) << "the shell itself allocates no markers";
+}
+
 // bash defines its own setenv() and unsetenv(), and exports what main() was given: the
 // interposer takes itself out of that array directly, so the commands a traced shell
 // runs are not traced. (They were, each into the shell's capture file, which came out
@@ -1419,17 +1436,25 @@ TEST_F(PreloadTest, CommandsRunByATracedShellAreNotTraced) {
                                  "-c", t + " basic | " + t + " basic > /dev/null; " + t +
                                            " basic; " + t + " basic & wait"},
                                 {});
-  ASSERT_EQ(run.status, 0) << run.err;
-  ASSERT_GE(ParseCounts(run.out).allocs, 1) << "the commands ran: " << run.out;
-  EXPECT_EQ(FilesIn(dir), std::vector<std::string>{"shell.mtb"});
-  EXPECT_EQ(run.err.find("memtrace:"), std::string::npos) << run.err;
-  absl::Status s;
-  const Replay r = ReplayCapture(capture, &s);
-  ASSERT_TRUE(s.ok()) << s;
-  ASSERT_TRUE(r.has_trailer);
-  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
-  EXPECT_EQ(Field(r.trailer, "ended_by"), "exit") << r.trailer;
-  EXPECT_EQ(r.markers.allocs, 0) << "the shell itself allocates no markers";
+  ExpectOnlyTheShellTraced(run, dir);
+}
+
+// The same with a copy of the interposer under another name, preloaded by hand: the
+// commands the shell runs are still not traced. Until 2026-12-05 only a file named
+// libmemtrace_preload was taken out of LD_PRELOAD, and each command wrote a capture of
+// its own beside the shell's ("being written by another process").
+TEST_F(PreloadTest, ACopyOfTheInterposerUnderAnotherNameIsNotPassedToChildren) {
+  if (access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no /bin/bash";
+  const std::string dir = TempDir() + "/renamed";
+  mkdir(dir.c_str(), 0755);
+  const std::string copy = TempDir() + "/mt.so";
+  ASSERT_EQ(RunProgram({"/bin/cp", Preload(), copy}, {}).status, 0);
+  const std::string capture = dir + "/shell.mtb";
+  const std::string t = Target();
+  // Not the last command alone: bash would exec it instead of forking first.
+  const Result run = RunProgram({"/bin/bash", "-c", t + " basic; " + t + " basic & wait"},
+                                {"LD_PRELOAD=" + copy, "MEMTRACE_OUTPUT=" + capture});
+  ExpectOnlyTheShellTraced(run, dir);
 }
 
 // The same with a program of our own whose setenv() and unsetenv() do nothing at all,
