@@ -516,6 +516,7 @@ std::string DescribeInlined(const InlinedFrame& frame) {
 
 std::string Symbolizer::Describe(uint64_t pc) {
   if (pc == 0) return std::string(kNoCallSite);
+  if (pc == kOtherSitesAddress) return std::string(kOtherSites);
   const SymbolizedFrame& f = Resolve(pc);
   if (!f.file.empty()) return absl::StrCat(f.function, " (", f.file, ":", f.line, ")");
   if (!f.module.empty()) {

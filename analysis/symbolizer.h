@@ -96,6 +96,11 @@ struct LoadedModule;  // the opened ELF file of a module (symbolizer.cc)
 // address.
 inline constexpr std::string_view kNoCallSite =
     "(no call site: allocated before tracing started, or none given)";
+// What the bucket of sites beyond a capture's site capacity is called: its site line has
+// `other: true` and this address (SiteTable::kOtherSitesValue), never a return address.
+inline constexpr uint64_t kOtherSitesAddress = ~uint64_t{0};
+inline constexpr std::string_view kOtherSites =
+    "(other sites: more distinct call sites than the capture keeps)";
 
 // Why the frames of a module came out as "??" (Symbolizer::Unresolved()).
 enum class MissingSymbols {

@@ -568,6 +568,20 @@ void PrintBeforeStartNote(const std::optional<TrailerBlocks>& blocks) {
   }
 }
 
+// Allocations past the bound on distinct call sites went to one "other sites" row: how to
+// keep them apart next time.
+void PrintSiteOverflowNote(const std::optional<TrailerBlocks>& blocks, bool interposer) {
+  if (!blocks || !blocks->has_integrity || blocks->integrity.site_overflow == 0) return;
+  printf("\nnote: %llu allocation%s came from more distinct call sites than the capture "
+         "kept;\n  they share one \"other sites\" row. To keep more, %s\n",
+         static_cast<unsigned long long>(blocks->integrity.site_overflow),
+         blocks->integrity.site_overflow == 1 ? "" : "s",
+         interposer ? "trace it again with\n  `memtrace run --site-capacity=N` "
+                      "(MEMTRACE_SITE_CAPACITY; 65536 by default), or with a\n  smaller "
+                      "--depth."
+                    : "raise\n  Config::request_site_capacity_max.");
+}
+
 // A capture finished as a signal ended the program: a crash (partial), or a signal sent
 // to stop it that it left to the default action (complete).
 void PrintSignalNote(const std::optional<TrailerBlocks>& blocks) {
@@ -976,6 +990,7 @@ int SummaryCommand(int argc, char** argv) {
   PrintForkNote(*s);
   PrintUntracedForksNote(blocks, s->trace_children, s->trace_forks);
   PrintBeforeStartNote(blocks);
+  PrintSiteOverflowNote(blocks, s->source == "preload");
   return 0;
 }
 

@@ -127,6 +127,7 @@ std::vector<SettingFromFlag> SettingsFromFlags(const RunOptions& o) {
           {"MEMTRACE_MIN_SIZE", "--min-size", o.min_size},
           {"MEMTRACE_SAMPLE_BYTES", "--sample", o.sample},
           {"MEMTRACE_MAX_BYTES", "--max-size", o.max_size},
+          {"MEMTRACE_SITE_CAPACITY", "--site-capacity", o.site_capacity},
           {"MEMTRACE_TRACE_CHILDREN", "--children", on_off(o.children)},
           {"MEMTRACE_TRACE_FORKS", "--forks", on_off(o.forks)},
           {"MEMTRACE_MMAP", "--mmap", on_off(o.mmap)},
@@ -285,7 +286,7 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
         value("--unwind", &o->unwind) || value("--min-size", &o->min_size) ||
         value("--sample", &o->sample) || value("--tracer-cpus", &o->tracer_cpus) ||
         value("--fence", &o->fence) || value("--preload", &o->preload) ||
-        value("--max-size", &o->max_size)) {
+        value("--max-size", &o->max_size) || value("--site-capacity", &o->site_capacity)) {
       continue;
     }
     if (arg == "--children") {
@@ -312,6 +313,12 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
   if (!o->depth.empty() && (!absl::SimpleAtoi(o->depth, &n) || n > kMaxPreloadStackDepth)) {
     *error = absl::StrCat("--depth=", o->depth, " is not a whole number from 0 to ",
                           kMaxPreloadStackDepth);
+    return false;
+  }
+  if (!o->site_capacity.empty() &&
+      (!absl::SimpleAtoi(o->site_capacity, &n) || n < 1 || n > kMaxPreloadSiteCapacity)) {
+    *error = absl::StrCat("--site-capacity=", o->site_capacity,
+                          " is not a whole number from 1 to ", kMaxPreloadSiteCapacity);
     return false;
   }
   uint64_t bytes = 0;
@@ -387,6 +394,8 @@ const char* RunUsage() {
          "  --max-size=SIZE     stop writing events once the capture holds SIZE (2G,\n"
          "                      500M; no limit by default): for a program left traced\n"
          "                      for hours; the trailer still has the whole run's totals\n"
+         "  --site-capacity=N   distinct call sites (stacks) kept before the rest share\n"
+         "                      one \"other sites\" row (default 65536; at most 16777216)\n"
          "  --preload=PATH      the interposer (default: beside this binary, or\n"
          "                      $MEMTRACE_PRELOAD)\n"
          "  --quiet             do not print the summary\n"

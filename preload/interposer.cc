@@ -1565,7 +1565,9 @@ void Start() {
   rc.overflow_wait = absl::Seconds(1);
   // A forked child names the stacks of the blocks it inherited from the drainer's copy.
   rc.keep_stack_frames = settings.trace_forks;
+  rc.request_site_capacity_max = settings.site_capacity;
   JsonlSinkOptions& options = setup.sink;
+  options.site_capacity = settings.site_capacity;  // both count the same sites
   options.source = "preload";
   options.max_backpressure = absl::Seconds(2);
   options.sample_interval_bytes = settings.sample_bytes;
@@ -1578,7 +1580,8 @@ void Start() {
       settings.trace_children ? "true" : "false", ",\"trace_forks\":",
       settings.trace_forks ? "true" : "false", ",\"mmap\":", config.mmap ? "true" : "false",
       ",\"tracer_cpus\":", JsonQuote(settings.tracer_cpus.ToString()),
-      ",\"max_bytes\":", settings.max_bytes, "}");
+      ",\"max_bytes\":", settings.max_bytes, ",\"site_capacity\":", settings.site_capacity,
+      "}");
   options.writer_cpus = settings.tracer_cpus;
   if (const std::string shadow = ShadowingMalloc(); !shadow.empty()) {
     // Said here and in the header, so that `memtrace verify` can fail the capture and say

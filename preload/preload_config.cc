@@ -158,6 +158,9 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
            "no limit");
     }
   }
+  uint64_t sites = c.site_capacity;
+  number("MEMTRACE_SITE_CAPACITY", 1, kMaxPreloadSiteCapacity, &sites);
+  c.site_capacity = static_cast<uint32_t>(sites);
   if (const char* v = lookup("MEMTRACE_TRACER_CPUS"); v != nullptr) {
     absl::StatusOr<CpuList> cpus = ParseCpuList(v);
     absl::Status usable = cpus.ok() ? CheckOnline(*cpus) : cpus.status();

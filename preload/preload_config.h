@@ -62,6 +62,7 @@
 #include <vector>
 
 #include "runtime/cpu_list.h"
+#include "runtime/site_table.h"
 #include "transport/epoch_clock.h"
 
 namespace memtrace {
@@ -83,6 +84,10 @@ struct PreloadConfig {
   FenceMode fence = FenceMode::kMembarrier;
   // MEMTRACE_MAX_BYTES: the capture's size bound (JsonlSinkOptions::max_bytes; 0: none).
   uint64_t max_bytes = 0;
+  // MEMTRACE_SITE_CAPACITY: distinct call sites (stacks) kept before "other sites" (the
+  // seed's request_site_capacity_max: Config::request_site_capacity_max and
+  // JsonlSinkOptions::site_capacity), up to kMaxPreloadSiteCapacity.
+  uint32_t site_capacity = kDefaultSiteCapacity;
 };
 
 // A size in bytes: a whole number with an optional binary suffix, K, M, G or T (either
@@ -90,6 +95,9 @@ struct PreloadConfig {
 bool ParseByteSize(std::string_view text, uint64_t* out);
 
 inline constexpr uint32_t kMaxPreloadStackDepth = 64;
+// Each site costs the drainer and the writer a table entry and, with stacks, its frames
+// (about 150 bytes at depth 16, in each): 16M sites would be gigabytes.
+inline constexpr uint32_t kMaxPreloadSiteCapacity = uint32_t{1} << 24;
 
 // Reads the settings through `lookup` (getenv, or a table in tests). Every problem is
 // appended to `warnings` as one line naming the variable and what was used instead.
@@ -101,7 +109,8 @@ inline constexpr std::string_view kPreloadSettingNames[] = {
     "MEMTRACE_OUTPUT",      "MEMTRACE_MIN_SIZE",   "MEMTRACE_STACK_DEPTH",
     "MEMTRACE_UNWIND",      "MEMTRACE_TRACE_CHILDREN", "MEMTRACE_TRACE_FORKS",
     "MEMTRACE_SAMPLE_BYTES", "MEMTRACE_RING_LOG2",  "MEMTRACE_MMAP",
-    "MEMTRACE_FENCE",       "MEMTRACE_TRACER_CPUS", "MEMTRACE_MAX_BYTES"};
+    "MEMTRACE_FENCE",       "MEMTRACE_TRACER_CPUS", "MEMTRACE_MAX_BYTES",
+    "MEMTRACE_SITE_CAPACITY"};
 
 // One warning for each variable of the environment `env` (null-terminated "NAME=value"
 // strings, or null) whose name starts with "MEMTRACE_" and is no setting: a misspelt

@@ -170,7 +170,7 @@ std::string LayerName(const CaptureSummary& s, uint32_t layer) {
 
 std::string SiteName(const CaptureSummary& s, const CaptureTables& tables, FrameNames& names,
                      uint32_t site) {
-  if (tables.other_sites.count(site) > 0) return "(sites beyond the site table)";
+  if (tables.other_sites.count(site) > 0) return std::string(kOtherSites);
   auto it = s.site_addrs.find(site);
   if (it == s.site_addrs.end()) return absl::StrCat("site ", site);
   auto frames = s.site_frames.find(site);

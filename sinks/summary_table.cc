@@ -172,6 +172,12 @@ std::string FormatIntegrityBlock(const CaptureIntegrity& in, uint64_t memtrace_b
                         "order conflicts %d, late records %d, foreign span exits %d\n",
                         in.ticket_misses, in.ambiguous_matches, in.ticket_evictions,
                         in.order_conflicts, in.late_records, in.foreign_span_exits);
+  // The bounded tables: what went past them is attributed, to "other sites" or to the
+  // scope around it, and counted here (the trailer had the counts before this line did).
+  absl::StrAppendFormat(&out,
+                        "  tables     site overflow %d (allocations in \"other sites\"), "
+                        "scope overflow %d\n",
+                        in.site_overflow, in.scope_overflow);
   absl::StrAppendFormat(&out,
                         "  transport  rings %d x %d slots, max fill %d, overflow waits %d, "
                         "epochs %d (%d fenced), max drainer lag %.2f ms, fence %s\n",

@@ -44,6 +44,7 @@ TEST(PreloadConfigTest, DefaultsMirrorTheSeed) {
   EXPECT_TRUE(c.tracer_cpus.empty()) << "memtrace's threads go where the kernel puts them";
   EXPECT_EQ(c.fence, FenceMode::kMembarrier);
   EXPECT_EQ(c.max_bytes, 0u) << "no size limit";
+  EXPECT_EQ(c.site_capacity, kDefaultSiteCapacity);
 }
 
 TEST(PreloadConfigTest, GoodValuesAreTaken) {
@@ -59,7 +60,8 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
                                  {"MEMTRACE_MMAP", "1"},
                                  {"MEMTRACE_TRACER_CPUS", AllowedCpus().ToString()},
                                  {"MEMTRACE_FENCE", "seq_cst"},
-                                 {"MEMTRACE_MAX_BYTES", "3G"}},
+                                 {"MEMTRACE_MAX_BYTES", "3G"},
+                                 {"MEMTRACE_SITE_CAPACITY", "1000000"}},
                                 &warnings);
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(c.output, "/tmp/x-%p.jsonl.zst");
@@ -74,6 +76,7 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
   EXPECT_EQ(c.tracer_cpus, AllowedCpus());
   EXPECT_EQ(c.fence, FenceMode::kSeqCst);
   EXPECT_EQ(c.max_bytes, uint64_t{3} << 30);
+  EXPECT_EQ(c.site_capacity, 1000000u);
   EXPECT_EQ(Parse({{"MEMTRACE_FENCE", "membarrier"}}, &warnings).fence, FenceMode::kMembarrier);
   EXPECT_TRUE(warnings.empty());
 }
@@ -133,6 +136,11 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
       {"MEMTRACE_MAX_BYTES", "2 GB",
        "MEMTRACE_MAX_BYTES=\"2 GB\" is not a size in bytes (a whole number, or with K, M, G or "
        "T); using no limit"},
+      {"MEMTRACE_SITE_CAPACITY", "0",
+       "MEMTRACE_SITE_CAPACITY=\"0\" is not a whole number from 1 to 16777216; using 65536"},
+      {"MEMTRACE_SITE_CAPACITY", "33554432",
+       "MEMTRACE_SITE_CAPACITY=\"33554432\" is not a whole number from 1 to 16777216; using "
+       "65536"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> warnings;

@@ -1772,6 +1772,21 @@ TEST_F(PreloadTest, AChildGivenAnEnvironmentOfItsOwnIsStillTracedWithChildren) {
   }
 }
 
+// The target's "basic" mode under `memtrace run --quiet FLAG`, into `capture`, and that
+// capture replayed (has_trailer false when the run or the capture failed, said as a
+// test failure).
+Replay TracedBasicRun(const std::string& flag, const std::string& capture, Result* run) {
+  *run = RunProgram({Cli(), "run", "--quiet", flag, "--output=" + capture, "--", Target(),
+                     "basic"},
+                    {});
+  EXPECT_EQ(run->status, 0) << run->err;
+  absl::Status s;
+  Replay r = ReplayCapture(capture, &s);
+  EXPECT_TRUE(s.ok()) << s;
+  if (!s.ok()) r.has_trailer = false;
+  return r;
+}
+
 // `memtrace run --max-size`: the capture stops taking events at the limit, the program
 // runs on unaffected, and every record the drainer applied is either written or counted
 // past the limit (the trailer's integrity counts them independently of the sink). verify
@@ -1779,13 +1794,8 @@ TEST_F(PreloadTest, AChildGivenAnEnvironmentOfItsOwnIsStillTracedWithChildren) {
 // run's totals from the trailer. A size it cannot read is a usage error.
 TEST_F(PreloadTest, ASizeLimitStopsTheEventsCountsTheRestAndTheTrailerKeepsTheTotals) {
   const std::string capture = TempDir() + "/limited.mtb";
-  const Result run = RunProgram({Cli(), "run", "--quiet", "--max-size=64K",
-                                 "--output=" + capture, "--", Target(), "basic"},
-                                {});
-  ASSERT_EQ(run.status, 0) << run.err;
-  absl::Status s;
-  const Replay r = ReplayCapture(capture, &s);
-  ASSERT_TRUE(s.ok()) << s;
+  Result run;
+  const Replay r = TracedBasicRun("--max-size=64K", capture, &run);
   ASSERT_TRUE(r.has_trailer);
   EXPECT_EQ(Field(r.trailer, "complete"), "false");
   EXPECT_EQ(Field(r.trailer, "max_bytes"), "65536");
@@ -1816,6 +1826,42 @@ TEST_F(PreloadTest, ASizeLimitStopsTheEventsCountsTheRestAndTheTrailerKeepsTheTo
   const Result bad = RunProgram({Cli(), "run", "--max-size=2 GB", "--", Target(), "basic"}, {});
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("--max-size=2 GB is not a size in bytes"), std::string::npos)
+      << bad.err;
+}
+
+// `memtrace run --site-capacity=N` (MEMTRACE_SITE_CAPACITY): past N distinct call sites
+// the rest share the "other sites" row, by that name, and every allocation is still
+// there (the markers match the program's counts); the summary shows the overflow in the
+// integrity block, as the trailer counts it, and says how to keep more. A value out of
+// range is a usage error.
+TEST_F(PreloadTest, ASmallSiteCapacitySharesTheRestInOtherSitesAndSaysSo) {
+  const std::string capture = TempDir() + "/sites.mtb";
+  Result run;
+  const Replay r = TracedBasicRun("--site-capacity=3", capture, &run);
+  ASSERT_TRUE(r.has_trailer);
+  ExpectMarkersMatch(r, ParseCounts(run.out));
+  EXPECT_EQ(Field(r.header, "site_capacity"), "3") << r.header;
+  const std::string overflow = Field(r.trailer, "site_overflow");
+  ASSERT_FALSE(overflow.empty()) << r.trailer;
+  EXPECT_GT(std::stoull(overflow), 0u) << r.trailer;
+
+  const Result top = RunProgram({Cli(), "top", "--limit=1000", capture}, {});
+  ASSERT_EQ(top.status, 0) << top.err;
+  EXPECT_NE(top.out.find("(other sites: more distinct call sites than the capture keeps)"),
+            std::string::npos)
+      << top.out;
+  EXPECT_EQ(top.out.find("0xffffffffffffffff"), std::string::npos) << top.out;
+  const Result summary = RunProgram({Cli(), "summary", capture}, {});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  EXPECT_NE(summary.out.find("tables     site overflow " + overflow + " "), std::string::npos)
+      << summary.out;
+  EXPECT_NE(summary.out.find("`memtrace run --site-capacity=N`"), std::string::npos)
+      << summary.out;
+
+  const Result bad = RunProgram({Cli(), "run", "--site-capacity=0", "--", Target(), "basic"}, {});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--site-capacity=0 is not a whole number from 1 to 16777216"),
+            std::string::npos)
       << bad.err;
 }
 

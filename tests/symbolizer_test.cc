@@ -135,6 +135,8 @@ TEST(SymbolizerTest, PcOutsideEveryModuleIsUnknown) {
   EXPECT_EQ(symbolizer.Describe(0x10), "?? (0x10)");
   // Site 0 is no call site at all (a block found allocated before tracing started).
   EXPECT_EQ(symbolizer.Describe(0), kNoCallSite);
+  // The bucket of sites beyond the capture's site capacity has a name, not "??".
+  EXPECT_EQ(symbolizer.Describe(kOtherSitesAddress), kOtherSites);
 }
 
 TEST(SymbolizerTest, MissingFileGivesModuleAndFileOffset) {
