@@ -1229,6 +1229,34 @@ TEST_F(PreloadTest, WithForksAForkedChildTracesOnFromTheBlocksItInherited) {
       << loud.err;
 }
 
+// The same with a site capacity smaller than the parent's stacks: the child's header
+// counts the inherited blocks whose stacks the parent did not keep, and its summary says
+// where they are. Every free in the child still matches.
+TEST_F(PreloadTest, InheritedBlocksWithoutAKeptStackAreCountedAndNamed) {
+  const std::string dir = TempDir() + "/forks_sites";
+  mkdir(dir.c_str(), 0755);
+  const Result run = RunProgram({Cli(), "run", "--quiet", "--forks", "--site-capacity=2",
+                                 "--output=" + dir + "/cap.mtb", "--", Target(), "fork-traced"},
+                                {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::vector<std::string> files = FilesIn(dir);
+  ASSERT_EQ(files.size(), 2u) << absl::StrJoin(files, " ");
+  const std::string child_capture = dir + "/" + files[0];
+  absl::Status s;
+  const Replay child = ReplayCapture(child_capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(child.unknown_releases, 0);
+  const std::string without = Field(child.header, "inherited_without_stack");
+  ASSERT_FALSE(without.empty()) << child.header;
+  EXPECT_GT(std::stoull(without), 0u) << child.header;
+  EXPECT_LE(std::stoull(without), std::stoull(Field(child.header, "inherited_blocks")));
+  const Result summary = RunProgram({Cli(), "summary", child_capture}, {});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  EXPECT_NE(summary.out.find("but for " + without + " blocks whose stack the parent had not kept"),
+            std::string::npos)
+      << summary.out;
+}
+
 // A program whose path is not UTF-8 (a Latin-1 directory name): its module line and
 // command line hold U+FFFD where the byte was. Until 2026-12-03 the byte went into the
 // capture as it was, and every command refused the capture ("not valid UTF-8").
