@@ -25,12 +25,11 @@ uint64_t Scaled(uint64_t size, double weight) {
   return weight == 1.0 ? size : static_cast<uint64_t>(std::llround(static_cast<double>(size) * weight));
 }
 
-// The number after "sample_interval_bytes": in a header line, 0 when absent.
-uint64_t SampleInterval(const std::string& header) {
-  static constexpr std::string_view kKey = "\"sample_interval_bytes\":";
-  const size_t at = header.find(kKey);
+// The number after `key` ("\"name\":") in a header line, 0 when absent.
+uint64_t HeaderNumber(const std::string& header, std::string_view key) {
+  const size_t at = header.find(key);
   if (at == std::string::npos) return 0;
-  return strtoull(header.c_str() + at + kKey.size(), nullptr, 10);
+  return strtoull(header.c_str() + at + key.size(), nullptr, 10);
 }
 
 // A forked child's capture (the interposer's MEMTRACE_TRACE_FORKS): the header's "fork"
@@ -321,7 +320,8 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       summary_.source = rec.source;
       summary_.malloc_from = rec.malloc_from;
       summary_.started_unix_ns = rec.t;
-      summary_.sample_interval_bytes = SampleInterval(rec.raw);
+      summary_.sample_interval_bytes = HeaderNumber(rec.raw, "\"sample_interval_bytes\":");
+      summary_.site_capacity = HeaderNumber(rec.raw, "\"site_capacity\":");
       summary_.fork = ForkOf(rec.raw);
       summary_.process = ProcessOf(rec.raw);
       summary_.trace_children = rec.raw.find("\"trace_children\":true") != std::string::npos;

@@ -147,6 +147,7 @@ struct CaptureSummary {
   int64_t started_unix_ns = 0;     // the header's, 0 when absent
   bool sampled = false;            // weights were applied: the numbers are estimates
   uint64_t sample_interval_bytes = 0;  // the interposer's, 0 when every allocation was kept
+  uint64_t site_capacity = 0;  // the interposer's (since 2026-12-05), 0 when not recorded
   // Snapshot: how many events were applied (all of them without a snapshot point), and
   // whether the point was reached (a scope exit may not happen N times).
   uint64_t events_applied = 0;

@@ -32,6 +32,7 @@
 #include "analysis/symbolizer.h"
 #include "analysis/trailer.h"
 #include "cli/progress_bar.h"
+#include "runtime/site_table.h"
 #include "sinks/json_text.h"
 #include "sinks/summary_table.h"
 
@@ -570,16 +571,21 @@ void PrintBeforeStartNote(const std::optional<TrailerBlocks>& blocks) {
 
 // Allocations past the bound on distinct call sites went to one "other sites" row: how to
 // keep them apart next time.
-void PrintSiteOverflowNote(const std::optional<TrailerBlocks>& blocks, bool interposer) {
+void PrintSiteOverflowNote(const std::optional<TrailerBlocks>& blocks, const CaptureSummary& s) {
   if (!blocks || !blocks->has_integrity || blocks->integrity.site_overflow == 0) return;
-  printf("\nnote: %llu allocation%s came from more distinct call sites than the capture "
-         "kept;\n  they share one \"other sites\" row. To keep more, %s\n",
+  const std::string kept =
+      s.site_capacity != 0 ? absl::StrCat("the ", s.site_capacity, " distinct call sites")
+                           : std::string("the distinct call sites");
+  printf("\nnote: %llu allocation%s came from call sites beyond %s the capture\n  kept; "
+         "they share one \"other sites\" row. To keep more, %s\n",
          static_cast<unsigned long long>(blocks->integrity.site_overflow),
-         blocks->integrity.site_overflow == 1 ? "" : "s",
-         interposer ? "trace it again with\n  `memtrace run --site-capacity=N` "
-                      "(MEMTRACE_SITE_CAPACITY; 65536 by default), or with a\n  smaller "
-                      "--depth."
-                    : "raise\n  Config::request_site_capacity_max.");
+         blocks->integrity.site_overflow == 1 ? "" : "s", kept.c_str(),
+         s.source == "preload"
+             ? absl::StrCat("trace it again with\n  `memtrace run --site-capacity=N` "
+                            "(MEMTRACE_SITE_CAPACITY; ", kDefaultSiteCapacity,
+                            " by default), or with a\n  smaller --depth.")
+                   .c_str()
+             : "raise\n  Config::request_site_capacity_max.");
 }
 
 // A capture finished as a signal ended the program: a crash (partial), or a signal sent
@@ -990,7 +996,7 @@ int SummaryCommand(int argc, char** argv) {
   PrintForkNote(*s);
   PrintUntracedForksNote(blocks, s->trace_children, s->trace_forks);
   PrintBeforeStartNote(blocks);
-  PrintSiteOverflowNote(blocks, s->source == "preload");
+  PrintSiteOverflowNote(blocks, *s);
   return 0;
 }
 

@@ -1883,6 +1883,10 @@ TEST_F(PreloadTest, ASmallSiteCapacitySharesTheRestInOtherSitesAndSaysSo) {
   ASSERT_EQ(summary.status, 0) << summary.err;
   EXPECT_NE(summary.out.find("tables     site overflow " + overflow + " "), std::string::npos)
       << summary.out;
+  EXPECT_NE(summary.out.find("came from call sites beyond the 3 distinct call sites the "
+                             "capture\n  kept"),
+            std::string::npos)
+      << summary.out;
   EXPECT_NE(summary.out.find("`memtrace run --site-capacity=N`"), std::string::npos)
       << summary.out;
 
