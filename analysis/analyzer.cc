@@ -25,7 +25,8 @@ uint64_t Scaled(uint64_t size, double weight) {
   return weight == 1.0 ? size : static_cast<uint64_t>(std::llround(static_cast<double>(size) * weight));
 }
 
-// The number after `key` ("\"name\":") in a header line, 0 when absent.
+// The number after `key` ("\"name\":") in a header line (or an object of one), 0 when
+// absent.
 uint64_t HeaderNumber(const std::string& header, std::string_view key) {
   const size_t at = header.find(key);
   if (at == std::string::npos) return 0;
@@ -41,10 +42,9 @@ ForkOrigin ForkOf(const std::string& header) {
   if (at == std::string::npos) return f;
   const size_t end = header.find('}', at);
   const std::string object = header.substr(at, end == std::string::npos ? end : end - at);
-  auto number = [&](std::string_view key) -> uint64_t {
-    const std::string quoted = absl::StrCat("\"", absl::string_view(key.data(), key.size()), "\":");
-    const size_t k = object.find(quoted);
-    return k == std::string::npos ? 0 : strtoull(object.c_str() + k + quoted.size(), nullptr, 10);
+  auto number = [&](std::string_view key) {
+    return HeaderNumber(object,
+                        absl::StrCat("\"", absl::string_view(key.data(), key.size()), "\":"));
   };
   f.forked = true;
   f.parent_pid = number("parent_pid");

@@ -109,7 +109,6 @@
 #include "runtime/allocation_record.h"
 #include "runtime/module_map.h"
 #include "runtime/scope_table.h"
-#include "runtime/site_table.h"
 #include "runtime/span.h"
 #include "runtime/tracer.h"
 #include "sinks/json_text.h"
@@ -1284,9 +1283,9 @@ struct Inheritance {
 // The site word in `recorder` for an inherited block whose site in the parent's was
 // `site`: a return address stays as it is (the child has the parent's mappings); a
 // stack's hash becomes the same stack in `recorder`, whose frames it sends ahead, when the
-// parent kept them; otherwise 0, "no call site".
+// parent kept them; otherwise 0, "no call site" (so for the parent's "other sites"
+// bucket too, whose value has the hash bit and names no stack).
 uint64_t InheritedSite(const Recorder& parent, Recorder& recorder, uint64_t site) {
-  if (site == SiteTable::kOtherSitesValue) return 0;
   if ((site & kStackHashBit) == 0) return site;
   const absl::Span<const uint64_t> frames = parent.InheritedStackFrames(site);
   if (frames.empty()) return 0;

@@ -8,11 +8,8 @@ namespace memtrace {
 
 void StackFrameTable::Add(uint32_t ring, const Event& e) {
   if (e.kind() != EventKind::kStackFrames) return;
-  const uint8_t flags = e.layer();
   std::vector<uint64_t>& partial = partial_[ring];
-  partial.push_back(e.size());
-  if ((flags & kStackFrameCountMask) == 2) partial.push_back(e.word2);
-  if ((flags & kStackLastRecord) == 0) return;
+  if (!AppendStackFrames(e, &partial)) return;
   const uint64_t hash = e.word0;
   if (!stacks_.contains(hash)) {
     if (stacks_.size() >= capacity_ || frames_.size() + partial.size() > UINT32_MAX) {

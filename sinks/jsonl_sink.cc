@@ -359,11 +359,8 @@ uint32_t JsonlSink::SiteIdSlow(uint64_t site) {
 
 void JsonlSink::AddStackFrames(const ObservedEvent& o) {
   const Event& e = o.event;
-  const uint8_t flags = e.layer();
   std::vector<uint64_t>& partial = partial_stacks_[Ticket::RingId(o.ticket)];
-  partial.push_back(e.size());
-  if ((flags & kStackFrameCountMask) == 2) partial.push_back(e.word2);
-  if ((flags & kStackLastRecord) == 0) return;
+  if (!AppendStackFrames(e, &partial)) return;
   auto [it, inserted] = stacks_.try_emplace(e.word0);
   if (inserted) {
     it->second = std::move(partial);

@@ -56,6 +56,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 namespace memtrace {
 
@@ -130,6 +131,17 @@ struct Event {
   constexpr uint32_t scope() const noexcept { return static_cast<uint32_t>(word3); }
   constexpr uint32_t epoch() const noexcept { return static_cast<uint32_t>(word3 >> 32); }
 };
+
+// A kStackFrames record `e` read into the frames of its stack so far (`frames`, which the
+// records of one ring fill in order): appends its one or two frames; true when it is the
+// stack's last record, whose hash is e.word0. For the drainer's and the sinks' copies of
+// stacks, which file the frames under that hash.
+inline bool AppendStackFrames(const Event& e, std::vector<uint64_t>* frames) {
+  const uint8_t flags = e.layer();
+  frames->push_back(e.size());
+  if ((flags & kStackFrameCountMask) == 2) frames->push_back(e.word2);
+  return (flags & kStackLastRecord) != 0;
+}
 
 static_assert(sizeof(Event) == 32, "Event is a fixed 32-byte record");
 static_assert(alignof(Event) == 8, "Event words are naturally aligned");
