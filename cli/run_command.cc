@@ -37,6 +37,10 @@ namespace memtrace {
 namespace {
 
 constexpr int kCaptureFailed = 125;  // like env(1) and timeout(1): the tool itself failed
+// Like a shell and env(1): the program was not found (127), or was found and could not be
+// run (126).
+constexpr int kProgramNotFound = 127;
+constexpr int kProgramNotRunnable = 126;
 
 int UsageError(const std::string& message) {
   fprintf(stderr, "memtrace run: %s\n\n%s", message.c_str(), RunUsage());
@@ -85,6 +89,42 @@ std::string ResolveProgram(const std::string& name) {
                     sizeof(found))
              ? std::string(found)
              : std::string();
+}
+
+// Why execve() of `path` failed with `err`, and what to do about it: the message after
+// "cannot run 'PATH': ". A file that exists but gives ENOENT is a script whose interpreter
+// (its "#!" line) does not exist.
+std::string ExecFailure(const std::string& path, int err) {
+  struct stat st;
+  const bool exists = stat(path.c_str(), &st) == 0;
+  if (err == ENOENT && exists) {
+    std::string interpreter;
+    if (FILE* f = fopen(path.c_str(), "re"); f != nullptr) {
+      char line[256];
+      if (fgets(line, sizeof(line), f) != nullptr && strncmp(line, "#!", 2) == 0) {
+        interpreter = line + 2;
+        interpreter.erase(0, interpreter.find_first_not_of(" \t"));
+        interpreter.erase(std::min(interpreter.find_first_of(" \t\r\n"), interpreter.size()));
+      }
+      fclose(f);
+    }
+    if (!interpreter.empty()) {
+      return absl::StrCat("its interpreter '", interpreter,
+                          "' (named on its #! line) does not exist; install it or fix that line");
+    }
+    return absl::StrCat(strerror(err), " (the file exists: its program interpreter, the "
+                        "dynamic loader it names, may be missing)");
+  }
+  if (exists && S_ISDIR(st.st_mode)) return "it is a directory";
+  if (err == EACCES && exists) {
+    return absl::StrCat(strerror(err), ": it is not executable (chmod +x '", path,
+                        "'), or it is on a file system mounted noexec");
+  }
+  if (err == ENOEXEC) {
+    return absl::StrCat(strerror(err), ": it is neither a program for this machine nor a "
+                        "script with a #! line");
+  }
+  return strerror(err);
 }
 
 // True when `path` is an ELF executable without a program interpreter: the dynamic
@@ -401,7 +441,8 @@ const char* RunUsage() {
          "  --quiet             do not print the summary\n"
          "\n"
          "exit status: the program's (128+N if signal N ended it); 125 when no capture\n"
-         "could be made (the interposer was not loaded), 2 for a usage error.\n";
+         "could be made (the interposer was not loaded), 127 when the program was not\n"
+         "found, 126 when it could not be run, 2 for a usage error.\n";
 }
 
 int RunCommand(int argc, char** argv) {
@@ -432,7 +473,7 @@ int RunCommand(int argc, char** argv) {
   const std::string program = ResolveProgram(o.command[0]);
   if (program.empty()) {
     fprintf(stderr, "memtrace run: '%s' was not found on PATH\n", o.command[0].c_str());
-    return 127;
+    return kProgramNotFound;
   }
   if (IsStaticElf(program)) {
     fprintf(stderr,
@@ -484,24 +525,48 @@ int RunCommand(int argc, char** argv) {
   signal(SIGQUIT, SIG_IGN);
   timespec started{};
   clock_gettime(CLOCK_REALTIME, &started);
+  // The child writes execve()'s errno here if it fails; a successful exec closes the pipe
+  // (O_CLOEXEC) and the parent reads nothing. So a program that cannot be run is told
+  // apart from one that ran without the interposer.
+  int exec_errors[2];
+  if (pipe2(exec_errors, O_CLOEXEC) != 0) {
+    fprintf(stderr, "memtrace run: pipe2 failed: %s\n", strerror(errno));
+    return kCaptureFailed;
+  }
   const pid_t child = fork();
   if (child < 0) {
     fprintf(stderr, "memtrace run: fork failed: %s\n", strerror(errno));
+    close(exec_errors[0]);
+    close(exec_errors[1]);
     return kCaptureFailed;
   }
   if (child == 0) {
+    close(exec_errors[0]);
     signal(SIGINT, SIG_DFL);
     signal(SIGQUIT, SIG_DFL);
     execve(program.c_str(), args.data(), envp.data());
-    fprintf(stderr, "memtrace run: cannot run '%s': %s\n", program.c_str(), strerror(errno));
-    _exit(127);
+    const int err = errno;
+    while (write(exec_errors[1], &err, sizeof(err)) < 0 && errno == EINTR) {
+    }
+    _exit(err == ENOENT ? kProgramNotFound : kProgramNotRunnable);
   }
+  close(exec_errors[1]);
+  int exec_error = 0;
+  ssize_t got;
+  while ((got = read(exec_errors[0], &exec_error, sizeof(exec_error))) < 0 && errno == EINTR) {
+  }
+  close(exec_errors[0]);
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) {
       fprintf(stderr, "memtrace run: waitpid failed: %s\n", strerror(errno));
       return kCaptureFailed;
     }
+  }
+  if (got == static_cast<ssize_t>(sizeof(exec_error))) {
+    fprintf(stderr, "memtrace run: cannot run '%s': %s\n", program.c_str(),
+            ExecFailure(program, exec_error).c_str());
+    return exec_error == ENOENT ? kProgramNotFound : kProgramNotRunnable;
   }
   int exit_code = 0;
   std::string ended;

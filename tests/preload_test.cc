@@ -2147,5 +2147,47 @@ TEST_F(PreloadTest, StaticProgramIsRefusedWithTheReason) {
   EXPECT_NE(run.err.find("statically linked"), std::string::npos) << run.err;
 }
 
+// A program that cannot be run is reported as such, with the reason and the usual shell
+// status (127 not found, 126 not runnable), not as an interposer that failed to load:
+// the child reports execve()'s errno to the CLI through a close-on-exec pipe.
+TEST_F(PreloadTest, AProgramThatCannotBeRunIsReportedWithTheReason) {
+  const std::string dir = TempDir() + "/not_runnable";
+  mkdir(dir.c_str(), 0755);
+  auto write_file = [](const std::string& path, const std::string& text, mode_t mode) {
+    FILE* f = fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr) << path;
+    fputs(text.c_str(), f);
+    fclose(f);
+    ASSERT_EQ(chmod(path.c_str(), mode), 0) << path;
+  };
+  write_file(dir + "/no_interpreter", "#!/nonexistent/bin/python9 -u\nprint(1)\n", 0755);
+  write_file(dir + "/not_executable", "#!/bin/sh\ntrue\n", 0644);
+  write_file(dir + "/not_a_program", "just some text\n", 0755);
+  struct Case {
+    std::string program;
+    int status;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {dir + "/missing", 127, "No such file or directory"},
+      {dir + "/no_interpreter", 127, "its interpreter '/nonexistent/bin/python9'"},
+      {dir + "/not_executable", 126, "chmod +x"},
+      {dir + "/not_a_program", 126, "Exec format error"},
+      {dir, 126, "it is a directory"},
+  };
+  for (const Case& c : cases) {
+    const std::string capture = dir + "/capture.mtb";
+    const Result run = RunProgram({Cli(), "run", "--output=" + capture, "--", c.program}, {});
+    EXPECT_EQ(run.status, c.status) << c.program << ": " << run.err;
+    EXPECT_NE(run.err.find("memtrace run: cannot run '" + c.program + "': "), std::string::npos)
+        << run.err;
+    EXPECT_NE(run.err.find(c.says), std::string::npos) << run.err;
+    // Nothing about the interposer or a missing capture: the program never started.
+    EXPECT_EQ(run.err.find("interposer"), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find("no capture"), std::string::npos) << run.err;
+    EXPECT_NE(access(capture.c_str(), F_OK), 0) << c.program;
+  }
+}
+
 }  // namespace
 }  // namespace memtrace
