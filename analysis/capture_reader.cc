@@ -459,6 +459,35 @@ static_assert(static_cast<uint8_t>(LineType::kCensus) - static_cast<uint8_t>(Lin
 
 // A capture's bytes, in chunks of any size, in order: tells the encodings apart by the
 // first bytes, then splits lines or decodes binary records and hands them to `checker`.
+// What a file that is not a capture is, from its first bytes (`head`: at least the first
+// kBinaryMagicSize, or the whole file when it is shorter), with what to do instead; ""
+// when it may be a capture. Files people pass by mistake: a program, a compressed or
+// archived capture, another profiler's data.
+std::string ForeignFormat(std::string_view head) {
+  if (head.starts_with("\x7f" "ELF")) {
+    return "an ELF file (a program or a library), not a capture: to trace a program, run "
+           "`memtrace run -- PROGRAM`, which writes the capture";
+  }
+  const auto compressed = [](const char* what, const char* tool) {
+    return absl::StrCat(what, "-compressed data; memtrace reads captures plain or "
+                        "zstd-compressed: decompress it with `", tool, "` first");
+  };
+  if (head.starts_with("\x1f\x8b")) return compressed("gzip", "gunzip");
+  if (head.starts_with("\xfd" "7zXZ")) return compressed("xz", "unxz");
+  if (head.starts_with("BZh")) return compressed("bzip2", "bunzip2");
+  if (head.starts_with("\x04\x22\x4d\x18")) return compressed("lz4", "unlz4");
+  if (head.starts_with("PK\x03\x04")) return "a zip archive, not a capture: unzip it first";
+  if (head.starts_with("PERFILE2")) {
+    return "perf's data (perf.data), not a capture: open it with `perf report`";
+  }
+  // heaptrack's format: a version line ("v 10400 3"), then the command ("X /bin/true").
+  if (head.starts_with("v ") && head.substr(0, 64).find("\nX ") != std::string_view::npos) {
+    return "a heaptrack capture, not memtrace's: open it with heaptrack_print or "
+           "heaptrack_gui (`memtrace run -- PROGRAM` writes memtrace's)";
+  }
+  return "";
+}
+
 class CaptureBytes {
  public:
   CaptureBytes(const std::string& name, StructureChecker& checker)
@@ -478,6 +507,9 @@ class CaptureBytes {
             "\"); this memtrace reads versions 1 to ", kBinaryVersion,
             ": read it with the memtrace that wrote it, or a newer one"));
       }
+      if (const std::string what = ForeignFormat(first); !what.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(name_, ": this is ", what));
+      }
       Decide(first);
       return Feed(first);
     }
@@ -495,6 +527,9 @@ class CaptureBytes {
     if (mode_ == Mode::kUnknown) {
       std::string first = std::move(pending_);
       pending_.clear();
+      if (const std::string what = ForeignFormat(first); !what.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(name_, ": this is ", what));
+      }
       Decide(first);
       if (absl::Status s = Feed(first); !s.ok()) return s;
     }

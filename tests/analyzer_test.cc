@@ -379,6 +379,32 @@ TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
   ExpectClearErrors(cases, "bad.jsonl");
 }
 
+// Files people pass by mistake are named for what they are, with what to do instead,
+// rather than reported as malformed captures ("not JSON").
+TEST(CaptureReaderTest, FilesThatAreNotCapturesSayWhatTheyAre) {
+  const std::vector<Malformed> cases = {
+      {"a program", std::string("\x7f" "ELF\x02\x01\x01\x00", 8) + std::string(56, '\0'),
+       "other.bin: this is an ELF file (a program or a library), not a capture: to trace a "
+       "program, run `memtrace run -- PROGRAM`"},
+      {"gzip", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10),
+       "other.bin: this is gzip-compressed data; memtrace reads captures plain or "
+       "zstd-compressed: decompress it with `gunzip` first"},
+      {"xz", std::string("\xfd" "7zXZ\x00\x00\x04", 8), "decompress it with `unxz` first"},
+      {"bzip2", "BZh91AY&SY", "decompress it with `bunzip2` first"},
+      {"lz4", std::string("\x04\x22\x4d\x18\x64\x40\xa7\x00", 8),
+       "decompress it with `unlz4` first"},
+      {"zip", std::string("PK\x03\x04\x14\x00\x00\x00", 8), "a zip archive"},
+      {"perf", "PERFILE2\x68\x00\x00\x00", "open it with `perf report`"},
+      {"heaptrack", "v 10400 3\nX /bin/true\nI 1000 5e2939\n",
+       "other.bin: this is a heaptrack capture, not memtrace's: open it with heaptrack_print"},
+      {"short ELF", "\x7f" "ELF", "this is an ELF file"},
+  };
+  ExpectClearErrors(cases, "other.bin");
+  // Text that merely starts like one of them is read as a capture (and fails as one).
+  ExpectClearErrors({{"v without X", "v 1\nnot json\n", "other.bin:1: not a JSON object"}},
+                    "other.bin");
+}
+
 // Binary captures (.mtb; docs/capture-format.md, "Binary encoding"), built byte by byte
 // here so the cases do not depend on the encoder they check.
 std::string Varint(uint64_t v) {
