@@ -89,6 +89,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -114,6 +115,7 @@
 #include "sinks/json_text.h"
 #include "sinks/jsonl_sink.h"
 #include "transport/event.h"
+#include "transport/fibonacci_index.h"
 
 namespace memtrace {
 namespace {
@@ -293,28 +295,60 @@ pid_t traced_pid = 0;
 uint64_t own_code_begin = 0;  // this library's executable segment, for unwinding
 uint64_t own_code_end = 0;
 
-// Blocks allocated before tracing started (in other libraries' constructors, which the
-// loader runs before this one's), recorded when it starts, each at the stack it was
-// allocated from. Stacks are walked by the unwind tables whatever MEMTRACE_UNWIND says
-// (the settings are read when tracing starts), kPrestartDepth frames at most, cut to
-// MEMTRACE_STACK_DEPTH then; their frames share one pool.
-constexpr size_t kPrestartCapacity = 16384;
+// Allocations and releases made before tracing started (in other libraries'
+// constructors, which the loader runs before this one's), logged in order and recorded
+// in that order when it starts: each allocation at the stack it was made from, each
+// release after it. So the capture has every call of those constructors, and its replay
+// (and the ledger) their high-water mark too. Stacks are walked by the unwind tables
+// whatever MEMTRACE_UNWIND says (the settings are read when tracing starts),
+// kPrestartDepth frames at most, cut to MEMTRACE_STACK_DEPTH then; each distinct stack is
+// kept once. Bounds: kPrestartLive blocks live at once (past that a block is not
+// remembered, and its release counts as an unknown free: prestart_untracked), and
+// kPrestartOps operations in the log; when it fills, the blocks it holds that were
+// released again are dropped from it and only counted (prestart_freed), and the log goes
+// on.
+constexpr size_t kPrestartOps = 131072;
+constexpr size_t kPrestartLive = 16384;
+constexpr size_t kPrestartLiveSlots = 2 * kPrestartLive;  // the live blocks' index
 constexpr uint32_t kPrestartDepth = 32;
 constexpr size_t kPrestartFrameCapacity = 65536;
+constexpr size_t kPrestartStackSlots = 8192;  // distinct stacks, at most 3/4 of these
+constexpr uint32_t kNoPrestartStack = ~uint32_t{0};
 static_assert(kPrestartDepth <= kMaxPreloadStackDepth);
-struct PrestartBlock {
+static_assert((kPrestartLiveSlots & (kPrestartLiveSlots - 1)) == 0);
+static_assert((kPrestartStackSlots & (kPrestartStackSlots - 1)) == 0);
+static_assert(kPrestartOps <= ~uint32_t{0});
+
+struct PrestartOp {
   uintptr_t address;
-  size_t size;
-  uint32_t frames_at;  // its stack: prestart_frames[frames_at, frames_at + depth)
-  uint32_t depth;      // 0: no stack (the pool was full)
+  uint64_t size;    // an allocation's size as asked
+  uint64_t usable;  // an allocation's usable size, for MEMTRACE_MIN_SIZE
+  // An allocation's stack (prestart_stacks), or kNoPrestartStack; a release's allocation
+  // (its index in the log).
+  uint32_t ref;
+  bool release;
+  bool freed;     // an allocation released again later in the log
+  bool recorded;  // an allocation Start() recorded (the minimum size and sampling let it)
 };
-PrestartBlock prestart[kPrestartCapacity];
-size_t prestart_count = 0;
+PrestartOp prestart_ops[kPrestartOps];
+size_t prestart_op_count = 0;
+// The live allocations' places in the log (index + 1; 0: an empty slot), by address:
+// linear probing, deletion by shifting back.
+uint32_t prestart_live[kPrestartLiveSlots];
+size_t prestart_live_count = 0;
 uint64_t prestart_overflow = 0;
-// Blocks allocated and released again before tracing started (freed, or replaced by a
-// realloc's block), whose allocations the capture never sees: counted in the trailer.
+// Allocations released again before tracing started that the log had to drop: counted
+// in the trailer, never in the capture.
 uint64_t prestart_freed = 0;
 uint64_t prestart_freed_bytes = 0;
+
+struct PrestartStack {
+  uint64_t hash;
+  uint32_t frames_at;  // prestart_frames[frames_at, frames_at + depth)
+  uint32_t depth;      // 0: an empty slot
+};
+PrestartStack prestart_stacks[kPrestartStackSlots];
+size_t prestart_stack_count = 0;
 uint64_t prestart_frames[kPrestartFrameCapacity];
 size_t prestart_frames_used = 0;
 // A spin lock: taken only before tracing starts (and once by the constructor).
@@ -329,77 +363,142 @@ class PrestartLock {
   ~PrestartLock() { prestart_lock.clear(std::memory_order_release); }
 };
 
-// Room for `depth` frames in the pool, under the lock: at its end, or after moving the
-// stacks of the blocks still remembered down over those of the blocks freed since.
-bool ReservePrestartFrames(uint32_t depth) noexcept {
-  if (prestart_frames_used + depth <= kPrestartFrameCapacity) return true;
-  // The order of remembered blocks does not matter: sorted by where their frames are,
-  // each stack moves down (or stays), never over one not yet moved.
-  std::sort(prestart, prestart + prestart_count, [](const PrestartBlock& a, const PrestartBlock& b) {
-    return a.frames_at < b.frames_at;
-  });
-  size_t used = 0;
-  for (size_t i = 0; i < prestart_count; ++i) {
-    PrestartBlock& b = prestart[i];
-    if (b.depth == 0) continue;
-    memmove(&prestart_frames[used], &prestart_frames[b.frames_at], b.depth * sizeof(uint64_t));
-    b.frames_at = static_cast<uint32_t>(used);
-    used += b.depth;
+// The stack `frames[0, depth)` in the table (added if new), or kNoPrestartStack when the
+// table or the frame pool is full. Under the lock.
+uint32_t PrestartStackId(const uint64_t* frames, uint32_t depth) noexcept {
+  uint64_t hash = depth;
+  for (uint32_t i = 0; i < depth; ++i) hash = (hash ^ frames[i]) * 0x9e3779b97f4a7c15ull;
+  for (size_t i = FibonacciIndex(hash, std::countr_zero(kPrestartStackSlots));;
+       i = (i + 1) & (kPrestartStackSlots - 1)) {
+    PrestartStack& s = prestart_stacks[i];
+    if (s.depth == 0) {
+      if (prestart_stack_count >= kPrestartStackSlots / 4 * 3 ||
+          prestart_frames_used + depth > kPrestartFrameCapacity) {
+        return kNoPrestartStack;
+      }
+      memcpy(&prestart_frames[prestart_frames_used], frames, depth * sizeof(uint64_t));
+      s = PrestartStack{hash, static_cast<uint32_t>(prestart_frames_used), depth};
+      prestart_frames_used += depth;
+      ++prestart_stack_count;
+      return static_cast<uint32_t>(i);
+    }
+    if (s.hash == hash && s.depth == depth &&
+        memcmp(&prestart_frames[s.frames_at], frames, depth * sizeof(uint64_t)) == 0) {
+      return static_cast<uint32_t>(i);
+    }
   }
-  prestart_frames_used = used;
-  return prestart_frames_used + depth <= kPrestartFrameCapacity;
 }
 
-// Before start: remember a block and its stack (`depth` frames, at least one). Returns
-// false when tracing has started meanwhile (the caller records normally).
-bool PrestartAdd(void* p, size_t n, const uint64_t* frames, uint32_t depth) noexcept {
+size_t PrestartLiveHome(uintptr_t address) noexcept {
+  return FibonacciIndex(address, std::countr_zero(kPrestartLiveSlots));
+}
+
+void PrestartLiveInsert(uintptr_t address, uint32_t op) noexcept {
+  size_t i = PrestartLiveHome(address);
+  while (prestart_live[i] != 0) i = (i + 1) & (kPrestartLiveSlots - 1);
+  prestart_live[i] = op + 1;
+  ++prestart_live_count;
+}
+
+// Removes the live allocation at `address` from the index; its place in the log, or -1
+// when none is remembered there.
+int64_t PrestartLiveErase(uintptr_t address) noexcept {
+  size_t i = PrestartLiveHome(address);
+  for (;; i = (i + 1) & (kPrestartLiveSlots - 1)) {
+    if (prestart_live[i] == 0) return -1;
+    if (prestart_ops[prestart_live[i] - 1].address == address) break;
+  }
+  const int64_t op = prestart_live[i] - 1;
+  // Shift back the entries after it that would no longer be found past the hole.
+  size_t hole = i;
+  for (size_t j = (i + 1) & (kPrestartLiveSlots - 1); prestart_live[j] != 0;
+       j = (j + 1) & (kPrestartLiveSlots - 1)) {
+    const size_t home = PrestartLiveHome(prestart_ops[prestart_live[j] - 1].address);
+    // Movable when its home is not in (hole, j], cyclically.
+    if (((j - home) & (kPrestartLiveSlots - 1)) >= ((j - hole) & (kPrestartLiveSlots - 1))) {
+      prestart_live[hole] = prestart_live[j];
+      hole = j;
+    }
+  }
+  prestart_live[hole] = 0;
+  --prestart_live_count;
+  return op;
+}
+
+// The log is full: drops the allocations released again, and their releases, counting
+// them, and keeps the live ones in their order. Under the lock.
+void CompactPrestartLog() noexcept {
+  size_t kept = 0;
+  for (size_t i = 0; i < prestart_op_count; ++i) {
+    const PrestartOp& op = prestart_ops[i];
+    if (op.release) continue;
+    if (op.freed) {
+      ++prestart_freed;
+      prestart_freed_bytes += op.size;
+      continue;
+    }
+    prestart_ops[kept++] = op;
+  }
+  prestart_op_count = kept;
+  memset(prestart_live, 0, sizeof(prestart_live));
+  prestart_live_count = 0;
+  for (size_t i = 0; i < kept; ++i) {
+    PrestartLiveInsert(prestart_ops[i].address, static_cast<uint32_t>(i));
+  }
+}
+
+// Before start: logs the allocation of block `p` (`n` bytes asked, `usable` given) made
+// at the stack `frames[0, depth)` (at least one frame). Returns false when tracing has
+// started meanwhile (the caller records normally).
+bool PrestartAdd(void* p, size_t n, size_t usable, const uint64_t* frames,
+                 uint32_t depth) noexcept {
   PrestartLock lock;
   if (phase.load(std::memory_order_relaxed) != kBeforeStart) return false;
-  if (prestart_count < kPrestartCapacity) {
-    PrestartBlock b{reinterpret_cast<uintptr_t>(p), n, 0, 0};
-    if (ReservePrestartFrames(depth)) {
-      memcpy(&prestart_frames[prestart_frames_used], frames, depth * sizeof(uint64_t));
-      b.frames_at = static_cast<uint32_t>(prestart_frames_used);
-      b.depth = depth;
-      prestart_frames_used += depth;
-    }
-    prestart[prestart_count++] = b;
-  } else {
+  if (prestart_live_count >= kPrestartLive) {
     ++prestart_overflow;
+    return true;
   }
+  if (prestart_op_count == kPrestartOps) CompactPrestartLog();
+  const auto op = static_cast<uint32_t>(prestart_op_count++);
+  prestart_ops[op] = PrestartOp{reinterpret_cast<uintptr_t>(p), n, usable,
+                                PrestartStackId(frames, depth), false, false, false};
+  PrestartLiveInsert(reinterpret_cast<uintptr_t>(p), op);
   return true;
 }
 
-void PrestartRemove(void* p) noexcept {
+// Before start: logs the release of block `p`, if its allocation is in the log (one that
+// is not was never recorded, as for any untracked block). Returns false when tracing has
+// started meanwhile (the caller records normally).
+bool PrestartRemove(void* p) noexcept {
   PrestartLock lock;
-  if (phase.load(std::memory_order_relaxed) != kBeforeStart) return;
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  for (size_t i = prestart_count; i-- > 0;) {
-    if (prestart[i].address == a) {
-      // The last stack in the pool is given back at once (a block freed right after it
-      // was allocated); others when the pool is compacted.
-      if (prestart[i].depth != 0 &&
-          prestart[i].frames_at + prestart[i].depth == prestart_frames_used) {
-        prestart_frames_used = prestart[i].frames_at;
-      }
-      ++prestart_freed;
-      prestart_freed_bytes += prestart[i].size;
-      prestart[i] = prestart[--prestart_count];
-      return;
-    }
+  if (phase.load(std::memory_order_relaxed) != kBeforeStart) return false;
+  const int64_t alloc = PrestartLiveErase(reinterpret_cast<uintptr_t>(p));
+  if (alloc < 0) return true;
+  prestart_ops[alloc].freed = true;
+  if (prestart_op_count == kPrestartOps) {
+    CompactPrestartLog();  // which drops this block with the others released
+    return true;
   }
+  prestart_ops[prestart_op_count++] = PrestartOp{reinterpret_cast<uintptr_t>(p), 0, 0,
+                                                 static_cast<uint32_t>(alloc), true, false,
+                                                 false};
+  return true;
 }
 
-// Before start: remembers the program's new block `p` with the stack of the interposed
-// call whose frame and return address are `frame` and `ret`, the return address alone
-// where the unwind tables give no stack (and while dlsym() runs: the thread's stack
-// bounds cannot be asked for yet). False when tracing has started meanwhile. Not
-// inlined: the interposed functions keep only a call.
+// Before start: logs the program's new block `p` with the stack of the interposed call
+// whose frame and return address are `frame` and `ret`, the return address alone where
+// the unwind tables give no stack (and while dlsym() runs: the thread's stack bounds
+// cannot be asked for yet). False when tracing has started meanwhile. Not inlined: the
+// interposed functions keep only a call.
 __attribute__((noinline)) bool PrestartAddWithStack(void* p, size_t n, const void* frame,
                                                     uint64_t ret) noexcept {
   uint64_t frames[kPrestartDepth];
   uint32_t depth = 0;
-  if (Resolved()) {
+  size_t usable = n;
+  if (IsBootstrap(p)) {
+    usable = BootstrapSize(p);
+  } else if (Resolved()) {
+    usable = real.malloc_usable_size(p);
     // The walk may allocate (the thread's stack bounds, asked once): memtrace's own.
     runtime_internal::ReentrancyGuard guard;
     bool complete = true;
@@ -410,7 +509,7 @@ __attribute__((noinline)) bool PrestartAddWithStack(void* p, size_t n, const voi
     frames[0] = ret;
     depth = 1;
   }
-  return PrestartAdd(p, n, frames, depth);
+  return PrestartAdd(p, n, usable, frames, depth);
 }
 
 uint64_t Addr(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
@@ -592,6 +691,23 @@ __attribute__((always_inline)) inline void OnAlloc(void* p, size_t n, Caller cal
   if (retry.tracer() != nullptr) RecordNewBlock(retry.tracer(), p, n, caller);
 }
 
+// Records the release of a block of the program's, unless the minimum size or sampling
+// left its allocation out.
+__attribute__((always_inline)) inline void RecordRelease(Tracer* t, void* p) noexcept {
+  if (!Tracked(p)) return;
+  if (config.sample_bytes != 0 && !sampled_blocks.Erase(Addr(p))) return;  // not sampled
+  t->recorder().RecordFree(kLayer, Addr(p));
+}
+
+// OnFree() while no tracer records: before tracing starts, the release goes to the log
+// (unless tracing began meanwhile); after it ends, nowhere. Not inlined: OnFree() keeps
+// only a call.
+__attribute__((noinline)) void OnFreeUntraced(void* p) noexcept {
+  if (!BeforeStart() || PrestartRemove(p)) return;
+  RecordScope retry;  // tracing began meanwhile
+  if (retry.tracer() != nullptr) RecordRelease(retry.tracer(), p);
+}
+
 // Before the block goes back to the allocator, so no other thread can get the address
 // again before this release has its place in the order (transport/epoch_clock.h).
 void OnFree(void* p) noexcept {
@@ -599,14 +715,11 @@ void OnFree(void* p) noexcept {
   // allocated for a thread's exit hook, and a dlopen()ed library's TLS block, this way.
   if (internal_blocks.Erase(Addr(p))) return;
   RecordScope scope;
-  Tracer* t = scope.tracer();
-  if (t == nullptr) {
-    if (BeforeStart()) PrestartRemove(p);
+  if (__builtin_expect(scope.tracer() != nullptr, 1)) {
+    RecordRelease(scope.tracer(), p);
     return;
   }
-  if (!Tracked(p)) return;
-  if (config.sample_bytes != 0 && !sampled_blocks.Erase(Addr(p))) return;  // not sampled
-  t->recorder().RecordFree(kLayer, Addr(p));
+  OnFreeUntraced(p);
 }
 
 // realloc under sampling: the old block's release is recorded if it was sampled, and the
@@ -676,9 +789,18 @@ void* Realloc(void* p, size_t n, Caller caller) noexcept {
   Tracer* t = scope.tracer();
   if (t == nullptr) {
     if (BeforeStart()) {
+      // Logged as a release and an allocation; tracing may begin meanwhile, and then
+      // they are recorded (without the claim a traced realloc takes: no thread can be
+      // handed the old address before the release is ordered only while one starts).
       void* q = real.realloc(p, n);
-      if (q != nullptr || n == 0) PrestartRemove(p);
-      if (q != nullptr) PrestartAddWithStack(q, n, caller.frame, caller.ret);
+      if ((q != nullptr || n == 0) && !PrestartRemove(p)) {
+        RecordScope retry;
+        if (retry.tracer() != nullptr) RecordRelease(retry.tracer(), p);
+      }
+      if (q != nullptr && !PrestartAddWithStack(q, n, caller.frame, caller.ret)) {
+        RecordScope retry;
+        if (retry.tracer() != nullptr) RecordNewBlock(retry.tracer(), q, n, caller);
+      }
       return q;
     }
     return real.realloc(p, n);
@@ -1292,6 +1414,37 @@ uint64_t InheritedSite(const Recorder& parent, Recorder& recorder, uint64_t site
   return recorder.StackSite(frames.data(), static_cast<uint32_t>(frames.size()));
 }
 
+// Records the log of what the program allocated and released before tracing started,
+// in its order (the prestart section above), with the settings just read: an allocation
+// below the minimum size, or not drawn by sampling, is left out with its release, as it
+// would have been once traced. Under the prestart lock, before tracing is on.
+void RecordPrestartLog(Recorder& r) {
+  for (size_t i = 0; i < prestart_op_count; ++i) {
+    PrestartOp& op = prestart_ops[i];
+    if (op.release) {
+      if (prestart_ops[op.ref].recorded) r.RecordFree(kLayer, op.address);
+      continue;
+    }
+    op.recorded = (config.min_size == 0 || op.usable >= config.min_size) &&
+                  (config.sample_bytes == 0 || TakeSample(op.size));
+    if (!op.recorded) continue;
+    // A sampled block still live: its release, traced, is recorded (OnFree).
+    if (config.sample_bytes != 0 && !op.freed) sampled_blocks.Insert(op.address);
+    uint64_t site = 0;  // no stack: "no call site"
+    if (op.ref != kNoPrestartStack) {
+      const PrestartStack& stack = prestart_stacks[op.ref];
+      const uint64_t* frames = &prestart_frames[stack.frames_at];
+      site = config.stack_depth == 0
+                 ? frames[0]
+                 : r.StackSite(frames, std::min(stack.depth, config.stack_depth));
+    }
+    r.RecordAlloc(kLayer, op.address, op.size, site);
+  }
+  // The log and its index are not used again (tracing never goes back to kBeforeStart);
+  // the index is left as it is rather than written over, page by page, at every start.
+  prestart_op_count = 0;
+}
+
 // Opens this process's capture (pid traced_pid) and starts a tracer writing it, recording
 // `inherited` first, inside the scope "(inherited at fork)": the blocks a forked child was
 // born with, at their stacks in the parent where it kept them. `header`: fields for the
@@ -1353,19 +1506,7 @@ bool StartTracing(const CaptureSetup& setup, const std::string& header,
   }
   {
     PrestartLock lock;
-    for (size_t i = 0; i < prestart_count; ++i) {
-      const PrestartBlock& b = prestart[i];
-      uint64_t site = 0;  // no stack: "no call site"
-      if (b.depth != 0) {
-        const uint64_t* frames = &prestart_frames[b.frames_at];
-        site = config.stack_depth == 0
-                   ? frames[0]
-                   : t->recorder().StackSite(frames, std::min(b.depth, config.stack_depth));
-      }
-      t->recorder().RecordAlloc(kLayer, b.address, b.size, site);
-    }
-    prestart_count = 0;
-    prestart_frames_used = 0;
+    RecordPrestartLog(t->recorder());
     if (inherited != nullptr) {
       Span span(&t->recorder(), InheritedScope());
       for (const AllocationRecord& b : inherited->blocks) {

@@ -7,11 +7,12 @@
 // that allocated them.
 //
 //   BuildEarlyTable()   allocates a 50,043-byte table, kept live to the end
-//   ChurnBeforeStart()  20,000 rounds of two blocks, the older freed first; the newer is
-//                       kept every 1,000th round (20 blocks of 200 bytes live at the end)
-//                       and freed otherwise. More stacks than the interposer's pool of
-//                       stacks for such blocks holds, freed out of order, so the pool is
-//                       compacted while blocks are live.
+//   ChurnBeforeStart()  20,000 rounds (MEMTRACE_TEST_EARLY_ROUNDS sets another number)
+//                       of two blocks, a 100-byte one and a 200-byte one, the older freed
+//                       first; the newer is kept in every 1,000th of the first 20,000
+//                       rounds (20 blocks of 200 bytes live at the end) and freed
+//                       otherwise. Enough rounds overflow the interposer's log of these
+//                       operations while blocks are live.
 
 #include <stdlib.h>
 
@@ -28,13 +29,15 @@ __attribute__((noinline)) void BuildEarlyTable() {
 }
 
 __attribute__((noinline)) void ChurnBeforeStart() {
+  const char* rounds_text = getenv("MEMTRACE_TEST_EARLY_ROUNDS");
+  const int rounds = rounds_text != nullptr ? atoi(rounds_text) : 20000;
   int kept = 0;
-  for (int i = 0; i < 20000; ++i) {
+  for (int i = 0; i < rounds; ++i) {
     void* older = malloc(100);
     void* newer = malloc(200);
     asm volatile("" : : "r"(older), "r"(newer) : "memory");
     free(older);
-    if (i % 1000 == 0) {
+    if (i % 1000 == 0 && kept < 20) {
       memtrace_early_kept[kept++] = newer;
     } else {
       free(newer);

@@ -148,7 +148,7 @@
     if (trailer && trailer.prestart_freed > 0) {
       b.append(el("div", { class: "before-start", text: "Before memtrace started (the constructors of the program's libraries run before its own), " +
         fmtCount(trailer.prestart_freed) + " blocks (" + fmtBytes(trailer.prestart_freed_bytes || 0) +
-        ") were allocated and released again; they are not in these figures." }));
+        ") were allocated and released again without being recorded; they are not in these figures." }));
     }
     app.append(b);
     const interposer = header.interposer || {};
