@@ -24,11 +24,11 @@
 //   - Reentrancy: anything memtrace itself allocates (the first record of a thread binds
 //     a ring; the drainer and the sink's writer are marked internal) runs with the
 //     thread's reentrancy flag set and goes straight to the real allocator, untraced.
-//   - Before the tracer starts: blocks allocated before this library's constructor runs
-//     (the program's libraries' constructors run first) are remembered in a small table
-//     with their stacks and recorded when tracing starts, each at its stack, so their
-//     later frees match (up to kPrestartCapacity; beyond that the frees are counted
-//     unknown). Those freed again before then are counted in the trailer.
+//   - Before the tracer starts: what the program allocates and releases before this
+//     library's constructor runs (the program's libraries' constructors run first) is
+//     logged in order, with the stacks, and recorded in that order when tracing starts,
+//     so the capture has those calls and their later frees match (bounded: see
+//     "kPrestartOps"; what the log drops is counted in the trailer).
 //   - Thread exit: handled by the runtime (a thread's ring is retired and drained).
 //   - fork(): by default the child runs untraced (documented): its copy of the tracer has
 //     no drainer thread, and its heap is a copy of the parent's, already recorded. It
@@ -302,11 +302,12 @@ uint64_t own_code_end = 0;
 // (and the ledger) their high-water mark too. Stacks are walked by the unwind tables
 // whatever MEMTRACE_UNWIND says (the settings are read when tracing starts),
 // kPrestartDepth frames at most, cut to MEMTRACE_STACK_DEPTH then; each distinct stack is
-// kept once. Bounds: kPrestartLive blocks live at once (past that a block is not
-// remembered, and its release counts as an unknown free: prestart_untracked), and
+// kept once (past 6,144 of them or kPrestartFrameCapacity frames in all, a block gets no
+// stack: "no call site"). Bounds: kPrestartLive blocks live at once (past that a block
+// is not remembered, and its release counts as an unknown free: prestart_untracked), and
 // kPrestartOps operations in the log; when it fills, the blocks it holds that were
-// released again are dropped from it and only counted (prestart_freed), and the log goes
-// on.
+// released again are dropped from it and only counted (prestart_freed), and the log
+// goes on.
 constexpr size_t kPrestartOps = 131072;
 constexpr size_t kPrestartLive = 16384;
 constexpr size_t kPrestartLiveSlots = 2 * kPrestartLive;  // the live blocks' index
