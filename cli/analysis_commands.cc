@@ -1521,6 +1521,22 @@ int RetentionCommand(int argc, char** argv) {
 
 // ---- diff -------------------------------------------------------------------------------
 
+// Two captures of different programs (by the interposer's headers): a diff of them is
+// rarely what was meant, as when one capture of a process family is another program's.
+void PrintDifferentProgramsNote(const CaptureSummary& before, const CaptureSummary& after) {
+  if (!before.process.known || !after.process.known || before.process.argv.empty() ||
+      after.process.argv.empty()) {
+    return;
+  }
+  const std::string a = Basename(before.process.argv[0]);
+  const std::string b = Basename(after.process.argv[0]);
+  if (a == b) return;
+  printf("note: these are captures of two programs, '%s' before and '%s' after; the rows\n"
+         "  compare their scopes by name. Was another capture meant (`memtrace summary` of\n"
+         "  each names its command)?\n",
+         a.c_str(), b.c_str());
+}
+
 int DiffCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kDiffSpec, argc, argv, &args)) return *exit;
@@ -1567,6 +1583,7 @@ int DiffCommand(int argc, char** argv) {
   }
   printf("memtrace diff: %s (%s) -> %s (%s)\n", label(before_path, *from).c_str(),
          Verdict(*before).c_str(), label(after_path, *to).c_str(), Verdict(*after).c_str());
+  PrintDifferentProgramsNote(*before, *after);
   PrintSampledNote(before->sampled ? *before : *after);
   printf("\n");
   const char* row = "%-40s %12s %12s %12s %14s %12s\n";

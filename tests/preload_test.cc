@@ -1150,6 +1150,33 @@ TEST_F(PreloadTest, BlocksFromBeforeStartFollowTheMinimumSizeAndSampling) {
   EXPECT_TRUE(absl::StrContains(summary2.out, "0 releases with no allocation")) << summary2.out;
 }
 
+// `memtrace diff` of captures of two different programs says so (by the headers'
+// command lines); of two runs of one program it does not.
+TEST_F(PreloadTest, ADiffOfTwoProgramsSaysSo) {
+  const std::string early = TempDir() + "/diff_early.mtb";
+  const std::string early2 = TempDir() + "/diff_early2.mtb";
+  const std::string other = TempDir() + "/diff_other.mtb";
+  for (const std::string& capture : {early, early2}) {
+    const Result run = RunProgram(
+        {Cli(), "run", "--quiet", "--output=" + capture, "--", EarlyAllocations()}, {});
+    ASSERT_EQ(run.status, 0) << run.err;
+  }
+  const Result run =
+      RunProgram({Cli(), "run", "--quiet", "--output=" + other, "--", Target(), "new"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::string target_name = Target().substr(Target().rfind('/') + 1);
+  const Result two = RunProgram({Cli(), "diff", early, other}, {});
+  ASSERT_EQ(two.status, 0) << two.err;
+  EXPECT_TRUE(absl::StrContains(two.out, "note: these are captures of two programs, "
+                                         "'early_allocations' before and '" +
+                                             target_name + "' after"))
+      << two.out;
+  const Result one = RunProgram({Cli(), "diff", early, early2}, {});
+  ASSERT_EQ(one.status, 0) << one.err;
+  EXPECT_FALSE(absl::StrContains(one.out, "two programs")) << one.out;
+  EXPECT_TRUE(absl::StrContains(one.out, "TOTAL")) << one.out;
+}
+
 // A block allocated with new[] is named after the function that called it, not after
 // operator new (analysis/allocator_frames.h).
 TEST_F(PreloadTest, SitesAreNamedAfterTheCallerOfOperatorNew) {
