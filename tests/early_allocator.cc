@@ -7,7 +7,7 @@
 // that allocated them.
 //
 //   BuildEarlyTable()   allocates a 50,043-byte table, kept live to the end
-//   ChurnBeforeStart()  20,000 rounds (MEMTRACE_TEST_EARLY_ROUNDS sets another number)
+//   ChurnBeforeStart()  20,000 rounds (EARLY_ALLOCATIONS_ROUNDS sets another number)
 //                       of two blocks, a 100-byte one and a 200-byte one, the older freed
 //                       first; the newer is kept in every 1,000th of the first 20,000
 //                       rounds (20 blocks of 200 bytes live at the end) and freed
@@ -29,7 +29,7 @@ __attribute__((noinline)) void BuildEarlyTable() {
 }
 
 __attribute__((noinline)) void ChurnBeforeStart() {
-  const char* rounds_text = getenv("MEMTRACE_TEST_EARLY_ROUNDS");
+  const char* rounds_text = getenv("EARLY_ALLOCATIONS_ROUNDS");
   const int rounds = rounds_text != nullptr ? atoi(rounds_text) : 20000;
   int kept = 0;
   for (int i = 0; i < rounds; ++i) {

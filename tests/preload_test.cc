@@ -1090,7 +1090,7 @@ TEST_F(PreloadTest, ALogOfOperationsBeforeStartThatFillsCountsWhatItDrops) {
   const std::string capture = TempDir() + "/early_many.mtb";
   const Result run = RunProgram(
       {Cli(), "run", "--quiet", "--output=" + capture, "--", EarlyAllocations()},
-      {"MEMTRACE_TEST_EARLY_ROUNDS=70000"});
+      {"EARLY_ALLOCATIONS_ROUNDS=70000"});
   ASSERT_EQ(run.status, 0) << run.err;
   ASSERT_NE(run.out.find("table=yes kept=20"), std::string::npos) << run.out;
   const Result verify = RunProgram({Cli(), "verify", capture}, {});
