@@ -28,7 +28,8 @@
 //     library's constructor runs (the program's libraries' constructors run first) is
 //     logged in order, with the stacks, and recorded in that order when tracing starts,
 //     so the capture has those calls and their later frees match (bounded: see
-//     "kPrestartOps"; what the log drops is counted in the trailer).
+//     "kPrestartOps"; what the log drops is counted in the trailer). What the libraries
+//     loaded only for this one allocated then is left out (own_libraries.h).
 //   - Thread exit: handled by the runtime (a thread's ring is retired and drained).
 //   - fork(): by default the child runs untraced (documented): its copy of the tracer has
 //     no drainer thread, and its heap is a copy of the parent's, already recorded. It
@@ -102,6 +103,7 @@
 #include "absl/types/span.h"
 #include "preload/internal_blocks.h"
 #include "preload/mappings.h"
+#include "preload/own_libraries.h"
 #include "preload/preload_config.h"
 #include "preload/unwind.h"
 #include "runtime/internal/thread_state.h"
@@ -1419,11 +1421,31 @@ uint64_t InheritedSite(const Recorder& parent, Recorder& recorder, uint64_t site
 // in its order (the prestart section above), with the settings just read: an allocation
 // below the minimum size, or not drawn by sampling, is left out with its release, as it
 // would have been once traced. Under the prestart lock, before tracing is on.
-void RecordPrestartLog(Recorder& r) {
+//
+// A block allocated from the constructor of a library loaded only for memtrace (`ours`,
+// own_libraries.h: libstdc++'s emergency pool under a C program) is memtrace's: left out,
+// and one still live is marked memtrace's own, so its release is never recorded either.
+void RecordPrestartLog(Recorder& r, const std::vector<preload_internal::CodeRange>& ours) {
+  auto from_ours = [&ours](const PrestartOp& op) {
+    if (ours.empty() || op.ref == kNoPrestartStack) return false;
+    const PrestartStack& stack = prestart_stacks[op.ref];
+    for (uint32_t f = 0; f < stack.depth; ++f) {
+      const uint64_t frame = prestart_frames[stack.frames_at + f];
+      for (const preload_internal::CodeRange& range : ours) {
+        if (range.Contains(frame)) return true;
+      }
+    }
+    return false;
+  };
   for (size_t i = 0; i < prestart_op_count; ++i) {
     PrestartOp& op = prestart_ops[i];
     if (op.release) {
       if (prestart_ops[op.ref].recorded) r.RecordFree(kLayer, op.address);
+      continue;
+    }
+    if (from_ours(op)) {
+      op.recorded = false;
+      if (!op.freed) internal_blocks.Insert(op.address);
       continue;
     }
     op.recorded = (config.min_size == 0 || op.usable >= config.min_size) &&
@@ -1505,9 +1527,15 @@ bool StartTracing(const CaptureSetup& setup, const std::string& header,
     phase.store(kDisabled, std::memory_order_relaxed);
     return false;
   }
+  // Before the prestart lock: the loader's lock, taken here, is held by a thread that
+  // allocates inside dlopen(), which would wait for the prestart lock.
+  const std::vector<preload_internal::CodeRange> ours =
+      inherited == nullptr ? preload_internal::LibrariesOnlyOursNeed(
+                                 reinterpret_cast<const void*>(own_code_begin))
+                           : std::vector<preload_internal::CodeRange>();
   {
     PrestartLock lock;
-    RecordPrestartLog(t->recorder());
+    RecordPrestartLog(t->recorder(), ours);
     if (inherited != nullptr) {
       Span span(&t->recorder(), InheritedScope());
       for (const AllocationRecord& b : inherited->blocks) {

@@ -1150,6 +1150,32 @@ TEST_F(PreloadTest, BlocksFromBeforeStartFollowTheMinimumSizeAndSampling) {
   EXPECT_TRUE(absl::StrContains(summary2.out, "0 releases with no allocation")) << summary2.out;
 }
 
+// Libraries loaded only because the interposer needs them (libstdc++ and abseil's under
+// a C program) are memtrace's: what their constructors allocated before tracing started
+// (libstdc++'s 72,704-byte emergency pool) is not charged to the program. Under a C++
+// program libstdc++ is the program's own, and so is its pool.
+TEST_F(PreloadTest, AProgramIsNotChargedForLibrariesOnlyMemtraceLoaded) {
+  const std::string c_capture = TempDir() + "/c_program.mtb";
+  const Result c_run =
+      RunProgram({Cli(), "run", "--quiet", "--output=" + c_capture, "--", "/bin/ls", "/"}, {});
+  ASSERT_EQ(c_run.status, 0) << c_run.err;
+  const Result c_top = RunProgram({Cli(), "top", "--stacks", "--by=live", c_capture}, {});
+  ASSERT_EQ(c_top.status, 0) << c_top.err;
+  EXPECT_FALSE(absl::StrContains(c_top.out, "libstdc++")) << c_top.out;
+  EXPECT_FALSE(absl::StrContains(c_top.out, "libabsl")) << c_top.out;
+  const SizeCounts pool = CountAllocsOfSize(c_capture, 72704);
+  EXPECT_EQ(pool.allocs, 0);
+
+  const std::string cc_capture = TempDir() + "/cc_program.mtb";
+  const Result cc_run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + cc_capture, "--", Target(), "new"}, {});
+  ASSERT_EQ(cc_run.status, 0) << cc_run.err;
+  const Result cc_top = RunProgram({Cli(), "top", "--by=live", cc_capture}, {});
+  ASSERT_EQ(cc_top.status, 0) << cc_top.err;
+  EXPECT_TRUE(absl::StrContains(cc_top.out, "libstdc++")) << cc_top.out;
+  EXPECT_EQ(CountAllocsOfSize(cc_capture, 72704).allocs, 1);
+}
+
 // `memtrace diff` of captures of two different programs says so (by the headers'
 // command lines); of two runs of one program it does not.
 TEST_F(PreloadTest, ADiffOfTwoProgramsSaysSo) {
