@@ -457,8 +457,6 @@ static_assert(static_cast<uint8_t>(LineType::kRemapTarget) -
 static_assert(static_cast<uint8_t>(LineType::kCensus) - static_cast<uint8_t>(LineType::kAlloc) ==
               static_cast<uint8_t>(CaptureEventType::kCensus));
 
-// A capture's bytes, in chunks of any size, in order: tells the encodings apart by the
-// first bytes, then splits lines or decodes binary records and hands them to `checker`.
 // What a file that is not a capture is, from its first bytes (`head`: at least the first
 // kBinaryMagicSize, or the whole file when it is shorter), with what to do instead; ""
 // when it may be a capture. Files people pass by mistake: a program, a compressed or
@@ -488,6 +486,8 @@ std::string ForeignFormat(std::string_view head) {
   return "";
 }
 
+// A capture's bytes, in chunks of any size, in order: tells the encodings apart by the
+// first bytes, then splits lines or decodes binary records and hands them to `checker`.
 class CaptureBytes {
  public:
   CaptureBytes(const std::string& name, StructureChecker& checker)
@@ -507,10 +507,7 @@ class CaptureBytes {
             "\"); this memtrace reads versions 1 to ", kBinaryVersion,
             ": read it with the memtrace that wrote it, or a newer one"));
       }
-      if (const std::string what = ForeignFormat(first); !what.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(name_, ": this is ", what));
-      }
-      Decide(first);
+      if (absl::Status s = Decide(first); !s.ok()) return s;
       return Feed(first);
     }
     return mode_ == Mode::kText ? FeedText(chunk) : FeedBinary(chunk);
@@ -527,10 +524,7 @@ class CaptureBytes {
     if (mode_ == Mode::kUnknown) {
       std::string first = std::move(pending_);
       pending_.clear();
-      if (const std::string what = ForeignFormat(first); !what.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(name_, ": this is ", what));
-      }
-      Decide(first);
+      if (absl::Status s = Decide(first); !s.ok()) return s;
       if (absl::Status s = Feed(first); !s.ok()) return s;
     }
     if (mode_ == Mode::kText) {
@@ -549,13 +543,18 @@ class CaptureBytes {
  private:
   enum class Mode : uint8_t { kUnknown, kText, kBinary };
 
-  void Decide(std::string_view first) {
+  // The encoding `first` (the first bytes) begins, or why it is no capture at all.
+  absl::Status Decide(std::string_view first) {
+    if (const std::string what = ForeignFormat(first); !what.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": this is ", what));
+    }
     const int version = BinaryCaptureVersion(first);
     mode_ = version != 0 ? Mode::kBinary : Mode::kText;
     if (mode_ == Mode::kBinary) {
       decoder_.set_version(version);
       skip_magic_ = true;
     }
+    return absl::OkStatus();
   }
 
   absl::Status FeedText(std::string_view chunk) {

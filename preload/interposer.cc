@@ -702,11 +702,11 @@ __attribute__((always_inline)) inline void RecordRelease(Tracer* t, void* p) noe
   t->recorder().RecordFree(kLayer, Addr(p));
 }
 
-// OnFree() while no tracer records: before tracing starts, the release goes to the log
-// (unless tracing began meanwhile); after it ends, nowhere. Not inlined: OnFree() keeps
-// only a call.
+// OnFree() while no tracer records: before tracing starts, the release goes to the log;
+// if tracing began meanwhile, to the tracer (as OnAlloc() does with an allocation);
+// after it ends, nowhere. Not inlined: OnFree() keeps only a call.
 __attribute__((noinline)) void OnFreeUntraced(void* p) noexcept {
-  if (!BeforeStart() || PrestartRemove(p)) return;
+  if (BeforeStart() && PrestartRemove(p)) return;
   RecordScope retry;  // tracing began meanwhile
   if (retry.tracer() != nullptr) RecordRelease(retry.tracer(), p);
 }
@@ -796,14 +796,8 @@ void* Realloc(void* p, size_t n, Caller caller) noexcept {
       // they are recorded (without the claim a traced realloc takes: no thread can be
       // handed the old address before the release is ordered only while one starts).
       void* q = real.realloc(p, n);
-      if ((q != nullptr || n == 0) && !PrestartRemove(p)) {
-        RecordScope retry;
-        if (retry.tracer() != nullptr) RecordRelease(retry.tracer(), p);
-      }
-      if (q != nullptr && !PrestartAddWithStack(q, n, caller.frame, caller.ret)) {
-        RecordScope retry;
-        if (retry.tracer() != nullptr) RecordNewBlock(retry.tracer(), q, n, caller);
-      }
+      if (q != nullptr || n == 0) OnFreeUntraced(p);
+      OnAlloc(q, n, caller);
       return q;
     }
     return real.realloc(p, n);
