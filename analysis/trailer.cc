@@ -2,6 +2,7 @@
 
 #include "analysis/trailer.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <utility>
 
@@ -44,6 +45,7 @@ constexpr Field kIntegrityFields[] = {
     {"epochs", &CaptureIntegrity::epochs},
     {"fenced_epochs", &CaptureIntegrity::fenced_epochs},
     {"rings", &CaptureIntegrity::rings},
+    {"bounded_epochs", &CaptureIntegrity::bounded_epochs},
 };
 
 // A count: absent reads as 0 (older captures), anything but a non-negative integer is
@@ -94,6 +96,49 @@ std::vector<std::string> TrailerBlocks::Losses() const {
   return out;
 }
 
+namespace {
+
+// Whether a usage object carries a high-water interval (written since memtrace bounds
+// peaks), and the interval; a null upper end is no bound.
+bool HasPeakBound(simdjson::dom::object usage) {
+  uint64_t v = 0;
+  return usage["high_water_low_bytes"].get_uint64().get(v) == simdjson::SUCCESS;
+}
+TrailerBlocks::PeakBound ReadPeak(simdjson::dom::object usage) {
+  TrailerBlocks::PeakBound b;
+  if (usage["high_water_low_bytes"].get_uint64().get(b.low) != simdjson::SUCCESS) b.low = 0;
+  uint64_t high = 0;
+  if (usage["high_water_high_bytes"].get_uint64().get(high) == simdjson::SUCCESS) b.high = high;
+  return b;
+}
+
+}  // namespace
+
+void BoundReplayedPeaks(const TrailerBlocks* trailer, bool at_end, UsageCounters* totals,
+                        std::map<uint32_t, UsageCounters>* layers,
+                        std::map<uint32_t, UsageCounters>* scopes) {
+  const bool known = trailer != nullptr && trailer->has_integrity &&
+                     trailer->integrity.peaks_bounded;
+  // Every epoch applied one ring: the capture's order is the real one, and the replay's
+  // peaks (ordered: their intervals are their values) are exact at every point.
+  if (known && trailer->integrity.bounded_epochs == 0) return;
+  auto bound = [&](UsageCounters* u, const std::optional<TrailerBlocks::PeakBound>& b) {
+    if (!known || !at_end || !b) {
+      u->UnboundHighWater();
+      return;
+    }
+    u->high_water_low_bytes = std::min(b->low, u->high_water_bytes);
+    u->high_water_high_bytes = std::max(b->high, u->high_water_bytes);
+  };
+  auto find = [](const std::map<uint32_t, TrailerBlocks::PeakBound>& m, uint32_t id) {
+    const auto it = m.find(id);
+    return it == m.end() ? std::nullopt : std::optional<TrailerBlocks::PeakBound>(it->second);
+  };
+  bound(totals, known ? trailer->totals_peak : std::nullopt);
+  for (auto& [id, u] : *layers) bound(&u, known ? find(trailer->layer_peaks, id) : std::nullopt);
+  for (auto& [id, u] : *scopes) bound(&u, known ? find(trailer->scope_peaks, id) : std::nullopt);
+}
+
 absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -117,6 +162,10 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
         return s;
       }
     }
+    // A trailer without the field was written before peaks had bounds.
+    uint64_t bounded = 0;
+    t.integrity.peaks_bounded =
+        integrity["bounded_epochs"].get_uint64().get(bounded) == simdjson::SUCCESS;
     bool membarrier = false;
     if (integrity["uses_membarrier"].get_bool().get(membarrier) == simdjson::SUCCESS) {
       t.integrity.uses_membarrier = membarrier;
@@ -150,6 +199,22 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
       if (absl::Status s = ReadCount(totals, "totals", name, &(t.totals.*member)); !s.ok()) {
         return s;
       }
+    }
+    if (HasPeakBound(totals)) t.totals_peak = ReadPeak(totals);
+  }
+  for (const auto& [name, out] : {std::pair{"layers", &t.layer_peaks},
+                                  std::pair{"scopes", &t.scope_peaks}}) {
+    simdjson::dom::array rows;
+    if (trailer[name].get_array().get(rows) != simdjson::SUCCESS) continue;
+    for (simdjson::dom::element row : rows) {
+      uint64_t id = 0;
+      simdjson::dom::object usage;
+      if (row["id"].get_uint64().get(id) != simdjson::SUCCESS ||
+          row["usage"].get_object().get(usage) != simdjson::SUCCESS ||
+          !HasPeakBound(usage)) {
+        continue;
+      }
+      (*out)[static_cast<uint32_t>(id)] = ReadPeak(usage);
     }
   }
   if (absl::Status s = ReadCount(trailer, "", "memtrace_bytes", &t.memtrace_bytes);

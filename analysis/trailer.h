@@ -23,6 +23,8 @@
 #define MEMTRACE_ANALYSIS_TRAILER_H_
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +56,15 @@ struct TrailerBlocks {
   // every record, also those a size limit kept out of the event stream.
   bool has_totals = false;
   UsageCounters totals;
+  // The high-water intervals of the totals, each layer and each scope (by id) at the end,
+  // where the trailer has them (usage_counters.h).
+  struct PeakBound {
+    uint64_t low = 0;
+    uint64_t high = kNoHighWaterBound;
+  };
+  std::optional<PeakBound> totals_peak;
+  std::map<uint32_t, PeakBound> layer_peaks;
+  std::map<uint32_t, PeakBound> scope_peaks;
 
   uint64_t memtrace_bytes = 0;
   std::string memtrace_memory_json;  // by part (rings, tickets, ledger, sites), or empty
@@ -84,6 +95,17 @@ struct TrailerBlocks {
     return events_past_limit != 0 && Losses().size() == 1;
   }
 };
+
+// Gives counters replayed from a capture's events the high-water intervals the recorder
+// computed (usage_counters.h). A replay applies the events in the capture's order, which
+// is the order the recorder applied them in, so the replayed peaks are the recorder's;
+// their intervals come from `trailer`: at the capture's end (`at_end`) each counter takes
+// its own; where every peak was exact (no bounded epoch) they stay exact everywhere; at a
+// point inside a capture with bounded epochs, or without a trailer that has them, a peak
+// has no bound (kNoHighWaterBound).
+void BoundReplayedPeaks(const TrailerBlocks* trailer, bool at_end, UsageCounters* totals,
+                        std::map<uint32_t, UsageCounters>* layers,
+                        std::map<uint32_t, UsageCounters>* scopes);
 
 // Reads the trailer line `line` (JSON text, as CaptureSummary::trailer holds it).
 absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line);

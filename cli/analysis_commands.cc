@@ -397,12 +397,14 @@ void PrintTable(const CaptureSummary& s, const std::string& path) {
   printf("memtrace summary of %s: capture %s\n", path.c_str(), Verdict(s).c_str());
   PrintSampledNote(s);
   printf("\n");
-  const char* row = "%-36s %11s %9s %11s %11s %10s %11s %10s\n";
-  printf(row, "scope", "live", "blocks", "high-water", "allocated", "allocs", "freed", "frees");
+  const char* row = "%-36s %11s %9s %11s %12s %11s %10s %11s %10s\n";
+  printf(row, "scope", "live", "blocks", "high-water", "peak bound", "allocated", "allocs",
+         "freed", "frees");
   auto line = [&](const std::string& name, const UsageCounters& u) {
     printf(row, name.c_str(), FormatBytes(u.live_bytes).c_str(),
            absl::StrCat(u.live_count).c_str(), FormatBytes(u.high_water_bytes).c_str(),
-           FormatBytes(u.allocated_bytes).c_str(), absl::StrCat(u.allocated_count).c_str(),
+           FormatPeakBound(u).c_str(), FormatBytes(u.allocated_bytes).c_str(),
+           absl::StrCat(u.allocated_count).c_str(),
            FormatBytes(u.freed_bytes).c_str(), absl::StrCat(u.freed_count).c_str());
   };
   for (const auto& [id, usage] : s.scopes) line(ScopeName(s, id), usage);
@@ -926,7 +928,7 @@ int SummaryCommand(int argc, char** argv) {
   const std::optional<SnapshotPoint> point = SummaryPoint(&exit);
   if (!point) return exit;
   const std::string& path = args.positional[0];
-  const auto s = Load(path, *point);
+  auto s = Load(path, *point);
   if (!s.ok()) return InputError(kSummarySpec, std::string(s.status().message()));
   if (auto e = CheckReached(kSummarySpec, *s, *point)) return *e;
   const bool at_point = point->kind != SnapshotPoint::Kind::kEnd;
@@ -937,6 +939,9 @@ int SummaryCommand(int argc, char** argv) {
     if (!t.ok()) return InputError(kSummarySpec, absl::StrCat(path, ": ", t.status().message()));
     blocks = *std::move(t);
   }
+  // The replay's peaks with the recorder's intervals (or none, where they do not apply).
+  BoundReplayedPeaks(blocks ? &*blocks : nullptr, !at_point, &s->totals, &s->layers,
+                     &s->scopes);
   if (absl::GetFlag(FLAGS_json)) {
     auto raw = [](const std::string& json) { return json.empty() ? std::string("null") : json; };
     const std::string trailer_fields =

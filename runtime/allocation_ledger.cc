@@ -107,9 +107,14 @@ __attribute__((always_inline)) inline void AllocationLedger::Account(LayerId lay
                                                                     bool allocate) {
   // Asked first: a change that ends the sole mode must not be in the sole pair's copy.
   const bool sole = InSoleContext(layer, scope);
+  if (tracker_ != nullptr) {
+    tracker_->Change(layer, scope,
+                     allocate ? static_cast<int64_t>(bytes) : -static_cast<int64_t>(bytes));
+  }
+  const bool ordered = ordered_;
   auto apply = [&](UsageCounters& c) {
     if (allocate) {
-      c.Allocate(bytes);
+      c.Allocate(bytes, ordered);
     } else {
       c.Free(bytes);
     }
@@ -125,10 +130,26 @@ void AllocationLedger::AccountResize(LayerId layer, uint32_t scope, uint64_t fro
                                      uint64_t to) {
   // Asked first: a change that ends the sole mode must not be in the sole pair's copy.
   const bool sole = InSoleContext(layer, scope);
-  totals_.Resize(from, to);
+  if (tracker_ != nullptr) {
+    tracker_->Change(layer, scope, static_cast<int64_t>(to) - static_cast<int64_t>(from));
+  }
+  totals_.Resize(from, to, ordered_);
   if (sole) return;
-  layer_usage_[layer].Resize(from, to);
-  ScopeCounters(scope).Resize(from, to);
+  layer_usage_[layer].Resize(from, to, ordered_);
+  ScopeCounters(scope).Resize(from, to, ordered_);
+}
+
+void AllocationLedger::BoundHighWater(uint64_t key, int64_t low, int64_t high, int64_t net) {
+  // The sole pair's counters are copies of the totals (SyncSoleContext): bring them up to
+  // date first, so that the copy made at the next read carries the totals' interval.
+  SyncSoleContext();
+  UsageCounters& c = key == PeakTracker::kTotalsKey ? totals_
+                     : PeakTracker::IsLayerKey(key)
+                         ? layer_usage_[PeakTracker::KeyId(key) & 0xff]
+                         : ScopeCounters(PeakTracker::KeyId(key));
+  const int64_t start = static_cast<int64_t>(c.live_bytes) - net;
+  auto bytes = [](int64_t v) { return v < 0 ? uint64_t{0} : static_cast<uint64_t>(v); };
+  c.BoundHighWater(bytes(start + low), bytes(start + high));
 }
 
 __attribute__((always_inline)) inline void AllocationLedger::Bury(LayerId layer,

@@ -44,6 +44,7 @@
 #include "absl/container/inlined_vector.h"
 #include "runtime/allocation_record.h"
 #include "runtime/internal/address_table.h"
+#include "runtime/peak_tracker.h"
 #include "runtime/site_table.h"
 #include "runtime/usage_counters.h"
 #include "transport/cache_line.h"
@@ -115,6 +116,18 @@ class AllocationLedger {
   // End of an epoch: resolves displaced blocks (see above). Returns how many were released
   // as missed frees.
   uint64_t SettleDisplaced();
+
+  // High-water marks (usage_counters.h). `ordered`: the changes applied from now on come
+  // in their real order (one ring's records), so every value they reach is a real one
+  // and raises the lower end of the peak's interval too. Otherwise the drainer bounds the
+  // peak at the epoch's end (BoundHighWater). Ordered from the start.
+  void set_ordered(bool ordered) noexcept { ordered_ = ordered; }
+  // Where every change to a counter is reported (peak_tracker.h); nullptr: nowhere.
+  void set_peak_tracker(PeakTracker* tracker) noexcept { tracker_ = tracker; }
+  // The counter `key` (PeakTracker's keys) changed by `net` during the epoch just applied,
+  // and its peak during the epoch lay in [low, high] relative to its value when the epoch
+  // began: its high-water interval takes that in (UsageCounters::BoundHighWater).
+  void BoundHighWater(uint64_t key, int64_t low, int64_t high, int64_t net);
 
   const UsageCounters& totals() const noexcept { return totals_; }
   // Per-layer and per-scope counters; an id never seen reads as all zeros.
@@ -251,6 +264,9 @@ class AllocationLedger {
   uint32_t sole_scope_ = 0;
   mutable std::array<UsageCounters, 256> layer_usage_{};
   mutable LineAlignedVector<UsageCounters> scopes_;
+
+  bool ordered_ = true;             // set_ordered()
+  PeakTracker* tracker_ = nullptr;  // set_peak_tracker()
 };
 
 // The 48 bits of a ticket the ledger keeps (Ticket::Truncate): enough to tell apart the

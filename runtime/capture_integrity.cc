@@ -11,6 +11,12 @@ std::string CaptureIntegrity::Verdict() const {
   return "complete";
 }
 
+std::string CaptureIntegrity::PeakVerdict() const {
+  if (!peaks_bounded) return "peaks without bounds (written before memtrace bounded them)";
+  if (bounded_epochs == 0) return "peaks exact";
+  return "peaks within their bounds";
+}
+
 std::string CaptureIntegrity::Counters() const {
   std::string out;
   auto add = [&](const char* name, uint64_t v) {
@@ -35,6 +41,7 @@ std::string CaptureIntegrity::Counters() const {
   add("ticket_evictions", ticket_evictions);
   add("order_conflicts", order_conflicts);
   add("late_records", late_records);
+  add("bounded_epochs", bounded_epochs);
   add("foreign_span_exits", foreign_span_exits);
   if (!out.empty()) out.pop_back();
   return out;

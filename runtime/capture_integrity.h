@@ -48,6 +48,17 @@ struct CaptureIntegrity {
   uint64_t order_conflicts = 0;  // dependency cycles the drainer had to break (never expected)
   uint64_t late_records = 0;     // records stamped with an epoch already closed (never expected)
 
+  // Peaks. Epochs in which more than one thread recorded: their records were applied in
+  // the order of their time stamps, and each high-water mark they reached carries the
+  // interval that must hold the real peak (usage_counters.h) instead of being exact.
+  uint64_t bounded_epochs = 0;
+  // False for a capture that says nothing of bounds (written before memtrace bounded
+  // peaks): its peaks are the applied order's, with no interval.
+  bool peaks_bounded = true;
+  // "peaks exact", "peaks within their bounds" or "peaks without bounds"; for summaries,
+  // beside Verdict(), which is about the counters.
+  std::string PeakVerdict() const;
+
   // API misuse that was refused.
   uint64_t foreign_span_exits = 0;  // a Span exited on a thread that did not open it
 

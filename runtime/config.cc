@@ -51,6 +51,12 @@ absl::Status Config::Validate() const {
         "Config.fence is ", static_cast<int>(fence),
         ", not a FenceMode; use FenceMode::kMembarrier (the default) or FenceMode::kSeqCst"));
   }
+  if (order_stamp_log2 > SpscRing::kMaxStampLog2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Config.order_stamp_log2 is ", order_stamp_log2, "; it must be between 0 (a time ",
+        "stamp on every record) and ", SpscRing::kMaxStampLog2, "; the default is ",
+        SpscRing::kDefaultStampLog2));
+  }
   if (absl::Status s = CheckOnline(thread_cpus); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("Config.thread_cpus: ", s.message()));
   }

@@ -92,6 +92,13 @@ struct Config {
   // tens of ns; bench/README.md, "Choosing the fence") and no thread is ever
   // interrupted. CaptureIntegrity::uses_membarrier says which one ran.
   FenceMode fence = FenceMode::kMembarrier;
+  // Order inside an epoch (transport/epoch_clock.h): each thread stamps its records with
+  // the time every 2^order_stamp_log2 records, and the drainer applies the threads'
+  // records of an epoch in stamp order and bounds every high-water mark by them. The
+  // bound's width grows with the records between stamps; the cost shrinks with them (a
+  // stamp costs about 12 ns, bench/README.md, "Order stamps"). 0: a stamp on every
+  // record, exact order (`memtrace run --exact-order`). At most 16.
+  uint32_t order_stamp_log2 = SpscRing::kDefaultStampLog2;
 
   absl::Status Validate() const;
 };

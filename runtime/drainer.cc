@@ -70,6 +70,7 @@ Drainer::Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* le
       cpus_(std::move(cpus)) {
   counters_.ring_capacity = uint64_t{1} << registry->capacity_log2();
   counters_.uses_membarrier = clock_->UsesMembarrier();
+  ledger_->set_peak_tracker(&tracker_);
   // Nothing records until Start() opens the clock.
   clock_->Close();
 }
@@ -154,7 +155,11 @@ uint64_t Drainer::ApplyPublishedInForkedChild() {
   // The parent's drainer may have been between two slices of an epoch: its rest is
   // applied below with the epochs after it.
   applying_ = false;
+  // Applied ring by ring: no bounds are computed, and only one ring's order is real.
+  bounded_ = merged_ = false;
+  tracker_.Use(nullptr);
   PollRegistry();
+  ledger_->set_ordered(cursors_.size() <= 1);
   uint64_t unpublished = 0;
   for (Cursor& c : cursors_) {
     const uint64_t head = c.ring->LoadHead();
@@ -272,8 +277,65 @@ void Drainer::BeginEpoch(bool final_round, bool flush, uint64_t* records) {
   std::lock_guard<std::mutex> lock(state_mu_);
   PollRegistry();
   for (Cursor& c : cursors_) *records += AwaitClaims(c, final_round);
+  PlanEpoch(epoch);
   applying_ = true;
   slices_ = 0;
+}
+
+void Drainer::PlanEpoch(uint32_t epoch) {
+  size_t rings = 0;
+  for (const Cursor& c : cursors_) {
+    if (c.pos < c.limit && !EpochBefore(epoch, c.ring->Read(c.pos).epoch())) ++rings;
+  }
+  if (cursors_.size() > 1 && second_ring_epoch_ == 0) second_ring_epoch_ = epoch;
+  // The first thread may have recorded without tickets until it saw the second ring
+  // (Recorder::SoleRing()); another ring's release of such a block needs the block's
+  // allocation applied first, which the first ring's going first gives (PollRegistry). A
+  // thread sees another's store of the ring count within microseconds (cache coherence),
+  // so three epochs (6 ms at the default period) cover it with a wide margin.
+  const bool first_ring_first =
+      second_ring_epoch_ != 0 && epoch - second_ring_epoch_ < kFirstRingFirstEpochs;
+  // With one ring the records are applied in their real order: exact peaks. With more,
+  // in the order of their stamps, and every peak gets the interval they allow.
+  bounded_ = rings > 1;
+  merged_ = bounded_ && clock_->HasStamps() && !first_ring_first;
+  ledger_->set_ordered(!bounded_);
+}
+
+uint64_t Drainer::EstimateTime(const Cursor& c, uint64_t position) const noexcept {
+  const uint32_t shift = c.ring->stamp_log2();
+  const uint64_t k = position >> shift;
+  const uint64_t lo = c.ring->ReadStamp(k);
+  // The next stamp is readable only once its position is published.
+  if (((k + 1) << shift) >= c.limit) return lo;
+  const uint64_t hi = c.ring->ReadStamp(k + 1);
+  if (hi <= lo) return lo;
+  return lo + (((hi - lo) * (position - (k << shift))) >> shift);
+}
+
+void Drainer::TrackSegment(Cursor& c) {
+  const uint32_t shift = c.ring->stamp_log2();
+  const uint64_t k = c.pos >> shift;
+  if (!c.open.active || c.open.segment != k) {
+    // Stamp 0 is "no stamp" (EpochClock::StampNow()): as a start, earlier than any; as an
+    // end, an open window. So is the end of a segment whose last stamp is not published
+    // yet (its records may go on in a later epoch).
+    uint64_t hi = kOpenWindow;
+    if (((k + 1) << shift) < c.limit) {
+      const uint64_t next = c.ring->ReadStamp(k + 1);
+      if (next != 0) hi = next;
+    }
+    tracker_.Begin(&c.open, c.ring->id(), k, c.ring->ReadStamp(k), hi);
+  }
+  tracker_.Use(&c.open);
+}
+
+void Drainer::BoundPeaks() {
+  for (Cursor& c : cursors_) tracker_.Close(&c.open);
+  tracker_.EndEpoch([this](uint64_t key, int64_t low, int64_t high, int64_t net) {
+    ledger_->BoundHighWater(key, low, high, net);
+  });
+  ++counters_.bounded_epochs;
 }
 
 bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
@@ -282,7 +344,10 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     over = ApplyEpoch(epoch, whole ? ~uint64_t{0} : SliceShare(slice_records_, cursors_.size()));
+    tracker_.Use(nullptr);  // cursors may move before the next slice
     if (over) {
+      // Before SettleDisplaced: its releases come after every record of the epoch.
+      if (bounded_) BoundPeaks();
       // Records of this epoch that the unfenced round could not see yet are applied with
       // the next one, in their ring's order (ApplyEpoch counts them as on time then).
       unfenced_epoch_ = pending_fenced_ ? 0 : epoch;
@@ -314,6 +379,7 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
     *backlog = std::max(*backlog, c.limit - c.pos);
     if (c.retired && c.pos == c.ring->LoadHead()) {
       // The thread is gone and every record it published is applied: reuse the ring.
+      tracker_.Close(&c.open);
       registry_->Reclaim(c.ring);
       RemoveCursor(i);
       continue;
@@ -500,61 +566,18 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
 
 bool Drainer::ApplyEpoch(uint32_t epoch, uint64_t share) {
   const bool prefetch = ledger_->totals().live_count >= kPrefetchLiveBlocks;
-  for (size_t base = 0; base < cursors_.size(); ++base) {
-    stack_.clear();
-    // The first ring (the recorder's first) goes first and whole (PollRegistry()); the
-    // others up to their share. A ring's records applied earlier as another's dependency
-    // count against nothing.
-    const uint64_t pos = cursors_[base].pos;
-    stack_.emplace_back(base, base == 0 || share > ~uint64_t{0} - pos ? ~uint64_t{0}
-                                                                     : pos + share);
-    cursors_[base].on_stack = true;
-    while (!stack_.empty()) {
-      const auto [index, target] = stack_.back();
-      Cursor& c = cursors_[index];
-      // Apply this ring's records of the epoch up to `target`, until one depends on a
-      // record of another ring not yet applied; that ring goes on the stack first.
-      const uint64_t end = std::min(target, c.limit);
-      bool blocked = false;
-      for (; c.pos < end; ++c.pos) {
-        // The ledger's lookups miss the caches once its tables outgrow them: ask for the
-        // slot of the record kPrefetchAhead on while this one is applied. That record is
-        // published (below c.limit); if it belongs to the next epoch the hint is wasted.
-        if (prefetch && c.pos + kPrefetchAhead < end) {
-          const Event& ahead = c.ring->Read(c.pos + kPrefetchAhead);
-          if (LooksUpBlock(ahead.kind())) ledger_->Prefetch(ahead.layer(), ahead.address());
-        }
-        const Event& e = c.ring->Read(c.pos);
-        const uint32_t record_epoch = e.epoch();
-        if (EpochBefore(epoch, record_epoch)) break;  // the next epoch's records
-        // A record of the epoch before, closed without the fence, is on time here.
-        if (record_epoch != epoch && record_epoch != unfenced_epoch_) {
-          ++counters_.late_records;
-        }
-        // A release whose ticket names another ring may have to wait for that ring (a
-        // ticket of this ring names a record already applied, or none).
-        // (kSoleRingTicket names no ring: such a release has no other ring to wait for.)
-        if (IsRelease(e.kind()) && e.word2 > kSoleRingTicket &&
-            Ticket::RingId(e.word2) != c.ring->id()) {
-          uint64_t dep_pos = 0;
-          const int dep = Dependency(e, epoch, &dep_pos);
-          if (dep >= 0) {
-            Cursor& d = cursors_[static_cast<size_t>(dep)];
-            if (!d.on_stack) {
-              d.on_stack = true;
-              stack_.emplace_back(static_cast<size_t>(dep), dep_pos + 1);
-              blocked = true;
-              break;
-            }
-            ++counters_.order_conflicts;  // impossible for real input: see the header
-          }
-        }
-        Apply(c, e);
-      }
-      if (!blocked) {
-        c.on_stack = false;
-        stack_.pop_back();
-      }
+  if (merged_) {
+    const uint64_t rings = cursors_.size();
+    ApplyMerged(epoch, share > ~uint64_t{0} / rings ? ~uint64_t{0} : share * rings, prefetch);
+  } else {
+    for (size_t base = 0; base < cursors_.size(); ++base) {
+      // The first ring (the recorder's first) goes first and whole (PollRegistry()); the
+      // others up to their share. A ring's records applied earlier as another's
+      // dependency count against nothing.
+      const uint64_t pos = cursors_[base].pos;
+      ApplyFrom(base,
+                base == 0 || share > ~uint64_t{0} - pos ? ~uint64_t{0} : pos + share, epoch,
+                prefetch);
     }
   }
   // Over when every ring is at its limit or at a record of a later epoch.
@@ -562,6 +585,89 @@ bool Drainer::ApplyEpoch(uint32_t epoch, uint64_t share) {
     if (c.pos < c.limit && !EpochBefore(epoch, c.ring->Read(c.pos).epoch())) return false;
   }
   return true;
+}
+
+void Drainer::ApplyMerged(uint32_t epoch, uint64_t budget, bool prefetch) {
+  const uint64_t applied_before = counters_.events_applied;
+  for (;;) {
+    // The ring whose next record of the epoch is the earliest, and the time of the next
+    // record of any other ring: the first runs until it passes that.
+    size_t best = cursors_.size();
+    uint64_t best_time = ~uint64_t{0};
+    uint64_t next_time = ~uint64_t{0};
+    for (size_t i = 0; i < cursors_.size(); ++i) {
+      const Cursor& c = cursors_[i];
+      if (c.pos >= c.limit || EpochBefore(epoch, c.ring->Read(c.pos).epoch())) continue;
+      const uint64_t t = EstimateTime(c, c.pos);
+      if (best == cursors_.size() || t < best_time) {
+        next_time = best_time;
+        best_time = t;
+        best = i;
+      } else if (t < next_time) {
+        next_time = t;
+      }
+    }
+    if (best == cursors_.size()) return;
+    const Cursor& c = cursors_[best];
+    uint64_t target = c.pos + 1;
+    while (target < c.limit && EstimateTime(c, target) <= next_time) ++target;
+    ApplyFrom(best, target, epoch, prefetch);
+    if (counters_.events_applied - applied_before >= budget) return;
+  }
+}
+
+void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool prefetch) {
+  stack_.clear();
+  stack_.emplace_back(base, base_target);
+  cursors_[base].on_stack = true;
+  while (!stack_.empty()) {
+    const auto [index, target] = stack_.back();
+    Cursor& c = cursors_[index];
+    // Apply this ring's records of the epoch up to `target`, until one depends on a
+    // record of another ring not yet applied; that ring goes on the stack first.
+    const uint64_t end = std::min(target, c.limit);
+    bool blocked = false;
+    for (; c.pos < end; ++c.pos) {
+      // The ledger's lookups miss the caches once its tables outgrow them: ask for the
+      // slot of the record kPrefetchAhead on while this one is applied. That record is
+      // published (below c.limit); if it belongs to the next epoch the hint is wasted.
+      if (prefetch && c.pos + kPrefetchAhead < end) {
+        const Event& ahead = c.ring->Read(c.pos + kPrefetchAhead);
+        if (LooksUpBlock(ahead.kind())) ledger_->Prefetch(ahead.layer(), ahead.address());
+      }
+      const Event& e = c.ring->Read(c.pos);
+      const uint32_t record_epoch = e.epoch();
+      if (EpochBefore(epoch, record_epoch)) break;  // the next epoch's records
+      // A record of the epoch before, closed without the fence, is on time here.
+      if (record_epoch != epoch && record_epoch != unfenced_epoch_) {
+        ++counters_.late_records;
+      }
+      // A release whose ticket names another ring may have to wait for that ring (a
+      // ticket of this ring names a record already applied, or none).
+      // (kSoleRingTicket names no ring: such a release has no other ring to wait for.)
+      if (IsRelease(e.kind()) && e.word2 > kSoleRingTicket &&
+          Ticket::RingId(e.word2) != c.ring->id()) {
+        uint64_t dep_pos = 0;
+        const int dep = Dependency(e, epoch, &dep_pos);
+        if (dep >= 0) {
+          Cursor& d = cursors_[static_cast<size_t>(dep)];
+          if (!d.on_stack) {
+            d.on_stack = true;
+            stack_.emplace_back(static_cast<size_t>(dep), dep_pos + 1);
+            blocked = true;
+            break;
+          }
+          ++counters_.order_conflicts;  // impossible for real input: see the header
+        }
+      }
+      if (bounded_) TrackSegment(c);
+      Apply(c, e);
+    }
+    if (!blocked) {
+      c.on_stack = false;
+      stack_.pop_back();
+    }
+  }
 }
 
 void Drainer::RemoveCursor(size_t index) {

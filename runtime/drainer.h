@@ -73,6 +73,7 @@
 #include "runtime/capture_integrity.h"
 #include "runtime/cpu_list.h"
 #include "runtime/event_observer.h"
+#include "runtime/peak_tracker.h"
 #include "runtime/stack_frame_table.h"
 #include "runtime/thread_cpu_time.h"
 #include "transport/cache_line.h"
@@ -188,6 +189,8 @@ class Drainer {
     // next epoch): the moved block's scope and site.
     bool moving;
     AllocationLedger::Moved moved;
+    // The order-stamp segment being applied, while the epoch is bounded (peak_tracker.h).
+    PeakTracker::Open open{};
   };
 
   void Run();
@@ -212,10 +215,31 @@ class Drainer {
   // Its unfinished records are counted in events_dropped.
   uint64_t AwaitClaims(Cursor& c, bool final_round);
   static constexpr auto kFinalClaimWait = std::chrono::milliseconds(1000);
+  // Epochs, from the one in which a second ring appears, that apply the first ring first
+  // (PlanEpoch).
+  static constexpr uint32_t kFirstRingFirstEpochs = 3;
   // Applies records stamped `epoch` (or earlier) in dependency order: all of the first
   // ring's, and at most `share` more of each other ring's (dependencies are applied
   // whatever the share). Returns true when no ring has any left.
   bool ApplyEpoch(uint32_t epoch, uint64_t share = ~uint64_t{0});
+  // Applies cursor `base`'s records of `epoch` below `target`, and first, as its releases
+  // need them, the records of other rings they depend on (ApplyEpoch).
+  void ApplyFrom(size_t base, uint64_t target, uint32_t epoch, bool prefetch);
+  // ApplyEpoch in time order: repeatedly the ring whose next record is the earliest by
+  // its stamps, up to the next record of another ring (the header, step 4), until
+  // `budget` records are applied or the epoch is.
+  void ApplyMerged(uint32_t epoch, uint64_t budget, bool prefetch);
+  // The time, by its ring's stamps, at which the record at `position` of `c` was made:
+  // between the stamps around it, in proportion to its place in its segment.
+  uint64_t EstimateTime(const Cursor& c, uint64_t position) const noexcept;
+  // Steps 1-3 also decide how the epoch is applied: whether more than one ring has
+  // records of it (then in time order, with its peaks bounded), and whether the first
+  // ring goes first (a second thread has just begun recording).
+  void PlanEpoch(uint32_t epoch);
+  // Opens the segment of c's next record in the tracker, when it is a new one.
+  void TrackSegment(Cursor& c);
+  // The bounded epoch's end: each counter's peak interval, into the ledger.
+  void BoundPeaks();
   // The epoch after `epoch`, skipping kClosed and 0 (never an epoch) when the counter wraps.
   static uint32_t NextEpoch(uint32_t epoch) noexcept {
     const uint32_t next = epoch + 1;
@@ -278,6 +302,15 @@ class Drainer {
   std::thread thread_;
   std::atomic<std::thread::id> drainer_id_{};
   ThreadCpuTime cpu_;  // the drainer thread's CPU time, for CpuNs()
+
+  // How the epoch being applied goes (PlanEpoch): in time order, and with its peaks
+  // bounded, when more than one ring has records of it.
+  bool bounded_ = false;
+  bool merged_ = false;
+  // The epoch in which a second ring was first seen: the first ring goes first in it and
+  // the two after (PlanEpoch). 0: not yet.
+  uint32_t second_ring_epoch_ = 0;
+  PeakTracker tracker_;
 
   EventObserver* observer_ = nullptr;
   ObservedBatch observed_;  // this epoch's records, for the observer

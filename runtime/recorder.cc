@@ -38,7 +38,7 @@ Recorder::Recorder(const Config& config)
     : config_(config),
       clock_(config.fence),
       tickets_(config.ticket_table_log2),
-      registry_(config.ring_capacity_log2),
+      registry_(config.ring_capacity_log2, config.order_stamp_log2),
       ledger_(config.request_site_capacity_max),
       stacks_(config.keep_stack_frames
                   ? std::make_unique<StackFrameTable>(config.request_site_capacity_max)
@@ -143,6 +143,7 @@ uint64_t Recorder::SendStack(uint64_t hash, const uint64_t* frames, uint32_t dep
     ring->Unclaim();
     return frames[0];
   }
+  if (ring->StampDue(pos, records)) ring->WriteStamps(pos, records, clock_.StampNow());
   for (uint32_t r = 0; r < records; ++r) {
     const uint32_t first = 2 * r;
     const uint32_t count = (first + 1 < n) ? 2 : 1;

@@ -9,7 +9,8 @@
 // face; this class is what they forward to.
 //
 // The hot path (Record*): one thread-local load to find the thread's ring, a claim, a
-// compiler barrier, one relaxed load of the epoch, a 32-byte write, a release store, and
+// compiler barrier, one relaxed load of the epoch, a check for an order stamp (a time
+// stamp every Config::order_stamp_log2 records), a 32-byte write, a release store, and
 // for allocations one store into the ticket table (none while only one thread records:
 // SoleRing()). No lock, no allocation, no system call, no write to a cache line another
 // thread writes. The first record of a thread takes a slow path that binds a ring (it may
@@ -388,6 +389,8 @@ class Recorder {
       ring->Unclaim();
       return NotRecording();
     }
+    // An order stamp every few records (spsc_ring.h), read after the epoch load.
+    if (__builtin_expect(ring->StampDue(pos, n), 0)) ring->WriteStamps(pos, n, clock_.StampNow());
     *c = Claim{ring, pos, ring->id(), epoch, t.scope};
     return RecordResult::kRecorded;
   }

@@ -72,8 +72,14 @@ std::string JsonQuote(const std::string& s) {
 }
 
 std::string JsonUsage(const UsageCounters& u) {
+  // An interval with no upper end (a peak that has no bound) is written as null.
+  const std::string high = u.high_water_high_bytes == kNoHighWaterBound
+                               ? std::string("null")
+                               : absl::StrCat(u.high_water_high_bytes);
   return absl::StrCat("{\"live_bytes\":", u.live_bytes, ",\"live_count\":", u.live_count,
                       ",\"high_water_bytes\":", u.high_water_bytes,
+                      ",\"high_water_low_bytes\":", u.high_water_low_bytes,
+                      ",\"high_water_high_bytes\":", high,
                       ",\"allocated_bytes\":", u.allocated_bytes,
                       ",\"allocated_count\":", u.allocated_count,
                       ",\"freed_bytes\":", u.freed_bytes, ",\"freed_count\":", u.freed_count,

@@ -50,6 +50,7 @@ std::string Integrity(const CaptureIntegrity& in) {
       ",\"ambiguous_matches\":", in.ambiguous_matches,
       ",\"ticket_evictions\":", in.ticket_evictions,
       ",\"order_conflicts\":", in.order_conflicts, ",\"late_records\":", in.late_records,
+      ",\"bounded_epochs\":", in.bounded_epochs,
       ",\"foreign_span_exits\":", in.foreign_span_exits,
       ",\"site_overflow\":", in.site_overflow, ",\"scope_overflow\":", in.scope_overflow,
       ",\"max_ring_fill\":", in.max_ring_fill,

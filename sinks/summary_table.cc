@@ -13,16 +13,33 @@ namespace memtrace {
 namespace {
 
 constexpr const char* kHeader =
-    "%-36s %11s %9s %11s %11s %10s %11s %10s\n";
+    "%-36s %11s %9s %11s %12s %11s %10s %11s %10s\n";
 
 void AppendRow(std::string& out, const std::string& name, const UsageCounters& u) {
   absl::StrAppendFormat(&out, kHeader, name, FormatBytes(u.live_bytes),
                         absl::StrCat(u.live_count), FormatBytes(u.high_water_bytes),
-                        FormatBytes(u.allocated_bytes), absl::StrCat(u.allocated_count),
-                        FormatBytes(u.freed_bytes), absl::StrCat(u.freed_count));
+                        FormatPeakBound(u), FormatBytes(u.allocated_bytes),
+                        absl::StrCat(u.allocated_count), FormatBytes(u.freed_bytes),
+                        absl::StrCat(u.freed_count));
 }
 
 }  // namespace
+
+std::string FormatPeakBound(const UsageCounters& u) {
+  if (!u.high_water_bounded()) return "none";
+  if (u.high_water_exact()) return "exact";
+  if (u.high_water_bytes == 0) return absl::StrCat("+", FormatBytes(u.high_water_high_bytes));
+  const double value = static_cast<double>(u.high_water_bytes);
+  // At most 12 characters: one decimal below 10%, none above, and ">999" past that.
+  auto percent = [&](uint64_t bytes) {
+    const double p = 100.0 * static_cast<double>(bytes) / value;
+    if (p < 10) return absl::StrFormat("%.1f%%", p);
+    if (p < 999.5) return absl::StrFormat("%.0f%%", p);
+    return std::string(">999%");
+  };
+  return absl::StrCat("-", percent(u.high_water_bytes - u.high_water_low_bytes), "/+",
+                      percent(u.high_water_high_bytes - u.high_water_bytes));
+}
 
 std::string FormatBytes(uint64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");
@@ -57,15 +74,18 @@ std::string FormatSummaryJson(const Snapshot& snapshot) {
                          ",\"refused_for_storage\":", cs.refused_for_storage, "}")
           : std::string("null"),
       ",\"integrity\":{\"complete\":", in.complete() ? "true" : "false",
-      ",\"exact\":", in.exact() ? "true" : "false", ",\"counters\":",
+      ",\"exact\":", in.exact() ? "true" : "false",
+      ",\"peaks_exact\":", in.peaks_bounded && in.bounded_epochs == 0 ? "true" : "false",
+      ",\"bounded_epochs\":", in.bounded_epochs, ",\"counters\":",
       JsonQuote(in.Counters()), "},\"memtrace_bytes\":", snapshot.memtrace_bytes, "}");
 }
 
 std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& options) {
   const CaptureIntegrity& in = snapshot.integrity;
-  std::string out = absl::StrCat("memtrace summary: capture ", in.Verdict(), "\n\n");
-  absl::StrAppendFormat(&out, kHeader, "scope", "live", "blocks", "high-water", "allocated",
-                        "allocs", "freed", "frees");
+  std::string out =
+      absl::StrCat("memtrace summary: capture ", in.Verdict(), "; ", in.PeakVerdict(), "\n\n");
+  absl::StrAppendFormat(&out, kHeader, "scope", "live", "blocks", "high-water", "peak bound",
+                        "allocated", "allocs", "freed", "frees");
   std::vector<const ScopeUsage*> rows;
   for (const ScopeUsage& s : snapshot.scopes) rows.push_back(&s);
   UsageCounters hidden;
@@ -78,7 +98,11 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
     for (size_t i = options.max_scopes; i < rows.size(); ++i) {
       const UsageCounters& u = rows[i]->usage;
       hidden.AddCounts(u);
+      // The largest of the rows' peaks, and of their intervals' ends.
       hidden.high_water_bytes = std::max(hidden.high_water_bytes, u.high_water_bytes);
+      hidden.high_water_low_bytes = std::max(hidden.high_water_low_bytes, u.high_water_low_bytes);
+      hidden.high_water_high_bytes =
+          std::max(hidden.high_water_high_bytes, u.high_water_high_bytes);
     }
     hidden_rows = rows.size() - options.max_scopes;
     rows.resize(options.max_scopes);
@@ -156,7 +180,8 @@ std::string FormatOwnCpuLine(uint64_t drainer_ns, std::optional<uint64_t> writer
 std::string FormatIntegrityBlock(const CaptureIntegrity& in, uint64_t memtrace_bytes,
                                  std::string_view fence) {
   std::string out = absl::StrCat("integrity: ", in.complete() ? "complete" : "PARTIAL",
-                                 in.exact() ? ", exact" : ", inexact", "\n");
+                                 in.exact() ? ", exact" : ", inexact", "; ",
+                                 in.PeakVerdict(), "\n");
   absl::StrAppendFormat(&out,
                         "  records    recorded %d, applied %d, dropped %d, failed %d, "
                         "not recording %d, rings unavailable %d\n",
@@ -172,6 +197,17 @@ std::string FormatIntegrityBlock(const CaptureIntegrity& in, uint64_t memtrace_b
                         "order conflicts %d, late records %d, foreign span exits %d\n",
                         in.ticket_misses, in.ambiguous_matches, in.ticket_evictions,
                         in.order_conflicts, in.late_records, in.foreign_span_exits);
+  // Counters above, peaks here: a peak reached while threads recorded at once carries the
+  // interval that must hold it (the summary's "peak bound" column).
+  if (in.peaks_bounded) {
+    absl::StrAppendFormat(&out,
+                          "  peaks      %d of %d epochs had several threads recording: "
+                          "their peaks are bounded by time stamps, the others exact\n",
+                          in.bounded_epochs, in.epochs);
+  } else {
+    absl::StrAppend(&out, "  peaks      no bounds: the capture was written before memtrace "
+                          "bounded peaks; its high-water marks are those of the order applied\n");
+  }
   // The bounded tables: what went past them is attributed, to "other sites" or to the
   // scope around it, and counted here (the trailer had the counts before this line did).
   absl::StrAppendFormat(&out,

@@ -7,9 +7,9 @@
 // totals, and a partial capture says so on its first line, so a reader never mistakes a
 // partial capture for a complete one.
 //
-//   memtrace summary: capture complete
-//   scope                        live      blocks  high-water   allocated   allocs  ...
-//   server/request/parse       1.2 KiB         3     64.0 KiB    12.0 MiB    91234  ...
+//   memtrace summary: capture complete; peaks within their bounds
+//   scope                        live      blocks  high-water  peak bound   allocated  ...
+//   server/request/parse       1.2 KiB         3     64.0 KiB  -0.2%/+0.1%   12.0 MiB  ...
 //
 // Thread safety: FormatSummaryTable is a pure function.
 
@@ -56,6 +56,11 @@ std::string FormatIntegrityBlock(const CaptureIntegrity& integrity, uint64_t mem
 //
 //     memtrace's own CPU: drainer 62.5 ms, writer 34.9 ms (not counted: the hot path, ...)
 std::string FormatOwnCpuLine(uint64_t drainer_ns, std::optional<uint64_t> writer_ns);
+
+// A high-water mark's interval (usage_counters.h), for the summary's "peak bound" column:
+// "exact"; how far below and above the value the real peak may lie, "-1.2%/+0.4%" (of
+// the value); or "none" for a peak without a bound.
+std::string FormatPeakBound(const UsageCounters& u);
 
 // "512 B", "1.5 KiB", "3.2 MiB", "1.0 GiB".
 std::string FormatBytes(uint64_t bytes);

@@ -24,11 +24,20 @@ i = s["integrity"]
 assert i["complete"] and i["events_recorded"] == i["events_applied"] > 0, i
 assert s["sink"]["events_lost"] == 0 and s["sink"]["events_written"] == i["events_applied"], s["sink"]
 assert s["memtrace_bytes"] == sum(s["memtrace_memory"].values()) > 0, s["memtrace_memory"]
+# Peaks: every high-water mark lies inside its interval, and the trailer says how many
+# epochs had several threads recording (this workload's two workers and writer do).
+for u in [s["totals"]] + [x["usage"] for x in s["scopes"]] + [x["usage"] for x in s["layers"]]:
+    assert u["high_water_low_bytes"] <= u["high_water_bytes"] <= u["high_water_high_bytes"], u
+assert i["bounded_epochs"] > 0, i
 c = s["memtrace_cpu_ns"]
 assert sorted(c) == ["drainer", "writer"] and c["drainer"] > 0 and c["writer"] > 0, c
 PY
 "$memtrace" summary "$dir/c.jsonl" > "$dir/st.txt" || fail "summary"
 grep -q "^integrity: complete" "$dir/st.txt" || fail "summary integrity block: $(cat "$dir/st.txt")"
+grep -Eq "^  peaks      [0-9]+ of [0-9]+ epochs had several threads recording" "$dir/st.txt" \
+  || fail "summary peaks line: $(cat "$dir/st.txt")"
+grep -Eq "^scope +live +blocks +high-water +peak bound " "$dir/st.txt" \
+  || fail "summary peak bound column: $(cat "$dir/st.txt")"
 grep -q "^  sink       events written [1-9][0-9]*, lost 0" "$dir/st.txt" \
   || fail "summary sink line: $(cat "$dir/st.txt")"
 grep -Eq "^  memtrace's own CPU: drainer [0-9]+\.[0-9] ms, writer [0-9]+\.[0-9] ms " "$dir/st.txt" \

@@ -32,16 +32,18 @@ fail() { echo "FAIL: $*"; exit 1; }
 normalize() {
   sed -E -e "s#$dir/(g|game).jsonl#CAPTURE#g" -e 's/0x[0-9a-f]+/0xADDR/g'
 }
-# summary rows: "%-36s %11s %9s %11s": the high-water column is characters 60-70 (not in
-# the integrity block's lines).
+# summary rows: "%-36s %11s %9s %11s %12s": the high-water column is characters 60-70 and
+# its peak bound 72-83 (not in the integrity block's lines).
 mask_high_water() {
-  sed -E -e '/^(memtrace|[0-9]+ events;|$|integrity|  )/!s/^(.{59}).{11}/\1          */'
+  sed -E -e '/^(memtrace|[0-9]+ events;|$|integrity|  )/!s/^(.{59}).{11} .{12}/\1          *            */'
 }
-# The integrity block (summary): how releases were matched, the transport, memtrace's
+# The integrity block (summary): how releases were matched, which peaks are bounded (by
+# how the threads' records interleaved), the transport, memtrace's
 # own memory and its threads' CPU time depend on the drainer's timing, and the fence on
 # the kernel; their labels stay, their values are masked.
 mask_integrity() {
-  sed -E -e "/^  (matching|transport)/s/[0-9]+(\.[0-9]+)?/*/g" \
+  sed -E -e "/^  (matching|peaks|transport)/s/[0-9]+(\.[0-9]+)?/*/g" \
+    -e 's/; peaks (exact|within their bounds)$/; peaks */' \
     -e 's/fence (membarrier|seq_cst)$/fence */' -e "s/^(  memtrace's own memory:) .*/\1 */" \
     -e "/^  memtrace's own CPU:/s/[0-9]+\.[0-9] ms/* ms/g"
 }

@@ -7,6 +7,7 @@
 
 #include "analysis/trailer.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,62 @@ TEST(TrailerTest, FieldsAnOlderCaptureLacksReadAsZeroAndTheFenceAsUnknown) {
   EXPECT_TRUE(bare->exec.empty());
   EXPECT_EQ(bare->prestart_freed, 0u);
   EXPECT_EQ(bare->prestart_untracked, 0u);
+}
+
+// Replayed peaks take the recorder's intervals at the end; a point inside a capture with
+// bounded epochs, or a capture that predates bounds, gets none; all-exact stays exact.
+TEST(TrailerTest, ReplayedPeaksTakeTheTrailersIntervals) {
+  const std::string trailer =
+      R"({"type":"trailer","complete":true,"integrity":{"complete":true,"exact":true,)"
+      R"("bounded_epochs":2},"totals":{"high_water_bytes":100,"high_water_low_bytes":90,)"
+      R"("high_water_high_bytes":120},"layers":[{"id":0,"usage":{"high_water_low_bytes":90,)"
+      R"("high_water_high_bytes":null}}],"scopes":[{"id":3,"usage":{"high_water_low_bytes":5,)"
+      R"("high_water_high_bytes":7}}]})";
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(trailer);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_TRUE(t->integrity.peaks_bounded);
+  ASSERT_TRUE(t->totals_peak.has_value());
+  EXPECT_EQ(t->totals_peak->low, 90u);
+  EXPECT_EQ(t->totals_peak->high, 120u);
+  EXPECT_EQ(t->layer_peaks.at(0).high, kNoHighWaterBound);
+  EXPECT_EQ(t->scope_peaks.at(3).low, 5u);
+
+  auto replayed = [](uint64_t peak) {
+    UsageCounters u;
+    u.Allocate(peak);  // an ordered replay: its interval is its value
+    return u;
+  };
+  UsageCounters totals = replayed(100);
+  std::map<uint32_t, UsageCounters> layers{{0, replayed(100)}};
+  std::map<uint32_t, UsageCounters> scopes{{3, replayed(8)}, {4, replayed(2)}};
+  BoundReplayedPeaks(&*t, /*at_end=*/true, &totals, &layers, &scopes);
+  EXPECT_EQ(totals.high_water_low_bytes, 90u);
+  EXPECT_EQ(totals.high_water_high_bytes, 120u);
+  EXPECT_FALSE(layers[0].high_water_bounded());
+  EXPECT_EQ(scopes[3].high_water_low_bytes, 5u);
+  EXPECT_EQ(scopes[3].high_water_high_bytes, 8u) << "widened to hold the replayed value";
+  EXPECT_FALSE(scopes[4].high_water_bounded()) << "a scope the trailer does not bound";
+
+  UsageCounters inside = replayed(100);
+  std::map<uint32_t, UsageCounters> none;
+  BoundReplayedPeaks(&*t, /*at_end=*/false, &inside, &none, &none);
+  EXPECT_FALSE(inside.high_water_bounded());
+
+  const absl::StatusOr<TrailerBlocks> old = ParseTrailer(
+      R"({"type":"trailer","complete":true,"integrity":{"complete":true,"exact":true}})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old->integrity.peaks_bounded);
+  UsageCounters from_old = replayed(100);
+  BoundReplayedPeaks(&*old, /*at_end=*/true, &from_old, &none, &none);
+  EXPECT_FALSE(from_old.high_water_bounded()) << "a capture from before bounds is never exact";
+
+  const absl::StatusOr<TrailerBlocks> exact = ParseTrailer(
+      R"({"type":"trailer","complete":true,"integrity":{"bounded_epochs":0}})");
+  ASSERT_TRUE(exact.ok());
+  UsageCounters all_exact = replayed(100);
+  BoundReplayedPeaks(&*exact, /*at_end=*/false, &all_exact, &none, &none);
+  EXPECT_TRUE(all_exact.high_water_exact());
+  EXPECT_EQ(all_exact.high_water_low_bytes, 100u);
 }
 
 TEST(TrailerTest, BlocksFromBeforeTracingStartedAreRead) {

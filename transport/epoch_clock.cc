@@ -2,9 +2,12 @@
 
 #include "transport/epoch_clock.h"
 
+#include <fcntl.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cstring>
 
 namespace memtrace {
 namespace {
@@ -29,11 +32,37 @@ bool MembarrierWorks() noexcept {
   return works;
 }
 
+// Whether stamps of two CPUs compare (epoch_clock.h): on x86-64, while the kernel's
+// clocksource is the TSC, which it keeps only while the counters are synchronised and
+// invariant. Read with plain system calls: a clock may be made before malloc works
+// (the interposer).
+bool ReadStampsCompare() noexcept {
+#if defined(__x86_64__)
+  const int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                      O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char name[16] = {};
+  const ssize_t n = read(fd, name, sizeof(name) - 1);
+  close(fd);
+  return n >= 3 && std::strncmp(name, "tsc", 3) == 0 && (n == 3 || name[3] == '\n');
+#elif defined(__aarch64__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool StampsCompare() noexcept {
+  static const bool compare = ReadStampsCompare();
+  return compare;
+}
+
 }  // namespace
 
 EpochClock::EpochClock(FenceMode mode) noexcept
     : epoch_(kFirstEpoch),
       membarrier_(mode == FenceMode::kMembarrier && MembarrierWorks()),
+      stamps_(StampsCompare()),
       pad_{} {}
 
 void EpochClock::HeavyFence() const noexcept {

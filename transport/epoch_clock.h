@@ -48,6 +48,34 @@
 // closes (what a server whose threads own their cores may prefer).
 // Each clock decides once, when it is constructed, and both fences follow that decision.
 //
+// Order inside an epoch: the stamp clock. Epochs order what happens-before orders, and no
+// more: two threads' records of one epoch (2 ms) could be applied in any interleaving,
+// and a high-water mark is the peak of the interleaving applied. So each producer also
+// reads a fine clock every 2^stamp_log2 records (spsc_ring.h, "order stamps"): on the
+// claim that covers a stamp point, after its epoch load, StampNow() here. The drainer
+// merges the rings' records of an epoch by these stamps (interpolated between two stamps
+// of a ring), and computes for every high-water mark an interval that must contain the
+// peak of every order the stamps allow (runtime/peak_bounds.h).
+//
+//   - Why every N records and not every record: a stamp costs 12 ns on the VMs of
+//     bench/README.md (`clock_cost_benchmark`: kRdtsc against kRing), as much as a glibc
+//     malloc+free pair. One every 32 records is 0.4 ns a record; the check for a stamp
+//     point is a mask and a compare of the claim's position, with no store. A finer tick
+//     inside the epoch word would need a thread that writes it every few microseconds.
+//     Config::order_stamp_log2 = 0 stamps every record, for users who want exact order.
+//   - The clock: x86-64's time-stamp counter after an lfence (so that the reading is not
+//     taken before the epoch load and the operations before it), or AArch64's virtual
+//     counter after an isb. Stamps of two CPUs compare only if their counters agree:
+//     StampNow() returns 0 ("no stamp": the window is unknown, the interval only wider)
+//     unless the kernel's clocksource is "tsc", which Linux keeps only while it finds the
+//     counters synchronised across CPUs and invariant, or on AArch64, whose counter is
+//     architecturally one for the system. Decided once per clock, at construction.
+//   - What the interval then holds: the peak of any order of the operations that keeps
+//     each thread's order, puts epoch e before epoch e + 1, and puts each record between
+//     the stamps around it. A program that orders two operations by a lock or a queue
+//     orders their records so (happens-before orders the epochs and the stamps), so the
+//     order it observes, the one its own counter behind a mutex would see, is one of them.
+//
 // Closing: the value kClosed (all ones) tells producers the recorder has stopped. A
 // producer that reads it gives back its claim and fails the record instead of publishing,
 // which lets Stop() know that after one more watermark round no producer can touch a ring.
@@ -112,6 +140,25 @@ class EpochClock {
   // Drainer side: a full memory barrier on every running thread of this process.
   void HeavyFence() const noexcept;
 
+  // A reading of the stamp clock (the header, "order inside an epoch"), or 0 where stamps
+  // of two CPUs would not compare. Any thread; called once every few records, so it may
+  // cost what a serialised counter read costs (about 12 ns), and no more: no system call.
+  uint64_t StampNow() const noexcept {
+    if (!stamps_) return 0;
+#if defined(__x86_64__)
+    __builtin_ia32_lfence();
+    return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+    uint64_t v;
+    asm volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+    return v;
+#else
+    return 0;
+#endif
+  }
+  // Whether StampNow() gives stamps (decided at construction).
+  bool HasStamps() const noexcept { return stamps_; }
+
   // Whether the asymmetric fence uses membarrier() (true) or seq_cst fences (false).
   // Decided once per clock, at construction, so both sides always agree.
   bool UsesMembarrier() const noexcept { return membarrier_; }
@@ -119,7 +166,8 @@ class EpochClock {
  private:
   alignas(kCacheLineSize) std::atomic<uint32_t> epoch_;
   const bool membarrier_;
-  char pad_[kCacheLineSize - sizeof(std::atomic<uint32_t>) - sizeof(bool)];
+  const bool stamps_;
+  char pad_[kCacheLineSize - sizeof(std::atomic<uint32_t>) - 2 * sizeof(bool)];
 };
 
 static_assert(sizeof(EpochClock) == kCacheLineSize, "the clock owns its cache line");

@@ -18,8 +18,9 @@ struct ControlQueues {
 
 }  // namespace transport_internal
 
-RingRegistry::RingRegistry(uint32_t capacity_log2)
+RingRegistry::RingRegistry(uint32_t capacity_log2, uint32_t stamp_log2)
     : capacity_log2_(capacity_log2),
+      stamp_log2_(stamp_log2),
       queues_(std::make_unique<transport_internal::ControlQueues>()) {
   by_id_.push_back(nullptr);  // id 0 is "unknown"
 }
@@ -42,7 +43,7 @@ SpscRing* RingRegistry::AcquireRing() noexcept {
       next_id_.fetch_sub(1, std::memory_order_relaxed);
       return nullptr;
     }
-    ring = SpscRing::Create(id, capacity_log2_);
+    ring = SpscRing::Create(id, capacity_log2_, stamp_log2_);
     if (ring == nullptr) return nullptr;
     CountAcquisition(ring);  // before the notice: see first_ring_id()
     if (!queues_->notices.enqueue(Notice{ring, Change::kRegistered})) {
@@ -100,8 +101,11 @@ size_t RingRegistry::DequeueNotices(Notice* out, size_t max) noexcept {
 }
 
 uint64_t RingRegistry::mapped_bytes() const noexcept {
+  const uint64_t capacity = uint64_t{1} << capacity_log2_;
+  uint64_t stamps = 1;
+  while (stamps < (capacity >> stamp_log2_) + 2) stamps *= 2;
   return uint64_t{ring_count()} *
-         (sizeof(SpscRing) + (uint64_t{1} << capacity_log2_) * sizeof(Event));
+         (sizeof(SpscRing) + capacity * sizeof(Event) + stamps * sizeof(uint64_t));
 }
 
 }  // namespace memtrace

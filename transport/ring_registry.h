@@ -52,8 +52,10 @@ class RingRegistry {
     Change change;
   };
 
-  // Every ring this registry creates has 2^capacity_log2 slots.
-  explicit RingRegistry(uint32_t capacity_log2);
+  // Every ring this registry creates has 2^capacity_log2 slots and an order stamp every
+  // 2^stamp_log2 of them (spsc_ring.h).
+  explicit RingRegistry(uint32_t capacity_log2,
+                        uint32_t stamp_log2 = SpscRing::kDefaultStampLog2);
   ~RingRegistry();
 
   RingRegistry(const RingRegistry&) = delete;
@@ -122,6 +124,7 @@ class RingRegistry {
   void CountAcquisition(const SpscRing* ring) noexcept;
 
   const uint32_t capacity_log2_;
+  const uint32_t stamp_log2_;
   std::unique_ptr<transport_internal::ControlQueues> queues_;
   // Ids are handed out once; 0 is never a ring id (ticket 0 means unknown).
   std::atomic<uint32_t> next_id_{1};

@@ -15,20 +15,33 @@
 
 namespace memtrace {
 
-SpscRing::SpscRing(uint32_t id, uint64_t mask, Event* slots, size_t mapped_bytes) noexcept
+SpscRing::SpscRing(uint32_t id, uint64_t mask, Event* slots, uint64_t* stamps,
+                   uint32_t stamp_log2, uint64_t stamp_count, size_t mapped_bytes) noexcept
     : producer_check_((mask + 1) / 4 == 0 ? 1 : (mask + 1) / 4),
       id_(id), mask_(mask), slots_(slots),
-      mapped_bytes_(mapped_bytes) {}
+      mapped_bytes_(mapped_bytes),
+      stamps_(stamps),
+      stamp_interval_mask_((uint64_t{1} << stamp_log2) - 1),
+      stamp_index_mask_(stamp_count - 1),
+      stamp_log2_(stamp_log2) {}
 
-SpscRing* SpscRing::Create(uint32_t id, uint32_t capacity_log2) noexcept {
+SpscRing* SpscRing::Create(uint32_t id, uint32_t capacity_log2, uint32_t stamp_log2) noexcept {
   if (capacity_log2 < kMinCapacityLog2 || capacity_log2 > kMaxCapacityLog2) return nullptr;
+  if (stamp_log2 > kMaxStampLog2) return nullptr;
   const uint64_t capacity = uint64_t{1} << capacity_log2;
-  // One mapping holds the ring object followed by its slots.
-  const size_t bytes = sizeof(SpscRing) + capacity * sizeof(Event);
+  // Unread records span at most capacity / interval + 1 segments, and the drainer also
+  // reads the stamp after the last (the header): a power of two above that many.
+  uint64_t stamp_count = 1;
+  while (stamp_count < (capacity >> stamp_log2) + 2) stamp_count *= 2;
+  // One mapping holds the ring object, its slots, then its stamps.
+  const size_t bytes =
+      sizeof(SpscRing) + capacity * sizeof(Event) + stamp_count * sizeof(uint64_t);
   void* memory = transport_internal::MapZeroed(bytes);
   if (memory == nullptr) return nullptr;
   auto* slots = reinterpret_cast<Event*>(static_cast<char*>(memory) + sizeof(SpscRing));
-  return new (memory) SpscRing(id, capacity - 1, slots, bytes);
+  auto* stamps = reinterpret_cast<uint64_t*>(slots + capacity);
+  return new (memory)
+      SpscRing(id, capacity - 1, slots, stamps, stamp_log2, stamp_count, bytes);
 }
 
 void SpscRing::Destroy(SpscRing* ring) noexcept {

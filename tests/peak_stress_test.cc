@@ -1,0 +1,225 @@
+// Copyright 2026 The memtrace Authors.
+//
+// Peaks under concurrency, through the public API only: in every run the true peak, which
+// the test computes itself, lies inside the interval memtrace reports, for the totals, for
+// each layer and for each scope.
+//
+//   - Barrier phases, with no Flush(): every thread allocates, all meet at a barrier,
+//     every thread frees, all meet again. Everything allocated in a round is live at once
+//     at the barrier and nothing else is, so the true peak is the largest round's bytes.
+//   - A producer/consumer pipeline: producers allocate and queue blocks, consumers free
+//     them. Each allocation and release is made together with an update of the test's
+//     own counters under one mutex, so the mutex's order is the real order of the traced
+//     operations, and the counters' peaks are the true peaks.
+
+#include <algorithm>
+#include <barrier>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/malloc_allocator.h"
+#include "runtime/scope_table.h"
+#include "runtime/tracer.h"
+
+namespace memtrace {
+namespace {
+
+#ifdef MEMTRACE_SANITIZER
+constexpr int kRuns = 4;
+#else
+constexpr int kRuns = 20;
+#endif
+
+constexpr LayerId kLayers[2] = {layers::kCpuHeap, layers::kFrameArena};
+
+// True peaks, by counter name: "total", "layer:<id>", "scope:<path>".
+using Peaks = std::map<std::string, uint64_t>;
+
+// Checks every true peak against the snapshot's interval for the same counter.
+void ExpectPeaksInside(const Snapshot& snap, const Peaks& truth, int run) {
+  std::map<std::string, UsageCounters> reported;
+  reported["total"] = snap.totals;
+  for (const LayerUsage& l : snap.layers) reported["layer:" + std::to_string(l.layer)] = l.usage;
+  for (const ScopeUsage& s : snap.scopes) reported["scope:" + s.path] = s.usage;
+  for (const auto& [name, peak] : truth) {
+    ASSERT_TRUE(reported.count(name)) << name << " missing from the snapshot, run " << run;
+    const UsageCounters& u = reported[name];
+    EXPECT_LE(u.high_water_low_bytes, peak)
+        << name << ": the interval [" << u.high_water_low_bytes << ", "
+        << u.high_water_high_bytes << "] misses the true peak " << peak << ", run " << run;
+    EXPECT_GE(u.high_water_high_bytes, peak)
+        << name << ": the interval [" << u.high_water_low_bytes << ", "
+        << u.high_water_high_bytes << "] misses the true peak " << peak << ", run " << run;
+    EXPECT_LE(u.high_water_low_bytes, u.high_water_bytes) << name;
+    EXPECT_GE(u.high_water_high_bytes, u.high_water_bytes) << name;
+  }
+  EXPECT_TRUE(snap.integrity.exact()) << snap.integrity.Counters();
+}
+
+// A started tracer with the default Config, and a traced heap on each of kLayers.
+struct TracedRun {
+  std::unique_ptr<Tracer> tracer = Tracer::Create(Config{}).value();
+  bool started = tracer->Start().ok();
+  MallocAllocator heap;
+  TracingAllocator traced[2] = {{tracer.get(), &heap, kLayers[0]},
+                                {tracer.get(), &heap, kLayers[1]}};
+};
+
+TEST(PeakStressTest, BarrierPhasesWithoutFlush) {
+  constexpr int kThreads = 6;
+  constexpr int kRounds = 30;
+  static const ScopeName kEven("phases_even");
+  static const ScopeName kOdd("phases_odd");
+  for (int run = 0; run < kRuns; ++run) {
+    TracedRun t;
+    ASSERT_TRUE(t.started);
+    Tracer* const tracer = t.tracer.get();
+    TracingAllocator* const traced = t.traced;
+    // bytes[round][thread], drawn up front so the truth does not depend on the threads.
+    std::mt19937_64 rng(1000 + run);
+    std::vector<std::vector<std::vector<size_t>>> sizes(
+        kRounds, std::vector<std::vector<size_t>>(kThreads));
+    for (auto& round : sizes) {
+      for (auto& mine : round) {
+        const int blocks = std::uniform_int_distribution<int>(10, 200)(rng);
+        for (int b = 0; b < blocks; ++b) {
+          mine.push_back(std::uniform_int_distribution<size_t>(16, 8192)(rng));
+        }
+      }
+    }
+    std::barrier sync(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        Span span = tracer->Enter(t % 2 == 0 ? kEven : kOdd);
+        TracingAllocator& a = traced[(t / 2) % 2];
+        std::vector<void*> blocks;
+        for (int r = 0; r < kRounds; ++r) {
+          for (size_t n : sizes[r][t]) blocks.push_back(a.Alloc(n, 16, 0));
+          sync.arrive_and_wait();
+          for (size_t i = 0; i < blocks.size(); ++i) {
+            a.Free(Memory{static_cast<std::byte*>(blocks[i]), sizes[r][t][i]}, 16, 0);
+          }
+          blocks.clear();
+          sync.arrive_and_wait();
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    const Snapshot snap = tracer->TakeSnapshot();
+
+    Peaks truth;
+    for (int r = 0; r < kRounds; ++r) {
+      Peaks round;
+      for (int t = 0; t < kThreads; ++t) {
+        uint64_t bytes = 0;
+        for (size_t n : sizes[r][t]) bytes += n;
+        round["total"] += bytes;
+        round["layer:" + std::to_string(kLayers[(t / 2) % 2])] += bytes;
+        round[std::string("scope:") + (t % 2 == 0 ? "phases_even" : "phases_odd")] += bytes;
+      }
+      for (const auto& [name, bytes] : round) truth[name] = std::max(truth[name], bytes);
+    }
+    ExpectPeaksInside(snap, truth, run);
+    ASSERT_TRUE(tracer->Stop().ok());
+  }
+}
+
+TEST(PeakStressTest, ProducerConsumerPipelineWithALinearizedTruth) {
+  constexpr int kProducers = 4;
+  constexpr int kConsumers = 2;
+  constexpr int kBlocksPerProducer = 6000;
+  static const ScopeName kScopes[2] = {ScopeName("pipeline_a"), ScopeName("pipeline_b")};
+  static const ScopeName kConsume("pipeline_consume");
+  for (int run = 0; run < kRuns; ++run) {
+    TracedRun t;
+    ASSERT_TRUE(t.started);
+    Tracer* const tracer = t.tracer.get();
+    TracingAllocator* const traced = t.traced;
+
+    struct Block {
+      void* p;
+      size_t size;
+      int producer;
+    };
+    // The truth: counters changed in the same critical section as the traced operation.
+    std::mutex truth_mu;
+    Peaks live, peak;
+    auto change = [&](int producer, int64_t delta) {
+      const std::string names[3] = {
+          "total", "layer:" + std::to_string(kLayers[producer % 2]),
+          "scope:" + std::string(producer < 2 ? "pipeline_a" : "pipeline_b")};
+      for (const std::string& n : names) {
+        live[n] += static_cast<uint64_t>(delta);
+        peak[n] = std::max(peak[n], live[n]);
+      }
+    };
+    std::mutex queue_mu;
+    std::deque<Block> queue;
+    int producers_left = kProducers;
+
+    std::vector<std::thread> threads;
+    for (int p = 0; p < kProducers; ++p) {
+      threads.emplace_back([&, p] {
+        Span span = tracer->Enter(kScopes[p < 2 ? 0 : 1]);
+        std::mt19937_64 rng(run * 100 + p);
+        for (int i = 0; i < kBlocksPerProducer; ++i) {
+          const size_t size = std::uniform_int_distribution<size_t>(64, 16384)(rng);
+          void* block;
+          {
+            std::lock_guard<std::mutex> lock(truth_mu);
+            block = traced[p % 2].Alloc(size, 16, 0);
+            change(p, static_cast<int64_t>(size));
+          }
+          std::lock_guard<std::mutex> lock(queue_mu);
+          queue.push_back(Block{block, size, p});
+        }
+        std::lock_guard<std::mutex> lock(queue_mu);
+        --producers_left;
+      });
+    }
+    for (int c = 0; c < kConsumers; ++c) {
+      threads.emplace_back([&] {
+        Span span = tracer->Enter(kConsume);
+        for (;;) {
+          Block b{};
+          bool done = false;
+          {
+            std::lock_guard<std::mutex> lock(queue_mu);
+            if (!queue.empty()) {
+              b = queue.front();
+              queue.pop_front();
+            } else {
+              done = producers_left == 0;
+            }
+          }
+          if (b.p == nullptr) {
+            if (done) return;
+            std::this_thread::yield();
+            continue;
+          }
+          std::lock_guard<std::mutex> lock(truth_mu);
+          change(b.producer, -static_cast<int64_t>(b.size));
+          traced[b.producer % 2].Free(Memory{static_cast<std::byte*>(b.p), b.size}, 16, 0);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    const Snapshot snap = tracer->TakeSnapshot();
+    ExpectPeaksInside(snap, peak, run);
+    ASSERT_TRUE(tracer->Stop().ok());
+  }
+}
+
+}  // namespace
+}  // namespace memtrace
