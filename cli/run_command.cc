@@ -172,7 +172,8 @@ std::vector<SettingFromFlag> SettingsFromFlags(const RunOptions& o) {
           {"MEMTRACE_TRACE_FORKS", "--forks", on_off(o.forks)},
           {"MEMTRACE_MMAP", "--mmap", on_off(o.mmap)},
           {"MEMTRACE_TRACER_CPUS", "--tracer-cpus", o.tracer_cpus},
-          {"MEMTRACE_FENCE", "--fence", o.fence}};
+          {"MEMTRACE_FENCE", "--fence", o.fence},
+          {"MEMTRACE_EXACT_ORDER", "--exact-order", on_off(o.exact_order)}};
 }
 
 // The child's environment: ours with the interposer and its settings added.
@@ -335,6 +336,8 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
       o->forks = true;
     } else if (arg == "--mmap") {
       o->mmap = true;
+    } else if (arg == "--exact-order") {
+      o->exact_order = true;
     } else if (arg == "--quiet") {
       o->quiet = true;
     } else if (arg.rfind("-", 0) == 0) {
@@ -431,6 +434,10 @@ const char* RunUsage() {
          "                      membarrier() from memtrace's thread, which interrupts\n"
          "                      each CPU running the program (default), or a fence on\n"
          "                      each recording thread, which interrupts none\n"
+         "  --exact-order       stamp every record with the time (about 12 ns each), so\n"
+         "                      that the records of threads allocating at once are applied\n"
+         "                      in their real order and high-water marks are exact; by\n"
+         "                      default a stamp every 32 records bounds each peak instead\n"
          "  --max-size=SIZE     stop writing events once the capture holds SIZE (2G,\n"
          "                      500M; no limit by default): for a program left traced\n"
          "                      for hours; the trailer still has the whole run's totals\n"

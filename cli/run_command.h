@@ -60,6 +60,7 @@ struct RunOptions {
   bool children = false;
   bool forks = false;
   bool mmap = false;
+  bool exact_order = false;
   bool quiet = false;
   std::vector<std::string> command;  // the program and its arguments; never empty if OK
 };

@@ -1722,6 +1722,7 @@ void Start() {
   rc.ring_capacity_log2 = settings.ring_capacity_log2;
   rc.thread_cpus = settings.tracer_cpus;
   rc.fence = settings.fence;
+  if (settings.exact_order) rc.order_stamp_log2 = 0;
   // Lossless by default: a thread whose ring is full waits (up to a second) for the
   // drainer, and the drainer waits for the disk (below), so a program that allocates
   // faster than its capture can be written is slowed down rather than losing records.
@@ -1744,7 +1745,7 @@ void Start() {
       settings.trace_forks ? "true" : "false", ",\"mmap\":", config.mmap ? "true" : "false",
       ",\"tracer_cpus\":", JsonQuote(settings.tracer_cpus.ToString()),
       ",\"max_bytes\":", settings.max_bytes, ",\"site_capacity\":", settings.site_capacity,
-      "}");
+      ",\"exact_order\":", settings.exact_order ? "true" : "false", "}");
   options.writer_cpus = settings.tracer_cpus;
   if (const std::string shadow = ShadowingMalloc(); !shadow.empty()) {
     // Said here and in the header, so that `memtrace verify` can fail the capture and say

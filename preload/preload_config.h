@@ -45,6 +45,12 @@
 //                            second; "seq_cst": each record pays a fence on its own
 //                            thread instead and no thread is interrupted
 //                            (transport/epoch_clock.h, runtime/config.h)
+//   MEMTRACE_EXACT_ORDER     "1": stamp every record with the time, so that records of
+//                            threads that allocate at once are applied in their real
+//                            order and every peak is exact where the stamps allow
+//                            (Config::order_stamp_log2 = 0; about 12 ns a record on the
+//                            VMs of bench/README.md); "0" (default): a stamp every 32
+//                            records, and peaks with an interval
 //
 // A value that cannot be used is never fatal: the problem is written to stderr, naming
 // the variable, the value and the accepted range, and the documented default is used. A
@@ -82,6 +88,7 @@ struct PreloadConfig {
   // MEMTRACE_TRACER_CPUS: where memtrace's drainer and writer threads run (empty: anywhere).
   CpuList tracer_cpus;
   FenceMode fence = FenceMode::kMembarrier;
+  bool exact_order = false;  // MEMTRACE_EXACT_ORDER
   // MEMTRACE_MAX_BYTES: the capture's size bound (JsonlSinkOptions::max_bytes; 0: none).
   uint64_t max_bytes = 0;
   // MEMTRACE_SITE_CAPACITY: distinct call sites (stacks) kept before "other sites" (the
@@ -110,7 +117,7 @@ inline constexpr std::string_view kPreloadSettingNames[] = {
     "MEMTRACE_UNWIND",      "MEMTRACE_TRACE_CHILDREN", "MEMTRACE_TRACE_FORKS",
     "MEMTRACE_SAMPLE_BYTES", "MEMTRACE_RING_LOG2",  "MEMTRACE_MMAP",
     "MEMTRACE_FENCE",       "MEMTRACE_TRACER_CPUS", "MEMTRACE_MAX_BYTES",
-    "MEMTRACE_SITE_CAPACITY"};
+    "MEMTRACE_SITE_CAPACITY", "MEMTRACE_EXACT_ORDER"};
 
 // One warning for each variable of the environment `env` (null-terminated "NAME=value"
 // strings, or null) whose name starts with "MEMTRACE_" and is no setting: a misspelt

@@ -293,13 +293,34 @@ void Drainer::PlanEpoch(uint32_t epoch) {
   // allocation applied first, which the first ring's going first gives (PollRegistry). A
   // thread sees another's store of the ring count within microseconds (cache coherence),
   // so three epochs (6 ms at the default period) cover it with a wide margin.
-  const bool first_ring_first =
+  first_ring_first_ =
       second_ring_epoch_ != 0 && epoch - second_ring_epoch_ < kFirstRingFirstEpochs;
   // With one ring the records are applied in their real order: exact peaks. With more,
-  // in the order of their stamps, and every peak gets the interval they allow.
+  // in the order of their stamps (where the first ring goes first only as far as
+  // another ring's releases need it: ApplyFrom), and every peak gets the interval they
+  // allow.
   bounded_ = rings > 1;
-  merged_ = bounded_ && clock_->HasStamps() && !first_ring_first;
+  merged_ = bounded_ && clock_->HasStamps();
   ledger_->set_ordered(!bounded_);
+}
+
+uint64_t Drainer::FirstRingBefore(const Cursor& c, uint32_t epoch) const {
+  // The release's window ends at its segment's next stamp (when published).
+  const uint32_t shift = c.ring->stamp_log2();
+  const uint64_t k = c.pos >> shift;
+  uint64_t end = kOpenWindow;
+  if (((k + 1) << shift) < c.limit) {
+    const uint64_t next = c.ring->ReadStamp(k + 1);
+    if (next != 0) end = next;
+  }
+  const Cursor& first = cursors_[0];
+  const uint32_t first_shift = first.ring->stamp_log2();
+  uint64_t p = first.pos;
+  while (p < first.limit && !EpochBefore(epoch, first.ring->Read(p).epoch()) &&
+         first.ring->ReadStamp(p >> first_shift) <= end) {
+    ++p;
+  }
+  return p;
 }
 
 uint64_t Drainer::EstimateTime(const Cursor& c, uint64_t position) const noexcept {
@@ -320,12 +341,17 @@ void Drainer::TrackSegment(Cursor& c) {
     // Stamp 0 is "no stamp" (EpochClock::StampNow()): as a start, earlier than any; as an
     // end, an open window. So is the end of a segment whose last stamp is not published
     // yet (its records may go on in a later epoch).
+    // A stamp on every record (Config::order_stamp_log2 = 0) is the record's own time:
+    // its window is that instant.
+    const uint64_t lo = c.ring->ReadStamp(k);
     uint64_t hi = kOpenWindow;
-    if (((k + 1) << shift) < c.limit) {
+    if (shift == 0 && lo != 0) {
+      hi = lo;
+    } else if (((k + 1) << shift) < c.limit) {
       const uint64_t next = c.ring->ReadStamp(k + 1);
       if (next != 0) hi = next;
     }
-    tracker_.Begin(&c.open, c.ring->id(), k, c.ring->ReadStamp(k), hi);
+    tracker_.Begin(&c.open, c.ring->id(), k, lo, hi);
   }
   tracker_.Use(&c.open);
 }
@@ -609,10 +635,13 @@ void Drainer::ApplyMerged(uint32_t epoch, uint64_t budget, bool prefetch) {
     }
     if (best == cursors_.size()) return;
     const Cursor& c = cursors_[best];
+    const uint64_t applied = counters_.events_applied - applied_before;
+    if (applied >= budget) return;
+    // Up to the slice's budget (dependencies may add a few records more).
+    const uint64_t end = std::min(c.limit, c.pos + (budget - applied));
     uint64_t target = c.pos + 1;
-    while (target < c.limit && EstimateTime(c, target) <= next_time) ++target;
+    while (target < end && EstimateTime(c, target) <= next_time) ++target;
     ApplyFrom(best, target, epoch, prefetch);
-    if (counters_.events_applied - applied_before >= budget) return;
   }
 }
 
@@ -658,6 +687,21 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
             break;
           }
           ++counters_.order_conflicts;  // impossible for real input: see the header
+        }
+      }
+      // Just after a second ring appeared, the first ring's blocks may have no tickets
+      // (PlanEpoch): a release another ring made without a ticket waits for the first
+      // ring's records up to the end of its own window, which its block's allocation, made
+      // before it, is among. (In ring-by-ring order the first ring went first anyway.)
+      if (merged_ && first_ring_first_ && index != 0 && IsRelease(e.kind()) &&
+          (e.word2 == 0 || Ticket::RingId(e.word2) == cursors_[0].ring->id()) &&
+          !cursors_[0].on_stack) {
+        const uint64_t first_target = FirstRingBefore(c, epoch);
+        if (first_target > cursors_[0].pos) {
+          cursors_[0].on_stack = true;
+          stack_.emplace_back(0, first_target);
+          blocked = true;
+          break;
         }
       }
       if (bounded_) TrackSegment(c);

@@ -236,6 +236,10 @@ class Drainer {
   // records of it (then in time order, with its peaks bounded), and whether the first
   // ring goes first (a second thread has just begun recording).
   void PlanEpoch(uint32_t epoch);
+  // Where the first ring must be applied to before c's next record, a release made
+  // without a ticket just after a second ring appeared (ApplyFrom): past every record of
+  // the epoch whose segment began by the end of the release's window.
+  uint64_t FirstRingBefore(const Cursor& c, uint32_t epoch) const;
   // Opens the segment of c's next record in the tracker, when it is a new one.
   void TrackSegment(Cursor& c);
   // The bounded epoch's end: each counter's peak interval, into the ledger.
@@ -307,6 +311,7 @@ class Drainer {
   // bounded, when more than one ring has records of it.
   bool bounded_ = false;
   bool merged_ = false;
+  bool first_ring_first_ = false;  // a second ring appeared lately (PlanEpoch)
   // The epoch in which a second ring was first seen: the first ring goes first in it and
   // the two after (PlanEpoch). 0: not yet.
   uint32_t second_ring_epoch_ = 0;

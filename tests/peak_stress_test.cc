@@ -30,6 +30,7 @@
 #include "runtime/malloc_allocator.h"
 #include "runtime/scope_table.h"
 #include "runtime/tracer.h"
+#include "transport/epoch_clock.h"
 
 namespace memtrace {
 namespace {
@@ -63,12 +64,15 @@ void ExpectPeaksInside(const Snapshot& snap, const Peaks& truth, int run) {
     EXPECT_LE(u.high_water_low_bytes, u.high_water_bytes) << name;
     EXPECT_GE(u.high_water_high_bytes, u.high_water_bytes) << name;
   }
-  EXPECT_TRUE(snap.integrity.exact()) << snap.integrity.Counters();
+  // Counters may be inexact under load (a ticket evicted in its own epoch); the peaks
+  // still hold what the records say.
+  EXPECT_TRUE(snap.integrity.complete()) << snap.integrity.Counters();
 }
 
-// A started tracer with the default Config, and a traced heap on each of kLayers.
+// A started tracer with `config`, and a traced heap on each of kLayers.
 struct TracedRun {
-  std::unique_ptr<Tracer> tracer = Tracer::Create(Config{}).value();
+  explicit TracedRun(const Config& config = Config{}) : tracer(Tracer::Create(config).value()) {}
+  std::unique_ptr<Tracer> tracer;
   bool started = tracer->Start().ok();
   MallocAllocator heap;
   TracingAllocator traced[2] = {{tracer.get(), &heap, kLayers[0]},
@@ -135,14 +139,48 @@ TEST(PeakStressTest, BarrierPhasesWithoutFlush) {
   }
 }
 
+// The pipeline: returns the true peaks and the snapshot taken at the end.
+void RunPipeline(const Config& config, int run, Peaks* truth, Snapshot* snapshot);
+
 TEST(PeakStressTest, ProducerConsumerPipelineWithALinearizedTruth) {
+  for (int run = 0; run < kRuns; ++run) {
+    Peaks truth;
+    Snapshot snap;
+    RunPipeline(Config{}, run, &truth, &snap);
+    ExpectPeaksInside(snap, truth, run);
+  }
+}
+
+// With a stamp on every record (`memtrace run --exact-order`), each record has its own
+// time: records made one after another under the test's mutex are applied in that order,
+// and every peak is exact and equal to the truth.
+TEST(PeakStressTest, AStampOnEveryRecordMakesThePeaksExact) {
+  if (!EpochClock().HasStamps()) {
+    GTEST_SKIP() << "this machine's clocksource is not the TSC: stamps would not compare";
+  }
+  Config config;
+  config.order_stamp_log2 = 0;
+  for (int run = 0; run < kRuns / 4; ++run) {
+    Peaks truth;
+    Snapshot snap;
+    RunPipeline(config, run, &truth, &snap);
+    ExpectPeaksInside(snap, truth, run);
+    ASSERT_GT(snap.integrity.bounded_epochs, 0u) << "the threads never recorded at once";
+    EXPECT_TRUE(snap.totals.high_water_exact())
+        << "[" << snap.totals.high_water_low_bytes << ", " << snap.totals.high_water_high_bytes
+        << "]";
+    EXPECT_EQ(snap.totals.high_water_bytes, truth["total"]);
+  }
+}
+
+void RunPipeline(const Config& config, int run, Peaks* truth, Snapshot* snapshot) {
   constexpr int kProducers = 4;
   constexpr int kConsumers = 2;
   constexpr int kBlocksPerProducer = 6000;
   static const ScopeName kScopes[2] = {ScopeName("pipeline_a"), ScopeName("pipeline_b")};
   static const ScopeName kConsume("pipeline_consume");
-  for (int run = 0; run < kRuns; ++run) {
-    TracedRun t;
+  {
+    TracedRun t(config);
     ASSERT_TRUE(t.started);
     Tracer* const tracer = t.tracer.get();
     TracingAllocator* const traced = t.traced;
@@ -215,8 +253,8 @@ TEST(PeakStressTest, ProducerConsumerPipelineWithALinearizedTruth) {
       });
     }
     for (auto& th : threads) th.join();
-    const Snapshot snap = tracer->TakeSnapshot();
-    ExpectPeaksInside(snap, peak, run);
+    *snapshot = tracer->TakeSnapshot();
+    *truth = peak;
     ASSERT_TRUE(tracer->Stop().ok());
   }
 }
