@@ -378,6 +378,34 @@ TEST_F(PreloadTest, EveryEntryPointAcrossThreadsMatchesTheProgramsOwnCounts) {
   }
 }
 
+// `memtrace run --exact-order` (MEMTRACE_EXACT_ORDER): the header says so, the
+// many-threaded program's counts match its own, and the summary shows every peak with
+// its bound (exact, or the interval the stamps allow).
+TEST_F(PreloadTest, ExactOrderStampsEveryRecordAndSaysSo) {
+  const std::string capture = TempDir() + "/exact_order.jsonl";
+  const Result run = RunProgram(
+      {Cli(), "run", "--exact-order", "--output=" + capture, "--", Target(), "threads"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  absl::Status s;
+  const Replay r = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(r.has_trailer);
+  EXPECT_EQ(Field(r.header, "exact_order"), "true") << r.header;
+  EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
+  EXPECT_EQ(r.unknown_releases, 0);
+  const Result summary = RunProgram({Cli(), "summary", capture}, {});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  EXPECT_NE(summary.out.find("peak bound"), std::string::npos) << summary.out;
+  EXPECT_NE(summary.out.find("  peaks      "), std::string::npos) << summary.out;
+
+  const Result plain = RunProgram(
+      {Cli(), "run", "--output=" + capture, "--", Target(), "threads"}, {});
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  const Replay p = ReplayCapture(capture, &s);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Field(p.header, "exact_order"), "false") << p.header;
+}
+
 // `memtrace run --fence=seq_cst` (MEMTRACE_FENCE): epochs close with a fence on each
 // recording thread instead of membarrier(), and the many-threaded program's counts still
 // match its own. A value that is neither is a usage error.
