@@ -37,6 +37,8 @@ constexpr Field kIntegrityFields[] = {
     {"order_conflicts", &CaptureIntegrity::order_conflicts},
     {"late_records", &CaptureIntegrity::late_records},
     {"foreign_span_exits", &CaptureIntegrity::foreign_span_exits},
+    {"nested_records", &CaptureIntegrity::nested_records},
+    {"stalled_claims", &CaptureIntegrity::stalled_claims},
     {"site_overflow", &CaptureIntegrity::site_overflow},
     {"scope_overflow", &CaptureIntegrity::scope_overflow},
     {"ring_capacity", &CaptureIntegrity::ring_capacity},

@@ -83,6 +83,7 @@ __attribute__((always_inline)) inline bool AllocationLedger::InSoleContext(Layer
     // Another layer or scope: the sole pair's counters are the totals up to here.
     SyncSoleContext();
     sole_ = Sole::kEnded;
+    if (tracker_ != nullptr) tracker_->SoleEnded();
     return false;
   }
   if (sole_ == Sole::kUnnamed) {
@@ -109,7 +110,8 @@ __attribute__((always_inline)) inline void AllocationLedger::Account(LayerId lay
   const bool sole = InSoleContext(layer, scope);
   if (tracker_ != nullptr) {
     tracker_->Change(layer, scope,
-                     allocate ? static_cast<int64_t>(bytes) : -static_cast<int64_t>(bytes));
+                     allocate ? static_cast<int64_t>(bytes) : -static_cast<int64_t>(bytes),
+                     !sole);
   }
   const bool ordered = ordered_;
   auto apply = [&](UsageCounters& c) {
@@ -131,12 +133,21 @@ void AllocationLedger::AccountResize(LayerId layer, uint32_t scope, uint64_t fro
   // Asked first: a change that ends the sole mode must not be in the sole pair's copy.
   const bool sole = InSoleContext(layer, scope);
   if (tracker_ != nullptr) {
-    tracker_->Change(layer, scope, static_cast<int64_t>(to) - static_cast<int64_t>(from));
+    tracker_->Change(layer, scope, static_cast<int64_t>(to) - static_cast<int64_t>(from),
+                     !sole);
   }
   totals_.Resize(from, to, ordered_);
   if (sole) return;
   layer_usage_[layer].Resize(from, to, ordered_);
   ScopeCounters(scope).Resize(from, to, ordered_);
+}
+
+void AllocationLedger::WidenAfterSoleEnded() {
+  // Their peaks before the split are the totals' peak then, which the totals' interval
+  // holds; their own intervals hold what came after.
+  for (UsageCounters* c : {&layer_usage_[sole_layer_], &ScopeCounters(sole_scope_)}) {
+    c->BoundHighWater(0, totals_.high_water_high_bytes);
+  }
 }
 
 void AllocationLedger::BoundHighWater(uint64_t key, int64_t low, int64_t high, int64_t net) {

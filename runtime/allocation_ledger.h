@@ -128,6 +128,10 @@ class AllocationLedger {
   // and its peak during the epoch lay in [low, high] relative to its value when the epoch
   // began: its high-water interval takes that in (UsageCounters::BoundHighWater).
   void BoundHighWater(uint64_t key, int64_t low, int64_t high, int64_t net);
+  // The sole mode (below) ended during the epoch just bounded (PeakTracker::EndEpoch()):
+  // the sole layer's and scope's intervals take in the totals' upper end, which holds
+  // their peak before the split.
+  void WidenAfterSoleEnded();
 
   const UsageCounters& totals() const noexcept { return totals_; }
   // Per-layer and per-scope counters; an id never seen reads as all zeros.

@@ -43,6 +43,8 @@ std::string CaptureIntegrity::Counters() const {
   add("late_records", late_records);
   add("bounded_epochs", bounded_epochs);
   add("foreign_span_exits", foreign_span_exits);
+  add("nested_records", nested_records);
+  add("stalled_claims", stalled_claims);
   if (!out.empty()) out.pop_back();
   return out;
 }

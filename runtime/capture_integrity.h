@@ -61,6 +61,12 @@ struct CaptureIntegrity {
 
   // API misuse that was refused.
   uint64_t foreign_span_exits = 0;  // a Span exited on a thread that did not open it
+  // Records begun on a thread inside another of its records (Recorder::Nested), refused;
+  // each is also in records_failed or events_dropped.
+  uint64_t nested_records = 0;
+  // Rounds that stopped waiting for a record a thread was still writing (Drainer::
+  // AwaitClaims): the record, if it comes, is applied late (late_records).
+  uint64_t stalled_claims = 0;
 
   // Bounded tables.
   uint64_t site_overflow = 0;    // allocations attributed to "other sites"

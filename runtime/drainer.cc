@@ -274,9 +274,19 @@ void Drainer::BeginEpoch(bool final_round, bool flush, uint64_t* records) {
   pending_fenced_ = !SkipHeavyFence(final_round, flush);
   if (pending_fenced_) clock_->HeavyFence();
   // Readers (Inspect, Integrity) see the registry and the ledger between epochs only.
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    PollRegistry();
+  }
+  // Records being written are waited for without the lock: a thread that stopped in the
+  // middle of one holds up this round for a bounded time, and no reader, snapshot or
+  // fork handler at all.
+  ClaimWaits waits;
+  for (Cursor& c : cursors_) *records += AwaitClaims(c, final_round, &waits);
   std::lock_guard<std::mutex> lock(state_mu_);
-  PollRegistry();
-  for (Cursor& c : cursors_) *records += AwaitClaims(c, final_round);
+  counters_.events_dropped += waits.dropped;
+  counters_.stalled_claims += waits.stalled;
+  counters_.max_ring_fill = std::max(counters_.max_ring_fill, waits.max_fill);
   PlanEpoch(epoch);
   applying_ = true;
   slices_ = 0;
@@ -334,10 +344,10 @@ uint64_t Drainer::EstimateTime(const Cursor& c, uint64_t position) const noexcep
   return lo + (((hi - lo) * (position - (k << shift))) >> shift);
 }
 
-void Drainer::TrackSegment(Cursor& c) {
+void Drainer::OpenSegment(Cursor& c) {
   const uint32_t shift = c.ring->stamp_log2();
   const uint64_t k = c.pos >> shift;
-  if (!c.open.active || c.open.segment != k) {
+  {
     // Stamp 0 is "no stamp" (EpochClock::StampNow()): as a start, earlier than any; as an
     // end, an open window. So is the end of a segment whose last stamp is not published
     // yet (its records may go on in a later epoch).
@@ -353,14 +363,15 @@ void Drainer::TrackSegment(Cursor& c) {
     }
     tracker_.Begin(&c.open, c.ring->id(), k, lo, hi);
   }
-  tracker_.Use(&c.open);
 }
 
 void Drainer::BoundPeaks() {
   for (Cursor& c : cursors_) tracker_.Close(&c.open);
-  tracker_.EndEpoch([this](uint64_t key, int64_t low, int64_t high, int64_t net) {
-    ledger_->BoundHighWater(key, low, high, net);
-  });
+  const bool sole_ended = tracker_.EndEpoch(
+      [this](uint64_t key, int64_t low, int64_t high, int64_t net) {
+        ledger_->BoundHighWater(key, low, high, net);
+      });
+  if (sole_ended) ledger_->WidenAfterSoleEnded();
   ++counters_.bounded_epochs;
 }
 
@@ -433,7 +444,7 @@ void Drainer::PollRegistry() {
       ++registrations_seen_;
       const uint64_t start = n.ring->LoadTail();
       cursor_of_ring_[id] = static_cast<int32_t>(cursors_.size());
-      cursors_.push_back(Cursor{n.ring, start, start, false, false, false, {}});
+      cursors_.push_back(Cursor{n.ring, start, start, false, false, false, {}, {}, 0, 0});
       // The first ring the recorder handed out is always the first cursor, applied first
       // in every epoch: its thread records without tickets while it is alone
       // (Recorder::SoleRing()), and another ring's release of its blocks relies on this
@@ -450,20 +461,28 @@ void Drainer::PollRegistry() {
   });
 }
 
-uint64_t Drainer::AwaitClaims(Cursor& c, bool final_round) {
+uint64_t Drainer::AwaitClaims(Cursor& c, bool final_round, ClaimWaits* waits) {
   const uint64_t claim = c.ring->LoadClaim();
   uint64_t head = c.ring->LoadHead();
   // A claim beyond the head is a record being written right now, possibly stamped with the
-  // epoch we are closing. Wait for it to be published, or given back.
-  // Only the final round's wait is bounded (the header), and only it reads the clock.
-  const auto deadline = final_round && head < claim
-                            ? std::chrono::steady_clock::now() + kFinalClaimWait
-                            : std::chrono::steady_clock::time_point::max();
-  while (head < claim) {
+  // epoch we are closing. Wait for it to be published, or given back; a bounded time (the
+  // header), and not again for a claim a round already gave up on that has not moved.
+  const bool waited_before = !final_round && head < claim && c.stalled_head == head &&
+                            c.stalled_claim == claim;
+  const auto deadline =
+      std::chrono::steady_clock::now() + (final_round ? kFinalClaimWait : kClaimWait);
+  while (head < claim && !waited_before) {
     if (c.ring->LoadClaim() <= head) break;
-    if (final_round && std::chrono::steady_clock::now() >= deadline) {
-      // Never published: the operation went ahead without its record (see the header).
-      counters_.events_dropped += c.ring->LoadClaim() - head;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      if (final_round) {
+        // Never published: the operation went ahead without its record (the header).
+        waits->dropped += c.ring->LoadClaim() - head;
+      } else {
+        // Still being written, or never to be: applied late if it comes.
+        ++waits->stalled;
+        c.stalled_head = head;
+        c.stalled_claim = c.ring->LoadClaim();
+      }
       break;
     }
     // A round that began before Stop() was asked for stops waiting too: the thread may be
@@ -476,7 +495,7 @@ uint64_t Drainer::AwaitClaims(Cursor& c, bool final_round) {
     head = c.ring->LoadHead();
   }
   c.limit = head;
-  counters_.max_ring_fill = std::max(counters_.max_ring_fill, head - c.pos);
+  waits->max_fill = std::max(waits->max_fill, head - c.pos);
   return head - c.pos;
 }
 
@@ -615,34 +634,70 @@ bool Drainer::ApplyEpoch(uint32_t epoch, uint64_t share) {
 
 void Drainer::ApplyMerged(uint32_t epoch, uint64_t budget, bool prefetch) {
   const uint64_t applied_before = counters_.events_applied;
-  for (;;) {
-    // The ring whose next record of the epoch is the earliest, and the time of the next
-    // record of any other ring: the first runs until it passes that.
-    size_t best = cursors_.size();
-    uint64_t best_time = ~uint64_t{0};
-    uint64_t next_time = ~uint64_t{0};
-    for (size_t i = 0; i < cursors_.size(); ++i) {
-      const Cursor& c = cursors_[i];
-      if (c.pos >= c.limit || EpochBefore(epoch, c.ring->Read(c.pos).epoch())) continue;
-      const uint64_t t = EstimateTime(c, c.pos);
-      if (best == cursors_.size() || t < best_time) {
-        next_time = best_time;
-        best_time = t;
-        best = i;
-      } else if (t < next_time) {
-        next_time = t;
-      }
+  auto has_records = [&](const Cursor& c) {
+    return c.pos < c.limit && !EpochBefore(epoch, c.ring->Read(c.pos).epoch());
+  };
+  // The rings with records of the epoch left, by the time of their next record: a
+  // min-heap. A ring applied meanwhile as another's dependency keeps its old, earlier key
+  // until it comes up, when the key is corrected (times only grow along a ring).
+  auto later = [](const MergeEntry& a, const MergeEntry& b) { return a.time > b.time; };
+  merge_heap_.clear();
+  for (size_t i = 0; i < cursors_.size(); ++i) {
+    if (has_records(cursors_[i])) {
+      merge_heap_.push_back(MergeEntry{EstimateTime(cursors_[i], cursors_[i].pos), i});
     }
-    if (best == cursors_.size()) return;
-    const Cursor& c = cursors_[best];
+  }
+  std::make_heap(merge_heap_.begin(), merge_heap_.end(), later);
+  while (!merge_heap_.empty()) {
+    std::pop_heap(merge_heap_.begin(), merge_heap_.end(), later);
+    const MergeEntry top = merge_heap_.back();
+    merge_heap_.pop_back();
+    Cursor& c = cursors_[top.index];
+    if (!has_records(c)) continue;
+    const uint64_t time = EstimateTime(c, c.pos);
+    if (time != top.time) {  // moved on as a dependency: back in at its place
+      merge_heap_.push_back(MergeEntry{time, top.index});
+      std::push_heap(merge_heap_.begin(), merge_heap_.end(), later);
+      continue;
+    }
     const uint64_t applied = counters_.events_applied - applied_before;
     if (applied >= budget) return;
-    // Up to the slice's budget (dependencies may add a few records more).
-    const uint64_t end = std::min(c.limit, c.pos + (budget - applied));
-    uint64_t target = c.pos + 1;
-    while (target < end && EstimateTime(c, target) <= next_time) ++target;
-    ApplyFrom(best, target, epoch, prefetch);
+    // This ring runs until its records pass the next ring's next record, and at most to
+    // the slice's budget (dependencies may add a few records more).
+    const uint64_t next_time = merge_heap_.empty() ? ~uint64_t{0} : merge_heap_.front().time;
+    const uint64_t left = budget - applied;  // >= 1; ~0 when the budget is unbounded
+    const uint64_t end = left >= c.limit - c.pos ? c.limit : c.pos + left;
+    ApplyFrom(top.index, RunEnd(c, end, next_time), epoch, prefetch);
+    if (has_records(c)) {
+      merge_heap_.push_back(MergeEntry{EstimateTime(c, c.pos), top.index});
+      std::push_heap(merge_heap_.begin(), merge_heap_.end(), later);
+    }
   }
+}
+
+uint64_t Drainer::RunEnd(const Cursor& c, uint64_t end, uint64_t time) const noexcept {
+  // Segment by segment, with EstimateTime()'s formula solved for the position.
+  const uint32_t shift = c.ring->stamp_log2();
+  // The rest of the current segment runs in any case: its records lie in one window, so
+  // applying them together stays inside the bounds, and a run costs a heap operation.
+  uint64_t p = std::min(end, std::max(c.pos + 1, ((c.pos >> shift) + 1) << shift));
+  while (p < end) {
+    const uint64_t k = p >> shift;
+    const uint64_t lo = c.ring->ReadStamp(k);
+    if (lo > time) break;
+    const uint64_t segment_end = std::min(end, (k + 1) << shift);
+    if (((k + 1) << shift) >= c.limit) return end;  // no next stamp: every estimate is lo
+    const uint64_t hi = c.ring->ReadStamp(k + 1);
+    if (hi <= lo || time >= hi) {
+      p = segment_end;
+      continue;
+    }
+    // EstimateTime(p) <= time exactly for offsets up to this one.
+    const uint64_t last = (k << shift) + (((time - lo) << shift) / (hi - lo));
+    if (last + 1 < segment_end) return std::max(p, last + 1);
+    p = segment_end;
+  }
+  return std::min(p, end);
 }
 
 void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool prefetch) {
@@ -704,7 +759,13 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
           break;
         }
       }
-      if (bounded_) TrackSegment(c);
+      if (bounded_) {
+        // The tracker follows the record's segment (peak_tracker.h).
+        if (!c.open.active || c.open.segment != (c.pos >> c.ring->stamp_log2())) {
+          OpenSegment(c);
+        }
+        tracker_.Use(&c.open);
+      }
       Apply(c, e);
     }
     if (!blocked) {

@@ -191,6 +191,16 @@ class Drainer {
     AllocationLedger::Moved moved;
     // The order-stamp segment being applied, while the epoch is bounded (peak_tracker.h).
     PeakTracker::Open open{};
+    // A record being written that a round stopped waiting for (AwaitClaims): the head
+    // and claim it saw then. Not waited for again while both stay.
+    uint64_t stalled_head = 0;
+    uint64_t stalled_claim = 0;
+  };
+  // What the waits of one round found, for counters_ (written under the state lock).
+  struct ClaimWaits {
+    uint64_t dropped = 0;
+    uint64_t stalled = 0;
+    uint64_t max_fill = 0;
   };
 
   void Run();
@@ -209,11 +219,17 @@ class Drainer {
   bool SkipHeavyFence(bool final_round, bool flush) const noexcept;
   void PollRegistry();
   // Returns how many records the ring holds for this round, after waiting for records
-  // being written to be published. In the final round the wait is bounded
-  // (kFinalClaimWait): a thread stopped for good in the middle of a record (it called
-  // _exit() from a signal handler that interrupted it there) would hold the stop forever.
-  // Its unfinished records are counted in events_dropped.
-  uint64_t AwaitClaims(Cursor& c, bool final_round);
+  // being written to be published. Without the state lock, and bounded: a thread stopped
+  // for good in the middle of a record (it called _exit() or siglongjmp() from a signal
+  // handler that interrupted it there, or pthread_exit(), or was cancelled) would
+  // otherwise hold every round, snapshot and fork handler forever. A round gives up after
+  // kClaimWait (counted in stalled_claims; the record is applied late if it ever comes,
+  // counted in late_records) and does not wait again for the same claim; the final round
+  // waits kFinalClaimWait and counts what never came in events_dropped.
+  uint64_t AwaitClaims(Cursor& c, bool final_round, ClaimWaits* waits);
+  // Long enough that a thread preempted in the middle of a record on a loaded machine
+  // (more busy threads than CPUs) is almost never given up on.
+  static constexpr auto kClaimWait = std::chrono::milliseconds(1000);
   static constexpr auto kFinalClaimWait = std::chrono::milliseconds(1000);
   // Epochs, from the one in which a second ring appears, that apply the first ring first
   // (PlanEpoch).
@@ -229,6 +245,9 @@ class Drainer {
   // its stamps, up to the next record of another ring (the header, step 4), until
   // `budget` records are applied or the epoch is.
   void ApplyMerged(uint32_t epoch, uint64_t budget, bool prefetch);
+  // The end of c's run from c.pos: the first position below `end`, past the end of the
+  // current segment, whose EstimateTime() passes `time`, or `end`.
+  uint64_t RunEnd(const Cursor& c, uint64_t end, uint64_t time) const noexcept;
   // The time, by its ring's stamps, at which the record at `position` of `c` was made:
   // between the stamps around it, in proportion to its place in its segment.
   uint64_t EstimateTime(const Cursor& c, uint64_t position) const noexcept;
@@ -240,8 +259,8 @@ class Drainer {
   // without a ticket just after a second ring appeared (ApplyFrom): past every record of
   // the epoch whose segment began by the end of the release's window.
   uint64_t FirstRingBefore(const Cursor& c, uint32_t epoch) const;
-  // Opens the segment of c's next record in the tracker, when it is a new one.
-  void TrackSegment(Cursor& c);
+  // Opens the segment of c's next record in the tracker (a new one: ApplyFrom checks).
+  void OpenSegment(Cursor& c);
   // The bounded epoch's end: each counter's peak interval, into the ledger.
   void BoundPeaks();
   // The epoch after `epoch`, skipping kClosed and 0 (never an epoch) when the counter wraps.
@@ -271,6 +290,11 @@ class Drainer {
   LineAlignedVector<Cursor> cursors_;
   LineAlignedVector<int32_t> cursor_of_ring_;  // ring id -> index in cursors_, or -1
   LineAlignedVector<std::pair<size_t, uint64_t>> stack_;
+  struct MergeEntry {
+    uint64_t time;  // EstimateTime() of the ring's next record
+    size_t index;   // in cursors_
+  };
+  std::vector<MergeEntry> merge_heap_;  // ApplyMerged()
   uint32_t open_epoch_ = EpochClock::kFirstEpoch;
   int64_t open_epoch_started_ns_ = 0;
   // kRegistered notices polled, against RingRegistry::acquisitions().

@@ -78,6 +78,16 @@ class RangeMin {
 
 PeakInterval BoundPeak(absl::Span<const OrderSegment> input) {
   if (input.empty()) return {};
+  // One ring: its own order is the only one, and the peak is its highest prefix.
+  if (std::all_of(input.begin(), input.end(),
+                  [&](const OrderSegment& s) { return s.ring == input[0].ring; })) {
+    int64_t c = 0, peak = 0;
+    for (const OrderSegment& s : input) {
+      peak = std::max(peak, c + s.max_prefix);
+      c += s.net;
+    }
+    return PeakInterval{peak, peak};
+  }
   const std::vector<OrderSegment> segs = Normalize(input);
 
   // The pieces: instant i is piece 2i + 1, the open interval after it 2i + 2, and the

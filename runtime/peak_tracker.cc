@@ -18,6 +18,11 @@ void PeakTracker::Begin(Open* open, uint32_t ring, uint64_t segment, uint64_t lo
   open->others.clear();
 }
 
+void PeakTracker::ChangeSplit(Open* o, LayerId layer, uint32_t scope, int64_t delta) {
+  Find(o, LayerKey(layer)).Add(delta);
+  Find(o, ScopeKey(scope)).Add(delta);
+}
+
 void PeakTracker::Push(const Open& o, uint64_t key, const SegmentSum& sum) {
   OrderSegment s;
   s.ring = o.ring;

@@ -61,35 +61,49 @@ class PeakTracker {
   // Ends `open` (if active): its sums join the epoch's.
   void Close(Open* open);
 
-  // A counter change, from the ledger: `delta` bytes in `layer` and `scope`.
-  void Change(LayerId layer, uint32_t scope, int64_t delta) {
+  // A counter change, from the ledger: `delta` bytes in `layer` and `scope`. `split`:
+  // false while every change so far was in one layer and one scope, whose counters are
+  // then the totals' (AllocationLedger's sole mode): only the totals are tracked.
+  __attribute__((always_inline)) void Change(LayerId layer, uint32_t scope, int64_t delta,
+                                             bool split) {
     Open* const o = current_;
     if (o == nullptr) return;
     o->totals.Add(delta);
-    Find(o, LayerKey(layer)).Add(delta);
-    Find(o, ScopeKey(scope)).Add(delta);
+    ++changes_;
+    if (split) ChangeSplit(o, layer, scope, delta);
+  }
+  // The ledger's sole mode ended (a change in a second layer or scope). If the epoch
+  // being tracked had changes before, the sole layer's and scope's changes until now
+  // were tracked as the totals' only: EndEpoch() says so (`partial`).
+  void SoleEnded() noexcept {
+    if (changes_ != 0) split_mid_epoch_ = true;
   }
 
   // The epoch is over (every Open closed): calls fn(key, low, high, net) once per counter
-  // the epoch changed, with its peak's interval relative to its value at the epoch's
-  // start, and its net change over the epoch. Then forgets the epoch.
+  // the epoch changed, the totals first, with its peak's interval relative to its value
+  // at the epoch's start, and its net change over the epoch. Returns whether the sole
+  // mode ended during the epoch (SoleEnded()): then the sole layer's and scope's
+  // intervals cover only the epoch's changes after that. Then forgets the epoch.
   template <typename Fn>
-  void EndEpoch(Fn&& fn) {
+  bool EndEpoch(Fn&& fn) {
     current_ = nullptr;
     SortClosed();
-    std::vector<OrderSegment> group;
     for (size_t i = 0; i < closed_.size();) {
       const uint64_t key = closed_[i].key;
-      group.clear();
+      group_.clear();
       int64_t net = 0;
       for (; i < closed_.size() && closed_[i].key == key; ++i) {
-        group.push_back(closed_[i].segment);
+        group_.push_back(closed_[i].segment);
         net += closed_[i].segment.net;
       }
-      const PeakInterval bound = BoundPeak(group);
+      const PeakInterval bound = BoundPeak(group_);
       fn(key, bound.low, bound.high, net);
     }
     closed_.clear();
+    const bool partial = split_mid_epoch_;
+    split_mid_epoch_ = false;
+    changes_ = 0;
+    return partial;
   }
 
  private:
@@ -99,19 +113,29 @@ class PeakTracker {
     OrderSegment segment;
   };
 
+  // The sum of `key` in `o`: most changes of a segment fall in the layer and scope of the
+  // one before, so those are looked at first.
   static SegmentSum& Find(Open* o, uint64_t key) {
-    for (auto& [k, sum] : o->others) {
-      if (k == key) return sum;
+    const size_t n = o->others.size();
+    for (size_t i = n >= 2 ? n - 2 : 0; i < n; ++i) {
+      if (o->others[i].first == key) return o->others[i].second;
+    }
+    for (size_t i = 0; i + 2 < n; ++i) {
+      if (o->others[i].first == key) return o->others[i].second;
     }
     return o->others.emplace_back(key, SegmentSum{}).second;
   }
   void Push(const Open& o, uint64_t key, const SegmentSum& sum);
+  static void ChangeSplit(Open* o, LayerId layer, uint32_t scope, int64_t delta);
   // Orders closed_ by counter, then ring, then closing order (BoundPeak's input).
   void SortClosed();
 
   Open* current_ = nullptr;
   std::vector<Closed> closed_;
+  std::vector<OrderSegment> group_;  // EndEpoch()'s input to BoundPeak, kept for its room
   uint64_t seq_ = 0;
+  uint64_t changes_ = 0;  // changes tracked in this epoch
+  bool split_mid_epoch_ = false;
 };
 
 }  // namespace memtrace

@@ -133,6 +133,8 @@ uint64_t Recorder::SendStack(uint64_t hash, const uint64_t* frames, uint32_t dep
     if (ring == nullptr) return frames[0];
   }
   const uint32_t records = (n + 1) / 2;
+  // Inside another record of this thread (Begin()): keep the return address instead.
+  if (ring->ClaimOpen()) return frames[0];
   uint64_t pos;
   // No waiting and no loss counted: without its frames the allocation keeps its caller.
   if (!ring->TryClaim(records, &pos)) return frames[0];
@@ -247,6 +249,12 @@ RecordResult Recorder::Overflowed(SpscRing* ring, bool allocation) noexcept {
   return RecordResult::kFailed;
 }
 
+RecordResult Recorder::Nested(SpscRing* ring, bool allocation) noexcept {
+  // Relaxed: a statistic, on a path real programs take rarely.
+  nested_records_.fetch_add(1, std::memory_order_relaxed);
+  return Overflowed(ring, allocation);  // counted as failed or dropped, like a full ring
+}
+
 RecordResult Recorder::NoRing(bool allocation) noexcept {
   // Relaxed: a statistic.
   static_cast<void>(allocation);  // either way the record is lost and counted here
@@ -292,6 +300,7 @@ CaptureIntegrity Recorder::Integrity() const {
   out.events_dropped += refused_other_.load(std::memory_order_relaxed);
   out.ticket_evictions = tickets_.fresh_evictions();
   out.foreign_span_exits = foreign_span_exits_.load(std::memory_order_relaxed);
+  out.nested_records = nested_records_.load(std::memory_order_relaxed);
   return out;
 }
 

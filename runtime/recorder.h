@@ -17,6 +17,11 @@
 // allocate and map memory); so does a ring found full under
 // OverflowPolicy::kWaitThenFail, which waits a bounded time (config.h).
 //
+// Nesting: one record at a time per thread. A record begun while the thread's ring has a
+// claim open (between BeginRemap and its commit, or in a signal handler that interrupted
+// a record) is refused (kFailed) and counted in nested_records, never written over the
+// open claim's slots.
+//
 // Results of a record:
 //   kRecorded      the record is in the ring and will be applied.
 //   kNotRecording  the recorder is stopped; the operation is not traced (counted).
@@ -378,6 +383,8 @@ class Recorder {
       ring = Bind();
       if (ring == nullptr) return NoRing(allocation);
     }
+    // A record begun inside another on this thread would take the other's slots.
+    if (__builtin_expect(ring->ClaimOpen(), 0)) return Nested(ring, allocation);
     uint64_t pos;
     if (__builtin_expect(!ring->TryClaim(n, &pos), 0)) {
       if (!WaitForSpace(ring, n, &pos)) return Overflowed(ring, allocation);
@@ -480,6 +487,11 @@ class Recorder {
   SpscRing* Bind() noexcept;
   bool WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept;
   RecordResult Overflowed(SpscRing* ring, bool allocation) noexcept;
+  // A record begun while this thread's ring has a claim open (SpscRing::ClaimOpen()): a
+  // call made between BeginRemap() and its commit (a traced backing allocator, a census
+  // update, a scope), or a signal handler that interrupted a record. Refused and counted
+  // (as failed or dropped, and in nested_records), never written over the open claim.
+  RecordResult Nested(SpscRing* ring, bool allocation) noexcept;
   RecordResult NoRing(bool allocation) noexcept;
   RecordResult NotRecording() noexcept;
   RecordResult Refuse(bool allocation) noexcept;
@@ -513,6 +525,7 @@ class Recorder {
   std::atomic<uint64_t> refused_allocs_{0};
   std::atomic<uint64_t> refused_other_{0};
   std::atomic<uint64_t> foreign_span_exits_{0};
+  std::atomic<uint64_t> nested_records_{0};
 };
 
 }  // namespace memtrace

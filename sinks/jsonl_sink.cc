@@ -52,6 +52,7 @@ std::string Integrity(const CaptureIntegrity& in) {
       ",\"order_conflicts\":", in.order_conflicts, ",\"late_records\":", in.late_records,
       ",\"bounded_epochs\":", in.bounded_epochs,
       ",\"foreign_span_exits\":", in.foreign_span_exits,
+      ",\"nested_records\":", in.nested_records, ",\"stalled_claims\":", in.stalled_claims,
       ",\"site_overflow\":", in.site_overflow, ",\"scope_overflow\":", in.scope_overflow,
       ",\"max_ring_fill\":", in.max_ring_fill,
       ",\"ring_capacity\":", in.ring_capacity,

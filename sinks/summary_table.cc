@@ -194,9 +194,11 @@ std::string FormatIntegrityBlock(const CaptureIntegrity& in, uint64_t memtrace_b
                         in.unknown_remaps, in.missed_frees);
   absl::StrAppendFormat(&out,
                         "  matching   ticket misses %d, ambiguous %d, ticket evictions %d, "
-                        "order conflicts %d, late records %d, foreign span exits %d\n",
+                        "order conflicts %d, late records %d, stalled claims %d, "
+                        "foreign span exits %d, nested records %d\n",
                         in.ticket_misses, in.ambiguous_matches, in.ticket_evictions,
-                        in.order_conflicts, in.late_records, in.foreign_span_exits);
+                        in.order_conflicts, in.late_records, in.stalled_claims,
+                        in.foreign_span_exits, in.nested_records);
   // Counters above, peaks here: a peak reached while threads recorded at once carries the
   // interval that must hold it (the summary's "peak bound" column).
   if (in.peaks_bounded) {

@@ -132,6 +132,15 @@ class SpscRing {
   // meanwhile. Producer only; for the overflow policy's bounded wait, never the hot path.
   [[nodiscard]] bool AwaitSpace(uint32_t n, uint64_t* position, int64_t timeout_ns) noexcept;
 
+  // Whether a claim is open: TryClaim() was called and neither Publish() nor Unclaim()
+  // has closed it. A record begun while one is open (on the same thread: a signal handler,
+  // or a traced call between Recorder::BeginRemap and its commit) would claim the same
+  // slots, so the recorder refuses it instead (Recorder::Nested). Producer only.
+  bool ClaimOpen() const noexcept {
+    // Relaxed: the producer's own store, read back on its own thread.
+    return claim_.load(std::memory_order_relaxed) != producer_head_;
+  }
+
   // Gives back a claim made by TryClaim() without publishing anything. Producer only.
   void Unclaim() noexcept {
     // Relaxed: see TryClaim(). The consumer treats claim_ == head_ as idle.
