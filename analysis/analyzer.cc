@@ -432,7 +432,16 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       CloseScope(rec.thread, rec.scope);
       break;
     case LineType::kCensus:
-      census_[rec.label] = rec.bytes;
+      // A change adds up in any order (runtime/census.h); a value, from a capture written
+      // before census changes were deltas, replaces. Unsigned: the sum wraps as the
+      // runtime's differences do (Census::Set()).
+      if (rec.has_delta) {
+        int64_t& value = census_[rec.label];
+        value = static_cast<int64_t>(static_cast<uint64_t>(value) +
+                                     static_cast<uint64_t>(rec.delta));
+      } else {
+        census_[rec.label] = rec.bytes;
+      }
       break;
     case LineType::kIntervalBegin:
     case LineType::kIntervalEnd:

@@ -55,7 +55,7 @@ struct Coverage {
   uint64_t allocated_unscoped = 0;
   uint64_t live_scoped = 0;    // at the end of the capture
   uint64_t live_unscoped = 0;
-  int64_t census_bytes = 0;    // sum of the census entries' last values
+  int64_t census_bytes = 0;    // sum of the census entries' values at the end
   uint64_t census_entries = 0;
 };
 
@@ -278,7 +278,8 @@ class Analyzer {
   // The state so far: totals, scopes and layers are current after every Apply(); the
   // attribution, retention and coverage are filled in only by Finish().
   const CaptureSummary& state() const noexcept { return summary_; }
-  // Census values so far: label -> last value.
+  // Census values so far: label -> value (its changes summed, or in captures written
+  // before census changes were deltas, its last value).
   const std::map<uint32_t, int64_t>& census() const noexcept { return census_; }
   // Events applied so far (the 1-based index of the last one), and its time.
   uint64_t events_seen() const noexcept { return events_seen_; }
@@ -321,7 +322,7 @@ class Analyzer {
 
   absl::flat_hash_map<uint32_t, std::vector<OpenScope>> open_scopes_;  // by thread
   absl::flat_hash_map<uint32_t, uint64_t> thread_events_;             // events per thread
-  std::map<uint32_t, int64_t> census_;                                // label -> last value
+  std::map<uint32_t, int64_t> census_;                                // label -> value
   absl::flat_hash_map<uint64_t, uint64_t> temporaries_by_key_;
   std::map<uint32_t, Retention> retention_;
 

@@ -27,7 +27,7 @@ enum Field : uint32_t {
   kOf = 1 << 5, kLayer = 1 << 6, kScope = 1 << 7, kOuter = 1 << 8, kSite = 1 << 9,
   kLabel = 1 << 10, kBytes = 1 << 11, kId = 1 << 12, kParent = 1 << 13, kName = 1 << 14,
   kPath = 1 << 15, kSchema = 1 << 16, kComplete = 1 << 17, kType = 1 << 18,
-  kStart = 1 << 19, kEnd = 1 << 20,
+  kStart = 1 << 19, kEnd = 1 << 20, kDelta = 1 << 21,
 };
 
 struct TypeInfo {
@@ -51,7 +51,8 @@ constexpr TypeInfo kTypes[] = {
     {"arena_reset", LineType::kArenaReset, kT | kThread | kLayer},
     {"scope_enter", LineType::kScopeEnter, kT | kThread | kScope | kOuter},
     {"scope_exit", LineType::kScopeExit, kT | kThread | kScope | kOuter},
-    {"census", LineType::kCensus, kT | kThread | kLabel | kBytes},
+    // And `delta` or, in captures from before census changes, `bytes` (Parse()).
+    {"census", LineType::kCensus, kT | kThread | kLabel},
     {"interval_begin", LineType::kIntervalBegin, kT | kThread},
     {"interval_end", LineType::kIntervalEnd, kT | kThread},
     {"trailer", LineType::kTrailer, kComplete},
@@ -79,6 +80,7 @@ const char* FieldName(uint32_t bit) {
     case kComplete: return "complete";
     case kStart: return "start";
     case kEnd: return "end";
+    case kDelta: return "delta";
     default: return "?";
   }
 }
@@ -168,6 +170,16 @@ class LineParser {
     if (missing != 0) {
       return Error(line, absl::StrCat("a '", info->name, "' line needs field '",
                                       FieldName(missing & (~missing + 1)), "'"));
+    }
+    if (rec->type == LineType::kCensus) {
+      // A change (`delta`), or in older captures the new value (`bytes`): one of the two.
+      const uint32_t amount = seen & (kDelta | kBytes);
+      if (amount == 0) return Error(line, "a 'census' line needs field 'delta'");
+      if (amount == (kDelta | kBytes)) {
+        return Error(line, "a 'census' line has both 'delta' (a change) and 'bytes' (a "
+                           "value); it must have one");
+      }
+      rec->has_delta = amount == kDelta;
     }
     if (rec->type == LineType::kTrailer || rec->type == LineType::kHeader) {
       rec->raw.assign(text.data(), text.size());
@@ -275,6 +287,7 @@ class LineParser {
     if (key == "site") return u32(&rec->site, kSite);
     if (key == "label") return u32(&rec->label, kLabel);
     if (key == "bytes") return i64(&rec->bytes, kBytes);
+    if (key == "delta") return i64(&rec->delta, kDelta);
     if (key == "id") return u32(&rec->id, kId);
     if (key == "parent") return u32(&rec->parent, kParent);
     if (key == "name") return str(&rec->name, kName);
@@ -431,6 +444,8 @@ class StructureChecker {
         break;
       case CaptureEventType::kCensus:
         rec->label = e.label;
+        rec->has_delta = e.has_delta;
+        rec->delta = e.delta;
         rec->bytes = e.bytes;
         break;
       case CaptureEventType::kIntervalBegin:

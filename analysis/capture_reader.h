@@ -70,6 +70,11 @@ struct CaptureRecord {
   uint32_t outer = 0;
   uint32_t site = 0;
   uint32_t label = 0;
+  // Census: the entry's signed change when has_delta (the line's `delta`); otherwise
+  // `bytes`, its new value, as captures written before census changes were deltas hold
+  // it. A reader adds a change to the entry and puts a value in its place.
+  bool has_delta = false;
+  int64_t delta = 0;
   int64_t bytes = 0;
   int64_t mono_ns = 0;  // scope and interval events: the thread's steady clock
   uint32_t category = 0;  // interval events

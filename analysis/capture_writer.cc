@@ -35,6 +35,8 @@ CaptureEvent EventOf(const CaptureRecord& r) {
   e.site = r.site;
   e.label = r.label;
   e.category = r.category;
+  e.has_delta = r.has_delta;
+  e.delta = r.delta;
   e.bytes = r.bytes;
   e.mono_ns = r.mono_ns;
   e.has_weight = r.has_weight;

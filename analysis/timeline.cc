@@ -191,8 +191,10 @@ absl::Status TimelineBuilder::Apply(const CaptureRecord& rec) {
         it = census_series_.emplace(rec.label, out_.series.size() - 1).first;
       }
     }
-    if (it != census_series_.end() && current_[it->second] != rec.bytes) {
-      Record(it->second, rec.bytes);
+    // The analyzer's value, which sums the changes (or takes an older capture's value).
+    const int64_t value = analyzer_.census().at(rec.label);
+    if (it != census_series_.end() && current_[it->second] != value) {
+      Record(it->second, value);
     }
   }
   if (dirty_scopes_.empty()) return absl::OkStatus();

@@ -65,18 +65,77 @@ void Census::RaiseHighWater(Value& v, int64_t now) noexcept {
   }
 }
 
-void Census::Publish(uint32_t id, int64_t bytes) noexcept {
-  // Acquire: pairs with the release store in Attach().
-  if (Recorder* r = recorder_.load(std::memory_order_acquire)) r->RecordCensus(id, bytes);
+void Census::Publish(uint32_t id, int64_t delta) noexcept {
+  if (delta == 0) return;  // nothing changed: nothing to carry
+  Value& v = values_[id];
+  // Acquire: the recorder is fully built before it is used; pairs with the store in
+  // Attach(), which is seq_cst and so also a release.
+  Recorder* const r = recorder_.load(std::memory_order_acquire);
+  if (r != nullptr && r->RecordCensus(id, delta) == RecordResult::kRecorded) {
+    // Relaxed: only a hint that an amount waits (an earlier failed record, or the updates
+    // made before the recorder started). An amount parked concurrently is sent by the
+    // thread that parks it (below), or by this label's next record.
+    if (v.unsent.load(std::memory_order_relaxed) != 0) SendUnsent(id, r);
+    return;
+  }
+  // Seq_cst: the park, then the load of the recorder below, against Attach()'s store of
+  // the recorder, then its exchange of `unsent`: one of the two sees the other (header
+  // comment, "Memory ordering"), so an amount parked during Attach() is not left behind.
+  v.unsent.fetch_add(delta, std::memory_order_seq_cst);
+  if (Recorder* const now = recorder_.load(std::memory_order_seq_cst)) SendUnsent(id, now);
+}
+
+void Census::SendUnsent(uint32_t id, Recorder* recorder) noexcept {
+  Value& v = values_[id];
+  // Seq_cst: pairs with the park in Publish() (header comment, "Memory ordering"). The
+  // exchange takes each parked amount exactly once, whoever else sends at the same time.
+  const int64_t amount = v.unsent.exchange(0, std::memory_order_seq_cst);
+  if (amount != 0 && recorder->RecordCensus(id, amount) != RecordResult::kRecorded) {
+    // Seq_cst: parked again, as in Publish(); this label's next record or the next
+    // Attach() or Tracer::Start() sends it.
+    v.unsent.fetch_add(amount, std::memory_order_seq_cst);
+  }
+}
+
+void Census::SendUnsent() noexcept {
+  // Acquire: pairs with the store in Attach(), as in Publish().
+  Recorder* const r = recorder_.load(std::memory_order_acquire);
+  if (r == nullptr) return;
+  // Acquire: pairs with the release store in Label(); later entries' updates see `r`.
+  const uint32_t n = entries_used_.load(std::memory_order_acquire);
+  for (uint32_t id = 0; id < n; ++id) SendUnsent(id, r);
+}
+
+void Census::Attach(Recorder* recorder) noexcept {
+  // Seq_cst: also a release (the recorder is fully built before updates use it; pairs
+  // with the acquire loads in Publish()), and ordered before the exchanges in
+  // SendUnsent() against the parks in Publish() (header comment, "Memory ordering").
+  Recorder* const before = recorder_.exchange(recorder, std::memory_order_seq_cst);
+  if (before != nullptr && before != recorder) {
+    // Leaving a capture: the next recorder's starts from each entry's whole value.
+    // Relaxed: this is done while no thread updates the census (header comment), so no
+    // update races these stores; SendUnsent()'s exchanges come after them.
+    const uint32_t n = entries_used_.load(std::memory_order_acquire);  // see SendUnsent()
+    for (uint32_t id = 0; id < n; ++id) {
+      values_[id].unsent.store(values_[id].bytes.load(std::memory_order_relaxed),
+                               std::memory_order_relaxed);
+    }
+  }
+  if (recorder != nullptr) SendUnsent();
 }
 
 void Census::Set(CensusLabel label, int64_t bytes) noexcept {
   if (label.id >= limits_.max_entries) return;
   Value& v = values_[label.id];
-  // Relaxed: the value is a statistic; readers want a recent value, not an order.
-  v.bytes.store(bytes, std::memory_order_relaxed);
+  // Relaxed: the value is a statistic; readers want a recent value, not an order. The
+  // RMW gives the value it replaced, so the change recorded is exact under concurrent
+  // updates: the changes of all updates, in their order on `bytes`, add up to the value.
+  const int64_t before = v.bytes.exchange(bytes, std::memory_order_relaxed);
   RaiseHighWater(v, bytes);
-  Publish(label.id, bytes);
+  // Unsigned: the difference of two extreme values wraps instead of overflowing, and a
+  // reader's sum wraps back.
+  Publish(label.id, static_cast<int64_t>(static_cast<uint64_t>(bytes) -
+                                         static_cast<uint64_t>(before)));
 }
 
 void Census::Add(CensusLabel label, int64_t bytes) noexcept {
@@ -85,7 +144,7 @@ void Census::Add(CensusLabel label, int64_t bytes) noexcept {
   // Relaxed: see Set(); the RMW keeps concurrent additions exact.
   const int64_t now = v.bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   RaiseHighWater(v, now);
-  Publish(label.id, now);
+  Publish(label.id, bytes);
 }
 
 absl::Status Census::Set(std::string_view label, int64_t bytes) {

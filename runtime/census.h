@@ -20,9 +20,38 @@
 // Hot path: label a value once (Label() interns under a mutex), then update it through the
 // returned CensusLabel with Set/Add/Subtract, which are one relaxed atomic operation each
 // and, when a recorder is attached, one record (kCensusUpdate) so the census has a time
-// series in captures.
+// series in captures, and one relaxed load that finds no unsent amount (below).
+//
+// What a capture carries: each record holds the entry's signed change, never its new
+// value. The drainer applies one epoch's records ring by ring (or in time-stamp order, a
+// stamp every few records), not in the order threads made them, so of two threads'
+// updates to one label the older value could be applied last; a sum of changes is the
+// same in every order. Set() records the difference from the value it replaced. A change
+// that no record carried (made before a recorder was attached or started, or whose record
+// failed: a full ring) is kept as the entry's `unsent` amount, and the entry's next record,
+// Attach() or Tracer::Start() sends it, so a capture's changes to a label add up to the
+// census's value:
+//
+//   update(d):  bytes += d;  r = recorder;
+//               if r records d:  if unsent != 0: send unsent.exchange(0) to r
+//               else  unsent += d;  if recorder: send unsent.exchange(0), re-park on failure
+//   Attach(r):  recorder = r;  send each entry's unsent.exchange(0) to r
+//
+// Each amount leaves `unsent` through one exchange, so none is sent twice. Leaving a
+// recorder (Attach(nullptr), or Attach() of another) parks each entry's whole value again,
+// so that the next recorder's capture starts from it. Hence: attach a census to a tracer
+// once per capture (attached again after a detach, the capture would get its values
+// twice), and detach or move it while no thread updates it (an update racing the move may
+// reach the next capture twice or not at all; snapshots and trailers, which read the
+// census itself, stay exact).
 //
 // Thread safety: every method is thread-safe.
+//
+// Memory ordering: values and high-water marks are statistics (relaxed). An amount parked
+// by an update while Attach() runs must not be left behind: the update parks (seq_cst
+// RMW on `unsent`) and then loads the recorder (seq_cst); Attach() stores the recorder
+// (seq_cst) and then exchanges `unsent` (seq_cst). In the single total order one of the
+// two sees the other's write, so either the updating thread or Attach() sends the amount.
 //
 // Example:
 //   memtrace::Census census(memtrace::CensusLimits{.max_entries = 64});
@@ -94,12 +123,14 @@ class Census {
   absl::Status Add(std::string_view label, int64_t bytes);
   absl::Status Subtract(std::string_view label, int64_t bytes);
 
-  // Sends every later update to `recorder` as a kCensusUpdate record (null detaches).
-  void Attach(Recorder* recorder) noexcept {
-    // Release: the recorder is fully built before updates use it; pairs with the acquire
-    // load in Publish().
-    recorder_.store(recorder, std::memory_order_release);
-  }
+  // Sends every later update to `recorder` as a kCensusUpdate record, and each entry's
+  // unsent amount now (on the first attach, its whole value). Null detaches. Leaving a
+  // recorder parks each entry's whole value for the next one (see the header comment).
+  void Attach(Recorder* recorder) noexcept;
+
+  // Sends the attached recorder each entry's unsent amount (Tracer::Start() calls it, for
+  // the updates made before the recorder started). Never allocates.
+  void SendUnsent() noexcept;
 
   std::vector<CensusEntry> Entries() const;
   CensusStatus status() const;
@@ -113,10 +144,16 @@ class Census {
   struct Value {
     std::atomic<int64_t> bytes{0};
     std::atomic<int64_t> high_water{0};
+    // The part of `bytes` no record has carried to the attached recorder yet (see the
+    // header comment). Equal to `bytes` while no recorder was ever attached.
+    std::atomic<int64_t> unsent{0};
   };
 
   void RaiseHighWater(Value& v, int64_t now) noexcept;
-  void Publish(uint32_t id, int64_t bytes) noexcept;
+  // Records a change of `delta` for entry `id`, or parks it in `unsent`.
+  void Publish(uint32_t id, int64_t delta) noexcept;
+  // Sends entry `id`'s unsent amount to `recorder`, or parks it again if the record fails.
+  void SendUnsent(uint32_t id, Recorder* recorder) noexcept;
 
   const CensusLimits limits_;
   // Fixed at construction so handles never move; entries_used_ says how many are live.

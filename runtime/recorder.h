@@ -307,10 +307,12 @@ class Recorder {
     return RecordPlain(enter_or_exit, 0, path, time_ns, outer);
   }
 
-  // A census entry's new value.
-  RecordResult RecordCensus(uint32_t label, int64_t value) noexcept {
+  // A census entry changed by `delta` bytes (signed). A change, not the new value: the
+  // drainer applies one epoch's records ring by ring or in stamp order, not in the order
+  // they were made, and a sum of changes is the same in every order (census.h).
+  RecordResult RecordCensus(uint32_t label, int64_t delta) noexcept {
     return RecordPlain(EventKind::kCensusUpdate, layers::kCensus, label,
-                       static_cast<uint64_t>(value), 0);
+                       static_cast<uint64_t>(delta), 0);
   }
 
   // An interval sink phase began or ended.

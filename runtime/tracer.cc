@@ -17,9 +17,22 @@ absl::StatusOr<std::unique_ptr<Tracer>> Tracer::Create(const Config& config) {
   return std::unique_ptr<Tracer>(new Tracer(std::move(recorder).value()));
 }
 
+absl::Status Tracer::Start() {
+  absl::Status s = recorder_->Start();
+  // Acquire: pairs with the exchange in AttachCensus(). The census's updates made before
+  // the start were not recorded; they are sent now (census.h).
+  if (Census* census = census_.load(std::memory_order_acquire); s.ok() && census != nullptr) {
+    census->SendUnsent();
+  }
+  return s;
+}
+
 void Tracer::AttachCensus(Census* census) noexcept {
   // Release/acquire: the census is fully built before a snapshot reads it.
-  if (Census* old = census_.exchange(census, std::memory_order_acq_rel)) old->Attach(nullptr);
+  Census* const old = census_.exchange(census, std::memory_order_acq_rel);
+  // Attached again: detaching and attaching would send its values into this capture twice.
+  if (old == census) return;
+  if (old != nullptr) old->Attach(nullptr);
   if (census != nullptr) census->Attach(recorder_.get());
 }
 

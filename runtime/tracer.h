@@ -73,7 +73,8 @@ class Tracer {
  public:
   static absl::StatusOr<std::unique_ptr<Tracer>> Create(const Config& config);
 
-  absl::Status Start() { return recorder_->Start(); }
+  // Starts recording; an attached census's updates made before now are sent (census.h).
+  absl::Status Start();
   absl::Status Stop() { return recorder_->Stop(); }
   absl::Status Flush() { return recorder_->Flush(); }
   bool running() const noexcept { return recorder_->running(); }
@@ -81,8 +82,9 @@ class Tracer {
   // Opens a scope on the calling thread (span.h).
   Span Enter(const ScopeName& name) noexcept { return Span(recorder_.get(), name); }
 
-  // Shows `census` in every snapshot and sends its updates into this capture (null
-  // detaches). The census must outlive the tracer or be detached first.
+  // Shows `census` in every snapshot and sends its updates into this capture, as signed
+  // changes, starting with its values so far (census.h); null detaches. Attach a census
+  // once per capture. The census must outlive the tracer or be detached first.
   void AttachCensus(Census* census) noexcept;
 
   // A consistent cut after a flush, with layer names and the census filled in.

@@ -138,6 +138,7 @@ void BinaryEncoder::Event(const CaptureEvent& e) {
   }
   uint8_t* const record = Room(kMaxEventBytes);
   record[0] = static_cast<uint8_t>(kBinaryEventTagBase + static_cast<uint8_t>(e.type));
+  if (e.type == CaptureEventType::kCensus && e.has_delta) record[0] |= kBinaryCensusDeltaFlag;
   uint8_t* p = PutVarint(record + 1, e.thread);
   BinaryThreadState& s = threads_.Get(e.thread);
   auto mono = [&] {
@@ -171,7 +172,7 @@ void BinaryEncoder::Event(const CaptureEvent& e) {
       break;
     case CaptureEventType::kCensus:
       p = PutVarint(p, e.label);
-      p = PutVarint(p, ZigZag(static_cast<uint64_t>(e.bytes)));
+      p = PutVarint(p, ZigZag(static_cast<uint64_t>(e.has_delta ? e.delta : e.bytes)));
       break;
     case CaptureEventType::kIntervalBegin:
     case CaptureEventType::kIntervalEnd:
@@ -233,7 +234,9 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
     out->epoch = epoch_;
     return finish(true);
   }
-  const bool weighted = (tag & kBinaryWeightFlag) != 0;
+  // Bit 0x80: a weight on an allocation, a change on a census record (version 3).
+  static_assert(kBinaryWeightFlag == kBinaryCensusDeltaFlag);
+  const bool flagged = (tag & kBinaryWeightFlag) != 0;
   const uint8_t base = tag & static_cast<uint8_t>(~kBinaryWeightFlag);
   // Version 2's short records: an alloc, free, remap or remap_target whose thread and
   // layer (and scope) are the context's (BinaryEventContext).
@@ -245,10 +248,12 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
       full ? base >= kBinaryEventTagBase && base < kBinaryEventTagBase + kCaptureEventTypes
            : version_ >= 2 && base < kBinaryShortTagBase + kCaptureEventTypes &&
                  (IsAllocation(type) || release);
-  if (!known || (weighted && !IsAllocation(type))) {
+  const bool census_delta = flagged && full && type == CaptureEventType::kCensus;
+  const bool weighted = flagged && !census_delta;
+  if (!known || (weighted && !IsAllocation(type)) || (census_delta && version_ < 3)) {
     *error = absl::StrCat("unknown record tag 0x", absl::Hex(tag, absl::kZeroPad2),
-                          " (this reader knows binary encoding versions 1 and 2; the "
-                          "capture's magic says version ", version_, ")");
+                          " (this reader knows binary encoding versions 1 to ", kBinaryVersion,
+                          "; the capture's magic says version ", version_, ")");
     return Result::kError;
   }
   if (!full && !(IsAllocation(type) ? context_.scope_valid : context_.valid)) {
@@ -339,7 +344,8 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
     case CaptureEventType::kCensus: {
       uint64_t bytes = 0;
       ok = r.U32("label", &e.label) && r.Varint(&bytes);
-      e.bytes = static_cast<int64_t>(UnZigZag(bytes));
+      e.has_delta = census_delta;
+      (census_delta ? e.delta : e.bytes) = static_cast<int64_t>(UnZigZag(bytes));
       break;
     }
     case CaptureEventType::kIntervalBegin:

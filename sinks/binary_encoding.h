@@ -10,12 +10,14 @@
 // varints instead of ~150 bytes of text.
 //
 //   file    := magic record*
-//   magic   := "MTRACEB2"                          (8 bytes; "MTRACEB1" is still read)
+//   magic   := "MTRACEB3"                          (8 bytes; "MTRACEB1", "MTRACEB2" are
+//                                                  still read)
 //   record  := 0x01 len:varint json[len]           header, layer, scope, site, module,
 //                                                  trailer: the JSONL line's exact text
 //            | 0x02 epoch:varint dt:zigzag         sets the current `t` (+= dt), `epoch`
 //            | tag fields...                       an event; tag = 0x10 + type, 0x80 set
-//                                                  when a weight follows
+//                                                  when a weight follows (version 3: on
+//                                                  a census, when it holds a change)
 //            | short-tag fields...                 version 2: an alloc, free, remap or
 //                                                  remap_target without the fields it
 //                                                  shares with the event before it
@@ -73,13 +75,14 @@ namespace memtrace {
 
 // The first 8 bytes of a binary capture. The last byte is the encoding version: a change
 // an older reader would misread (a new non-skippable tag, a changed field) raises it.
-// The encoder writes version 2; the decoder reads versions 1 and 2.
-inline constexpr char kBinaryMagic[] = "MTRACEB2";
+// The encoder writes version 3; the decoder reads versions 1 to 3. Version 2 added the
+// short records; version 3 the census record that holds a change (kBinaryCensusDeltaFlag).
+inline constexpr char kBinaryMagic[] = "MTRACEB3";
 inline constexpr size_t kBinaryMagicSize = 8;
 static_assert(sizeof(kBinaryMagic) == kBinaryMagicSize + 1);
 // The magic without its version character.
 inline constexpr std::string_view kBinaryMagicStem = "MTRACEB";
-inline constexpr int kBinaryVersion = 2;
+inline constexpr int kBinaryVersion = 3;
 
 inline constexpr uint8_t kBinaryTagJson = 0x01;
 inline constexpr uint8_t kBinaryTagEpoch = 0x02;
@@ -88,13 +91,16 @@ inline constexpr uint8_t kBinaryEventTagBase = 0x10;  // + CaptureEventType
 // shares with the event before it (BinaryEventContext).
 inline constexpr uint8_t kBinaryShortTagBase = 0x20;
 inline constexpr uint8_t kBinaryWeightFlag = 0x80;    // on alloc and remap_target tags
+// Version 3: on the census tag, the record holds the entry's signed change (what memtrace
+// writes); without it, the entry's new value (what versions 1 and 2 hold).
+inline constexpr uint8_t kBinaryCensusDeltaFlag = 0x80;
 inline constexpr uint8_t kBinarySkippableFirst = 0x40;
 inline constexpr uint8_t kBinarySkippableLast = 0x7f;
 // The longest JSON or skippable payload a reader accepts (a trailer with thousands of
 // scopes is well under a megabyte).
 inline constexpr uint64_t kBinaryMaxPayload = uint64_t{64} << 20;
 
-// The encoding version `bytes` starts with the magic of (1 or 2), or 0: not a binary
+// The encoding version `bytes` starts with the magic of (1 to 3), or 0: not a binary
 // capture (or one of a version this reader does not know).
 int BinaryCaptureVersion(std::string_view bytes);
 // True when `bytes` starts with a binary capture's magic, of a version this reader knows.
@@ -292,7 +298,8 @@ class BinaryDecoder {
   enum class Result : uint8_t { kRecord, kNeedMore, kError };
 
   // `version`: the encoding version of the capture's magic (BinaryCaptureVersion()).
-  // Version 1 has no short records: their tags are errors there.
+  // Version 1 has no short records, and versions 1 and 2 no census changes: their tags
+  // are errors there.
   explicit BinaryDecoder(int version = kBinaryVersion) : version_(version) {}
   void set_version(int version) { version_ = version; }
 

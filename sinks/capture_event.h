@@ -69,7 +69,12 @@ struct CaptureEvent {
   uint32_t site = 0;      // the site table id (not the address)
   uint32_t label = 0;     // census
   uint32_t category = 0;  // interval events
-  int64_t bytes = 0;      // census
+  // Census: the entry's signed change when has_delta (what memtrace writes); otherwise
+  // `bytes`, the entry's new value (captures written before census changes were deltas,
+  // which `memtrace convert` carries over as they are).
+  bool has_delta = false;
+  int64_t delta = 0;
+  int64_t bytes = 0;
   int64_t mono_ns = 0;    // scope and interval events
   // Sampled captures' allocations: `weight` is written when has_weight is set. It is the
   // value a reader of the JSONL line gets (six significant digits; see RoundedWeight()).

@@ -109,7 +109,12 @@ void AppendJsonEvent(const CaptureEvent& e, std::string_view time_fields, std::s
       line.Raw(",\"mono_ns\":").I64(e.mono_ns);
       break;
     case CaptureEventType::kCensus:
-      line.Raw(",\"label\":").U64(e.label).Raw(",\"bytes\":").I64(e.bytes);
+      line.Raw(",\"label\":").U64(e.label);
+      if (e.has_delta) {
+        line.Raw(",\"delta\":").I64(e.delta);
+      } else {
+        line.Raw(",\"bytes\":").I64(e.bytes);
+      }
       break;
     case CaptureEventType::kIntervalBegin:
     case CaptureEventType::kIntervalEnd:

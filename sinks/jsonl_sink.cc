@@ -466,7 +466,8 @@ void JsonlSink::WriteBatch(const Batch& batch) {
       case EventKind::kCensusUpdate:
         c.type = CaptureEventType::kCensus;
         c.label = static_cast<uint32_t>(e.address());
-        c.bytes = static_cast<int64_t>(e.word2);
+        c.has_delta = true;  // a change, not a value (Recorder::RecordCensus)
+        c.delta = static_cast<int64_t>(e.word2);
         break;
       case EventKind::kIntervalBegin:
       case EventKind::kIntervalEnd:

@@ -305,8 +305,13 @@ TEST(AnalyzerTest, TemporariesAndCoverage) {
     text += Alloc(1000 + i, 1, 2, 1, 100 + i) + Free(1000 + i, 100 + i, 200 + i);
   }
   text += Free(20, 3, 4);
+  // Label 0 as captures from before census changes have it: each line the new value.
   text += "{\"type\":\"census\",\"t\":0,\"thread\":1,\"label\":0,\"bytes\":300}\n";
   text += "{\"type\":\"census\",\"t\":0,\"thread\":1,\"label\":0,\"bytes\":500}\n";
+  // Label 1 as memtrace writes it: each line a change, two threads' in one epoch.
+  text += "{\"type\":\"census\",\"t\":0,\"thread\":1,\"label\":1,\"delta\":700}\n";
+  text += "{\"type\":\"census\",\"t\":0,\"thread\":2,\"label\":1,\"delta\":-200}\n";
+  text += "{\"type\":\"census\",\"t\":0,\"thread\":1,\"label\":1,\"delta\":50}\n";
   text += Alloc(30, 7, 2, 1, 5);  // live at the end, scoped
   const auto summary = Analyzer::SummarizeText(text, "tmp.jsonl");
   ASSERT_TRUE(summary.ok()) << summary.status();
@@ -317,8 +322,9 @@ TEST(AnalyzerTest, TemporariesAndCoverage) {
   EXPECT_EQ(c.allocated_scoped, 100u + 20u + 7u);
   EXPECT_EQ(c.live_scoped, 7u);
   EXPECT_EQ(c.live_unscoped, 0u);
-  EXPECT_EQ(c.census_bytes, 500) << "the last value of each census entry";
-  EXPECT_EQ(c.census_entries, 1u);
+  EXPECT_EQ(c.census_bytes, 500 + 550)
+      << "an older capture's value replaces the entry's; a change adds to it";
+  EXPECT_EQ(c.census_entries, 2u);
 }
 
 struct Malformed {
@@ -371,6 +377,13 @@ TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
       {"module without end",
        header + "{\"type\":\"module\",\"path\":\"/bin/x\",\"start\":\"0x1000\"}\n",
        "bad.jsonl:2: a 'module' line needs field 'end'"},
+      {"census without an amount",
+       header + "{\"type\":\"census\",\"t\":1,\"thread\":1,\"label\":0}\n",
+       "bad.jsonl:2: a 'census' line needs field 'delta'"},
+      {"census with a change and a value",
+       header + "{\"type\":\"census\",\"t\":1,\"thread\":1,\"label\":0,\"delta\":1,"
+                "\"bytes\":1}\n",
+       "bad.jsonl:2: a 'census' line has both 'delta' (a change) and 'bytes' (a value)"},
       {"weight below one",
        header + "{\"type\":\"alloc\",\"t\":1,\"thread\":1,\"addr\":\"0x1\",\"size\":4,"
                 "\"layer\":0,\"scope\":0,\"site\":0,\"ticket\":1,\"weight\":0.5}\n",

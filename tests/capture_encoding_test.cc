@@ -199,8 +199,9 @@ TEST(CaptureEncodingTest, SinkWritesTheSameRecordsInBothEncodings) {
                                                                        0x403000}) {
       stack = true;
     }
-    if (r.type == LineType::kCensus && r.bytes < 0) {
-      EXPECT_EQ(r.bytes, -50);
+    if (r.type == LineType::kCensus) {
+      EXPECT_TRUE(r.has_delta) << "the sink writes census changes, not values";
+      EXPECT_TRUE(r.delta == 100 || r.delta == -50) << r.delta;
     }
     if (r.type == LineType::kIntervalEnd) {
       EXPECT_EQ(r.category, 2u);
@@ -387,11 +388,15 @@ TEST(CaptureEncodingTest, ShortRecordsLeaveOutWhatTheEventBeforeThemSays) {
   CaptureEvent weighted = alloc(1, 0x5000, 0, 3, 12);
   weighted.has_weight = true;
   weighted.weight = 64.5013;
-  CaptureEvent census;
+  CaptureEvent census;  // a value, as an older capture converted has it
   census.type = CaptureEventType::kCensus;
   census.thread = 9;
   census.label = 1;
   census.bytes = -5;
+  CaptureEvent census_change = census;  // a change, as memtrace writes it
+  census_change.bytes = 0;
+  census_change.has_delta = true;
+  census_change.delta = -7;
   const std::vector<Case> cases = {
       {release(1, 0x1000, 0, 1, 0), false},  // nothing before it
       {alloc(1, 0x1000, 0, 3, 2), false},    // no allocation before it: no scope yet
@@ -402,6 +407,7 @@ TEST(CaptureEncodingTest, ShortRecordsLeaveOutWhatTheEventBeforeThemSays) {
       {resize, false},                       // resizes are always whole...
       {release(1, 0x1080, 0, 8, 0), true},   // ...and leave the context as it was
       {census, false},                       // so do other events
+      {census_change, false},
       {alloc(1, 0x2000, 1, 4, 9), false},    // another layer
       {release(2, 0x2000, 1, 10, 9), false},  // another thread
       {release(2, 0x3000, 1, 11, 0), true},
@@ -417,7 +423,7 @@ TEST(CaptureEncodingTest, ShortRecordsLeaveOutWhatTheEventBeforeThemSays) {
   encoder.Magic();
   for (const Case& c : cases) encoder.Event(c.event);
   encoder.Flush();
-  ASSERT_EQ(BinaryCaptureVersion(bytes), 2);
+  ASSERT_EQ(BinaryCaptureVersion(bytes), kBinaryVersion);
 
   BinaryDecoder decoder(BinaryCaptureVersion(bytes));
   std::string_view in = std::string_view(bytes).substr(kBinaryMagicSize);
@@ -439,7 +445,14 @@ TEST(CaptureEncodingTest, ShortRecordsLeaveOutWhatTheEventBeforeThemSays) {
     EXPECT_EQ(got.thread, want.thread) << "record " << i;
     EXPECT_EQ(got.layer, want.layer) << "record " << i;
     EXPECT_EQ(got.ticket, want.ticket) << "record " << i;
-    if (want.type == CaptureEventType::kCensus) continue;
+    if (want.type == CaptureEventType::kCensus) {
+      EXPECT_EQ(tag, want.has_delta ? 0x98 : 0x18) << "record " << i;
+      EXPECT_EQ(got.label, want.label) << "record " << i;
+      EXPECT_EQ(got.has_delta, want.has_delta) << "record " << i;
+      EXPECT_EQ(got.delta, want.delta) << "record " << i;
+      EXPECT_EQ(got.bytes, want.bytes) << "record " << i;
+      continue;
+    }
     EXPECT_EQ(got.addr, want.addr) << "record " << i;
     if (IsAllocation(want.type)) {
       EXPECT_EQ(got.scope, want.scope) << "record " << i;
@@ -478,6 +491,26 @@ TEST(CaptureEncodingTest, ShortRecordsAreErrorsWhereTheyCannotBe) {
   const std::string free_v1("\x11\x02\x20\x00\x02\x00", 6);
   EXPECT_EQ(decode(1, free_v1), "no error");
   EXPECT_EQ(decode(2, free_v1), "no error");
+  // A census record that carries a change (tag 0x98: thread 1, label 0, delta -1) is
+  // version 3's; versions 1 and 2 hold values (0x18), which read as values still.
+  const std::string census_change("\x98\x01\x00\x01", 4);
+  const std::string census_value("\x18\x01\x00\x01", 4);
+  EXPECT_NE(decode(2, census_change).find("unknown record tag 0x98"), std::string::npos)
+      << decode(2, census_change);
+  for (int version : {1, 2, 3}) {
+    for (const std::string* record : {&census_value, &census_change}) {
+      if (record == &census_change && version < 3) continue;
+      BinaryDecoder decoder(version);
+      size_t used = 0;
+      BinaryRecord out;
+      std::string error;
+      ASSERT_EQ(decoder.Next(*record, &used, &out, &error), BinaryDecoder::Result::kRecord)
+          << error;
+      EXPECT_EQ(out.event.type, CaptureEventType::kCensus);
+      EXPECT_EQ(out.event.has_delta, record == &census_change) << "version " << version;
+      EXPECT_EQ(record == &census_change ? out.event.delta : out.event.bytes, -1);
+    }
+  }
   // A capture of a version this reader does not know says which.
   const absl::Status s = ReadCaptureText(
       "MTRACEB9\x01\x02{}", "future.mtb", [](const CaptureRecord&) { return absl::OkStatus(); });
@@ -485,7 +518,8 @@ TEST(CaptureEncodingTest, ShortRecordsAreErrorsWhereTheyCannotBe) {
   EXPECT_NE(s.message().find("encoding version '9'"), std::string::npos) << s;
   EXPECT_EQ(BinaryCaptureVersion("MTRACEB1"), 1);
   EXPECT_EQ(BinaryCaptureVersion("MTRACEB2"), 2);
-  EXPECT_EQ(BinaryCaptureVersion("MTRACEB3"), 0);
+  EXPECT_EQ(BinaryCaptureVersion("MTRACEB3"), 3);
+  EXPECT_EQ(BinaryCaptureVersion("MTRACEB4"), 0);
   EXPECT_EQ(BinaryCaptureVersion("MTRACEB"), 0);
 }
 

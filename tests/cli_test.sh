@@ -95,7 +95,7 @@ grep -q "is complete" "$dir/vz.txt" || fail "zstd verify output: $(cat "$dir/vz.
 # The binary encoding (.mtb): written by the sink for .mtb paths, read by every command,
 # and `memtrace convert` turns either encoding into the other (JSONL back byte for byte).
 "$workload" --requests=500 --workers=2 --capture="$dir/b.mtb" > /dev/null 2>&1 || fail "binary capture"
-[[ "$(head -c 8 "$dir/b.mtb")" == "MTRACEB2" ]] || fail "b.mtb is not binary: $(head -c 16 "$dir/b.mtb" | od -c | head -1)"
+[[ "$(head -c 8 "$dir/b.mtb")" == "MTRACEB3" ]] || fail "b.mtb is not binary: $(head -c 16 "$dir/b.mtb" | od -c | head -1)"
 "$memtrace" verify "$dir/b.mtb" > "$dir/vb.txt" || fail "verify of a binary capture: $(cat "$dir/vb.txt")"
 grep -q "is complete" "$dir/vb.txt" || fail "binary verify output: $(cat "$dir/vb.txt")"
 "$memtrace" summary --json "$dir/b.mtb" > "$dir/sb.json" || fail "summary --json of a binary capture"

@@ -1,23 +1,65 @@
 // Copyright 2026 The memtrace Authors.
 //
-// Census bounds and errors, the participation context (disabled and enabled), interval
-// sinks, and scopes carried across threads.
+// Census bounds and errors, census updates as a capture carries them (concurrent updates
+// rebuilt from the capture's events by the analyzer), the participation context (disabled
+// and enabled), interval sinks, and scopes carried across threads.
 
 #include <atomic>
+#include <cstdlib>
+#include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "analysis/analyzer.h"
+#include "analysis/capture_reader.h"
 #include "runtime/census.h"
 #include "runtime/context.h"
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
+#include "sinks/jsonl_sink.h"
 #include "sinks/summary_table.h"
 
 namespace memtrace {
 namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+// A tracer (not started yet) whose capture a JSONL sink writes to a file.
+struct Capture {
+  std::unique_ptr<JsonlSink> sink;
+  std::unique_ptr<Tracer> tracer;
+};
+
+Capture OpenCapture(const std::string& path) {
+  Capture c{JsonlSink::Open(path).value(), Tracer::Create(Config{}).value()};
+  EXPECT_TRUE(c.tracer->recorder().SetObserver(c.sink.get()).ok());
+  return c;
+}
+
+// Stops the tracer, writes the trailer and detaches the census; the final snapshot.
+Snapshot FinishCapture(Capture& c) {
+  EXPECT_TRUE(c.tracer->Stop().ok());
+  Snapshot snap = c.tracer->TakeSnapshot();
+  EXPECT_TRUE(c.sink->Finish(snap).ok());
+  c.tracer->AttachCensus(nullptr);
+  return snap;
+}
+
+// Each census label's value as the CLI's analyzer rebuilds it from the capture's events.
+std::map<uint32_t, int64_t> ReplayedCensus(const std::string& path) {
+  Analyzer analyzer;
+  const absl::Status s =
+      ReadCapture(path, [&](const CaptureRecord& r) { return analyzer.Apply(r); });
+  EXPECT_TRUE(s.ok()) << s;
+  return analyzer.census();
+}
 
 TEST(CensusTest, SetAddSubtractByLabelAndHandle) {
   Census census;
@@ -103,6 +145,107 @@ TEST(CensusTest, AppearsInSnapshotsAndSummariesBesideTheTotals) {
   EXPECT_NE(summary.find("64.0 MiB"), std::string::npos);
   EXPECT_NE(summary.find("census status: EXHAUSTED"), std::string::npos);
   tracer->AttachCensus(nullptr);
+}
+
+// Threads take turns adding to and subtracting from one label, with no Flush between, so
+// that one drainer epoch holds updates from several rings in a known real order. The
+// drainer applies an epoch's records ring by ring (or in time-stamp order, a stamp every
+// few records), not in that order: the first thread makes the last update, but its last
+// records come first in their stamp window. The capture's census events must give the
+// census's final value in any order of application. Each label is one such run.
+TEST(CensusTest, ConcurrentUpdatesReplayToTheCensusFinalValue) {
+  const std::string path = TempPath("census_concurrent.jsonl");
+  Capture capture = OpenCapture(path);
+  ASSERT_TRUE(capture.tracer->Start().ok());
+  Census census;
+  capture.tracer->AttachCensus(&census);
+  const Context ctx(capture.tracer.get(), layers::kCpuHeap, &census);
+  constexpr int kLabels = 8;
+  constexpr int kThreads = 4;
+  constexpr int kTurns = kThreads * 100 + 1;  // per label; thread 0 takes the last
+  std::vector<CensusLabel> labels;
+  std::vector<int64_t> expected;
+  for (int l = 0; l < kLabels; ++l) {
+    labels.push_back(census.Label("shared/" + std::to_string(l)).value());
+    census.Set(labels.back(), 1000 * (l + 1));
+    expected.push_back(1000 * (l + 1));
+    for (int turn = 0; turn < kTurns; ++turn) {
+      const int t = turn % kThreads;
+      expected.back() += turn % 2 == 0 ? 100 + t : -(90 + t);
+    }
+    std::atomic<int> turn{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int mine = t; mine < kTurns; mine += kThreads) {
+          // Acquire: pairs with the release store below; only a hand-over of turns, the
+          // census orders nothing by it.
+          while (turn.load(std::memory_order_acquire) != mine) std::this_thread::yield();
+          if (mine % 2 == 0) {
+            census.Add(labels[l], 100 + t);
+          } else if (t % 2 == 0) {
+            census.Subtract(labels[l], 90 + t);
+          } else {
+            ctx.CensusSubtract(labels[l], 90 + t);
+          }
+          // Release: pairs with the acquire load above, in the next turn's thread.
+          turn.store(mine + 1, std::memory_order_release);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+  const Snapshot snap = FinishCapture(capture);
+
+  EXPECT_EQ(snap.integrity.events_recorded, uint64_t{kLabels} * (1 + kTurns))
+      << "every update is in the capture";
+  const std::vector<CensusEntry> entries = census.Entries();
+  const std::map<uint32_t, int64_t> replayed = ReplayedCensus(path);
+  int64_t total = 0;
+  for (int l = 0; l < kLabels; ++l) {
+    total += expected[l];
+    ASSERT_EQ(entries[labels[l].id].bytes, expected[l]);
+    ASSERT_EQ(replayed.count(labels[l].id), 1u);
+    EXPECT_EQ(replayed.at(labels[l].id), expected[l]) << entries[labels[l].id].label;
+  }
+  const auto summary = Analyzer::Summarize(path);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->coverage.census_bytes, total);
+}
+
+// The changes a capture carries add up to the census's values even for what no record
+// carried when it happened: values set before the census was attached, updates made
+// before the tracer started, and, in a second tracer's capture, the values the census
+// had when it moved there.
+TEST(CensusTest, ValuesFromBeforeAttachStartAndAMoveReachTheCapture) {
+  Census census;
+  const CensusLabel early = census.Label("early").value();
+  const CensusLabel before_start = census.Label("before_start").value();
+  census.Set(early, 500);
+  census.Add(early, 20);
+  const std::string first = TempPath("census_first.jsonl");
+  {
+    Capture capture = OpenCapture(first);
+    capture.tracer->AttachCensus(&census);  // not started: nothing is recorded yet
+    census.Add(before_start, 64);
+    capture.tracer->AttachCensus(&census);  // attached again: no second copy of the values
+    ASSERT_TRUE(capture.tracer->Start().ok());
+    census.Subtract(early, 1);
+    FinishCapture(capture);
+  }
+  census.Add(before_start, 36);  // between the captures
+  const std::string second = TempPath("census_second.jsonl");
+  {
+    Capture capture = OpenCapture(second);
+    ASSERT_TRUE(capture.tracer->Start().ok());
+    capture.tracer->AttachCensus(&census);
+    census.Set(early, 1000);
+    FinishCapture(capture);
+  }
+  const std::map<uint32_t, int64_t> want_first = {{early.id, 519}, {before_start.id, 64}};
+  EXPECT_EQ(ReplayedCensus(first), want_first);
+  const std::map<uint32_t, int64_t> want_second = {{early.id, 1000}, {before_start.id, 100}};
+  EXPECT_EQ(ReplayedCensus(second), want_second);
 }
 
 TEST(ContextTest, DisabledContextIsInert) {

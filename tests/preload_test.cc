@@ -359,7 +359,7 @@ TEST_F(PreloadTest, EveryEntryPointAcrossThreadsMatchesTheProgramsOwnCounts) {
     EXPECT_NE(run.err.find("capture complete"), std::string::npos) << run.err;
     // After the summary, where to look next.
     EXPECT_NE(run.err.find("next: memtrace top " + capture + " "), std::string::npos) << run.err;
-    EXPECT_EQ(ReadFile(capture).substr(0, 8) == "MTRACEB2", extension == std::string(".mtb"));
+    EXPECT_EQ(ReadFile(capture).substr(0, 8) == "MTRACEB3", extension == std::string(".mtb"));
     absl::Status s;
     const Replay r = ReplayCapture(capture, &s);
     ASSERT_TRUE(s.ok()) << s;
@@ -485,7 +485,7 @@ TEST_F(PreloadTest, DefaultCaptureIsBinary) {
     EXPECT_TRUE(absl::StartsWith(files[0], "memtrace-")) << files[0];
     EXPECT_TRUE(absl::EndsWith(files[0], ".mtb")) << files[0];
     const std::string capture = dir + "/" + files[0];
-    EXPECT_EQ(ReadFile(capture).substr(0, 8), "MTRACEB2");
+    EXPECT_EQ(ReadFile(capture).substr(0, 8), "MTRACEB3");
     absl::Status s;
     const Replay r = ReplayCapture(capture, &s);
     ASSERT_TRUE(s.ok()) << s;
@@ -1608,7 +1608,7 @@ TEST_F(PreloadTest, AForkedChildNeverOverwritesACaptureWithItsPidInTheName) {
   const std::string taken = dir + "/cap." + pid + ".mtb";
   if (ReadFile(taken) != "placeholder\n" && access((dir + "/cap." + pid + ".2.mtb").c_str(),
                                                    F_OK) != 0 &&
-      ReadFile(taken).substr(0, 8) != "MTRACEB2") {
+      ReadFile(taken).substr(0, 8) != "MTRACEB3") {
     GTEST_SKIP() << "the child's pid " << pid << " was past the 64 files made for it";
   }
   EXPECT_EQ(ReadFile(taken), "placeholder\n") << "the other capture was overwritten";
@@ -1927,7 +1927,7 @@ TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
   ASSERT_EQ(run.status, 0) << run.err;
   const Replay child = ReplayCapture(traced + ".exec1", &s);
   ASSERT_TRUE(s.ok()) << s;
-  EXPECT_EQ(ReadFile(traced + ".exec1").substr(0, 8), "MTRACEB2")
+  EXPECT_EQ(ReadFile(traced + ".exec1").substr(0, 8), "MTRACEB3")
       << "the new image's capture keeps the encoding the path named";
   EXPECT_EQ(child.source, "preload");
   EXPECT_EQ(Field(child.trailer, "ended_by"), "exit");

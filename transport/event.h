@@ -70,7 +70,7 @@ enum class EventKind : uint8_t {
   kFree = 5,           // a block was released: address, ticket
   kScopeEnter = 6,     // a scope opened on this thread: path id, time
   kScopeExit = 7,      // a scope closed on this thread: path id, time
-  kCensusUpdate = 8,   // a census entry changed: label id (word 0), value (word 2)
+  kCensusUpdate = 8,   // a census entry changed: label id (word 0), signed change (word 2)
   kIntervalBegin = 9,  // an interval sink phase began: category (word 0), time
   kIntervalEnd = 10,   // an interval sink phase ended: category (word 0), time
   kArenaReset = 11,    // every live block of this layer was released at once
