@@ -9,14 +9,15 @@
 // layer, with the call stack (unwind.h). A JsonlSink writes the capture.
 //
 // Interposed: malloc, free, calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
-// memalign, valloc, pvalloc, malloc_usable_size, the exec family, and mmap, mmap64,
-// munmap and mremap. The mapping calls are recorded only with MEMTRACE_MMAP=1, on a layer
-// of their own ("mmap"), and only for anonymous mappings: mappings.h turns holes,
-// MAP_FIXED and mremap into block operations; mappings made before tracing starts are
-// not known, and their unmapping is ignored like a file mapping's. C++ operator
-// new/delete are not interposed: libstdc++ implements every variant (sized, aligned,
-// nothrow, arrays) with malloc, aligned_alloc and free, which reach the functions here
-// through the PLT (tests/preload_test.cc checks each variant).
+// memalign, valloc, pvalloc, malloc_usable_size, the exec family, mmap, mmap64, munmap
+// and mremap, and __cxa_atexit (only passed on, to tell whose exit handlers make glibc
+// allocate: "Exit handlers" below). The mapping calls are recorded only with
+// MEMTRACE_MMAP=1, on a layer of their own ("mmap"), and only for anonymous mappings:
+// mappings.h turns holes, MAP_FIXED and mremap into block operations; mappings made
+// before tracing starts are not known, and their unmapping is ignored like a file
+// mapping's. C++ operator new/delete are not interposed: libstdc++ implements every
+// variant (sized, aligned, nothrow, arrays) with malloc, aligned_alloc and free, which
+// reach the functions here through the PLT (tests/preload_test.cc checks each variant).
 //
 // The corners:
 //   - Bootstrap: dlsym() may allocate before the real functions are known. Those
@@ -30,6 +31,11 @@
 //     so the capture has those calls and their later frees match (bounded: see
 //     "kPrestartOps"; what the log drops is counted in the trailer). What the libraries
 //     loaded only for this one allocated then is left out (own_libraries.h).
+//   - Exit handlers: glibc's list of them takes a block from malloc for each 32 beyond
+//     its first 32, and memtrace's own objects can fill those 32 on their own. A block
+//     glibc takes while one of memtrace's objects registers a handler is memtrace's, left
+//     out like the rest (see "Exit handlers" below); one it takes for the program's own
+//     registration is the program's.
 //   - Thread exit: handled by the runtime (a thread's ring is retired and drained).
 //   - fork(): by default the child runs untraced (documented): its copy of the tracer has
 //     no drainer thread, and its heap is a copy of the parent's, already recorded. It
@@ -119,6 +125,10 @@
 #include "transport/event.h"
 #include "transport/fibonacci_index.h"
 
+// This library's dso handle (crtbeginS.o): what its C++ globals' exit handlers are
+// registered with (RegisterExitHandler()).
+extern "C" void* __dso_handle __attribute__((visibility("hidden")));
+
 namespace memtrace {
 namespace {
 
@@ -145,6 +155,9 @@ using DlcloseFn = int (*)(void*);
 using ExitFn = void (*)(int);
 using GetattrFn = int (*)(pthread_t, pthread_attr_t*);
 using UnshareFn = int (*)(int);
+// noexcept (glibc's never throws), so that a noexcept caller can pass a call on with a
+// jump instead of keeping its frame for std::terminate().
+using CxaAtexitFn = int (*)(void (*)(void*), void*, void*) noexcept;
 
 struct RealFunctions {
   MallocFn malloc;
@@ -171,6 +184,7 @@ struct RealFunctions {
   ExitFn _Exit;
   GetattrFn pthread_getattr_np;
   UnshareFn unshare;
+  CxaAtexitFn cxa_atexit;
 };
 
 RealFunctions real;
@@ -244,6 +258,7 @@ __attribute__((noinline)) bool ResolveOnce() noexcept {
   Resolve(&real._Exit, "_Exit");
   Resolve(&real.pthread_getattr_np, "pthread_getattr_np");
   Resolve(&real.unshare, "unshare");
+  Resolve(&real.cxa_atexit, "__cxa_atexit");
   if (real.malloc == nullptr || real.free == nullptr || real.calloc == nullptr ||
       real.realloc == nullptr) {
     static const char kMessage[] =
@@ -296,6 +311,29 @@ preload_internal::MappingTable* mappings = nullptr;
 pid_t traced_pid = 0;
 uint64_t own_code_begin = 0;  // this library's executable segment, for unwinding
 uint64_t own_code_end = 0;
+// The libraries loaded only for this one (own_libraries.h), found on first need
+// (OwnLibraries()); null until then. Never freed: exit handlers are registered until the
+// process ends.
+std::atomic<const std::vector<preload_internal::CodeRange>*> own_libraries{nullptr};
+std::atomic<bool> own_libraries_looked_up{false};  // a look-up is under way or done
+
+// The libraries loaded only for this one, or null while another call looks them up. The
+// first call does: the first exit handler's registration (the loader has loaded and
+// relocated every object before any constructor runs, so the answer does not change
+// later), or the start. It allocates, as memtrace's own.
+const std::vector<preload_internal::CodeRange>* OwnLibraries() {
+  // Acquire: pairs with the release store below; the vector is whole before it is seen.
+  if (const auto* ours = own_libraries.load(std::memory_order_acquire)) return ours;
+  // Relaxed: only elects the one caller that looks up, so that a registration made by
+  // code the look-up calls cannot start another; the others go without for that moment.
+  if (own_libraries_looked_up.exchange(true, std::memory_order_relaxed)) return nullptr;
+  runtime_internal::ReentrancyGuard guard;  // what the look-up allocates is memtrace's
+  const auto* found = new std::vector<preload_internal::CodeRange>(
+      preload_internal::LibrariesOnlyOursNeed(&__dso_handle));
+  // Release: publishes the whole vector; pairs with the acquire load above.
+  own_libraries.store(found, std::memory_order_release);
+  return found;
+}
 
 // Allocations and releases made before tracing started (in other libraries'
 // constructors, which the loader runs before this one's), logged in order and recorded
@@ -1521,12 +1559,13 @@ bool StartTracing(const CaptureSetup& setup, const std::string& header,
     phase.store(kDisabled, std::memory_order_relaxed);
     return false;
   }
-  // Before the prestart lock: the loader's lock, taken here, is held by a thread that
-  // allocates inside dlopen(), which would wait for the prestart lock.
-  const std::vector<preload_internal::CodeRange> ours =
-      inherited == nullptr ? preload_internal::LibrariesOnlyOursNeed(
-                                 reinterpret_cast<const void*>(own_code_begin))
-                           : std::vector<preload_internal::CodeRange>();
+  // Before the prestart lock: the loader's lock, taken here (unless an exit handler's
+  // registration found the libraries first), is held by a thread that allocates inside
+  // dlopen(), which would wait for the prestart lock.
+  const std::vector<preload_internal::CodeRange> none;
+  const std::vector<preload_internal::CodeRange>* found =
+      inherited == nullptr ? OwnLibraries() : nullptr;
+  const std::vector<preload_internal::CodeRange>& ours = found != nullptr ? *found : none;
   {
     PrestartLock lock;
     RecordPrestartLog(t->recorder(), ours);
@@ -1964,6 +2003,60 @@ void* BootstrapCall(size_t n, size_t alignment, Caller caller) noexcept {
   return p;
 }
 
+// ---- Exit handlers ---------------------------------------------------------------------
+//
+// glibc keeps the handlers that atexit() and __cxa_atexit() register (C++ globals'
+// destructors among them) in a list with room for 32 to begin with; the 33rd
+// registration, the 65th, ... each make __new_exitfn() take a 1,040-byte block from
+// malloc, live to the end. memtrace's own objects register handlers before main() that
+// can fill those 32 on their own: the libraries loaded only for it (libstdc++ and abseil
+// under a C program) and this library's C++ globals, whose initializers run just after
+// its constructor has started tracing. So a C program that registers one handler or none
+// (/bin/true, sort) got a block that only memtrace needed, charged to it.
+//
+// The interposer passes every registration on to glibc and looks at who makes it, by the
+// dso handle that names the registering object (a constructor hands over to
+// __cxa_atexit() with a jump, so no frame of it is on the stack for the unwinder to
+// find). A registration of this library's, or of a library loaded only for it, is made
+// with the reentrancy flag raised, before tracing starts or after: a block glibc takes
+// for it is memtrace's (internal_blocks.h), never recorded, nor is its release. A
+// registration of the program's (or of a library of its own) is passed on with a jump,
+// and a block glibc takes for it is the program's, as it would be without memtrace.
+//
+// Which registration makes glibc allocate depends on all of them: memtrace's handlers
+// take slots that the program's would otherwise have had, so a program whose own
+// registrations come just short of filling a block can still be charged one that only
+// memtrace's made necessary (a C program one of whose libraries registers nearly 32
+// handlers in its constructor, after libstdc++ and abseil have registered theirs). The
+// program is never charged less than the blocks its own registrations take beyond the
+// room memtrace's left.
+
+// True for the dso handle of this library or of one loaded only for it. The handle of
+// an executable built without -fPIE is null: the program's.
+bool OwnObject(uint64_t dso) {
+  if (dso == Addr(&__dso_handle)) return true;
+  if (dso == 0) return false;
+  const std::vector<preload_internal::CodeRange>* ours = OwnLibraries();
+  if (ours == nullptr) return false;
+  for (const preload_internal::CodeRange& range : *ours) {
+    if (range.Contains(dso)) return true;
+  }
+  return false;
+}
+
+// __cxa_atexit(): glibc's result (0, or -1 when the handler could not be registered).
+int RegisterExitHandler(void (*fn)(void*), void* arg, void* dso) noexcept {
+  // Resolved() is false only while dlsym() runs, which registers no exit handler; -1 is
+  // glibc's own answer for a registration it cannot make.
+  if (!Resolved() || real.cxa_atexit == nullptr) return -1;
+  if (OwnObject(Addr(dso))) {
+    runtime_internal::ReentrancyGuard guard;  // a block glibc takes now is memtrace's
+    return real.cxa_atexit(fn, arg, dso);
+  }
+  // Passed on with a jump: the program's stacks show no frame of memtrace's.
+  return real.cxa_atexit(fn, arg, dso);
+}
+
 }  // namespace
 }  // namespace memtrace
 
@@ -2161,6 +2254,11 @@ MEMTRACE_EXPORT [[noreturn]] void _exit(int status) {
 
 MEMTRACE_EXPORT [[noreturn]] void _Exit(int status) {
   memtrace::QuickExitAfterCapture(&memtrace::RealFunctions::_Exit, status);
+}
+
+// Every exit handler's registration (atexit() calls it), passed on: see "Exit handlers".
+MEMTRACE_EXPORT int __cxa_atexit(void (*fn)(void*), void* arg, void* dso) {
+  return memtrace::RegisterExitHandler(fn, arg, dso);
 }
 
 // dlclose: the modules are noted first (BeforeDlclose).

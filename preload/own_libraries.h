@@ -8,7 +8,9 @@
 // the interposer's: libstdc++'s allocates its 72,704-byte emergency pool then. That
 // block is memtrace's cost, not the program's, and a capture that counted it would show
 // a C program holding memory in libstdc++ to the end. Under a C++ program the same
-// library is the program's own, and so is the block.
+// library is the program's own, and so is the block. Likewise the exit handlers those
+// libraries register: the blocks glibc takes for its list of them are memtrace's
+// (interposer.cc, "Exit handlers").
 //
 // Which objects those are follows from the loader's list and each object's DT_NEEDED
 // entries: the roots are the program and every object nothing needs (LD_PRELOAD's
@@ -16,7 +18,9 @@
 // roots is the program's, and one reachable only from this library is memtrace's.
 //
 // Thread safety: reads the loader's list (dl_iterate_phdr takes its lock) and allocates;
-// call when tracing starts, never from the hot path.
+// call once (the interposer keeps the answer: the first exit handler's registration or
+// the start asks), never from the hot path, and never while holding a lock that a
+// thread inside dlopen() may wait for.
 
 #ifndef MEMTRACE_PRELOAD_OWN_LIBRARIES_H_
 #define MEMTRACE_PRELOAD_OWN_LIBRARIES_H_

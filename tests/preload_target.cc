@@ -14,6 +14,10 @@
 //   exit-thread a worker thread calls exit(5) while the main thread keeps allocating
 //   atexit      main returns with 400 markers live; an atexit handler frees them (as a
 //               server's shutdown does, after exit() has run the thread's TLS destructors)
+//   exit-handlers N
+//               registers N exit handlers of its own with atexit() and ends: glibc's list
+//               of them starts with room for 32, and takes a 1,040-byte block from malloc
+//               for each 32 more
 //   fork        a multithreaded parent forks; the child allocates, frees and exits
 //   fork-traced a parent with three threads churning small blocks keeps 100 markers live,
 //               200 of them allocated by a thread that ended just before, and forks. The
@@ -336,6 +340,14 @@ void FreeKeptAtExit() {
     free(b.p);
   }
   PrintCounts();
+}
+
+void ExitHandler() {}
+
+__attribute__((noinline)) void RegisterExitHandlers(int n) {
+  for (int i = 0; i < n; ++i) {
+    if (atexit(ExitHandler) != 0) exit(3);
+  }
 }
 
 void FreeAtExit() {
@@ -926,6 +938,8 @@ int main(int argc, char** argv) {
     ExitFromThread();
   } else if (mode == "atexit") {
     FreeAtExit();
+  } else if (mode == "exit-handlers" && argc > 2) {
+    RegisterExitHandlers(atoi(argv[2]));
   } else if (mode == "fork") {
     Fork();
   } else if (mode == "fork-traced") {
@@ -980,7 +994,7 @@ int main(int argc, char** argv) {
     UnshareThreaded();
   } else {
     fprintf(stderr, "usage: preload_target "
-                    "basic|exit-thread|atexit|fork|fork-traced|exec PROGRAM...|"
+                    "basic|exit-thread|atexit|exit-handlers N|fork|fork-traced|exec PROGRAM...|"
                     "run-with-env HOW PROGRAM...|raise N|crash|stack|mmap|threads|"
                     "hold FILE|close-fds FILE|plugin LIB|new|fork-over-captures DIR|quick-exit|"
                     "quick-exit-under-sigterm US|"

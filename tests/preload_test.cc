@@ -1204,6 +1204,50 @@ TEST_F(PreloadTest, AProgramIsNotChargedForLibrariesOnlyMemtraceLoaded) {
   EXPECT_EQ(CountAllocsOfSize(cc_capture, 72704).allocs, 1);
 }
 
+// glibc keeps exit handlers in a list that starts with room for 32 and takes a 1,040-byte
+// block from malloc (__new_exitfn) for each 32 more, live to the end. memtrace's own
+// objects register about as many before main() (libstdc++'s and abseil's, loaded for it
+// alone under a C program, and the interposer's C++ globals), so a program that registers
+// one handler or none showed a block that only memtrace needed. That block is memtrace's;
+// the blocks glibc takes while the program itself registers handlers are still the
+// program's.
+TEST_F(PreloadTest, TheExitHandlerBlockMemtraceNeedsIsNotChargedToTheProgram) {
+  const std::string input = TempDir() + "/sort_input.txt";
+  {
+    FILE* f = fopen(input.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("pear\napple\nfig\n", f);
+    fclose(f);
+  }
+  const std::vector<std::vector<std::string>> programs = {{"/bin/true"},
+                                                          {"/usr/bin/sort", input}};
+  for (const std::vector<std::string>& program : programs) {
+    const std::string capture = TempDir() + "/exit_list.mtb";
+    std::vector<std::string> argv = {Cli(), "run", "--quiet", "--output=" + capture, "--"};
+    argv.insert(argv.end(), program.begin(), program.end());
+    const Result run = RunProgram(argv, {});
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(CountAllocsOfSize(capture, 1040).allocs, 0) << program[0];
+    const Result top = RunProgram({Cli(), "top", "--stacks", "--by=live", capture}, {});
+    ASSERT_EQ(top.status, 0) << top.err;
+    EXPECT_FALSE(absl::StrContains(top.out, "__new_exitfn")) << program[0] << "\n" << top.out;
+  }
+
+  // 100 handlers of the program's own: without memtrace glibc takes 3 blocks for them
+  // (the 33rd, 65th and 97th registration, with the loader's own handler and libstdc++'s
+  // counted before them); memtrace's handlers before them shift which registrations
+  // those are, but the program's own still take at least 3.
+  const std::string capture = TempDir() + "/exit_handlers.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "exit-handlers", "100"},
+      {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_GE(CountAllocsOfSize(capture, 1040).allocs, 3);
+  const Result top = RunProgram({Cli(), "top", "--stacks", "--by=count", capture}, {});
+  ASSERT_EQ(top.status, 0) << top.err;
+  EXPECT_TRUE(absl::StrContains(top.out, "RegisterExitHandlers")) << top.out;
+}
+
 // `memtrace diff` of captures of two different programs says so (by the headers'
 // command lines); of two runs of one program it does not.
 TEST_F(PreloadTest, ADiffOfTwoProgramsSaysSo) {
