@@ -52,9 +52,14 @@ void SpscRing::Destroy(SpscRing* ring) noexcept {
 }
 
 bool SpscRing::AwaitSpace(uint32_t n, uint64_t* position, int64_t timeout_ns) noexcept {
-  // Seq_cst: the mark, then the read of tail_ in TryClaim(). Pairs with the fence in
-  // Release() (the header).
-  space_waiter_.store(1, std::memory_order_seq_cst);
+  // Relaxed: the fence below orders the mark before the loads that follow it.
+  space_waiter_.store(1, std::memory_order_relaxed);
+  // Seq_cst fence: the mark, then the loads of space_seq_ and of tail_ (in TryClaim()).
+  // Pairs with the seq_cst fence in Release(), between its store of tail_ and its load of
+  // the mark (the header). A seq_cst store alone would not do: it is not ordered before a
+  // later load of another object that is not seq_cst (store buffering), and both sides
+  // could miss each other's store.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   // Acquire: pairs with the release bump in WakeProducer(); a bump read here comes with
   // the tail_ stored before it.
   const uint32_t seq = space_seq_.load(std::memory_order_acquire);

@@ -59,12 +59,16 @@
 //     slots, so the consumer's reads of a slot happen before the producer overwrites it.
 //   - claim_ is relaxed on both sides. It is read only by the epoch watermark protocol,
 //     which orders it with an asymmetric fence (epoch_clock.h).
-//   - AwaitSpace() and Release() are a store-buffering pair: the producer marks itself
-//     waiting (seq_cst) and then reads tail_; the consumer stores tail_ and, after a
-//     seq_cst fence, reads the mark. Either the producer sees the room, or the consumer
-//     sees the mark and bumps space_seq_ (release; the producer's wait reads it with
-//     acquire) and wakes it; a bump before the producer read space_seq_ also carried the
-//     new tail_ to it, so no wake-up is lost.
+//   - AwaitSpace() and Release() are a store-buffering pair with a seq_cst fence on each
+//     side: the producer stores its mark (space_waiter_), fences, and then reads
+//     space_seq_ and tail_; the consumer stores tail_, fences, and then reads the mark.
+//     Each fence pairs with the other: of two seq_cst fences one comes first, and the
+//     side whose fence comes second sees the other's store. So either the producer sees
+//     the room, or the consumer sees the mark and bumps space_seq_ (release; the
+//     producer's wait reads it with acquire) and wakes it; a bump before the producer
+//     read space_seq_ also carried the new tail_ to it, so no wake-up is lost. Without
+//     the producer's fence a seq_cst store of the mark would not be enough: C++ does not
+//     order it before the later acquire load of tail_, and both sides could miss.
 //
 // Example (producer):
 //   uint64_t pos;
@@ -225,7 +229,7 @@ class SpscRing {
     // them. Pairs with the acquire load of tail_ in TryClaim().
     tail_.store(new_tail, std::memory_order_release);
     // Seq_cst fence: the store above, then the read of the producer's mark. Pairs with
-    // the seq_cst store of space_waiter_ in AwaitSpace() (the header).
+    // the seq_cst fence after the store of space_waiter_ in AwaitSpace() (the header).
     std::atomic_thread_fence(std::memory_order_seq_cst);
     // Relaxed: ordered by the fence above.
     if (space_waiter_.load(std::memory_order_relaxed) != 0) WakeProducer();
