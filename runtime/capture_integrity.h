@@ -44,7 +44,9 @@ struct CaptureIntegrity {
   uint64_t missed_frees = 0;     // a block's address was reused before its release arrived
   uint64_t ticket_misses = 0;    // releases matched by address: their ticket named no block
   uint64_t ambiguous_matches = 0;  // ... naming another block, with several at the address
-  uint64_t ticket_evictions = 0;   // tickets lost within their own epoch (ticket table full)
+  // Tickets lost within their own epoch: the ticket table was full, or the block's address
+  // lay at or above 2^48, which a ticket-table slot cannot keep.
+  uint64_t ticket_evictions = 0;
   uint64_t order_conflicts = 0;  // dependency cycles the drainer had to break (never expected)
   uint64_t late_records = 0;     // records stamped with an epoch already closed (never expected)
 

@@ -81,6 +81,69 @@ TEST(TicketTableTest, FiveBlocksOfABucketInOneEpochAreCounted) {
   EXPECT_EQ(found, 4);
 }
 
+// An epoch a whole number of 2^16 epochs before the current one has the current epoch's
+// low 16 bits: about two minutes of 2 ms epochs. The entries such an epoch left in a
+// bucket are old, and evicting them loses no ticket that may still be needed.
+TEST(TicketTableTest, EntriesWholeCyclesOf2To16EpochsOldAreNotFreshEvictions) {
+  TicketTable table(kSmallLog2);
+  ASSERT_TRUE(table.ok());
+  constexpr uint32_t kFirst = 100;
+  constexpr int kCycles = 12;
+  const std::vector<uint64_t> a = AddressesInOneBucket(table, 4 + kCycles);
+  for (uint32_t i = 0; i < 4; ++i) table.Record(table.BucketOf(a[i]), a[i], 1, i, kFirst);
+  // Each record evicts an entry from kFirst: whole cycles of 2^16 epochs before its own.
+  for (uint32_t k = 1; k <= kCycles; ++k) {
+    const uint32_t epoch = kFirst + (k < kCycles ? k : 20000) * 65536;
+    const uint64_t address = a[3 + k];
+    table.Record(table.BucketOf(address), address, 1, 3 + k, epoch);
+    EXPECT_EQ(table.fresh_evictions(), 0u) << "evicted at epoch " << epoch;
+    EXPECT_EQ(table.Lookup(address), Expected(1, 3 + k)) << k;
+  }
+  // A genuine one: a bucket filled within the current epoch still counts its eviction.
+  const uint32_t now = kFirst + 20000 * 65536 + 1;
+  const std::vector<uint64_t> b = AddressesInOneBucket(table, 4 + kCycles + 5);
+  for (size_t i = 4 + kCycles; i < b.size(); ++i) {
+    table.Record(table.BucketOf(b[i]), b[i], 2, i, now);
+  }
+  EXPECT_EQ(table.fresh_evictions(), 1u);
+}
+
+// The victim of a full bucket is the entry written longest ago, also when the epochs of
+// the entries differ by more than 2^16: an entry from 2^16 + 10 epochs ago goes before
+// entries from 5 to 3 epochs ago.
+TEST(TicketTableTest, AFullBucketGivesUpItsOldestEntryAcrossCyclesOf2To16Epochs) {
+  TicketTable table(kSmallLog2);
+  ASSERT_TRUE(table.ok());
+  const std::vector<uint64_t> a = AddressesInOneBucket(table, 5);
+  const uint32_t now = 65536 + 10;
+  table.Record(table.BucketOf(a[0]), a[0], 1, 0, 10);
+  for (uint32_t i = 1; i < 4; ++i) {
+    table.Record(table.BucketOf(a[i]), a[i], 1, i, now - 6 + i);  // 5, 4 and 3 epochs ago
+  }
+  table.Record(table.BucketOf(a[4]), a[4], 1, 4, now);
+  EXPECT_EQ(table.Lookup(a[0]), 0u) << "the oldest entry is the one given up";
+  for (uint32_t i = 1; i < 5; ++i) EXPECT_EQ(table.Lookup(a[i]), Expected(1, i)) << i;
+  EXPECT_EQ(table.fresh_evictions(), 0u);
+}
+
+// A slot keeps 48 bits of address (the header): every user-space address of x86-64 and
+// of AArch64 with 48-bit virtual addresses, whose mappings lie just below 2^48. A block
+// at or above 2^48 (only where a program asks a 5-level page table or 52-bit address
+// space for such addresses) gets no entry, and its lost ticket is counted.
+TEST(TicketTableTest, AddressesBelow2To48AreKeptAndHigherOnesCounted) {
+  TicketTable table(kSmallLog2);
+  ASSERT_TRUE(table.ok());
+  const uint64_t aarch64 = 0xffff'8765'4320;  // above 2^47
+  table.Record(table.BucketOf(aarch64), aarch64, 4, 40, 0x1234'5678);
+  EXPECT_EQ(table.Lookup(aarch64), Expected(4, 40));
+  EXPECT_EQ(table.fresh_evictions(), 0u);
+  const uint64_t high = uint64_t{1} << 48 | 0x1230;
+  table.Record(table.BucketOf(high), high, 4, 41, 0x1234'5678);
+  EXPECT_EQ(table.Lookup(high), 0u);
+  EXPECT_EQ(table.Lookup(high & ~(uint64_t{1} << 48)), 0u) << "nor under its low 48 bits";
+  EXPECT_EQ(table.fresh_evictions(), 1u);
+}
+
 // Threads record and release blocks of one bucket as fast as they can, each from its own
 // set of addresses, as allocating threads do when malloc hands them blocks whose addresses
 // hash alike. There are more addresses than slots, so every record claims a slot from

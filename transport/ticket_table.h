@@ -22,17 +22,42 @@
 // address records over it (malloc hands freed addresses out again soon, so that is the
 // usual way) or a claim evicts it by age.
 //
-// Claims. Every write into a slot begins with a compare-exchange of its address from
-// what the writer saw to the new address with kClaimed set, and ends with the plain
-// address stored back (release). Two threads that pick the same slot at the same moment,
-// for blocks of one bucket, cannot both write it: one claim wins and the other looks again.
+// Claims. Every write into a slot begins with a compare-exchange of its address word
+// from what the writer saw to the new address with kClaimed set, and ends with the
+// address word stored back (release). Two threads that pick the same slot at the same
+// moment, for blocks of one bucket, cannot both write it: one claim wins and the other
+// looks again.
 // Before claims, the two wrote the slot together and one entry was lost, or its address
 // was left beside the other's ticket; a release of that block could then be applied
 // before its own allocation, in another ring, within one epoch, and the ledger set the
 // wrong block aside (tests/ticket_table_test.cc races this).
 //
-// A slot keeps the ticket in 48 bits (ring id and the low 28 bits of the position, see
-// ticket.h) beside the 16 low bits of the epoch it was written in.
+// A slot is two words, 16 bytes:
+//
+//   address  63 | 62          48 | 47                                         0
+//            cl | epoch 16..30  | block address (48)
+//   packed   63       44 | 43          28 | 27                                0
+//            ring id    | epoch 0..15    | position (low 28)
+//
+// The ticket keeps 48 bits (ring id and the low 28 bits of the position, see ticket.h:
+// the ledger and the drainer use exactly that form, so neither part can give up a bit).
+// The epoch the entry was written in keeps 31 bits, split over the two words: the 16
+// bits beside the ticket, and 15 above the address. Addresses keep 48 bits, every
+// user-space address of x86-64 and of AArch64 with 48-bit virtual addresses; a block at
+// or above 2^48 (only where a program asks a 5-level page table or a 52-bit address space
+// for such an address) is not recorded, and its lost ticket is counted like an eviction.
+// "cl" is kClaimed (below).
+//
+// Why 31 bits of epoch and not 16: the table asks of an entry how old it is, to evict the
+// oldest, and whether it was written in the current epoch, to count an eviction that may
+// lose a needed ticket. With 16 bits an entry written 2^16 epochs ago (about two minutes
+// of 2 ms epochs) had the current epoch's low bits: it looked current, its eviction was
+// counted as a lost ticket (the capture then no longer exact, for nothing), and its age
+// looked 0, so a younger entry was evicted in its place. Epochs themselves compare only
+// within 2^31 of each other (EpochBefore(), epoch_clock.h), and 31 bits reach as far: an
+// entry younger than that looks current only when its epoch is the current one, and its
+// age is its age. (Both words are written by one claim, so a reader after the claim's
+// compare-exchange gets the two halves of one entry's epoch: Claim().)
 //
 // Why the ticket read back is right, or missing:
 //   - The allocation's stores happen before the allocator returns the block, which happens
@@ -48,11 +73,11 @@
 //     threads inside one epoch; CaptureIntegrity says when that could have mattered. The
 //     drainer still checks every ticket against the record it names.
 //
-// Cost: a multiply-shift, a scan of one cache line, and on allocation a compare-exchange
-// and two stores (the compare-exchange, a locked instruction, is most of it: 5-8 ns a
-// malloc+free pair through the API on the 2-vCPU VM, none measurable on redis-server;
-// bench/README.md). The line is shared only by threads
-// that pass blocks of that bucket to each other, the way the allocator's own chunk
+// Cost: a multiply-shift, a scan of one cache line, and on allocation a compare of the
+// address with 2^48, a compare-exchange and two stores (the compare-exchange, a locked
+// instruction, is most of it: 5-8 ns a malloc+free pair through the API on the 2-vCPU
+// VM, none measurable on redis-server; bench/README.md). The line is shared only by
+// threads that pass blocks of that bucket to each other, the way the allocator's own chunk
 // headers are.
 //
 // Memory ordering: the ticket is stored with release and read with acquire, and the
@@ -115,9 +140,16 @@ class TicketTable {
   static void Prefetch(Bucket bucket) noexcept { PrefetchForRead(bucket); }
 
   // Remembers the ticket of a new allocation at `address`, whose bucket is `bucket`: the
-  // allocation record at `position` in ring `ring_id`, made in `epoch`.
+  // allocation record at `position` in ring `ring_id`, made in `epoch`. An address of 0
+  // or at or above 2^48 is not kept (the header); its ticket is counted as lost.
   void Record(Bucket bucket, uint64_t address, uint32_t ring_id, uint64_t position,
               uint32_t epoch) noexcept {
+    if (__builtin_expect(address - 1 >= kAddressMask, 0)) {
+      // Relaxed: a statistic. The release's lookup finds nothing and falls back to the
+      // address, as after an eviction within the epoch.
+      fresh_evictions_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     Slot* const target = Claim(bucket, address, epoch);
     if (__builtin_expect(target == nullptr, 0)) return;  // counted in Claim()
     // Release: the slot is this thread's alone until the address is stored back below;
@@ -125,14 +157,15 @@ class TicketTable {
     // also sees the claim that took the slot from the block it was looking for.
     target->packed.store(Pack(ring_id, position, epoch), std::memory_order_release);
     // Release: pairs with the acquire load in Find(); ends the claim, and the ticket
-    // travels with the address.
-    target->address.store(address, std::memory_order_release);
+    // travels with the address. The epoch's high bits ride above the address.
+    target->address.store(address | EpochHigh(epoch), std::memory_order_release);
   }
 
   // Tickets given up while their epoch may still be open: evictions of a ticket written in
-  // the same epoch as its replacement (see above), and claims that found their bucket
-  // changing under them kMaxClaimTries times. While this is 0, every missing ticket
-  // belongs to an allocation from an earlier epoch.
+  // the same epoch as its replacement (see above), claims that found their bucket
+  // changing under them kMaxClaimTries times, and records of an address a slot cannot
+  // keep. While this is 0, every missing ticket belongs to an allocation from an earlier
+  // epoch.
   uint64_t fresh_evictions() const noexcept {
     return fresh_evictions_.load(std::memory_order_relaxed);
   }
@@ -149,13 +182,11 @@ class TicketTable {
   uint64_t Lookup(uint64_t address) const noexcept { return Lookup(BucketOf(address), address); }
 
  private:
-  // The 48-bit ticket (ticket.h, Truncate) with the epoch's low 16 bits in the position
-  // bits Truncate drops, so that the ring id and the position sit where Ticket::Make puts
-  // them and unpacking is one mask:
-  //   63        44 43          28 27                   0
-  //   | ring id   | epoch (16)   | position (low 28)    |
+  // The packed word: the 48-bit ticket (ticket.h, Truncate) with the epoch's low 16 bits
+  // in the position bits Truncate drops, so that the ring id and the position sit where
+  // Ticket::Make puts them and unpacking is one mask (the header's diagram).
   static constexpr int kEpochShift = Ticket::kTruncatedPositionBits;
-  static constexpr uint64_t kEpochBits = uint64_t{0xffff} << kEpochShift;
+  static constexpr uint64_t kPackedEpochBits = uint64_t{0xffff} << kEpochShift;
   static_assert(Ticket::kPositionBits == kEpochShift + 16, "the epoch fills the gap exactly");
   static uint64_t Pack(uint32_t ring_id, uint64_t position, uint32_t epoch) noexcept {
     return (uint64_t{ring_id} << Ticket::kPositionBits) |
@@ -163,13 +194,33 @@ class TicketTable {
            (position & Ticket::kTruncatedPositionMask);
   }
   // Back to the ticket format of ticket.h, position truncated to 28 bits.
-  static uint64_t Unpack(uint64_t packed) noexcept { return packed & ~kEpochBits; }
-  static uint16_t EpochOf(uint64_t packed) noexcept {
-    return static_cast<uint16_t>(packed >> kEpochShift);
-  }
-  // Marks a slot claimed by a thread that is writing it (Claim()). Addresses are user-space
-  // (below 2^56), so no real address has this bit, and Find() never matches a claimed slot.
+  static uint64_t Unpack(uint64_t packed) noexcept { return packed & ~kPackedEpochBits; }
+
+  // The address word: the block address in its low 48 bits, the epoch's bits 16..30
+  // above it, kClaimed on top (the header's diagram).
+  static constexpr int kAddressBits = 48;
+  static constexpr uint64_t kAddressMask = (uint64_t{1} << kAddressBits) - 1;
+  // Marks a slot claimed by a thread that is writing it (Claim()). No kept address has
+  // this bit, and Find() never matches a claimed slot.
   static constexpr uint64_t kClaimed = uint64_t{1} << 63;
+  // What names the block a slot holds: the address and kClaimed, not the epoch bits.
+  static constexpr uint64_t kMatchMask = kAddressMask | kClaimed;
+  static bool Holds(uint64_t address_word, uint64_t address) noexcept {
+    return (address_word & kMatchMask) == address;
+  }
+
+  // The epoch bits a slot keeps: 16 in the packed word, 15 in the address word.
+  static constexpr int kEpochBits = 31;
+  static constexpr uint32_t kEpochMask = (uint32_t{1} << kEpochBits) - 1;
+  static_assert(kAddressBits + (kEpochBits - 16) + 1 == 64, "the address word is full");
+  static uint64_t EpochHigh(uint32_t epoch) noexcept {
+    return uint64_t{(epoch & kEpochMask) >> 16} << kAddressBits;
+  }
+  // The epoch an entry was written in, modulo 2^31, from its two words.
+  static uint32_t EpochOf(uint64_t address_word, uint64_t packed) noexcept {
+    return static_cast<uint32_t>(((address_word & ~kMatchMask) >> (kAddressBits - 16)) |
+                                 ((packed & kPackedEpochBits) >> kEpochShift));
+  }
   static constexpr int kMaxClaimTries = 4;
 
   // Takes a slot of `bucket` for `address`, marked kClaimed: the slot already holding the
@@ -185,10 +236,11 @@ class TicketTable {
         // Relaxed: choosing a slot needs no ordering; the compare-exchange below checks
         // the choice.
         const uint64_t a = bucket[i].address.load(std::memory_order_relaxed);
-        if (a == address || (a == 0 && target == nullptr)) {
+        const bool own = Holds(a, address);  // this block's slot, from an earlier Record()
+        if (own || (a == 0 && target == nullptr)) {
           target = &bucket[i];
           seen = a;
-          if (a == address) break;  // this block's own slot, from an earlier Record()
+          if (own) break;
         }
       }
       const bool evicting = target == nullptr;
@@ -201,11 +253,14 @@ class TicketTable {
                                                   std::memory_order_acquire,
                                                   std::memory_order_relaxed)) {
         // Read after the claim, not in Oldest(): the entry's owner may have recorded it
-        // again in between, which the compare-exchange cannot tell (same address).
+        // again in between, which the compare-exchange cannot tell when the epoch's high
+        // bits stayed the same (same address word). `seen` is the word taken, so its
+        // high bits and the packed word's low bits are one record's epoch: a record
+        // in between with other high bits would have made the compare-exchange fail.
         // Relaxed: ordered by the acquire above; no one else writes the slot now.
         if (evicting && seen != 0 &&
-            EpochOf(target->packed.load(std::memory_order_relaxed)) ==
-                static_cast<uint16_t>(epoch)) {
+            EpochOf(seen, target->packed.load(std::memory_order_relaxed)) ==
+                (epoch & kEpochMask)) {
           // The evicted ticket may still be needed. Rare (five blocks of one bucket
           // recorded within one epoch), so a shared counter is fine here. Relaxed: a
           // statistic.
@@ -224,7 +279,7 @@ class TicketTable {
   // every slot is being written.
   Slot* Oldest(Slot* bucket, uint32_t epoch, uint64_t* seen) noexcept {
     Slot* target = nullptr;
-    uint16_t oldest_age = 0;
+    uint32_t oldest_age = 0;
     for (uint32_t i = 0; i < kWays; ++i) {
       // Relaxed: see Claim().
       const uint64_t a = bucket[i].address.load(std::memory_order_relaxed);
@@ -233,8 +288,11 @@ class TicketTable {
         *seen = 0;
         return &bucket[i];
       }
-      const auto age = static_cast<uint16_t>(
-          epoch - EpochOf(bucket[i].packed.load(std::memory_order_relaxed)));
+      // Modulo 2^31, as kept. Relaxed: see Claim(); a stale pair of words only makes a
+      // worse choice of victim, and the compare-exchange still checks the address word.
+      const uint32_t age =
+          (epoch - EpochOf(a, bucket[i].packed.load(std::memory_order_relaxed))) &
+          kEpochMask;
       if (target == nullptr || age > oldest_age) {
         target = &bucket[i];
         oldest_age = age;
@@ -253,14 +311,16 @@ class TicketTable {
     // the acquire orders that claim's compare-exchange before the address load below.
     const uint64_t packed = slot->packed.load(std::memory_order_acquire);
     // Relaxed: ordered after the ticket by the acquire above.
-    if (slot->address.load(std::memory_order_relaxed) != address) return 0;
+    if (!Holds(slot->address.load(std::memory_order_relaxed), address)) return 0;
     return Unpack(packed);
   }
 
   static Slot* Find(Bucket bucket, uint64_t address) noexcept {
     for (uint32_t i = 0; i < kWays; ++i) {
       // Acquire: pairs with the release store in Record().
-      if (bucket[i].address.load(std::memory_order_acquire) == address) return &bucket[i];
+      if (Holds(bucket[i].address.load(std::memory_order_acquire), address)) {
+        return &bucket[i];
+      }
     }
     return nullptr;
   }
