@@ -7,6 +7,7 @@
 
 #include "preload/internal_blocks.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <random>
@@ -155,6 +156,122 @@ TEST(AddressSetTest, ConcurrentInsertAndEraseThroughASaturatedFilter) {
   // every erase must still find its address.
   static AddressSet<20, 4> set;
   InsertAndEraseAcrossThreads(set);
+}
+
+// Millions of blocks come and go through `set`, a couple of thousand live at a time, as
+// sampled blocks do through the interposer over a long run; then lookups of addresses
+// that were never in it (the free of an unsampled block: most frees) must still read only
+// a slot or two, and every address that is in the set must still be found, once. Slots
+// that erased addresses leave behind must not pile up: with slots marked deleted for
+// good, the table filled with them and every such lookup read all kMaxProbe slots.
+template <typename Set>
+void LookupsStayShortAfterMillionsOfBlocks(Set& set) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr uint64_t kBlocks = 400'000;
+#else
+  constexpr uint64_t kBlocks = 4'000'000;
+#endif
+  constexpr size_t kLive = 2000;
+  // Distinct addresses, 48 bytes apart, each erased kLive blocks after it came.
+  auto address = [](uint64_t n) { return 0x5555'0000'0000 + 48 * n; };
+  for (uint64_t n = 0; n < kBlocks; ++n) {
+    set.Insert(address(n));
+    if (n >= kLive) {
+      ASSERT_TRUE(set.Erase(address(n - kLive))) << n - kLive;
+    }
+  }
+  EXPECT_EQ(set.overflowed(), 0u);
+  EXPECT_EQ(set.live(), static_cast<int64_t>(kLive));
+  // Addresses never inserted: between the blocks, and far from them.
+  constexpr int kAbsent = 10'000;
+  size_t total = 0, longest = 0;
+  for (int k = 0; k < kAbsent; ++k) {
+    const uint64_t absent = k % 2 == 0 ? address(static_cast<uint64_t>(k) * 97) + 16
+                                       : 0x7f00'0000'0000 + 16 * static_cast<uint64_t>(k);
+    const size_t probes = set.SlotsLookedAt(absent);
+    total += probes;
+    longest = std::max(longest, probes);
+  }
+  EXPECT_LT(total, 2u * kAbsent) << "slots read per lookup, on average, below 2";
+  EXPECT_LE(longest, 16u);
+  for (uint64_t n = kBlocks - kLive; n < kBlocks; ++n) {
+    EXPECT_TRUE(set.Erase(address(n))) << n;
+  }
+  for (uint64_t n = kBlocks - kLive; n < kBlocks; ++n) EXPECT_FALSE(set.Erase(address(n)));
+  EXPECT_EQ(set.live(), 0);
+}
+
+TEST(AddressSetTest, LookupsStayShortAfterMillionsOfBlocksScattered) {
+  static AddressSet<16> set;  // 65,536 slots, homes by hash (as the sampled set)
+  LookupsStayShortAfterMillionsOfBlocks(set);
+}
+
+TEST(AddressSetTest, LookupsStayShortAfterMillionsOfBlocksNearby) {
+  static InternalBlocks set;  // the interposer's own-block set: homes by nearness
+  LookupsStayShortAfterMillionsOfBlocks(set);
+}
+
+// Four threads insert fresh addresses into a 256-slot set and erase them soon after,
+// some themselves and some through another thread (handed over by an exchange, as a
+// block passes from the thread that allocated it to the one that frees it), so that
+// inserts and erases of neighbouring slots race all the time. Every erase of an address
+// in the set finds it, every erase of one that never was does not, and nothing is
+// refused: at most 4 x 18 addresses are in the set at once, far from a full probe window.
+TEST(AddressSetTest, RacingInsertsAndErasesOfNeighbouringSlotsFindEveryAddress) {
+  static AddressSet<8> set;
+  constexpr int kThreads = 4;
+  constexpr size_t kOwn = 16;
+  std::atomic<uint64_t> inbox[kThreads] = {};
+  std::atomic<int64_t> missing{0}, phantom{0};
+  auto erase_expecting = [&](uint64_t a, bool present) {
+    // Relaxed: counters, read after the threads are joined.
+    if (set.Erase(a) != present) {
+      (present ? missing : phantom).fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t + 7);
+      uint64_t own[kOwn] = {};
+      for (int i = 0; i < kRounds; ++i) {
+        const uint64_t a =
+            (static_cast<uint64_t>(t + 1) << 40) + static_cast<uint64_t>(i) * 16;
+        set.Insert(a);
+        uint64_t& oldest = own[static_cast<size_t>(i) % kOwn];
+        if (oldest != 0) {
+          if (rng() % 2 == 0) {
+            erase_expecting(oldest, true);
+          } else {
+            // Acq_rel: the release publishes this thread's insert of `oldest` to the
+            // thread that takes it; the acquire does the same for whatever comes back.
+            const uint64_t back =
+                inbox[(t + 1) % kThreads].exchange(oldest, std::memory_order_acq_rel);
+            if (back != 0) erase_expecting(back, true);  // not taken yet: erase it here
+          }
+        }
+        oldest = a;
+        // Acq_rel: pairs with the exchange above, on the thread that handed it over.
+        const uint64_t handed = inbox[t].exchange(0, std::memory_order_acq_rel);
+        if (handed != 0) erase_expecting(handed, true);
+        erase_expecting(a + 8, false);  // never inserted
+      }
+      for (uint64_t a : own) {
+        if (a != 0) erase_expecting(a, true);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (auto& box : inbox) {
+    // Relaxed: the threads that wrote the boxes are joined.
+    if (const uint64_t a = box.load(std::memory_order_relaxed); a != 0) {
+      erase_expecting(a, true);
+    }
+  }
+  EXPECT_EQ(missing.load(), 0);
+  EXPECT_EQ(phantom.load(), 0);
+  EXPECT_EQ(set.live(), 0);
+  EXPECT_EQ(set.overflowed(), 0u);
 }
 
 TEST(AddressSetTest, TheFilterAnswersForAddressesNeverInserted) {
