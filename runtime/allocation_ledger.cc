@@ -150,14 +150,23 @@ void AllocationLedger::WidenAfterSoleEnded() {
   }
 }
 
-void AllocationLedger::BoundHighWater(uint64_t key, int64_t low, int64_t high, int64_t net) {
+UsageCounters& AllocationLedger::CountersOf(uint64_t key) {
   // The sole pair's counters are copies of the totals (SyncSoleContext): bring them up to
   // date first, so that the copy made at the next read carries the totals' interval.
   SyncSoleContext();
-  UsageCounters& c = key == PeakTracker::kTotalsKey ? totals_
-                     : PeakTracker::IsLayerKey(key)
-                         ? layer_usage_[PeakTracker::KeyId(key) & 0xff]
-                         : ScopeCounters(PeakTracker::KeyId(key));
+  return key == PeakTracker::kTotalsKey ? totals_
+         : PeakTracker::IsLayerKey(key) ? layer_usage_[PeakTracker::KeyId(key) & 0xff]
+                                        : ScopeCounters(PeakTracker::KeyId(key));
+}
+
+std::pair<int64_t, int64_t> AllocationLedger::StartAndLowerBound(uint64_t key, int64_t net) {
+  const UsageCounters& c = CountersOf(key);
+  return {static_cast<int64_t>(c.live_bytes) - net,
+          static_cast<int64_t>(c.high_water_low_bytes)};
+}
+
+void AllocationLedger::BoundHighWater(uint64_t key, int64_t low, int64_t high, int64_t net) {
+  UsageCounters& c = CountersOf(key);
   const int64_t start = static_cast<int64_t>(c.live_bytes) - net;
   auto bytes = [](int64_t v) { return v < 0 ? uint64_t{0} : static_cast<uint64_t>(v); };
   c.BoundHighWater(bytes(start + low), bytes(start + high));

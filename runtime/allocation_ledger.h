@@ -128,6 +128,9 @@ class AllocationLedger {
   // and its peak during the epoch lay in [low, high] relative to its value when the epoch
   // began: its high-water interval takes that in (UsageCounters::BoundHighWater).
   void BoundHighWater(uint64_t key, int64_t low, int64_t high, int64_t net);
+  // The counter `key`'s value when the epoch just applied began (its live bytes less
+  // `net`, the epoch's change) and the lower end of its high-water interval so far.
+  std::pair<int64_t, int64_t> StartAndLowerBound(uint64_t key, int64_t net);
   // The sole mode (below) ended during the epoch just bounded (PeakTracker::EndEpoch()):
   // the sole layer's and scope's intervals take in the totals' upper end, which holds
   // their peak before the split.
@@ -220,6 +223,8 @@ class AllocationLedger {
   // Copies the totals into the sole layer's and scope's counters while the mode lasts.
   void SyncSoleContext() const noexcept;
   UsageCounters& ScopeCounters(uint32_t scope);
+  // The counters PeakTracker's `key` names, synced first when in the sole mode.
+  UsageCounters& CountersOf(uint64_t key);
   void Bury(LayerId layer, uint64_t address, uint64_t ticket48);
   bool InGraveyard(LayerId layer, uint64_t address, uint64_t ticket48) const;
   bool InGraveyardAt(LayerId layer, uint64_t address) const;

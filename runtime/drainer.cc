@@ -368,6 +368,7 @@ void Drainer::OpenSegment(Cursor& c) {
 void Drainer::BoundPeaks() {
   for (Cursor& c : cursors_) tracker_.Close(&c.open);
   const bool sole_ended = tracker_.EndEpoch(
+      [this](uint64_t key, int64_t net) { return ledger_->StartAndLowerBound(key, net); },
       [this](uint64_t key, int64_t low, int64_t high, int64_t net) {
         ledger_->BoundHighWater(key, low, high, net);
       });
@@ -702,10 +703,10 @@ uint64_t Drainer::RunEnd(const Cursor& c, uint64_t end, uint64_t time) const noe
 
 void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool prefetch) {
   stack_.clear();
-  stack_.emplace_back(base, base_target);
+  stack_.push_back(Pending{base, base_target, false});
   cursors_[base].on_stack = true;
   while (!stack_.empty()) {
-    const auto [index, target] = stack_.back();
+    const auto [index, target, catch_up] = stack_.back();
     Cursor& c = cursors_[index];
     // Apply this ring's records of the epoch up to `target`, until one depends on a
     // record of another ring not yet applied; that ring goes on the stack first.
@@ -737,10 +738,12 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
           Cursor& d = cursors_[static_cast<size_t>(dep)];
           if (!d.on_stack) {
             d.on_stack = true;
-            stack_.emplace_back(static_cast<size_t>(dep), dep_pos + 1);
+            stack_.push_back(Pending{static_cast<size_t>(dep), dep_pos + 1, false});
             blocked = true;
             break;
           }
+          // A catch-up went further than the release that asked for it needed.
+          if (catch_up) break;
           ++counters_.order_conflicts;  // impossible for real input: see the header
         }
       }
@@ -754,7 +757,7 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
         const uint64_t first_target = FirstRingBefore(c, epoch);
         if (first_target > cursors_[0].pos) {
           cursors_[0].on_stack = true;
-          stack_.emplace_back(0, first_target);
+          stack_.push_back(Pending{0, first_target, true});
           blocked = true;
           break;
         }

@@ -289,7 +289,15 @@ class Drainer {
   // drainer writes a cursor with every record it applies.
   LineAlignedVector<Cursor> cursors_;
   LineAlignedVector<int32_t> cursor_of_ring_;  // ring id -> index in cursors_, or -1
-  LineAlignedVector<std::pair<size_t, uint64_t>> stack_;
+  // ApplyFrom()'s rings to apply, each up to a target. A `catch_up` entry (the first
+  // ring applied ahead for a release without a ticket) is only as far as it can go: it
+  // ends early, not in a conflict, at a record that needs a ring already on the stack.
+  struct Pending {
+    size_t index;
+    uint64_t target;
+    bool catch_up;
+  };
+  LineAlignedVector<Pending> stack_;
   struct MergeEntry {
     uint64_t time;  // EstimateTime() of the ring's next record
     size_t index;   // in cursors_

@@ -24,14 +24,18 @@ void PeakTracker::ChangeSplit(Open* o, LayerId layer, uint32_t scope, int64_t de
 }
 
 void PeakTracker::Push(const Open& o, uint64_t key, const SegmentSum& sum) {
-  OrderSegment s;
-  s.ring = o.ring;
-  s.lo = o.lo;
-  s.hi = o.hi;
-  s.net = sum.net;
-  s.max_prefix = sum.max_prefix;
-  s.min_prefix = sum.min_prefix;
-  closed_.push_back(Closed{key, seq_++, s});
+  OrderSegment seg;
+  seg.ring = o.ring;
+  seg.lo = o.lo;
+  seg.hi = o.hi;
+  seg.net = sum.net;
+  seg.max_prefix = sum.max_prefix;
+  seg.min_prefix = sum.min_prefix;
+  const auto [it, added] = bucket_of_.try_emplace(key, static_cast<uint32_t>(buckets_.size()));
+  if (added) buckets_.push_back(Bucket{key, {}});
+  Bucket& b = buckets_[it->second];
+  if (b.segments.empty()) used_.push_back(it->second);
+  b.segments.push_back(seg);
 }
 
 void PeakTracker::Close(Open* open) {
@@ -40,17 +44,31 @@ void PeakTracker::Close(Open* open) {
   if (current_ == open) current_ = nullptr;
   // A segment whose records changed nothing (scope records, stack frames, unknown
   // releases) bounds nothing.
-  if (open->others.empty()) return;
+  if (open->totals.max_prefix == 0 && open->totals.min_prefix == 0 && open->others.empty()) {
+    return;
+  }
   Push(*open, kTotalsKey, open->totals);
   for (const auto& [key, sum] : open->others) Push(*open, key, sum);
 }
 
-void PeakTracker::SortClosed() {
-  std::sort(closed_.begin(), closed_.end(), [](const Closed& a, const Closed& b) {
-    if (a.key != b.key) return a.key < b.key;
-    if (a.segment.ring != b.segment.ring) return a.segment.ring < b.segment.ring;
-    return a.seq < b.seq;
-  });
+int64_t PeakTracker::HighestPrefixSum(const std::vector<OrderSegment>& segments) {
+  ++ring_sums_epoch_;
+  int64_t total = 0;
+  for (const OrderSegment& seg : segments) {
+    if (seg.ring >= ring_sums_.size()) ring_sums_.resize(size_t{seg.ring} + 1);
+    RingSum& r = ring_sums_[seg.ring];
+    if (r.epoch != ring_sums_epoch_) r = RingSum{ring_sums_epoch_, 0, 0};
+    const int64_t highest = std::max(r.highest, r.c + seg.max_prefix);
+    total += highest - r.highest;  // the sum of the rings' highest, kept as it grows
+    r.highest = highest;
+    r.c += seg.net;
+  }
+  return total;
+}
+
+void PeakTracker::GroupByRing(std::vector<OrderSegment>* segments) {
+  std::stable_sort(segments->begin(), segments->end(),
+                   [](const OrderSegment& a, const OrderSegment& b) { return a.ring < b.ring; });
 }
 
 }  // namespace memtrace

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "runtime/peak_bounds.h"
 #include "transport/event.h"
@@ -79,27 +80,37 @@ class PeakTracker {
     if (changes_ != 0) split_mid_epoch_ = true;
   }
 
-  // The epoch is over (every Open closed): calls fn(key, low, high, net) once per counter
-  // the epoch changed, the totals first, with its peak's interval relative to its value
-  // at the epoch's start, and its net change over the epoch. Returns whether the sole
-  // mode ended during the epoch (SoleEnded()): then the sole layer's and scope's
-  // intervals cover only the epoch's changes after that. Then forgets the epoch.
-  template <typename Fn>
-  bool EndEpoch(Fn&& fn) {
+  // The epoch is over (every Open closed). For each counter the epoch changed, the
+  // totals first: `start_low(key, net)` gives the counter's value when the epoch began
+  // (its live bytes now, less `net`, the epoch's change) and the lower end of its
+  // interval so far; then, unless the epoch cannot have raised that interval (below),
+  // `bound(key, low, high, net)` gets the epoch's peak interval relative to the value at
+  // the epoch's start. Returns whether the sole mode ended during the epoch
+  // (SoleEnded()): then the sole layer's and scope's intervals cover only the epoch's
+  // changes after that. Then forgets the epoch.
+  //
+  // The skip. The epoch's peak is at most the start value plus each ring's own highest
+  // prefix (every ring at its highest at once), which one pass finds. When that is no
+  // more than the interval's lower end so far, the epoch's interval, below it, changes
+  // neither end of the run's interval (the run's peak is the largest of its epochs'), and
+  // BoundPeak() is not run. In steady state only the epochs that come near a peak pay for
+  // it.
+  template <typename StartLow, typename Bound>
+  bool EndEpoch(StartLow&& start_low, Bound&& bound) {
     current_ = nullptr;
-    SortClosed();
-    for (size_t i = 0; i < closed_.size();) {
-      const uint64_t key = closed_[i].key;
-      group_.clear();
+    for (const uint32_t index : used_) {
+      Bucket& b = buckets_[index];
       int64_t net = 0;
-      for (; i < closed_.size() && closed_[i].key == key; ++i) {
-        group_.push_back(closed_[i].segment);
-        net += closed_[i].segment.net;
+      for (const OrderSegment& seg : b.segments) net += seg.net;
+      const auto [start, low_so_far] = start_low(b.key, net);
+      if (start + HighestPrefixSum(b.segments) > low_so_far) {
+        GroupByRing(&b.segments);
+        const PeakInterval interval = BoundPeak(b.segments);
+        bound(b.key, interval.low, interval.high, net);
       }
-      const PeakInterval bound = BoundPeak(group_);
-      fn(key, bound.low, bound.high, net);
+      b.segments.clear();
     }
-    closed_.clear();
+    used_.clear();
     const bool partial = split_mid_epoch_;
     split_mid_epoch_ = false;
     changes_ = 0;
@@ -107,10 +118,17 @@ class PeakTracker {
   }
 
  private:
-  struct Closed {
-    uint64_t key;
-    uint64_t seq;  // order of closing: a ring's segments close in its order
-    OrderSegment segment;
+  // One counter's segments this epoch, in the order they closed (each ring's in its own
+  // order, the rings interleaved).
+  struct Bucket {
+    uint64_t key = 0;
+    std::vector<OrderSegment> segments;
+  };
+  // Per ring, for HighestPrefixSum(): its change so far and highest prefix.
+  struct RingSum {
+    uint64_t epoch = 0;  // ring_sums_epoch_ when this entry was last reset
+    int64_t c = 0;
+    int64_t highest = 0;
   };
 
   // The sum of `key` in `o`: most changes of a segment fall in the layer and scope of the
@@ -127,13 +145,19 @@ class PeakTracker {
   }
   void Push(const Open& o, uint64_t key, const SegmentSum& sum);
   static void ChangeSplit(Open* o, LayerId layer, uint32_t scope, int64_t delta);
-  // Orders closed_ by counter, then ring, then closing order (BoundPeak's input).
-  void SortClosed();
+  // The sum over rings of each ring's highest prefix (>= 0) in `segments`.
+  int64_t HighestPrefixSum(const std::vector<OrderSegment>& segments);
+  // Puts each ring's segments together, keeping their order (BoundPeak's input).
+  static void GroupByRing(std::vector<OrderSegment>* segments);
 
   Open* current_ = nullptr;
-  std::vector<Closed> closed_;
-  std::vector<OrderSegment> group_;  // EndEpoch()'s input to BoundPeak, kept for its room
-  uint64_t seq_ = 0;
+  // Buckets by counter key, kept across epochs for their room; used_ lists the ones that
+  // have segments this epoch.
+  std::vector<Bucket> buckets_;
+  absl::flat_hash_map<uint64_t, uint32_t> bucket_of_;
+  std::vector<uint32_t> used_;
+  std::vector<RingSum> ring_sums_;  // by ring id
+  uint64_t ring_sums_epoch_ = 0;
   uint64_t changes_ = 0;  // changes tracked in this epoch
   bool split_mid_epoch_ = false;
 };
