@@ -19,20 +19,34 @@ struct Run {
   int64_t high;
 };
 
-// One segment placed on the pieces: its first and last piece and its own bounds.
+// One segment placed on the pieces: its first and last piece, its own bounds, and its
+// ring's lower bound at its two end pieces (where a neighbouring segment of the ring may
+// share the instant: the looser of the two).
 struct Placed {
   size_t a;
   size_t b;
   int64_t own_low;   // C + min_prefix
   int64_t own_high;  // C + max_prefix
-  size_t ring_runs;  // index of its ring's first run in the runs vector
-  size_t ring_runs_end;
+  int64_t low_at_a;
+  int64_t low_at_b;
+};
+
+// BoundPeak's working memory, kept per thread for its room (the drainer calls it for
+// every counter of every bounded epoch).
+struct Scratch {
+  std::vector<OrderSegment> segs;
+  std::vector<uint64_t> times;
+  std::vector<Run> runs;
+  std::vector<Placed> placed;
+  std::vector<int64_t> low_sum;
+  std::vector<int64_t> high_sum;
+  std::vector<int64_t> tree;
 };
 
 // Windows that overlap by more than an instant are merged (the header): a ring's windows
 // then follow one another, meeting at most at one instant.
-std::vector<OrderSegment> Normalize(absl::Span<const OrderSegment> in) {
-  std::vector<OrderSegment> out;
+void Normalize(absl::Span<const OrderSegment> in, std::vector<OrderSegment>& out) {
+  out.clear();
   out.reserve(in.size());
   for (OrderSegment s : in) {
     if (s.hi < s.lo) std::swap(s.lo, s.hi);  // a clock that went backwards: widen
@@ -49,13 +63,15 @@ std::vector<OrderSegment> Normalize(absl::Span<const OrderSegment> in) {
     }
     out.push_back(s);
   }
-  return out;
 }
 
 // Range minima over a fixed array: an iterative segment tree.
 class RangeMin {
  public:
-  explicit RangeMin(const std::vector<int64_t>& values) : n_(values.size()), tree_(2 * n_) {
+  // `tree`: storage to build in, resized here.
+  RangeMin(const std::vector<int64_t>& values, std::vector<int64_t>& tree)
+      : n_(values.size()), tree_(tree) {
+    tree_.resize(2 * n_);
     std::copy(values.begin(), values.end(), tree_.begin() + static_cast<ptrdiff_t>(n_));
     for (size_t i = n_; i-- > 1;) tree_[i] = std::min(tree_[2 * i], tree_[2 * i + 1]);
   }
@@ -71,7 +87,7 @@ class RangeMin {
 
  private:
   size_t n_;
-  std::vector<int64_t> tree_;
+  std::vector<int64_t>& tree_;
 };
 
 }  // namespace
@@ -88,12 +104,14 @@ PeakInterval BoundPeak(absl::Span<const OrderSegment> input) {
     }
     return PeakInterval{peak, peak};
   }
-  const std::vector<OrderSegment> segs = Normalize(input);
+  static thread_local Scratch scratch;
+  std::vector<OrderSegment>& segs = scratch.segs;
+  Normalize(input, segs);
 
   // The pieces: instant i is piece 2i + 1, the open interval after it 2i + 2, and the
   // time before every window end piece 0.
-  std::vector<uint64_t> times;
-  times.reserve(2 * segs.size());
+  std::vector<uint64_t>& times = scratch.times;
+  times.clear();
   for (const OrderSegment& s : segs) {
     times.push_back(s.lo);
     if (s.hi != kOpenWindow) times.push_back(s.hi);
@@ -108,13 +126,11 @@ PeakInterval BoundPeak(absl::Span<const OrderSegment> input) {
   };
 
   // Each ring's runs, in piece order and covering every piece.
-  std::vector<Run> runs;
-  std::vector<Placed> placed;
-  runs.reserve(3 * segs.size() + 2);
-  placed.reserve(segs.size());
+  std::vector<Run>& runs = scratch.runs;
+  std::vector<Placed>& placed = scratch.placed;
+  runs.clear();
+  placed.clear();
   for (size_t i = 0; i < segs.size();) {
-    const size_t ring_first_run = runs.size();
-    const size_t ring_first_seg = placed.size();
     int64_t c = 0;  // the ring's change so far, from its ended segments
     size_t next = 0;  // the first piece no run covers yet
     size_t j = i;
@@ -124,6 +140,7 @@ PeakInterval BoundPeak(absl::Span<const OrderSegment> input) {
       const size_t b = s.hi == kOpenWindow ? pieces - 1 : instant(s.hi);
       const int64_t low = c + s.min_prefix;
       const int64_t high = c + s.max_prefix;
+      int64_t low_at_a = low;
       if (a >= next) {
         if (a > next) runs.push_back(Run{next, a - 1, c, c});
         runs.push_back(Run{a, b, low, high});
@@ -131,29 +148,33 @@ PeakInterval BoundPeak(absl::Span<const OrderSegment> input) {
         // a == next - 1: the instant where the previous window ended and this one begins.
         // The ring may be in either segment there.
         const Run last = runs.back();
+        low_at_a = std::min(last.low, low);
         if (last.from < a) {
           runs.back().to = a - 1;
-          runs.push_back(Run{a, a, std::min(last.low, low), std::max(last.high, high)});
+          runs.push_back(Run{a, a, low_at_a, std::max(last.high, high)});
         } else {
-          runs.back().low = std::min(last.low, low);
+          runs.back().low = low_at_a;
           runs.back().high = std::max(last.high, high);
         }
         if (b > a) runs.push_back(Run{a + 1, b, low, high});
+        // The previous segment ends at that instant (and may also begin there).
+        Placed& prev = placed.back();
+        prev.low_at_b = low_at_a;
+        if (prev.a == a) prev.low_at_a = low_at_a;
       }
-      placed.push_back(Placed{a, b, low, high, 0, 0});
+      placed.push_back(Placed{a, b, low, high, low_at_a, b == a ? low_at_a : low});
       c += s.net;
       next = b + 1;
     }
     if (next < pieces) runs.push_back(Run{next, pieces - 1, c, c});
-    for (size_t k = ring_first_seg; k < placed.size(); ++k) {
-      placed[k].ring_runs = ring_first_run;
-      placed[k].ring_runs_end = runs.size();
-    }
     i = j;
   }
 
   // Sum every ring's bounds over each piece (difference arrays).
-  std::vector<int64_t> low_sum(pieces + 1, 0), high_sum(pieces + 1, 0);
+  std::vector<int64_t>& low_sum = scratch.low_sum;
+  std::vector<int64_t>& high_sum = scratch.high_sum;
+  low_sum.assign(pieces + 1, 0);
+  high_sum.assign(pieces + 1, 0);
   for (const Run& r : runs) {
     low_sum[r.from] += r.low;
     low_sum[r.to + 1] -= r.low;
@@ -173,19 +194,12 @@ PeakInterval BoundPeak(absl::Span<const OrderSegment> input) {
   }
 
   // Each segment's own peak, with the other rings at their lowest over its window.
-  const RangeMin minima(low_sum);
-  auto ring_low_at = [&](const Placed& s, size_t piece) {
-    const auto first = runs.begin() + static_cast<ptrdiff_t>(s.ring_runs);
-    const auto last = runs.begin() + static_cast<ptrdiff_t>(s.ring_runs_end);
-    const auto it = std::upper_bound(first, last, piece,
-                                     [](size_t p, const Run& r) { return p < r.from; });
-    return std::prev(it)->low;
-  };
+  const RangeMin minima(low_sum, scratch.tree);
   for (const Placed& s : placed) {
     int64_t others = kInf;
     if (s.b >= s.a + 2) others = minima.Min(s.a + 1, s.b - 1) - s.own_low;
-    others = std::min(others, low_sum[s.a] - ring_low_at(s, s.a));
-    others = std::min(others, low_sum[s.b] - ring_low_at(s, s.b));
+    others = std::min(others, low_sum[s.a] - s.low_at_a);
+    others = std::min(others, low_sum[s.b] - s.low_at_b);
     low = std::max(low, s.own_high + others);
   }
   return PeakInterval{std::min(low, high), high};

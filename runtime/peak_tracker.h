@@ -51,7 +51,7 @@ class PeakTracker {
     uint64_t lo = 0;
     uint64_t hi = kOpenWindow;
     SegmentSum totals;
-    absl::InlinedVector<std::pair<uint64_t, SegmentSum>, 4> others;  // layers and scopes
+    absl::InlinedVector<std::pair<uint64_t, SegmentSum>, 8> others;  // layers and scopes
   };
 
   // Closes `open` if it is active, and opens segment `segment` of `ring` in it, with the
