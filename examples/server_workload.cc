@@ -242,9 +242,10 @@ int main(int argc, char** argv) {
          requests, workers, cache.entries.size());
   // The writer's queue is unbounded, so how far it falls behind the workers depends on the
   // scheduler; this is what request/respond's high-water should show.
-  printf("server_workload: responses not yet freed peaked at %.1f MiB (the program's own "
-         "count, within %.1f KiB)\n\n",
+  printf("server_workload: responses not yet freed peaked at %.1f MiB, %zu bytes (the "
+         "program's own count, within %.1f KiB)\n\n",
          static_cast<double>(g_live_responses.peak()) / (1024.0 * 1024.0),
+         g_live_responses.peak(),
          static_cast<double>((workers + 1) * (kBodyMinBytes + kBodySpread)) / 1024.0);
   fputs(memtrace::FormatSummaryTable(snapshot).c_str(), stdout);
   for (void* entry : cache.entries) TracedFree(entry, SessionCache::kEntryBytes);
