@@ -18,9 +18,11 @@
 //   2. Poll the ring registry: new rings join, retired rings are marked.
 //   3. For each ring, wait out a record that was claimed but not yet published (a producer
 //      preempted mid-record); after this every record stamped <= e is readable.
-//   4. Apply every record stamped e, ring by ring in each ring's order, the first ring the
-//      recorder handed out first (its thread's blocks may have no tickets: Recorder::
-//      SoleRing()). A release whose ticket names an allocation not yet applied in another
+//   4. Apply every record stamped e: with one ring, in its order; with several, merged by
+//      their order stamps (ApplyMerged), or, where the clock gives no stamps, ring by ring
+//      in each ring's order, the first ring the recorder handed out first (its thread's
+//      blocks may have no tickets: Recorder::SoleRing()). A release whose ticket names an
+//      allocation not yet applied in another
 //      ring makes the drainer apply that ring up to the allocation first ("dependency"),
 //      so allocations are applied before their releases wherever the rings were read
 //      from. Dependencies follow happens-before, which has no cycles; a cycle could only
@@ -33,9 +35,10 @@
 // releasing any ring kept every producer whose ring was full waiting for the whole round
 // (seconds: bench/README.md, "More busy threads than CPUs"), long enough to give up and
 // drop its record. Steps 4 and 5 therefore run in slices of about
-// Config::drain_slice_records records: each slice applies up to its share of every
-// ring's records of the epoch (the first ring's all at once, in the first slice, so that
-// it still goes first), hands them to the observer, and releases the slots. The epoch is not over until every ring's
+// Config::drain_slice_records records: each slice applies that many of the epoch's
+// records in stamp order (ring by ring, where there are no stamps: up to its share of
+// every ring's, the first ring's all at once, in the first slice, so that it still goes
+// first), hands them to the observer, and releases the slots. The epoch is not over until every ring's
 // records of it are applied: Flush() and ReadState() wait for its end, the ledger's
 // displaced blocks are settled at its end only, and the next epoch is closed only after
 // it. A program with one ring (one thread) never needs a second slice.
@@ -45,13 +48,17 @@
 //     sequential replay of the real operations, including frees on another thread and
 //     addresses reused across threads, as long as the capture is exact()
 //     (capture_integrity.h).
-//   - High-water marks are exact across epochs: operations in different epochs are
-//     applied in happens-before order. Inside one epoch (drain_period, default 2 ms, and
-//     every Flush(); up to idle_drain_period, 16 ms, for an epoch that begins while the
-//     program is quiet, see config.h), operations of different threads that are not
-//     ordered by a ticket are applied thread by thread, so a high-water mark can miss a
-//     peak made only by the interleaving of two threads inside one epoch. Phases
-//     separated by Flush() (or by more than an epoch) are exact.
+//   - High-water marks: operations in different epochs are applied in happens-before
+//     order. Inside an epoch with one ring the ring's own order is the real one, and
+//     every high-water mark is exact. Inside an epoch with several, the rings' records
+//     are merged by their order stamps (transport/epoch_clock.h, "order inside an
+//     epoch"), and every high-water mark (the totals, each layer, each scope) gets the
+//     interval that must contain the peak of every order the stamps allow, the real one
+//     among them (peak_tracker.h, peak_bounds.h; UsageCounters::high_water_low_bytes and
+//     high_water_high_bytes). The value itself is the peak of the merged order.
+//     CaptureIntegrity::bounded_epochs counts such epochs. Just after a second ring
+//     appears (kFirstRingFirstEpochs), a release without a ticket first brings the first
+//     ring up to the end of its own window, since the first ring's blocks may have none.
 //
 // Thread safety: Start/RequestStop/Join from the recorder's owner; Flush from any thread
 // except the drainer; ReadState from any thread.
