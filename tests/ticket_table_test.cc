@@ -57,28 +57,30 @@ TEST(TicketTableTest, LookupReturnsTheLatestRecordedTicket) {
   EXPECT_EQ(table.fresh_evictions(), 0u);
 }
 
+constexpr uint32_t kWays = TicketTable::kWays;
+
 TEST(TicketTableTest, AFullBucketGivesUpItsOldestEntry) {
   TicketTable table(kSmallLog2);
   ASSERT_TRUE(table.ok());
-  const std::vector<uint64_t> a = AddressesInOneBucket(table, 5);
-  for (uint32_t i = 0; i < 4; ++i) table.Record(table.BucketOf(a[i]), a[i], 1, i, 10 + i);
-  // The fifth block of the bucket takes the slot written in the oldest epoch (10). That
+  const std::vector<uint64_t> a = AddressesInOneBucket(table, kWays + 1);
+  for (uint32_t i = 0; i < kWays; ++i) table.Record(table.BucketOf(a[i]), a[i], 1, i, 10 + i);
+  // The bucket's next block takes the slot written in the oldest epoch (10). That
   // ticket's epoch is closed, so nothing is counted.
-  table.Record(table.BucketOf(a[4]), a[4], 1, 4, 14);
+  table.Record(table.BucketOf(a[kWays]), a[kWays], 1, kWays, 10 + kWays);
   EXPECT_EQ(table.fresh_evictions(), 0u);
   EXPECT_EQ(table.Lookup(a[0]), 0u);
-  for (uint32_t i = 1; i < 5; ++i) EXPECT_EQ(table.Lookup(a[i]), Expected(1, i)) << i;
+  for (uint32_t i = 1; i <= kWays; ++i) EXPECT_EQ(table.Lookup(a[i]), Expected(1, i)) << i;
 }
 
-TEST(TicketTableTest, FiveBlocksOfABucketInOneEpochAreCounted) {
+TEST(TicketTableTest, MoreBlocksOfABucketThanWaysInOneEpochAreCounted) {
   TicketTable table(kSmallLog2);
   ASSERT_TRUE(table.ok());
-  const std::vector<uint64_t> a = AddressesInOneBucket(table, 5);
-  for (uint32_t i = 0; i < 5; ++i) table.Record(table.BucketOf(a[i]), a[i], 2, i, 20);
+  const std::vector<uint64_t> a = AddressesInOneBucket(table, kWays + 1);
+  for (uint32_t i = 0; i <= kWays; ++i) table.Record(table.BucketOf(a[i]), a[i], 2, i, 20);
   EXPECT_EQ(table.fresh_evictions(), 1u);
-  int found = 0;
-  for (uint32_t i = 0; i < 5; ++i) found += table.Lookup(a[i]) == Expected(2, i);
-  EXPECT_EQ(found, 4);
+  uint32_t found = 0;
+  for (uint32_t i = 0; i <= kWays; ++i) found += table.Lookup(a[i]) == Expected(2, i);
+  EXPECT_EQ(found, kWays);
 }
 
 // An epoch a whole number of 2^16 epochs before the current one has the current epoch's
@@ -89,20 +91,20 @@ TEST(TicketTableTest, EntriesWholeCyclesOf2To16EpochsOldAreNotFreshEvictions) {
   ASSERT_TRUE(table.ok());
   constexpr uint32_t kFirst = 100;
   constexpr int kCycles = 12;
-  const std::vector<uint64_t> a = AddressesInOneBucket(table, 4 + kCycles);
-  for (uint32_t i = 0; i < 4; ++i) table.Record(table.BucketOf(a[i]), a[i], 1, i, kFirst);
+  const std::vector<uint64_t> a = AddressesInOneBucket(table, kWays + kCycles);
+  for (uint32_t i = 0; i < kWays; ++i) table.Record(table.BucketOf(a[i]), a[i], 1, i, kFirst);
   // Each record evicts an entry from kFirst: whole cycles of 2^16 epochs before its own.
   for (uint32_t k = 1; k <= kCycles; ++k) {
     const uint32_t epoch = kFirst + (k < kCycles ? k : 20000) * 65536;
-    const uint64_t address = a[3 + k];
-    table.Record(table.BucketOf(address), address, 1, 3 + k, epoch);
+    const uint64_t address = a[kWays - 1 + k];
+    table.Record(table.BucketOf(address), address, 1, kWays - 1 + k, epoch);
     EXPECT_EQ(table.fresh_evictions(), 0u) << "evicted at epoch " << epoch;
-    EXPECT_EQ(table.Lookup(address), Expected(1, 3 + k)) << k;
+    EXPECT_EQ(table.Lookup(address), Expected(1, kWays - 1 + k)) << k;
   }
   // A genuine one: a bucket filled within the current epoch still counts its eviction.
   const uint32_t now = kFirst + 20000 * 65536 + 1;
-  const std::vector<uint64_t> b = AddressesInOneBucket(table, 4 + kCycles + 5);
-  for (size_t i = 4 + kCycles; i < b.size(); ++i) {
+  const std::vector<uint64_t> b = AddressesInOneBucket(table, kWays + kCycles + kWays + 1);
+  for (size_t i = kWays + kCycles; i < b.size(); ++i) {
     table.Record(table.BucketOf(b[i]), b[i], 2, i, now);
   }
   EXPECT_EQ(table.fresh_evictions(), 1u);
@@ -114,15 +116,15 @@ TEST(TicketTableTest, EntriesWholeCyclesOf2To16EpochsOldAreNotFreshEvictions) {
 TEST(TicketTableTest, AFullBucketGivesUpItsOldestEntryAcrossCyclesOf2To16Epochs) {
   TicketTable table(kSmallLog2);
   ASSERT_TRUE(table.ok());
-  const std::vector<uint64_t> a = AddressesInOneBucket(table, 5);
+  const std::vector<uint64_t> a = AddressesInOneBucket(table, kWays + 1);
   const uint32_t now = 65536 + 10;
   table.Record(table.BucketOf(a[0]), a[0], 1, 0, 10);
-  for (uint32_t i = 1; i < 4; ++i) {
-    table.Record(table.BucketOf(a[i]), a[i], 1, i, now - 6 + i);  // 5, 4 and 3 epochs ago
+  for (uint32_t i = 1; i < kWays; ++i) {
+    table.Record(table.BucketOf(a[i]), a[i], 1, i, now - 2 - kWays + i);  // a few ago
   }
-  table.Record(table.BucketOf(a[4]), a[4], 1, 4, now);
+  table.Record(table.BucketOf(a[kWays]), a[kWays], 1, kWays, now);
   EXPECT_EQ(table.Lookup(a[0]), 0u) << "the oldest entry is the one given up";
-  for (uint32_t i = 1; i < 5; ++i) EXPECT_EQ(table.Lookup(a[i]), Expected(1, i)) << i;
+  for (uint32_t i = 1; i <= kWays; ++i) EXPECT_EQ(table.Lookup(a[i]), Expected(1, i)) << i;
   EXPECT_EQ(table.fresh_evictions(), 0u);
 }
 

@@ -13,8 +13,7 @@ static_assert(sizeof(std::atomic<uint64_t>) == 8 &&
               "slots are plain lock-free words");
 
 TicketTable::TicketTable(uint32_t slots_log2) noexcept
-    : slots_log2_(slots_log2), shift_(64 - (slots_log2 - 2)) {
-  static_assert(kWays == 4, "shift_ assumes four slots per bucket");
+    : slots_log2_(slots_log2), shift_(64 - (slots_log2 - kWaysLog2)) {
   if (slots_log2 < kMinSlotsLog2 || slots_log2 > kMaxSlotsLog2) return;
   // Zero-filled pages hold empty slots (address 0). The atomics are lock-free words with
   // no other state, so mapped zero pages are valid objects of that type.

@@ -2,20 +2,20 @@
 //
 // ticket_table.h: how a thread that releases a block learns the ticket of its allocation.
 //
-// A set-associative table indexed by a hash of the block address: buckets of four
-// {address, ticket} slots, one cache line each. The allocating thread stores the new
+// A set-associative table indexed by a hash of the block address: buckets of eight
+// {address, ticket} slots, two cache lines each. The allocating thread stores the new
 // allocation's ticket (ticket.h) in the block's bucket after publishing the record; a
 // thread that frees, resizes or remaps the block looks it up and puts the ticket in its own
 // record. It never blocks and never allocates.
 //
-//   bucket = hash(address) >> shift                 one 64-byte line
+//   bucket = hash(address) >> shift                 two 64-byte lines (four slots shown)
 //   +----------------+----------------+----------------+----------------+
 //   | address|ticket | address|ticket | address|ticket | address|ticket |
 //   +----------------+----------------+----------------+----------------+
 //   Record(): the slot already holding this address, else an empty one, else the one
 //   written in the oldest epoch. A ticket only matters while its allocation's epoch is
 //   still open in the drainer (older allocations are matched by address, exactly), so an
-//   entry is lost only when five blocks of one bucket are allocated within one epoch
+//   entry is lost only when nine blocks of one bucket are allocated within one epoch
 //   (counted: fresh_evictions()).
 //
 // Releases write nothing. A released block's entry stays until the next block at its
@@ -73,7 +73,13 @@
 //     threads inside one epoch; CaptureIntegrity says when that could have mattered. The
 //     drainer still checks every ticket against the record it names.
 //
-// Cost: a multiply-shift, a scan of one cache line, and on allocation a compare of the
+// Why eight ways: with four, eight threads allocating through the API with the default
+// table (2^18 slots) lost 28-82 tickets a run in their own epoch (about 50,000 blocks an
+// epoch: five of them in one bucket is not rare), each making the capture inexact; with
+// eight ways over the same slots, none (default_config_test). The second line costs one
+// more prefetch, issued with the first.
+//
+// Cost: a multiply-shift, a scan of one bucket, and on allocation a compare of the
 // address with 2^48, a compare-exchange and two stores (the compare-exchange, a locked
 // instruction, is most of it: 5-8 ns a malloc+free pair through the API on the 2-vCPU
 // VM, none measurable on redis-server; bench/README.md). The line is shared only by
@@ -102,7 +108,8 @@ namespace memtrace {
 
 class TicketTable {
  public:
-  static constexpr uint32_t kWays = 4;
+  static constexpr uint32_t kWaysLog2 = 3;
+  static constexpr uint32_t kWays = 1u << kWaysLog2;
   static constexpr uint32_t kMinSlotsLog2 = 4;
   static constexpr uint32_t kMaxSlotsLog2 = 28;
 
@@ -137,7 +144,10 @@ class TicketTable {
 
   // Starts loading a bucket for a Record() or Lookup() a few instructions later (a read
   // prefetch: the line arrives exclusive, ready for the store, when no other core has it).
-  static void Prefetch(Bucket bucket) noexcept { PrefetchForRead(bucket); }
+  static void Prefetch(Bucket bucket) noexcept {
+    PrefetchForRead(bucket);
+    PrefetchForRead(bucket + kWays / 2);  // a bucket is two lines
+  }
 
   // Remembers the ticket of a new allocation at `address`, whose bucket is `bucket`: the
   // allocation record at `position` in ring `ring_id`, made in `epoch`. An address of 0
@@ -261,7 +271,7 @@ class TicketTable {
         if (evicting && seen != 0 &&
             EpochOf(seen, target->packed.load(std::memory_order_relaxed)) ==
                 (epoch & kEpochMask)) {
-          // The evicted ticket may still be needed. Rare (five blocks of one bucket
+          // The evicted ticket may still be needed. Rare (nine blocks of one bucket
           // recorded within one epoch), so a shared counter is fine here. Relaxed: a
           // statistic.
           fresh_evictions_.fetch_add(1, std::memory_order_relaxed);
