@@ -25,7 +25,7 @@ absl::Status Config::Validate() const {
   if (overflow_wait < absl::ZeroDuration() || overflow_wait > absl::Seconds(10)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Config.overflow_wait is ", absl::FormatDuration(overflow_wait),
-        "; it must be between 0 and 10s; the default is 100ms"));
+        "; it must be between 0 and 10s; the default is 1s"));
   }
   if (drain_period < absl::Microseconds(10) || drain_period > absl::Seconds(1)) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -3,7 +3,7 @@
 // config.h: how a recorder is set up.
 //
 // Defaults are chosen for a multithreaded server allocating a few million blocks a second:
-// 16,384 records (512 KiB) per thread, a 2 ms epoch, and a wait of at most 100 ms when a
+// 16,384 records (512 KiB) per thread, a 2 ms epoch, and a wait of at most 1 s when a
 // ring is full. Every field is checked by Validate(), which says what is wrong and how to fix it.
 //
 // Overflow policy (what a producer does when its ring is full because the drainer is
@@ -46,7 +46,12 @@ struct Config {
   uint32_t ticket_table_log2 = 18;
   OverflowPolicy overflow_policy = OverflowPolicy::kWaitThenFail;
   // How long a producer waits for room while the drainer applies nothing (kWaitThenFail).
-  absl::Duration overflow_wait = absl::Milliseconds(100);
+  // A second: on a 2-core machine whose CPUs other work keeps busy, the drainer and a
+  // capture's writer can go without CPU for over 100 ms, and a wait that short dropped
+  // records and refused allocations (default_config_test); a second rides that out. The
+  // trade-off: a drainer truly stalled (an observer that blocks) holds each allocating
+  // thread that finds its ring full for up to a second per record before it fails.
+  absl::Duration overflow_wait = absl::Seconds(1);
   // How often the drainer closes an epoch when nobody asks sooner (a thread whose ring
   // passes a quarter full asks sooner). Each epoch costs memtrace's two threads a wake-up
   // and, with more than one ring, a membarrier() interrupt to every CPU running the

@@ -227,8 +227,8 @@ TEST(JsonlSinkTest, ManyInterleavedSitesKeepTheirIds) {
   const std::string path = TempPath("many_sites.jsonl");
   auto sink = JsonlSink::Open(path).value();
   // 30,000 records into a 16,384-record ring: the thread waits for the drainer at least
-  // once. On a loaded machine (CI compiles beside the tests) that wait can outlast the
-  // default 100 ms, and this test is about site ids, not about the wait.
+  // once. On a loaded machine (CI compiles beside the tests) that wait can outlast even
+  // the default second, and this test is about site ids, not about the wait.
   Config config;
   config.overflow_wait = absl::Seconds(10);
   auto tracer = Tracer::Create(config).value();
