@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 #include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/trailer.h"
 #include "sinks/capture_lock.h"
 #include "simdjson.h"
 
@@ -526,6 +528,16 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   }
   for (const auto& [label, bytes] : census_) c.census_bytes += bytes;
   c.census_entries = census_.size();
+  // The replay's peaks are the recorder's (the capture's order is the one it applied);
+  // their intervals come from the trailer, at the end only (trailer.h).
+  std::optional<TrailerBlocks> blocks;
+  if (summary_.has_trailer) {
+    if (absl::StatusOr<TrailerBlocks> t = ParseTrailer(summary_.trailer); t.ok()) {
+      blocks = *std::move(t);
+    }
+  }
+  BoundReplayedPeaks(blocks ? &*blocks : nullptr, point_.kind == SnapshotPoint::Kind::kEnd,
+                     &summary_.totals, &summary_.layers, &summary_.scopes);
   return std::move(summary_);
 }
 

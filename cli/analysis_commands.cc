@@ -939,9 +939,6 @@ int SummaryCommand(int argc, char** argv) {
     if (!t.ok()) return InputError(kSummarySpec, absl::StrCat(path, ": ", t.status().message()));
     blocks = *std::move(t);
   }
-  // The replay's peaks with the recorder's intervals (or none, where they do not apply).
-  BoundReplayedPeaks(blocks ? &*blocks : nullptr, !at_point, &s->totals, &s->layers,
-                     &s->scopes);
   if (absl::GetFlag(FLAGS_json)) {
     auto raw = [](const std::string& json) { return json.empty() ? std::string("null") : json; };
     const std::string trailer_fields =
@@ -1397,6 +1394,27 @@ int PeakCommand(int argc, char** argv) {
   if (!peaks.ok()) return InputError(kPeakSpec, std::string(peaks.status().message()));
   const PeakComposition* const peak = &peaks->global;
   const std::vector<ScopePeak>* const scope_peaks = &peaks->scopes;
+  // The peaks' intervals (the Analyzer gives the replayed counters the trailer's). The
+  // moment shown is the replayed peak's: the capture's order is the one the recorder
+  // applied, so its high-water is that moment's live bytes.
+  const UsageCounters& totals = s->totals;
+  const std::map<uint32_t, UsageCounters>& scope_usage = s->scopes;
+  auto bound_json = [](const UsageCounters& u) {
+    return absl::StrCat(",\"high_water_low_bytes\":", u.high_water_low_bytes,
+                        ",\"high_water_high_bytes\":",
+                        u.high_water_bounded() ? absl::StrCat(u.high_water_high_bytes)
+                                               : std::string("null"));
+  };
+  auto bound_text = [](const UsageCounters& u) {
+    if (!u.high_water_bounded()) return std::string("no bound (the capture has none)");
+    if (u.high_water_exact()) return std::string("exact");
+    return absl::StrCat("the true peak lies in [", FormatBytes(u.high_water_low_bytes), ", ",
+                        FormatBytes(u.high_water_high_bytes), "]");
+  };
+  auto scope_counters = [&](uint32_t id) {
+    const auto it = scope_usage.find(id);
+    return it == scope_usage.end() ? UsageCounters{} : it->second;
+  };
   const size_t scopes_shown = std::min(limit, scope_peaks->size());
   const size_t kSitesPerScope = 5;
   SiteNamer names(*s, std::move(allocators));
@@ -1429,15 +1447,17 @@ int PeakCommand(int argc, char** argv) {
       absl::StrAppend(&per_scope, i == 0 ? "" : ",", "{\"scope\":", JsonQuote(ScopeName(*s, p.scope)),
                       ",\"event_index\":", p.event_index, ",\"t\":", p.t,
                       ",\"live_bytes\":", p.composition.live_bytes,
+                      bound_json(scope_counters(p.scope)),
                       ",\"total_live_bytes\":", p.total_live_bytes, ",\"by_site\":[",
                       sites(scope_sites, kSitesPerScope), "],\"more_sites\":",
                       scope_sites.size() - std::min(kSitesPerScope, scope_sites.size()), "}");
     }
-    printf("{%s,\"event_index\":%llu,\"t\":%lld,\"live_bytes\":%llu,\"by_scope\":[%s],"
+    printf("{%s,\"event_index\":%llu,\"t\":%lld,\"live_bytes\":%llu%s,\"by_scope\":[%s],"
            "\"by_site\":[%s],\"more_sites\":%zu,\"scope_peaks\":[%s],\"more_scopes\":%zu,"
            "\"unresolved\":%s}\n",
            JsonHead("peak", path, *s).c_str(), static_cast<unsigned long long>(peak->event_index),
            static_cast<long long>(peak->t), static_cast<unsigned long long>(peak->live_bytes),
+           bound_json(totals).c_str(),
            scopes(peak->by_scope).c_str(), sites(peak_sites, limit).c_str(),
            peak_sites.size() - std::min(limit, peak_sites.size()), per_scope.c_str(),
            scope_peaks->size() - scopes_shown, UnresolvedJson(names.Unresolved()).c_str());
@@ -1445,9 +1465,9 @@ int PeakCommand(int argc, char** argv) {
   }
   printf("memtrace peak of %s: capture %s\n", path.c_str(), Verdict(*s).c_str());
   PrintSampledNote(*s);
-  printf("global high-water: %s live after event %llu of %llu\n\n",
+  printf("global high-water: %s live after event %llu of %llu; %s\n\n",
          FormatBytes(peak->live_bytes).c_str(), static_cast<unsigned long long>(peak->event_index),
-         static_cast<unsigned long long>(s->events));
+         static_cast<unsigned long long>(s->events), bound_text(totals).c_str());
   printf("%-40s %11s %7s\n", "by scope", "live", "share");
   for (const auto& [id, bytes] : peak->by_scope) {
     printf("%-40s %11s %6.1f%%\n", ScopeName(*s, id).c_str(), FormatBytes(bytes).c_str(),
@@ -1465,9 +1485,10 @@ int PeakCommand(int argc, char** argv) {
   printf("\neach scope at its own high-water moment (scope's live bytes, by site)\n");
   for (size_t i = 0; i < scopes_shown; ++i) {
     const ScopePeak& p = (*scope_peaks)[i];
-    printf("\n%s: %s live after event %llu (all scopes: %s)\n", ScopeName(*s, p.scope).c_str(),
-           FormatBytes(p.composition.live_bytes).c_str(),
-           static_cast<unsigned long long>(p.event_index), FormatBytes(p.total_live_bytes).c_str());
+    printf("\n%s: %s live after event %llu (all scopes: %s); %s\n",
+           ScopeName(*s, p.scope).c_str(), FormatBytes(p.composition.live_bytes).c_str(),
+           static_cast<unsigned long long>(p.event_index), FormatBytes(p.total_live_bytes).c_str(),
+           bound_text(scope_counters(p.scope)).c_str());
     const std::vector<NamedSiteBytes> sites = GroupSiteBytesByName(p.composition.by_site, name);
     for (size_t k = 0; k < sites.size() && k < kSitesPerScope; ++k) {
       printf("  %11s %6.1f%%  %s%s\n", FormatBytes(sites[k].bytes).c_str(),

@@ -21,6 +21,7 @@
 #include "analysis/timeline.h"
 #include "report/report_assets.h"
 #include "sinks/json_text.h"
+#include "sinks/summary_table.h"
 
 namespace memtrace {
 namespace {
@@ -349,8 +350,9 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
   });
   auto usage_row = [](const std::string& name, const UsageCounters& u) {
     return absl::StrCat("[", JsonQuote(name), ",", u.live_bytes, ",", u.live_count, ",",
-                        u.high_water_bytes, ",", u.allocated_bytes, ",", u.allocated_count, ",",
-                        u.freed_bytes, ",", u.freed_count, "]");
+                        u.high_water_bytes, ",", JsonQuote(FormatPeakBound(u)), ",",
+                        u.allocated_bytes, ",", u.allocated_count, ",", u.freed_bytes, ",",
+                        u.freed_count, "]");
   };
   std::vector<Retention> retention = s.retention;
   std::sort(retention.begin(), retention.end(), [](const auto& a, const auto& b) {

@@ -38,6 +38,18 @@ grep -Eq "^  peaks      [0-9]+ of [0-9]+ epochs had several threads recording" "
   || fail "summary peaks line: $(cat "$dir/st.txt")"
 grep -Eq "^scope +live +blocks +high-water +peak bound " "$dir/st.txt" \
   || fail "summary peak bound column: $(cat "$dir/st.txt")"
+# peak: the global moment and each scope's, with the interval of their high-water marks.
+"$memtrace" peak "$dir/c.jsonl" > "$dir/pk.txt" || fail "peak"
+grep -Eq "^global high-water: .* live after event [0-9]+ of [0-9]+; (exact|the true peak lies in \[)" \
+  "$dir/pk.txt" || fail "peak's interval: $(cat "$dir/pk.txt")"
+"$memtrace" peak --json "$dir/c.jsonl" > "$dir/pk.json" || fail "peak --json"
+python3 - "$dir/pk.json" <<'PY' || fail "peak --json interval: $(cat "$dir/pk.json")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["high_water_low_bytes"] <= p["live_bytes"] <= p["high_water_high_bytes"], p
+for s in p["scope_peaks"]:
+    assert s["high_water_low_bytes"] <= s["live_bytes"] <= s["high_water_high_bytes"], s
+PY
 grep -q "^  sink       events written [1-9][0-9]*, lost 0" "$dir/st.txt" \
   || fail "summary sink line: $(cat "$dir/st.txt")"
 grep -Eq "^  memtrace's own CPU: drainer [0-9]+\.[0-9] ms, writer [0-9]+\.[0-9] ms " "$dir/st.txt" \

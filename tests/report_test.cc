@@ -359,6 +359,10 @@ TEST(HtmlReportTest, TruncatedCaptureIsMarkedAndNeverComplete) {
   EXPECT_NE(html->find("\"verdict\":\"truncated\""), std::string::npos);
   EXPECT_NE(html->find("\"trailer\":null"), std::string::npos);
   EXPECT_EQ(html->find("verdict-complete"), std::string::npos);
+  // A capture without a trailer has no peak intervals: its peaks are never shown exact.
+  EXPECT_NE(html->find("\"high_water_high_bytes\":null"), std::string::npos);
+  EXPECT_NE(html->find(",\"none\","), std::string::npos) << "the scopes' peak bound column";
+  EXPECT_EQ(html->find(",\"exact\","), std::string::npos);
 
   const std::string partial = TempPath("partial.jsonl");
   std::string text = RichCapture(/*with_trailer=*/false);

@@ -96,7 +96,7 @@
       ["started", started && !isNaN(started) ? started.toISOString().replace("T", " ").slice(0, 19) + " UTC" : "\u2013"],
       ["duration", fmtNs(tl.duration_ns)],
       ["events", fmtCount(cap.events)],
-      ["peak live", fmtBytes(cap.totals.high_water_bytes)],
+      ["peak live", fmtBytes(cap.totals.high_water_bytes) + peakBound(cap.totals)],
       ["allocated", fmtBytes(cap.totals.allocated_bytes)],
       ["allocations", fmtCount(cap.totals.allocated_count)],
       ["live at end", fmtBytes(cap.totals.live_bytes)],
@@ -490,11 +490,20 @@
     return box;
   }
 
+  // A high-water mark's interval (the capture's trailer): exact, the range that holds the
+  // true peak, or none (a capture written before memtrace bounded peaks).
+  function peakBound(u) {
+    if (u.high_water_high_bytes === null || u.high_water_high_bytes === undefined) return " (no bound)";
+    if (u.high_water_low_bytes === u.high_water_high_bytes) return " (exact)";
+    return " (true peak " + fmtBytes(u.high_water_low_bytes) + " \u2013 " + fmtBytes(u.high_water_high_bytes) + ")";
+  }
+
   function renderPeak() {
     const pk = data.peak;
     const p = panel("peak", "Peak composition",
       pk.event > 0 ? "What held memory at the global high-water moment: " + fmtBytes(pk.live) + " live after event " +
-        fmtCount(pk.event) + " (" + fmtNs(pk.t) + " after the first event)." : "The capture allocated nothing.");
+        fmtCount(pk.event) + " (" + fmtNs(pk.t) + " after the first event)." +
+        peakBound(data.capture.totals).replace(" (", " The true peak: ").replace(/\)$/, ".") : "The capture allocated nothing.");
     p.append(el("div", { class: "cols" }, bars("By scope", pk.by_scope, pk.live), bars("By call site", pk.by_site, pk.live)));
   }
 
@@ -645,7 +654,7 @@
     table("sites", "Top call sites", "By bytes allocated, per call site, scope and layer. Temporaries are blocks freed almost at once by the thread that allocated them.",
       T.sites, siteCols, "No allocations.");
     renderUnresolved();
-    const usageCols = (first) => [[first, "text"], ["live", "bytes"], ["blocks", "count"], ["high-water", "bytes"], ["allocated", "bytes"],
+    const usageCols = (first) => [[first, "text"], ["live", "bytes"], ["blocks", "count"], ["high-water", "bytes"], ["peak bound", "text"], ["allocated", "bytes"],
                                   ["allocations", "count"], ["freed", "bytes"], ["frees", "count"]];
     table("scopes", "Scopes", "Every scope that allocated, by high-water mark; live is at the end of the capture.", T.scopes, usageCols("scope"), "No scopes allocated.");
     table("layers", "Layers", "Per allocator layer.", T.layers, usageCols("layer"), "No layers.");
