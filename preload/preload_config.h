@@ -48,9 +48,9 @@
 //   MEMTRACE_EXACT_ORDER     "1": stamp every record with the time, so that records of
 //                            threads that allocate at once are applied in their real
 //                            order and every peak is exact where the stamps allow
-//                            (Config::order_stamp_log2 = 0; about 12 ns a record on the
-//                            VMs of bench/README.md); "0" (default): a stamp every 32
-//                            records, and peaks with an interval
+//                            (Config::order_stamp_log2 = 0; a serialised counter read
+//                            per record, bench/README.md); "0" (default): a stamp every
+//                            32 records, and peaks with an interval
 //
 // A value that cannot be used is never fatal: the problem is written to stderr, naming
 // the variable, the value and the accepted range, and the documented default is used. A

@@ -47,10 +47,11 @@ struct Config {
   OverflowPolicy overflow_policy = OverflowPolicy::kWaitThenFail;
   // How long a producer waits for room while the drainer applies nothing (kWaitThenFail).
   // A second: on a 2-core machine whose CPUs other work keeps busy, the drainer and a
-  // capture's writer can go without CPU for over 100 ms, and a wait that short dropped
-  // records and refused allocations (default_config_test); a second rides that out. The
-  // trade-off: a drainer truly stalled (an observer that blocks) holds each allocating
-  // thread that finds its ring full for up to a second per record before it fails.
+  // capture's writer can go without CPU for longer than a tenth of a second, and a wait
+  // that short dropped records and refused allocations (default_config_test); a second
+  // rides that out. The trade-off: a drainer truly stalled (an observer that blocks) holds
+  // each allocating thread that finds its ring full for up to a second per record before
+  // it fails.
   absl::Duration overflow_wait = absl::Seconds(1);
   // How often the drainer closes an epoch when nobody asks sooner (a thread whose ring
   // passes a quarter full asks sooner). Each epoch costs memtrace's two threads a wake-up
@@ -100,9 +101,9 @@ struct Config {
   // Order inside an epoch (transport/epoch_clock.h): each thread stamps its records with
   // the time every 2^order_stamp_log2 records, and the drainer applies the threads'
   // records of an epoch in stamp order and bounds every high-water mark by them. The
-  // bound's width grows with the records between stamps; the cost shrinks with them (a
-  // stamp costs about 12 ns, bench/README.md, "Order stamps"). 0: a stamp on every
-  // record, exact order (`memtrace run --exact-order`). At most 16.
+  // bound's width grows with the records between stamps; the cost shrinks with them
+  // (bench/README.md, "Peaks under concurrency"). 0: a stamp on every record, exact order
+  // (`memtrace run --exact-order`). At most 16.
   uint32_t order_stamp_log2 = SpscRing::kDefaultStampLog2;
 
   absl::Status Validate() const;

@@ -57,10 +57,10 @@
 // of a ring), and computes for every high-water mark an interval that must contain the
 // peak of every order the stamps allow (runtime/peak_bounds.h).
 //
-//   - Why every N records and not every record: a stamp costs 12 ns on the VMs of
-//     bench/README.md (`clock_cost_benchmark`: kRdtsc against kRing), as much as a glibc
-//     malloc+free pair. One every 32 records is 0.4 ns a record; the check for a stamp
-//     point is a mask and a compare of the claim's position, with no store. A finer tick
+//   - Why every N records and not every record: a serialised counter read costs about as
+//     much as a glibc malloc+free pair (bench/README.md: `clock_cost_benchmark`, and
+//     "Peaks under concurrency"); one every 32 records spreads it, and the check for a
+//     stamp point is a mask and a compare of the claim's position, with no store. A finer tick
 //     inside the epoch word would need a thread that writes it every few microseconds.
 //     Config::order_stamp_log2 = 0 stamps every record, for users who want exact order.
 //   - The clock: x86-64's time-stamp counter after an lfence (so that the reading is not

@@ -73,11 +73,11 @@
 //     threads inside one epoch; CaptureIntegrity says when that could have mattered. The
 //     drainer still checks every ticket against the record it names.
 //
-// Why eight ways: with four, eight threads allocating through the API with the default
-// table (2^18 slots) lost 28-82 tickets a run in their own epoch (about 50,000 blocks an
-// epoch: five of them in one bucket is not rare), each making the capture inexact; with
-// eight ways over the same slots, none (default_config_test). The second line costs one
-// more prefetch, issued with the first.
+// Why eight ways: a busy epoch records tens of thousands of blocks, and with four ways
+// five of them in one bucket is common enough that several threads allocating through
+// the API with the default table lost tickets in their own epoch every run, each making
+// the capture inexact; eight ways over the same slots make nine in one bucket rare
+// (default_config_test). The second line costs one more prefetch, issued with the first.
 //
 // Cost: a multiply-shift, a scan of one bucket, and on allocation a compare of the
 // address with 2^48, a compare-exchange and two stores (the compare-exchange, a locked
