@@ -314,15 +314,19 @@ void Drainer::PlanEpoch(uint32_t epoch) {
   ledger_->set_ordered(!bounded_);
 }
 
+uint64_t Drainer::NextStamp(const Cursor& c, uint64_t k) const noexcept {
+  // Readable only once its position is published.
+  return ((k + 1) << c.ring->stamp_log2()) < c.limit ? c.ring->ReadStamp(k + 1) : 0;
+}
+
+uint64_t Drainer::WindowEnd(const Cursor& c, uint64_t k) const noexcept {
+  const uint64_t next = NextStamp(c, k);
+  return next != 0 ? next : kOpenWindow;
+}
+
 uint64_t Drainer::FirstRingBefore(const Cursor& c, uint32_t epoch) const {
-  // The release's window ends at its segment's next stamp (when published).
-  const uint32_t shift = c.ring->stamp_log2();
-  const uint64_t k = c.pos >> shift;
-  uint64_t end = kOpenWindow;
-  if (((k + 1) << shift) < c.limit) {
-    const uint64_t next = c.ring->ReadStamp(k + 1);
-    if (next != 0) end = next;
-  }
+  // The release's window ends where its segment's does.
+  const uint64_t end = WindowEnd(c, c.pos >> c.ring->stamp_log2());
   const Cursor& first = cursors_[0];
   const uint32_t first_shift = first.ring->stamp_log2();
   uint64_t p = first.pos;
@@ -337,9 +341,7 @@ uint64_t Drainer::EstimateTime(const Cursor& c, uint64_t position) const noexcep
   const uint32_t shift = c.ring->stamp_log2();
   const uint64_t k = position >> shift;
   const uint64_t lo = c.ring->ReadStamp(k);
-  // The next stamp is readable only once its position is published.
-  if (((k + 1) << shift) >= c.limit) return lo;
-  const uint64_t hi = c.ring->ReadStamp(k + 1);
+  const uint64_t hi = NextStamp(c, k);  // 0 (not yet published, or none): lo
   if (hi <= lo) return lo;
   return lo + (((hi - lo) * (position - (k << shift))) >> shift);
 }
@@ -347,22 +349,12 @@ uint64_t Drainer::EstimateTime(const Cursor& c, uint64_t position) const noexcep
 void Drainer::OpenSegment(Cursor& c) {
   const uint32_t shift = c.ring->stamp_log2();
   const uint64_t k = c.pos >> shift;
-  {
-    // Stamp 0 is "no stamp" (EpochClock::StampNow()): as a start, earlier than any; as an
-    // end, an open window. So is the end of a segment whose last stamp is not published
-    // yet (its records may go on in a later epoch).
-    // A stamp on every record (Config::order_stamp_log2 = 0) is the record's own time:
-    // its window is that instant.
-    const uint64_t lo = c.ring->ReadStamp(k);
-    uint64_t hi = kOpenWindow;
-    if (shift == 0 && lo != 0) {
-      hi = lo;
-    } else if (((k + 1) << shift) < c.limit) {
-      const uint64_t next = c.ring->ReadStamp(k + 1);
-      if (next != 0) hi = next;
-    }
-    tracker_.Begin(&c.open, c.ring->id(), k, lo, hi);
-  }
+  // Stamp 0 is "no stamp" (EpochClock::StampNow()): as a start, earlier than any; as an
+  // end, an open window (WindowEnd). So is the end of a segment whose last stamp is not
+  // published yet (its records may go on in a later epoch). A stamp on every record
+  // (Config::order_stamp_log2 = 0) is the record's own time: its window is that instant.
+  const uint64_t lo = c.ring->ReadStamp(k);
+  tracker_.Begin(&c.open, c.ring->id(), k, lo, shift == 0 && lo != 0 ? lo : WindowEnd(c, k));
 }
 
 void Drainer::BoundPeaks() {
@@ -687,8 +679,8 @@ uint64_t Drainer::RunEnd(const Cursor& c, uint64_t end, uint64_t time) const noe
     const uint64_t lo = c.ring->ReadStamp(k);
     if (lo > time) break;
     const uint64_t segment_end = std::min(end, (k + 1) << shift);
-    if (((k + 1) << shift) >= c.limit) return end;  // no next stamp: every estimate is lo
-    const uint64_t hi = c.ring->ReadStamp(k + 1);
+    // No next stamp (every estimate is lo), or a segment wholly before `time`: all of it.
+    const uint64_t hi = NextStamp(c, k);
     if (hi <= lo || time >= hi) {
       p = segment_end;
       continue;

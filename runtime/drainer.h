@@ -255,6 +255,10 @@ class Drainer {
   // The end of c's run from c.pos: the first position below `end`, past the end of the
   // current segment, whose EstimateTime() passes `time`, or `end`.
   uint64_t RunEnd(const Cursor& c, uint64_t end, uint64_t time) const noexcept;
+  // The stamp that ends c's segment k (segment k + 1's), or 0 while it is not published
+  // or the clock gives none; and the same as a window end, kOpenWindow for 0.
+  uint64_t NextStamp(const Cursor& c, uint64_t k) const noexcept;
+  uint64_t WindowEnd(const Cursor& c, uint64_t k) const noexcept;
   // The time, by its ring's stamps, at which the record at `position` of `c` was made:
   // between the stamps around it, in proportion to its place in its segment.
   uint64_t EstimateTime(const Cursor& c, uint64_t position) const noexcept;
