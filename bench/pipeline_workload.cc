@@ -1,9 +1,9 @@
 // Copyright 2026 The memtrace Authors.
 //
 // pipeline_workload: producers allocate blocks and queue them, consumers free them, all
-// through one TracingAllocator, and the program keeps its own count of the live bytes
-// under the same mutex as each traced operation, so that the mutex's order is the real
-// order and the count's peak is the true peak. Prints that peak beside memtrace's
+// through one TracingAllocator (bench/pipeline.h), and the program keeps its own count of
+// the live bytes under the same mutex as each traced operation, so that the mutex's order
+// is the real order and the count's peak is the true peak. Prints that peak beside memtrace's
 // high-water and its interval (bench/peak_bounds.sh reads the last line):
 //
 //   pipeline: true_peak=14631424 high_water=14630912 low=14620160 high=14702080 exact=0
@@ -13,14 +13,10 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <deque>
-#include <mutex>
-#include <random>
-#include <thread>
-#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "bench/pipeline.h"
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
 
@@ -50,63 +46,19 @@ int main(int argc, char** argv) {
   if (!(*tracer)->Start().ok()) return 2;
   memtrace::MallocAllocator heap;
   memtrace::TracingAllocator traced(tracer->get(), &heap, memtrace::layers::kCpuHeap);
-
-  struct Block {
-    void* p;
-    size_t size;
-  };
-  std::mutex truth_mu;  // the traced operation and the count change together under it
-  uint64_t live = 0, peak = 0;
-  std::mutex queue_mu;
-  std::deque<Block> queue;
-  int producing = producers;
-
-  std::vector<std::thread> threads;
-  for (int t = 0; t < producers; ++t) {
-    threads.emplace_back([&, t] {
-      std::mt19937_64 rng(t);
-      for (int i = 0; i < blocks; ++i) {
-        const size_t size = std::uniform_int_distribution<size_t>(64, 8192)(rng);
-        Block b{nullptr, size};
-        {
-          std::lock_guard<std::mutex> lock(truth_mu);
-          b.p = traced.Alloc(size, 16, 0);
-          live += size;
-          if (live > peak) peak = live;
-        }
-        std::lock_guard<std::mutex> lock(queue_mu);
-        queue.push_back(b);
-      }
-      std::lock_guard<std::mutex> lock(queue_mu);
-      --producing;
-    });
-  }
-  for (int t = 0; t < consumers; ++t) {
-    threads.emplace_back([&] {
-      for (;;) {
-        Block b{nullptr, 0};
-        bool done = false;
-        {
-          std::lock_guard<std::mutex> lock(queue_mu);
-          if (!queue.empty()) {
-            b = queue.front();
-            queue.pop_front();
-          } else {
-            done = producing == 0;
-          }
-        }
-        if (b.p == nullptr) {
-          if (done) return;
-          std::this_thread::yield();
-          continue;
-        }
-        std::lock_guard<std::mutex> lock(truth_mu);
-        live -= b.size;
-        traced.Free(memtrace::AsMemory(b.p, b.size), 16, 0);
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  memtrace::PipelineShape shape;
+  shape.producers = producers;
+  shape.consumers = consumers;
+  shape.blocks = blocks;
+  shape.max_size = 8192;
+  uint64_t live = 0, peak = 0;  // changed under the pipeline's mutex only
+  memtrace::RunPipeline(
+      shape, **tracer, [&](int) -> memtrace::TracingAllocator& { return traced; },
+      [](int) -> const memtrace::ScopeName* { return nullptr; },
+      [&](int, int64_t delta) {
+        live += static_cast<uint64_t>(delta);
+        if (live > peak) peak = live;
+      });
   const memtrace::Snapshot snap = (*tracer)->TakeSnapshot();
   (*tracer)->Stop().IgnoreError();
   const memtrace::UsageCounters& u = snap.totals;

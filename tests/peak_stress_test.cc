@@ -16,10 +16,8 @@
 #include <barrier>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -27,6 +25,7 @@
 
 #include <gtest/gtest.h>
 
+#include "bench/pipeline.h"
 #include "runtime/malloc_allocator.h"
 #include "runtime/scope_table.h"
 #include "runtime/tracer.h"
@@ -183,76 +182,25 @@ void RunPipeline(const Config& config, int run, Peaks* truth, Snapshot* snapshot
     TracedRun t(config);
     ASSERT_TRUE(t.started);
     Tracer* const tracer = t.tracer.get();
-    TracingAllocator* const traced = t.traced;
-
-    struct Block {
-      void* p;
-      size_t size;
-      int producer;
-    };
     // The truth: counters changed in the same critical section as the traced operation.
-    std::mutex truth_mu;
     Peaks live, peak;
-    auto change = [&](int producer, int64_t delta) {
-      const std::string names[3] = {
-          "total", "layer:" + std::to_string(kLayers[producer % 2]),
-          "scope:" + std::string(producer < 2 ? "pipeline_a" : "pipeline_b")};
-      for (const std::string& n : names) {
-        live[n] += static_cast<uint64_t>(delta);
-        peak[n] = std::max(peak[n], live[n]);
-      }
-    };
-    std::mutex queue_mu;
-    std::deque<Block> queue;
-    int producers_left = kProducers;
-
-    std::vector<std::thread> threads;
-    for (int p = 0; p < kProducers; ++p) {
-      threads.emplace_back([&, p] {
-        Span span = tracer->Enter(kScopes[p < 2 ? 0 : 1]);
-        std::mt19937_64 rng(run * 100 + p);
-        for (int i = 0; i < kBlocksPerProducer; ++i) {
-          const size_t size = std::uniform_int_distribution<size_t>(64, 16384)(rng);
-          void* block;
-          {
-            std::lock_guard<std::mutex> lock(truth_mu);
-            block = traced[p % 2].Alloc(size, 16, 0);
-            change(p, static_cast<int64_t>(size));
+    PipelineShape shape;
+    shape.producers = kProducers;
+    shape.consumers = kConsumers;
+    shape.blocks = kBlocksPerProducer;
+    shape.seed = static_cast<uint64_t>(run) * 100;
+    RunPipeline(
+        shape, *tracer, [&](int p) -> TracingAllocator& { return t.traced[p % 2]; },
+        [&](int who) { return who < 0 ? &kConsume : &kScopes[who < 2 ? 0 : 1]; },
+        [&](int producer, int64_t delta) {
+          const std::string names[3] = {
+              "total", "layer:" + std::to_string(kLayers[producer % 2]),
+              "scope:" + std::string(producer < 2 ? "pipeline_a" : "pipeline_b")};
+          for (const std::string& n : names) {
+            live[n] += static_cast<uint64_t>(delta);
+            peak[n] = std::max(peak[n], live[n]);
           }
-          std::lock_guard<std::mutex> lock(queue_mu);
-          queue.push_back(Block{block, size, p});
-        }
-        std::lock_guard<std::mutex> lock(queue_mu);
-        --producers_left;
-      });
-    }
-    for (int c = 0; c < kConsumers; ++c) {
-      threads.emplace_back([&] {
-        Span span = tracer->Enter(kConsume);
-        for (;;) {
-          Block b{};
-          bool done = false;
-          {
-            std::lock_guard<std::mutex> lock(queue_mu);
-            if (!queue.empty()) {
-              b = queue.front();
-              queue.pop_front();
-            } else {
-              done = producers_left == 0;
-            }
-          }
-          if (b.p == nullptr) {
-            if (done) return;
-            std::this_thread::yield();
-            continue;
-          }
-          std::lock_guard<std::mutex> lock(truth_mu);
-          change(b.producer, -static_cast<int64_t>(b.size));
-          traced[b.producer % 2].Free(Memory{static_cast<std::byte*>(b.p), b.size}, 16, 0);
-        }
-      });
-    }
-    for (auto& th : threads) th.join();
+        });
     *snapshot = tracer->TakeSnapshot();
     *truth = peak;
     ASSERT_TRUE(tracer->Stop().ok());
