@@ -39,11 +39,17 @@ struct Config {
   // Records per thread ring: 2^ring_capacity_log2, each 32 bytes.
   uint32_t ring_capacity_log2 = 14;
   // Slots in the ticket table: 2^ticket_table_log2, 16 bytes of address space each
-  // (4 MiB by default, touched as blocks are allocated, 2 MiB at a time where the kernel
+  // (16 MiB by default, touched as blocks are allocated, 2 MiB at a time where the kernel
   // grants huge pages). Size it well above the number of blocks allocated within one
   // epoch, live or freed (a free leaves its entry): only a ticket evicted in its own epoch
   // can cost exactness (ticket_evictions counts those); older ones are matched by address.
-  uint32_t ticket_table_log2 = 18;
+  // An epoch lasts as long as the drainer waits for CPU: eight threads passing blocks to
+  // each other on a busy 2-core machine allocate tens of thousands of blocks in one, and
+  // with 2^18 slots nine of them landed in one bucket (an eviction, and an inexact
+  // capture) often enough to fail default_config_test under load. The odds of nine in a
+  // bucket fall with the ninth power of the load per bucket, so four times the buckets
+  // make it vanishingly rare.
+  uint32_t ticket_table_log2 = 20;
   OverflowPolicy overflow_policy = OverflowPolicy::kWaitThenFail;
   // How long a producer waits for room while the drainer applies nothing (kWaitThenFail).
   // A second: on a 2-core machine whose CPUs other work keeps busy, the drainer and a
