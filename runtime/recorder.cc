@@ -145,7 +145,7 @@ uint64_t Recorder::SendStack(uint64_t hash, const uint64_t* frames, uint32_t dep
     ring->Unclaim();
     return frames[0];
   }
-  if (ring->StampDue(pos, records)) ring->WriteStamps(pos, records, clock_.StampNow());
+  if (ring->StampDue(pos, records)) ring->WriteStamps(pos, records, OrderStamp());
   for (uint32_t r = 0; r < records; ++r) {
     const uint32_t first = 2 * r;
     const uint32_t count = (first + 1 < n) ? 2 : 1;

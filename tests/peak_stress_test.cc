@@ -11,13 +11,19 @@
 //     them. Each allocation and release is made together with an update of the test's
 //     own counters under one mutex, so the mutex's order is the real order of the traced
 //     operations, and the counters' peaks are the true peaks.
+//   - One thread alone, then others joining it: while the recorder has one ring it reads
+//     no clock (Recorder::OrderStamp()), so the first thread's records around the moment
+//     the others arrive have no stamps, and the others free its blocks; linearized by a
+//     mutex as in the pipeline.
 
 #include <algorithm>
 #include <barrier>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -135,6 +141,103 @@ TEST(PeakStressTest, BarrierPhasesWithoutFlush) {
     }
     ExpectPeaksInside(snap, truth, run);
     ASSERT_TRUE(tracer->Stop().ok());
+  }
+}
+
+// The first thread records alone (its stamps are "none"), then three others join while it
+// goes on; they free its blocks, made without tickets, as well as their own. Every
+// traced operation and the test's counters change together under one mutex, whose order
+// is therefore the real one.
+TEST(PeakStressTest, OneThreadAloneThenOthersJoining) {
+  constexpr int kJoining = 3;
+  constexpr int kAlone = 3000;
+  constexpr int kTogether = 4000;
+  for (int run = 0; run < kRuns; ++run) {
+    TracedRun t;
+    ASSERT_TRUE(t.started);
+    struct Block {
+      void* p;
+      size_t size;
+      int layer;
+    };
+    std::mutex mu;
+    Peaks live, peak;
+    std::deque<Block> handed;  // the first thread's blocks, for the others to free
+    auto change = [&](int layer, int64_t delta) {
+      for (const std::string& n : {std::string("total"), "layer:" + std::to_string(kLayers[layer])}) {
+        live[n] += static_cast<uint64_t>(delta);
+        peak[n] = std::max(peak[n], live[n]);
+      }
+    };
+    auto allocate = [&](int layer, size_t size) {
+      std::lock_guard<std::mutex> lock(mu);
+      void* p = t.traced[layer].Alloc(size, 16, 0);
+      change(layer, static_cast<int64_t>(size));
+      return Block{p, size, layer};
+    };
+    auto release = [&](const Block& b) {
+      std::lock_guard<std::mutex> lock(mu);
+      t.traced[b.layer].Free(AsMemory(b.p, b.size), 16, 0);
+      change(b.layer, -static_cast<int64_t>(b.size));
+    };
+    auto hand = [&](const Block& b) {
+      std::lock_guard<std::mutex> lock(mu);
+      handed.push_back(b);
+    };
+    auto take = [&](Block* b) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (handed.empty()) return false;
+      *b = handed.front();
+      handed.pop_front();
+      return true;
+    };
+    std::mt19937_64 rng(7000 + run);
+    auto size_of = [](std::mt19937_64& r) { return 16 + r() % 4096; };
+    // The first thread: allocates, hands every `hand_every`-th block over, and keeps up to
+    // 500 of its own.
+    std::vector<Block> mine;
+    auto first_thread = [&](int operations, int hand_every) {
+      for (int i = 0; i < operations; ++i) {
+        const Block b = allocate(i % 2, size_of(rng));
+        if (i % hand_every == 0) {
+          hand(b);
+        } else {
+          mine.push_back(b);
+        }
+        if (mine.size() > 500) {
+          release(mine.front());
+          mine.erase(mine.begin());
+        }
+      }
+    };
+    first_thread(kAlone, 3);
+    std::vector<std::thread> others;
+    for (int w = 0; w < kJoining; ++w) {
+      others.emplace_back([&, w] {
+        std::mt19937_64 r(run * 10 + w);
+        std::vector<Block> own;
+        for (int i = 0; i < kTogether; ++i) {
+          own.push_back(allocate(w % 2, size_of(r)));
+          Block b;
+          if (i % 2 == 0 && take(&b)) release(b);
+          if (own.size() > 200) {
+            release(own.front());
+            own.erase(own.begin());
+          }
+        }
+        for (const Block& b : own) release(b);
+      });
+    }
+    first_thread(kTogether, 2);
+    for (std::thread& o : others) o.join();
+    for (const Block& b : mine) release(b);
+    Block b;
+    while (take(&b)) release(b);
+    const Snapshot snap = t.tracer->TakeSnapshot();
+    ExpectPeaksInside(snap, peak, run);
+    ASSERT_GT(snap.integrity.bounded_epochs, 0u) << "the threads never recorded at once";
+    EXPECT_EQ(snap.totals.live_bytes, 0u);
+    ASSERT_TRUE(t.tracer->Stop().ok());
   }
 }
 

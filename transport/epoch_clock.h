@@ -63,6 +63,8 @@
 //     stamp point is a mask and a compare of the claim's position, with no store. A finer tick
 //     inside the epoch word would need a thread that writes it every few microseconds.
 //     Config::order_stamp_log2 = 0 stamps every record, for users who want exact order.
+//     While the recorder has one ring, the stamp is 0 and no clock is read
+//     (Recorder::OrderStamp()): one thread's own order is the real one.
 //   - The clock: x86-64's time-stamp counter after an lfence (so that the reading is not
 //     taken before the epoch load and the operations before it), or AArch64's virtual
 //     counter after an isb. Stamps of two CPUs compare only if their counters agree:
