@@ -464,6 +464,8 @@ uint64_t Drainer::AwaitClaims(Cursor& c, bool final_round, ClaimWaits* waits) {
                             c.stalled_claim == claim;
   const auto deadline =
       std::chrono::steady_clock::now() + (final_round ? kFinalClaimWait : kClaimWait);
+  // Relaxed: a statistic; the round's wait is what it counts, and nothing pairs with it.
+  if (head < claim && !waited_before) claim_waits_.fetch_add(1, std::memory_order_relaxed);
   while (head < claim && !waited_before) {
     if (c.ring->LoadClaim() <= head) break;
     if (std::chrono::steady_clock::now() >= deadline) {

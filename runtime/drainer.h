@@ -179,6 +179,9 @@ class Drainer {
   uint64_t sliced_epochs() const noexcept {
     return sliced_epochs_.load(std::memory_order_relaxed);
   }
+  // Times a round began waiting for a record being written (AwaitClaims): tests use it to
+  // know that a round is waiting. Any thread.
+  uint64_t claim_waits() const noexcept { return claim_waits_.load(std::memory_order_relaxed); }
   // Slices applied so far, all epochs: moves while the drainer makes progress, which a
   // producer waiting for room reads (Recorder::WaitForSpace). Any thread.
   uint64_t slices_applied() const noexcept {
@@ -330,6 +333,7 @@ class Drainer {
   int64_t pending_started_unix_ns_ = 0;
   uint32_t slices_ = 0;  // slices of the pending epoch so far
   std::atomic<uint64_t> sliced_epochs_{0};
+  std::atomic<uint64_t> claim_waits_{0};
   std::atomic<uint64_t> slices_applied_{0};
 
   // Round-trip with Flush()/Stop().

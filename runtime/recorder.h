@@ -368,6 +368,8 @@ class Recorder {
   const Config& config() const noexcept { return config_; }
   // Epochs the drainer applied in more than one slice (drainer.h). Any thread.
   uint64_t sliced_epochs() const noexcept { return drainer_.sliced_epochs(); }
+  // Times a drain round began waiting for a record being written (drainer.h). Any thread.
+  uint64_t claim_waits() const noexcept { return drainer_.claim_waits(); }
 
   // Bytes memtrace holds for this recorder: rings, ticket table, ledger; memory() by part.
   uint64_t memory_bytes() const { return memory().total(); }

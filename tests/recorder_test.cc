@@ -312,19 +312,37 @@ TEST(RecorderTest, FlushSeesRecordsOfOtherThreads) {
   });
 }
 
-TEST(RecorderTest, DestroyingARunningRecorderStopsCleanly) {
+// Destroying a recorder that was never stopped stops it: the destructor's final round
+// applies every record still in the rings (the observer sees each one, and its OnStop()),
+// and returns. The producer's records are made while the drainer runs, and most are
+// still unapplied when the destructor runs (no Flush()).
+class CountingObserver final : public EventObserver {
+ public:
+  void OnEpoch(uint32_t, int64_t, std::span<const ObservedEvent> events) noexcept override {
+    records += events.size();
+  }
+  void OnStop() noexcept override { ++stops; }
+  uint64_t records = 0;  // drainer thread until the recorder is gone
+  int stops = 0;
+};
+
+TEST(RecorderTest, DestroyingARunningRecorderAppliesEveryRecordAndStops) {
+  CountingObserver observer;
   auto recorder = Make();
+  ASSERT_TRUE(recorder->SetObserver(&observer).ok());
   ASSERT_TRUE(recorder->Start().ok());
-  std::atomic<bool> stop{false};
+  constexpr uint64_t kRecords = 100'000;
+  uint64_t recorded = 0;
   std::thread producer([&] {
-    uint64_t i = 0;
-    while (!stop) recorder->RecordAlloc(kHeap, 16 * (++i), 1, 0);
+    for (uint64_t i = 1; i <= kRecords; ++i) {
+      if (recorder->RecordAlloc(kHeap, 16 * i, 1, 0) == RecordResult::kRecorded) ++recorded;
+    }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  stop = true;
   producer.join();
   recorder.reset();  // running: the destructor stops and joins the drainer
-  SUCCEED();
+  EXPECT_EQ(recorded, kRecords);
+  EXPECT_EQ(observer.records, kRecords);
+  EXPECT_EQ(observer.stops, 1);
 }
 
 TEST(RecorderTest, ScopesAttributeAllocationsAndFreesChargeBack) {
@@ -694,17 +712,21 @@ TEST(RecorderTest, StopDoesNotWaitForeverForARecordNeverFinished) {
 }
 
 // The same when a round that began before Stop() is already waiting for that record: it
-// stops waiting, and the final round waits its bounded time. (Before 2026-12-03 such a
-// round waited for ever, and a program that called _exit() from a SIGTERM handler that
-// had interrupted its record lost the whole end of its capture: preload_test's
-// UnderscoreExitFromASignalHandlerWritesTheTrailer failed about one run in forty.)
+// stops waiting at once, without waiting out its bound (stalled_claims stays 0), and the
+// final round waits its bounded time. A round that waited for ever here once cost a
+// program that called _exit() from a SIGTERM handler, which had interrupted its record,
+// the whole end of its capture (preload_test's UnderscoreExitFromASignalHandler...).
 TEST(RecorderTest, StopDoesNotWaitForeverWhileARoundWaitsForARecordNeverFinished) {
   auto recorder = Make();  // rounds every drain_period (2 ms)
   ASSERT_TRUE(recorder->Start().ok());
   ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x1000, 8, 0), RecordResult::kRecorded);
+  const uint64_t waits_before = recorder->claim_waits();
   const Recorder::RemapClaim unfinished = recorder->BeginRemap(kHeap, 0x1000);
-  // Rounds come every 2 ms: one is now waiting for the two claimed records.
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Until a round waits for the two claimed records (hang guard only).
+  for (int i = 0; i < 20000 && recorder->claim_waits() == waits_before; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  ASSERT_GT(recorder->claim_waits(), waits_before) << "no round waited for the record";
   auto stopped = std::async(std::launch::async, [&] { return recorder->Stop(); });
   if (stopped.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
     ADD_FAILURE() << "Stop() waits for a round that waits for the unfinished record";
@@ -714,6 +736,7 @@ TEST(RecorderTest, StopDoesNotWaitForeverWhileARoundWaitsForARecordNeverFinished
   const CaptureIntegrity integrity = recorder->Integrity();
   EXPECT_EQ(integrity.events_applied, 1u);
   EXPECT_EQ(integrity.events_dropped, 2u);
+  EXPECT_EQ(integrity.stalled_claims, 0u) << "the waiting round ran out its bound";
 }
 
 // A producer for the cancellation test: records `count` allocations, then reaches a
