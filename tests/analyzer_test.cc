@@ -1,8 +1,9 @@
 // Copyright 2026 The memtrace Authors.
 //
 // The capture reader and the analyzer: a round trip (record with the runtime, write
-// JSONL, analyze: the analyzer's totals equal the runtime's own Snapshot), and a table of
-// malformed inputs, each with the message it must produce.
+// JSONL, analyze: the analyzer's totals equal the counts the test keeps of its own
+// operations, and the runtime's own Snapshot), and a table of malformed inputs, each with
+// the message it must produce.
 
 #include "analysis/analyzer.h"
 #include "analysis/trailer.h"
@@ -44,7 +45,44 @@ void ExpectSame(const UsageCounters& got, const UsageCounters& want, const std::
   EXPECT_EQ(got.freed_count, want.freed_count) << what;
 }
 
-TEST(AnalyzerTest, RoundTripTotalsEqualTheRuntimesSnapshot) {
+// What the test itself did, counted as usage_counters.h defines the counters: an in-place
+// resize moves bytes only, a remap is a release of the old block and an allocation of the
+// new one.
+struct OwnCounts {
+  uint64_t allocated_count = 0, allocated_bytes = 0, freed_count = 0, freed_bytes = 0;
+  void Allocate(uint64_t n) {
+    ++allocated_count;
+    allocated_bytes += n;
+  }
+  void Free(uint64_t n) {
+    ++freed_count;
+    freed_bytes += n;
+  }
+  void Resize(uint64_t from, uint64_t to) {
+    if (to >= from) {
+      allocated_bytes += to - from;
+    } else {
+      freed_bytes += from - to;
+    }
+  }
+  void Add(const OwnCounts& o) {
+    allocated_count += o.allocated_count;
+    allocated_bytes += o.allocated_bytes;
+    freed_count += o.freed_count;
+    freed_bytes += o.freed_bytes;
+  }
+};
+
+void ExpectCounts(const UsageCounters& got, const OwnCounts& want, const std::string& what) {
+  EXPECT_EQ(got.allocated_count, want.allocated_count) << what;
+  EXPECT_EQ(got.allocated_bytes, want.allocated_bytes) << what;
+  EXPECT_EQ(got.freed_count, want.freed_count) << what;
+  EXPECT_EQ(got.freed_bytes, want.freed_bytes) << what;
+  EXPECT_EQ(got.live_count, want.allocated_count - want.freed_count) << what;
+  EXPECT_EQ(got.live_bytes, want.allocated_bytes - want.freed_bytes) << what;
+}
+
+TEST(AnalyzerTest, RoundTripTotalsEqualTheTestsOwnCountsAndTheRuntimesSnapshot) {
   const std::string path = TempPath("roundtrip.jsonl");
   auto sink = JsonlSink::Open(path).value();
   auto tracer = Tracer::Create(Config{}).value();
@@ -58,17 +96,26 @@ TEST(AnalyzerTest, RoundTripTotalsEqualTheRuntimesSnapshot) {
   static const ScopeName kB("rt_b");
   std::vector<std::thread> threads;
   std::vector<std::vector<std::pair<void*, size_t>>> kept(4);
+  std::vector<OwnCounts> own(4);  // the heap's, in scope rt_a/rt_b, by thread
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
+      OwnCounts& mine = own[t];
       Span a = tracer->Enter(kA);
       for (int i = 0; i < 2000; ++i) {
         Span b = tracer->Enter(kB);
         size_t n = 16 + (i * 7) % 300;
         void* p = traced.Alloc(n, 16, 0x1000 + i % 5);
-        if (i % 3 == 0 && traced.Resize(AsMemory(p, n), 16, n / 2 + 1, 0)) n = n / 2 + 1;
+        ASSERT_NE(p, nullptr);
+        mine.Allocate(n);
+        if (i % 3 == 0 && traced.Resize(AsMemory(p, n), 16, n / 2 + 1, 0)) {
+          mine.Resize(n, n / 2 + 1);
+          n = n / 2 + 1;
+        }
         if (i % 5 == 0) {
           void* q = traced.Remap(AsMemory(p, n), 16, n + 4096, 0);
           if (q != nullptr) {
+            mine.Free(n);
+            mine.Allocate(n + 4096);
             p = q;
             n += 4096;
           }
@@ -77,15 +124,25 @@ TEST(AnalyzerTest, RoundTripTotalsEqualTheRuntimesSnapshot) {
           kept[t].emplace_back(p, n);
         } else {
           traced.Free(AsMemory(p, n), 16, 0);
+          mine.Free(n);
         }
       }
     });
   }
   for (auto& th : threads) th.join();
+  OwnCounts frames;  // the arena's, outside any scope
   for (int f = 0; f < 10; ++f) {  // a frame arena on this thread
-    for (int i = 0; i < 50; ++i) frame.Alloc(64, 16, 0);
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_NE(frame.Alloc(64, 16, 0), nullptr);
+      frames.Allocate(64);
+    }
     arena.ResetTraced(frame);
+    for (int i = 0; i < 50; ++i) frames.Free(64);  // a reset releases every block
   }
+  OwnCounts heap_counts;
+  for (const OwnCounts& o : own) heap_counts.Add(o);
+  OwnCounts all = heap_counts;
+  all.Add(frames);
   ASSERT_TRUE(tracer->Stop().ok());
   const Snapshot snap = tracer->TakeSnapshot();
   ASSERT_TRUE(sink->Finish(snap).ok());
@@ -96,6 +153,18 @@ TEST(AnalyzerTest, RoundTripTotalsEqualTheRuntimesSnapshot) {
   EXPECT_TRUE(summary->trailer_complete);
   EXPECT_EQ(summary->unmatched_releases, 0u);
   EXPECT_EQ(summary->events, snap.integrity.events_applied);
+  // The analyzer's replay against the test's own counts...
+  ExpectCounts(summary->totals, all, "totals");
+  ExpectCounts(summary->layers.at(layers::kCpuHeap), heap_counts, "layer cpu");
+  ExpectCounts(summary->layers.at(layers::kFrameArena), frames, "layer frame");
+  bool found_scope = false;
+  for (const auto& [scope, path] : summary->scope_paths) {
+    if (path != "rt_a/rt_b") continue;
+    found_scope = true;
+    ExpectCounts(summary->scopes.at(scope), heap_counts, path);
+  }
+  EXPECT_TRUE(found_scope) << "no scope rt_a/rt_b in the capture";
+  // ... and against the runtime's ledger, which follows the same records.
   ExpectSame(summary->totals, snap.totals, "totals");
   for (const ScopeUsage& s : snap.scopes) {
     ExpectSame(summary->scopes.at(s.scope), s.usage, s.path);
