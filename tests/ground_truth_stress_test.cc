@@ -351,6 +351,28 @@ TEST_P(GroundTruthFenceTest, HighWaterIsExactAcrossBarrierSeparatedPhases) {
 // 10,000 short-lived threads, each allocating, freeing some of its own blocks and some
 // blocks other threads left behind, then exiting. Rings are reused: their number stays
 // bounded by the threads alive at once, and the counts stay exact.
+// The churn tests' threads: twenty blocks of 16-115 bytes from a seeded generator,
+// allocated and recorded at one site; then the last `n` of `blocks` recorded free and freed.
+constexpr uint64_t kChurnSite = 0x5000;
+std::vector<uint64_t> AllocateTwenty(Recorder& recorder, SerializingHeap& heap, int seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> blocks;
+  for (int i = 0; i < 20; ++i) {
+    const uint64_t size = 16 + rng() % 100;
+    const uint64_t a = heap.Alloc(size, 0, kChurnSite);
+    EXPECT_EQ(recorder.RecordAlloc(kLayer, a, size, kChurnSite), RecordResult::kRecorded);
+    blocks.push_back(a);
+  }
+  return blocks;
+}
+void FreeLast(Recorder& recorder, SerializingHeap& heap, int n, std::vector<uint64_t>* blocks) {
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(recorder.RecordFree(kLayer, blocks->back()), RecordResult::kRecorded);
+    heap.Free(blocks->back());
+    blocks->pop_back();
+  }
+}
+
 TEST(GroundTruthStressTest, ThreadChurnKeepsRingsBoundedAndCountsExact) {
   const int concurrent = StressThreads();
   auto recorder = Recorder::Create(StressConfig(concurrent)).value();
@@ -362,24 +384,12 @@ TEST(GroundTruthStressTest, ThreadChurnKeepsRingsBoundedAndCountsExact) {
   constexpr int kTotalThreads = 10000;
 #endif
   Inbox leftovers;
-  const uint64_t site = 0x5000;
   for (int wave = 0; wave < kTotalThreads / concurrent; ++wave) {
     std::vector<std::thread> threads;
     for (int k = 0; k < concurrent; ++k) {
       threads.emplace_back([&, seed = wave * concurrent + k] {
-        std::mt19937_64 rng(seed);
-        std::vector<uint64_t> mine;
-        for (int i = 0; i < 20; ++i) {
-          const uint64_t size = 16 + rng() % 100;
-          const uint64_t a = heap.Alloc(size, 0, site);
-          ASSERT_EQ(recorder->RecordAlloc(kLayer, a, size, site), RecordResult::kRecorded);
-          mine.push_back(a);
-        }
-        for (int i = 0; i < 10; ++i) {  // free half of our own
-          ASSERT_EQ(recorder->RecordFree(kLayer, mine.back()), RecordResult::kRecorded);
-          heap.Free(mine.back());
-          mine.pop_back();
-        }
+        std::vector<uint64_t> mine = AllocateTwenty(*recorder, heap, seed);
+        FreeLast(*recorder, heap, 10, &mine);  // half of our own
         std::vector<uint64_t> others;
         {
           std::lock_guard<std::mutex> lock(leftovers.mu);
@@ -413,6 +423,46 @@ TEST(GroundTruthStressTest, ThreadChurnKeepsRingsBoundedAndCountsExact) {
   const uint64_t ring_bytes = (uint64_t{1} << config.ring_capacity_log2) * sizeof(Event);
   const uint64_t ticket_bytes = (uint64_t{1} << config.ticket_table_log2) * 16;
   EXPECT_LE(recorder->memory_bytes(), ring_bound * ring_bytes + ticket_bytes + (16u << 20));
+}
+
+// The same churn with a Flush() after each wave: every thread of a wave has exited and its
+// records are applied before the next wave starts, so each wave finds its predecessors'
+// rings free, and the recorder never holds more rings than threads alive at once.
+// memtrace's memory is then the rings, the ticket table and a ledger of the live blocks.
+TEST(GroundTruthStressTest, RingsOfExitedThreadsAreReusedByTheNextThreads) {
+  const int concurrent = StressThreads();
+  const Config config = StressConfig(concurrent);
+  auto recorder = Recorder::Create(config).value();
+  ASSERT_TRUE(recorder->Start().ok());
+  SerializingHeap heap;
+  constexpr int kWaves = 50;
+  std::vector<uint64_t> kept;  // each thread leaves 5 blocks live
+  std::mutex kept_mu;
+  for (int wave = 0; wave < kWaves; ++wave) {
+    std::vector<std::thread> threads;
+    for (int k = 0; k < concurrent; ++k) {
+      threads.emplace_back([&, seed = wave * concurrent + k] {
+        std::vector<uint64_t> mine = AllocateTwenty(*recorder, heap, seed);
+        FreeLast(*recorder, heap, 15, &mine);
+        std::lock_guard<std::mutex> lock(kept_mu);
+        kept.insert(kept.end(), mine.begin(), mine.end());
+      });
+    }
+    for (auto& th : threads) th.join();
+    ASSERT_TRUE(recorder->Flush().ok());
+  }
+  ExpectLedgerMatchesReplay(*recorder, heap.Replay(), /*check_high_water=*/false);
+  const CaptureIntegrity integrity = recorder->Integrity();
+  EXPECT_LE(integrity.rings, static_cast<uint64_t>(concurrent)) << "rings were not reused";
+  // A ring maps its records, a stamp for every 32 of them and its header: an eighth more
+  // is plenty. The ledger holds its shards' fixed tables and 2,000 live blocks.
+  const MemtraceMemory m = recorder->memory();
+  const uint64_t ring_bytes = (uint64_t{1} << config.ring_capacity_log2) * sizeof(Event);
+  EXPECT_GE(m.rings, integrity.rings * ring_bytes);
+  EXPECT_LE(m.rings, integrity.rings * (ring_bytes + ring_bytes / 8));
+  EXPECT_EQ(m.tickets, (uint64_t{1} << config.ticket_table_log2) * 16);
+  EXPECT_LE(m.ledger + m.sites, uint64_t{1} << 20);
+  EXPECT_EQ(recorder->TakeSnapshot().totals.live_count, kept.size());
 }
 
 }  // namespace
