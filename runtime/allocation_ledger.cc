@@ -9,8 +9,10 @@
 namespace memtrace {
 namespace {
 
-// 16K entries (256 KiB): recent releases, enough to tell a double free from an unknown one
-// while staying cache-resident for the drainer.
+// 16K entries (256 KiB), direct-mapped by address: recent releases, to tell a double free
+// from an unknown one while staying cache-resident for the drainer. A release is
+// remembered until a later one takes its slot: after k others, with probability
+// (1 - 2^-14)^k (AllocationLedgerTest.ADoubleFreeIsToldWhileItsReleaseIsRemembered).
 constexpr int kGraveyardBits = 14;
 constexpr size_t kGraveyardSlots = size_t{1} << kGraveyardBits;
 

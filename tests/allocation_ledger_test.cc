@@ -3,6 +3,7 @@
 #include "runtime/allocation_ledger.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -182,6 +183,53 @@ TEST(AllocationLedgerTest, SecondFreeWithSameTicketIsDoubleFree) {
   EXPECT_EQ(ledger.Free(kHeap, 0x1000, T(2, 3)), Outcome::kApplied);
   EXPECT_EQ(ledger.Free(kHeap, 0x1000, T(2, 3)), Outcome::kDoubleFree);
   ExpectInvariants(ledger.totals());
+}
+
+// How long a double free is told from an unknown free. The ledger remembers releases in a
+// table of 2^14 slots indexed by a hash of the address, each release taking its slot
+// (docs/guarantees.md): a second free is a double free while no later release has taken
+// the slot, so after k other releases at unrelated addresses with probability
+// (1 - 2^-14)^k, about e^-1 at k = 2^14. The test releases 500 blocks, then `k` others,
+// then frees the 500 again, and compares the double frees counted with the expectation
+// computed from that formula, within five standard deviations.
+TEST(AllocationLedgerTest, ADoubleFreeIsToldWhileItsReleaseIsRemembered) {
+  constexpr int kBlocks = 500;
+  constexpr double kSlots = 16384;
+  for (const int k : {0, 16384, 50000}) {
+    SCOPED_TRACE(k);
+    AllocationLedger ledger(16);
+    std::mt19937_64 rng(k + 1);
+    auto address = [&] { return (rng() & 0x00007ffffffffff0ull) | 0x10000; };
+    uint64_t ticket = 1;
+    std::vector<std::pair<uint64_t, uint64_t>> released;  // address, ticket
+    for (int i = 0; i < kBlocks; ++i) {
+      const uint64_t a = address();
+      ledger.Alloc(kHeap, a, 8, T(1, ticket), 0, 1);
+      ASSERT_EQ(ledger.Free(kHeap, a, T(1, ticket)), Outcome::kApplied);
+      released.emplace_back(a, T(1, ticket++));
+    }
+    for (int i = 0; i < k; ++i) {
+      const uint64_t a = address();
+      ledger.Alloc(kHeap, a, 8, T(1, ticket), 0, 1);
+      ASSERT_EQ(ledger.Free(kHeap, a, T(1, ticket++)), Outcome::kApplied);
+    }
+    int told = 0;
+    double expected = 0;
+    double variance = 0;
+    for (int i = 0; i < kBlocks; ++i) {
+      const auto [a, t] = released[i];
+      const Outcome o = ledger.Free(kHeap, a, t);
+      ASSERT_TRUE(o == Outcome::kDoubleFree || o == Outcome::kUnknown);
+      told += o == Outcome::kDoubleFree;
+      // Releases after this one: the later blocks' and the k others.
+      const double p = std::pow(1 - 1 / kSlots, kBlocks - 1 - i + k);
+      expected += p;
+      variance += p * (1 - p);
+    }
+    EXPECT_NEAR(told, expected, 5 * std::sqrt(variance) + 1) << "expected " << expected;
+    EXPECT_EQ(ledger.totals().freed_count, static_cast<uint64_t>(kBlocks + k))
+        << "a second free changes no totals";
+  }
 }
 
 TEST(AllocationLedgerTest, AllocOverLiveAddressDisplacesUntilItsFreeArrives) {
