@@ -251,9 +251,16 @@ void Analyzer::Allocate(uint64_t ticket, const Block& b) {
   Account(b, /*allocate=*/true);
 }
 
-bool Analyzer::Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out) {
-  auto it = live_.find(of);
+bool Analyzer::Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out, uint64_t* key) {
   uint64_t ticket = of;
+  auto it = live_.find(of);
+  if (it == live_.end() && !aliases_.empty()) {
+    // Named by the ticket of its last resize or move.
+    if (auto alias = aliases_.find(of); alias != aliases_.end()) {
+      ticket = alias->second;
+      it = live_.find(ticket);
+    }
+  }
   if (it == live_.end() || it->second.addr != addr || it->second.layer != layer) {
     auto at = by_address_.find(AddressKey(layer, addr));
     if (at == by_address_.end() || at->second.empty()) return false;
@@ -262,6 +269,8 @@ bool Analyzer::Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out) {
     if (it == live_.end()) return false;
   }
   *out = it->second;
+  if (out->alias != 0) aliases_.erase(out->alias);
+  if (key != nullptr) *key = ticket;
   live_.erase(it);
   auto at = by_address_.find(AddressKey(layer, addr));
   if (at != by_address_.end()) {
@@ -368,7 +377,8 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
     }
     case LineType::kResize: {
       Block b;
-      if (!Take(rec.of, rec.layer, rec.addr, &b)) {
+      uint64_t key = 0;
+      if (!Take(rec.of, rec.layer, rec.addr, &b, &key)) {
         ++summary_.unmatched_releases;
         break;
       }
@@ -383,17 +393,21 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       }
       if (live_change_hook_) live_change_hook_(b.scope, b.layer);
       b.size = new_size;
-      live_[rec.ticket] = b;  // the block answers to the resize's ticket now
-      by_address_[AddressKey(b.layer, b.addr)].push_back(rec.ticket);
+      // The block answers to the resize's ticket now, and stays under its first one.
+      b.alias = rec.ticket;
+      aliases_[rec.ticket] = key;
+      live_[key] = b;
+      by_address_[AddressKey(b.layer, b.addr)].push_back(key);
       break;
     }
     case LineType::kRemap: {
       Block b;
       Moving& m = moving_[rec.thread];
       m = Moving{};
-      if (Take(rec.of, rec.layer, rec.addr, &b)) {
+      uint64_t key = 0;
+      if (Take(rec.of, rec.layer, rec.addr, &b, &key)) {
         Account(b, /*allocate=*/false);
-        m = Moving{true, b.scope, b.site, b.weight};
+        m = Moving{true, b.scope, b.site, b.weight, key};
       } else {
         ++summary_.unmatched_releases;
       }
@@ -407,11 +421,16 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       Block b{rec.addr, Scaled(rec.size, weight), rec.scope, rec.site, rec.layer, 0, 0,
               static_cast<uint64_t>(std::llround(weight)), weight};
       if (m.active) {
+        // The moved block: the same allocation, under its first ticket, named by this one.
         b.scope = m.scope;
         b.site = m.site;
+        b.alias = rec.ticket;
+        aliases_[rec.ticket] = m.key;
+        Allocate(m.key, b);
+      } else {
+        Allocate(rec.ticket, b);
       }
       m = Moving{};
-      Allocate(rec.ticket, b);
       break;
     }
     case LineType::kArenaReset: {

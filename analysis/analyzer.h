@@ -296,11 +296,17 @@ class Analyzer {
     uint64_t thread_event = 0;  // the allocating thread's event count at allocation
     uint64_t count = 1;         // allocations this block stands for (the rounded weight)
     double weight = 1.0;
+    // The ticket later records name the block by once a resize or a move gave it one
+    // (aliases_), or 0. The block stays under the ticket of its first allocation, so that
+    // what follows it by that ticket (a scope's retention) finds it after a resize or a
+    // move.
+    uint64_t alias = 0;
   };
   struct Moving {
     bool active = false;
     uint32_t scope = 0, site = 0;
     double weight = 1.0;
+    uint64_t key = 0;  // the moved block's key in live_
   };
   // Whether `rec` (an event) lies beyond the snapshot point; updates the point's state.
   bool BeyondPoint(const CaptureRecord& rec);
@@ -308,8 +314,9 @@ class Analyzer {
 
   absl::Status ApplyLine(const CaptureRecord& rec);
   void Allocate(uint64_t ticket, const Block& b);
-  // Finds the live block `of` names, or the oldest at (layer, addr); erases it.
-  bool Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out);
+  // Finds the live block `of` names (its first ticket or its alias), or the oldest at
+  // (layer, addr); erases it. *key: its key in live_, where a resize puts it back.
+  bool Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out, uint64_t* key = nullptr);
   void Account(const Block& b, bool allocate);
 
   // An open scope instance on a thread, and the blocks allocated directly inside it.
@@ -349,7 +356,9 @@ class Analyzer {
   using LiveTable =
       absl::flat_hash_map<uint64_t, V, absl::Hash<uint64_t>, std::equal_to<uint64_t>,
                           HugePageAllocator<std::pair<const uint64_t, V>>>;
-  LiveTable<Block> live_;  // by ticket
+  LiveTable<Block> live_;  // by the ticket of the block's first allocation
+  // The ticket of a block's last resize or move -> its key in live_ (Block::alias).
+  LiveTable<uint64_t> aliases_;
   // layer<<56^addr -> the tickets of the blocks live there, oldest first: almost always
   // one, kept inline (a heap vector per live address cost a malloc and a free, and with
   // 4 million blocks live `memtrace summary` took 10-15% longer and 11% more memory).
