@@ -58,7 +58,7 @@ ForkOrigin ForkOf(const std::string& header) {
   return f;
 }
 
-// The header's "process" object (the interposer's, since 2026-12-03); known stays false
+// The header's "process" object (the interposer's); known stays false
 // when there is none, or it is not what the interposer writes.
 ProcessOrigin ProcessOf(const std::string& header) {
   ProcessOrigin p;

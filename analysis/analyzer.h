@@ -112,10 +112,10 @@ struct ScopePeak {
 // interposer under MEMTRACE_TRACE_FORKS): the parent, and the blocks live in it at the
 // fork, which the capture records first, in the scope "(inherited at fork)".
 // unpublished_records: records the parent's other threads were writing at that moment,
-// whose operations the inherited blocks lack. Since 2026-12-05 the inherited blocks carry
-// the call stacks the parent allocated them at (before, all of them were at site 0):
-// stacks_known says the header has inherited_without_stack, the blocks among them whose
-// stack the parent had not kept (beyond its site capacity, or recorded without one).
+// whose operations the inherited blocks lack. The inherited blocks carry the call stacks
+// the parent allocated them at (older captures put all of them at site 0): stacks_known
+// says the header has inherited_without_stack, the blocks among them whose stack the
+// parent had not kept (beyond its site capacity, or recorded without one).
 struct ForkOrigin {
   bool forked = false;
   uint64_t parent_pid = 0;
@@ -126,9 +126,9 @@ struct ForkOrigin {
   uint64_t inherited_without_stack = 0;
 };
 
-// The traced process as the interposer's header describes it (its "process" object,
-// written since 2026-12-03): the parent's pid and the command line. `known` is false for
-// a capture without one (older captures, and the runtime API's).
+// The traced process as the interposer's header describes it (its "process" object): the
+// parent's pid and the command line. `known` is false for a capture without one (older
+// captures, and the runtime API's).
 struct ProcessOrigin {
   bool known = false;
   uint64_t ppid = 0;
@@ -147,7 +147,7 @@ struct CaptureSummary {
   int64_t started_unix_ns = 0;     // the header's, 0 when absent
   bool sampled = false;            // weights were applied: the numbers are estimates
   uint64_t sample_interval_bytes = 0;  // the interposer's, 0 when every allocation was kept
-  uint64_t site_capacity = 0;  // the interposer's (since 2026-12-05), 0 when not recorded
+  uint64_t site_capacity = 0;  // the interposer's, 0 when not recorded (older captures)
   // Snapshot: how many events were applied (all of them without a snapshot point), and
   // whether the point was reached (a scope exit may not happen N times).
   uint64_t events_applied = 0;

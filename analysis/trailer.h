@@ -79,8 +79,8 @@ struct TrailerBlocks {
   uint64_t forks = 0;                // interposer captures: children the process forked
   // Interposer captures: blocks allocated before tracing started (in the constructors of
   // the program's libraries, which run before the interposer's) and released again
-  // before it did that are not in the capture (all of them before 2026-12-05; since, only
-  // those the interposer's log of such calls had to drop); and those that did not fit
+  // before it did that are not in the capture (only those the interposer's log of such
+  // calls had to drop; older interposers dropped all of them); and those that did not fit
   // its table of the blocks live then (their releases count as unknown frees).
   uint64_t prestart_freed = 0;
   uint64_t prestart_freed_bytes = 0;

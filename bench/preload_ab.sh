@@ -28,8 +28,8 @@
 #
 # --cpu: the CPU every run is pinned to (taskset), 0 by default. On the shared 2-vCPU
 # machines the two vCPUs can differ by half in speed for minutes at a time (another
-# tenant on the host core behind one of them: sqlite3 untraced took 0.50 s on CPU 0 and
-# 0.81 s on CPU 1, 2026-12-01 10:10), and a run lands on either; unpinned, that
+# tenant on the host core behind one of them: sqlite3 untraced has taken 0.50 s on one
+# and 0.81 s on the other in the same minute), and a run lands on either; unpinned, that
 # difference swamps what is measured. Pinned, memtrace's drainer and writer share the
 # program's CPU: the main thread's CPU time stays a fair measure (its caches are shared
 # with them), and the wall time then includes their work. "any": the kernel places runs.

@@ -27,10 +27,10 @@
 // address word stored back (release). Two threads that pick the same slot at the same
 // moment, for blocks of one bucket, cannot both write it: one claim wins and the other
 // looks again.
-// Before claims, the two wrote the slot together and one entry was lost, or its address
-// was left beside the other's ticket; a release of that block could then be applied
-// before its own allocation, in another ring, within one epoch, and the ledger set the
-// wrong block aside (tests/ticket_table_test.cc races this).
+// Without claims the two would write the slot together and lose one entry, or leave its
+// address beside the other's ticket; a release of that block could then be applied
+// before its own allocation, in another ring, within one epoch, and the ledger would set
+// the wrong block aside (tests/ticket_table_test.cc races this).
 //
 // A slot is two words, 16 bytes:
 //

@@ -108,10 +108,10 @@ static_assert(sizeof(UnwindWalk) == 664);
 // What a thread that records call stacks keeps about them: the interposer's walk memo
 // and predictor (preload/unwind.cc) and the recorder's cache of stacks sent (recorder.h).
 // 41 KiB, mapped for each such thread on first need (Stacks()) and unmapped by its exit
-// hook, not part of ThreadState: in the static TLS block it took that much of every
-// thread's stack, whose creator sized it for the program alone. Node.js starts a thread
-// with a 32 KiB stack, and pthread_create() refused it (EINVAL) under the interposer until
-// 2026-12-03.
+// hook, not part of ThreadState: in the static TLS block it would take that much of
+// every thread's stack, whose creator sized it for the program alone (Node.js starts a
+// thread with a 32 KiB stack, which pthread_create() refuses, EINVAL, when static TLS
+// leaves too little of it).
 struct StackState {
   // The DWARF walk's predictor (preload/unwind.cc), indexed by a hash of `from`: given a
   // frame's return address, the caller's and its rule as last seen, so most frames skip

@@ -24,8 +24,8 @@ void* MapZeroed(size_t bytes) noexcept;
 // The same, asking for transparent huge pages (madvise MADV_HUGEPAGE; a hint the kernel
 // may ignore), and from 2 MiB on starting at a 2 MiB boundary. For tables read and
 // written at random: each 2 MiB page faults once instead of 512 times, and a 4 KiB page
-// first read (mapped to the shared zero page) then written no longer costs a
-// TLB-shootdown interrupt on every CPU running the program. Release with Unmap() and the
+// first read (mapped to the shared zero page) then written would cost a TLB-shootdown
+// interrupt on every CPU running the program. Release with Unmap() and the
 // same `bytes`.
 void* MapZeroedHuge(size_t bytes) noexcept;
 
