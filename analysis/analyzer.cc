@@ -185,19 +185,20 @@ absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
 
 absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
                                                    const SnapshotPoint& point) {
-  return Summarize(path, point, Progress());
+  AnalysisSummaryOptions options;
+  options.point = point;
+  return Summarize(path, options);
 }
 
 absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
-                                                   const SnapshotPoint& point,
-                                                   const Progress& progress) {
+                                                   const AnalysisSummaryOptions& options) {
   Analyzer analyzer;
-  analyzer.StopAt(point);
+  analyzer.StopAt(options.point);
   CaptureReadStats stats;
   absl::Status s = ReadCapture(
       path,
       [&](const CaptureRecord& rec) {
-        if (progress) progress(stats.bytes);
+        if (options.progress) options.progress(stats.bytes);
         return analyzer.Apply(rec);
       },
       &stats);

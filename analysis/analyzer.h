@@ -209,6 +209,14 @@ struct Difference {
 // high-water, then path). The totals come first, under the path "TOTAL".
 std::vector<Difference> Compare(const CaptureSummary& before, const CaptureSummary& after);
 
+// How Analyzer::Summarize() reads a capture: where to stop (the end by default, or a
+// snapshot point), and a hook called with the bytes read so far after every line (may be
+// empty; the CLI's progress bar).
+struct AnalysisSummaryOptions {
+  SnapshotPoint point;
+  std::function<void(uint64_t bytes_read)> progress;
+};
+
 class Analyzer {
  public:
   // A block freed by the thread that allocated it, within this many of that thread's
@@ -224,12 +232,10 @@ class Analyzer {
   static absl::StatusOr<CaptureSummary> SummarizeText(std::string_view text,
                                                       const std::string& name);
 
-  // The same with a progress hook: `progress` (may be empty) is called with the bytes read
-  // so far, after every line. Used for the CLI's progress bar.
   using Progress = std::function<void(uint64_t bytes_read)>;
+  // The same with every option (AnalysisSummaryOptions).
   static absl::StatusOr<CaptureSummary> Summarize(const std::string& path,
-                                                  const SnapshotPoint& point,
-                                                  const Progress& progress);
+                                                  const AnalysisSummaryOptions& options);
 
   // The composition of live memory at the capture's global high-water moment: reads the
   // capture twice (find the moment, then replay up to it).

@@ -215,7 +215,10 @@ double Share(uint64_t part, uint64_t whole) {
 // Reads `path` up to `point`, with a progress bar when stderr is a terminal.
 absl::StatusOr<CaptureSummary> Load(const std::string& path, const SnapshotPoint& point) {
   ProgressBar bar(path, "reading");
-  return Analyzer::Summarize(path, point, [&bar](uint64_t bytes) { bar.Update(bytes); });
+  AnalysisSummaryOptions options;
+  options.point = point;
+  options.progress = [&bar](uint64_t bytes) { bar.Update(bytes); };
+  return Analyzer::Summarize(path, options);
 }
 
 absl::StatusOr<CaptureSummary> Load(const std::string& path) { return Load(path, SnapshotPoint{}); }

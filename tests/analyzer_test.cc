@@ -12,8 +12,10 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -190,6 +192,44 @@ TEST(AnalyzerTest, RoundTripTotalsEqualTheTestsOwnCountsAndTheRuntimesSnapshot) 
   for (const auto& blocks : kept) {
     for (auto [p, n] : blocks) heap.Free(AsMemory(p, n), 16, 0);
   }
+}
+
+// AnalysisSummaryOptions: a snapshot point and a progress hook. The point stops the
+// replay where the test says (its own count of the events before it), and the hook sees
+// the bytes read grow to the file's size.
+TEST(AnalyzerTest, SummaryOptionsStopAtTheirPointAndReportProgress) {
+  const std::string path = TempPath("options.jsonl");
+  auto sink = JsonlSink::Open(path).value();
+  auto tracer = Tracer::Create(Config{}).value();
+  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
+  ASSERT_TRUE(tracer->Start().ok());
+  MallocAllocator heap;
+  TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
+  std::vector<void*> kept;
+  for (int i = 0; i < 300; ++i) kept.push_back(traced.Alloc(100, 16, 0));  // 300 events
+  for (void* p : kept) traced.Free(AsMemory(p, 100), 16, 0);                // 300 more
+  ASSERT_TRUE(tracer->Stop().ok());
+  ASSERT_TRUE(sink->Finish(tracer->TakeSnapshot()).ok());
+
+  AnalysisSummaryOptions options;
+  options.point = ParseSnapshotPoint("event=450").value();
+  std::vector<uint64_t> read;
+  options.progress = [&read](uint64_t bytes) { read.push_back(bytes); };
+  const auto at = Analyzer::Summarize(path, options);
+  ASSERT_TRUE(at.ok()) << at.status();
+  EXPECT_EQ(at->totals.allocated_count, 300u);
+  EXPECT_EQ(at->totals.freed_count, 150u);
+  EXPECT_EQ(at->totals.live_bytes, 150u * 100);
+  EXPECT_EQ(at->totals.high_water_bytes, 300u * 100);
+  ASSERT_FALSE(read.empty());
+  EXPECT_TRUE(std::is_sorted(read.begin(), read.end()));
+  EXPECT_LE(read.back(), std::filesystem::file_size(path));
+  EXPECT_GT(read.back(), 0u);
+
+  const auto end = Analyzer::Summarize(path, AnalysisSummaryOptions{});
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_EQ(end->totals.freed_count, 300u);
+  EXPECT_EQ(end->totals.live_bytes, 0u);
 }
 
 TEST(AnalyzerTest, ZstdCaptureRoundTripsAndACutOffStreamIsReported) {
