@@ -252,8 +252,8 @@ class AllocationLedger {
   // Last ticket released at each (hashed) address, to tell double frees from unknown ones.
   // Key 0 is an empty slot, so the table lives in mapped zero pages, each faulted in when
   // a slot on it is first written: a new ledger writes none of its 256 KiB. A forked
-  // child that traces on makes a new ledger and frees few blocks (bench/README.md,
-  // "Where a traced child's 10 ms go": 0.67 ms less a fork and wait).
+  // child that traces on makes a new ledger and frees few blocks, and its cost is page
+  // faults on new memory (bench/README.md, "Where a traced child's 10 ms go").
   struct Grave {
     uint64_t key;
     uint64_t ticket48;

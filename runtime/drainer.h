@@ -12,8 +12,8 @@
 //      stamped e that the round could not see yet is applied in the next round, in its
 //      place, and nothing of another ring can be ordered against it: a ring acquired
 //      later records only epochs after e. A single-threaded program (sqlite3) then never
-//      pays for the fence, which was a fifth of the drainer's time and most of its
-//      system time on the VMs of bench/README.md. The final round and a round a Flush()
+//      pays for the fence, a system call each epoch that interrupts the program's CPUs
+//      (bench/README.md, "Choosing the fence"). The final round and a round a Flush()
 //      asked for always fence, and Flush() waits for a fenced one.
 //   2. Poll the ring registry: new rings join, retired rings are marked.
 //   3. For each ring, wait out a record that was claimed but not yet published (a producer
