@@ -44,8 +44,8 @@ bool LooksUpBlock(EventKind kind) {
 constexpr uint64_t kPrefetchAhead = 8;
 
 // Below this many live blocks the ledger's tables stay in the caches and reading ahead is
-// only extra work. BM_DrainerThroughput (bench/README.md), prefetching every record: 2-7%
-// slower with 8K and 32K blocks live, 12-17% faster with 128K, 2.1-2.8x with 1M.
+// only extra work; above it, a lookup misses the caches and the prefetch hides the miss
+// (BM_DrainerThroughput, bench/README.md).
 #ifndef MEMTRACE_PREFETCH_LIVE_BLOCKS
 #define MEMTRACE_PREFETCH_LIVE_BLOCKS 65536
 #endif
@@ -538,8 +538,7 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
   if (observer_ != nullptr) {
     // The batch's memory was the writer thread's last (the sink gives vectors back for
     // reuse), so each line the drainer writes is taken from another core: ask for it
-    // ahead, exclusive. On the 2-vCPU VM this cut the drainer's CPU time in a churn run
-    // through the API by 45% (bench/README.md, "The observer's batch").
+    // ahead, exclusive (bench/README.md, "The observer's batch").
     if (observed_.size() + kObservedPrefetchAhead < observed_.capacity()) {
       PrefetchForWrite(observed_.data() + observed_.size() + kObservedPrefetchAhead);
     }

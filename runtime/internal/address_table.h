@@ -7,8 +7,8 @@
 // probing with backward-shift deletion (no tombstones); the table grows by 1.4x when it
 // passes 75% full, so the load factor stays in [0.54, 0.75] once it has grown, and the
 // cost per live allocation stays between 32 and 45 bytes. (Linear probing's expected run
-// for an insertion is 2.7 times as long at 85% as at 75%; grown at 85%, the drainer
-// applied 20-40% fewer events with 1M blocks live: bench/README.md.) Capacities need not
+// for an insertion is 2.7 times as long at 85% as at 75%, and the drainer's events a
+// second with 1M blocks live follow it: bench/README.md.) Capacities need not
 // be powers of two: a hash is mapped to a slot with a multiply-high ("fastrange").
 //
 // Every table hashes alike, and a table's slots hold its blocks in the order of their
