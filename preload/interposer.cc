@@ -107,6 +107,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "preload/byte_sampler.h"
 #include "preload/internal_blocks.h"
 #include "preload/mappings.h"
 #include "preload/own_libraries.h"
@@ -560,32 +561,20 @@ constinit preload_internal::InternalBlocks internal_blocks;
 // With sampling: the live blocks that were sampled, whose releases are recorded.
 constinit preload_internal::SampledBlocks sampled_blocks;
 
-// Byte sampling as a Poisson process (MEMTRACE_SAMPLE_BYTES = N): each thread counts
-// down an exponentially distributed number of bytes with mean N, and the allocation that
-// crosses zero is sampled. By memorylessness a block of s bytes is sampled with
-// probability 1 - exp(-s/N), whatever came before it; the sink writes 1/probability as
-// its weight.
+// Byte sampling (MEMTRACE_SAMPLE_BYTES = N): whether this thread records a new block of
+// n bytes, with probability 1 - exp(-n/N) whatever came before it (byte_sampler.h, which
+// also derives the estimates and their variance); the sink writes 1/probability as its
+// weight.
 bool TakeSample(size_t n) noexcept {
   runtime_internal::ThreadState& t = runtime_internal::Tls();
-  auto draw = [&t]() {
-    // xorshift64*, seeded from the thread's state address and the clock.
-    uint64_t x = t.sample_random;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    t.sample_random = x;
-    const double u = static_cast<double>((x * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
-    const double bytes = -std::log(1.0 - u) * static_cast<double>(config.sample_bytes);
-    t.sample_countdown = bytes < 1.0 ? 1 : bytes > 9e18 ? INT64_MAX : static_cast<int64_t>(bytes);
-  };
   if (__builtin_expect(t.sample_random == 0, 0)) {
-    t.sample_random = (reinterpret_cast<uint64_t>(&t) ^ __builtin_ia32_rdtsc()) | 1;
-    draw();
+    // Seeded from the thread's state address and the clock.
+    preload_internal::SeedByteSampler(config.sample_bytes,
+                                      reinterpret_cast<uint64_t>(&t) ^ __builtin_ia32_rdtsc(),
+                                      &t.sample_countdown, &t.sample_random);
   }
-  t.sample_countdown -= static_cast<int64_t>(n);
-  if (t.sample_countdown > 0) return false;
-  draw();
-  return true;
+  return preload_internal::TakeByteSample(config.sample_bytes, n, &t.sample_countdown,
+                                          &t.sample_random);
 }
 
 // True when this call is memtrace's own, made on a program thread while memtrace is

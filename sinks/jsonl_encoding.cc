@@ -173,8 +173,8 @@ std::string JsonHex(uint64_t v) {
 }
 
 double SampleWeight(uint64_t size, uint64_t interval_bytes) {
-  const double p =
-      -std::expm1(-static_cast<double>(size) / static_cast<double>(interval_bytes));
+  const double p = -std::expm1(-static_cast<double>(SampledBytes(size)) /
+                               static_cast<double>(interval_bytes));
   const double w = p > 0 ? 1.0 / p : 1e15;
   return w < 1.0 ? 1.0 : w > 1e15 ? 1e15 : w;
 }

@@ -50,7 +50,14 @@ std::string JsonModuleLine(const std::string& path, uint64_t start, uint64_t end
 // "0x1f": lower-case hex with 0x, quoted.
 std::string JsonHex(uint64_t v);
 
-// A sampled block's weight, 1 / (1 - exp(-size / interval)), kept within [1, 1e15].
+// The bytes a block of `size` requested bytes counts for in the interposer's sampling
+// draw (preload/byte_sampler.h): a request for nothing as one byte, so that it has a
+// chance to be recorded and a finite weight.
+constexpr uint64_t SampledBytes(uint64_t size) { return size == 0 ? 1 : size; }
+
+// A sampled block's weight, 1/p with p = 1 - exp(-SampledBytes(size) / interval) the
+// probability that the interposer recorded it (preload/byte_sampler.h), kept within
+// [1, 1e15].
 double SampleWeight(uint64_t size, uint64_t interval_bytes);
 // The weight as a reader of its JSON text gets it: the JSONL line writes six significant
 // digits, so the binary encoding stores this value to make both readers agree exactly.
