@@ -246,6 +246,15 @@ void Analyzer::Account(const Block& b, bool allocate) {
   if (live_change_hook_) live_change_hook_(b.scope, b.layer);
 }
 
+uint64_t Analyzer::SampledCount(const AttributionKey& key, double weight) {
+  if (weight == 1.0) return 1;  // adds exactly one to any sum: the sum is left as it is
+  double& sum = weight_sums_[key];
+  const int64_t before = std::llround(sum);
+  sum += weight;
+  // At least 1: weights are >= 1, and llround(x + 1) == llround(x) + 1 for x >= 0.
+  return static_cast<uint64_t>(std::llround(sum) - before);
+}
+
 void Analyzer::Allocate(uint64_t ticket, const Block& b) {
   live_[ticket] = b;
   by_address_[AddressKey(b.layer, b.addr)].push_back(ticket);
@@ -357,7 +366,8 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       if (rec.weight != 1.0) summary_.sampled = true;
       Allocate(rec.ticket, Block{rec.addr, Scaled(rec.size, rec.weight), rec.scope, rec.site,
                                  rec.layer, rec.thread, thread_events_[rec.thread],
-                                 static_cast<uint64_t>(std::llround(rec.weight)), rec.weight});
+                                 SampledCount({rec.site, rec.scope, rec.layer}, rec.weight),
+                                 rec.weight});
       NoteAllocation(rec.thread, rec.ticket);
       break;
     case LineType::kFree: {
@@ -408,7 +418,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       uint64_t key = 0;
       if (Take(rec.of, rec.layer, rec.addr, &b, &key)) {
         Account(b, /*allocate=*/false);
-        m = Moving{true, b.scope, b.site, b.weight, key};
+        m = Moving{true, b.scope, b.site, key};
       } else {
         ++summary_.unmatched_releases;
       }
@@ -416,15 +426,20 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
     }
     case LineType::kRemapTarget: {
       Moving& m = moving_[rec.thread];
-      // The moved block keeps the sample weight of the block it came from.
-      const double weight = m.active ? m.weight : rec.weight;
+      // The moved block keeps the site and scope of the block it came from, and carries
+      // its own weight: in a sampled capture the interposer draws a moved block anew, on
+      // its new size (preload/byte_sampler.h).
+      const double weight = rec.weight;
       if (weight != 1.0) summary_.sampled = true;
-      Block b{rec.addr, Scaled(rec.size, weight), rec.scope, rec.site, rec.layer, 0, 0,
-              static_cast<uint64_t>(std::llround(weight)), weight};
+      Block b{rec.addr, Scaled(rec.size, weight), rec.scope, rec.site, rec.layer, 0, 0, 1,
+              weight};
       if (m.active) {
-        // The moved block: the same allocation, under its first ticket, named by this one.
         b.scope = m.scope;
         b.site = m.site;
+      }
+      b.count = SampledCount({b.site, b.scope, b.layer}, weight);
+      if (m.active) {
+        // The moved block: the same allocation, under its first ticket, named by this one.
         b.alias = rec.ticket;
         aliases_[rec.ticket] = m.key;
         Allocate(m.key, b);

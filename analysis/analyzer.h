@@ -12,8 +12,11 @@
 // Snapshots: a SnapshotPoint stops the replay after an event count, at a time (every
 // event whose `t` is not later), or right after the N-th exit of a scope; the summary is
 // then the state at that point. Sampled captures (docs/capture-format.md "Sampling") are
-// scaled: each recorded allocation counts as round(weight) allocations of
-// round(size * weight) bytes, and CaptureSummary::sampled says the numbers are estimates.
+// scaled: each recorded allocation counts as round(size * weight) bytes, and as
+// allocations such that each (site, scope, layer)'s count is its running sum of weights,
+// rounded (a block's own round(weight) would bias counts of blocks near the sampling
+// interval, whose weights lie between 1 and 2); CaptureSummary::sampled says the numbers
+// are estimates. preload/byte_sampler.h derives them and their variance.
 //
 // Top sites, differences, retention, peak composition (global and per scope) and coverage
 // build on the same replay.
@@ -300,7 +303,7 @@ class Analyzer {
     uint32_t layer;
     uint32_t thread = 0;
     uint64_t thread_event = 0;  // the allocating thread's event count at allocation
-    uint64_t count = 1;         // allocations this block stands for (the rounded weight)
+    uint64_t count = 1;         // allocations this block stands for (SampledCount())
     double weight = 1.0;
     // The ticket later records name the block by once a resize or a move gave it one
     // (aliases_), or 0. The block stays under the ticket of its first allocation, so that
@@ -311,7 +314,6 @@ class Analyzer {
   struct Moving {
     bool active = false;
     uint32_t scope = 0, site = 0;
-    double weight = 1.0;
     uint64_t key = 0;  // the moved block's key in live_
   };
   // Whether `rec` (an event) lies beyond the snapshot point; updates the point's state.
@@ -348,8 +350,15 @@ class Analyzer {
     }
   };
 
+  // The allocations a recorded block of `weight` stands for, at `key`: the key's running
+  // sum of weights (weight_sums_), rounded, less what its earlier blocks took. So each
+  // key's count stays within half an allocation of its sum of weights, which estimates
+  // its allocations without bias; 1 for an unsampled block.
+  uint64_t SampledCount(const AttributionKey& key, double weight);
+
   CaptureSummary summary_;
   absl::flat_hash_map<AttributionKey, UsageCounters> attribution_;
+  absl::flat_hash_map<AttributionKey, double> weight_sums_;  // sampled captures only
   uint64_t events_seen_ = 0;
   uint64_t stop_after_ = ~uint64_t{0};
   SnapshotPoint point_;

@@ -31,6 +31,26 @@
 // sqrt(N/(n*s)), one over the square root of the samples expected; counts of small blocks
 // are the noisy ones. For s >> N, p ~ 1 and the block is as good as exact.
 //
+// realloc keeps the meaning the unsampled capture gives it (preload/interposer.cc,
+// ReallocSampled): a move is a release and a new allocation, a resize in place changes
+// the size of the same allocation.
+//   - A move gives the new block its own draw on its new size: a new allocation in both
+//     captures, estimated as above. The old block's release is recorded when the old
+//     block was.
+//   - A resize in place keeps the block's draw and weight: it is recorded exactly when
+//     the block was, and scaled by the block's weight. From its draw (at size s, weight
+//     w = 1/p(s)) to its next move or release, a block that grew in place by G bytes adds
+//     I*w*(s + G) to the allocated bytes, expectation s + G, variance
+//     (s + G)² (1 - p)/p; a block of L bytes now adds I*w*L to the live bytes,
+//     expectation L, variance L² (1 - p)/p. A block drawn small that grows in place a
+//     long way keeps its small-block weight: still unbiased, with that larger variance.
+//     (A new draw at each resize would tie the weight to the size again, but then the
+//     resize would count as an allocation the program never made.)
+//
+// Rounding (analysis/analyzer.h): bytes are rounded per recorded block (size * weight,
+// at most half a byte each); counts are the running sum of the weights of each (site,
+// scope, layer) rounded, so each row is within half an allocation of its Σ w.
+//
 // Thread safety: the state is one thread's (ThreadState::sample_countdown and
 // sample_random); the functions touch only what they are given. Hot path: noexcept, no
 // allocation, no locks; a logarithm only when a block is recorded.

@@ -752,21 +752,28 @@ void OnFree(void* p) noexcept {
   OnFreeUntraced(p);
 }
 
-// realloc under sampling: the old block's release is recorded if it was sampled, and the
-// new block gets its own sampling decision (a resized block is a new sample, so weights
-// stay those of its size). A move or resize of a sampled block into a sampled one is
-// recorded as a free and an allocation.
+// realloc under sampling, with the meaning the unsampled path gives it (Realloc below):
+// a move is a release and a new allocation, a resize in place is the same allocation at
+// a new size (byte_sampler.h derives the estimates). So a moved block gets a new draw on
+// its new size, and a block resized in place keeps its draw: recorded as a resize when it
+// was sampled, not at all when it was not. The old block's release is recorded when it
+// was sampled.
 void* ReallocSampled(Tracer* t, void* p, size_t n, Caller caller) noexcept {
   Recorder& r = t->recorder();
-  internal_blocks.Erase(Addr(p));  // memtrace's own block: not sampled either
-  const bool old_sampled = Tracked(p) && sampled_blocks.Erase(Addr(p));
+  const bool own = internal_blocks.Erase(Addr(p));  // memtrace's own block: never recorded
+  const bool old_tracked = !own && Tracked(p);
+  const bool old_sampled = old_tracked && sampled_blocks.Erase(Addr(p));
   if (n == 0) {  // glibc frees the block and returns null
     if (old_sampled) r.RecordFree(kLayer, Addr(p));
-    return real.realloc(p, 0);
+    void* q = real.realloc(p, 0);
+    if (q != nullptr) RecordNewBlock(t, q, 0, caller);
+    return q;
   }
   if (!old_sampled) {
     void* q = real.realloc(p, n);
-    if (q != nullptr) RecordNewBlock(t, q, n, caller);
+    // In place, a tracked block left out by its draw stays left out; a block below the
+    // minimum size that grew past it is new to the capture, as in Realloc.
+    if (q != nullptr && (q != p || !old_tracked)) RecordNewBlock(t, q, n, caller);
     return q;
   }
   const uint64_t site = Site(t, caller.frame, caller.ret);
@@ -776,20 +783,19 @@ void* ReallocSampled(Tracer* t, void* p, size_t n, Caller caller) noexcept {
   void* q = real.realloc(p, n);
   if (q == nullptr) {
     r.AbortRemap(claim);
-    if (n != 0) sampled_blocks.Insert(Addr(p));  // unchanged, still sampled
+    sampled_blocks.Insert(Addr(p));  // unchanged, still sampled
     return nullptr;
   }
-  const bool new_sampled = Tracked(q) && TakeSample(n);
   if (q == p) {
-    r.AbortRemap(claim);
-    r.RecordFree(kLayer, Addr(p));  // still ours: no one else can have the address yet
-  } else {
-    r.CommitRemap(claim, Addr(q), n, site);
-    r.RecordFree(kLayer, Addr(q));
+    r.CommitResize(claim, n);
+    sampled_blocks.Insert(Addr(p));  // the same allocation: its draw stands
+    return q;
   }
-  if (new_sampled) {
-    sampled_blocks.Insert(Addr(q));
-    r.RecordAlloc(kLayer, Addr(q), n, site);
+  if (Tracked(q) && TakeSample(n)) {
+    sampled_blocks.Insert(Addr(q));  // before the program, or any thread, can free it
+    r.CommitRemap(claim, Addr(q), n, site);  // the target carries its own weight
+  } else {
+    r.CommitRelease(claim);
   }
   return q;
 }

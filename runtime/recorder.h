@@ -245,6 +245,23 @@ class Recorder {
     StoreTicket(nullptr, rc.old_address_, c.ring_id, c.pos, epoch);
   }
 
+  // The remap moved the block, and only its release is recorded (the interposer's
+  // sampling left the new block out). Records a free of the old block in the claim's first
+  // slot (the second goes back), stamped with the epoch read in BeginRemap, as
+  // CommitRemap's release half is. Instead of CommitRemap or AbortRemap, under the same
+  // rules.
+  void CommitRelease(const RemapClaim& rc) noexcept {
+    if (rc.result_ != RecordResult::kRecorded) return;
+    const Claim& c = rc.claim_;
+    c.ring->slot(c.pos) =
+        Event{rc.old_address_, Event::PackKindSize(EventKind::kFree, rc.layer_, 0),
+              rc.old_ticket_, Event::PackScopeEpoch(c.scope, c.epoch)};
+    c.ring->Publish(c.pos + 1);
+    // After the publish, as in CommitResize().
+    c.ring->Unclaim();
+    AfterPublish(c);
+  }
+
   void AbortRemap(const RemapClaim& rc) noexcept {
     // The block stays where it was, and so does its ticket (a lookup leaves the entry).
     if (rc.result_ == RecordResult::kRecorded) rc.claim_.ring->Unclaim();

@@ -18,12 +18,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/frame_arena.h"
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
@@ -787,6 +789,47 @@ TEST(AnalyzerTest, SampledCapturesAreScaledByWeight) {
   const auto unsampled = Analyzer::SummarizeText(std::string(kHeader) + Alloc(1, 2, 0, 0, 1), "u");
   ASSERT_TRUE(unsampled.ok());
   EXPECT_FALSE(unsampled->sampled);
+}
+
+// Counts are each row's running sum of weights, rounded: ten blocks of weight 1.5 at one
+// site are 15 allocations (a weight rounded per block would make 20), and a row never
+// strays more than half an allocation from its sum. A moved block keeps its site and
+// scope and carries its own weight (the interposer drew it anew on its new size).
+TEST(AnalyzerTest, SampledCountsFollowTheSumOfWeights) {
+  const std::string header =
+      "{\"type\":\"header\",\"schema_version\":1,\"source\":\"preload\",\"interposer\":"
+      "{\"sample_interval_bytes\":4096,\"stack_depth\":0}}\n";
+  auto weighted = [](const char* type, uint64_t addr, uint64_t size, uint32_t site,
+                     uint64_t ticket, double weight) {
+    return absl::StrCat("{\"type\":\"", type, "\",\"t\":", ticket,
+                        ",\"thread\":1,\"addr\":\"0x", absl::Hex(addr), "\",\"size\":", size,
+                        ",\"layer\":0,\"scope\":0,\"site\":", site, ",\"ticket\":", ticket,
+                        ",\"weight\":", weight, "}\n");
+  };
+  std::string text = header;
+  uint64_t ticket = 0;
+  for (uint64_t i = 0; i < 10; ++i) {
+    text += weighted("alloc", 0x1000 + 0x100 * i, 100, 1, ++ticket, 1.5);
+    text += weighted("alloc", 0x9000 + 0x100 * i, 100, 2, ++ticket, 1.2);
+  }
+  // The block at 0x1000 (ticket 1, site 1) moves to 0x5000, where its new size has
+  // weight 1.25: counted at site 1, not at site 3 named by the record.
+  text += absl::StrCat("{\"type\":\"remap\",\"t\":30,\"thread\":1,\"addr\":\"0x1000\","
+                       "\"layer\":0,\"of\":1,\"ticket\":30}\n");
+  text += weighted("remap_target", 0x5000, 200, 3, 31, 1.25);
+  const auto s = Analyzer::SummarizeText(text, "sampled.jsonl");
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::map<uint32_t, UsageCounters> by_site;
+  for (const AllocationAttribution& a : s->attribution) by_site[a.site].AddCounts(a.usage);
+  ASSERT_EQ(by_site.size(), 2u);
+  // Site 1: 10 * 1.5 + 1.25 = 16.25; site 2: 10 * 1.2 = 12.
+  EXPECT_EQ(by_site[1].allocated_count, 16u);
+  EXPECT_EQ(by_site[2].allocated_count, 12u);
+  EXPECT_EQ(by_site[1].allocated_bytes, 10u * 150u + 250u);
+  EXPECT_EQ(by_site[2].allocated_bytes, 10u * 120u);
+  EXPECT_EQ(s->totals.allocated_count, 28u);
+  EXPECT_EQ(s->totals.freed_count, 2u);  // the moved block's count (its first, 1.5: 2)
+  EXPECT_EQ(s->totals.live_count, 26u);
 }
 
 TEST(AnalyzerTest, KeepsSiteFramesAndModules) {
