@@ -269,17 +269,6 @@ bool WaitForOutput(const std::string& out, const std::string& text) {
   return ReadFile(out).find(text) != std::string::npos;
 }
 
-// The interposer and the programs it traces are built with the test's configuration; a
-// sanitizer runtime owns malloc itself and must be first in the process, so the
-// interposer cannot be loaded into a sanitized build. The engine it drives is covered by
-// the other tests under both sanitizers.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define MEMTRACE_SKIP_UNDER_SANITIZERS() \
-  GTEST_SKIP() << "the interposer cannot be preloaded into a sanitized build"
-#else
-#define MEMTRACE_SKIP_UNDER_SANITIZERS() static_cast<void>(0)
-#endif
-
 class PreloadTest : public ::testing::Test {
  protected:
   void SetUp() override { MEMTRACE_SKIP_UNDER_SANITIZERS(); }

@@ -8,8 +8,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <string>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "tests/test_paths.h"
