@@ -108,6 +108,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "preload/byte_sampler.h"
+#include "preload/filter_counts.h"
 #include "preload/internal_blocks.h"
 #include "preload/mappings.h"
 #include "preload/own_libraries.h"
@@ -560,6 +561,15 @@ uint64_t Addr(const void* p) noexcept { return reinterpret_cast<uint64_t>(p); }
 constinit preload_internal::InternalBlocks internal_blocks;
 // With sampling: the live blocks that were sampled, whose releases are recorded.
 constinit preload_internal::SampledBlocks sampled_blocks;
+// What the minimum size and sampling left out (filter_counts.h), for the trailer.
+constinit preload_internal::FilterCounts filter_counts;
+
+using preload_internal::Filter;
+
+// Counts an allocation of `n` bytes that `filter` left out of the capture.
+void CountFiltered(Filter filter, size_t n) noexcept {
+  filter_counts.Count(runtime_internal::Tls(), filter, n);
+}
 
 // Byte sampling (MEMTRACE_SAMPLE_BYTES = N): whether this thread records a new block of
 // n bytes, with probability 1 - exp(-n/N) whatever came before it (byte_sampler.h, which
@@ -690,12 +700,18 @@ bool BeforeStart() noexcept {
 }
 
 // Records a new block of the program's, unless the minimum size or sampling leaves it
-// out. The stack is unwound only for a block that is recorded.
+// out (counted, filter_counts.h). The stack is unwound only for a block that is recorded.
 __attribute__((always_inline)) inline void RecordNewBlock(Tracer* t, void* p, size_t n,
                                                        Caller caller) noexcept {
-  if (!Tracked(p)) return;
+  if (!Tracked(p)) {
+    CountFiltered(Filter::kMinSize, n);
+    return;
+  }
   if (config.sample_bytes != 0) {
-    if (!TakeSample(n)) return;
+    if (!TakeSample(n)) {
+      CountFiltered(Filter::kSample, n);
+      return;
+    }
     sampled_blocks.Insert(Addr(p));  // before any thread can free it
   }
   // A failed record leaves the block allocated (the program never sees memtrace fail);
@@ -791,10 +807,13 @@ void* ReallocSampled(Tracer* t, void* p, size_t n, Caller caller) noexcept {
     sampled_blocks.Insert(Addr(p));  // the same allocation: its draw stands
     return q;
   }
-  if (Tracked(q) && TakeSample(n)) {
+  const bool new_tracked = Tracked(q);
+  if (new_tracked && TakeSample(n)) {
     sampled_blocks.Insert(Addr(q));  // before the program, or any thread, can free it
     r.CommitRemap(claim, Addr(q), n, site);  // the target carries its own weight
   } else {
+    // The moved block is a new allocation its draw (or the minimum size) left out.
+    CountFiltered(new_tracked ? Filter::kSample : Filter::kMinSize, n);
     r.CommitRelease(claim);
   }
   return q;
@@ -1100,11 +1119,19 @@ void Finish(const std::string& ended_by, bool partial, const char* exec_target =
     runtime_internal::ReentrancyGuard guard;
     t->Stop().IgnoreError();
     const Snapshot snap = t->TakeSnapshot();
+    const preload_internal::FilterTotals filtered = filter_counts.Sum();
+    auto left_out = [&filtered](Filter f) {
+      const auto i = static_cast<uint32_t>(f);
+      return absl::StrCat("{\"allocations\":", filtered.allocations[i],
+                          ",\"bytes\":", filtered.bytes[i], "}");
+    };
     std::string fields = absl::StrCat("\"ended_by\":", JsonQuote(ended_by),
                                       ",\"prestart_untracked\":", prestart_overflow,
                                       ",\"prestart_freed\":", prestart_freed,
                                       ",\"prestart_freed_bytes\":", prestart_freed_bytes,
-                                      ",\"forks\":", forks_made.load(std::memory_order_relaxed));
+                                      ",\"forks\":", forks_made.load(std::memory_order_relaxed),
+                                      ",\"filtered\":{\"min_size\":", left_out(Filter::kMinSize),
+                                      ",\"sample\":", left_out(Filter::kSample), "}");
     if (exec_target != nullptr) absl::StrAppend(&fields, ",\"exec\":", JsonQuote(exec_target));
     const absl::Status s = sink->Finish(snap, fields, partial);
     if (!s.ok()) WriteStderr(absl::StrCat(s.message(), "\n"));
@@ -1475,9 +1502,12 @@ void RecordPrestartLog(Recorder& r, const std::vector<preload_internal::CodeRang
       if (!op.freed) internal_blocks.Insert(op.address);
       continue;
     }
-    op.recorded = (config.min_size == 0 || op.usable >= config.min_size) &&
-                  (config.sample_bytes == 0 || TakeSample(op.size));
-    if (!op.recorded) continue;
+    const bool sized = config.min_size == 0 || op.usable >= config.min_size;
+    op.recorded = sized && (config.sample_bytes == 0 || TakeSample(op.size));
+    if (!op.recorded) {
+      CountFiltered(sized ? Filter::kSample : Filter::kMinSize, op.size);
+      continue;
+    }
     // A sampled block still live: its release, traced, is recorded (OnFree).
     if (config.sample_bytes != 0 && !op.freed) sampled_blocks.Insert(op.address);
     uint64_t site = 0;  // no stack: "no call site"
@@ -1627,6 +1657,7 @@ void AfterForkInParent() {
 
 void AfterForkInChild() {
   forks_made.store(0, std::memory_order_relaxed);  // the child's own, if it traces on
+  filter_counts.Reset();  // likewise
   runtime_internal::ThreadState& ts = runtime_internal::Tls();
   Tracer* const parent_tracer = ts.fork_hold ? fork_held_tracer : nullptr;
   if (ts.fork_hold) runtime_internal::UnlockRecorderSlotsAfterFork();

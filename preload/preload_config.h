@@ -8,7 +8,8 @@
 //                            (default "memtrace-%p.mtb", the binary encoding; a path
 //                            ending in ".jsonl" gives JSONL; ".zst" compresses)
 //   MEMTRACE_MIN_SIZE        bytes; blocks whose usable size is smaller are not recorded
-//                            (the seed's minCpuAllocSizeInBytesToTrack; default 0)
+//                            (the seed's minCpuAllocSizeInBytesToTrack; default 0), but
+//                            counted, as what sampling leaves out is (filter_counts.h)
 //   MEMTRACE_STACK_DEPTH     frames per allocation, 0..64; 0 records the return address
 //                            only (the seed's memoryTraceStackCaptureDepth; default 16)
 //   MEMTRACE_UNWIND          "fp" (walk frame pointers: for code built with

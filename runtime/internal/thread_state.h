@@ -161,6 +161,9 @@ struct ThreadState {
   // random state (0 until first used).
   int64_t sample_countdown;
   uint64_t sample_random;
+  // The interposer's line of counts of what its filters left out (preload/
+  // filter_counts.h), plus one; 0 until a filter first leaves out one of its allocations.
+  uint32_t filter_line;
 };
 
 // Returns the thread's StackState, mapping it (zeroed) on its first call; null when that
