@@ -150,6 +150,7 @@ struct CaptureSummary {
   int64_t started_unix_ns = 0;     // the header's, 0 when absent
   bool sampled = false;            // weights were applied: the numbers are estimates
   uint64_t sample_interval_bytes = 0;  // the interposer's, 0 when every allocation was kept
+  uint64_t min_size = 0;  // the interposer's: smaller blocks were not recorded (0: none)
   uint64_t site_capacity = 0;  // the interposer's, 0 when not recorded (older captures)
   // Snapshot: how many events were applied (all of them without a snapshot point), and
   // whether the point was reached (a scope exit may not happen N times).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -240,6 +241,25 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
         std::pair{"prestart_freed_bytes", &TrailerBlocks::prestart_freed_bytes},
         std::pair{"prestart_untracked", &TrailerBlocks::prestart_untracked}}) {
     if (absl::Status s = ReadCount(trailer, "", name, &(t.*member)); !s.ok()) return s;
+  }
+  // `filtered`: an object of filters, each an object of counts; a filter missing from it
+  // left nothing out.
+  simdjson::dom::object filtered;
+  if (trailer["filtered"].get_object().get(filtered) == simdjson::SUCCESS) {
+    t.has_filtered = true;
+    for (const auto& [name, allocations, bytes] :
+         {std::tuple{"min_size", &TrailerBlocks::min_size_allocations,
+                     &TrailerBlocks::min_size_bytes},
+          std::tuple{"sample", &TrailerBlocks::unsampled_allocations,
+                     &TrailerBlocks::unsampled_bytes}}) {
+      simdjson::dom::object filter;
+      if (filtered[name].get_object().get(filter) != simdjson::SUCCESS) continue;
+      const std::string block = absl::StrCat("filtered.", name);
+      for (const auto& [count, member] : {std::pair{"allocations", allocations},
+                                          std::pair{"bytes", bytes}}) {
+        if (absl::Status s = ReadCount(filter, block, count, &(t.*member)); !s.ok()) return s;
+      }
+    }
   }
   for (const auto& [name, member] :
        {std::pair{"ended_by", &TrailerBlocks::ended_by}, std::pair{"exec", &TrailerBlocks::exec}}) {

@@ -85,6 +85,16 @@ struct TrailerBlocks {
   uint64_t prestart_freed = 0;
   uint64_t prestart_freed_bytes = 0;
   uint64_t prestart_untracked = 0;
+  // Interposer captures: what its recording filters left out (the trailer's `filtered`,
+  // preload/filter_counts.h), the allocations and the bytes they asked for, by filter:
+  // blocks below MEMTRACE_MIN_SIZE, and blocks sampling did not draw. `has_filtered` is
+  // false for a capture written before the interposer counted them: whatever its header's
+  // settings left out is then of unknown size.
+  bool has_filtered = false;
+  uint64_t min_size_allocations = 0;
+  uint64_t min_size_bytes = 0;
+  uint64_t unsampled_allocations = 0;
+  uint64_t unsampled_bytes = 0;
 
   // What made the capture lose something, by the counters' names in the runtime's summary,
   // each with its count ("dropped 3", "sink lost 12"); empty when nothing was lost.

@@ -107,6 +107,35 @@ TEST(TrailerTest, BlocksFromBeforeTracingStartedAreRead) {
   EXPECT_EQ(t->prestart_freed_bytes, 5996000u);
 }
 
+// What the interposer's recording filters left out (`filtered`): each filter's count and
+// bytes; a trailer without the object (written before the interposer counted) says so.
+TEST(TrailerTest, WhatTheFiltersLeftOutIsReadAndItsAbsenceIsKnown) {
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(
+      R"({"type":"trailer","complete":true,"ended_by":"exit","filtered":{)"
+      R"("min_size":{"allocations":1201336,"bytes":48057344},)"
+      R"("sample":{"allocations":7,"bytes":700}}})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->has_filtered);
+  EXPECT_EQ(t->min_size_allocations, 1201336u);
+  EXPECT_EQ(t->min_size_bytes, 48057344u);
+  EXPECT_EQ(t->unsampled_allocations, 7u);
+  EXPECT_EQ(t->unsampled_bytes, 700u);
+  EXPECT_TRUE(t->Losses().empty()) << "a filter is not a loss";
+
+  const absl::StatusOr<TrailerBlocks> older =
+      ParseTrailer(R"({"type":"trailer","complete":true,"ended_by":"exit"})");
+  ASSERT_TRUE(older.ok()) << older.status();
+  EXPECT_FALSE(older->has_filtered);
+  EXPECT_EQ(older->min_size_allocations, 0u);
+
+  const absl::StatusOr<TrailerBlocks> one = ParseTrailer(
+      R"({"type":"trailer","complete":true,"filtered":{"min_size":{"allocations":2,"bytes":20}}})");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_TRUE(one->has_filtered);
+  EXPECT_EQ(one->min_size_allocations, 2u);
+  EXPECT_EQ(one->unsampled_allocations, 0u) << "a filter missing from the object left none out";
+}
+
 TEST(TrailerTest, MemtraceThreadsCpuTimeIsReadAndDamageIsNamed) {
   const absl::StatusOr<TrailerBlocks> t = ParseTrailer(
       R"({"type":"trailer","complete":true,"memtrace_cpu_ns":{"drainer":62500000,)"
@@ -191,6 +220,8 @@ TEST(TrailerTest, DamagedTrailersAreErrorsThatSayWhere) {
        "the trailer's field 'memtrace_bytes' is not a non-negative integer"},
       {R"({"prestart_freed":"some"})",
        "the trailer's field 'prestart_freed' is not a non-negative integer"},
+      {R"({"filtered":{"min_size":{"allocations":-3,"bytes":0}}})",
+       "the trailer's field 'filtered.min_size.allocations' is not a non-negative integer"},
   };
   for (const Case& c : cases) {
     const absl::StatusOr<TrailerBlocks> t = ParseTrailer(c.trailer);
