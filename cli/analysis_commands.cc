@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "analysis/allocator_frames.h"
 #include "analysis/analyzer.h"
+#include "analysis/capture_filters.h"
 #include "analysis/debuginfod.h"
 #include "analysis/exports.h"
 #include "analysis/family_live.h"
@@ -147,7 +148,16 @@ const CommandSpec kExportSpec = {
 
 namespace {
 
-std::string Verdict(const CaptureSummary& s) {
+// The recording filters of `s` (analysis/capture_filters.h), with the counts its trailer
+// has (none when it has no trailer, or one that cannot be read).
+CaptureFilters FiltersOf(const CaptureSummary& s) {
+  if (!s.has_trailer) return CaptureFilters::Of(s, nullptr);
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s.trailer);
+  return CaptureFilters::Of(s, t.ok() ? &*t : nullptr);
+}
+
+// What was lost, or that nothing was (Verdict() adds the filters).
+std::string VerdictAlone(const CaptureSummary& s) {
   if (s.being_written) {
     return "INCOMPLETE (still being written: the process writing it is running, and its "
            "trailer comes when that process exits)";
@@ -170,9 +180,22 @@ std::string Verdict(const CaptureSummary& s) {
   return "complete";
 }
 
+// The verdict of `s`, and after it every recording filter in force with what it left out.
+std::string Verdict(const CaptureSummary& s) {
+  return VerdictAlone(s) + FiltersOf(s).VerdictSuffix();
+}
+
 std::string VerdictWord(const CaptureSummary& s) {
   if (!s.has_trailer) return s.being_written ? "running" : "truncated";
   return s.trailer_complete ? "complete" : "partial";
+}
+
+// Under a family's first line (its verdicts counted): each capture that recording filters
+// thinned, and what they left out.
+void PrintFamilyFiltersNote(const std::vector<std::pair<std::string, CaptureFilters>>& filtered) {
+  for (const auto& [path, filters] : filtered) {
+    printf("filtered: %s: %s\n", path.c_str(), absl::StrJoin(filters.Statements(), "; ").c_str());
+  }
 }
 
 // The line under every text header of a sampled capture.
@@ -187,8 +210,8 @@ void PrintSampledNote(const CaptureSummary& s) {
 std::string JsonHead(const std::string& command, const std::string& path,
                      const CaptureSummary& s) {
   return absl::StrCat("\"command\":", JsonQuote(command), ",\"capture\":", JsonQuote(path),
-                      ",\"verdict\":\"", VerdictWord(s), "\",\"sampled\":",
-                      s.sampled ? "true" : "false", ",\"events\":", s.events);
+                      ",\"verdict\":\"", VerdictWord(s), "\",\"filters\":", FiltersOf(s).Json(),
+                      ",\"sampled\":", s.sampled ? "true" : "false", ",\"events\":", s.events);
 }
 
 std::string ScopeName(const CaptureSummary& s, uint32_t id) {
@@ -471,19 +494,23 @@ std::optional<int> CheckReached(const CommandSpec& spec, const CaptureSummary& s
 
 // The trailer's integrity block, as the runtime's own summary prints it, and the sink's
 // counts; a capture cut short has none, and says so.
-void PrintIntegrity(const std::optional<TrailerBlocks>& blocks) {
+void PrintIntegrity(const std::optional<TrailerBlocks>& blocks, const CaptureFilters& filters) {
   printf("\n");
   if (!blocks) {
     printf("integrity: unknown: the capture has no trailer (it was cut short; `memtrace "
            "verify` says more)\n");
     return;
   }
+  std::string filter_lines;
+  for (const std::string& f : filters.Statements()) {
+    absl::StrAppend(&filter_lines, "  filters    ", f, "\n");
+  }
   if (blocks->has_integrity) {
     printf("%s", FormatIntegrityBlock(blocks->integrity, blocks->memtrace_bytes,
-                                      blocks->fence)
+                                      blocks->fence, filters.ExactFor(), filter_lines)
                      .c_str());
   } else {
-    printf("integrity: not in the trailer\n");
+    printf("integrity: not in the trailer\n%s", filter_lines.c_str());
   }
   if (blocks->has_sink) {
     printf("  sink       events written %llu, lost %llu, write errors %llu, stack collisions "
@@ -806,7 +833,8 @@ int FamilySummary(const std::vector<std::string>& paths) {
       for (const std::string& a : l.s->process.argv) argv.push_back(JsonQuote(a));
       absl::StrAppend(
           &out, out.empty() ? "" : ",", "{\"capture\":", JsonQuote(l.path), ",\"verdict\":\"",
-          VerdictWord(*l.s), "\",\"pid\":", l.s->pid, ",\"ppid\":",
+          VerdictWord(*l.s), "\",\"filters\":",
+          CaptureFilters::Of(*l.s, l.blocks ? &*l.blocks : nullptr).Json(), ",\"pid\":", l.s->pid, ",\"ppid\":",
           l.s->process.known ? absl::StrCat(l.s->process.ppid) : "null", ",\"how\":\"",
           RelationWord(r.relation), "\",\"parent\":",
           r.relation == ProcessRelation::kRoot ? "null" : JsonQuote(captures[r.parent].path),
@@ -837,6 +865,13 @@ int FamilySummary(const std::vector<std::string>& paths) {
   for (const auto& [word, n] : verdicts) counts.push_back(absl::StrCat(n, " ", word));
   printf("memtrace summary of %zu captures, one per process image: %s\n", captures.size(),
          absl::StrJoin(counts, ", ").c_str());
+  std::vector<std::pair<std::string, CaptureFilters>> filtered;
+  for (const Loaded& l : captures) {
+    if (!l.s) continue;
+    CaptureFilters f = CaptureFilters::Of(*l.s, l.blocks ? &*l.blocks : nullptr);
+    if (f.any()) filtered.emplace_back(l.path, std::move(f));
+  }
+  PrintFamilyFiltersNote(filtered);
   // Past --limit, the largest rows by bytes allocated, flat: a tree cut anywhere would
   // hide where the rest hang.
   const bool cut = limit != 0 && rows.size() > static_cast<size_t>(limit);
@@ -995,7 +1030,7 @@ int SummaryCommand(int argc, char** argv) {
            static_cast<unsigned long long>(s->events));
   }
   PrintTable(*s, path);
-  PrintIntegrity(blocks);
+  PrintIntegrity(blocks, CaptureFilters::Of(*s, blocks ? &*blocks : nullptr));
   PrintExecNote(blocks, path, s->trace_children);
   PrintSignalNote(blocks);
   PrintShadowNote(*s);
@@ -1100,11 +1135,17 @@ int VerifyCapture(const std::string& path) {
           "; `memtrace summary` prints the whole integrity block"));
     }
   }
+  // What the recording filters left out: asked for, so never a finding, but always said
+  // (the JSON head carries them as "filters" too).
+  const CaptureFilters filters = FiltersOf(*s);
   if (absl::GetFlag(FLAGS_json)) {
     std::vector<std::string> quoted;
     for (const std::string& p : problems) quoted.push_back(JsonQuote(p));
     std::vector<std::string> quoted_notes;
     for (const std::string& n : notes) quoted_notes.push_back(JsonQuote(n));
+    for (const std::string& f : filters.Statements()) {
+      quoted_notes.push_back(JsonQuote(absl::StrCat("filtered: ", f)));
+    }
     printf("{%s,\"ok\":%s,\"source\":%s,\"problems\":[%s],\"notes\":[%s]}\n",
            JsonHead("verify", path, *s).c_str(), problems.empty() ? "true" : "false",
            JsonQuote(s->source).c_str(), absl::StrJoin(quoted, ",").c_str(),
@@ -1112,13 +1153,17 @@ int VerifyCapture(const std::string& path) {
     return problems.empty() ? 0 : 1;
   }
   if (problems.empty()) {
-    printf("memtrace verify: %s is complete: %llu memory events, nothing lost\n", path.c_str(),
-           static_cast<unsigned long long>(s->events));
+    printf("memtrace verify: %s is complete: %llu memory events, nothing lost%s\n",
+           path.c_str(), static_cast<unsigned long long>(s->events),
+           filters.VerdictSuffix().c_str());
     for (const std::string& n : notes) printf("memtrace verify: note: %s\n", n.c_str());
     return 0;
   }
   for (const std::string& p : problems) {
     printf("memtrace verify: %s FAILED: %s\n", path.c_str(), p.c_str());
+  }
+  for (const std::string& f : filters.Statements()) {
+    printf("memtrace verify: note: filtered: %s\n", f.c_str());
   }
   return 1;
 }
@@ -1145,6 +1190,7 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
   std::map<std::tuple<std::string, std::string, std::string>, Row> rows;
   std::vector<std::string> errors;
   std::map<std::string, size_t> verdicts;
+  std::vector<std::pair<std::string, CaptureFilters>> filtered;
   bool sampled = false;
   SharedSymbolizers symbolizers;
   for (size_t c = 0; c < paths.size(); ++c) {
@@ -1155,6 +1201,7 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
       continue;
     }
     ++verdicts[VerdictWord(*s)];
+    if (CaptureFilters f = FiltersOf(*s); f.any()) filtered.emplace_back(paths[c], std::move(f));
     sampled = sampled || s->sampled;
     SiteNamer names(*s, allocators, symbolizers.For(*s));
     for (const AllocationAttribution& a : s->attribution) {
@@ -1214,6 +1261,7 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
   }
   printf("memtrace top of %zu captures by %s, added up over the processes: %s\n", paths.size(),
          by.c_str(), absl::StrJoin(counts, ", ").c_str());
+  PrintFamilyFiltersNote(filtered);
   if (sampled) {
     printf("sampled estimate: some captures kept a sample; their bytes and counts are "
            "scaled\n");
@@ -1603,10 +1651,12 @@ int DiffCommand(int argc, char** argv) {
                       ",\"high_water_delta\":", d.high_water_delta(),
                       ",\"allocated_delta\":", d.allocated_delta(), "}");
     }
-    printf("{\"command\":\"diff\",\"before\":%s,\"before_verdict\":\"%s\",\"after\":%s,"
-           "\"after_verdict\":\"%s\",\"sampled\":%s,\"rows\":[%s]}\n",
+    printf("{\"command\":\"diff\",\"before\":%s,\"before_verdict\":\"%s\","
+           "\"before_filters\":%s,\"after\":%s,\"after_verdict\":\"%s\",\"after_filters\":%s,"
+           "\"sampled\":%s,\"rows\":[%s]}\n",
            JsonQuote(label(before_path, *from)).c_str(), VerdictWord(*before).c_str(),
-           JsonQuote(label(after_path, *to)).c_str(), VerdictWord(*after).c_str(),
+           FiltersOf(*before).Json().c_str(), JsonQuote(label(after_path, *to)).c_str(),
+           VerdictWord(*after).c_str(), FiltersOf(*after).Json().c_str(),
            before->sampled || after->sampled ? "true" : "false", out.c_str());
     return 0;
   }

@@ -23,7 +23,8 @@
 //                       the binary encoding; a path ending in .jsonl gives JSONL)
 //   --depth=N           stack frames per allocation, 0..64 (default 16)
 //   --unwind=fp|dwarf   how stacks are walked (default dwarf)
-//   --min-size=BYTES    skip blocks smaller than this (default 0)
+//   --min-size=BYTES    skip blocks smaller than this (default 0); what it and --sample
+//                       left out is counted, and every verdict states it
 //   --sample=BYTES      record a sample: a block of s bytes with probability
 //                       1 - exp(-s/BYTES); results are scaled estimates (default 0: all)
 //   --children          trace programs it execs too, each into its own capture

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -15,10 +16,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
+#include "analysis/capture_filters.h"
 #include "analysis/capture_reader.h"
 #include "analysis/output_file.h"
 #include "analysis/site_groups.h"
 #include "analysis/timeline.h"
+#include "analysis/trailer.h"
 #include "report/report_assets.h"
 #include "sinks/json_text.h"
 #include "sinks/summary_table.h"
@@ -294,6 +297,20 @@ std::string JsonFlame(const CaptureSummary& s, const CaptureTables& tables,
                       ",\"names\":", JsonArray(names.names(), JsonQuote), "}");
 }
 
+// The capture's recording filters (analysis/capture_filters.h), as members of its object:
+// "filters" (the array `memtrace summary --json` gives), "filter_statements" (what each
+// left out, in words) and "exact_for" (what "exact" holds for; "" with none).
+std::string FiltersJson(const CaptureSummary& s) {
+  std::optional<TrailerBlocks> trailer;
+  if (s.has_trailer) {
+    if (absl::StatusOr<TrailerBlocks> t = ParseTrailer(s.trailer); t.ok()) trailer = *std::move(t);
+  }
+  const CaptureFilters filters = CaptureFilters::Of(s, trailer ? &*trailer : nullptr);
+  return absl::StrCat(",\"filters\":", filters.Json(), ",\"filter_statements\":",
+                      JsonArray(filters.Statements(), JsonQuote),
+                      ",\"exact_for\":", JsonQuote(filters.ExactFor()));
+}
+
 std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
                      const CaptureTables& tables, const Timeline& timeline,
                      const PeakComposition& peak, const ReportOptions& options) {
@@ -306,7 +323,8 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
       "\",\"events\":", s.events, ",\"lines\":", tables.stats.lines,
       ",\"bytes\":", tables.stats.bytes, ",\"live_blocks\":", s.live_blocks,
       ",\"unmatched_releases\":", s.unmatched_releases, ",\"temporaries\":", s.temporaries,
-      ",\"temporary_bytes\":", s.temporary_bytes, ",\"totals\":", JsonUsage(s.totals), "}");
+      ",\"temporary_bytes\":", s.temporary_bytes, ",\"totals\":", JsonUsage(s.totals),
+      FiltersJson(s), "}");
 
   // Peak composition.
   std::string peak_json = absl::StrCat(

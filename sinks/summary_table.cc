@@ -178,10 +178,12 @@ std::string FormatOwnCpuLine(uint64_t drainer_ns, std::optional<uint64_t> writer
 }
 
 std::string FormatIntegrityBlock(const CaptureIntegrity& in, uint64_t memtrace_bytes,
-                                 std::string_view fence) {
+                                 std::string_view fence, std::string_view exact_for,
+                                 std::string_view filter_lines) {
   std::string out = absl::StrCat("integrity: ", in.complete() ? "complete" : "PARTIAL",
-                                 in.exact() ? ", exact" : ", inexact", "; ",
-                                 in.PeakVerdict(), "\n");
+                                 in.exact() ? ", exact" : ", inexact",
+                                 exact_for.empty() ? "" : " ", std::string(exact_for),
+                                 "; ", in.PeakVerdict(), "\n", std::string(filter_lines));
   absl::StrAppendFormat(&out,
                         "  records    recorded %d, applied %d, dropped %d, failed %d, "
                         "not recording %d, rings unavailable %d\n",

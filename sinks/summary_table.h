@@ -43,12 +43,16 @@ std::string FormatSummaryJson(const Snapshot& snapshot);
 // The integrity block alone, as FormatSummaryTable() ends: the verdict line, then records,
 // releases, matching and transport counters and memtrace's own memory. `fence` names the
 // watermark's heavy fence ("membarrier" or "seq_cst"); `memtrace`'s analysis commands print
-// the block of a capture's trailer with it.
+// the block of a capture's trailer with it. For a capture that recording filters thinned
+// (analysis/capture_filters.h), `exact_for` says what "exact" holds for ("for blocks of at
+// least 1000 bytes"), so that it never stands alone beside a filter, and `filter_lines`
+// (each "  filters    ...\n") follow the verdict line.
 //
 //   integrity: complete, exact
 //     records    recorded 410090, applied 410090, dropped 0, failed 0, ...
 std::string FormatIntegrityBlock(const CaptureIntegrity& integrity, uint64_t memtrace_bytes,
-                                 std::string_view fence);
+                                 std::string_view fence, std::string_view exact_for = {},
+                                 std::string_view filter_lines = {});
 
 // The line on memtrace's own threads' CPU time (runtime/thread_cpu_time.h) that follows
 // the integrity block: the drainer's, and the capture writer's when `writer_ns` is given

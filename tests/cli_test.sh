@@ -263,6 +263,44 @@ grep -q "the interposer was loaded but recorded no allocations" "$dir/v3.txt" ||
 [[ $? -eq 1 ]] || fail "--expect-preload on a runtime capture must fail"
 grep -q 'the interposer was not loaded (header source is "runtime"' "$dir/v4.txt" || fail "$(cat "$dir/v4.txt")"
 
+# Recording filters are stated in every verdict, never a bare "exact": with the count the
+# trailer carries, or, for a capture written before the interposer counted (no
+# "filtered" in its trailer) or cut short, as "filtered".
+filtered_header='{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload","interposer":{"library":"/x/libmemtrace_preload.so","min_size":1000,"sample_interval_bytes":0}}'
+filtered_alloc='{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}'
+printf '%s\n' "$filtered_header" "$filtered_alloc" \
+  '{"type":"trailer","complete":true,"integrity":{"complete":true,"exact":true,"events_recorded":1,"events_applied":1},"filtered":{"min_size":{"allocations":1201336,"bytes":48057344},"sample":{"allocations":0,"bytes":0}}}' \
+  > "$dir/filtered.jsonl"
+said="--min-size=1000 left out 1201336 allocations (45.8 MiB) of blocks smaller than 1000 bytes"
+"$memtrace" summary "$dir/filtered.jsonl" > "$dir/sf.txt" || fail "summary of a filtered capture"
+grep -qF "capture complete; filtered: $said" "$dir/sf.txt" || fail "filtered summary: $(cat "$dir/sf.txt")"
+grep -qF "integrity: complete, exact for blocks of at least 1000 bytes;" "$dir/sf.txt" \
+  || fail "filtered summary's integrity line: $(cat "$dir/sf.txt")"
+grep -qF "  filters    $said" "$dir/sf.txt" || fail "filtered summary's filters line: $(cat "$dir/sf.txt")"
+"$memtrace" verify "$dir/filtered.jsonl" > "$dir/vf.txt" || fail "verify of a filtered capture: $(cat "$dir/vf.txt")"
+grep -qF "nothing lost; filtered: $said" "$dir/vf.txt" || fail "filtered verify: $(cat "$dir/vf.txt")"
+for command in summary verify peak top retention coverage; do
+  "$memtrace" "$command" --json "$dir/filtered.jsonl" > "$dir/f.json" || fail "$command --json of a filtered capture"
+  python3 - "$dir/f.json" <<'PY' || fail "$command --json filters: $(cat "$dir/f.json")"
+import json, sys
+f = json.load(open(sys.argv[1]))["filters"]
+assert f == [{"filter": "min_size", "flag": "--min-size=1000", "setting": "MEMTRACE_MIN_SIZE",
+              "value": 1000, "left_out": {"allocations": 1201336, "bytes": 48057344},
+              "estimates": False}], f
+PY
+done
+printf '%s\n' "$filtered_header" "$filtered_alloc" '{"type":"trailer","complete":true}' \
+  > "$dir/filtered_old.jsonl"
+"$memtrace" verify "$dir/filtered_old.jsonl" > "$dir/vfo.txt" || fail "verify of an older filtered capture: $(cat "$dir/vfo.txt")"
+grep -qF "nothing lost; filtered: --min-size=1000 left out the allocations of blocks smaller than 1000 bytes (filtered: " \
+  "$dir/vfo.txt" || fail "older filtered verify: $(cat "$dir/vfo.txt")"
+"$memtrace" summary --json "$dir/filtered_old.jsonl" > "$dir/sfo.json" || fail "summary --json of an older filtered capture"
+grep -qF '"left_out":"filtered"' "$dir/sfo.json" || fail "older filtered summary --json: $(cat "$dir/sfo.json")"
+printf '%s\n' "$filtered_header" "$filtered_alloc" > "$dir/filtered_cut.jsonl"
+"$memtrace" summary "$dir/filtered_cut.jsonl" > "$dir/sfc.txt" || fail "summary of a cut filtered capture"
+grep -qF "; filtered: --min-size=1000 left out the allocations" "$dir/sfc.txt" \
+  || fail "cut filtered summary: $(cat "$dir/sfc.txt")"
+
 # No progress bar (or anything else) on stderr when stderr is not a terminal.
 "$memtrace" summary "$dir/c.jsonl" > /dev/null 2> "$dir/e.txt" || fail "summary"
 [[ ! -s "$dir/e.txt" ]] || fail "stderr must stay empty when piped: $(cat "$dir/e.txt")"

@@ -374,6 +374,36 @@ TEST(HtmlReportTest, TruncatedCaptureIsMarkedAndNeverComplete) {
   EXPECT_NE(page->find("\"events_lost\":3"), std::string::npos) << "the trailer is embedded";
 }
 
+// A capture the interposer's --min-size thinned: the page's data names the filter and what
+// it left out (the banner shows them), and says what "exact" holds for; an unfiltered
+// capture has none.
+TEST(HtmlReportTest, RecordingFiltersAreStatedBesideTheVerdict) {
+  const std::string capture = TempPath("filtered.jsonl");
+  std::ofstream(capture)
+      << "{\"type\":\"header\",\"format\":\"memtrace-jsonl\",\"schema_version\":1,"
+         "\"source\":\"preload\",\"interposer\":{\"min_size\":1000,"
+         "\"sample_interval_bytes\":0}}\n"
+      << Alloc(10, 2000, 0, 0, 1)
+      << "{\"type\":\"trailer\",\"complete\":true,\"filtered\":{\"min_size\":"
+         "{\"allocations\":12,\"bytes\":3400},\"sample\":{\"allocations\":0,\"bytes\":0}}}\n";
+  const auto html = RenderHtmlReport(capture, ReportOptions{});
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_NE(html->find("\"filters\":[{\"filter\":\"min_size\",\"flag\":\"--min-size=1000\","),
+            std::string::npos);
+  EXPECT_NE(html->find("\"left_out\":{\"allocations\":12,\"bytes\":3400}"), std::string::npos);
+  EXPECT_NE(html->find("\"filter_statements\":[\"--min-size=1000 left out 12 allocations "
+                       "(3.3 KiB) of blocks smaller than 1000 bytes\"]"),
+            std::string::npos);
+  EXPECT_NE(html->find("\"exact_for\":\"for blocks of at least 1000 bytes\""), std::string::npos);
+
+  const std::string plain = TempPath("plain.jsonl");
+  std::ofstream(plain) << RichCapture(/*with_trailer=*/true);
+  const auto page = RenderHtmlReport(plain, ReportOptions{});
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_NE(page->find("\"filters\":[],\"filter_statements\":[],\"exact_for\":\"\""),
+            std::string::npos);
+}
+
 TEST(HtmlReportTest, BadInputAndUnwritableOutputGetClearErrors) {
   const std::string bad = TempPath("bad.jsonl");
   std::ofstream(bad) << kHeader << "{\"type\":\"alloc\"}\n";

@@ -119,10 +119,13 @@
   function renderBanner() {
     const v = data.capture.verdict;
     let title, text;
+    // Recording filters (--min-size, --sample) left allocations out on purpose: "exact"
+    // holds only for what they kept, and the banner says so beside it.
+    const exactFor = data.capture.exact_for ? " " + data.capture.exact_for : "";
     if (v === "complete") {
       const exact = trailer && trailer.integrity && trailer.integrity.exact;
       title = "Capture complete";
-      text = " \u2014 nothing was lost" + (exact === false ? " (matching was not exact; see the integrity counters)" : ", every release matched exactly") + ".";
+      text = " \u2014 nothing was lost" + (exact === false ? " (matching was not exact; see the integrity counters)" : ", every release matched exactly" + exactFor) + ".";
     } else if (v === "partial") {
       title = "PARTIAL capture";
       text = " \u2014 the trailer reports lost records: the numbers below are what the capture kept, not everything the program did.";
@@ -151,6 +154,11 @@
         ") were allocated and released again without being recorded; they are not in these figures." }));
     }
     app.append(b);
+    const statements = data.capture.filter_statements || [];
+    if (statements.length > 0) {
+      app.append(el("div", { class: "banner partial", id: "filters" }, el("strong", { text: "Filtered capture" }),
+        " \u2014 the interposer left allocations out, as asked: " + statements.join("; ") + "."));
+    }
     const interposer = header.interposer || {};
     if (interposer.sample_interval_bytes > 0) {
       app.append(el("div", { class: "banner partial" }, el("strong", { text: "Sampled capture" }),
