@@ -98,21 +98,27 @@ void ExpectWithin(const std::string& what, double estimate, double truth, double
 }
 
 // Traces `mode` of sampling_target at sampling interval `period` and checks every group.
-void CheckEstimates(const std::string& mode, uint64_t period) {
-  SCOPED_TRACE(absl::StrCat(mode, " --sample=", period));
-  const std::string capture = absl::StrCat(TempDir(), "/sampling_", mode, "_", period, ".mtb");
-  const Result run = RunProgram({Runfile("cli/memtrace"), "run", "--quiet", "--depth=0",
-                                 absl::StrCat("--sample=", period), "--output=" + capture,
-                                 "--", Runfile("tests/sampling_target"), mode,
-                                 absl::StrCat(period)},
-                                {});
+// Unsampled (`sampled` false: the program still sizes its work for `period`), every count
+// must be exact: each malloc, each realloc that moved its block and each in-place growth
+// as the program itself counted them.
+void CheckEstimates(const std::string& mode, uint64_t period, bool sampled = true) {
+  SCOPED_TRACE(absl::StrCat(mode, sampled ? " --sample=" : " unsampled, sized for ", period));
+  const std::string capture =
+      absl::StrCat(TempDir(), "/sampling_", mode, "_", period, sampled ? "" : "_all", ".mtb");
+  std::vector<std::string> argv = {Runfile("cli/memtrace"), "run", "--quiet", "--depth=0"};
+  if (sampled) argv.push_back(absl::StrCat("--sample=", period));
+  for (std::string arg : {"--output=" + capture, std::string("--"),
+                          Runfile("tests/sampling_target"), mode, absl::StrCat(period)}) {
+    argv.push_back(arg);
+  }
+  const Result run = RunProgram(argv, {});
   ASSERT_EQ(run.status, 0) << run.err;
   const Target target = ParseTarget(run.out);
   ASSERT_FALSE(target.groups.empty()) << run.out;
   absl::StatusOr<CaptureSummary> s = Analyzer::Summarize(capture);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_TRUE(s->sampled);
-  EXPECT_EQ(s->sample_interval_bytes, period);
+  EXPECT_EQ(s->sampled, sampled);
+  EXPECT_EQ(s->sample_interval_bytes, sampled ? period : 0);
   EXPECT_EQ(s->unmatched_releases, 0u);
 
   std::vector<Estimate> estimates(target.groups.size());
@@ -134,6 +140,13 @@ void CheckEstimates(const std::string& mode, uint64_t period) {
     const Group& g = target.groups[i];
     const Estimate& e = estimates[i];
     EXPECT_GT(e.rows, 0) << g.name;
+    if (!sampled) {
+      EXPECT_EQ(e.allocated_count, g.allocated_count) << g.name;
+      EXPECT_EQ(e.allocated_bytes, g.allocated_bytes) << g.name;
+      EXPECT_EQ(e.live_count, g.live_count) << g.name;
+      EXPECT_EQ(e.live_bytes, g.live_bytes) << g.name;
+      continue;
+    }
     // The analyzer's rounding: each row's count is within half an allocation of its sum
     // of weights; each recorded block's bytes within half a byte (at most one recorded
     // block per estimated allocation); a live block's count within one of its weight,
@@ -158,6 +171,13 @@ TEST(SamplingTest, SizeClassesFrom8BytesTo1MiBAreEstimatedWithoutBias) {
 
 // Most reallocs move the block (a release and a new allocation), some grow it in place
 // (the same allocation, larger); shrinks to fit stay in place.
+// The same programs traced without sampling: the truth exactly, group by group, reallocs
+// in place and moved counted apart (an allocation is a malloc or a move).
+TEST(SamplingTest, WithoutSamplingEveryCountIsExact) {
+  CheckEstimates("sizes", 65536, /*sampled=*/false);
+  CheckEstimates("realloc", 8192, /*sampled=*/false);
+}
+
 TEST(SamplingTest, ReallocHeavyProgramsAreEstimatedWithoutBias) {
   CheckEstimates("realloc", 256);
   CheckEstimates("realloc", 8192);
