@@ -269,10 +269,11 @@ bool WaitForOutput(const std::string& out, const std::string& text) {
   return ReadFile(out).find(text) != std::string::npos;
 }
 
-class PreloadTest : public ::testing::Test {
- protected:
-  void SetUp() override { MEMTRACE_SKIP_UNDER_SANITIZERS(); }
-};
+// The interposer, the CLI and the programs the interposer is preloaded into are built
+// with UBSan in place of ASan or TSan under those configurations (preload_test_programs in
+// tests/BUILD.bazel; bazel/preloadable.bzl says why no other sanitizer can share a process
+// with the interposer). This test itself keeps the configuration's sanitizer.
+class PreloadTest : public ::testing::Test {};
 
 // In both encodings: binary (.mtb, the default) and JSONL.
 TEST_F(PreloadTest, EveryEntryPointAcrossThreadsMatchesTheProgramsOwnCounts) {
