@@ -247,6 +247,12 @@ TEST_F(UnwindTest, AMovedFrameWhoseRbpIsReloadedIsFollowed) {
   ExpectTwoWalksFollowTheirStacks(128, 2);
 }
 
+// Why a test that walks on a thread of its own skips under TSan (libunwind and TSan
+// between them; the walk under test is not involved).
+[[maybe_unused]] constexpr char kThreadExitUnderTsan[] =
+    "libunwind's per-thread cache destructor locks a mutex at thread exit, after TSan has "
+    "torn the thread down, and TSan's interceptor faults; the default and ASan runs cover this";
+
 // A shallow stack that ends (its outermost frame's rule says so) within the memo's 16
 // frames, then a deep one from the same place, twice: the memo of the first must not cut
 // the others short. On a thread of its own, whose stack is shallow.
@@ -261,7 +267,7 @@ __attribute__((noinline)) void DeepWalk(unsigned pad, Capture* c) {
 
 TEST_F(UnwindTest, ADeepStackFromWhereAShallowOneEndedIsWalkedToItsEnd) {
 #if defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "libunwind's thread-exit destructor faults under TSan (see above)";
+  GTEST_SKIP() << kThreadExitUnderTsan;
 #endif
   Capture shallow, probe, deep[2];
   std::thread([&] {
@@ -388,10 +394,7 @@ TEST_F(UnwindTest, DepthLimit) {
 
 TEST_F(UnwindTest, ThreadStacksEndAtTheThreadStart) {
 #if defined(__SANITIZE_THREAD__)
-  // libunwind's per-thread cache destructor locks a mutex at thread exit, after TSan has
-  // torn the thread's state down, and TSan's interceptor faults (libunwind + TSan; the
-  // walk under test is not involved). The default and ASan runs cover this test.
-  GTEST_SKIP() << "libunwind's thread-exit destructor faults under TSan";
+  GTEST_SKIP() << kThreadExitUnderTsan;
 #endif
   Capture c;
   std::thread([&] { unwind_test::Chain(4, &Probe, &c); }).join();
