@@ -696,15 +696,26 @@ uint64_t Drainer::RunEnd(const Cursor& c, uint64_t end, uint64_t time) const noe
 
 void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool prefetch) {
   stack_.clear();
-  stack_.push_back(Pending{base, base_target, false});
+  stack_.push_back(Pending{base, base_target});
   cursors_[base].on_stack = true;
+  // The first ring's catch-up (below), while it is on the stack: its place in stack_. At
+  // most one at a time, since one is pushed only while the first ring is not on the stack.
+  constexpr size_t kNone = ~size_t{0};
+  size_t catch_up_at = kNone;
+  // The release whose catch-up ended early (below), as its cursor and position: it goes
+  // ahead without asking for another, which would end where this one did, for ever.
+  size_t caught_up_index = kNone;
+  uint64_t caught_up_pos = 0;
+  // Why a ring's run below stopped: its records are applied up to its target (or the
+  // epoch's end), it waits for a ring pushed on the stack, or the catch-up is over.
+  enum class Stop : uint8_t { kDone, kBlocked, kCatchUpOver };
   while (!stack_.empty()) {
-    const auto [index, target, catch_up] = stack_.back();
+    const auto [index, target] = stack_.back();
     Cursor& c = cursors_[index];
     // Apply this ring's records of the epoch up to `target`, until one depends on a
     // record of another ring not yet applied; that ring goes on the stack first.
     const uint64_t end = std::min(target, c.limit);
-    bool blocked = false;
+    Stop stop = Stop::kDone;
     for (; c.pos < end; ++c.pos) {
       // The ledger's lookups miss the caches once its tables outgrow them: ask for the
       // slot of the record kPrefetchAhead on while this one is applied. That record is
@@ -731,12 +742,16 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
           Cursor& d = cursors_[static_cast<size_t>(dep)];
           if (!d.on_stack) {
             d.on_stack = true;
-            stack_.push_back(Pending{static_cast<size_t>(dep), dep_pos + 1, false});
-            blocked = true;
+            stack_.push_back(Pending{static_cast<size_t>(dep), dep_pos + 1});
+            stop = Stop::kBlocked;
             break;
           }
-          // A catch-up went further than the release that asked for it needed.
-          if (catch_up) break;
+          // A ring on the stack waits for a record of this one: with a catch-up on the
+          // stack, a sign that it went past the release that asked for it (below).
+          if (catch_up_at != kNone) {
+            stop = Stop::kCatchUpOver;
+            break;
+          }
           ++counters_.order_conflicts;  // impossible for real input: see the header
         }
       }
@@ -746,12 +761,13 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
       // before it, is among. (In ring-by-ring order the first ring went first anyway.)
       if (merged_ && first_ring_first_ && index != 0 && IsRelease(e.kind()) &&
           (e.word2 == 0 || Ticket::RingId(e.word2) == cursors_[0].ring->id()) &&
-          !cursors_[0].on_stack) {
+          !cursors_[0].on_stack && !(index == caught_up_index && c.pos == caught_up_pos)) {
         const uint64_t first_target = FirstRingBefore(c, epoch);
         if (first_target > cursors_[0].pos) {
           cursors_[0].on_stack = true;
-          stack_.push_back(Pending{0, first_target, true});
-          blocked = true;
+          catch_up_at = stack_.size();
+          stack_.push_back(Pending{0, first_target});
+          stop = Stop::kBlocked;
           break;
         }
       }
@@ -764,9 +780,34 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
       }
       Apply(c, e);
     }
-    if (!blocked) {
-      c.on_stack = false;
-      stack_.pop_back();
+    switch (stop) {
+      case Stop::kBlocked:
+        break;
+      case Stop::kDone:
+        c.on_stack = false;
+        stack_.pop_back();
+        if (stack_.size() == catch_up_at) catch_up_at = kNone;  // it reached its target
+        break;
+      case Stop::kCatchUpOver:
+        // The catch-up's target is only where the release's window ends, so it may reach
+        // records the first thread made after the release. Above it every entry waits for
+        // a real dependency, so the record that stopped here is r, the first ring's record
+        // where the catch-up stands, or happens before r. It needs a ring on the stack at
+        // or past where that ring stands: not the first ring or one above it (a cycle of
+        // happens-before), so the ring that asked for the catch-up, standing at the
+        // release, or one below it, standing at a record the release happens before. So
+        // the release happens before r, and every record of the first ring that happens
+        // before the release, the block's allocation among them, lies before r: applied.
+        // The catch-up is over. The rings above it stay where they stand (what they
+        // applied had its dependencies), and the release goes ahead.
+        while (stack_.size() > catch_up_at) {
+          cursors_[stack_.back().index].on_stack = false;
+          stack_.pop_back();
+        }
+        catch_up_at = kNone;
+        caught_up_index = stack_.back().index;
+        caught_up_pos = cursors_[caught_up_index].pos;
+        break;
     }
   }
 }

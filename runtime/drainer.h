@@ -26,7 +26,10 @@
 //      ring makes the drainer apply that ring up to the allocation first ("dependency"),
 //      so allocations are applied before their releases wherever the rings were read
 //      from. Dependencies follow happens-before, which has no cycles; a cycle could only
-//      come from corrupt input and is broken and counted (order_conflicts).
+//      come from corrupt input and is broken and counted (order_conflicts). The first
+//      ring's catch-up for a release without a ticket (below) is no dependency: it may
+//      reach records made after the release, and dependencies from there that lead back
+//      to a ring on the stack end the catch-up, past the block's allocation (ApplyFrom).
 //   5. Release the slots read, reclaim retired rings that are empty, settle blocks whose
 //      release never came (ledger), and wake callers of Flush().
 //
@@ -58,7 +61,8 @@
 //     high_water_high_bytes). The value itself is the peak of the merged order.
 //     CaptureIntegrity::bounded_epochs counts such epochs. Just after a second ring
 //     appears (kFirstRingFirstEpochs), a release without a ticket first brings the first
-//     ring up to the end of its own window, since the first ring's blocks may have none.
+//     ring up to the end of its own window, since the first ring's blocks may have none,
+//     or up to a record that needs the release's ring to go on first.
 //
 // Thread safety: Start/RequestStop/Join from the recorder's owner; Flush from any thread
 // except the drainer; ReadState from any thread.
@@ -303,13 +307,13 @@ class Drainer {
   // drainer writes a cursor with every record it applies.
   LineAlignedVector<Cursor> cursors_;
   LineAlignedVector<int32_t> cursor_of_ring_;  // ring id -> index in cursors_, or -1
-  // ApplyFrom()'s rings to apply, each up to a target. A `catch_up` entry (the first
-  // ring applied ahead for a release without a ticket) is only as far as it can go: it
-  // ends early, not in a conflict, at a record that needs a ring already on the stack.
+  // ApplyFrom()'s rings to apply, each up to a target. The first ring's catch-up for a
+  // release without a ticket goes only as far as it can: it ends, and every ring pushed
+  // above it with it, not in a conflict, at a record that needs a ring already on the
+  // stack, which shows that it has gone past the release (ApplyFrom).
   struct Pending {
     size_t index;
     uint64_t target;
-    bool catch_up;
   };
   LineAlignedVector<Pending> stack_;
   struct MergeEntry {

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <latch>
 #include <map>
@@ -1295,6 +1297,128 @@ TEST(RecorderTest, BlocksOfTheThreadAloneFreedByASecondThreadStayExact) {
     EXPECT_EQ(snap.integrity.late_records, 0u) << snap.integrity.Counters();
     EXPECT_EQ(snap.integrity.order_conflicts, 0u) << snap.integrity.Counters();
   }
+}
+
+// A thread that keeps its ring and runs each step given to Run() to its end before Run()
+// returns, so that a test can interleave several threads' records in an order of its
+// choosing, each thread recording into its own ring throughout.
+class StepThread {
+ public:
+  StepThread() : thread_([this] { Loop(); }) {}
+  ~StepThread() {
+    Run(nullptr);
+    thread_.join();
+  }
+  StepThread(const StepThread&) = delete;
+  StepThread& operator=(const StepThread&) = delete;
+
+  // Runs `step` on this thread and waits for it; nullptr ends the thread.
+  void Run(std::function<void()> step) {
+    std::unique_lock<std::mutex> lock(mu_);
+    step_ = std::move(step);
+    stop_ = step_ == nullptr;
+    pending_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return !pending_; });
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return pending_; });
+      if (stop_) break;
+      step_();
+      pending_ = false;
+      cv_.notify_all();
+    }
+    pending_ = false;
+    cv_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> step_;
+  bool pending_ = false;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Just after a second thread appears, a release made without a ticket has the first ring
+// applied ahead of it up to the end of its window (drainer.h), which can reach records the
+// first thread made after the release. Here the first thread, A, recording alone at first
+// (so without tickets), allocates P and fills its first stamp segment; B frees P (no
+// ticket) and allocates Y; then, `through_third_ring`, C frees Y and allocates Z and A
+// frees Z, else A frees Y itself. A's last free starts a segment stamped after B's
+// records, so the merge applies A's first segment, then B's; the catch-up B's free of P
+// asks for (its window still open) reaches A's last free, whose dependency leads back to
+// B's allocation of Y, made after the release. Real dependencies never form such a chain;
+// the catch-up must end there, past P's allocation, and the release go ahead, instead of
+// applying C's free of Y before its allocation (an order conflict, an unknown free, Y left
+// live) or asking for the catch-up again for ever (the direct case: Flush() never
+// returned). The steps run one after another, so their real order is the one written
+// here; the drainer sleeps for a second, so they all fall in the one epoch the Flush()
+// closes, which the test checks (and, on a machine too slow for that, tries again). Where
+// the clock gives no stamps (clocksource not the TSC) the epoch is applied ring by ring
+// instead, with no catch-up, and the same counts hold.
+void ExpectACatchUpPastItsReleaseToStayExact(bool through_third_ring) {
+  constexpr uint64_t kP = 0x200000, kY = 0x300000, kZ = 0x400000, kFiller = 0x500000;
+  constexpr uint32_t kStampLog2 = 5;
+  constexpr uint64_t kSegment = uint64_t{1} << kStampLog2;  // A's first: P and fillers
+  for (int attempt = 0;; ++attempt) {
+    Config config;
+    config.order_stamp_log2 = kStampLog2;
+    config.drain_period = absl::Seconds(1);
+    config.idle_drain_period = absl::Seconds(1);
+    auto recorder = Make(config);
+    ASSERT_TRUE(recorder->Start().ok());
+    {
+      StepThread a, b, c;  // a records first: the first ring
+      a.Run([&] {
+        EXPECT_EQ(recorder->RecordAlloc(kHeap, kP, 16, 1), RecordResult::kRecorded);
+        for (uint64_t i = 1; i < kSegment; ++i) {
+          EXPECT_EQ(recorder->RecordAlloc(kHeap, kFiller + 64 * i, 8, 1),
+                    RecordResult::kRecorded);
+        }
+      });
+      b.Run([&] {
+        EXPECT_EQ(recorder->RecordFree(kHeap, kP), RecordResult::kRecorded);
+        EXPECT_EQ(recorder->RecordAlloc(kHeap, kY, 32, 2), RecordResult::kRecorded);
+      });
+      if (through_third_ring) {
+        c.Run([&] {
+          EXPECT_EQ(recorder->RecordFree(kHeap, kY), RecordResult::kRecorded);
+          EXPECT_EQ(recorder->RecordAlloc(kHeap, kZ, 64, 3), RecordResult::kRecorded);
+        });
+        a.Run([&] { EXPECT_EQ(recorder->RecordFree(kHeap, kZ), RecordResult::kRecorded); });
+      } else {
+        a.Run([&] { EXPECT_EQ(recorder->RecordFree(kHeap, kY), RecordResult::kRecorded); });
+      }
+    }
+    ASSERT_TRUE(recorder->Flush().ok());
+    const CaptureIntegrity integrity = recorder->Integrity();
+    if (integrity.epochs != 1 && attempt < 10) continue;  // a round came between the steps
+    ASSERT_EQ(integrity.epochs, 1u) << "the drainer never slept through the steps";
+    EXPECT_EQ(integrity.order_conflicts, 0u) << integrity.Counters();
+    EXPECT_EQ(integrity.unknown_frees, 0u) << integrity.Counters();
+    EXPECT_TRUE(integrity.exact()) << integrity.Counters();
+    const Snapshot snap = recorder->TakeSnapshot();
+    const uint64_t blocks = through_third_ring ? 3 : 2;  // P, Y (, Z)
+    EXPECT_EQ(snap.totals.allocated_count, kSegment - 1 + blocks);
+    EXPECT_EQ(snap.totals.freed_count, blocks);
+    EXPECT_EQ(snap.totals.live_count, kSegment - 1);  // the fillers
+    EXPECT_EQ(snap.totals.live_bytes, (kSegment - 1) * 8);
+    ASSERT_TRUE(recorder->Stop().ok());
+    return;
+  }
+}
+
+TEST(RecorderTest, AFirstRingCatchUpEndsAtARecordThatNeedsTheReleasesRing) {
+  ExpectACatchUpPastItsReleaseToStayExact(/*through_third_ring=*/false);
+}
+
+TEST(RecorderTest, AFirstRingCatchUpEndsWhereItsDependenciesLeadBackToTheReleasesRing) {
+  ExpectACatchUpPastItsReleaseToStayExact(/*through_third_ring=*/true);
 }
 
 TEST(RecorderTest, ALargeHeapStaysExactWhileTheDrainerPrefetches) {
