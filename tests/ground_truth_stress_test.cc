@@ -186,7 +186,9 @@ TEST_P(GroundTruthFenceTest, FinalStateEqualsSequentialReplay) {
   const int ops_per_worker = StressOpsPerThread();
   auto recorder = MakeRecorder(workers);
   ASSERT_TRUE(recorder->Start().ok());
-  SerializingHeap heap;
+  // At most one heap operation per worker operation: the log never grows inside a remap's
+  // claim (SerializingHeap's constructor).
+  SerializingHeap heap(static_cast<size_t>(workers) * ops_per_worker);
   const std::vector<uint32_t> scopes = MakeScopes("stress", 4);
   std::vector<Inbox> inboxes(workers);
   std::atomic<uint64_t> local_frees{0}, remote_frees{0}, resizes{0}, remaps{0};

@@ -17,6 +17,7 @@
 #ifndef MEMTRACE_TESTS_SERIALIZING_HEAP_H_
 #define MEMTRACE_TESTS_SERIALIZING_HEAP_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -51,6 +52,17 @@ class SerializingHeap {
  public:
   static constexpr uint64_t kBase = 0x10000000;
   static constexpr uint64_t kClassBytes = 16;
+
+  // Keeps room in the log for `expected_operations` up front. Every operation holds the
+  // heap's one mutex, and a log that grows as it goes copies itself inside it now and
+  // then, the last copies of a stress run's millions of entries taking seconds on a
+  // loaded machine. A thread whose record claim spans a heap call (Recorder::BeginRemap
+  // before Remap(), CommitRemap after) would wait that long with its claim open, longer
+  // than the drainer waits for a record being written (Drainer::kClaimWait): counted as
+  // a stalled claim and a late record, as the drainer must for a backing allocator that
+  // stalls, and the capture would no longer be exact. Past the room kept the log grows
+  // as before.
+  explicit SerializingHeap(size_t expected_operations = 0) { log_.reserve(expected_operations); }
 
   // Returns a block of at least `size` bytes, logged with its scope and site.
   uint64_t Alloc(uint64_t size, uint32_t scope, uint64_t site);
