@@ -33,6 +33,11 @@ bool IsRelease(EventKind kind) {
   return kind == EventKind::kFree || kind == EventKind::kResize || kind == EventKind::kRemap;
 }
 
+// The records that make a block at their address.
+bool MakesBlock(EventKind kind) {
+  return kind == EventKind::kAlloc || kind == EventKind::kRemapTarget;
+}
+
 // The records that look up a block by address in the ledger (word 0 is an address).
 bool LooksUpBlock(EventKind kind) {
   return kind == EventKind::kAlloc || kind == EventKind::kFree || kind == EventKind::kResize ||
@@ -324,8 +329,19 @@ uint64_t Drainer::WindowEnd(const Cursor& c, uint64_t k) const noexcept {
   return next != 0 ? next : kOpenWindow;
 }
 
+bool Drainer::FirstRingMakesBlockAt(const Event& e, uint64_t target) const noexcept {
+  const Cursor& first = cursors_[0];
+  for (uint64_t p = first.pos; p < target; ++p) {
+    const Event& f = first.ring->Read(p);
+    if (MakesBlock(f.kind()) && f.address() == e.address() && f.layer() == e.layer()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 uint64_t Drainer::FirstRingBefore(const Cursor& c, uint32_t epoch) const {
-  // The release's window ends where its segment's does.
+  // The record's window ends where its segment's does.
   const uint64_t end = WindowEnd(c, c.pos >> c.ring->stamp_log2());
   const Cursor& first = cursors_[0];
   const uint32_t first_shift = first.ring->stamp_log2();
@@ -702,7 +718,7 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
   // most one at a time, since one is pushed only while the first ring is not on the stack.
   constexpr size_t kNone = ~size_t{0};
   size_t catch_up_at = kNone;
-  // The release whose catch-up ended early (below), as its cursor and position: it goes
+  // The record whose catch-up ended early (below), as its cursor and position: it goes
   // ahead without asking for another, which would end where this one did, for ever.
   size_t caught_up_index = kNone;
   uint64_t caught_up_pos = 0;
@@ -747,7 +763,7 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
             break;
           }
           // A ring on the stack waits for a record of this one: with a catch-up on the
-          // stack, a sign that it went past the release that asked for it (below).
+          // stack, a sign that it went past the record that asked for it (below).
           if (catch_up_at != kNone) {
             stop = Stop::kCatchUpOver;
             break;
@@ -758,12 +774,21 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
       // Just after a second ring appeared, the first ring's blocks may have no tickets
       // (PlanEpoch): a release another ring made without a ticket waits for the first
       // ring's records up to the end of its own window, which its block's allocation, made
-      // before it, is among. (In ring-by-ring order the first ring went first anyway.)
-      if (merged_ && first_ring_first_ && index != 0 && IsRelease(e.kind()) &&
-          (e.word2 == 0 || Ticket::RingId(e.word2) == cursors_[0].ring->id()) &&
-          !cursors_[0].on_stack && !(index == caught_up_index && c.pos == caught_up_pos)) {
+      // before it, is among. So does a block another ring makes where the first ring
+      // makes one at the same address in that window: a release without a ticket takes
+      // the oldest block at its address (allocation_ledger.h), so the first ring's block,
+      // made before it, must not be applied after it, set aside behind it. (In
+      // ring-by-ring order the first ring went first anyway.)
+      // (A release whose ticket names the first ring waits as one without.)
+      const bool untracked_release =
+          IsRelease(e.kind()) &&
+          (e.word2 == 0 || Ticket::RingId(e.word2) == cursors_[0].ring->id());
+      if (merged_ && first_ring_first_ && index != 0 &&
+          (untracked_release || MakesBlock(e.kind())) && !cursors_[0].on_stack &&
+          !(index == caught_up_index && c.pos == caught_up_pos)) {
         const uint64_t first_target = FirstRingBefore(c, epoch);
-        if (first_target > cursors_[0].pos) {
+        if (first_target > cursors_[0].pos &&
+            (untracked_release || FirstRingMakesBlockAt(e, first_target))) {
           cursors_[0].on_stack = true;
           catch_up_at = stack_.size();
           stack_.push_back(Pending{0, first_target});
@@ -789,17 +814,17 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
         if (stack_.size() == catch_up_at) catch_up_at = kNone;  // it reached its target
         break;
       case Stop::kCatchUpOver:
-        // The catch-up's target is only where the release's window ends, so it may reach
-        // records the first thread made after the release. Above it every entry waits for
-        // a real dependency, so the record that stopped here is r, the first ring's record
-        // where the catch-up stands, or happens before r. It needs a ring on the stack at
-        // or past where that ring stands: not the first ring or one above it (a cycle of
-        // happens-before), so the ring that asked for the catch-up, standing at the
-        // release, or one below it, standing at a record the release happens before. So
-        // the release happens before r, and every record of the first ring that happens
-        // before the release, the block's allocation among them, lies before r: applied.
-        // The catch-up is over. The rings above it stay where they stand (what they
-        // applied had its dependencies), and the release goes ahead.
+        // The catch-up's target is only where the window of the record that asked for it
+        // (a) ends, so it may reach records the first thread made after a. Above it every
+        // entry waits for a real dependency, so the record that stopped here is r, the
+        // first ring's record where the catch-up stands, or happens before r. It needs a
+        // ring on the stack at or past where that ring stands: not the first ring or one
+        // above it (a cycle of happens-before), so the ring that asked for the catch-up,
+        // standing at a, or one below it, standing at a record a happens before. So a
+        // happens before r, and every record of the first ring that happens before a (a
+        // released block's allocation, or an earlier block at a new block's address) lies
+        // before r: applied. The catch-up is over. The rings above it stay where they
+        // stand (what they applied had its dependencies), and a goes ahead.
         while (stack_.size() > catch_up_at) {
           cursors_[stack_.back().index].on_stack = false;
           stack_.pop_back();

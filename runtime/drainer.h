@@ -27,9 +27,10 @@
 //      so allocations are applied before their releases wherever the rings were read
 //      from. Dependencies follow happens-before, which has no cycles; a cycle could only
 //      come from corrupt input and is broken and counted (order_conflicts). The first
-//      ring's catch-up for a release without a ticket (below) is no dependency: it may
-//      reach records made after the release, and dependencies from there that lead back
-//      to a ring on the stack end the catch-up, past the block's allocation (ApplyFrom).
+//      ring's catch-up (below) is no dependency: it may reach records made after the
+//      record that asked for it, and dependencies from there that lead back to a ring on
+//      the stack end the catch-up, past every first-ring record made before the asking
+//      one (ApplyFrom).
 //   5. Release the slots read, reclaim retired rings that are empty, settle blocks whose
 //      release never came (ledger), and wake callers of Flush().
 //
@@ -60,9 +61,12 @@
 //     among them (peak_tracker.h, peak_bounds.h; UsageCounters::high_water_low_bytes and
 //     high_water_high_bytes). The value itself is the peak of the merged order.
 //     CaptureIntegrity::bounded_epochs counts such epochs. Just after a second ring
-//     appears (kFirstRingFirstEpochs), a release without a ticket first brings the first
-//     ring up to the end of its own window, since the first ring's blocks may have none,
-//     or up to a record that needs the release's ring to go on first.
+//     appears (kFirstRingFirstEpochs), a release without a ticket, and a new block at an
+//     address where the first ring makes one in that window, first bring the first ring
+//     up to the end of their own window (or up to a record that needs their ring to go on
+//     first), since the first ring's blocks may have no tickets: a release without one
+//     needs its block's allocation applied, and the oldest block at its address to be the
+//     oldest in fact (allocation_ledger.h).
 //
 // Thread safety: Start/RequestStop/Join from the recorder's owner; Flush from any thread
 // except the drainer; ReadState from any thread.
@@ -273,10 +277,13 @@ class Drainer {
   // records of it (then in time order, with its peaks bounded), and whether the first
   // ring goes first (a second thread has just begun recording).
   void PlanEpoch(uint32_t epoch);
-  // Where the first ring must be applied to before c's next record, a release made
-  // without a ticket just after a second ring appeared (ApplyFrom): past every record of
-  // the epoch whose segment began by the end of the release's window.
+  // Where the first ring must be applied to before c's next record, one that waits for it
+  // just after a second ring appeared (ApplyFrom): past every record of the epoch whose
+  // segment began by the end of that record's window.
   uint64_t FirstRingBefore(const Cursor& c, uint32_t epoch) const;
+  // Whether the first ring, from its cursor up to `target`, holds a record that makes a
+  // block at the address `e` (another ring's) makes one (ApplyFrom).
+  bool FirstRingMakesBlockAt(const Event& e, uint64_t target) const noexcept;
   // Opens the segment of c's next record in the tracker (a new one: ApplyFrom checks).
   void OpenSegment(Cursor& c);
   // The bounded epoch's end: each counter's peak interval, into the ledger.
@@ -307,10 +314,10 @@ class Drainer {
   // drainer writes a cursor with every record it applies.
   LineAlignedVector<Cursor> cursors_;
   LineAlignedVector<int32_t> cursor_of_ring_;  // ring id -> index in cursors_, or -1
-  // ApplyFrom()'s rings to apply, each up to a target. The first ring's catch-up for a
-  // release without a ticket goes only as far as it can: it ends, and every ring pushed
-  // above it with it, not in a conflict, at a record that needs a ring already on the
-  // stack, which shows that it has gone past the release (ApplyFrom).
+  // ApplyFrom()'s rings to apply, each up to a target. The first ring's catch-up
+  // (FirstRingBefore) goes only as far as it can: it ends, and every ring pushed above
+  // it with it, not in a conflict, at a record that needs a ring already on the stack,
+  // which shows that it has gone past the record that asked for it (ApplyFrom).
   struct Pending {
     size_t index;
     uint64_t target;

@@ -1344,6 +1344,30 @@ class StepThread {
   std::thread thread_;
 };
 
+// Order stamps every 2^kSteppedStampLog2 records, for RecordInOneEpoch().
+constexpr uint32_t kSteppedStampLog2 = 5;
+constexpr uint64_t kSteppedSegment = uint64_t{1} << kSteppedStampLog2;
+
+// Runs `steps` against a new, started recorder whose drainer sleeps a second, then
+// Flush()es, until every record of the steps fell in the one epoch the Flush() closed
+// (a round can come between the steps on a slow machine: ten tries). Returns that
+// recorder, still started, or nullptr after adding a failure.
+std::unique_ptr<Recorder> RecordInOneEpoch(const std::function<void(Recorder&)>& steps) {
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    Config config;
+    config.order_stamp_log2 = kSteppedStampLog2;
+    config.drain_period = absl::Seconds(1);
+    config.idle_drain_period = absl::Seconds(1);
+    auto recorder = Make(config);
+    if (!recorder->Start().ok()) break;
+    steps(*recorder);
+    if (!recorder->Flush().ok()) break;
+    if (recorder->Integrity().epochs == 1) return recorder;
+  }
+  ADD_FAILURE() << "the steps never fell in one epoch";
+  return nullptr;
+}
+
 // Just after a second thread appears, a release made without a ticket has the first ring
 // applied ahead of it up to the end of its window (drainer.h), which can reach records the
 // first thread made after the release. Here the first thread, A, recording alone at first
@@ -1357,60 +1381,45 @@ class StepThread {
 // applying C's free of Y before its allocation (an order conflict, an unknown free, Y left
 // live) or asking for the catch-up again for ever (the direct case: Flush() never
 // returned). The steps run one after another, so their real order is the one written
-// here; the drainer sleeps for a second, so they all fall in the one epoch the Flush()
-// closes, which the test checks (and, on a machine too slow for that, tries again). Where
-// the clock gives no stamps (clocksource not the TSC) the epoch is applied ring by ring
-// instead, with no catch-up, and the same counts hold.
+// here, and in one epoch (RecordInOneEpoch). Where the clock gives no stamps (clocksource
+// not the TSC) the epoch is applied ring by ring instead, with no catch-up, and the same
+// counts hold.
 void ExpectACatchUpPastItsReleaseToStayExact(bool through_third_ring) {
   constexpr uint64_t kP = 0x200000, kY = 0x300000, kZ = 0x400000, kFiller = 0x500000;
-  constexpr uint32_t kStampLog2 = 5;
-  constexpr uint64_t kSegment = uint64_t{1} << kStampLog2;  // A's first: P and fillers
-  for (int attempt = 0;; ++attempt) {
-    Config config;
-    config.order_stamp_log2 = kStampLog2;
-    config.drain_period = absl::Seconds(1);
-    config.idle_drain_period = absl::Seconds(1);
-    auto recorder = Make(config);
-    ASSERT_TRUE(recorder->Start().ok());
-    {
-      StepThread a, b, c;  // a records first: the first ring
-      a.Run([&] {
-        EXPECT_EQ(recorder->RecordAlloc(kHeap, kP, 16, 1), RecordResult::kRecorded);
-        for (uint64_t i = 1; i < kSegment; ++i) {
-          EXPECT_EQ(recorder->RecordAlloc(kHeap, kFiller + 64 * i, 8, 1),
-                    RecordResult::kRecorded);
-        }
-      });
-      b.Run([&] {
-        EXPECT_EQ(recorder->RecordFree(kHeap, kP), RecordResult::kRecorded);
-        EXPECT_EQ(recorder->RecordAlloc(kHeap, kY, 32, 2), RecordResult::kRecorded);
-      });
-      if (through_third_ring) {
-        c.Run([&] {
-          EXPECT_EQ(recorder->RecordFree(kHeap, kY), RecordResult::kRecorded);
-          EXPECT_EQ(recorder->RecordAlloc(kHeap, kZ, 64, 3), RecordResult::kRecorded);
-        });
-        a.Run([&] { EXPECT_EQ(recorder->RecordFree(kHeap, kZ), RecordResult::kRecorded); });
-      } else {
-        a.Run([&] { EXPECT_EQ(recorder->RecordFree(kHeap, kY), RecordResult::kRecorded); });
+  auto recorder = RecordInOneEpoch([&](Recorder& r) {
+    StepThread a, b, c;  // a records first: the first ring
+    a.Run([&] {
+      EXPECT_EQ(r.RecordAlloc(kHeap, kP, 16, 1), RecordResult::kRecorded);
+      for (uint64_t i = 1; i < kSteppedSegment; ++i) {
+        EXPECT_EQ(r.RecordAlloc(kHeap, kFiller + 64 * i, 8, 1), RecordResult::kRecorded);
       }
+    });
+    b.Run([&] {
+      EXPECT_EQ(r.RecordFree(kHeap, kP), RecordResult::kRecorded);
+      EXPECT_EQ(r.RecordAlloc(kHeap, kY, 32, 2), RecordResult::kRecorded);
+    });
+    if (through_third_ring) {
+      c.Run([&] {
+        EXPECT_EQ(r.RecordFree(kHeap, kY), RecordResult::kRecorded);
+        EXPECT_EQ(r.RecordAlloc(kHeap, kZ, 64, 3), RecordResult::kRecorded);
+      });
+      a.Run([&] { EXPECT_EQ(r.RecordFree(kHeap, kZ), RecordResult::kRecorded); });
+    } else {
+      a.Run([&] { EXPECT_EQ(r.RecordFree(kHeap, kY), RecordResult::kRecorded); });
     }
-    ASSERT_TRUE(recorder->Flush().ok());
-    const CaptureIntegrity integrity = recorder->Integrity();
-    if (integrity.epochs != 1 && attempt < 10) continue;  // a round came between the steps
-    ASSERT_EQ(integrity.epochs, 1u) << "the drainer never slept through the steps";
-    EXPECT_EQ(integrity.order_conflicts, 0u) << integrity.Counters();
-    EXPECT_EQ(integrity.unknown_frees, 0u) << integrity.Counters();
-    EXPECT_TRUE(integrity.exact()) << integrity.Counters();
-    const Snapshot snap = recorder->TakeSnapshot();
-    const uint64_t blocks = through_third_ring ? 3 : 2;  // P, Y (, Z)
-    EXPECT_EQ(snap.totals.allocated_count, kSegment - 1 + blocks);
-    EXPECT_EQ(snap.totals.freed_count, blocks);
-    EXPECT_EQ(snap.totals.live_count, kSegment - 1);  // the fillers
-    EXPECT_EQ(snap.totals.live_bytes, (kSegment - 1) * 8);
-    ASSERT_TRUE(recorder->Stop().ok());
-    return;
-  }
+  });
+  ASSERT_NE(recorder, nullptr);
+  const CaptureIntegrity integrity = recorder->Integrity();
+  EXPECT_EQ(integrity.order_conflicts, 0u) << integrity.Counters();
+  EXPECT_EQ(integrity.unknown_frees, 0u) << integrity.Counters();
+  EXPECT_TRUE(integrity.exact()) << integrity.Counters();
+  const Snapshot snap = recorder->TakeSnapshot();
+  const uint64_t blocks = through_third_ring ? 3 : 2;  // P, Y (, Z)
+  EXPECT_EQ(snap.totals.allocated_count, kSteppedSegment - 1 + blocks);
+  EXPECT_EQ(snap.totals.freed_count, blocks);
+  EXPECT_EQ(snap.totals.live_count, kSteppedSegment - 1);  // the fillers
+  EXPECT_EQ(snap.totals.live_bytes, (kSteppedSegment - 1) * 8);
+  ASSERT_TRUE(recorder->Stop().ok());
 }
 
 TEST(RecorderTest, AFirstRingCatchUpEndsAtARecordThatNeedsTheReleasesRing) {
@@ -1419,6 +1428,54 @@ TEST(RecorderTest, AFirstRingCatchUpEndsAtARecordThatNeedsTheReleasesRing) {
 
 TEST(RecorderTest, AFirstRingCatchUpEndsWhereItsDependenciesLeadBackToTheReleasesRing) {
   ExpectACatchUpPastItsReleaseToStayExact(/*through_third_ring=*/true);
+}
+
+// Just after a second thread appears, a block another thread makes at an address waits
+// for the first ring too, not only a release without a ticket. A, recording alone (so
+// without tickets), fills its first stamp segment and allocates X at the end of its
+// second; D starts; B frees X (no ticket); D allocates X again (a ticket); A, much later,
+// records once more, which stamps the end of its second segment. By the stamps, A's X
+// lies late in that long segment, after D's records, so the merge took D's segment,
+// both of its records, before A's X: the ledger set D's block aside behind A's, and B's
+// free, taking the oldest block at X as a release without a ticket does, took D's. X was
+// left live with A's size and site, and no counter said so. The drainer must bring the
+// first ring up to D's allocation first. (Without stamps: as in
+// ExpectACatchUpPastItsReleaseToStayExact.)
+TEST(RecorderTest, ABlockAnotherThreadMakesAtAnAddressIsAppliedAfterTheFirstThreadsOne) {
+  constexpr uint64_t kX = 0x200000, kFiller = 0x500000;
+  auto recorder = RecordInOneEpoch([&](Recorder& r) {
+    StepThread a, b, d;  // a records first: the first ring
+    a.Run([&] {
+      for (uint64_t i = 0; i + 1 < 2 * kSteppedSegment; ++i) {
+        EXPECT_EQ(r.RecordAlloc(kHeap, kFiller + 64 * i, 8, 1), RecordResult::kRecorded);
+      }
+      EXPECT_EQ(r.RecordAlloc(kHeap, kX, 16, 1), RecordResult::kRecorded);
+    });
+    d.Run([&] {
+      EXPECT_EQ(r.RecordAlloc(kHeap, kFiller + 0x10000, 8, 4), RecordResult::kRecorded);
+    });
+    b.Run([&] { EXPECT_EQ(r.RecordFree(kHeap, kX), RecordResult::kRecorded); });
+    d.Run([&] { EXPECT_EQ(r.RecordAlloc(kHeap, kX, 48, 5), RecordResult::kRecorded); });
+    // Long against the steps before: A's second segment ends long after D's records.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    a.Run([&] {
+      EXPECT_EQ(r.RecordAlloc(kHeap, kFiller + 0x20000, 8, 1), RecordResult::kRecorded);
+    });
+  });
+  ASSERT_NE(recorder, nullptr);
+  const CaptureIntegrity integrity = recorder->Integrity();
+  EXPECT_TRUE(integrity.exact()) << integrity.Counters();
+  recorder->Inspect([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
+    const std::vector<AllocationRecord> live = ledger.LiveBlocks();
+    // A's fillers (2 * kSteppedSegment - 1) and last record, D's filler and X.
+    EXPECT_EQ(live.size(), 2 * kSteppedSegment + 2);
+    const auto x = std::find_if(live.begin(), live.end(),
+                                [&](const AllocationRecord& b) { return b.address == kX; });
+    ASSERT_NE(x, live.end());
+    EXPECT_EQ(x->size, 48u);
+    EXPECT_EQ(x->site, 5u);
+  });
+  ASSERT_TRUE(recorder->Stop().ok());
 }
 
 TEST(RecorderTest, ALargeHeapStaysExactWhileTheDrainerPrefetches) {
