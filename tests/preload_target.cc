@@ -69,8 +69,9 @@
 //               absl::flat_hash_map of 1,000
 //   quick-exit  allocates, prints its counts, and ends with _exit(7) (no destructors)
 //   exit-in-handler
-//               a SIGTERM handler calls _exit(0); prints "ready", then allocates and
-//               frees until the signal comes (at most a minute)
+//               a SIGTERM handler calls _exit(0) if the signal came while the program was
+//               inside malloc() or free(), else _exit(10); prints "ready", then allocates
+//               and frees until the signal comes (at most a minute)
 //   raw-fork    forks with _Fork() (no fork handlers run, so the child keeps an active
 //               tracer copy without its drainer); the child makes 100,000 small
 //               allocations and ends; the parent prints "child finished" if it did within
@@ -706,7 +707,11 @@ void ForkOverCaptures(const char* dir) {
   printf("child=%d\n", static_cast<int>(child));
 }
 
-void ExitOnSigterm(int) { _exit(0); }
+// Set while the loop below is inside malloc() or free(), for the handler to say where
+// the signal found the program.
+volatile sig_atomic_t in_allocator = 0;
+
+void ExitOnSigterm(int) { _exit(in_allocator ? 0 : 10); }
 
 void ExitInHandler() {
   signal(SIGTERM, &ExitOnSigterm);
@@ -715,9 +720,11 @@ void ExitInHandler() {
   fflush(stdout);
   const time_t start = time(nullptr);
   for (uint64_t i = 0; time(nullptr) - start < 60; ++i) {
+    in_allocator = 1;
     void* p = malloc(16 + i % 200);
     asm volatile("" : : "r"(p) : "memory");
     free(p);
+    in_allocator = 0;
   }
 }
 
