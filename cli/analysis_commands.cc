@@ -646,7 +646,7 @@ void PrintExecNote(const std::optional<TrailerBlocks>& blocks, const std::string
       blocks->exec.empty() ? "another program" : absl::StrCat("'", blocks->exec, "'");
   if (trace_children) {
     // The interposer names an exec'd image's capture after the first image's, with the
-    // first free ".execN" (preload/interposer.cc, StartTracing).
+    // first free ".execN" (preload/start.inc, StartTracing).
     std::string base = path;
     int n = 1;
     if (const size_t at = path.rfind(".exec"); at != std::string::npos) {

@@ -31,7 +31,7 @@
 // sqrt(N/(n*s)), one over the square root of the samples expected; counts of small blocks
 // are the noisy ones. For s >> N, p ~ 1 and the block is as good as exact.
 //
-// realloc keeps the meaning the unsampled capture gives it (preload/interposer.cc,
+// realloc keeps the meaning the unsampled capture gives it (preload/record.inc,
 // ReallocSampled): a move is a release and a new allocation, a resize in place changes
 // the size of the same allocation.
 //   - A move gives the new block its own draw on its new size: a new allocation in both

@@ -10,7 +10,7 @@
 // a C program holding memory in libstdc++ to the end. Under a C++ program the same
 // library is the program's own, and so is the block. Likewise the exit handlers those
 // libraries register: the blocks glibc takes for its list of them are memtrace's
-// (interposer.cc, "Exit handlers").
+// (exit_handlers.h).
 //
 // Which objects those are follows from the loader's list and each object's DT_NEEDED
 // entries: the roots are the program and every object nothing needs (LD_PRELOAD's

@@ -35,7 +35,7 @@
 //                            ring size")
 //   MEMTRACE_MMAP            "1": also record the program's anonymous mappings (mmap,
 //                            munmap, mremap) on a layer of their own, "mmap"; "0"
-//                            (default): leave them out (interposer.cc, mappings.h).
+//                            (default): leave them out (mmap_layer.inc, mappings.h).
 //                            Not with MEMTRACE_SAMPLE_BYTES (mappings are recorded
 //                            whole), nor under a malloc other than glibc's (which may
 //                            mmap while holding its locks): the interposer warns and

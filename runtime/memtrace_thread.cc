@@ -12,7 +12,7 @@ namespace memtrace {
 namespace {
 
 // Relaxed: a count read for a decision that tolerates a thread just starting or ending
-// (unshare() retries, interposer.cc); it orders nothing.
+// (unshare() retries, preload/finish.inc); it orders nothing.
 std::atomic<int> running{0};
 
 }  // namespace

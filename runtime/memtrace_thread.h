@@ -34,7 +34,7 @@ namespace memtrace {
 std::thread StartMemtraceThread(std::function<void()> body);
 
 // How many threads StartMemtraceThread() started are running their body now: the
-// process's threads less these are the program's (preload/interposer.cc, unshare).
+// process's threads less these are the program's (preload/finish.inc, unshare).
 int RunningMemtraceThreads() noexcept;
 
 // In a child of fork(), which has none of the parent's threads: counts them gone.

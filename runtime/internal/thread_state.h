@@ -139,7 +139,7 @@ struct ThreadState {
   bool internal_thread;                  // memtrace's own (drainer, sink writer)
   bool exit_hook_armed;
   bool exited;                           // the exit hook has run
-  // Inside pthread_getattr_np(), interposed (preload/interposer.cc): glibc holds the
+  // Inside pthread_getattr_np(), interposed (preload/exports.inc): glibc holds the
   // queried thread's lock while it allocates, and the stack bounds the walk would ask it
   // for need the same lock when that thread is this one (preload/unwind.cc, Bounds()).
   bool in_stack_query;
