@@ -38,8 +38,8 @@ inline constexpr char kLibraryMarker[] = "libmemtrace_preload";
 // Removes this library from LD_PRELOAD, so programs this one execs run untraced: in the
 // array main() gets and in `environ`, should an earlier constructor have replaced it
 // (preload_config.h, DropFromPreload: why not unsetenv(); and a copy under another name).
-// Until 2026-12-05 a copy not named libmemtrace_preload stayed, and every program this
-// one ran traced itself too.
+// A copy not named libmemtrace_preload is removed too; left in, every program this one
+// runs would trace itself too.
 void RemoveFromPreload();
 
 // With children traced: what a program this one runs needs in its environment to be

@@ -34,8 +34,8 @@ namespace memtrace::preload_internal {
 // Who is finishing the capture, so that a stopping signal that arrives meanwhile waits
 // for the trailer instead of ending the process halfway through it (OnTerminatingSignal):
 // the thread running Finish() (0 before), and whether it is done. A process pool's
-// worker ends with _exit() while its parent sends it SIGTERM: until 2026-12-03 the
-// signal often landed while memtrace-exit wrote the trailer, and the capture had none.
+// worker ends with _exit() while its parent sends it SIGTERM: the signal often lands
+// while memtrace-exit writes the trailer, which must still be finished.
 extern std::atomic<pid_t> finishing_tid;
 extern std::atomic<uint32_t> finish_done;  // a futex word: SetAndWake(), WaitUntilSet()
 // A stopping signal that arrived on the thread running Finish(): raised again once the

@@ -435,10 +435,9 @@ TEST_F(PreloadTest, ExitFromAnotherThreadWritesTheTrailer) {
 }
 
 // A thread's stack holds the static TLS of every object loaded, and the creator of a
-// thread with a small stack sized it for the program alone. memtrace's per-thread state in
-// static TLS was 43 KiB until 2026-12-03, and pthread_create() refused a 32 KiB stack
-// (Node.js's inspector thread); the call-stack state is mapped on a thread's first walk
-// now, and 2 KiB is left.
+// thread with a small stack sized it for the program alone. pthread_create() refuses a
+// 32 KiB stack (Node.js's inspector thread) when static TLS takes too much of it, so
+// memtrace keeps about 2 KiB there and maps its call-stack state on a thread's first walk.
 TEST_F(PreloadTest, AThreadWithA32KiBStackStarts) {
   const std::string capture = TempDir() + "/small_stack.mtb";
   const Result run = RunProgram(
@@ -547,7 +546,7 @@ TEST_F(PreloadTest, UnshareInAProgramWithThreadsFailsAsUntracedAndTracingGoesOn)
 
 // A thread whose first allocation is glibc's own, inside pthread_getattr_np() for that
 // thread, which holds the thread's lock: the walk must not ask glibc for the thread's
-// stack then (it would wait for that lock forever; every JVM thread did, 2026-12-03).
+// stack then (it would wait for that lock forever, as every JVM thread would).
 TEST_F(PreloadTest, AllocationInsidePthreadGetattrOfItsOwnThreadDoesNotDeadlock) {
   const std::string capture = TempDir() + "/getattr.mtb";
   const Result run =
@@ -715,8 +714,8 @@ TEST_F(PreloadTest, UnderscoreExitWritesTheTrailer) {
 
 // SIGTERM arriving while _exit()'s capture is being finished (a process pool's worker,
 // terminated by its parent as it exits): the signal waits for the trailer, then ends the
-// process. Until 2026-12-03 it ended the process at once, without a trailer: 7 to 11 of
-// 45 pool workers a run under `--forks` (tools/program_sweep).
+// process. Ending it at once would leave the capture without a trailer, which happens to
+// many of a process pool's workers under `--forks`.
 TEST_F(PreloadTest, ASignalDuringTheExitFinishWaitsForTheTrailer) {
   // Delays from the _exit() call to the signal that span the few milliseconds the finish
   // takes here: at least one lands inside it.
@@ -973,8 +972,8 @@ SizeCounts CountAllocsOfSize(const std::string& capture, uint64_t size) {
 // constructors before those of the objects that need it, and LD_PRELOAD's comes first).
 // What it allocates and releases is logged in order and recorded when tracing starts:
 // each allocation at the stack that made it, not as "no call site", and each release
-// after it, so the capture has every call (before 2026-12-05 the blocks released again
-// were only counted). The library's churn is counted by the test from its own loop.
+// after it, so the capture has every call. The library's churn is counted by the test
+// from its own loop.
 TEST_F(PreloadTest, AllocationsMadeBeforeTracingStartedAreRecordedInOrderWithTheirStacks) {
   const std::string capture = TempDir() + "/early.mtb";
   const Result run = RunProgram(
@@ -1076,9 +1075,9 @@ TEST_F(PreloadTest, ALogOfOperationsBeforeStartThatFillsCountsWhatItDrops) {
 }
 
 // The minimum size and sampling apply to what was logged before start as to any block:
-// an allocation left out is left out with its release (before 2026-12-05 every block
-// live at start was recorded, and the releases of those below the minimum size or not
-// sampled were dropped later, so they looked live to the end).
+// an allocation left out is left out with its release (recording every block live at
+// start and dropping the releases of those below the minimum size or not sampled would
+// make them look live to the end).
 TEST_F(PreloadTest, BlocksFromBeforeStartFollowTheMinimumSizeAndSampling) {
   const std::string sized = TempDir() + "/early_min_size.mtb";
   const Result run = RunProgram({Cli(), "run", "--quiet", "--min-size=150",
@@ -1321,8 +1320,8 @@ TEST_F(PreloadTest, WithForksAForkedChildTracesOnFromTheBlocksItInherited) {
   ExpectMarkersMatch(child, counts);
   EXPECT_EQ(Field(child.header, "parent_pid"), Field(parent.header, "pid")) << child.header;
   EXPECT_NE(child.header.find("\"trace_forks\":true"), std::string::npos) << child.header;
-  // Every inherited block is at the stack the parent allocated it at (until 2026-12-05 all
-  // were at site 0, "no call site").
+  // Every inherited block is at the stack the parent allocated it at, not at site 0 ("no
+  // call site").
   EXPECT_EQ(Field(child.header, "inherited_without_stack"), "0") << child.header;
 
   // The CLI says where the capture began, and verify passes it.
@@ -1418,8 +1417,8 @@ TEST_F(PreloadTest, InheritedBlocksWithoutAKeptStackAreCountedAndNamed) {
 }
 
 // A program whose path is not UTF-8 (a Latin-1 directory name): its module line and
-// command line hold U+FFFD where the byte was. Until 2026-12-03 the byte went into the
-// capture as it was, and every command refused the capture ("not valid UTF-8").
+// command line hold U+FFFD where the byte was (the byte itself would make every command
+// refuse the capture: "not valid UTF-8").
 TEST_F(PreloadTest, AProgramAtAPathThatIsNotUtf8GivesAReadableCapture) {
   const std::string dir = TempDir() + "/latin\xE9";
   mkdir(dir.c_str(), 0755);
@@ -1568,9 +1567,8 @@ TEST_F(PreloadTest, TheCapturesOfAProcessFamilyAreSummarizedAsATree) {
 }
 
 // A forked child given a pid that an earlier capture's name already has (pids wrap: at
-// 32768 by default, and every thread takes one) writes beside it, never over it. Until
-// 2026-12-03 it truncated the other capture: a program forking 200 children while threads
-// came and went lost 1 or 2 of their captures in 3 runs of 6.
+// 32768 by default, and every thread takes one) writes beside it, never over it (a program
+// forking 200 children while threads come and go reuses pids that fast).
 TEST_F(PreloadTest, AForkedChildNeverOverwritesACaptureWithItsPidInTheName) {
   const std::string dir = TempDir() + "/pid_reuse";
   mkdir(dir.c_str(), 0755);
@@ -1628,9 +1626,8 @@ TEST_F(PreloadTest, CommandsRunByATracedShellAreNotTraced) {
 }
 
 // The same with a copy of the interposer under another name, preloaded by hand: the
-// commands the shell runs are still not traced. Until 2026-12-05 only a file named
-// libmemtrace_preload was taken out of LD_PRELOAD, and each command wrote a capture of
-// its own beside the shell's ("being written by another process").
+// commands the shell runs are still not traced (left in LD_PRELOAD, the copy would make
+// each command write a capture of its own beside the shell's).
 TEST_F(PreloadTest, ACopyOfTheInterposerUnderAnotherNameIsNotPassedToChildren) {
   if (access("/bin/bash", X_OK) != 0) GTEST_SKIP() << "no /bin/bash";
   const std::string dir = TempDir() + "/renamed";
@@ -1912,7 +1909,7 @@ TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
 
 // With --children, a program the traced one runs is traced even when it is handed an
 // environment of its own: none at all (`env -i`, subprocess.run(env={})), or its own
-// LD_PRELOAD. Until 2026-12-03 such a child went untraced and nothing said so. Each way
+// LD_PRELOAD: it is traced, not silently left out. Each way
 // of starting it: execve, fexecve, posix_spawn, and vfork + execve; and an environment
 // too large for the copy's room on the stack (execve-large: the copy goes to mapped pages).
 TEST_F(PreloadTest, AChildGivenAnEnvironmentOfItsOwnIsStillTracedWithChildren) {
