@@ -5,6 +5,11 @@
 // takes argv starting at its subcommand's name and parses its own flags with
 // ParseCommandFlags() (cli/command_line.h); cli/memtrace.cc dispatches to them.
 //
+// Each lives in a file of its own, cli/<name>_command.cc, with its CommandSpec and the
+// flags only it reads. What several share (loading a capture, its verdict, names, --limit)
+// is in cli/internal/analysis_common.h; how `top` and `peak` name call sites is in
+// cli/internal/site_namer.h; the notes under `summary` are in cli/internal/summary_notes.h.
+//
 // Every one prints text by default and one JSON object with --json; exit status 0 on
 // success, 1 for a finding (verify), 2 for bad usage or unreadable input.
 //

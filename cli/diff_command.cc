@@ -1,0 +1,131 @@
+// Copyright 2026 The memtrace Authors.
+//
+// `memtrace diff`: per-scope changes between two captures, or two points of one.
+
+#include "cli/analysis_commands.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/analyzer.h"
+#include "analysis/capture_filters.h"
+#include "cli/internal/analysis_common.h"
+#include "sinks/json_text.h"
+#include "sinks/summary_table.h"
+
+ABSL_FLAG(std::string, from, "end",
+          "diff: the first snapshot point: end, event=N, time=NS, scope-exit=PATH[#N]");
+ABSL_FLAG(std::string, to, "end", "diff: the second snapshot point (same forms as --from)");
+
+namespace memtrace {
+
+using cli_internal::Basename;
+using cli_internal::CheckReached;
+using cli_internal::FiltersOf;
+using cli_internal::Load;
+using cli_internal::PointDescription;
+using cli_internal::PrintSampledNote;
+using cli_internal::Verdict;
+using cli_internal::VerdictWord;
+
+const CommandSpec kDiffSpec = {
+    "diff", "memtrace diff [flags] BEFORE AFTER | memtrace diff --from=P --to=P CAPTURE",
+    "Compares two snapshots scope by scope (matched by path): live bytes, high-water and\n"
+    "bytes allocated, largest change in live bytes first. With two captures, --from applies\n"
+    "to BEFORE and --to to AFTER (both default to the end); with one capture, --from and\n"
+    "--to pick two points of it. Points: end, event=N, time=NS (since the start, or unix\n"
+    "ns), scope-exit=PATH or scope-exit=PATH#N.",
+    {"json", "from", "to"}};
+
+namespace {
+
+std::string Signed(int64_t v) {
+  return v < 0 ? absl::StrCat("-", FormatBytes(static_cast<uint64_t>(-v)))
+               : absl::StrCat("+", FormatBytes(static_cast<uint64_t>(v)));
+}
+
+// Two captures of different programs (by the interposer's headers): a diff of them is
+// rarely what was meant, as when one capture of a process family is another program's.
+void PrintDifferentProgramsNote(const CaptureSummary& before, const CaptureSummary& after) {
+  if (!before.process.known || !after.process.known || before.process.argv.empty() ||
+      after.process.argv.empty()) {
+    return;
+  }
+  const std::string a = Basename(before.process.argv[0]);
+  const std::string b = Basename(after.process.argv[0]);
+  if (a == b) return;
+  printf("note: these are captures of two programs, '%s' before and '%s' after; the rows\n"
+         "  compare their scopes by name. Was another capture meant (`memtrace summary` of\n"
+         "  each names its command)?\n",
+         a.c_str(), b.c_str());
+}
+
+}  // namespace
+
+int DiffCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kDiffSpec, argc, argv, &args)) return *exit;
+  if (args.positional.empty() || args.positional.size() > 2 || args.dashdash) {
+    return UsageError(kDiffSpec, "give two captures (BEFORE AFTER), or one capture with "
+                                 "--from and --to");
+  }
+  const std::string before_path = args.positional[0];
+  const std::string after_path = args.positional.size() == 2 ? args.positional[1] : before_path;
+  if (args.positional.size() == 1 && absl::GetFlag(FLAGS_from) == absl::GetFlag(FLAGS_to)) {
+    return UsageError(kDiffSpec, "with one capture, --from and --to must name two different "
+                                 "points (e.g. --from=scope-exit=frame#1 --to=end)");
+  }
+  auto from = ParseSnapshotPoint(absl::GetFlag(FLAGS_from));
+  if (!from.ok()) return UsageError(kDiffSpec, absl::StrCat("--from: ", from.status().message()));
+  auto to = ParseSnapshotPoint(absl::GetFlag(FLAGS_to));
+  if (!to.ok()) return UsageError(kDiffSpec, absl::StrCat("--to: ", to.status().message()));
+  const auto before = Load(before_path, *from);
+  if (!before.ok()) return InputError(kDiffSpec, std::string(before.status().message()));
+  if (auto e = CheckReached(kDiffSpec, *before, *from)) return *e;
+  const auto after = Load(after_path, *to);
+  if (!after.ok()) return InputError(kDiffSpec, std::string(after.status().message()));
+  if (auto e = CheckReached(kDiffSpec, *after, *to)) return *e;
+  const std::vector<Difference> rows = Compare(*before, *after);
+  auto label = [](const std::string& path, const SnapshotPoint& p) {
+    return p.kind == SnapshotPoint::Kind::kEnd ? path
+                                               : absl::StrCat(path, " at ", PointDescription(p));
+  };
+  if (absl::GetFlag(FLAGS_json)) {
+    std::string out;
+    for (const Difference& d : rows) {
+      absl::StrAppend(&out, out.empty() ? "" : ",", "{\"path\":", JsonQuote(d.path),
+                      ",\"before\":", JsonUsage(d.before), ",\"after\":", JsonUsage(d.after),
+                      ",\"live_delta\":", d.live_delta(),
+                      ",\"high_water_delta\":", d.high_water_delta(),
+                      ",\"allocated_delta\":", d.allocated_delta(), "}");
+    }
+    printf("{\"command\":\"diff\",\"before\":%s,\"before_verdict\":\"%s\","
+           "\"before_filters\":%s,\"after\":%s,\"after_verdict\":\"%s\",\"after_filters\":%s,"
+           "\"sampled\":%s,\"rows\":[%s]}\n",
+           JsonQuote(label(before_path, *from)).c_str(), VerdictWord(*before).c_str(),
+           FiltersOf(*before).Json().c_str(), JsonQuote(label(after_path, *to)).c_str(),
+           VerdictWord(*after).c_str(), FiltersOf(*after).Json().c_str(),
+           before->sampled || after->sampled ? "true" : "false", out.c_str());
+    return 0;
+  }
+  printf("memtrace diff: %s (%s) -> %s (%s)\n", label(before_path, *from).c_str(),
+         Verdict(*before).c_str(), label(after_path, *to).c_str(), Verdict(*after).c_str());
+  PrintDifferentProgramsNote(*before, *after);
+  PrintSampledNote(before->sampled ? *before : *after);
+  printf("\n");
+  const char* row = "%-40s %12s %12s %12s %14s %12s\n";
+  printf(row, "scope", "live before", "live after", "live change", "high-water +/-",
+         "allocated +/-");
+  for (const Difference& d : rows) {
+    printf(row, d.path.c_str(), FormatBytes(d.before.live_bytes).c_str(),
+           FormatBytes(d.after.live_bytes).c_str(), Signed(d.live_delta()).c_str(),
+           Signed(d.high_water_delta()).c_str(), Signed(d.allocated_delta()).c_str());
+  }
+  return 0;
+}
+
+}  // namespace memtrace

@@ -1,0 +1,100 @@
+// Copyright 2026 The memtrace Authors.
+//
+// `memtrace export`: the capture as Perfetto trace JSON, folded stacks or a pprof profile.
+
+#include "cli/analysis_commands.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/analyzer.h"
+#include "analysis/exports.h"
+#include "analysis/output_file.h"
+#include "analysis/symbolizer.h"
+#include "cli/internal/analysis_common.h"
+#include "sinks/summary_table.h"
+
+ABSL_FLAG(std::string, format, "", "export format: perfetto, folded or pprof");
+ABSL_FLAG(std::string, weight, "bytes", "folded export: weigh stacks by bytes or count allocated");
+
+namespace memtrace {
+
+using cli_internal::Load;
+using cli_internal::OneCapture;
+
+const CommandSpec kExportSpec = {
+    "export", "memtrace export --format=perfetto|folded|pprof [flags] CAPTURE -o OUT",
+    "Writes CAPTURE in a format other viewers read (docs/exports.md):\n"
+    "  perfetto  Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing: per-scope\n"
+    "            live-bytes counters, scope slices per thread, instants for the peak and leaks\n"
+    "  folded    collapsed stacks (\"outer;caller;callee WEIGHT\") for flame-graph tools,\n"
+    "            weighted by bytes (--weight=bytes) or allocations (--weight=count)\n"
+    "  pprof     gzip-compressed profile.proto for `go tool pprof` (alloc_objects,\n"
+    "            alloc_space, inuse_objects, inuse_space; inuse = live at the end)\n"
+    "Without -o, perfetto and folded go to stdout; pprof needs -o.",
+    {"format", "weight", "output"}};
+
+int ExportCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kExportSpec, argc, argv, &args)) return *exit;
+  if (auto exit = OneCapture(kExportSpec, args)) return *exit;
+  const std::string format = absl::GetFlag(FLAGS_format);
+  const std::string weight = absl::GetFlag(FLAGS_weight);
+  const std::string output = absl::GetFlag(FLAGS_output);
+  if (format != "perfetto" && format != "folded" && format != "pprof") {
+    return UsageError(kExportSpec, format.empty() ? "which format? give --format=perfetto, "
+                                                    "folded or pprof"
+                                                  : absl::StrCat("--format must be perfetto, "
+                                                                 "folded or pprof, not '",
+                                                                 format, "'"));
+  }
+  if (weight != "bytes" && weight != "count") {
+    return UsageError(kExportSpec, absl::StrCat("--weight must be bytes or count, not '", weight, "'"));
+  }
+  if (format == "pprof" && output.empty()) {
+    return UsageError(kExportSpec, "pprof output is binary: give -o FILE (e.g. -o heap.pb.gz)");
+  }
+  // Opened first: an unwritable path is said before the capture is read.
+  std::optional<OutputFile> out;
+  if (!output.empty()) {
+    absl::StatusOr<OutputFile> created = OutputFile::Create(output);
+    if (!created.ok()) return InputError(kExportSpec, std::string(created.status().message()));
+    out = *std::move(created);
+  }
+  const std::string& path = args.positional[0];
+  const auto s = Load(path);
+  if (!s.ok()) return InputError(kExportSpec, std::string(s.status().message()));
+  Symbolizer symbolizer;
+  symbolizer.set_progress(stderr);
+  for (const CaptureRecord& m : s->modules) symbolizer.AddModule(m);
+  absl::StatusOr<std::string> data;
+  if (format == "perfetto") {
+    data = PerfettoTrace(path, *s);
+  } else if (format == "folded") {
+    data = FoldedStacks(*s, symbolizer,
+                        weight == "count" ? FoldedWeight::kCount : FoldedWeight::kBytes);
+  } else {
+    data = PprofProfile(*s, symbolizer);
+  }
+  if (!data.ok()) return InputError(kExportSpec, std::string(data.status().message()));
+  if (out.has_value()) {
+    absl::Status w = out->Write(*data);
+    if (w.ok()) w = out->Commit();
+    if (!w.ok()) return InputError(kExportSpec, std::string(w.message()));
+  } else if (fwrite(data->data(), 1, data->size(), stdout) != data->size() || fflush(stdout) != 0) {
+    return InputError(kExportSpec, absl::StrCat("writing stdout failed: ", strerror(errno)));
+  }
+  if (!output.empty()) {
+    fprintf(stderr, "memtrace export: wrote %s (%s, %s)%s\n", output.c_str(), format.c_str(),
+            FormatBytes(data->size()).c_str(), s->sampled ? " from a sampled capture: estimates" : "");
+  }
+  return 0;
+}
+
+}  // namespace memtrace

@@ -1,0 +1,104 @@
+// Copyright 2026 The memtrace Authors.
+//
+// analysis_common.h: what the analysis subcommands (cli/analysis_commands.h) share.
+//
+//   - Reading: Load() replays a capture (to its end, or to a snapshot point) with a
+//     progress bar on stderr when it is a terminal; OneCapture() is the usage check of the
+//     subcommands that take exactly one CAPTURE.
+//   - The verdict every first line and every JSON object states: Verdict() in text
+//     ("complete", "TRUNCATED (...)", "PARTIAL (...)", then the recording filters in force,
+//     analysis/capture_filters.h), VerdictWord() and JsonHead() in JSON, PrintSampledNote()
+//     under the header of a sampled capture, PrintFamilyFiltersNote() under a family's.
+//   - Names and numbers: scope and layer names, snapshot points in words, hex addresses,
+//     shares in percent, file names without their directory.
+//   - --limit, the row count that summary, top and peak read.
+//
+// Private to cli/: only the subcommands' own files include it. Each prints exactly what
+// the one file that held every subcommand printed, so the golden outputs stand.
+//
+// Thread safety: called from main() only (Load() draws on stderr).
+//
+// Example (a subcommand's handler):
+//
+//   if (auto exit = cli_internal::OneCapture(kRetentionSpec, args)) return *exit;
+//   const auto s = cli_internal::Load(args.positional[0]);
+//   if (!s.ok()) return InputError(kRetentionSpec, std::string(s.status().message()));
+//   printf("memtrace retention of %s: capture %s\n", path.c_str(),
+//          cli_internal::Verdict(*s).c_str());
+//   cli_internal::PrintSampledNote(*s);
+
+#ifndef MEMTRACE_CLI_INTERNAL_ANALYSIS_COMMON_H_
+#define MEMTRACE_CLI_INTERNAL_ANALYSIS_COMMON_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
+#include "analysis/analyzer.h"
+#include "analysis/capture_filters.h"
+#include "cli/command_line.h"
+
+// Rows to print (summary of several captures, top, peak).
+ABSL_DECLARE_FLAG(int32_t, limit);
+
+namespace memtrace::cli_internal {
+
+// The recording filters of `s` (analysis/capture_filters.h), with the counts its trailer
+// has (none when it has no trailer, or one that cannot be read).
+CaptureFilters FiltersOf(const CaptureSummary& s);
+
+// The verdict of `s`, and after it every recording filter in force with what it left out.
+std::string Verdict(const CaptureSummary& s);
+
+// One word for the verdict of `s`: complete, partial, truncated or running.
+std::string VerdictWord(const CaptureSummary& s);
+
+// Under a family's first line (its verdicts counted): each capture that recording filters
+// thinned, and what they left out.
+void PrintFamilyFiltersNote(const std::vector<std::pair<std::string, CaptureFilters>>& filtered);
+
+// The line under every text header of a sampled capture.
+void PrintSampledNote(const CaptureSummary& s);
+
+// The JSON fields every analysis output starts with.
+std::string JsonHead(const std::string& command, const std::string& path,
+                     const CaptureSummary& s);
+
+// A scope's path, or "scope ID" when the capture does not name it.
+std::string ScopeName(const CaptureSummary& s, uint32_t id);
+
+// A layer's name, or its id when the capture does not name it.
+std::string LayerName(const CaptureSummary& s, uint32_t id);
+
+// "0x" and the hex digits of `v`.
+std::string Hex(uint64_t v);
+
+// `part` as a percentage of `whole` (0 when `whole` is 0).
+double Share(uint64_t part, uint64_t whole);
+
+// Reads `path` up to `point`, with a progress bar when stderr is a terminal.
+absl::StatusOr<CaptureSummary> Load(const std::string& path, const SnapshotPoint& point);
+
+// Reads `path` to its end.
+absl::StatusOr<CaptureSummary> Load(const std::string& path);
+
+// Exactly one CAPTURE argument, or a usage error.
+std::optional<int> OneCapture(const CommandSpec& spec, const ParsedArgs& args);
+
+// A snapshot point in words: "the end", "event N", "time N ns", "exit N of PATH".
+std::string PointDescription(const SnapshotPoint& p);
+
+// Fails when a scope-exit point was never reached.
+std::optional<int> CheckReached(const CommandSpec& spec, const CaptureSummary& s,
+                                const SnapshotPoint& p);
+
+// The last component of `path`.
+std::string Basename(const std::string& path);
+
+}  // namespace memtrace::cli_internal
+
+#endif  // MEMTRACE_CLI_INTERNAL_ANALYSIS_COMMON_H_
