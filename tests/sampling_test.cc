@@ -164,7 +164,14 @@ void CheckEstimates(const std::string& mode, uint64_t period, bool sampled = tru
   }
 }
 
-TEST(SamplingTest, SizeClassesFrom8BytesTo1MiBAreEstimatedWithoutBias) {
+// The interposer is built with the test's configuration here (preload_test alone builds
+// its programs with UBSan under the other sanitizers: bazel/preloadable.bzl).
+class SamplingTest : public ::testing::Test {
+ protected:
+  void SetUp() override { MEMTRACE_SKIP_UNDER_SANITIZERS(); }
+};
+
+TEST_F(SamplingTest, SizeClassesFrom8BytesTo1MiBAreEstimatedWithoutBias) {
   CheckEstimates("sizes", 4096);
   CheckEstimates("sizes", 65536);
 }
@@ -173,12 +180,12 @@ TEST(SamplingTest, SizeClassesFrom8BytesTo1MiBAreEstimatedWithoutBias) {
 // (the same allocation, larger); shrinks to fit stay in place.
 // The same programs traced without sampling: the truth exactly, group by group, reallocs
 // in place and moved counted apart (an allocation is a malloc or a move).
-TEST(SamplingTest, WithoutSamplingEveryCountIsExact) {
+TEST_F(SamplingTest, WithoutSamplingEveryCountIsExact) {
   CheckEstimates("sizes", 65536, /*sampled=*/false);
   CheckEstimates("realloc", 8192, /*sampled=*/false);
 }
 
-TEST(SamplingTest, ReallocHeavyProgramsAreEstimatedWithoutBias) {
+TEST_F(SamplingTest, ReallocHeavyProgramsAreEstimatedWithoutBias) {
   CheckEstimates("realloc", 256);
   CheckEstimates("realloc", 8192);
 }
