@@ -86,14 +86,26 @@ void ExpectCounts(const UsageCounters& got, const OwnCounts& want, const std::st
   EXPECT_EQ(got.live_bytes, want.allocated_bytes - want.freed_bytes) << what;
 }
 
+// A tracer started with a JSONL capture of `path` (its extension picks the encoding) and
+// a traced heap on it: what each round trip below records through.
+struct CapturedRun {
+  explicit CapturedRun(const std::string& path)
+      : sink(JsonlSink::Open(path).value()), tracer(Tracer::Create(Config{}).value()) {}
+  std::unique_ptr<JsonlSink> sink;
+  std::unique_ptr<Tracer> tracer;
+  MallocAllocator heap;
+  TracingAllocator traced{tracer.get(), &heap, layers::kCpuHeap};
+  bool started = tracer->recorder().SetObserver(sink.get()).ok() && tracer->Start().ok();
+};
+
 TEST(AnalyzerTest, RoundTripTotalsEqualTheTestsOwnCountsAndTheRuntimesSnapshot) {
   const std::string path = TempPath("roundtrip.jsonl");
-  auto sink = JsonlSink::Open(path).value();
-  auto tracer = Tracer::Create(Config{}).value();
-  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
-  ASSERT_TRUE(tracer->Start().ok());
-  MallocAllocator heap;
-  TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
+  CapturedRun run(path);
+  ASSERT_TRUE(run.started);
+  std::unique_ptr<JsonlSink>& sink = run.sink;
+  std::unique_ptr<Tracer>& tracer = run.tracer;
+  MallocAllocator& heap = run.heap;
+  TracingAllocator& traced = run.traced;
   FrameArena arena(1 << 20);
   TracingAllocator frame(tracer.get(), &arena, layers::kFrameArena);
   static const ScopeName kA("rt_a");
@@ -201,12 +213,11 @@ TEST(AnalyzerTest, RoundTripTotalsEqualTheTestsOwnCountsAndTheRuntimesSnapshot) 
 // the bytes read grow to the file's size.
 TEST(AnalyzerTest, SummaryOptionsStopAtTheirPointAndReportProgress) {
   const std::string path = TempPath("options.jsonl");
-  auto sink = JsonlSink::Open(path).value();
-  auto tracer = Tracer::Create(Config{}).value();
-  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
-  ASSERT_TRUE(tracer->Start().ok());
-  MallocAllocator heap;
-  TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
+  CapturedRun run(path);
+  ASSERT_TRUE(run.started);
+  std::unique_ptr<JsonlSink>& sink = run.sink;
+  std::unique_ptr<Tracer>& tracer = run.tracer;
+  TracingAllocator& traced = run.traced;
   std::vector<void*> kept;
   for (int i = 0; i < 300; ++i) kept.push_back(traced.Alloc(100, 16, 0));  // 300 events
   for (void* p : kept) traced.Free(AsMemory(p, 100), 16, 0);                // 300 more
@@ -235,13 +246,13 @@ TEST(AnalyzerTest, SummaryOptionsStopAtTheirPointAndReportProgress) {
 }
 
 TEST(AnalyzerTest, ZstdCaptureRoundTripsAndACutOffStreamIsReported) {
-  const std::string path = TempPath("roundtrip.jsonl.zst");
-  auto sink = JsonlSink::Open(path).value();  // ".zst": compressed
-  auto tracer = Tracer::Create(Config{}).value();
-  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
-  ASSERT_TRUE(tracer->Start().ok());
-  MallocAllocator heap;
-  TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
+  const std::string path = TempPath("roundtrip.jsonl.zst");  // ".zst": compressed
+  CapturedRun run(path);
+  ASSERT_TRUE(run.started);
+  std::unique_ptr<JsonlSink>& sink = run.sink;
+  std::unique_ptr<Tracer>& tracer = run.tracer;
+  MallocAllocator& heap = run.heap;
+  TracingAllocator& traced = run.traced;
   std::vector<std::pair<void*, size_t>> kept;
   for (int i = 0; i < 20000; ++i) {
     void* p = traced.Alloc(8 + i % 100, 16, 0x2000 + i % 7);
