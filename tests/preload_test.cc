@@ -121,6 +121,10 @@ struct Replay {
   std::string trailer;
   Counts markers{0, 0, 0, 0};
   int64_t unknown_releases = 0;  // releases the replay could not pair
+  // Every block's bytes, in the capture's order: live at the end, and the most live at once
+  // (the high-water of that order, which is the program's own for a single-threaded one).
+  int64_t live_bytes = 0;
+  int64_t high_water_bytes = 0;
   std::map<uint32_t, CaptureRecord> sites;
   std::vector<CaptureRecord> marker_allocs;
 };
@@ -136,6 +140,8 @@ Replay ReplayCapture(const std::string& path, absl::Status* status) {
   auto add = [&](uint64_t ticket, uint64_t addr, uint64_t size) {
     live[ticket] = LiveBlock{addr, size};
     by_address[addr].push_back(ticket);
+    r.live_bytes += static_cast<int64_t>(size);
+    r.high_water_bytes = std::max(r.high_water_bytes, r.live_bytes);
   };
   // Removes the block `of` names (or the oldest at `addr`); its size, or -1 if none.
   auto take = [&](uint64_t of, uint64_t addr) -> int64_t {
@@ -151,6 +157,7 @@ Replay ReplayCapture(const std::string& path, absl::Status* status) {
     std::vector<uint64_t>& tickets = by_address[block.addr];
     tickets.erase(std::find(tickets.begin(), tickets.end(), ticket));
     if (tickets.empty()) by_address.erase(block.addr);
+    r.live_bytes -= static_cast<int64_t>(block.size);
     return static_cast<int64_t>(block.size);
   };
   auto adjust = [&](int64_t size, int sign) {
@@ -1027,6 +1034,19 @@ TEST_F(PreloadTest, AllocationsMadeBeforeTracingStartedAreRecordedInOrderWithThe
   ASSERT_GE(cells.size(), 7u) << total;
   // TOTAL live (2 cells), blocks, high-water (2 cells): under 200 KiB.
   EXPECT_EQ(cells[5], "KiB") << "high-water " << cells[4] << " " << cells[5] << ": " << total;
+  // The high-water to the byte: the test's own replay of the capture's records (one
+  // thread, so their order is the program's), and at least what the program itself had
+  // live at once: the table, 20 kept blocks and the pair of the round after the last keep.
+  absl::Status replayed;
+  const Replay replay = ReplayCapture(capture, &replayed);
+  ASSERT_TRUE(replayed.ok()) << replayed;
+  EXPECT_EQ(replay.unknown_releases, 0);
+  EXPECT_GE(replay.high_water_bytes, 50043 + 20 * 200 + 100 + 200);
+  EXPECT_EQ(Field(json.out, "high_water_bytes"), absl::StrCat(replay.high_water_bytes))
+      << json.out;
+  EXPECT_EQ(Field(json.out, "high_water_low_bytes"), absl::StrCat(replay.high_water_bytes));
+  EXPECT_EQ(Field(json.out, "high_water_high_bytes"), absl::StrCat(replay.high_water_bytes));
+  EXPECT_EQ(Field(json.out, "live_bytes"), absl::StrCat(replay.live_bytes));
 
   // At depth 0 the site is the return address alone, as for any block.
   const std::string shallow = TempDir() + "/early_depth0.mtb";
