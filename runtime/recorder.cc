@@ -133,11 +133,11 @@ uint64_t Recorder::SendStack(uint64_t hash, const uint64_t* frames, uint32_t dep
     if (ring == nullptr) return frames[0];
   }
   const uint32_t records = (n + 1) / 2;
-  // Inside another record of this thread (Begin()): keep the return address instead.
-  if (ring->ClaimOpen()) return frames[0];
   uint64_t pos;
-  // No waiting and no loss counted: without its frames the allocation keeps its caller.
-  if (!ring->TryClaim(records, &pos)) return frames[0];
+  // No waiting and no loss counted: without its frames the allocation keeps its caller
+  // (so also inside another record of this thread, SpscRing::kNested).
+  const SpscRing::ClaimStatus status = ring->Claim(records, &pos);
+  if (!SpscRing::Claimed(status)) return frames[0];
   // Watermark step (2), as in Begin().
   clock_.LightFence();
   const uint32_t epoch = clock_.Load();
@@ -145,7 +145,9 @@ uint64_t Recorder::SendStack(uint64_t hash, const uint64_t* frames, uint32_t dep
     ring->Unclaim();
     return frames[0];
   }
-  if (ring->StampDue(pos, records)) ring->WriteStamps(pos, records, OrderStamp());
+  if (status == SpscRing::ClaimStatus::kStampDue) {
+    ring->WriteStamps(pos, records, OrderStamp());
+  }
   for (uint32_t r = 0; r < records; ++r) {
     const uint32_t first = 2 * r;
     const uint32_t count = (first + 1 < n) ? 2 : 1;
@@ -184,18 +186,40 @@ void Recorder::RetireAfterExit() noexcept {
   b = runtime_internal::RingBinding{0, nullptr};
 }
 
-bool Recorder::WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept {
+Recorder::SlowBegin Recorder::BeginSlow(SpscRing* ring, uint32_t n, bool allocation,
+                                        SpscRing::ClaimStatus status, uint64_t pos) noexcept {
+  using ClaimStatus = SpscRing::ClaimStatus;
+  if (status == ClaimStatus::kFull) {
+    status = WaitForSpace(ring, n, &pos);
+    if (status == ClaimStatus::kFull) return {0, 0, Overflowed(ring, allocation)};
+  }
+  if (status == ClaimStatus::kNested) return {0, 0, Nested(ring, allocation)};
+  // Watermark step (2), as in Begin().
+  clock_.LightFence();
+  const uint32_t epoch = clock_.Load();
+  if (epoch == EpochClock::kClosed) {
+    ring->Unclaim();
+    return {0, 0, NotRecording()};
+  }
+  // The order stamp, read after the epoch load (spsc_ring.h, "order stamps").
+  if (status == ClaimStatus::kStampDue) ring->WriteStamps(pos, n, OrderStamp());
+  return {pos, epoch, RecordResult::kRecorded};
+}
+
+SpscRing::ClaimStatus Recorder::WaitForSpace(SpscRing* ring, uint32_t n,
+                                             uint64_t* pos) noexcept {
+  using ClaimStatus = SpscRing::ClaimStatus;
   if (config_.overflow_policy != OverflowPolicy::kWaitThenFail ||
       config_.overflow_wait <= absl::ZeroDuration() || !drainer_.running() ||
       forked_away_.load(std::memory_order_relaxed)) {
-    return false;
+    return ClaimStatus::kFull;
   }
   // A copy of the recorder in a child forked without fork handlers says the drainer runs,
   // but no drainer runs there: waiting would stall every record for overflow_wait. Asked
   // here only, when a ring is full, so the hot path never makes the system call.
   if (getpid() != drainer_pid_.load(std::memory_order_relaxed)) {
     forked_away_.store(true, std::memory_order_relaxed);
-    return false;
+    return ClaimStatus::kFull;
   }
   ring->CountWaited();
   // nanosleep() below is a cancellation point, and neither malloc() nor any other
@@ -222,17 +246,19 @@ bool Recorder::WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept 
   for (int attempt = 0;; ++attempt) {
     if (attempt < 4) {
       sched_yield();
-      if (ring->TryClaim(n, pos)) return true;
+      const ClaimStatus status = ring->Claim(n, pos);
+      if (status != ClaimStatus::kFull) return status;
     } else {
       const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
           deadline - std::chrono::steady_clock::now());
       const int64_t wait_ns = std::clamp<int64_t>(left.count(), 1'000, 1'000'000);
-      if (ring->AwaitSpace(n, pos, wait_ns)) return true;
+      const ClaimStatus status = ring->AwaitSpace(n, pos, wait_ns);
+      if (status != ClaimStatus::kFull) return status;
     }
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
       const uint64_t applied = drainer_.slices_applied();
-      if (applied == progress) return false;
+      if (applied == progress) return ClaimStatus::kFull;
       progress = applied;
       deadline = now + wait;
     }

@@ -404,21 +404,25 @@ class Recorder {
       ring = Bind();
       if (ring == nullptr) return NoRing(allocation);
     }
-    // A record begun inside another on this thread would take the other's slots.
-    if (__builtin_expect(ring->ClaimOpen(), 0)) return Nested(ring, allocation);
     uint64_t pos;
-    if (__builtin_expect(!ring->TryClaim(n, &pos), 0)) {
-      if (!WaitForSpace(ring, n, &pos)) return Overflowed(ring, allocation);
+    // Anything but a plain claim (a stamp point, a full ring, a record begun inside another
+    // on this thread) takes the slow path: one compare decides (SpscRing::Claim()).
+    const SpscRing::ClaimStatus status = ring->Claim(n, &pos);
+    uint32_t epoch;
+    if (__builtin_expect(status != SpscRing::ClaimStatus::kClaimed, 0)) {
+      const SlowBegin slow = BeginSlow(ring, n, allocation, status, pos);
+      if (slow.result != RecordResult::kRecorded) return slow.result;
+      pos = slow.position;
+      epoch = slow.epoch;
+    } else {
+      // Watermark step (2): orders the claim above before the epoch load below.
+      clock_.LightFence();
+      epoch = clock_.Load();
+      if (__builtin_expect(epoch == EpochClock::kClosed, 0)) {
+        ring->Unclaim();
+        return NotRecording();
+      }
     }
-    // Watermark step (2): orders the claim above before the epoch load below.
-    clock_.LightFence();
-    const uint32_t epoch = clock_.Load();
-    if (__builtin_expect(epoch == EpochClock::kClosed, 0)) {
-      ring->Unclaim();
-      return NotRecording();
-    }
-    // An order stamp every few records (spsc_ring.h), read after the epoch load.
-    if (__builtin_expect(ring->StampDue(pos, n), 0)) ring->WriteStamps(pos, n, OrderStamp());
     *c = Claim{ring, pos, ring->id(), epoch, t.scope};
     return RecordResult::kRecorded;
   }
@@ -516,9 +520,22 @@ class Recorder {
   uint64_t StackSiteSlow(uint64_t hash, const uint64_t* frames, uint32_t depth) noexcept;
   uint64_t SendStack(uint64_t hash, const uint64_t* frames, uint32_t depth) noexcept;
   SpscRing* Bind() noexcept;
-  bool WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept;
+  // Begin() past its one compare: `status` is what SpscRing::Claim() returned (anything
+  // but kClaimed), `pos` the position it claimed, if it did. Returns the claim's position
+  // and epoch when `result` is kRecorded (by value, so that Begin()'s locals stay in
+  // registers on the fast path).
+  struct SlowBegin {
+    uint64_t position;
+    uint32_t epoch;
+    RecordResult result;
+  };
+  SlowBegin BeginSlow(SpscRing* ring, uint32_t n, bool allocation,
+                      SpscRing::ClaimStatus status, uint64_t pos) noexcept;
+  // Waits for room (the overflow policy) and claims it: kClaimed, kStampDue, or kFull
+  // when the wait ran out.
+  SpscRing::ClaimStatus WaitForSpace(SpscRing* ring, uint32_t n, uint64_t* pos) noexcept;
   RecordResult Overflowed(SpscRing* ring, bool allocation) noexcept;
-  // A record begun while this thread's ring has a claim open (SpscRing::ClaimOpen()): a
+  // A record begun while this thread's ring has a claim open (SpscRing::kNested): a
   // call made between BeginRemap() and its commit (a traced backing allocator, a census
   // update, a scope), or a signal handler that interrupted a record. Refused and counted
   // (as failed or dropped, and in nested_records), never written over the open claim.

@@ -274,7 +274,7 @@ TEST(SpscRingTest, AwaitSpaceSleepsUntilTheConsumerMakesRoom) {
       uint64_t pos = 0;
       if (!ring->TryClaim(1, &pos)) {
         ++waits;
-        while (!ring->AwaitSpace(1, &pos, 60'000'000'000)) {
+        while (!SpscRing::Claimed(ring->AwaitSpace(1, &pos, 60'000'000'000))) {
         }
       }
       ring->slot(pos) = MakeEvent(i);
@@ -362,7 +362,7 @@ TEST(SpscRingTest, AWaitThatRacesAReleaseEndsByTheReleaseNotItsTimeout) {
     bool claimed = false;
     while (!claimed && timed_out == 0) {
       const auto start = std::chrono::steady_clock::now();
-      claimed = ring->AwaitSpace(1, &pos, kTimeoutNs);
+      claimed = SpscRing::Claimed(ring->AwaitSpace(1, &pos, kTimeoutNs));
       if (std::chrono::steady_clock::now() - start >= std::chrono::nanoseconds(kTimeoutNs)) {
         ++timed_out;
       }
@@ -383,11 +383,96 @@ TEST(SpscRingTest, AwaitSpaceGivesUpAtItsTimeout) {
     ASSERT_TRUE(ring->TryClaim(1, &pos));
     ring->Publish(pos + 1);
   }
-  EXPECT_FALSE(ring->AwaitSpace(1, &pos, 5'000'000));
+  EXPECT_EQ(ring->AwaitSpace(1, &pos, 5'000'000), SpscRing::ClaimStatus::kFull);
   EXPECT_EQ(ring->LoadClaim(), 4u);
   ring->Release(2);
-  EXPECT_TRUE(ring->AwaitSpace(2, &pos, 5'000'000));
+  EXPECT_TRUE(SpscRing::Claimed(ring->AwaitSpace(2, &pos, 5'000'000)));
   EXPECT_EQ(pos, 4u);
+}
+
+// Claim() says kStampDue for exactly the claims that hold a multiple of the stamp
+// interval, whatever their sizes, wherever the ring's room runs out, and after claims
+// given back: the truth is the test's own arithmetic on the positions.
+TEST(SpscRingTest, ClaimSaysStampDueForExactlyTheClaimsHoldingAStampPoint) {
+  for (const uint32_t stamp_log2 : {0u, 2u, 5u}) {
+    RingPtr ring(SpscRing::Create(3, /*capacity_log2=*/6, stamp_log2));
+    ASSERT_NE(ring, nullptr);
+    const uint64_t interval = uint64_t{1} << stamp_log2;
+    std::mt19937 rng(stamp_log2);
+    uint64_t expected_pos = 0, tail = 0, due = 0;
+    for (int i = 0; i < 20000; ++i) {
+      const uint32_t n = 1 + rng() % 9;
+      uint64_t pos = ~uint64_t{0};
+      const SpscRing::ClaimStatus status = ring->Claim(n, &pos);
+      const bool room = expected_pos + n <= tail + ring->capacity();
+      if (!room) {
+        ASSERT_EQ(status, SpscRing::ClaimStatus::kFull) << i;
+        tail = expected_pos - rng() % (expected_pos - tail + 1);  // the consumer reads
+        ring->Release(tail);
+        continue;
+      }
+      ASSERT_TRUE(SpscRing::Claimed(status)) << i;
+      ASSERT_EQ(pos, expected_pos);
+      const bool covers = (pos + interval - 1) / interval * interval < pos + n;
+      ASSERT_EQ(status == SpscRing::ClaimStatus::kStampDue, covers)
+          << "claim " << i << " of [" << pos << ", " << pos + n << ")";
+      due += covers;
+      if (rng() % 8 == 0) {
+        ring->Unclaim();  // given back: the same positions are claimed next
+      } else {
+        ring->Publish(pos + n);
+        expected_pos = pos + n;
+      }
+    }
+    EXPECT_GT(due, 100u);
+  }
+}
+
+// A claim made while this thread's claim is open (a signal handler, a traced call inside
+// a remap's claim) is refused, by Claim() and AwaitSpace() alike, and takes nothing: the
+// open claim's slots are published as written.
+TEST(SpscRingTest, AClaimInsideAnOpenClaimIsRefusedAndTakesNothing) {
+  RingPtr ring = MakeRing(4);
+  uint64_t outer = 0, inner = 0;
+  ASSERT_TRUE(SpscRing::Claimed(ring->Claim(2, &outer)));
+  EXPECT_TRUE(ring->ClaimOpen());
+  EXPECT_EQ(ring->Claim(1, &inner), SpscRing::ClaimStatus::kNested);
+  EXPECT_EQ(ring->AwaitSpace(1, &inner, 1'000'000), SpscRing::ClaimStatus::kNested);
+  EXPECT_FALSE(ring->TryClaim(1, &inner));
+  EXPECT_EQ(ring->LoadClaim(), 2u);
+  EXPECT_EQ(ring->producer_position(), 0u);
+  ring->slot(outer) = MakeEvent(0);
+  ring->slot(outer + 1) = MakeEvent(1);
+  ring->Publish(outer + 2);
+  EXPECT_FALSE(ring->ClaimOpen());
+  ASSERT_TRUE(SpscRing::Claimed(ring->Claim(1, &inner)));
+  EXPECT_EQ(inner, 2u);
+  ring->Unclaim();
+  EXPECT_FALSE(ring->ClaimOpen());
+  EXPECT_EQ(ring->LoadClaim(), 2u);
+  EXPECT_EQ(ring->Read(0).word0, 0u);
+  EXPECT_EQ(ring->Read(1).word0, 1u);
+}
+
+// TryClaim(), for producers without a stamp clock, writes "no stamp" (0) at the stamp
+// points it covers, over whatever the last lap left there.
+TEST(SpscRingTest, TryClaimWritesNoStampAtTheStampPointsItCovers) {
+  RingPtr ring(SpscRing::Create(3, /*capacity_log2=*/3, /*stamp_log2=*/1));
+  ASSERT_NE(ring, nullptr);
+  uint64_t pos = 0;
+  for (uint64_t i = 0; i < 8; ++i) {  // the first lap, stamped by a clock
+    const SpscRing::ClaimStatus status = ring->Claim(1, &pos);
+    if (status == SpscRing::ClaimStatus::kStampDue) ring->WriteStamps(pos, 1, 1000 + i);
+    ring->Publish(pos + 1);
+  }
+  EXPECT_EQ(ring->ReadStamp(0), 1000u);
+  EXPECT_EQ(ring->ReadStamp(3), 1006u);
+  ring->Release(8);
+  for (uint64_t i = 0; i < 8; ++i) {
+    ASSERT_TRUE(ring->TryClaim(1, &pos));
+    ring->Publish(pos + 1);
+  }
+  for (uint64_t k = 4; k < 8; ++k) EXPECT_EQ(ring->ReadStamp(k), 0u) << k;
 }
 
 }  // namespace

@@ -22,7 +22,7 @@
 // published, including one whose producer read the clock and was then preempted before it
 // published (the third ordering hazard). Each producer runs, per record batch:
 //
-//     claim_.store(pos + n)            (1)  TryClaim(), relaxed
+//     claim_.store(pos + n)            (1)  SpscRing::Claim(), relaxed
 //     LightFence()                     (2)  a compiler barrier, see below
 //     epoch = epoch_.load()            (3)  relaxed
 //     ... write records stamped with epoch ...
@@ -60,7 +60,8 @@
 //   - Why every N records and not every record: a serialised counter read costs about as
 //     much as a glibc malloc+free pair (bench/README.md: `clock_cost_benchmark`, and
 //     "Peaks under concurrency"); one every 32 records spreads it, and the check for a
-//     stamp point is a mask and a compare of the claim's position, with no store. A finer tick
+//     stamp point costs nothing on the fast path: the claim's one compare already stops
+//     at the next stamp point (SpscRing::Claim(), kStampDue). A finer tick
 //     inside the epoch word would need a thread that writes it every few microseconds.
 //     Config::order_stamp_log2 = 0 stamps every record, for users who want exact order.
 //     While the recorder has one ring, the stamp is 0 and no clock is read

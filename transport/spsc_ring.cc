@@ -17,7 +17,7 @@ namespace memtrace {
 
 SpscRing::SpscRing(uint32_t id, uint64_t mask, Event* slots, uint64_t* stamps,
                    uint32_t stamp_log2, uint64_t stamp_count, size_t mapped_bytes) noexcept
-    : producer_check_((mask + 1) / 4 == 0 ? 1 : (mask + 1) / 4),
+    : space_check_((mask + 1) / 4 == 0 ? 1 : (mask + 1) / 4),
       id_(id), mask_(mask), slots_(slots),
       mapped_bytes_(mapped_bytes),
       stamps_(stamps),
@@ -51,10 +51,27 @@ void SpscRing::Destroy(SpscRing* ring) noexcept {
   transport_internal::Unmap(ring, bytes);
 }
 
-bool SpscRing::AwaitSpace(uint32_t n, uint64_t* position, int64_t timeout_ns) noexcept {
+SpscRing::SlowClaim SpscRing::ClaimSlow(uint32_t n) noexcept {
+  const uint64_t pos = producer_head_;
+  if (pos & kOpenBit) return {0, ClaimStatus::kNested};
+  const uint64_t end = pos + n;
+  if (end > space_check_ && !Refresh(end)) {
+    producer_check_ = std::min(space_check_, StampPointFrom(pos));
+    return {0, ClaimStatus::kFull};
+  }
+  // Whether [pos, end) holds a multiple of the stamp interval.
+  const bool stamp_due = ((end - 1) & stamp_interval_mask_) < n;
+  producer_check_ = std::min(space_check_, StampPointFrom(end));
+  uint64_t position;
+  Open(pos, n, &position);
+  return {position, stamp_due ? ClaimStatus::kStampDue : ClaimStatus::kClaimed};
+}
+
+SpscRing::ClaimStatus SpscRing::AwaitSpace(uint32_t n, uint64_t* position,
+                                           int64_t timeout_ns) noexcept {
   // Relaxed: the fence below orders the mark before the loads that follow it.
   space_waiter_.store(1, std::memory_order_relaxed);
-  // Seq_cst fence: the mark, then the loads of space_seq_ and of tail_ (in TryClaim()).
+  // Seq_cst fence: the mark, then the loads of space_seq_ and of tail_ (in Claim()).
   // Pairs with the seq_cst fence in Release(), between its store of tail_ and its load of
   // the mark (the header). A seq_cst store alone would not do: it is not ordered before a
   // later load of another object that is not seq_cst (store buffering), and both sides
@@ -63,14 +80,14 @@ bool SpscRing::AwaitSpace(uint32_t n, uint64_t* position, int64_t timeout_ns) no
   // Acquire: pairs with the release bump in WakeProducer(); a bump read here comes with
   // the tail_ stored before it.
   const uint32_t seq = space_seq_.load(std::memory_order_acquire);
-  bool claimed = TryClaim(n, position);
-  if (!claimed) {
+  ClaimStatus claimed = Claim(n, position);
+  if (claimed == ClaimStatus::kFull) {
     const timespec timeout{static_cast<time_t>(timeout_ns / 1'000'000'000),
                            static_cast<long>(timeout_ns % 1'000'000'000)};
     // Returns at a wake-up, at once when space_seq_ has moved on from `seq`, or at the
     // timeout; a signal interrupts it too. Each way the caller looks again.
     syscall(SYS_futex, &space_seq_, FUTEX_WAIT_PRIVATE, seq, &timeout, nullptr, 0);
-    claimed = TryClaim(n, position);
+    claimed = Claim(n, position);
   }
   // Relaxed: a wake-up the consumer sends after this point finds no sleeper and costs
   // only the system call.
@@ -108,7 +125,8 @@ void SpscRing::ResetPositions(uint64_t position) noexcept {
   claim_.store(position, std::memory_order_relaxed);
   tail_.store(position, std::memory_order_relaxed);
   producer_head_ = position;
-  producer_check_ = position + QuarterCapacity();
+  space_check_ = position + QuarterCapacity();
+  producer_check_ = std::min(space_check_, StampPointFrom(position));
   wake_request_ = false;
   space_waiter_.store(0, std::memory_order_relaxed);
 }

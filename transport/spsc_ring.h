@@ -46,7 +46,7 @@
 // words: written before the Publish() that covers their position, read only below a
 // position LoadHead() returned.
 //
-// Thread safety: exactly one producer thread calls the producer methods (TryClaim,
+// Thread safety: exactly one producer thread calls the producer methods (Claim, TryClaim,
 // Unclaim, slot, Publish, TakeWakeRequest, AwaitSpace) and exactly one consumer thread
 // calls the consumer methods (LoadHead, LoadClaim, Read, Release). Ownership of the
 // producer side may pass to another thread only through a happens-before edge (the ring
@@ -55,7 +55,7 @@
 // Memory ordering:
 //   - Publish() stores head_ with release; LoadHead() loads it with acquire. Every record
 //     written before Publish() is visible to the consumer once it sees the new head.
-//   - Release() stores tail_ with release; TryClaim() loads it with acquire before reusing
+//   - Release() stores tail_ with release; Claim() loads it with acquire before reusing
 //     slots, so the consumer's reads of a slot happen before the producer overwrites it.
 //   - claim_ is relaxed on both sides. It is read only by the epoch watermark protocol,
 //     which orders it with an asymmetric fence (epoch_clock.h).
@@ -72,7 +72,7 @@
 //
 // Example (producer):
 //   uint64_t pos;
-//   if (ring.TryClaim(1, &pos)) {
+//   if (SpscRing::Claimed(ring.Claim(1, &pos))) {  // (kStampDue: WriteStamps first)
 //     ring.slot(pos) = event;
 //     ring.Publish(pos + 1);
 //   }
@@ -80,6 +80,7 @@
 #ifndef MEMTRACE_TRANSPORT_SPSC_RING_H_
 #define MEMTRACE_TRANSPORT_SPSC_RING_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -116,42 +117,64 @@ class SpscRing {
 
   // ---- Producer side -------------------------------------------------------------------
 
+  // What a claim found. kClaimed and kStampDue claimed the slots; kStampDue also says the
+  // claim covers a stamp point, whose stamp the producer must write (WriteStamps) before
+  // it publishes. kFull: fewer than `n` slots are free. kNested: a claim of this thread is
+  // still open (a signal handler, or a traced call inside Recorder::BeginRemap's claim);
+  // a second one would take the same slots. Neither of the last two changes anything.
+  enum class ClaimStatus : uint8_t { kClaimed, kStampDue, kFull, kNested };
+  static bool Claimed(ClaimStatus s) noexcept {
+    return s == ClaimStatus::kClaimed || s == ClaimStatus::kStampDue;
+  }
+
   // Claims `n` consecutive free slots, starting at *position, and marks them as being
-  // written (claim_). Returns false, changing nothing, if fewer than `n` slots are free.
-  // Producer only. Never blocks, never allocates. Passing a quarter of the ring full
-  // raises a wake request (above).
-  [[nodiscard]] bool TryClaim(uint32_t n, uint64_t* position) noexcept {
+  // written (claim_). Producer only. Never blocks, never allocates. Passing a quarter of
+  // the ring full raises a wake request (above).
+  //
+  // One compare decides the common case: producer_check_ is the least of where the
+  // producer next looks at tail_ and the next stamp point, and while a claim is open the
+  // producer's head carries kOpenBit, which takes every claim past it. The rest (room,
+  // stamps, nesting) is the slow half, ClaimSlow(), once every stamp interval.
+  ClaimStatus Claim(uint32_t n, uint64_t* position) noexcept {
     const uint64_t pos = producer_head_;
-    if (__builtin_expect(pos + n > producer_check_, 0) && !Refresh(pos + n)) return false;
-    // Relaxed: claim_ is ordered against the epoch by the caller's asymmetric fence
-    // (epoch_clock.h); it carries no data of its own.
-    claim_.store(pos + n, std::memory_order_relaxed);
-    *position = pos;
-    PrefetchForWrite(&slots_[(pos + kWriteAhead) & mask_]);
-    return true;
+    if (__builtin_expect(pos + n > producer_check_, 0)) {
+      const SlowClaim slow = ClaimSlow(n);  // by value: the caller's position stays in a
+      *position = slow.position;            // register on the fast path
+      return slow.status;
+    }
+    Open(pos, n, position);
+    return ClaimStatus::kClaimed;
+  }
+
+  // Claim() for a producer without a stamp clock: a stamp point it covers gets 0, "no
+  // stamp" (the drainer then knows nothing of those records' time, epoch_clock.h). True
+  // if the slots were claimed.
+  [[nodiscard]] bool TryClaim(uint32_t n, uint64_t* position) noexcept {
+    const ClaimStatus s = Claim(n, position);
+    if (s == ClaimStatus::kStampDue) WriteStamps(*position, n, 0);
+    return Claimed(s);
   }
 
   // The ring was full: waits until the consumer frees room for `n` slots and claims them
-  // (as TryClaim), or until `timeout_ns` has passed (false). Sleeps in the kernel (futex)
+  // (as Claim()), or until `timeout_ns` has passed (kFull). Sleeps in the kernel (futex)
   // meanwhile. Producer only; for the overflow policy's bounded wait, never the hot path.
-  [[nodiscard]] bool AwaitSpace(uint32_t n, uint64_t* position, int64_t timeout_ns) noexcept;
+  [[nodiscard]] ClaimStatus AwaitSpace(uint32_t n, uint64_t* position,
+                                       int64_t timeout_ns) noexcept;
 
-  // Whether a claim is open: TryClaim() was called and neither Publish() nor Unclaim()
-  // has closed it. A record begun while one is open (on the same thread: a signal handler,
-  // or a traced call between Recorder::BeginRemap and its commit) would claim the same
-  // slots, so the recorder refuses it instead (Recorder::Nested). Producer only.
-  bool ClaimOpen() const noexcept {
-    // Relaxed: the producer's own store, read back on its own thread.
-    return claim_.load(std::memory_order_relaxed) != producer_head_;
-  }
+  // Whether a claim is open: Claim() claimed and neither Publish() nor Unclaim() has
+  // closed it. Producer only.
+  bool ClaimOpen() const noexcept { return (producer_head_ & kOpenBit) != 0; }
 
-  // Gives back a claim made by TryClaim() without publishing anything. Producer only.
+  // Gives back what the open claim has not published. Producer only.
   void Unclaim() noexcept {
-    // Relaxed: see TryClaim(). The consumer treats claim_ == head_ as idle.
+    producer_head_ &= ~kOpenBit;
+    // Relaxed: see Open(). The consumer treats claim_ == head_ as idle.
     claim_.store(producer_head_, std::memory_order_relaxed);
+    // A stamp point of the claim given back is looked at again by the next claim.
+    producer_check_ = std::min(space_check_, StampPointFrom(producer_head_));
   }
 
-  // The slot for a claimed position. Producer only, between TryClaim() and Publish().
+  // The slot for a claimed position. Producer only, between Claim() and Publish().
   Event& slot(uint64_t position) noexcept { return slots_[position & mask_]; }
 
   // Publishes every claimed record below `end` (the claim's end). Producer only.
@@ -170,13 +193,8 @@ class SpscRing {
     return true;
   }
 
-  // Whether the claim [position, position + n) covers a stamp point (a multiple of the
-  // stamp interval). Producer only; hot path: a mask and a compare.
-  bool StampDue(uint64_t position, uint32_t n) const noexcept {
-    return ((position + n - 1) & stamp_interval_mask_) < n;
-  }
   // Stores `time` as the stamp of every stamp point in [position, position + n). Producer
-  // only, after StampDue() and before the Publish() of the claim.
+  // only, after a claim that returned kStampDue and before its Publish().
   void WriteStamps(uint64_t position, uint32_t n, uint64_t time) noexcept {
     for (uint64_t p = (position + stamp_interval_mask_) & ~stamp_interval_mask_;
          p < position + n; p += stamp_interval_mask_ + 1) {
@@ -185,7 +203,7 @@ class SpscRing {
   }
 
   // How many records this producer has published (its next position). Producer only.
-  uint64_t producer_position() const noexcept { return producer_head_; }
+  uint64_t producer_position() const noexcept { return producer_head_ & ~kOpenBit; }
 
   // Loss accounting, per ring and so per thread. Producer only; readable by anyone.
   //   failed:  allocation records that could not be written (the allocation was refused)
@@ -226,7 +244,7 @@ class SpscRing {
   // Frees every slot below `new_tail` for reuse. Consumer only; never moves backwards.
   void Release(uint64_t new_tail) noexcept {
     // Release: our reads of the slots below new_tail happen before the producer reuses
-    // them. Pairs with the acquire load of tail_ in TryClaim().
+    // them. Pairs with the acquire load of tail_ in Refresh().
     tail_.store(new_tail, std::memory_order_release);
     // Seq_cst fence: the store above, then the read of the producer's mark. Pairs with
     // the seq_cst fence after the store of space_waiter_ in AwaitSpace() (the header).
@@ -256,25 +274,54 @@ class SpscRing {
   SpscRing(uint32_t id, uint64_t mask, Event* slots, uint64_t* stamps, uint32_t stamp_log2,
            uint64_t stamp_count, size_t mapped_bytes) noexcept;
 
-  // The slow half of TryClaim(), when a claim ending at `end` passes producer_check_:
-  // reloads tail_, answers whether the claim fits, and sets the next check: the quarter
-  // mark, or the limit (tail_ plus the capacity) once the ring is past the quarter mark for
-  // this view of tail_ (the wake request is then raised, once).
+  // Set in the producer's head while a claim is open. Positions stay far below it (2^63
+  // records), so an open claim's head plus any `n` passes every producer_check_.
+  static constexpr uint64_t kOpenBit = uint64_t{1} << 63;
+
+  // The claim of [pos, pos + n): claim_ and the open mark.
+  __attribute__((always_inline)) void Open(uint64_t pos, uint32_t n,
+                                           uint64_t* position) noexcept {
+    // Relaxed: claim_ is ordered against the epoch by the caller's asymmetric fence
+    // (epoch_clock.h); it carries no data of its own.
+    claim_.store(pos + n, std::memory_order_relaxed);
+    producer_head_ = pos | kOpenBit;
+    *position = pos;
+    PrefetchForWrite(&slots_[(pos + kWriteAhead) & mask_]);
+  }
+
+  // The first stamp point at or after `position`.
+  uint64_t StampPointFrom(uint64_t position) const noexcept {
+    return (position + stamp_interval_mask_) & ~stamp_interval_mask_;
+  }
+
+  // The slow half of Claim(), when a claim ending at `end` passes producer_check_: an open
+  // claim (kNested), the room (Refresh()), and a stamp point the claim covers. Sets
+  // producer_check_ for the next claim.
+  struct SlowClaim {
+    uint64_t position;
+    ClaimStatus status;
+  };
+  SlowClaim ClaimSlow(uint32_t n) noexcept;
+
+  // The room: reloads tail_, answers whether a claim ending at `end` fits, and sets the
+  // next space check: the quarter mark, or the limit (tail_ plus the capacity) once the
+  // ring is past the quarter mark for this view of tail_ (the wake request is then
+  // raised, once).
   bool Refresh(uint64_t end) noexcept {
     // Acquire: pairs with the release store of tail_ in Release(), so the consumer has
     // finished reading every slot below the tail we observe before we overwrite it.
     const uint64_t tail = tail_.load(std::memory_order_acquire);
     const uint64_t limit = tail + mask_ + 1;
     if (end > limit) {
-      producer_check_ = limit;
+      space_check_ = limit;
       return false;
     }
     const uint64_t quarter = tail + QuarterCapacity();
     if (end > quarter) {
       wake_request_ = true;
-      producer_check_ = limit;
+      space_check_ = limit;
     } else {
-      producer_check_ = quarter;
+      space_check_ = quarter;
     }
     return true;
   }
@@ -283,7 +330,7 @@ class SpscRing {
     return (mask_ + 1) / 4 == 0 ? 1 : (mask_ + 1) / 4;
   }
 
-  // Records ahead of the claim whose line TryClaim() asks for, to be written: 1 KiB, 16
+  // Records ahead of the claim whose line Claim() asks for, to be written: 1 KiB, 16
   // lines. The line a record goes to was last read by the consumer, one lap of the ring
   // ago, so it sits in the consumer's core's cache or has left the producer's, and the
   // store must first take it back. The store buffer hides that only until the program's
@@ -308,13 +355,19 @@ class SpscRing {
   // Producer's line: written only by the producer.
   alignas(kCacheLineSize) std::atomic<uint64_t> head_{0};
   std::atomic<uint64_t> claim_{0};
-  uint64_t producer_head_ = 0;  // producer's own copy of head_
-  // Where TryClaim() next looks at tail_: its last view of tail_ plus a quarter of the
+  // The producer's own copy of head_, with kOpenBit while a claim is open.
+  uint64_t producer_head_ = 0;
+  // Where Claim() leaves its fast path: the least of space_check_ and the next stamp point
+  // (a claim ending past it covers it).
+  uint64_t producer_check_ = 0;
+  // Where Claim() next looks at tail_: its last view of tail_ plus a quarter of the
   // capacity, or plus the whole capacity (the most it may fill up to).
-  uint64_t producer_check_;
+  uint64_t space_check_;
   bool wake_request_ = false;   // see TakeWakeRequest()
   std::atomic<uint32_t> space_waiter_{0};  // 1 while the producer waits in AwaitSpace()
-  std::atomic<uint64_t> failed_{0};
+
+  // The producer's statistics: written only by the producer, on its slow paths.
+  alignas(kCacheLineSize) std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> waited_{0};
 
@@ -336,8 +389,9 @@ class SpscRing {
 };
 
 static_assert(alignof(SpscRing) == kCacheLineSize);
-static_assert(sizeof(SpscRing) == 3 * kCacheLineSize,
-              "producer fields, consumer fields and constants each own one cache line");
+static_assert(sizeof(SpscRing) == 4 * kCacheLineSize,
+              "producer fields, producer statistics, consumer fields and constants each own "
+              "one cache line");
 
 }  // namespace memtrace
 
