@@ -424,7 +424,16 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
     c.ring->Release(c.pos);
     *backlog = std::max(*backlog, c.limit - c.pos);
     if (c.retired && c.pos == c.ring->LoadHead()) {
-      // The thread is gone and every record it published is applied: reuse the ring.
+      // The thread is gone and every record it published is applied: reuse the ring. A
+      // claim it left open (it stopped for good inside a record: pthread_exit or
+      // siglongjmp out of a signal handler) will never be published: its records are
+      // lost, and the ring's next thread starts past them, with no claim open.
+      const uint64_t abandoned = c.ring->LoadClaim() - c.pos;
+      if (abandoned > 0) {
+        c.ring->ResetPositions(c.pos + abandoned);
+        std::lock_guard<std::mutex> lock(state_mu_);
+        counters_.events_dropped += abandoned;
+      }
       tracker_.Close(&c.open);
       registry_->Reclaim(c.ring);
       RemoveCursor(i);

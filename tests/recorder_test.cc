@@ -696,6 +696,44 @@ TEST(RecorderTest, ARecordNeverFinishedHoldsUpNoFlushAndNoSnapshot) {
   EXPECT_TRUE(integrity.complete()) << "the claim was given back: nothing was lost";
 }
 
+// A thread that ends inside a record (here: returns with a remap's claim open, as a
+// pthread_exit out of a signal handler would) leaves its ring with a claim nobody will
+// publish. When the ring goes to the next thread, those records are counted lost and the
+// next thread records as any other: none of its records is refused as nested in the
+// dead thread's claim.
+TEST(RecorderTest, ARingLeftInsideARecordIsReusedAndItsUnfinishedRecordsCounted) {
+  Config config;
+  config.ring_capacity_log2 = 6;
+  auto recorder = Make(config);
+  ASSERT_TRUE(recorder->Start().ok());
+  // A second thread alive throughout, so that rings are not in the one-ring mode.
+  ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x1000, 8, 0), RecordResult::kRecorded);
+  std::thread([&] {
+    ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x2000, 16, 0), RecordResult::kRecorded);
+    const Recorder::RemapClaim unfinished = recorder->BeginRemap(kHeap, 0x2000);
+    static_cast<void>(unfinished);  // never committed: the thread is gone
+  }).join();
+  const uint64_t rings_before = recorder->Integrity().rings;
+  // Until the drainer has taken the ring back (it waits for the claim a bounded time).
+  ASSERT_TRUE(recorder->Flush().ok());
+  ASSERT_TRUE(recorder->Flush().ok());
+  std::thread([&] {
+    for (uint64_t i = 0; i < 200; ++i) {  // three laps of the 64-slot ring
+      ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x10000 + 64 * i, 32, 0), RecordResult::kRecorded)
+          << i;
+      ASSERT_EQ(recorder->RecordFree(kHeap, 0x10000 + 64 * i), RecordResult::kRecorded) << i;
+    }
+  }).join();
+  ASSERT_TRUE(recorder->Flush().ok());
+  const CaptureIntegrity integrity = recorder->Integrity();
+  EXPECT_EQ(integrity.rings, rings_before) << "the ring was reused";
+  EXPECT_EQ(integrity.nested_records, 0u) << integrity.Counters();
+  EXPECT_EQ(integrity.events_dropped, 2u) << integrity.Counters();
+  EXPECT_EQ(integrity.events_applied, 2u + 400u) << integrity.Counters();
+  EXPECT_EQ(recorder->TakeSnapshot().totals.live_count, 2u);
+  ASSERT_TRUE(recorder->Stop().ok());
+}
+
 // Stop() drains everything published, but a record claimed and never published (its
 // thread stopped for good in the middle of it: _exit() from a signal handler) cannot hold
 // the stop forever. The final round waits a bounded time, then counts it dropped.
