@@ -5,8 +5,9 @@
 // Every block it allocates on purpose has an odd size in [50001, 59999], which neither
 // glibc nor libstdc++ ever asks for, so the test can pick the program's own operations out
 // of a capture that also holds the runtime's. The program keeps its own count of what it
-// did (not memtrace's) and prints it as "allocs=A frees=F live_count=C live_bytes=B"
-// before it ends; the test compares the capture with that.
+// did (not memtrace's) and prints it as "allocs=A frees=F live_count=C live_bytes=B
+// in_place=I moved=M" (I and M: reallocs of markers that kept the block where it was, and
+// that moved it) before it ends; the test compares the capture with that.
 //
 // Modes (argv[1]):
 //   basic       every interposed entry point, four threads, frees on other threads,
@@ -136,6 +137,9 @@ std::atomic<uint64_t> allocs{0};
 std::atomic<uint64_t> frees{0};
 std::atomic<int64_t> live_count{0};
 std::atomic<int64_t> live_bytes{0};
+// Reallocs of markers, by what realloc did: kept the block where it was, or moved it.
+std::atomic<uint64_t> reallocs_in_place{0};
+std::atomic<uint64_t> reallocs_moved{0};
 
 size_t MarkerSize(uint64_t i) { return 50001 + 2 * (i % 4999); }
 
@@ -153,11 +157,14 @@ void CountFree(size_t n) {
 
 // The counts as the line preload_test parses.
 std::string CountsLine() {
-  char line[160];
-  snprintf(line, sizeof(line), "allocs=%llu frees=%llu live_count=%lld live_bytes=%lld",
+  char line[224];
+  snprintf(line, sizeof(line),
+           "allocs=%llu frees=%llu live_count=%lld live_bytes=%lld in_place=%llu moved=%llu",
            static_cast<unsigned long long>(allocs.load()),
            static_cast<unsigned long long>(frees.load()),
-           static_cast<long long>(live_count.load()), static_cast<long long>(live_bytes.load()));
+           static_cast<long long>(live_count.load()), static_cast<long long>(live_bytes.load()),
+           static_cast<unsigned long long>(reallocs_in_place.load()),
+           static_cast<unsigned long long>(reallocs_moved.load()));
   return line;
 }
 
@@ -244,7 +251,13 @@ void BasicWorker(int id, int rounds, Mailbox* mine, Mailbox* next, std::vector<B
     // Grow or shrink some blocks: realloc keeps the block (in place or moved).
     if (r % 5 == 0 && r % 8 != 5 && r % 8 != 7 && r % 8 != 2 && r % 8 != 3 && r % 8 != 4) {
       const size_t n2 = MarkerSize(i + 17);
+      const auto before = reinterpret_cast<uintptr_t>(b.p);
       b.p = MustAlloc(realloc(b.p, n2));
+      if (reinterpret_cast<uintptr_t>(b.p) == before) {
+        reallocs_in_place.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        reallocs_moved.fetch_add(1, std::memory_order_relaxed);
+      }
       live_bytes.fetch_add(static_cast<int64_t>(n2) - static_cast<int64_t>(b.n));
       b.n = n2;
     }

@@ -82,12 +82,15 @@ std::vector<std::string> FilesIn(const std::string& dir) {
   return files;
 }
 
-// The program's own counts, from its "allocs=A frees=F live_count=C live_bytes=B" line.
+// The program's own counts, from its "allocs=A frees=F live_count=C live_bytes=B
+// in_place=I moved=M" line (-1: not on it).
 struct Counts {
   int64_t allocs = -1;
   int64_t frees = -1;
   int64_t live_count = -1;
   int64_t live_bytes = -1;
+  int64_t in_place = -1;  // reallocs that kept the block where it was
+  int64_t moved = -1;     // reallocs that moved it
 };
 
 Counts ParseCounts(const std::string& out) {
@@ -102,6 +105,8 @@ Counts ParseCounts(const std::string& out) {
       if (kv.first == "frees") c.frees = v;
       if (kv.first == "live_count") c.live_count = v;
       if (kv.first == "live_bytes") c.live_bytes = v;
+      if (kv.first == "in_place") c.in_place = v;
+      if (kv.first == "moved") c.moved = v;
     }
   }
   return c;
@@ -119,7 +124,7 @@ struct Replay {
   std::string header;
   bool has_trailer = false;
   std::string trailer;
-  Counts markers{0, 0, 0, 0};
+  Counts markers{0, 0, 0, 0, 0, 0};
   int64_t unknown_releases = 0;  // releases the replay could not pair
   // Every block's bytes, in the capture's order: live at the end, and the most live at once
   // (the high-water of that order, which is the program's own for a single-threaded one).
@@ -201,6 +206,7 @@ Replay ReplayCapture(const std::string& path, absl::Status* status) {
           ++r.unknown_releases;
           break;
         }
+        if (IsMarker(static_cast<uint64_t>(size))) ++r.markers.in_place;
         adjust(size, -1);
         adjust(static_cast<int64_t>(rec.size), +1);
         add(rec.ticket, rec.addr, rec.size);
@@ -209,6 +215,9 @@ Replay ReplayCapture(const std::string& path, absl::Status* status) {
       case LineType::kRemap:
         moving[rec.thread] = take(rec.of, rec.addr);
         if (moving[rec.thread] < 0) ++r.unknown_releases;
+        if (moving[rec.thread] > 0 && IsMarker(static_cast<uint64_t>(moving[rec.thread]))) {
+          ++r.markers.moved;
+        }
         break;
       case LineType::kRemapTarget:
         add(rec.ticket, rec.addr, rec.size);
@@ -250,6 +259,13 @@ void ExpectMarkersMatch(const Replay& r, const Counts& program) {
   EXPECT_EQ(r.markers.frees, program.frees);
   EXPECT_EQ(r.markers.live_count, program.live_count);
   EXPECT_EQ(r.markers.live_bytes, program.live_bytes);
+  // Every realloc of a marker, as the program saw it: in place or moved.
+  if (program.in_place >= 0) {
+    EXPECT_EQ(r.markers.in_place, program.in_place);
+  }
+  if (program.moved >= 0) {
+    EXPECT_EQ(r.markers.moved, program.moved);
+  }
 }
 
 // Replays `capture` and expects it whole (a trailer saying complete) with the program's
