@@ -68,7 +68,7 @@ struct TrailerBlocks {
 
   uint64_t memtrace_bytes = 0;
   std::string memtrace_memory_json;  // by part (rings, tickets, ledger, sites), or empty
-  // CPU time of memtrace's own threads (runtime/thread_cpu_time.h): the drainer and the
+  // CPU time of memtrace's own threads (runtime/internal/thread_cpu_time.h): the drainer and the
   // capture's writer. Captures written before the trailer carried it have none.
   bool has_memtrace_cpu = false;
   uint64_t drainer_cpu_ns = 0;

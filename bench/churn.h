@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 
 namespace memtrace {
 namespace bench {

@@ -19,7 +19,7 @@
 #include <cstring>
 
 #include "bench/churn.h"
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 
 namespace memtrace {
 namespace {

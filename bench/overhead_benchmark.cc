@@ -43,7 +43,7 @@
 
 #include "bench/churn.h"
 #include "runtime/event_observer.h"
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 
 namespace memtrace {
 namespace {

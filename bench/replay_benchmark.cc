@@ -34,7 +34,7 @@
 
 #include "absl/time/time.h"
 #include "analysis/capture_reader.h"
-#include "runtime/allocation_ledger.h"
+#include "runtime/internal/allocation_ledger.h"
 #include "runtime/snapshot.h"
 #include "sinks/binary_encoding.h"
 #include "sinks/capture_event.h"

@@ -26,7 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/capture_reader.h"
 #include "preload/preload_config.h"
-#include "runtime/cpu_list.h"
+#include "runtime/internal/cpu_list.h"
 #include "sinks/capture_lock.h"
 
 // The interposer looks this up and stands down in any program that defines it: the CLI

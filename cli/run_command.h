@@ -56,7 +56,7 @@ struct RunOptions {
   std::string max_size;     // a size (preload_config.h, ParseByteSize), or empty: no limit
   std::string site_capacity;  // distinct call sites kept, or empty: the interposer's default
   std::string preload;
-  std::string tracer_cpus;  // a CPU list (runtime/cpu_list.h), or empty
+  std::string tracer_cpus;  // a CPU list (runtime/internal/cpu_list.h), or empty
   std::string fence;        // "membarrier", "seq_cst", or empty (the interposer's default)
   bool children = false;
   bool forks = false;

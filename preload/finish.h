@@ -24,7 +24,7 @@
 #include <sys/types.h>
 
 #include "preload/interposer_state.h"
-#include "runtime/cpu_list.h"
+#include "runtime/internal/cpu_list.h"
 
 // Hidden: shared by the interposer's files, never exported (exports.lds).
 #pragma GCC visibility push(hidden)

@@ -68,8 +68,8 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/cpu_list.h"
-#include "runtime/site_table.h"
+#include "runtime/internal/cpu_list.h"
+#include "runtime/internal/site_table.h"
 #include "transport/epoch_clock.h"
 
 namespace memtrace {

@@ -29,7 +29,7 @@
 #include <sched.h>
 
 #include "preload/own_libraries.h"
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 
 // Hidden: shared by the interposer's files, never exported (exports.lds).
 #pragma GCC visibility push(hidden)

@@ -11,7 +11,7 @@
 // unwinder to step through; what is out of line (record.inc) is marked so.
 //
 // Thread safety: any thread, any time; no lock, no allocation of memtrace's on the
-// program's behalf outside the recorder's own (runtime/recorder.h).
+// program's behalf outside the recorder's own (runtime/internal/recorder.h).
 
 #ifndef MEMTRACE_PRELOAD_RECORD_H_
 #define MEMTRACE_PRELOAD_RECORD_H_

@@ -15,7 +15,7 @@
 
 #include "runtime/allocation_record.h"
 #include "runtime/config.h"
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 #include "sinks/jsonl_sink.h"
 
 // Hidden: shared by the interposer's files, never exported (exports.lds).

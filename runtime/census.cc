@@ -3,7 +3,7 @@
 #include "runtime/census.h"
 
 #include "absl/strings/str_cat.h"
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 
 namespace memtrace {
 

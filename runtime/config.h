@@ -27,8 +27,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "runtime/cpu_list.h"
-#include "runtime/site_table.h"
+#include "runtime/internal/cpu_list.h"
+#include "runtime/internal/site_table.h"
 #include "transport/epoch_clock.h"
 
 namespace memtrace {

@@ -57,7 +57,7 @@ struct Snapshot {
   uint64_t memtrace_bytes = 0;     // rings, ticket table and ledger of the recorder
   MemtraceMemory memtrace_memory;  // the same, by part (memtrace_bytes is its total)
   // CPU time (user + system) the recorder's drainer thread has used so far
-  // (runtime/thread_cpu_time.h). Not in it: the hot path on the recording threads.
+  // (runtime/internal/thread_cpu_time.h). Not in it: the hot path on the recording threads.
   uint64_t drainer_cpu_ns = 0;
 
   // The attached census, if any (Tracer::AttachCensus): hand-reported bytes, shown beside

@@ -34,7 +34,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 #include "runtime/scope_table.h"
 
 namespace memtrace {

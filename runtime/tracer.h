@@ -63,7 +63,7 @@
 #include "runtime/allocator.h"
 #include "runtime/census.h"
 #include "runtime/config.h"
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 #include "runtime/snapshot.h"
 #include "runtime/span.h"
 

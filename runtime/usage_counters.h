@@ -11,7 +11,7 @@
 // The high-water mark. high_water_bytes is the peak of the order the records were
 // applied in. When threads allocate at once, the real peak may differ; it lies in
 // [high_water_low_bytes, high_water_high_bytes], which the drainer computes from the
-// records' time stamps (runtime/peak_bounds.h). The peak is exact when the two are equal.
+// records' time stamps (runtime/internal/peak_bounds.h). The peak is exact when the two are equal.
 // A change applied in a known order (`ordered`: one thread's records, a replay of a
 // sequence) raises all three; one applied in an order that is only a guess raises the
 // value and the upper end, and the drainer raises the lower end at the epoch's end.

@@ -47,12 +47,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "runtime/cpu_list.h"
+#include "runtime/internal/cpu_list.h"
 #include "runtime/event_observer.h"
-#include "runtime/module_map.h"
-#include "runtime/site_table.h"
+#include "runtime/internal/module_map.h"
+#include "runtime/internal/site_table.h"
 #include "runtime/snapshot.h"
-#include "runtime/thread_cpu_time.h"
+#include "runtime/internal/thread_cpu_time.h"
 #include "sinks/binary_encoding.h"
 #include "sinks/zstd_file_stream.h"
 #include "transport/cache_line.h"
@@ -90,7 +90,7 @@ struct JsonlSinkOptions {
   // The interposer's sampling interval (0: not sampled). When set, every allocation line
   // carries its weight, 1 / (1 - exp(-size / interval)) (docs/capture-format.md).
   uint64_t sample_interval_bytes = 0;
-  // The CPUs the writer thread ("memtrace-write") may run on (runtime/cpu_list.h); empty:
+  // The CPUs the writer thread ("memtrace-write") may run on (runtime/internal/cpu_list.h); empty:
   // wherever the kernel puts it. Open() and FromStream() refuse a CPU that is not online.
   CpuList writer_cpus;
   // A bound on the capture's size, for a program left traced for hours (0: none). Once
@@ -117,7 +117,7 @@ struct JsonlSinkStats {
   // by its path (Open()'s sinks), losing nothing.
   uint64_t reopened = 0;
   // CPU time (user + system) the writer thread has used so far: encoding, compressing and
-  // writing (runtime/thread_cpu_time.h).
+  // writing (runtime/internal/thread_cpu_time.h).
   uint64_t writer_cpu_ns = 0;
 };
 
@@ -148,7 +148,7 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   void OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
                       ObservedBatch& events) noexcept override;
 
-  // Writes everything queued, the module map (runtime/module_map.h), then the trailer
+  // Writes everything queued, the module map (runtime/internal/module_map.h), then the trailer
   // from `final_snapshot` (take it after Stop(), so it includes everything), and closes
   // the file. `trailer_fields` are extra members for the trailer object as raw JSON text
   // (`"ended_by":"exit"`), or empty. `mark_partial` writes `"complete":false` whatever the
@@ -160,7 +160,7 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   absl::Status status() const;
   JsonlSinkStats stats() const;
 
-  // Modules (runtime/module_map.h) to list in the capture's module map at Finish() even if
+  // Modules (runtime/internal/module_map.h) to list in the capture's module map at Finish() even if
   // they are unloaded by then: the interposer hands over what is loaded before each
   // dlclose(). Each distinct one is kept once; one still loaded at Finish() is listed
   // as loaded. Any thread.

@@ -54,7 +54,7 @@ std::string FormatIntegrityBlock(const CaptureIntegrity& integrity, uint64_t mem
                                  std::string_view fence, std::string_view exact_for = {},
                                  std::string_view filter_lines = {});
 
-// The line on memtrace's own threads' CPU time (runtime/thread_cpu_time.h) that follows
+// The line on memtrace's own threads' CPU time (runtime/internal/thread_cpu_time.h) that follows
 // the integrity block: the drainer's, and the capture writer's when `writer_ns` is given
 // (a capture's trailer has it; the runtime's own summary has no writer).
 //

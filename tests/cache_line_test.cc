@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/allocation_ledger.h"
+#include "runtime/internal/allocation_ledger.h"
 #include "runtime/internal/address_table.h"
 #include "sinks/jsonl_sink.h"
 

@@ -1,10 +1,10 @@
 // Copyright 2026 The memtrace Authors.
 //
-// CPU lists (runtime/cpu_list.h): parsing and its errors, the check against the CPUs that
+// CPU lists (runtime/internal/cpu_list.h): parsing and its errors, the check against the CPUs that
 // are online, and memtrace's own threads named and placed where a Config or
 // JsonlSinkOptions asks, read back from /proc/self/task, not from memtrace.
 
-#include "runtime/cpu_list.h"
+#include "runtime/internal/cpu_list.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 #include "sinks/jsonl_sink.h"
 
 namespace memtrace {

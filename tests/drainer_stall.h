@@ -23,7 +23,7 @@
 #include <chrono>
 #include <thread>
 
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 
 namespace memtrace::testing {
 

@@ -21,7 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/internal/thread_state.h"
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 #include "runtime/scope_table.h"
 #include "tests/every_release_matched.h"
 #include "tests/serializing_heap.h"

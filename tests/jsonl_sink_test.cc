@@ -26,7 +26,7 @@
 #include "absl/time/time.h"
 #include "analysis/capture_reader.h"
 #include "runtime/malloc_allocator.h"
-#include "runtime/module_map.h"
+#include "runtime/internal/module_map.h"
 #include "runtime/tracer.h"
 #include "sinks/json_text.h"
 

@@ -1,10 +1,10 @@
 // Copyright 2026 The memtrace Authors.
 //
 // memtrace's own threads leave the program's signals to the program
-// (runtime/memtrace_thread.h): they start with every asynchronous signal blocked, faults
+// (runtime/internal/memtrace_thread.h): they start with every asynchronous signal blocked, faults
 // excepted, and the starting thread's mask is as it was.
 
-#include "runtime/memtrace_thread.h"
+#include "runtime/internal/memtrace_thread.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 
 namespace memtrace {
 namespace {

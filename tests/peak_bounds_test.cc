@@ -4,7 +4,7 @@
 // random real executions inside those windows; every execution's peak must lie in the
 // interval, and with one ring (or rings apart in time) the interval is the peak itself.
 
-#include "runtime/peak_bounds.h"
+#include "runtime/internal/peak_bounds.h"
 
 #include <algorithm>
 #include <cstdint>

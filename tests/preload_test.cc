@@ -34,7 +34,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "analysis/capture_reader.h"
-#include "runtime/cpu_list.h"
+#include "runtime/internal/cpu_list.h"
 #include "tests/fake_debuginfod.h"
 #include "tests/run_program.h"
 #include "tests/std_container_frames.h"

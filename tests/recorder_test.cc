@@ -3,7 +3,7 @@
 // Recorder life cycle, overflow policies with a deliberately stalled drainer, and the
 // integrity counters they must produce.
 
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 
 #include <pthread.h>
 #include <sys/wait.h>

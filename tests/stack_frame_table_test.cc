@@ -5,7 +5,7 @@
 // helper written for this test, so what the table returns is checked against frames the
 // test chose, not against the recorder's own encoding.
 
-#include "runtime/stack_frame_table.h"
+#include "runtime/internal/stack_frame_table.h"
 
 #include <algorithm>
 #include <cstdint>

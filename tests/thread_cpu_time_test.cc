@@ -1,10 +1,10 @@
 // Copyright 2026 The memtrace Authors.
 //
-// ThreadCpuTime (runtime/thread_cpu_time.h) against figures taken independently of it:
+// ThreadCpuTime (runtime/internal/thread_cpu_time.h) against figures taken independently of it:
 // the measured thread's own CPU clock read by the thread itself, and the whole process's
 // CPU time (getrusage), which bounds the sum of its threads'.
 
-#include "runtime/thread_cpu_time.h"
+#include "runtime/internal/thread_cpu_time.h"
 
 #include <sys/resource.h>
 #include <time.h>

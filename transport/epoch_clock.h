@@ -55,7 +55,7 @@
 // claim that covers a stamp point, after its epoch load, StampNow() here. The drainer
 // merges the rings' records of an epoch by these stamps (interpolated between two stamps
 // of a ring), and computes for every high-water mark an interval that must contain the
-// peak of every order the stamps allow (runtime/peak_bounds.h).
+// peak of every order the stamps allow (runtime/internal/peak_bounds.h).
 //
 //   - Why every N records and not every record: a serialised counter read costs about as
 //     much as a glibc malloc+free pair (bench/README.md: `clock_cost_benchmark`, and

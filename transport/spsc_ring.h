@@ -21,7 +21,7 @@
 // copy says the ring looks a quarter full or full (producer) or empty (consumer).
 //
 // Waking a sleeping consumer: the consumer sleeps between rounds, and longer while the
-// program is quiet (runtime/drainer.h). A producer whose ring passes a quarter full since
+// program is quiet (runtime/internal/drainer.h). A producer whose ring passes a quarter full since
 // it last looked at tail_ raises a wake request (TakeWakeRequest()) once, which its caller
 // passes on, so that a burst after a quiet spell does not fill the ring while the consumer
 // sleeps. The check costs the hot path nothing: the producer's cached limit stops at the
@@ -40,7 +40,7 @@
 // Every record at a position in [k * 2^stamp_log2, (k + 1) * 2^stamp_log2), a segment, was
 // therefore made between stamp k and stamp k + 1. The drainer orders the rings' records
 // inside an epoch by these stamps and bounds every high-water mark with them
-// (runtime/peak_bounds.h). The array holds a stamp for every segment the unread records
+// (runtime/internal/peak_bounds.h). The array holds a stamp for every segment the unread records
 // can span and the next one, so a stamp the consumer may still read is never overwritten:
 // a producer can claim at most a capacity past the consumer's tail. Stamps are plain
 // words: written before the Publish() that covers their position, read only below a

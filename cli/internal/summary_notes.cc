@@ -12,7 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/site_table.h"
+#include "runtime/internal/site_table.h"
 #include "sinks/summary_table.h"
 
 namespace memtrace::cli_internal {

@@ -20,8 +20,8 @@
 // Thread safety: every member is safe from any thread. Attach() and Detach() must be
 // called on the thread being measured, Detach() before it exits.
 
-#ifndef MEMTRACE_RUNTIME_THREAD_CPU_TIME_H_
-#define MEMTRACE_RUNTIME_THREAD_CPU_TIME_H_
+#ifndef MEMTRACE_RUNTIME_INTERNAL_THREAD_CPU_TIME_H_
+#define MEMTRACE_RUNTIME_INTERNAL_THREAD_CPU_TIME_H_
 
 #include <time.h>
 
@@ -56,4 +56,4 @@ class ThreadCpuTime {
 
 }  // namespace memtrace
 
-#endif  // MEMTRACE_RUNTIME_THREAD_CPU_TIME_H_
+#endif  // MEMTRACE_RUNTIME_INTERNAL_THREAD_CPU_TIME_H_

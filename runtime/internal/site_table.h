@@ -10,8 +10,8 @@
 //
 // Thread safety: none; the drainer owns it. Snapshots copy what they need.
 
-#ifndef MEMTRACE_RUNTIME_SITE_TABLE_H_
-#define MEMTRACE_RUNTIME_SITE_TABLE_H_
+#ifndef MEMTRACE_RUNTIME_INTERNAL_SITE_TABLE_H_
+#define MEMTRACE_RUNTIME_INTERNAL_SITE_TABLE_H_
 
 #include <cstdint>
 #include <vector>
@@ -55,4 +55,4 @@ class SiteTable {
 
 }  // namespace memtrace
 
-#endif  // MEMTRACE_RUNTIME_SITE_TABLE_H_
+#endif  // MEMTRACE_RUNTIME_INTERNAL_SITE_TABLE_H_

@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 
-#include "runtime/drainer.h"
+#include "runtime/internal/drainer.h"
 
 #include <sched.h>
 
@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "runtime/internal/thread_state.h"
-#include "runtime/memtrace_thread.h"
+#include "runtime/internal/memtrace_thread.h"
 #include "transport/prefetch.h"
 #include "transport/ticket.h"
 

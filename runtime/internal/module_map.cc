@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 
-#include "runtime/module_map.h"
+#include "runtime/internal/module_map.h"
 
 #include <elf.h>
 #include <link.h>

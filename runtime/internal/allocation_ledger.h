@@ -30,8 +30,8 @@
 //
 // Thread safety: none. The drainer owns the ledger; others read copies (Snapshot).
 
-#ifndef MEMTRACE_RUNTIME_ALLOCATION_LEDGER_H_
-#define MEMTRACE_RUNTIME_ALLOCATION_LEDGER_H_
+#ifndef MEMTRACE_RUNTIME_INTERNAL_ALLOCATION_LEDGER_H_
+#define MEMTRACE_RUNTIME_INTERNAL_ALLOCATION_LEDGER_H_
 
 #include <array>
 #include <cstddef>
@@ -44,8 +44,8 @@
 #include "absl/container/inlined_vector.h"
 #include "runtime/allocation_record.h"
 #include "runtime/internal/address_table.h"
-#include "runtime/peak_tracker.h"
-#include "runtime/site_table.h"
+#include "runtime/internal/peak_tracker.h"
+#include "runtime/internal/site_table.h"
 #include "runtime/usage_counters.h"
 #include "transport/cache_line.h"
 #include "transport/event.h"
@@ -286,4 +286,4 @@ inline constexpr uint64_t CompactTicket(uint64_t ticket) noexcept {
 
 }  // namespace memtrace
 
-#endif  // MEMTRACE_RUNTIME_ALLOCATION_LEDGER_H_
+#endif  // MEMTRACE_RUNTIME_INTERNAL_ALLOCATION_LEDGER_H_

@@ -47,8 +47,8 @@
 //
 // Thread safety: pure functions.
 
-#ifndef MEMTRACE_RUNTIME_PEAK_BOUNDS_H_
-#define MEMTRACE_RUNTIME_PEAK_BOUNDS_H_
+#ifndef MEMTRACE_RUNTIME_INTERNAL_PEAK_BOUNDS_H_
+#define MEMTRACE_RUNTIME_INTERNAL_PEAK_BOUNDS_H_
 
 #include <cstdint>
 #include <vector>
@@ -95,4 +95,4 @@ struct SegmentSum {
 
 }  // namespace memtrace
 
-#endif  // MEMTRACE_RUNTIME_PEAK_BOUNDS_H_
+#endif  // MEMTRACE_RUNTIME_INTERNAL_PEAK_BOUNDS_H_

@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 
-#include "runtime/recorder.h"
+#include "runtime/internal/recorder.h"
 
 #include <pthread.h>
 #include <sched.h>

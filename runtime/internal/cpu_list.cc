@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 
-#include "runtime/cpu_list.h"
+#include "runtime/internal/cpu_list.h"
 
 #include <pthread.h>
 #include <sched.h>

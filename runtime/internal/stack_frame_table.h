@@ -24,8 +24,8 @@
 //   table.Add(ring_id, record);                    // each kStackFrames record, in order
 //   absl::Span<const uint64_t> frames = table.Find(site_hash);   // empty: not kept
 
-#ifndef MEMTRACE_RUNTIME_STACK_FRAME_TABLE_H_
-#define MEMTRACE_RUNTIME_STACK_FRAME_TABLE_H_
+#ifndef MEMTRACE_RUNTIME_INTERNAL_STACK_FRAME_TABLE_H_
+#define MEMTRACE_RUNTIME_INTERNAL_STACK_FRAME_TABLE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -71,4 +71,4 @@ class StackFrameTable {
 
 }  // namespace memtrace
 
-#endif  // MEMTRACE_RUNTIME_STACK_FRAME_TABLE_H_
+#endif  // MEMTRACE_RUNTIME_INTERNAL_STACK_FRAME_TABLE_H_

@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 
-#include "runtime/memtrace_thread.h"
+#include "runtime/internal/memtrace_thread.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -46,8 +46,8 @@
 //     free(p), p = nullptr;
 //   recorder->Flush();
 
-#ifndef MEMTRACE_RUNTIME_RECORDER_H_
-#define MEMTRACE_RUNTIME_RECORDER_H_
+#ifndef MEMTRACE_RUNTIME_INTERNAL_RECORDER_H_
+#define MEMTRACE_RUNTIME_INTERNAL_RECORDER_H_
 
 #include <sys/types.h>
 
@@ -60,12 +60,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "runtime/allocation_ledger.h"
+#include "runtime/internal/allocation_ledger.h"
 #include "runtime/capture_integrity.h"
 #include "runtime/config.h"
-#include "runtime/drainer.h"
+#include "runtime/internal/drainer.h"
 #include "runtime/snapshot.h"
-#include "runtime/stack_frame_table.h"
+#include "runtime/internal/stack_frame_table.h"
 #include "runtime/internal/thread_state.h"
 #include "transport/epoch_clock.h"
 #include "transport/event.h"
@@ -578,4 +578,4 @@ class Recorder {
 
 }  // namespace memtrace
 
-#endif  // MEMTRACE_RUNTIME_RECORDER_H_
+#endif  // MEMTRACE_RUNTIME_INTERNAL_RECORDER_H_

@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 
-#include "runtime/peak_tracker.h"
+#include "runtime/internal/peak_tracker.h"
 
 #include <algorithm>
 

@@ -12,8 +12,8 @@
 // Thread safety: LoadedModules() may be called from any thread (it takes the dynamic
 // loader's lock through dl_iterate_phdr, and allocates); never from the hot path.
 
-#ifndef MEMTRACE_RUNTIME_MODULE_MAP_H_
-#define MEMTRACE_RUNTIME_MODULE_MAP_H_
+#ifndef MEMTRACE_RUNTIME_INTERNAL_MODULE_MAP_H_
+#define MEMTRACE_RUNTIME_INTERNAL_MODULE_MAP_H_
 
 #include <cstdint>
 #include <functional>
@@ -47,4 +47,4 @@ std::vector<ModuleInfo> LoadedModules(
 
 }  // namespace memtrace
 
-#endif  // MEMTRACE_RUNTIME_MODULE_MAP_H_
+#endif  // MEMTRACE_RUNTIME_INTERNAL_MODULE_MAP_H_

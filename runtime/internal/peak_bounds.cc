@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 
-#include "runtime/peak_bounds.h"
+#include "runtime/internal/peak_bounds.h"
 
 #include <algorithm>
 #include <limits>

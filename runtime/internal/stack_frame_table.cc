@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 
-#include "runtime/stack_frame_table.h"
+#include "runtime/internal/stack_frame_table.h"
 
 #include <cstdint>
 

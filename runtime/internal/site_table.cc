@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 
-#include "runtime/site_table.h"
+#include "runtime/internal/site_table.h"
 
 namespace memtrace {
 

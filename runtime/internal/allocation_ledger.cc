@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 
-#include "runtime/allocation_ledger.h"
+#include "runtime/internal/allocation_ledger.h"
 
 #include <algorithm>
 

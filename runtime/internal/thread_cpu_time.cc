@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 
-#include "runtime/thread_cpu_time.h"
+#include "runtime/internal/thread_cpu_time.h"
 
 #include <pthread.h>
 

@@ -11,8 +11,8 @@
 //
 // Thread safety: CpuList is plain data. PinCallingThread() acts on its caller only.
 
-#ifndef MEMTRACE_RUNTIME_CPU_LIST_H_
-#define MEMTRACE_RUNTIME_CPU_LIST_H_
+#ifndef MEMTRACE_RUNTIME_INTERNAL_CPU_LIST_H_
+#define MEMTRACE_RUNTIME_INTERNAL_CPU_LIST_H_
 
 #include <cstdint>
 #include <string>
@@ -67,4 +67,4 @@ void PlaceMemtraceThread(const char* name, const CpuList& list);
 
 }  // namespace memtrace
 
-#endif  // MEMTRACE_RUNTIME_CPU_LIST_H_
+#endif  // MEMTRACE_RUNTIME_INTERNAL_CPU_LIST_H_

@@ -13,8 +13,8 @@
 //
 // Thread safety: none; the drainer thread owns it.
 
-#ifndef MEMTRACE_RUNTIME_PEAK_TRACKER_H_
-#define MEMTRACE_RUNTIME_PEAK_TRACKER_H_
+#ifndef MEMTRACE_RUNTIME_INTERNAL_PEAK_TRACKER_H_
+#define MEMTRACE_RUNTIME_INTERNAL_PEAK_TRACKER_H_
 
 #include <cstdint>
 #include <utility>
@@ -22,7 +22,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
-#include "runtime/peak_bounds.h"
+#include "runtime/internal/peak_bounds.h"
 #include "transport/event.h"
 
 namespace memtrace {
@@ -164,4 +164,4 @@ class PeakTracker {
 
 }  // namespace memtrace
 
-#endif  // MEMTRACE_RUNTIME_PEAK_TRACKER_H_
+#endif  // MEMTRACE_RUNTIME_INTERNAL_PEAK_TRACKER_H_

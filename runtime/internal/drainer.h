@@ -71,8 +71,8 @@
 // Thread safety: Start/RequestStop/Join from the recorder's owner; Flush from any thread
 // except the drainer; ReadState from any thread.
 
-#ifndef MEMTRACE_RUNTIME_DRAINER_H_
-#define MEMTRACE_RUNTIME_DRAINER_H_
+#ifndef MEMTRACE_RUNTIME_INTERNAL_DRAINER_H_
+#define MEMTRACE_RUNTIME_INTERNAL_DRAINER_H_
 
 #include <algorithm>
 #include <atomic>
@@ -84,13 +84,13 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "runtime/allocation_ledger.h"
+#include "runtime/internal/allocation_ledger.h"
 #include "runtime/capture_integrity.h"
-#include "runtime/cpu_list.h"
+#include "runtime/internal/cpu_list.h"
 #include "runtime/event_observer.h"
-#include "runtime/peak_tracker.h"
-#include "runtime/stack_frame_table.h"
-#include "runtime/thread_cpu_time.h"
+#include "runtime/internal/peak_tracker.h"
+#include "runtime/internal/stack_frame_table.h"
+#include "runtime/internal/thread_cpu_time.h"
 #include "transport/cache_line.h"
 #include "transport/epoch_clock.h"
 #include "transport/ring_registry.h"
@@ -390,4 +390,4 @@ class Drainer {
 
 }  // namespace memtrace
 
-#endif  // MEMTRACE_RUNTIME_DRAINER_H_
+#endif  // MEMTRACE_RUNTIME_INTERNAL_DRAINER_H_

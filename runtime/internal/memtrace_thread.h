@@ -22,8 +22,8 @@
 //
 // Thread safety: call from any thread; it changes that thread's mask only for the call.
 
-#ifndef MEMTRACE_RUNTIME_MEMTRACE_THREAD_H_
-#define MEMTRACE_RUNTIME_MEMTRACE_THREAD_H_
+#ifndef MEMTRACE_RUNTIME_INTERNAL_MEMTRACE_THREAD_H_
+#define MEMTRACE_RUNTIME_INTERNAL_MEMTRACE_THREAD_H_
 
 #include <functional>
 #include <thread>
@@ -42,4 +42,4 @@ void ForgetMemtraceThreadsAfterFork() noexcept;
 
 }  // namespace memtrace
 
-#endif  // MEMTRACE_RUNTIME_MEMTRACE_THREAD_H_
+#endif  // MEMTRACE_RUNTIME_INTERNAL_MEMTRACE_THREAD_H_
