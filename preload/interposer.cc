@@ -30,3 +30,4 @@
 #include "preload/start.inc"
 #include "preload/mmap_layer.inc"
 #include "preload/exports.inc"
+#include "preload/markers.inc"

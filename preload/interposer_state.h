@@ -90,6 +90,8 @@
 //   mmap_layer.inc           the mapping calls (MEMTRACE_MMAP=1), exported ones included
 //   exit_handlers.h/.inc     __cxa_atexit(): whose registrations make glibc allocate
 //   exports.inc              the other exported (interposed) functions
+//   markers.inc              what include/memtrace/markers.h calls: scopes, named layers
+//                            and census values from the program
 //
 // Thread safety: each declaration below says who writes it and how it is read.
 

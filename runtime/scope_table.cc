@@ -34,6 +34,11 @@ uint32_t ScopeTable::InternName(std::string_view name) {
   return id;
 }
 
+const char* ScopeTable::NameText(uint32_t name_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return name_id < names_.size() ? names_[name_id].c_str() : "";
+}
+
 uint32_t ScopeTable::Child(uint32_t parent, uint32_t name_id) {
   const uint64_t key = (uint64_t{parent} << 32) | name_id;
   std::lock_guard<std::mutex> lock(mu_);

@@ -25,6 +25,7 @@
 #define MEMTRACE_RUNTIME_SCOPE_TABLE_H_
 
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -46,6 +47,10 @@ class ScopeTable {
   // The id of `name` (interned on first use). Names may contain any bytes except '/'
   // which is replaced by '_' so that paths stay unambiguous.
   uint32_t InternName(std::string_view name);
+
+  // The interned text of `name_id` (after the replacement above), valid for the table's
+  // life: names are never moved once interned.
+  const char* NameText(uint32_t name_id) const;
 
   // The path one level below `parent` named by `name_id`.
   uint32_t Child(uint32_t parent, uint32_t name_id);
@@ -70,7 +75,7 @@ class ScopeTable {
   };
 
   mutable std::mutex mu_;
-  std::vector<std::string> names_;
+  std::deque<std::string> names_;  // a deque: NameText() pointers stay valid as it grows
   absl::flat_hash_map<std::string, uint32_t> name_ids_;
   std::vector<Node> nodes_;
   absl::flat_hash_map<uint64_t, uint32_t> children_;

@@ -3,6 +3,7 @@
 #include "runtime/span.h"
 
 #include <chrono>
+#include <cstring>
 
 #include "runtime/internal/thread_state.h"
 
@@ -38,9 +39,65 @@ uint32_t ChildPath(uint32_t parent, uint32_t name_id) {
   return path;
 }
 
+// Per-thread cache of (parent path, name's address) -> child path, for scopes opened by
+// name at run time (EnterNamedScope). `text` is the interned name, compared with the
+// caller's string on every hit.
+struct NamedScopeCache {
+  static constexpr int kSize = 64;
+  struct Entry {
+    const char* name;
+    const char* text;
+    uint32_t parent;
+    uint32_t path;
+  };
+  Entry entries[kSize];
+};
+thread_local constinit NamedScopeCache named_scope_cache{};
+
+uint32_t NamedChildPath(uint32_t parent, const char* name) {
+  const uint64_t key = reinterpret_cast<uintptr_t>(name) ^ (uint64_t{parent} << 40);
+  NamedScopeCache::Entry& e =
+      named_scope_cache.entries[((key * 0x9E3779B97F4A7C15ull) >> 58) % NamedScopeCache::kSize];
+  if (e.name == name && e.parent == parent && e.text != nullptr && strcmp(e.text, name) == 0) {
+    return e.path;
+  }
+  runtime_internal::ReentrancyGuard guard;  // the scope table may allocate
+  ScopeTable& table = ScopeTable::Global();
+  const uint32_t name_id = table.InternName(name);
+  const uint32_t path = ChildPath(parent, name_id);
+  e = NamedScopeCache::Entry{name, table.NameText(name_id), parent, path};
+  return path;
+}
+
+void Enter(Recorder* recorder, uint32_t path) noexcept {
+  ThreadState& t = Tls();
+  const uint32_t outer = t.scope;
+  if (t.depth < kMaxScopeDepth) t.scope_stack[t.depth] = outer;
+  ++t.depth;
+  t.scope = path;
+  if (recorder != nullptr) recorder->RecordScope(EventKind::kScopeEnter, path, outer, NowNs());
+}
+
 }  // namespace
 
 uint32_t CurrentScopePath() noexcept { return Tls().scope; }
+
+void EnterNamedScope(Recorder* recorder, const char* name) noexcept {
+  if (name == nullptr) name = "";
+  Enter(recorder, NamedChildPath(Tls().scope, name));
+}
+
+bool ExitInnermostScope(Recorder* recorder) noexcept {
+  ThreadState& t = Tls();
+  if (t.depth == 0) return false;
+  --t.depth;
+  const uint32_t closing = t.scope;
+  const uint32_t outer =
+      t.depth < kMaxScopeDepth ? t.scope_stack[t.depth] : ScopeTable::Global().Parent(closing);
+  t.scope = outer;
+  if (recorder != nullptr) recorder->RecordScope(EventKind::kScopeExit, closing, outer, NowNs());
+  return true;
+}
 
 Scope Scope::Current() noexcept { return Scope{Tls().scope}; }
 
@@ -55,16 +112,9 @@ Span::Span(Recorder* recorder, Scope scope) noexcept
 }
 
 void Span::Push(uint32_t path) noexcept {
-  ThreadState& t = Tls();
-  const uint32_t outer = t.scope;
   path_ = path;
-  depth_ = t.depth;
-  if (t.depth < kMaxScopeDepth) t.scope_stack[t.depth] = outer;
-  ++t.depth;
-  t.scope = path_;
-  if (recorder_ != nullptr) {
-    recorder_->RecordScope(EventKind::kScopeEnter, path_, outer, NowNs());
-  }
+  depth_ = Tls().depth;
+  Enter(recorder_, path);
 }
 
 void Span::Exit() noexcept {

@@ -81,6 +81,17 @@ class Span {
 // The scope path in force on the calling thread (0 = unscoped).
 uint32_t CurrentScopePath() noexcept;
 
+// Scopes opened and closed by calls rather than by a Span's life, for the C markers
+// (include/memtrace/markers.h), whose program knows a scope only by its name at run time.
+// EnterNamedScope() opens `name` inside the scope in force on this thread; the name is
+// interned the first time this thread opens it under that parent and found again by its
+// address (checked against the interned text, so a buffer reused for another name is
+// never taken for the first). ExitInnermostScope() closes the scope most recently opened
+// on this thread that is still open, whichever way it was opened; false (nothing recorded)
+// when none is. `recorder` may be null: the thread's scope changes, nothing is recorded.
+void EnterNamedScope(Recorder* recorder, const char* name) noexcept;
+bool ExitInnermostScope(Recorder* recorder) noexcept;
+
 }  // namespace memtrace
 
 #endif  // MEMTRACE_RUNTIME_SPAN_H_

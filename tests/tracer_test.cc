@@ -255,6 +255,48 @@ TEST(TracerTest, SeveralTracersAndNamedLayersCoexist) {
   EXPECT_FALSE(LayerTable::Global().Register("").ok());
 }
 
+// Scopes opened by name at run time (the C markers' way): the same path a Span of that
+// name opens, found again by the name's address only while the text there is the same.
+TEST(NamedScopeTest, NamesOpenTheSamePathsAsSpansAndAReusedBufferIsAnotherName) {
+  static const ScopeName kOuter("named_outer");
+  static const ScopeName kInner("named_inner");
+  uint32_t outer_path = 0, inner_path = 0;
+  {
+    Span outer(nullptr, kOuter);
+    Span inner(nullptr, kInner);
+    outer_path = outer.path();
+    inner_path = inner.path();
+  }
+  ASSERT_EQ(CurrentScopePath(), 0u);
+  EXPECT_FALSE(ExitInnermostScope(nullptr)) << "nothing is open";
+  char name[32];
+  for (int round = 0; round < 3; ++round) {  // the second and third rounds hit the cache
+    strcpy(name, "named_outer");
+    EnterNamedScope(nullptr, name);
+    EXPECT_EQ(CurrentScopePath(), outer_path);
+    strcpy(name, "named_inner");
+    EnterNamedScope(nullptr, name);
+    EXPECT_EQ(CurrentScopePath(), inner_path);
+    EXPECT_TRUE(ExitInnermostScope(nullptr));
+    strcpy(name, "named_other");  // the same address, another name
+    EnterNamedScope(nullptr, name);
+    EXPECT_NE(CurrentScopePath(), inner_path);
+    EXPECT_EQ(ScopeTable::Global().PathString(CurrentScopePath()), "named_outer/named_other");
+    EXPECT_TRUE(ExitInnermostScope(nullptr));
+    EXPECT_TRUE(ExitInnermostScope(nullptr));
+    EXPECT_EQ(CurrentScopePath(), 0u);
+  }
+  // A name the table changes ('/' is kept out of names) is still the same scope each time.
+  EnterNamedScope(nullptr, "a/b");
+  const uint32_t slashed = CurrentScopePath();
+  EXPECT_EQ(ScopeTable::Global().PathString(slashed), "a_b");
+  EXPECT_TRUE(ExitInnermostScope(nullptr));
+  EnterNamedScope(nullptr, "a/b");
+  EXPECT_EQ(CurrentScopePath(), slashed);
+  EXPECT_TRUE(ExitInnermostScope(nullptr));
+  EXPECT_FALSE(ExitInnermostScope(nullptr));
+}
+
 TEST(DeviceHeapTest, FirstFitCoalescesAndRefusesWhenFull) {
   SimulatedDeviceHeap heap(1024);
   void* a = heap.Alloc(512, 1, 0);
