@@ -61,7 +61,7 @@ std::string SelfPath() {
 bool Readable(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
 
 // The interposer: --preload, $MEMTRACE_PRELOAD, or beside this binary (a Bazel output
-// tree, its runfiles, or an installed lib/memtrace/).
+// tree, its runfiles, or an install tree's lib/, tools/install).
 std::string FindPreload(const std::string& given, std::string* tried) {
   if (!given.empty()) return given;
   if (const char* env = getenv("MEMTRACE_PRELOAD"); env != nullptr && *env != '\0') return env;
@@ -71,6 +71,7 @@ std::string FindPreload(const std::string& given, std::string* tried) {
       dir + "/../preload/libmemtrace_preload.so",
       self + ".runfiles/memtrace/preload/libmemtrace_preload.so",
       dir + "/libmemtrace_preload.so",
+      dir + "/../lib/libmemtrace_preload.so",
       dir + "/../lib/memtrace/libmemtrace_preload.so",
   };
   for (const std::string& c : candidates) {
