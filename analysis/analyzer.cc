@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "analysis/trailer.h"
 #include "sinks/capture_lock.h"
 #include "simdjson.h"
@@ -85,7 +86,8 @@ ProcessOrigin ProcessOf(const std::string& header) {
 }
 
 constexpr const char* kPointForms =
-    "use end, event=N (or N), time=NS (ns since the capture started, or unix ns), "
+    "use end, event=N (or N), time=T (since the capture started, or unix ns; T is a "
+    "duration such as 1.5s, 250ms, 40us, 100ns, or a bare number of ns), "
     "scope-exit=PATH or scope-exit=PATH#N";
 
 }  // namespace
@@ -126,15 +128,25 @@ absl::StatusOr<SnapshotPoint> ParseSnapshotPoint(std::string_view text) {
     number = text.substr(kEvent.size());
   }
   uint64_t value = 0;
-  if (!absl::SimpleAtoi(absl::string_view(number.data(), number.size()), &value)) {
-    return bad("expected a non-negative integer");
-  }
+  const absl::string_view digits(number.data(), number.size());
   if (p.kind == SnapshotPoint::Kind::kTime) {
-    if (value > static_cast<uint64_t>(INT64_MAX)) return bad("the time is out of range");
-    p.time_ns = static_cast<int64_t>(value);
-  } else {
-    p.event = value;
+    // A bare number is nanoseconds, as time=NS always was; with a unit it is a duration.
+    absl::Duration d;
+    if (absl::SimpleAtoi(digits, &value)) {
+      if (value > static_cast<uint64_t>(INT64_MAX)) return bad("the time is out of range");
+      p.time_ns = static_cast<int64_t>(value);
+    } else if (!absl::ParseDuration(digits, &d) || d < absl::ZeroDuration()) {
+      return bad("expected a duration with a unit (ns, us, ms, s, m, h: 1.5s, 250ms) or a "
+                 "non-negative integer of ns");
+    } else if (d > absl::Nanoseconds(INT64_MAX)) {
+      return bad("the time is out of range");
+    } else {
+      p.time_ns = absl::ToInt64Nanoseconds(d);
+    }
+    return p;
   }
+  if (!absl::SimpleAtoi(digits, &value)) return bad("expected a non-negative integer");
+  p.event = value;
   return p;
 }
 

@@ -96,8 +96,11 @@ struct SnapshotPoint {
   std::string text;      // as written, for messages
 };
 
-// Parses "end", "event=N" (or a bare N), "time=NS", "scope-exit=PATH" or
-// "scope-exit=PATH#N". Errors say what is wrong and show the accepted forms.
+// Parses "end", "event=N" (or a bare N), "time=T", "scope-exit=PATH" or
+// "scope-exit=PATH#N". T is a bare number of nanoseconds or a duration with a unit, as
+// absl::ParseDuration reads it ("1.5s", "250ms", "40us", "100ns"); either way it is ns
+// since the capture started, or unix ns (SnapshotPoint::time_ns). Errors say what is
+// wrong and show the accepted forms.
 absl::StatusOr<SnapshotPoint> ParseSnapshotPoint(std::string_view text);
 
 // A scope's own high-water moment: when its live bytes first reached their maximum, and

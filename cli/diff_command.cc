@@ -18,7 +18,7 @@
 #include "sinks/summary_table.h"
 
 ABSL_FLAG(std::string, from, "end",
-          "diff: the first snapshot point: end, event=N, time=NS, scope-exit=PATH[#N]");
+          "diff: the first snapshot point: end, event=N, time=T, scope-exit=PATH[#N]");
 ABSL_FLAG(std::string, to, "end", "diff: the second snapshot point (same forms as --from)");
 
 namespace memtrace {
@@ -37,8 +37,9 @@ const CommandSpec kDiffSpec = {
     "Compares two snapshots scope by scope (matched by path): live bytes, high-water and\n"
     "bytes allocated, largest change in live bytes first. With two captures, --from applies\n"
     "to BEFORE and --to to AFTER (both default to the end); with one capture, --from and\n"
-    "--to pick two points of it. Points: end, event=N, time=NS (since the start, or unix\n"
-    "ns), scope-exit=PATH or scope-exit=PATH#N.",
+    "--to pick two points of it. Points: end, event=N, time=T (since the start, or unix\n"
+    "ns; T with a unit, 1.5s, 250ms, 40us, 100ns, or a bare number of ns), scope-exit=PATH\n"
+    "or scope-exit=PATH#N.",
     {"json", "from", "to"}};
 
 namespace {

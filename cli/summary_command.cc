@@ -31,7 +31,8 @@
 
 ABSL_FLAG(std::string, at_event, "", "snapshot: the state right after the first N events");
 ABSL_FLAG(std::string, at_time, "",
-          "snapshot: the state at a time, in ns since the capture started or in unix ns");
+          "snapshot: the state at a time since the capture started, with a unit (1.5s, "
+          "250ms, 40us, 100ns) or a bare number of ns; or in unix ns");
 ABSL_FLAG(std::string, at_scope_exit, "",
           "snapshot: the state right after a scope's first exit (PATH) or its N-th (PATH#N)");
 

@@ -21,6 +21,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -740,6 +741,27 @@ TEST(AnalyzerTest, ParseSnapshotPointAcceptsEachFormAndRejectsJunk) {
     EXPECT_FALSE(p.ok()) << bad;
     if (!p.ok()) {
       EXPECT_NE(p.status().message().find("scope-exit=PATH#N"), std::string::npos);
+    }
+  }
+}
+
+TEST(AnalyzerTest, ParseSnapshotPointReadsATimeWithAUnitAndABareNumberAsNanoseconds) {
+  const std::pair<const char*, int64_t> expected[] = {
+      {"time=1.5s", 1'500'000'000}, {"time=250ms", 250'000'000}, {"time=40us", 40'000},
+      {"time=100ns", 100},          {"time=2m", 120'000'000'000}, {"time=1500", 1500},
+      {"time=0", 0},                {"time=0s", 0}};
+  for (const auto& [text, ns] : expected) {
+    const auto p = ParseSnapshotPoint(text);
+    ASSERT_TRUE(p.ok()) << text << ": " << p.status();
+    EXPECT_EQ(p->kind, SnapshotPoint::Kind::kTime) << text;
+    EXPECT_EQ(p->time_ns, ns) << text;
+  }
+  for (const char* bad : {"time=1.5", "time=3parsecs", "time=5 s", "time=-1s", "time=inf",
+                          "time=", "time=1e30h", "event=1.5s"}) {
+    const auto p = ParseSnapshotPoint(bad);
+    EXPECT_FALSE(p.ok()) << bad;
+    if (!p.ok()) {
+      EXPECT_NE(p.status().message().find("1.5s, 250ms"), std::string::npos) << p.status();
     }
   }
 }

@@ -237,6 +237,26 @@ grep -q "never reaches exit 1 of no/such/scope" "$dir/e.txt" || fail "never-reac
 "$memtrace" summary --json --at-time=0 "$dir/c.jsonl" \
   | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["snapshot"]["events_applied"] < d["events"], d' \
   || fail "summary --at-time=0 is a snapshot before the end"
+# --at-time with units: a bare number is ns, so 1.5s, 1500ms and 1500000000 are one point,
+# as are 40us and 40000, and 100ns and 100 (analyzer_test checks the values themselves).
+at_time_events() {
+  "$memtrace" summary --json --at-time="$1" "$dir/c.jsonl" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot"]["events_applied"])'
+}
+same_point() {  # same_point WITH_UNIT BARE_NS: both read, and the same snapshot
+  local a b
+  a=$(at_time_events "$1") && b=$(at_time_events "$2") && [[ -n "$a" && "$a" == "$b" ]] \
+    || fail "--at-time=$1 (events $a) is not --at-time=$2 (events $b)"
+}
+same_point 1.5s 1500000000
+same_point 1500ms 1500000000
+same_point 40us 40000
+same_point 100ns 100
+"$memtrace" summary --at-time=3parsecs "$dir/c.jsonl" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "an --at-time with an unknown unit must exit 2"
+grep -q "bad snapshot point 'time=3parsecs': expected a duration with a unit (ns, us, ms, s" "$dir/e.txt" \
+  || fail "bad --at-time unit message: $(cat "$dir/e.txt")"
+"$memtrace" diff --from=time=100us --to=end "$dir/c.jsonl" > /dev/null || fail "diff --from=time=100us"
 "$memtrace" summary --at-time=soon "$dir/c.jsonl" 2> "$dir/e.txt"
 [[ $? -eq 2 ]] || fail "a bad --at-time must exit 2"
 "$memtrace" summary --at-time=1 --at-event=2 "$dir/c.jsonl" 2> /dev/null
