@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/capture_reader.h"
 #include "analysis/capture_writer.h"
@@ -16,15 +17,55 @@
 namespace memtrace {
 
 const CommandSpec kConvertSpec = {
-    "convert", "memtrace convert [flags] IN OUT",
+    "convert", "memtrace convert [flags] IN OUT | memtrace convert IN -o OUT",
     "Rewrites the capture IN as OUT, in the encoding OUT's name asks for: binary for\n"
-    "'.mtb' or '.mtb.zst' (compact, cheap to write: what `memtrace run` writes by default),\n"
-    "JSONL for any other name (one JSON object per line, docs/capture-format.md); '.zst'\n"
-    "compresses. IN may be either encoding, plain or zstd-compressed. The records are the\n"
+    "'.mtb' (compact, cheap to write: what `memtrace run` writes by default), JSONL for\n"
+    "'.jsonl' or a name with no extension such as /dev/stdout (one JSON object per line,\n"
+    "docs/capture-format.md); '.zst' after either compresses with zstd. Any other\n"
+    "extension is refused ('.gz', '.xz', '.bz2' included: write OUT.jsonl and compress it\n"
+    "yourself). IN may be either encoding, plain or zstd-compressed. The records are the\n"
     "same either way: every command reads both.",
-    {}};
+    {"output"}};
 
 namespace {
+
+// Why convert cannot write a capture named `out`, or "" when it can. The name's last
+// extensions say what its bytes are, and the writer honours only these: ".mtb" or
+// ".jsonl", or none (JSONL), then ".zst" or nothing. Anything else would put JSONL under a
+// name that promises other bytes (".gz" holding plain text), so it is refused before IN
+// is read.
+std::string OutputNameProblem(const std::string& in, const std::string& out) {
+  const size_t slash = out.rfind('/');
+  const size_t name_at = slash == std::string::npos ? 0 : slash + 1;
+  // The extension of `path`, a prefix of `out`: after the last '.' of its file name, a
+  // leading dot being part of the name.
+  auto extension = [&](const std::string& path) {
+    const size_t dot = path.rfind('.');
+    return dot == std::string::npos || dot <= name_at ? std::string() : path.substr(dot + 1);
+  };
+  std::string path = out;
+  if (extension(path) == "zst") path.erase(path.rfind('.'));
+  const std::string ext = extension(path);
+  if (ext.empty() || ext == "mtb" || ext == "jsonl") return "";
+  const std::string stem = path.substr(0, path.size() - ext.size() - 1);
+  const std::string stem_ext = extension(stem);
+  // The name to write instead.
+  const std::string plain = stem_ext == "mtb" || stem_ext == "jsonl" ? stem : stem + ".jsonl";
+  static constexpr struct {
+    const char* ext;
+    const char* tool;
+  } kCompressors[] = {{"gz", "gzip"}, {"xz", "xz"}, {"bz2", "bzip2"}};
+  for (const auto& c : kCompressors) {
+    if (ext != c.ext || path != out) continue;
+    return absl::StrCat("cannot write '", out, "': convert does not compress with ", c.tool,
+                        " (it writes .mtb or .jsonl, plain or .zst); pipe the output through ",
+                        c.tool, ": memtrace convert ", in, " ", plain, " && ", c.tool, " ",
+                        plain);
+  }
+  return absl::StrCat("cannot write '", out, "': convert does not know the extension '.", ext,
+                      "'; name OUT .mtb (binary) or .jsonl (JSONL), with .zst after either to "
+                      "compress: memtrace convert ", in, " ", plain, path != out ? ".zst" : "");
+}
 
 // True when both names lead to one file (converting a file onto itself would empty it).
 bool SameFile(const std::string& a, const std::string& b) {
@@ -38,12 +79,19 @@ bool SameFile(const std::string& a, const std::string& b) {
 int ConvertCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kConvertSpec, argc, argv, &args)) return *exit;
+  // OUT is the second file, or -o OUT.
+  if (const std::string output = absl::GetFlag(FLAGS_output); !output.empty()) {
+    args.positional.push_back(output);
+  }
   if (args.positional.size() != 2) {
     return UsageError(kConvertSpec, absl::StrCat("give two files, IN and OUT (got ",
                                                  args.positional.size(), ")"));
   }
   const std::string& in = args.positional[0];
   const std::string& out = args.positional[1];
+  if (const std::string problem = OutputNameProblem(in, out); !problem.empty()) {
+    return UsageError(kConvertSpec, problem);
+  }
   if (SameFile(in, out)) {
     return UsageError(kConvertSpec,
                       absl::StrCat("'", in, "' and '", out, "' are the same file; give OUT a "

@@ -163,6 +163,28 @@ head -c $((at + 29)) "$dir/b.mtb" > "$dir/cut.mtb"
 grep -q "cut.mtb: record 2 at byte $((at + 26)) is cut off" "$dir/e.txt" || fail "cut binary message: $(cat "$dir/e.txt")"
 "$memtrace" convert "$dir/cut.mtb" "$dir/cut_conv.jsonl" 2> /dev/null
 [[ $? -eq 2 && ! -e "$dir/cut_conv.jsonl" ]] || fail "convert of a cut capture must exit 2 and leave no output"
+# convert refuses an OUT name whose bytes it would not honour (JSONL under .gz), before
+# reading IN, and says how to get that file instead; exit 2 as any usage error.
+"$memtrace" convert "$dir/c.mtb" "$dir/out.jsonl.gz" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "convert to .gz must exit 2"
+[[ ! -e "$dir/out.jsonl.gz" ]] || fail "convert to .gz wrote a file"
+grep -qF "memtrace convert: cannot write '$dir/out.jsonl.gz': convert does not compress with gzip" "$dir/e.txt" \
+  || fail "convert to .gz message: $(cat "$dir/e.txt")"
+grep -qF "pipe the output through gzip: memtrace convert $dir/c.mtb $dir/out.jsonl && gzip $dir/out.jsonl" \
+  "$dir/e.txt" || fail "convert to .gz fix: $(cat "$dir/e.txt")"
+for out in refused.mtb.xz refused.bz2 refused.txt refused.json.zst; do
+  "$memtrace" convert "$dir/c.mtb" "$dir/$out" 2> "$dir/e.txt"
+  [[ $? -eq 2 ]] || fail "convert to $out must exit 2"
+  [[ ! -e "$dir/$out" ]] || fail "convert to $out wrote a file"
+  grep -q "cannot write '$dir/$out'" "$dir/e.txt" || fail "convert to $out message: $(cat "$dir/e.txt")"
+done
+# What convert does honour: zstd (its magic, 28 b5 2f fd), and a name with no extension
+# (JSONL), as /dev/stdout is.
+"$memtrace" convert "$dir/c.mtb" "$dir/z.mtb.zst" 2> /dev/null || fail "convert to .mtb.zst"
+[[ "$(head -c 4 "$dir/z.mtb.zst" | od -An -tx1 | tr -d ' ')" == 28b52ffd ]] \
+  || fail "z.mtb.zst is not zstd: $(head -c 4 "$dir/z.mtb.zst" | od -An -tx1)"
+"$memtrace" convert "$dir/c.mtb" /dev/stdout 2> /dev/null | cmp -s - "$dir/c.jsonl" \
+  || fail "convert to /dev/stdout is not the JSONL"
 "$memtrace" help convert > "$dir/hc.txt" || fail "help convert"
 grep -q "usage: memtrace convert" "$dir/hc.txt" || fail "help convert output: $(cat "$dir/hc.txt")"
 
