@@ -45,15 +45,48 @@ std::string CommandUsage(const CommandSpec& spec) {
   return out;
 }
 
-int UsageError(const CommandSpec& spec, const std::string& message) {
-  fprintf(stderr, "memtrace %s: %s\nusage: %s (memtrace %s --help for more)\n", spec.name,
-          message.c_str(), spec.synopsis, spec.name);
+int UsageError(const char* command, const std::string& message) {
+  fprintf(stderr, "memtrace %s: %s\nrun `memtrace %s --help` for the options\n", command,
+          message.c_str(), command);
   return 2;
+}
+
+int UsageError(const CommandSpec& spec, const std::string& message) {
+  return UsageError(spec.name, message);
 }
 
 int InputError(const CommandSpec& spec, const std::string& message) {
   fprintf(stderr, "memtrace %s: %s\n", spec.name, message.c_str());
   return 2;
+}
+
+std::optional<FlagArgument> ReadFlagArgument(const std::string& arg) {
+  if (arg.size() < 2 || arg[0] != '-' || arg == "--") return std::nullopt;
+  std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
+  FlagArgument flag;
+  flag.name = body;
+  if (const size_t eq = body.find('='); eq != std::string::npos) {
+    flag.name = body.substr(0, eq);
+    flag.value = body.substr(eq + 1);
+    flag.has_value = true;
+  }
+  flag.name = flag.name == "o" ? "output" : absl::StrReplaceAll(flag.name, {{"-", "_"}});
+  return flag;
+}
+
+bool TakeFlagValue(const FlagArgument& flag, int argc, char** argv, int* i, std::string* value,
+                   std::string* error) {
+  if (flag.has_value) {
+    *value = flag.value;
+    return true;
+  }
+  if (*i + 1 >= argc) {
+    const std::string dashed = Dashed(flag.name);
+    *error = absl::StrCat("flag --", dashed, " needs a value (--", dashed, "=VALUE)");
+    return false;
+  }
+  *value = argv[++*i];
+  return true;
 }
 
 std::optional<int> ParseCommandFlags(const CommandSpec& spec, int argc, char** argv,
@@ -72,21 +105,13 @@ std::optional<int> ParseCommandFlags(const CommandSpec& spec, int argc, char** a
       fputs(CommandUsage(spec).c_str(), stdout);
       return 0;
     }
-    if (arg.size() < 2 || arg[0] != '-') {
+    const std::optional<FlagArgument> read = ReadFlagArgument(arg);
+    if (!read) {
       out->positional.push_back(arg);
       continue;
     }
-    // -o FILE is --output FILE.
-    std::string body = arg == "-o" ? std::string("-output") : arg.substr(1);
-    if (!body.empty() && body[0] == '-') body.erase(0, 1);
-    std::string name = body, value;
-    bool has_value = false;
-    if (const size_t eq = body.find('='); eq != std::string::npos) {
-      name = body.substr(0, eq);
-      value = body.substr(eq + 1);
-      has_value = true;
-    }
-    name = absl::StrReplaceAll(name, {{"-", "_"}});
+    std::string name = read->name, value = read->value;
+    const bool has_value = read->has_value;
     bool negated = false;
     auto accepts = [&](const std::string& n) {
       return std::find(spec.flags.begin(), spec.flags.end(), n) != spec.flags.end();
@@ -112,14 +137,11 @@ std::optional<int> ParseCommandFlags(const CommandSpec& spec, int argc, char** a
       }
     } else if (negated) {
       return UsageError(spec, absl::StrCat("'", arg, "': only true/false flags take a 'no' prefix"));
-    } else if (!has_value) {
-      if (i + 1 >= argc) {
-        return UsageError(spec, absl::StrCat("flag --", Dashed(name), " needs a value (--",
-                                             Dashed(name), "=VALUE)"));
-      }
-      value = argv[++i];
     }
     std::string error;
+    if (!flag->IsOfType<bool>() && !TakeFlagValue(*read, argc, argv, &i, &value, &error)) {
+      return UsageError(spec, error);
+    }
     if (!flag->ParseFrom(value, &error)) {
       return UsageError(spec, absl::StrCat("bad value for --", Dashed(name), ": ", error));
     }

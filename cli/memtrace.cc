@@ -12,7 +12,9 @@
 // a row here.
 //
 // Exit status: 0 success; 1 a finding (verify failed); 2 bad usage or unreadable input
-// (the message says what, where, and how to fix it).
+// (the message says what, where, and how to fix it). A usage error is that message and a
+// line saying where the help is, never the help itself: the help is for `help` and
+// --help, on stdout.
 
 #include <cstdio>
 #include <cstring>
@@ -73,12 +75,17 @@ const Command* Find(const char* name) {
   return nullptr;
 }
 
+// A command line that names no command memtrace has: what is wrong and where the list is.
+int NoSuchCommand(const char* said, const std::string& message) {
+  fprintf(stderr, "%s: %s\nrun `memtrace help` for the commands\n", said, message.c_str());
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    PrintUsage(stderr);
-    return 2;
+    return NoSuchCommand("memtrace", "which command? memtrace <command> [flags] ARGS...");
   }
   const std::string command = argv[1];
   if (command == "help" || command == "--help" || command == "-h") {
@@ -88,9 +95,7 @@ int main(int argc, char** argv) {
     }
     const Command* c = Find(argv[2]);
     if (c == nullptr) {
-      fprintf(stderr, "memtrace help: unknown command '%s'\n\n", argv[2]);
-      PrintUsage(stderr);
-      return 2;
+      return NoSuchCommand("memtrace help", std::string("unknown command '") + argv[2] + "'");
     }
     char help[] = "--help";
     char* help_argv[] = {argv[2], help, nullptr};
@@ -98,9 +103,7 @@ int main(int argc, char** argv) {
   }
   const Command* c = Find(argv[1]);
   if (c == nullptr) {
-    fprintf(stderr, "memtrace: unknown command '%s'\n\n", argv[1]);
-    PrintUsage(stderr);
-    return 2;
+    return NoSuchCommand("memtrace", std::string("unknown command '") + argv[1] + "'");
   }
   return c->handler(argc - 1, argv + 1);
 }

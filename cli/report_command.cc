@@ -4,10 +4,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cli/command_line.h"
 #include "report/html_report.h"
 
 namespace memtrace {
@@ -19,8 +21,9 @@ const char* const kReportHelp =
     "styles or fonts from elsewhere): the integrity verdict, live bytes over time stacked\n"
     "by scope with one line per layer and census entry, the composition at the global\n"
     "high-water moment, a flame graph of allocation call stacks, top sites and scopes,\n"
-    "retention and leaks. See docs/report.md.\n"
-    "  -o, --output=PATH  where to write the page (required)\n"
+    "retention and leaks. See docs/report.md. A value goes as --name=VALUE or --name VALUE.\n"
+    "  -o PATH, --output=PATH\n"
+    "                     where to write the page (required)\n"
     "  --max-points=N     points kept per time series, peaks preserved (default 2000)\n"
     "  --top=N            rows per table (default 50)\n"
     "  --allocator=NAMES  the program's own allocator functions, comma-separated\n"
@@ -29,6 +32,7 @@ const char* const kReportHelp =
 
 namespace {
 
+// A capture the report cannot be made of (not a usage error: no hint about the flags).
 int Fail(const std::string& message) {
   fprintf(stderr, "memtrace report: %s\n", message.c_str());
   return 2;
@@ -53,37 +57,48 @@ int ReportCommand(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       fputs(kReportHelp, stdout);
       return 0;
-    } else if (a == "-o" || a == "--output") {
-      if (i + 1 >= argc) return Fail(absl::StrCat(a, " needs a path: -o REPORT.html"));
-      output = argv[++i];
-    } else if (a.rfind("--output=", 0) == 0) {
-      output = a.substr(9);
-    } else if (a.rfind("--max-points=", 0) == 0) {
-      options.max_points = Count(a.substr(13));
-      if (options.max_points < 3) {
-        return Fail(absl::StrCat("--max-points must be a number of at least 3, not '",
-                                 a.substr(13), "'"));
+    }
+    const std::optional<FlagArgument> flag = ReadFlagArgument(a);
+    if (!flag) {
+      if (!capture.empty()) {
+        return UsageError("report", absl::StrCat("give one CAPTURE file (got '", capture,
+                                                 "' and '", a, "')"));
       }
-    } else if (a.rfind("--top=", 0) == 0) {
-      options.top = Count(a.substr(6));
-      if (options.top == 0) {
-        return Fail(absl::StrCat("--top must be a positive number, not '", a.substr(6), "'"));
-      }
-    } else if (a.rfind("--allocator=", 0) == 0) {
-      absl::StatusOr<AllocatorFunctions> allocators = AllocatorFunctions::Parse(a.substr(12));
-      if (!allocators.ok()) return Fail(std::string(allocators.status().message()));
-      options.allocators = *std::move(allocators);
-    } else if (!a.empty() && a[0] == '-') {
-      return Fail(absl::StrCat("unknown option '", a, "' (see memtrace help report)"));
-    } else if (capture.empty()) {
       capture = a;
+      continue;
+    }
+    if (flag->name != "output" && flag->name != "max_points" && flag->name != "top" &&
+        flag->name != "allocator") {
+      return UsageError("report", absl::StrCat("unknown option '", a, "'"));
+    }
+    std::string value, error;
+    if (!TakeFlagValue(*flag, argc, argv, &i, &value, &error)) return UsageError("report", error);
+    if (flag->name == "output") {
+      output = value;
+    } else if (flag->name == "max_points") {
+      options.max_points = Count(value);
+      if (options.max_points < 3) {
+        return UsageError("report", absl::StrCat("--max-points must be a number of at least 3, "
+                                                 "not '", value, "'"));
+      }
+    } else if (flag->name == "top") {
+      options.top = Count(value);
+      if (options.top == 0) {
+        return UsageError("report",
+                          absl::StrCat("--top must be a positive number, not '", value, "'"));
+      }
     } else {
-      return Fail(absl::StrCat("give one CAPTURE file (got '", capture, "' and '", a, "')"));
+      absl::StatusOr<AllocatorFunctions> allocators = AllocatorFunctions::Parse(value);
+      if (!allocators.ok()) return UsageError("report", std::string(allocators.status().message()));
+      options.allocators = *std::move(allocators);
     }
   }
-  if (capture.empty()) return Fail("which capture? usage: memtrace report CAPTURE -o REPORT.html");
+  if (capture.empty()) {
+    return UsageError("report", "which capture? memtrace report CAPTURE -o REPORT.html");
+  }
   if (output.empty()) {
-    return Fail("where to? give the output page: memtrace report CAPTURE -o REPORT.html");
+    return UsageError("report",
+                      "where to? give the output page: memtrace report CAPTURE -o REPORT.html");
   }
   if (absl::Status s = WriteHtmlReport(capture, output, options); !s.ok()) {
     return Fail(std::string(s.message()));

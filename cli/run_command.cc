@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -25,6 +27,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/capture_reader.h"
+#include "cli/command_line.h"
 #include "preload/preload_config.h"
 #include "runtime/internal/cpu_list.h"
 #include "sinks/capture_lock.h"
@@ -41,11 +44,6 @@ constexpr int kCaptureFailed = 125;  // like env(1) and timeout(1): the tool its
 // run (126).
 constexpr int kProgramNotFound = 127;
 constexpr int kProgramNotRunnable = 126;
-
-int UsageError(const std::string& message) {
-  fprintf(stderr, "memtrace run: %s\n\n%s", message.c_str(), RunUsage());
-  return 2;
-}
 
 std::string Dirname(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -311,6 +309,23 @@ std::vector<std::string> OtherCaptures(const std::string& output, const std::str
 }  // namespace
 
 bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
+  // Each flag of `run`, by its name as ReadFlagArgument() gives it: one that takes a value
+  // sets `value`, one that does not sets `on`.
+  struct RunFlag {
+    const char* name;
+    std::string* value;
+    bool* on;
+  };
+  const RunFlag flags[] = {
+      {"output", &o->output, nullptr},        {"depth", &o->depth, nullptr},
+      {"unwind", &o->unwind, nullptr},        {"min_size", &o->min_size, nullptr},
+      {"sample", &o->sample, nullptr},        {"tracer_cpus", &o->tracer_cpus, nullptr},
+      {"fence", &o->fence, nullptr},          {"preload", &o->preload, nullptr},
+      {"max_size", &o->max_size, nullptr},    {"site_capacity", &o->site_capacity, nullptr},
+      {"children", nullptr, &o->children},    {"forks", nullptr, &o->forks},
+      {"mmap", nullptr, &o->mmap},            {"exact_order", nullptr, &o->exact_order},
+      {"quiet", nullptr, &o->quiet},
+  };
   int i = 1;
   for (; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -318,34 +333,22 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
       ++i;
       break;
     }
-    auto value = [&](const char* name, std::string* out) {
-      const std::string prefix = std::string(name) + "=";
-      if (arg.rfind(prefix, 0) != 0) return false;
-      *out = arg.substr(prefix.size());
-      return true;
-    };
-    if (value("--output", &o->output) || value("--depth", &o->depth) ||
-        value("--unwind", &o->unwind) || value("--min-size", &o->min_size) ||
-        value("--sample", &o->sample) || value("--tracer-cpus", &o->tracer_cpus) ||
-        value("--fence", &o->fence) || value("--preload", &o->preload) ||
-        value("--max-size", &o->max_size) || value("--site-capacity", &o->site_capacity)) {
-      continue;
-    }
-    if (arg == "--children") {
-      o->children = true;
-    } else if (arg == "--forks") {
-      o->forks = true;
-    } else if (arg == "--mmap") {
-      o->mmap = true;
-    } else if (arg == "--exact-order") {
-      o->exact_order = true;
-    } else if (arg == "--quiet") {
-      o->quiet = true;
-    } else if (arg.rfind("-", 0) == 0) {
+    const std::optional<FlagArgument> read = ReadFlagArgument(arg);
+    if (!read) break;  // the program, without a "--" before it
+    const RunFlag* flag = std::find_if(std::begin(flags), std::end(flags),
+                                       [&](const RunFlag& f) { return read->name == f.name; });
+    if (flag == std::end(flags)) {
       *error = absl::StrCat("unknown option '", arg, "'");
       return false;
-    } else {
-      break;  // the program, without a "--" before it
+    }
+    if (flag->on != nullptr) {
+      if (read->has_value) {
+        *error = absl::StrCat("'", arg, "': this option takes no value");
+        return false;
+      }
+      *flag->on = true;
+    } else if (!TakeFlagValue(*read, argc, argv, &i, flag->value, error)) {
+      return false;
     }
   }
   for (; i < argc; ++i) o->command.push_back(argv[i]);
@@ -409,8 +412,9 @@ const char* RunUsage() {
          "Runs program with the memtrace interposer (LD_PRELOAD for the program only), writes\n"
          "the capture, prints its summary to stderr, and exits with the program's status.\n"
          "\n"
-         "options:\n"
-         "  --output=PATH       capture path; %p is the program's pid (memtrace-%p.mtb);\n"
+         "options (a value as --name=VALUE or --name VALUE):\n"
+         "  -o PATH, --output=PATH\n"
+         "                      capture path; %p is the program's pid (memtrace-%p.mtb);\n"
          "                      .mtb is the compact binary encoding, .jsonl is JSONL text\n"
          "                      (memtrace convert turns one into the other); a path\n"
          "                      ending in .zst is compressed\n"
@@ -464,7 +468,7 @@ int RunCommand(int argc, char** argv) {
       return 0;
     }
   }
-  if (!ParseRunOptions(argc, argv, &o, &error)) return UsageError(error);
+  if (!ParseRunOptions(argc, argv, &o, &error)) return UsageError("run", error);
 
   std::string tried;
   const std::string preload = FindPreload(o.preload, &tried);

@@ -18,8 +18,10 @@
 //   - the program crashed: the capture keeps everything up to the crash and is marked
 //     partial; `memtrace verify` says so.
 //
-// Options (before `--`):
-//   --output=PATH       capture path; "%p" is the program's pid (default memtrace-%p.mtb,
+// Options (before `--`; a value as `--name=VALUE` or `--name VALUE`, read by the spelling
+// every subcommand shares, cli/command_line.h):
+//   -o PATH, --output=PATH
+//                       capture path; "%p" is the program's pid (default memtrace-%p.mtb,
 //                       the binary encoding; a path ending in .jsonl gives JSONL)
 //   --depth=N           stack frames per allocation, 0..64 (default 16)
 //   --unwind=fp|dwarf   how stacks are walked (default dwarf)

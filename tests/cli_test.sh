@@ -206,6 +206,61 @@ grep -q "usage: memtrace verify" "$dir/hv.txt" || fail "help verify output: $(ca
 "$memtrace" > /dev/null 2>&1
 [[ $? -eq 2 ]] || fail "no command must exit 2"
 
+# A usage error is two lines on stderr, what is wrong and where the help is, never the
+# help itself (which --help prints, on stdout, exit 0).
+usage_error() {  # usage_error COMMAND WHAT ARGS...: exit 2 and exactly those two lines
+  local command="$1" what="$2"
+  shift 2
+  "$memtrace" "$@" > "$dir/uo.txt" 2> "$dir/ue.txt"
+  local rc=$?
+  [[ $rc -eq 2 ]] || fail "memtrace $* exited $rc, not 2"
+  [[ ! -s "$dir/uo.txt" ]] || fail "memtrace $* wrote to stdout: $(cat "$dir/uo.txt")"
+  [[ $(wc -l < "$dir/ue.txt") -eq 2 ]] || fail "memtrace $* printed more than two lines: $(cat "$dir/ue.txt")"
+  grep -qF -- "$what" "$dir/ue.txt" || fail "memtrace $*: no '$what' in: $(cat "$dir/ue.txt")"
+  tail -1 "$dir/ue.txt" | grep -qxF "run \`memtrace $command --help\` for the options" \
+    || fail "memtrace $*: no help line: $(cat "$dir/ue.txt")"
+}
+usage_error summary "unknown flag '--frob'" summary --frob "$dir/c.jsonl"
+usage_error top "needs a value" top --limit
+usage_error top "bad value for --limit" top --limit=x "$dir/c.jsonl"
+usage_error summary "which capture" summary
+usage_error convert "give two files" convert "$dir/c.jsonl"
+usage_error export "which format" export "$dir/c.jsonl"
+usage_error run "unknown option '--frob'" run --frob -- /bin/true
+usage_error run "no program to run" run --quiet
+usage_error run "--depth=99 is not" run --depth 99 -- /bin/true
+usage_error report "unknown option '--frob'" report --frob "$dir/c.jsonl"
+usage_error report "where to?" report "$dir/c.jsonl"
+"$memtrace" frobnicate > /dev/null 2> "$dir/e.txt"
+[[ $(wc -l < "$dir/e.txt") -eq 2 ]] && grep -qxF "run \`memtrace help\` for the commands" "$dir/e.txt" \
+  || fail "unknown command: $(cat "$dir/e.txt")"
+for cmd in run report convert summary; do
+  "$memtrace" "$cmd" --help > "$dir/h.txt" 2> "$dir/e.txt" || fail "$cmd --help exit $?"
+  grep -q "usage: memtrace $cmd" "$dir/h.txt" && [[ ! -s "$dir/e.txt" ]] \
+    || fail "$cmd --help: $(cat "$dir/h.txt" "$dir/e.txt")"
+done
+
+# -o X, -o=X, --output X and --output=X are one flag for every command that writes a
+# file: export, report, convert and run. Each spelling writes the file it names.
+spellings=("-o FILE" "-o=FILE" "--output FILE" "--output=FILE")
+for n in 0 1 2 3; do
+  read -r -a flag <<< "${spellings[$n]/FILE/$dir/o$n}"
+  "$memtrace" export --format=folded "${flag[@]}" "$dir/small.jsonl" 2> /dev/null \
+    || fail "export ${spellings[$n]}"
+  [[ -s "$dir/o$n" ]] || fail "export ${spellings[$n]} wrote nothing"
+  read -r -a flag <<< "${spellings[$n]/FILE/$dir/o$n.html}"
+  "$memtrace" report "$dir/small.jsonl" "${flag[@]}" 2> /dev/null || fail "report ${spellings[$n]}"
+  grep -q "<html" "$dir/o$n.html" || fail "report ${spellings[$n]} wrote no page"
+  read -r -a flag <<< "${spellings[$n]/FILE/$dir/o$n.jsonl}"
+  "$memtrace" convert "$dir/c.mtb" "${flag[@]}" 2> /dev/null || fail "convert ${spellings[$n]}"
+  cmp -s "$dir/o$n.jsonl" "$dir/c.jsonl" || fail "convert ${spellings[$n]}: not the capture"
+  read -r -a flag <<< "${spellings[$n]/FILE/$dir/o$n.mtb}"
+  "$memtrace" run --quiet "${flag[@]}" -- /bin/true 2> "$dir/e.txt" \
+    || fail "run ${spellings[$n]}: $(cat "$dir/e.txt")"
+  [[ "$(head -c 8 "$dir/o$n.mtb")" == MTRACEB3 ]] && "$memtrace" summary "$dir/o$n.mtb" > /dev/null \
+    || fail "run ${spellings[$n]}: no capture at $dir/o$n.mtb"
+done
+
 # Every subcommand: --help prints its own usage and flags (exit 0); a flag of another
 # subcommand is refused by name (exit 2); --json prints one JSON object.
 for cmd in summary verify top peak retention diff coverage; do
