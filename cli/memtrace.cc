@@ -3,6 +3,7 @@
 // memtrace: the command line for captures (docs/capture-format.md).
 //
 //   memtrace <subcommand> [flags] ARGS...      memtrace <subcommand> --help
+//   memtrace --version                         memtrace version
 //
 // The one dispatch table is kCommands below. A subcommand is a handler
 // `int Handler(int argc, char** argv)` that gets argv starting at its own name and parses
@@ -24,6 +25,7 @@
 #include "cli/convert_command.h"
 #include "cli/report_command.h"
 #include "cli/run_command.h"
+#include "runtime/version.h"
 
 namespace {
 
@@ -61,7 +63,8 @@ constexpr Command kCommands[] = {
 void PrintUsage(FILE* out) {
   fputs("usage: memtrace <command> [flags] ARGS...\n\ncommands:\n", out);
   for (const Command& c : kCommands) fprintf(out, "  %-10s %s\n", c.name, c.summary);
-  fputs("  help       this text, or `memtrace help COMMAND` (same as COMMAND --help)\n\n"
+  fputs("  help       this text, or `memtrace help COMMAND` (same as COMMAND --help)\n"
+        "  version    print `memtrace VERSION` (also --version)\n\n"
         "Every command takes --help. CAPTURE is a capture written by memtrace\n"
         "(docs/capture-format.md): binary (.mtb) or JSONL, plain or zstd-compressed.\n"
         "Exit status: 0 ok, 1 a finding (verify), 2 bad usage or unreadable input.\n",
@@ -88,6 +91,10 @@ int main(int argc, char** argv) {
     return NoSuchCommand("memtrace", "which command? memtrace <command> [flags] ARGS...");
   }
   const std::string command = argv[1];
+  if (command == "--version" || command == "version") {
+    printf("memtrace %s\n", memtrace::kMemtraceVersion);
+    return 0;
+  }
   if (command == "help" || command == "--help" || command == "-h") {
     if (argc < 3) {
       PrintUsage(stdout);

@@ -206,6 +206,14 @@ grep -q "usage: memtrace verify" "$dir/hv.txt" || fail "help verify output: $(ca
 "$memtrace" > /dev/null 2>&1
 [[ $? -eq 2 ]] || fail "no command must exit 2"
 
+# --version and `version`: one line, `memtrace X.Y.Z`, exit 0; the same in the help.
+for v in --version version; do
+  "$memtrace" "$v" > "$dir/ver.txt" 2> "$dir/e.txt" || fail "memtrace $v exit $?"
+  [[ $(wc -l < "$dir/ver.txt") -eq 1 && ! -s "$dir/e.txt" ]] || fail "memtrace $v: $(cat "$dir/ver.txt" "$dir/e.txt")"
+  grep -Eq '^memtrace [0-9]+\.[0-9]+\.[0-9]+$' "$dir/ver.txt" || fail "memtrace $v: $(cat "$dir/ver.txt")"
+done
+"$memtrace" help | grep -q -- "--version" || fail "help does not mention --version"
+
 # A usage error is two lines on stderr, what is wrong and where the help is, never the
 # help itself (which --help prints, on stdout, exit 0).
 usage_error() {  # usage_error COMMAND WHAT ARGS...: exit 2 and exactly those two lines
