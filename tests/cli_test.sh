@@ -262,11 +262,13 @@ for n in 0 1 2 3; do
   read -r -a flag <<< "${spellings[$n]/FILE/$dir/o$n.jsonl}"
   "$memtrace" convert "$dir/c.mtb" "${flag[@]}" 2> /dev/null || fail "convert ${spellings[$n]}"
   cmp -s "$dir/o$n.jsonl" "$dir/c.jsonl" || fail "convert ${spellings[$n]}: not the capture"
-  read -r -a flag <<< "${spellings[$n]/FILE/$dir/o$n.mtb}"
-  "$memtrace" run --quiet "${flag[@]}" -- /bin/true 2> "$dir/e.txt" \
+  # run: a capture path whose directory is missing is refused, by name, before the
+  # program starts, so the path the flag gave is seen without tracing anything (which a
+  # sanitizer build of the interposer could not do; preload_test writes captures).
+  read -r -a flag <<< "${spellings[$n]/FILE/$dir/no_such_dir/o$n.mtb}"
+  "$memtrace" run --quiet "${flag[@]}" -- /bin/true 2> "$dir/e.txt"
+  [[ $? -eq 125 ]] && grep -qF "cannot write the capture '$dir/no_such_dir/o$n.mtb'" "$dir/e.txt" \
     || fail "run ${spellings[$n]}: $(cat "$dir/e.txt")"
-  [[ "$(head -c 8 "$dir/o$n.mtb")" == MTRACEB3 ]] && "$memtrace" summary "$dir/o$n.mtb" > /dev/null \
-    || fail "run ${spellings[$n]}: no capture at $dir/o$n.mtb"
 done
 
 # Every subcommand: --help prints its own usage and flags (exit 0); a flag of another
