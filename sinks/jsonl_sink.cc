@@ -28,7 +28,6 @@
 namespace memtrace {
 namespace {
 
-constexpr size_t kFlushBytes = size_t{1} << 20;
 // The lowest descriptor number a capture file opened by Open() gets (see there).
 constexpr int kHighDescriptor = 512;
 // Emptied batch vectors kept for reuse (JsonlSink::OnEpoch): a few, of ordinary size
@@ -329,14 +328,6 @@ void JsonlSink::WriteScope(uint32_t path) {
   Emit(JsonScopeLine(path, table.Parent(path), table.Name(path), table.PathString(path)));
 }
 
-uint32_t JsonlSink::SiteId(uint64_t site) {
-  RecentSite& recent = recent_sites_[FibonacciIndex(site, kRecentSitesLog2)];
-  if (recent.site == site && recent.id != kNoSite) return recent.id;
-  recent.site = site;
-  recent.id = SiteIdSlow(site);
-  return recent.id;
-}
-
 uint32_t JsonlSink::SiteIdSlow(uint64_t site) {
   auto it = site_ids_.find(site);
   if (it != site_ids_.end()) return it->second;
@@ -524,13 +515,6 @@ void JsonlSink::Emit(const std::string& line) {
     buffer_ += '\n';
   }
   FlushIfFull();
-}
-
-void JsonlSink::FlushIfFull() {
-  if (options_.max_bytes != 0) return;
-  const size_t buffered =
-      options_.encoding == CaptureEncoding::kBinary ? binary_.size() : buffer_.size();
-  if (buffered >= kFlushBytes) FlushOutput();
 }
 
 void JsonlSink::FlushOutput() {

@@ -56,6 +56,7 @@
 #include "sinks/binary_encoding.h"
 #include "sinks/zstd_file_stream.h"
 #include "transport/cache_line.h"
+#include "transport/fibonacci_index.h"
 
 namespace memtrace {
 
@@ -206,10 +207,24 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   }
   void WriteScope(uint32_t path);  // and its parents
   // Mid-batch: writes the buffer once it holds kFlushBytes, except under max_bytes, where a
-  // batch goes out whole or not at all (WriteBatch()).
-  void FlushIfFull();
+  // batch goes out whole or not at all (WriteBatch()). Inline: WriteBatch() asks after
+  // every event.
+  void FlushIfFull() {
+    if (options_.max_bytes != 0) return;
+    const size_t buffered =
+        options_.encoding == CaptureEncoding::kBinary ? binary_.size() : buffer_.size();
+    if (__builtin_expect(buffered >= kFlushBytes, 0)) FlushOutput();
+  }
+  static constexpr size_t kFlushBytes = size_t{1} << 20;
   void WriteLayer(uint8_t layer);
-  uint32_t SiteId(uint64_t site);  // writes the site's line the first time
+  // The site's id; writes the site's line the first time. Inline: once per allocation.
+  uint32_t SiteId(uint64_t site) {
+    RecentSite& recent = recent_sites_[FibonacciIndex(site, kRecentSitesLog2)];
+    if (__builtin_expect(recent.site == site && recent.id != kNoSite, 1)) return recent.id;
+    recent.site = site;
+    recent.id = SiteIdSlow(site);
+    return recent.id;
+  }
   uint32_t SiteIdSlow(uint64_t site);
   void AddStackFrames(const ObservedEvent& o);
   // Writes a header, table, module or trailer line (JSON text, no newline) in the

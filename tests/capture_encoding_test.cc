@@ -6,6 +6,7 @@
 // other, JSONL -> binary -> JSONL byte for byte.
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -468,6 +469,42 @@ TEST(CaptureEncodingTest, ShortRecordsLeaveOutWhatTheEventBeforeThemSays) {
   }
   EXPECT_TRUE(in.empty());
   EXPECT_EQ(shortened, 7);
+}
+
+// PutVarint() writes whole words below 2^56 and loops above: both give LEB128's bytes,
+// checked against a byte-at-a-time encoding of its own at every length's edges, and it
+// writes nothing past the end it returns plus kVarintSpill.
+TEST(CaptureEncodingTest, VarintsAreLeb128AtEveryLength) {
+  auto reference = [](uint64_t v) {
+    std::string out;
+    do {
+      const uint8_t low = v & 0x7f;
+      v >>= 7;
+      out.push_back(static_cast<char>(v != 0 ? low | 0x80 : low));
+    } while (v != 0);
+    return out;
+  };
+  std::vector<uint64_t> values = {0, 1, 0x7f, ~uint64_t{0}, 0x0123456789abcdefull};
+  for (int bits = 1; bits <= 64; ++bits) {
+    const uint64_t top = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+    values.push_back(top);                          // all ones: the longest of its length
+    values.push_back(uint64_t{1} << (bits - 1));    // the shortest of its bit width
+    values.push_back(top & 0x5555555555555555ull);  // alternating bits
+  }
+  for (const uint64_t v : values) {
+    uint8_t buffer[32];
+    std::memset(buffer, 0xee, sizeof(buffer));
+    const uint8_t* end = BinaryEncoder::PutVarint(buffer + 1, v);
+    const std::string want = reference(v);
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(buffer + 1),
+                          static_cast<size_t>(end - buffer - 1)),
+              want)
+        << "value " << v;
+    EXPECT_EQ(buffer[0], 0xee) << "value " << v;
+    for (const uint8_t* p = end + BinaryEncoder::kVarintSpill; p < buffer + sizeof(buffer); ++p) {
+      EXPECT_EQ(*p, 0xee) << "value " << v << ", byte " << (p - buffer);
+    }
+  }
 }
 
 TEST(CaptureEncodingTest, ShortRecordsAreErrorsWhereTheyCannotBe) {
