@@ -61,6 +61,7 @@
 #ifndef MEMTRACE_SINKS_BINARY_ENCODING_H_
 #define MEMTRACE_SINKS_BINARY_ENCODING_H_
 
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -234,19 +235,27 @@ class BinaryEncoder {
   // that stops at the last byte mispredicts its exit about once a field. The seven-bit
   // groups are spread into the bytes of one word in three shift-and-mask steps, the
   // continuation bits of all but the last byte set by mask, and the word stored whole.
-  static uint8_t* PutVarint(uint8_t* p, uint64_t v) {
+  // Out of line: inlined, its masks and temporaries take the sink loop's registers, and
+  // that loop runs slower.
+  __attribute__((noinline)) static uint8_t* PutVarint(uint8_t* p, uint64_t v) {
     if constexpr (std::endian::native == std::endian::little) {
       if (__builtin_expect(v < (uint64_t{1} << 56), 1)) {
         uint64_t x = (v & 0x000000000fffffffull) | ((v & 0x00fffffff0000000ull) << 4);
         x = (x & 0x00003fff00003fffull) | ((x & 0x0fffc0000fffc000ull) << 2);
         x = (x & 0x007f007f007f007full) | ((x & 0x3f803f803f803f80ull) << 1);
-        // 1 to 8 bytes; every byte but the last carries the continuation bit.
-        const unsigned bytes = (static_cast<unsigned>(std::bit_width(v | 1)) + 6) / 7;
-        x |= 0x8080808080808080ull & ((uint64_t{1} << (8 * bytes - 8)) - 1);
+        const VarintShape& shape = kVarintShapes[std::bit_width(v | 1)];
+        x |= shape.continuation;
         std::memcpy(p, &x, sizeof(x));
-        return p + bytes;
+        return p + shape.bytes;
       }
     }
+    return PutLongVarint(p, v);
+  }
+  // What PutVarint() may write past the end it returns: a whole word from the start of a
+  // one-byte varint.
+  static constexpr size_t kVarintSpill = 7;
+  // PutVarint() a byte at a time: values from 2^56 on, and big-endian machines.
+  static uint8_t* PutLongVarint(uint8_t* p, uint64_t v) {
     while (v >= 0x80) {
       *p++ = static_cast<uint8_t>(v | 0x80);
       v >>= 7;
@@ -254,9 +263,6 @@ class BinaryEncoder {
     *p++ = static_cast<uint8_t>(v);
     return p;
   }
-  // What PutVarint() may write past the end it returns: a whole word from the start of a
-  // one-byte varint.
-  static constexpr size_t kVarintSpill = 7;
   // Signed differences as unsigned varints: 0, -1, 1, -2, ... -> 0, 1, 2, 3, ...
   static uint64_t ZigZag(uint64_t delta) {
     const auto v = static_cast<int64_t>(delta);
@@ -273,6 +279,21 @@ class BinaryEncoder {
   size_t size() const { return out_->size() + staged_; }
 
  private:
+  // A varint of a value of `w` significant bits (bit_width, 1 to 56): its length, and
+  // the continuation bits of every byte but its last, as PutVarint() ORs them in.
+  struct VarintShape {
+    uint64_t continuation;
+    uint64_t bytes;
+  };
+  static constexpr std::array<VarintShape, 57> kVarintShapes = [] {
+    std::array<VarintShape, 57> shapes{};
+    for (size_t w = 1; w < shapes.size(); ++w) {
+      const uint64_t bytes = (w + 6) / 7;
+      shapes[w] = {0x8080808080808080ull & ((uint64_t{1} << (8 * bytes - 8)) - 1), bytes};
+    }
+    return shapes;
+  }();
+
   static constexpr size_t kStageBytes = 16 * 1024;
   // Tag, thread, address delta, size, layer, scope, site, ticket delta, weight (alloc);
   // tag, thread, address delta, layer, ticket delta, `of` delta (free).
