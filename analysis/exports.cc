@@ -64,7 +64,9 @@ std::string FrameName(Symbolizer& symbolizer, uint64_t pc) {
   return f.function != "??" ? f.function : symbolizer.Describe(pc);
 }
 
-absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const CaptureSummary& summary) {
+absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const CaptureSummary& summary,
+                                          Symbolizer& symbolizer,
+                                          const AllocatorFunctions& allocators) {
   TraceBuilder trace(summary.pid);
   // Time zero: the capture's start (or its first event). Event times `t` are unix ns at the
   // start of the drainer epoch, never after the event; scope slices use the steady clock
@@ -154,10 +156,23 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
   }
   for (const AllocationAttribution& a : summary.attribution) {
     if (a.usage.live_bytes == 0) continue;
+    const std::string site = SiteLabel(symbolizer, SiteFrames(summary, a.site, a.site_addr),
+                                       allocators);
     trace.Add(absl::StrCat(trace.Common("i", "leak: " + ScopePath(summary, a.scope), 0, last_ts),
-                           ",\"s\":\"g\",\"args\":{\"site\":\"0x", absl::Hex(a.site_addr),
+                           ",\"s\":\"g\",\"args\":{\"site\":", JsonQuote(site),
+                           ",\"site_addr\":\"0x", absl::Hex(a.site_addr),
                            "\",\"live_bytes\":", a.usage.live_bytes,
                            ",\"live_blocks\":", a.usage.live_count, "}}"));
+  }
+  // Each thread's slices on a track named after it: the capture numbers threads in the
+  // order they first recorded (docs/capture-format.md), it keeps no kernel thread id.
+  std::vector<uint32_t> threads;  // in order: the output is the same in every run
+  for (const auto& [thread, stack] : open) threads.push_back(thread);
+  std::sort(threads.begin(), threads.end());
+  for (const uint32_t thread : threads) {
+    trace.Add(absl::StrCat("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":", summary.pid,
+                           ",\"tid\":", thread, ",\"ts\":0,\"args\":{\"name\":\"memtrace thread ",
+                           thread, "\"}}"));
   }
   trace.Add(absl::StrCat("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":", summary.pid,
                          ",\"tid\":0,\"ts\":0,\"args\":{\"name\":\"memtrace capture\"}}"));
@@ -236,7 +251,8 @@ absl::StatusOr<std::string> Gzip(const std::string& data) {
 
 }  // namespace
 
-absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symbolizer& symbolizer) {
+absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symbolizer& symbolizer,
+                                         const AllocatorFunctions& allocators) {
   // profile.proto (github.com/google/pprof/proto/profile.proto) field numbers.
   enum : uint32_t {
     kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5,
@@ -311,7 +327,14 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
   for (const AllocationAttribution& a : summary.attribution) {
     ProtoWriter sample;
     std::vector<uint64_t> ids;
-    for (uint64_t pc : SiteFrames(summary, a.site, a.site_addr)) ids.push_back(location(pc));
+    const std::vector<uint64_t> frames = SiteFrames(summary, a.site, a.site_addr);
+    // The innermost allocator frames left out, the outermost frame always kept.
+    size_t first = 0;
+    while (first + 1 < frames.size() &&
+           allocators.Contains(symbolizer.Resolve(frames[first]).function)) {
+      ++first;
+    }
+    for (size_t i = first; i < frames.size(); ++i) ids.push_back(location(frames[i]));
     sample.Packed(1, ids);
     sample.Packed(2, {a.usage.allocated_count, a.usage.allocated_bytes, a.usage.live_count,
                       a.usage.live_bytes});

@@ -4,14 +4,19 @@
 //
 //   PerfettoTrace()  Chrome trace-event JSON ({"traceEvents":[...]}) that Perfetto UI and
 //                    chrome://tracing open: a live-bytes counter per scope ("ph":"C"),
-//                    scope slices per thread ("B"/"E", balanced per thread), and instant
-//                    events ("ph":"i") for the global peak and for what was still live at
-//                    the end (leaks), one per site and scope.
+//                    scope slices per thread ("B"/"E", balanced per thread, on a track
+//                    named after the capture's thread), and instant events ("ph":"i") for
+//                    the global peak and for what was still live at the end (leaks), one
+//                    per site and scope, named by the site's label (SiteLabel: the caller
+//                    of the allocator functions) with its address beside it.
 //   FoldedStacks()   collapsed stacks for flame-graph tools: "outer;caller;callee WEIGHT"
 //                    per line, weighted by bytes or by allocations.
 //   PprofProfile()   a gzip-compressed profile.proto heap profile with sample types
 //                    alloc_objects/count, alloc_space/bytes, inuse_objects/count and
-//                    inuse_space/bytes (inuse: live at the end), for `go tool pprof`.
+//                    inuse_space/bytes (inuse: live at the end), for `go tool pprof`. A
+//                    stack's innermost frames that are allocator functions (malloc,
+//                    operator new, a program's own wrappers: allocator_frames.h) are left
+//                    out, so the leaf is the code that asked for memory.
 //
 // Frames are symbolized through the capture's module lines (analysis/symbolizer.h); a
 // site without a captured stack is the one frame of its return address. Sampled captures
@@ -25,13 +30,17 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "analysis/allocator_frames.h"
 #include "analysis/analyzer.h"
 #include "analysis/symbolizer.h"
 
 namespace memtrace {
 
-// Replays the capture at `path` (whose summary is `summary`) into trace-event JSON.
-absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const CaptureSummary& summary);
+// Replays the capture at `path` (whose summary is `summary`) into trace-event JSON; leak
+// sites are named through `symbolizer` with `allocators`.
+absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const CaptureSummary& summary,
+                                          Symbolizer& symbolizer,
+                                          const AllocatorFunctions& allocators = {});
 
 enum class FoldedWeight { kBytes, kCount };
 // Collapsed stacks of the allocations, outermost frame first, identical stacks merged, one
@@ -41,8 +50,11 @@ std::string FoldedStacks(const CaptureSummary& summary, Symbolizer& symbolizer,
                          FoldedWeight weight);
 
 // The gzip-compressed profile.proto bytes. Each (site, scope, layer) is a sample labelled
-// with its scope and layer.
-absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symbolizer& symbolizer);
+// with its scope and layer, its stack without its innermost allocator frames (`allocators`:
+// the built-in list and the program's own); a stack of allocator frames only keeps its
+// outermost.
+absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symbolizer& symbolizer,
+                                         const AllocatorFunctions& allocators = {});
 
 // A frame's name in exports: the function, or Describe() when the function is unknown (so
 // two unknown pcs stay apart).

@@ -18,6 +18,7 @@
 #include "analysis/output_file.h"
 #include "analysis/symbolizer.h"
 #include "cli/internal/analysis_common.h"
+#include "cli/internal/site_namer.h"
 #include "sinks/summary_table.h"
 
 ABSL_FLAG(std::string, format, "", "export format: perfetto, folded or pprof");
@@ -27,6 +28,7 @@ namespace memtrace {
 
 using cli_internal::Load;
 using cli_internal::OneCapture;
+using cli_internal::ParseAllocators;
 
 const CommandSpec kExportSpec = {
     "export", "memtrace export --format=perfetto|folded|pprof [flags] CAPTURE -o OUT",
@@ -36,9 +38,11 @@ const CommandSpec kExportSpec = {
     "  folded    collapsed stacks (\"outer;caller;callee WEIGHT\") for flame-graph tools,\n"
     "            weighted by bytes (--weight=bytes) or allocations (--weight=count)\n"
     "  pprof     gzip-compressed profile.proto for `go tool pprof` (alloc_objects,\n"
-    "            alloc_space, inuse_objects, inuse_space; inuse = live at the end)\n"
+    "            alloc_space, inuse_objects, inuse_space; inuse = live at the end), each\n"
+    "            stack without its innermost allocator frames (malloc, operator new, and\n"
+    "            the functions --allocator names)\n"
     "Without -o, perfetto and folded go to stdout; pprof needs -o.",
-    {"format", "weight", "output"}};
+    {"format", "weight", "output", "allocator"}};
 
 int ExportCommand(int argc, char** argv) {
   ParsedArgs args;
@@ -57,6 +61,8 @@ int ExportCommand(int argc, char** argv) {
   if (weight != "bytes" && weight != "count") {
     return UsageError(kExportSpec, absl::StrCat("--weight must be bytes or count, not '", weight, "'"));
   }
+  AllocatorFunctions allocators;
+  if (auto exit = ParseAllocators(kExportSpec, &allocators)) return *exit;
   if (format == "pprof" && output.empty()) {
     return UsageError(kExportSpec, "pprof output is binary: give -o FILE (e.g. -o heap.pb.gz)");
   }
@@ -75,12 +81,12 @@ int ExportCommand(int argc, char** argv) {
   for (const CaptureRecord& m : s->modules) symbolizer.AddModule(m);
   absl::StatusOr<std::string> data;
   if (format == "perfetto") {
-    data = PerfettoTrace(path, *s);
+    data = PerfettoTrace(path, *s, symbolizer, allocators);
   } else if (format == "folded") {
     data = FoldedStacks(*s, symbolizer,
                         weight == "count" ? FoldedWeight::kCount : FoldedWeight::kBytes);
   } else {
-    data = PprofProfile(*s, symbolizer);
+    data = PprofProfile(*s, symbolizer, allocators);
   }
   if (!data.ok()) return InputError(kExportSpec, std::string(data.status().message()));
   if (out.has_value()) {

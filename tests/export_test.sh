@@ -77,7 +77,8 @@ done
 
 # ---- perfetto trace-event JSON.
 "$memtrace" export --format=perfetto "$dir/c.jsonl" -o "$dir/trace.json" 2> /dev/null || fail "export perfetto"
-python3 - "$dir/trace.json" <<'PY' || fail "perfetto trace does not follow the trace-event rules"
+"$memtrace" export --format=perfetto "$dir/cut.jsonl" -o "$dir/cut_trace.json" 2> /dev/null || fail "export perfetto (cut)"
+python3 - "$dir/trace.json" "$dir/cut_trace.json" <<'PY' || fail "perfetto trace does not follow the trace-event rules"
 import json, sys
 d = json.load(open(sys.argv[1]))
 events = d["traceEvents"]
@@ -106,6 +107,16 @@ for e in events:
 assert all(not s for s in stacks.values()), "B without E"
 assert slices > 0 and counters > 0, (slices, counters)
 assert "global peak" in instants, instants
+# Leaks (what the cut capture still holds at its end) name their site by function, with
+# the address beside it; every thread with slices has a named track.
+cut_events = json.load(open(sys.argv[2]))["traceEvents"]
+leaks = [e for e in cut_events if e["ph"] == "i" and e["name"].startswith("leak: ")]
+assert leaks, "no leak instants in the cut capture"
+for e in leaks:
+    assert not e["args"]["site"].startswith(("0x", "??")), e
+    assert e["args"]["site_addr"].startswith("0x"), e
+named = {e["tid"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+assert set(stacks) <= named, (sorted(stacks), sorted(named))
 PY
 
 # ---- errors.

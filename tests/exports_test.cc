@@ -127,6 +127,21 @@ uint64_t VarintField(const std::string& message, int number) {
   return 0;
 }
 
+// The profile.proto bytes of a gzip-compressed profile.
+std::string Inflate(const std::string& data) {
+  z_stream z{};
+  EXPECT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
+  std::string profile(1 << 20, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(profile.data());
+  z.avail_out = static_cast<uInt>(profile.size());
+  EXPECT_EQ(inflate(&z, Z_FINISH), Z_STREAM_END);
+  profile.resize(z.total_out);
+  inflateEnd(&z);
+  return profile;
+}
+
 // A pprof location lists the functions inlined at its address as lines of their own,
 // innermost first, the frame's own function last.
 TEST(ExportsTest, PprofLocationsCarryInlinedFunctionsAsLines) {
@@ -135,16 +150,7 @@ TEST(ExportsTest, PprofLocationsCarryInlinedFunctionsAsLines) {
   for (const CaptureRecord& m : s.modules) symbolizer.AddModule(m);
   const auto data = PprofProfile(s, symbolizer);
   ASSERT_TRUE(data.ok()) << data.status();
-  z_stream z{};
-  ASSERT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
-  std::string profile(1 << 20, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data->data()));
-  z.avail_in = static_cast<uInt>(data->size());
-  z.next_out = reinterpret_cast<Bytef*>(profile.data());
-  z.avail_out = static_cast<uInt>(profile.size());
-  ASSERT_EQ(inflate(&z, Z_FINISH), Z_STREAM_END);
-  profile.resize(z.total_out);
-  inflateEnd(&z);
+  const std::string profile = Inflate(*data);
 
   // Profile: location (4), function (5), string_table (6). Function: id (1), name (2).
   std::vector<std::string> strings, locations;
@@ -162,6 +168,76 @@ TEST(ExportsTest, PprofLocationsCarryInlinedFunctionsAsLines) {
   EXPECT_EQ(lines, (std::vector<std::string>{"memtrace_inline_test::InnerInlined()",
                                              "memtrace_inline_test::Inlined()",
                                              "memtrace_inline_test::Outer()"}));
+}
+
+// Each sample's stack, innermost first, as the names of its locations' own functions.
+std::vector<std::vector<std::string>> SampleStacks(const std::string& profile) {
+  std::vector<std::string> strings;
+  std::map<uint64_t, uint64_t> function_names;  // function id -> string index
+  std::map<uint64_t, uint64_t> location_functions;  // location id -> its last line's function
+  std::vector<std::string> samples;
+  for (const Field& f : Fields(profile)) {
+    if (f.number == 2) samples.push_back(f.bytes);
+    if (f.number == 5) function_names[VarintField(f.bytes, 1)] = VarintField(f.bytes, 2);
+    if (f.number == 6) strings.push_back(f.bytes);
+    if (f.number == 4) {
+      for (const Field& line : Fields(f.bytes)) {
+        if (line.number == 4) location_functions[VarintField(f.bytes, 1)] = VarintField(line.bytes, 1);
+      }
+    }
+  }
+  std::vector<std::vector<std::string>> stacks;
+  for (const std::string& sample : samples) {
+    std::vector<std::string> stack;
+    for (const Field& f : Fields(sample)) {
+      if (f.number != 1) continue;  // location_id, packed
+      size_t i = 0;
+      while (i < f.bytes.size()) {
+        uint64_t id = 0;
+        for (int shift = 0; i < f.bytes.size(); shift += 7) {
+          const auto byte = static_cast<unsigned char>(f.bytes[i++]);
+          id |= uint64_t{byte & 0x7fu} << shift;
+          if ((byte & 0x80) == 0) break;
+        }
+        stack.push_back(strings.at(function_names.at(location_functions.at(id))));
+      }
+    }
+    stacks.push_back(stack);
+  }
+  return stacks;
+}
+
+// pprof's leaf is the code that asked for memory: the innermost frames that are allocator
+// functions (here the program's own, named as --allocator would) are left out, and a stack
+// of allocator frames only keeps its outermost.
+TEST(ExportsTest, PprofLeavesOutTheInnermostAllocatorFrames) {
+  CaptureSummary s;
+  s.modules = SelfExecutableModules();
+  const uint64_t inner = reinterpret_cast<uint64_t>(&memtrace_exports_test::Inner) + 1;
+  const uint64_t outer = reinterpret_cast<uint64_t>(&memtrace_exports_test::Outer) + 1;
+  s.site_addrs = {{1, inner}};
+  s.site_frames[1] = {inner, outer};
+  AllocationAttribution a;
+  a.site = 1;
+  a.site_addr = inner;
+  a.usage.Allocate(100);
+  s.attribution = {a};
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : s.modules) symbolizer.AddModule(m);
+  const std::string kInner = "memtrace_exports_test::Inner()";
+  const std::string kOuter = "memtrace_exports_test::Outer()";
+
+  auto stacks = [&](const char* allocators) {
+    absl::StatusOr<AllocatorFunctions> list = AllocatorFunctions::Parse(allocators);
+    EXPECT_TRUE(list.ok()) << list.status();
+    const auto data = PprofProfile(s, symbolizer, *list);
+    EXPECT_TRUE(data.ok()) << data.status();
+    return SampleStacks(Inflate(*data));
+  };
+  using Stacks = std::vector<std::vector<std::string>>;
+  EXPECT_EQ(stacks(""), (Stacks{{kInner, kOuter}}));
+  EXPECT_EQ(stacks("memtrace_exports_test::Inner"), (Stacks{{kOuter}}));
+  EXPECT_EQ(stacks("memtrace_exports_test::*"), (Stacks{{kOuter}}));
 }
 
 TEST(ExportsTest, PprofIsGzip) {
