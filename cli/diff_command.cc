@@ -4,8 +4,10 @@
 
 #include "cli/analysis_commands.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,12 +16,15 @@
 #include "analysis/analyzer.h"
 #include "analysis/capture_filters.h"
 #include "cli/internal/analysis_common.h"
+#include "cli/internal/site_namer.h"
 #include "sinks/json_text.h"
 #include "sinks/summary_table.h"
 
 ABSL_FLAG(std::string, from, "end",
           "diff: the first snapshot point: end, event=N, time=T, scope-exit=PATH[#N]");
 ABSL_FLAG(std::string, to, "end", "diff: the second snapshot point (same forms as --from)");
+ABSL_FLAG(bool, sites, false,
+          "diff: compare call sites (named as `top` names them) instead of scopes");
 
 namespace memtrace {
 
@@ -27,7 +32,9 @@ using cli_internal::Basename;
 using cli_internal::CheckReached;
 using cli_internal::FiltersOf;
 using cli_internal::Load;
+using cli_internal::ParseAllocators;
 using cli_internal::PointDescription;
+using cli_internal::SiteNamer;
 using cli_internal::PrintSampledNote;
 using cli_internal::Verdict;
 using cli_internal::VerdictWord;
@@ -39,8 +46,12 @@ const CommandSpec kDiffSpec = {
     "to BEFORE and --to to AFTER (both default to the end); with one capture, --from and\n"
     "--to pick two points of it. Points: end, event=N, time=T (since the start, or unix\n"
     "ns; T with a unit, 1.5s, 250ms, 40us, 100ns, or a bare number of ns), scope-exit=PATH\n"
-    "or scope-exit=PATH#N.",
-    {"json", "from", "to"}};
+    "or scope-exit=PATH#N.\n"
+    "--sites compares call sites instead, matched by name as `top` names them (the caller of\n"
+    "the allocator functions, --allocator adding the program's own), so two runs of a\n"
+    "program compare whatever addresses they ran at: live bytes and allocations, largest\n"
+    "growth in live bytes first.",
+    {"json", "from", "to", "sites", "allocator"}};
 
 namespace {
 
@@ -64,6 +75,36 @@ void PrintDifferentProgramsNote(const CaptureSummary& before, const CaptureSumma
          "  each names its command)?\n",
          a.c_str(), b.c_str());
 }
+
+// Each call site's counters in `before` and `after`, matched by the name SiteNamer gives
+// it, every (site, scope, layer) of a name summed; the largest growth in live bytes first,
+// then in bytes allocated. No high-water: the rows of one name peak at different moments.
+std::vector<Difference> CompareSites(const CaptureSummary& before, const CaptureSummary& after,
+                                     const AllocatorFunctions& allocators) {
+  std::map<std::string, Difference> by_name;
+  auto add = [&](const CaptureSummary& s, UsageCounters Difference::*side) {
+    SiteNamer names(s, allocators);
+    for (const AllocationAttribution& a : s.attribution) {
+      Difference& d = by_name[names.Name(a.site)];
+      (d.*side).AddCounts(a.usage);
+    }
+  };
+  add(before, &Difference::before);
+  add(after, &Difference::after);
+  std::vector<Difference> rows;
+  for (auto& [name, d] : by_name) {
+    d.path = name;
+    rows.push_back(d);
+  }
+  std::sort(rows.begin(), rows.end(), [](const Difference& a, const Difference& b) {
+    if (a.live_delta() != b.live_delta()) return a.live_delta() > b.live_delta();
+    if (a.allocated_delta() != b.allocated_delta()) return a.allocated_delta() > b.allocated_delta();
+    return a.path < b.path;
+  });
+  return rows;
+}
+
+std::string SignedCount(int64_t v) { return v < 0 ? absl::StrCat(v) : absl::StrCat("+", v); }
 
 }  // namespace
 
@@ -90,7 +131,11 @@ int DiffCommand(int argc, char** argv) {
   const auto after = Load(after_path, *to);
   if (!after.ok()) return InputError(kDiffSpec, std::string(after.status().message()));
   if (auto e = CheckReached(kDiffSpec, *after, *to)) return *e;
-  const std::vector<Difference> rows = Compare(*before, *after);
+  const bool sites = absl::GetFlag(FLAGS_sites);
+  AllocatorFunctions allocators;
+  if (auto exit = ParseAllocators(kDiffSpec, &allocators)) return *exit;
+  const std::vector<Difference> rows =
+      sites ? CompareSites(*before, *after, allocators) : Compare(*before, *after);
   auto label = [](const std::string& path, const SnapshotPoint& p) {
     return p.kind == SnapshotPoint::Kind::kEnd ? path
                                                : absl::StrCat(path, " at ", PointDescription(p));
@@ -98,16 +143,17 @@ int DiffCommand(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_json)) {
     std::string out;
     for (const Difference& d : rows) {
-      absl::StrAppend(&out, out.empty() ? "" : ",", "{\"path\":", JsonQuote(d.path),
-                      ",\"before\":", JsonUsage(d.before), ",\"after\":", JsonUsage(d.after),
-                      ",\"live_delta\":", d.live_delta(),
-                      ",\"high_water_delta\":", d.high_water_delta(),
-                      ",\"allocated_delta\":", d.allocated_delta(), "}");
+      absl::StrAppend(&out, out.empty() ? "" : ",", sites ? "{\"site\":" : "{\"path\":",
+                      JsonQuote(d.path), ",\"before\":", JsonUsage(d.before),
+                      ",\"after\":", JsonUsage(d.after), ",\"live_delta\":", d.live_delta());
+      if (!sites) absl::StrAppend(&out, ",\"high_water_delta\":", d.high_water_delta());
+      absl::StrAppend(&out, ",\"allocated_delta\":", d.allocated_delta(), "}");
     }
-    printf("{\"command\":\"diff\",\"before\":%s,\"before_verdict\":\"%s\","
+    printf("{\"command\":\"diff\",\"by\":\"%s\",\"before\":%s,\"before_verdict\":\"%s\","
            "\"before_filters\":%s,\"after\":%s,\"after_verdict\":\"%s\",\"after_filters\":%s,"
            "\"sampled\":%s,\"rows\":[%s]}\n",
-           JsonQuote(label(before_path, *from)).c_str(), VerdictWord(*before).c_str(),
+           sites ? "site" : "scope", JsonQuote(label(before_path, *from)).c_str(),
+           VerdictWord(*before).c_str(),
            FiltersOf(*before).Json().c_str(), JsonQuote(label(after_path, *to)).c_str(),
            VerdictWord(*after).c_str(), FiltersOf(*after).Json().c_str(),
            before->sampled || after->sampled ? "true" : "false", out.c_str());
@@ -118,6 +164,20 @@ int DiffCommand(int argc, char** argv) {
   PrintDifferentProgramsNote(*before, *after);
   PrintSampledNote(before->sampled ? *before : *after);
   printf("\n");
+  if (sites) {
+    const char* row = "%12s %12s %12s %12s %12s  %s\n";
+    printf(row, "live before", "live after", "live change", "allocs +/-", "allocated +/-",
+           "site");
+    for (const Difference& d : rows) {
+      printf(row, FormatBytes(d.before.live_bytes).c_str(), FormatBytes(d.after.live_bytes).c_str(),
+             Signed(d.live_delta()).c_str(),
+             SignedCount(static_cast<int64_t>(d.after.allocated_count) -
+                         static_cast<int64_t>(d.before.allocated_count))
+                 .c_str(),
+             Signed(d.allocated_delta()).c_str(), d.path.c_str());
+    }
+    return 0;
+  }
   const char* row = "%-40s %12s %12s %12s %14s %12s\n";
   printf(row, "scope", "live before", "live after", "live change", "high-water +/-",
          "allocated +/-");

@@ -353,6 +353,32 @@ grep -q "bad snapshot point 'time=3parsecs': expected a duration with a unit (ns
 grep -q "at exit 5 of request" "$dir/d2.txt" || fail "diff points: $(head -2 "$dir/d2.txt")"
 "$memtrace" diff "$dir/c.jsonl" 2> /dev/null
 [[ $? -eq 2 ]] || fail "diff of one capture without points must exit 2"
+# diff --sites: the rows' changes add up to the totals' change between the two points (as
+# `summary` gives them at each), growth first, each site named; between two runs of the
+# program, a site is matched by its name whatever address it ran at.
+"$memtrace" diff --sites --json --from=event=2000 --to=end "$dir/c.jsonl" > "$dir/ds.json" \
+  || fail "diff --sites"
+"$memtrace" summary --json --at-event=2000 "$dir/c.jsonl" > "$dir/s0.json" || fail "summary at 2000"
+"$memtrace" diff --sites --json "$dir/small.jsonl" "$dir/c.jsonl" > "$dir/ds2.json" \
+  || fail "diff --sites of two captures"
+python3 - "$dir/ds.json" "$dir/s0.json" "$dir/s.json" "$dir/ds2.json" <<'PY' || fail "diff --sites: $(head -c 600 "$dir/ds.json")"
+import json, sys
+d, s0, s1, two = (json.load(open(p)) for p in sys.argv[1:5])
+assert d["command"] == "diff" and d["by"] == "site", d
+rows = d["rows"]
+assert rows, "no rows"
+names = [r["site"] for r in rows]
+assert all(n and not n.startswith("0x") for n in names) and len(set(names)) == len(names), names
+live = [r["live_delta"] for r in rows]
+assert live == sorted(live, reverse=True), live
+for key, field in (("live_delta", "live_bytes"), ("allocated_delta", "allocated_bytes")):
+    want = s1["totals"][field] - s0["totals"][field]
+    got = sum(r[key] for r in rows)
+    assert got == want, (key, got, want)
+    assert all(r[key] == r["after"][field] - r["before"][field] for r in rows), key
+both = [r for r in two["rows"] if r["before"]["allocated_count"] and r["after"]["allocated_count"]]
+assert both, "no site matched between the two runs"
+PY
 
 # Per-scope peaks: one scope, and an unknown one.
 "$memtrace" peak --scope=request/respond "$dir/c.jsonl" > "$dir/p2.txt" || fail "peak --scope"
