@@ -355,6 +355,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       summary_.started_unix_ns = rec.t;
       summary_.sample_interval_bytes = HeaderNumber(rec.raw, "\"sample_interval_bytes\":");
       summary_.site_capacity = HeaderNumber(rec.raw, "\"site_capacity\":");
+      summary_.stack_depth = HeaderNumber(rec.raw, "\"stack_depth\":");
       summary_.min_size = HeaderNumber(rec.raw, "\"min_size\":");
       summary_.fork = ForkOf(rec.raw);
       summary_.process = ProcessOf(rec.raw);

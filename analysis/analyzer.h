@@ -155,6 +155,9 @@ struct CaptureSummary {
   uint64_t sample_interval_bytes = 0;  // the interposer's, 0 when every allocation was kept
   uint64_t min_size = 0;  // the interposer's: smaller blocks were not recorded (0: none)
   uint64_t site_capacity = 0;  // the interposer's, 0 when not recorded (older captures)
+  // The interposer's: the most frames a call stack keeps (--depth), 0 when not recorded. A
+  // stack that long may have lost its outermost callers.
+  uint64_t stack_depth = 0;
   // Snapshot: how many events were applied (all of them without a snapshot point), and
   // whether the point was reached (a scope exit may not happen N times).
   uint64_t events_applied = 0;

@@ -76,6 +76,14 @@ class FrameNames {
     return SiteLabel(symbolizer_, frames, allocators_);
   }
 
+  // A frame's name in the flame graph: its function, so that the lines of one function
+  // are one box; Describe() where the function is unknown or a describer names frames.
+  std::string Function(uint64_t pc) {
+    if (describe_ || !use_symbolizer_) return Describe(pc);
+    const SymbolizedFrame& f = symbolizer_.Resolve(pc);
+    return f.function != "??" ? f.function : Describe(pc);  // "??": Symbolizer::Resolve's unknown
+  }
+
   // An index into names() for `name`, which the flame graph uses.
   uint32_t Index(const std::string& name) {
     auto [it, added] = index_.emplace(name, static_cast<uint32_t>(names_.size()));
@@ -272,12 +280,18 @@ std::string JsonFlame(const CaptureSummary& s, const CaptureTables& tables,
     Stack st{{}, live, alloc};
     auto frames = tables.site_frames.find(site);
     if (frames != tables.site_frames.end() && tables.other_sites.count(site) == 0) {
+      // A stack as deep as the capture keeps may have lost its outermost callers: said by a
+      // frame of its own at its root, so that it does not read as the program's entry.
+      if (s.stack_depth > 0 && frames->second.size() >= s.stack_depth) {
+        st.frames.push_back(names.Index(absl::StrCat(
+            "[stack cut at ", s.stack_depth, " frames: outer callers not recorded]")));
+      }
       for (auto f = frames->second.rbegin(); f != frames->second.rend(); ++f) {
-        st.frames.push_back(names.Index(names.Describe(*f)));
+        st.frames.push_back(names.Index(names.Function(*f)));
         // The functions inlined into it, outermost first, as frames of their own.
         const std::vector<InlinedFrame>& inlined = names.Inlined(*f);
         for (auto in = inlined.rbegin(); in != inlined.rend(); ++in) {
-          st.frames.push_back(names.Index(DescribeInlined(*in)));
+          st.frames.push_back(names.Index(in->function));
         }
       }
     } else {

@@ -21,6 +21,20 @@
 #include "analysis/capture_reader.h"
 #include "analysis/timeline.h"
 #include "report/html_report.h"
+#include "tests/self_modules.h"
+
+namespace memtrace_report_test {
+__attribute__((noinline)) uint64_t Here() {
+  return reinterpret_cast<uint64_t>(__builtin_return_address(0));
+}
+// Two return addresses in one function, on two lines.
+__attribute__((noinline)) std::pair<uint64_t, uint64_t> TwoLines() {
+  const uint64_t first = Here();
+  asm volatile("" ::: "memory");
+  const uint64_t second = Here();
+  return {first, second};
+}
+}  // namespace memtrace_report_test
 
 namespace memtrace {
 namespace {
@@ -331,6 +345,62 @@ TEST(HtmlReportTest, TheLaterOfTwoModuleLinesAtOneRangeNamesFrames) {
   ASSERT_TRUE(html.ok()) << html.status();
   EXPECT_NE(html->find("?? (/opt/app/lib/later.so+0x2800)"), std::string::npos);
   EXPECT_EQ(html->find("prog+0x1800"), std::string::npos);
+}
+
+// The flame graph's part of a page: its names array.
+std::string FlameNames(const std::string& html) {
+  const size_t flame = html.find("\"flame\":{");
+  const size_t names = html.find("\"names\":[", flame);
+  return flame == std::string::npos || names == std::string::npos
+             ? ""
+             : html.substr(names, html.find("]}", names) - names + 1);  // the flame's last member
+}
+
+// Flame boxes are functions: two lines of one function (two sites) are one box. A stack as
+// deep as the capture's --depth has a frame at its root saying outer callers may be lost;
+// a shorter one does not.
+TEST(HtmlReportTest, FlameFramesAreFunctionsAndStacksAtTheDepthLimitAreMarked) {
+  const auto [first, second] = memtrace_report_test::TwoLines();
+  const uint64_t outer = reinterpret_cast<uint64_t>(&memtrace_report_test::Here) + 1;
+  std::string text =
+      "{\"type\":\"header\",\"format\":\"memtrace-jsonl\",\"schema_version\":1,\"pid\":77,"
+      "\"source\":\"preload\",\"interposer\":{\"stack_depth\":2}}\n"
+      "{\"type\":\"layer\",\"id\":0,\"name\":\"cpu\"}\n";
+  for (const CaptureRecord& m : SelfExecutableModules()) {
+    absl::StrAppend(&text, "{\"type\":\"module\",\"path\":\"", m.path, "\",\"start\":\"0x",
+                    absl::Hex(m.start), "\",\"end\":\"0x", absl::Hex(m.end), "\",\"offset\":\"0x",
+                    absl::Hex(m.offset), "\",\"build_id\":\"", m.build_id, "\"}\n");
+  }
+  // Sites 1 and 2: two frames (the depth limit); site 3: one frame.
+  absl::StrAppend(&text, "{\"type\":\"site\",\"id\":1,\"addr\":\"0x", absl::Hex(first),
+                  "\",\"frames\":[\"0x", absl::Hex(first), "\",\"0x", absl::Hex(outer), "\"]}\n");
+  absl::StrAppend(&text, "{\"type\":\"site\",\"id\":2,\"addr\":\"0x", absl::Hex(second),
+                  "\",\"frames\":[\"0x", absl::Hex(second), "\",\"0x", absl::Hex(outer), "\"]}\n");
+  absl::StrAppend(&text, "{\"type\":\"site\",\"id\":3,\"addr\":\"0x", absl::Hex(second),
+                  "\",\"frames\":[\"0x", absl::Hex(second), "\"]}\n");
+  text += Alloc(1000, 100, 0, 0, 1, 1);
+  text += Alloc(1001, 200, 0, 0, 2, 2);
+  text += Alloc(1002, 300, 0, 0, 3, 3);
+  text += kTrailer;
+  const std::string capture = TempPath("lines.jsonl");
+  std::ofstream(capture) << text;
+  ReportOptions options;
+  options.symbolize = true;
+  const auto html = RenderHtmlReport(capture, options);
+  ASSERT_TRUE(html.ok()) << html.status();
+  const std::string names = FlameNames(*html);
+  ASSERT_FALSE(names.empty()) << "no flame graph in the page";
+  EXPECT_EQ(Count(names, "\"memtrace_report_test::TwoLines()\""), 1u) << names;
+  EXPECT_EQ(Count(names, "TwoLines() ("), 0u) << "a box per line: " << names;
+  EXPECT_EQ(Count(names, "\"[stack cut at 2 frames: outer callers not recorded]\""), 1u) << names;
+  // Without the header's depth nothing is marked.
+  std::string no_depth = text;
+  no_depth.replace(no_depth.find(",\"interposer\":{\"stack_depth\":2}"),
+                   std::string(",\"interposer\":{\"stack_depth\":2}").size(), "");
+  std::ofstream(capture) << no_depth;
+  const auto plain = RenderHtmlReport(capture, options);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(Count(FlameNames(*plain), "stack cut"), 0u);
 }
 
 TEST(HtmlReportTest, CapsAndTheFrameDescriberAreHonoured) {
