@@ -25,7 +25,7 @@ const char* const kReportHelp =
     "  -o PATH, --output=PATH\n"
     "                     where to write the page (required)\n"
     "  --max-points=N     points kept per time series, peaks preserved (default 2000)\n"
-    "  --top=N            rows per table (default 50)\n"
+    "  --top=N            rows kept per table, shown 50 a page with a filter (default 5000)\n"
     "  --allocator=NAMES  the program's own allocator functions, comma-separated\n"
     "                     (pool_alloc,Engine::Alloc*): call sites are named after the\n"
     "                     caller of the outermost one, as of malloc or operator new\n";

@@ -344,12 +344,12 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
   std::string peak_json = absl::StrCat(
       "{\"event\":", peak.event_index, ",\"t\":", peak.t - timeline.first_t,
       ",\"live\":", peak.live_bytes, ",\"by_scope\":",
-      JsonTable(peak.by_scope, options.top,
+      JsonTable(peak.by_scope, options.peak_bars,
                 [&](const std::pair<uint32_t, uint64_t>& p) {
                   return absl::StrCat("[", JsonQuote(Path(s, p.first)), ",", p.second, "]");
                 }),
       ",\"by_site\":",
-      JsonTable(GroupSiteBytesByName(peak.by_site, site_name), options.top,
+      JsonTable(GroupSiteBytesByName(peak.by_site, site_name), options.peak_bars,
                 [&](const NamedSiteBytes& g) {
                   return absl::StrCat("[", JsonQuote(g.name + StacksNote(g.sites.size())), ",",
                                       g.bytes, "]");

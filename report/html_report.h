@@ -46,7 +46,8 @@ namespace memtrace {
 
 struct ReportOptions {
   uint64_t max_points = 2000;  // points per time series (at least 3)
-  uint64_t top = 50;           // rows per table
+  uint64_t top = 5000;         // rows kept per table (the page shows them 50 at a time)
+  uint64_t peak_bars = 50;     // bars of the peak composition, by scope and by site
   uint64_t scope_series = 10;  // scopes stacked on their own; the rest as "other scopes"
   uint64_t flame_sites = 2000; // call stacks in the flame graph; the rest as one "other"
   // A name for a code address (a call stack frame). When empty, the page shows

@@ -67,6 +67,11 @@ def selftest(dom_file, expected_series, verdict):
     for table in ("sites", "scopes", "layers", "retention"):
         if st["tables"].get(table, 0) < 1:
             fail("table %s has no rows: %s" % (table, st["tables"]))
+        # Pages of 50: every row, but no more than 50 in the table at once.
+        pages = st["table_pages"].get(table, {})
+        rows = st["tables"][table]
+        if pages.get("rows_drawn") != min(rows, 50) or pages.get("pages") != max(1, -(-rows // 50)):
+            fail("table %s has %d rows, paged as %s" % (table, rows, pages))
     print("selftest ok: %s" % json.dumps(st))
 
 

@@ -12,7 +12,7 @@
     errors.push(String(e.message || e.error || "error") + (e.lineno ? " (line " + e.lineno + ")" : ""));
     writeSelftest();
   });
-  const drawn = { series: new Set(), charts: [], flame: null, tables: {} };
+  const drawn = { series: new Set(), charts: [], flame: null, tables: {}, table_pages: {} };
 
   // The SVG namespace, as the HTML parser assigns it: the page spells out no URL at all
   // (tests check that it holds none).
@@ -622,14 +622,17 @@
 
   // ---- tables -------------------------------------------------------------------------
   // columns: [title, kind] with kind "text", "bytes" or "count".
+  // The rows are paged, 50 at a time, and a filter keeps the rows whose text columns
+  // contain what is typed (any case).
   function table(id, title, sub, t, columns, emptyText) {
     const p = panel(id, title, sub);
-    const c = cut(t.shown, t.total, "rows", "--top=N shows more");
+    const c = cut(t.shown, t.total, "rows", "--top=N keeps more");
     if (c) p.append(el("p", { class: "sub" }, c));
     drawn.tables[id] = t.rows.length;
     if (t.rows.length === 0) { p.append(el("div", { class: "empty", text: emptyText })); return; }
     const rows = t.rows.slice();
-    let sortCol = -1, asc = false;
+    const pageSize = 50;
+    let sortCol = -1, asc = false, page = 0, query = "";
     const thead = el("thead", {}), tbody = el("tbody", {});
     const tr = el("tr", {});
     columns.forEach(([name, kind], i) => {
@@ -641,17 +644,37 @@
         for (const h of tr.children) h.classList.remove("sorted", "asc");
         th.classList.add("sorted");
         if (asc) th.classList.add("asc");
+        page = 0;
         fill();
       });
       tr.append(th);
     });
     thead.append(tr);
+    const filter = el("input", { type: "search", class: "filter", placeholder: "filter rows", "aria-label": "filter " + title });
+    const prev = el("button", { type: "button", text: "\u2190 previous" });
+    const next = el("button", { type: "button", text: "next \u2192" });
+    const status = el("span", { class: "sub" });
+    filter.addEventListener("input", () => { query = filter.value.toLowerCase(); page = 0; fill(); });
+    prev.addEventListener("click", () => { page -= 1; fill(); });
+    next.addEventListener("click", () => { page += 1; fill(); });
+    const matches = (r) => columns.some(([, kind], i) => kind === "text" && String(r[i]).toLowerCase().includes(query));
     function fill() {
-      tbody.replaceChildren(...rows.map((r) => el("tr", {}, ...columns.map(([, kind], i) =>
+      const shown = query ? rows.filter(matches) : rows;
+      const pages = Math.max(1, Math.ceil(shown.length / pageSize));
+      page = Math.max(0, Math.min(page, pages - 1));
+      const slice = shown.slice(page * pageSize, (page + 1) * pageSize);
+      tbody.replaceChildren(...slice.map((r) => el("tr", {}, ...columns.map(([, kind], i) =>
         el("td", { class: kind === "text" ? "text" : "", title: kind === "text" ? r[i] : "",
           text: kind === "bytes" ? fmtBytes(r[i]) : kind === "count" ? fmtCount(r[i]) : r[i] })))));
+      status.textContent = slice.length === 0 ? "no row matches" :
+        "rows " + fmtCount(page * pageSize + 1) + "\u2013" + fmtCount(page * pageSize + slice.length) + " of " + fmtCount(shown.length) +
+        (query ? " matching" : "");
+      prev.disabled = page === 0;
+      next.disabled = page >= pages - 1;
+      drawn.table_pages[id] = { rows_drawn: slice.length, pages: pages };
     }
     fill();
+    p.append(el("div", { class: "controls" }, filter, prev, next, status));
     p.append(el("div", { class: "table-wrap" }, el("table", { class: "data" }, thead, tbody)));
   }
 
@@ -716,6 +739,7 @@
       charts: drawn.charts,
       flame: drawn.flame,
       tables: drawn.tables,
+      table_pages: drawn.table_pages,
     });
   }
 
