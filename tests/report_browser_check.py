@@ -64,6 +64,10 @@ def selftest(dom_file, expected_series, verdict):
     flame = st["flame"] or {}
     if flame.get("w", 0) < 400 or flame.get("h", 0) < 20 or flame.get("frames", 0) < 2:
         fail("flame graph missing or empty: %s" % flame)
+    # The functions' self weights add up to the stacks' weight: each stack has one leaf.
+    fns = st.get("functions") or {}
+    if fns.get("rows", 0) < 1 or fns.get("self_sum") != fns.get("weight"):
+        fail("functions table: %s" % fns)
     for table in ("sites", "scopes", "layers", "retention"):
         if st["tables"].get(table, 0) < 1:
             fail("table %s has no rows: %s" % (table, st["tables"]))

@@ -12,7 +12,7 @@
     errors.push(String(e.message || e.error || "error") + (e.lineno ? " (line " + e.lineno + ")" : ""));
     writeSelftest();
   });
-  const drawn = { series: new Set(), charts: [], flame: null, tables: {}, table_pages: {} };
+  const drawn = { series: new Set(), charts: [], flame: null, tables: {}, table_pages: {}, functions: null };
 
   // The SVG namespace, as the HTML parser assigns it: the page spells out no URL at all
   // (tests check that it holds none).
@@ -169,7 +169,7 @@
 
   function renderNav() {
     const links = [["timeline", "Live bytes over time"], ["peak", "Peak composition"], ["flame", "Flame graph"],
-                   ["sites", "Top sites"], ["scopes", "Scopes"], ["retention", "Retention"], ["leaks", "Leaks"]];
+                   ["functions", "Functions"], ["sites", "Top sites"], ["scopes", "Scopes"], ["retention", "Retention"], ["leaks", "Leaks"]];
     app.append(el("nav", { class: "toc" }, ...links.map(([id, t]) => el("a", { href: "#" + id, text: t }))));
   }
 
@@ -620,6 +620,84 @@
     draw();
   }
 
+  // ---- functions: bottom-up, callers and callees ------------------------------------------
+  // From the flame graph's stacks: each function's self weight (the stacks it is the
+  // innermost frame of) and total weight (the stacks it is in, once each), largest self
+  // first; a row's callers and callees are the frames next to it in those stacks.
+  function renderFunctions() {
+    const fl = data.flame;
+    const p = panel("functions", "Functions (bottom-up)",
+      ["Each function with the bytes of the call stacks it allocated in itself (self, the innermost frame) and of every stack it is on (total). ",
+       "Click a row for its callers and callees. The stacks are the flame graph's."]);
+    const state = { metric: "live", selected: -1 };
+    const controls = el("div", { class: "controls" }, "weight ");
+    const seg = el("span", { class: "seg" });
+    for (const [m, name] of [["live", "bytes live at the peak"], ["alloc", "bytes allocated"]]) {
+      const b = el("button", { class: m === "live" ? "on" : "", text: name, type: "button" });
+      b.addEventListener("click", () => { state.metric = m; draw(); });
+      seg.append(b);
+    }
+    controls.append(seg);
+    p.append(controls);
+    const box = el("div", {});
+    p.append(box);
+    function stats(metric) {
+      const fns = new Map();  // name index -> {self, total, callers: Map, callees: Map}
+      const of = (f) => { let s = fns.get(f); if (!s) { s = { self: 0, total: 0, callers: new Map(), callees: new Map() }; fns.set(f, s); } return s; };
+      let all = 0;
+      for (const st of fl.stacks) {
+        const w = st[metric];
+        if (!w || !st.f.length) continue;
+        all += w;
+        const seen = new Set();
+        st.f.forEach((f, i) => {
+          const s = of(f);
+          if (!seen.has(f)) { s.total += w; seen.add(f); }
+          if (i > 0) s.callers.set(st.f[i - 1], (s.callers.get(st.f[i - 1]) || 0) + w);
+          if (i + 1 < st.f.length) s.callees.set(st.f[i + 1], (s.callees.get(st.f[i + 1]) || 0) + w);
+        });
+        of(st.f[st.f.length - 1]).self += w;
+      }
+      return { fns, all };
+    }
+    function draw() {
+      for (const b of seg.children) b.classList.toggle("on", (b.textContent === "bytes live at the peak") === (state.metric === "live"));
+      const { fns, all } = stats(state.metric);
+      const rows = [...fns.entries()].sort((a, b) => b[1].self - a[1].self || b[1].total - a[1].total);
+      let selfSum = 0;
+      for (const [, s] of rows) selfSum += s.self;
+      drawn.functions = { rows: rows.length, self_sum: selfSum, weight: all };
+      box.replaceChildren();
+      if (!rows.length) { box.append(el("div", { class: "empty", text: "No call stacks." })); writeSelftest(); return; }
+      const tbody = el("tbody", {});
+      for (const [f, s] of rows.slice(0, 200)) {
+        const tr = el("tr", { class: f === state.selected ? "on" : "" },
+          el("td", { class: "text", text: fl.names[f], title: fl.names[f] }),
+          el("td", { text: fmtBytes(s.self) }), el("td", { text: pct(s.self, all) }),
+          el("td", { text: fmtBytes(s.total) }), el("td", { text: pct(s.total, all) }));
+        tr.addEventListener("click", () => { state.selected = state.selected === f ? -1 : f; draw(); });
+        tbody.append(tr);
+      }
+      const head = el("tr", {}, el("th", { class: "text", text: "function" }), el("th", { text: "self" }), el("th", { text: "self %" }),
+        el("th", { text: "total" }), el("th", { text: "total %" }));
+      box.append(el("div", { class: "table-wrap" }, el("table", { class: "data" }, el("thead", {}, head), tbody)));
+      if (rows.length > 200) box.append(el("p", { class: "sub", text: "The 200 functions with the most self bytes of " + fmtCount(rows.length) + "." }));
+      const sel = fns.get(state.selected);
+      if (sel) {
+        const side = (title, m) => {
+          const list = [...m.entries()].sort((a, b) => b[1] - a[1]);
+          return el("div", {}, el("h3", { text: title + " of " + fl.names[state.selected] }),
+            list.length ? el("table", { class: "data" }, el("tbody", {}, ...list.map(([g, w]) =>
+              el("tr", {}, el("td", { class: "text", text: fl.names[g] }), el("td", { text: fmtBytes(w) }))))) :
+              el("div", { class: "empty", text: "none in these stacks" }));
+        };
+        box.append(side("Callers", sel.callers), side("Callees", sel.callees));
+      }
+      writeSelftest();
+    }
+    draw();
+  }
+
   // ---- tables -------------------------------------------------------------------------
   // columns: [title, kind] with kind "text", "bytes" or "count".
   // The rows are paged, 50 at a time, and a filter keeps the rows whose text columns
@@ -740,6 +818,7 @@
       flame: drawn.flame,
       tables: drawn.tables,
       table_pages: drawn.table_pages,
+      functions: drawn.functions,
     });
   }
 
@@ -750,6 +829,7 @@
     renderTimeline();
     renderPeak();
     renderFlame();
+    renderFunctions();
     renderTables();
     app.append(el("footer", { text: "memtrace report \u00b7 format " + data.format + " v" + data.version + " \u00b7 self-contained: nothing on this page was loaded from elsewhere" }));
   } catch (e) {
