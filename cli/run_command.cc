@@ -172,7 +172,8 @@ std::vector<SettingFromFlag> SettingsFromFlags(const RunOptions& o) {
           {"MEMTRACE_MMAP", "--mmap", on_off(o.mmap)},
           {"MEMTRACE_TRACER_CPUS", "--tracer-cpus", o.tracer_cpus},
           {"MEMTRACE_FENCE", "--fence", o.fence},
-          {"MEMTRACE_EXACT_ORDER", "--exact-order", on_off(o.exact_order)}};
+          {"MEMTRACE_EXACT_ORDER", "--exact-order", on_off(o.exact_order)},
+          {"MEMTRACE_LIVE", "--live", on_off(o.live)}};
 }
 
 // The child's environment: ours with the interposer and its settings added.
@@ -324,7 +325,7 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
       {"max_size", &o->max_size, nullptr},    {"site_capacity", &o->site_capacity, nullptr},
       {"children", nullptr, &o->children},    {"forks", nullptr, &o->forks},
       {"mmap", nullptr, &o->mmap},            {"exact_order", nullptr, &o->exact_order},
-      {"quiet", nullptr, &o->quiet},
+      {"live", nullptr, &o->live},            {"quiet", nullptr, &o->quiet},
   };
   int i = 1;
   for (; i < argc; ++i) {
@@ -450,6 +451,8 @@ const char* RunUsage() {
          "                      for hours; the trailer still has the whole run's totals\n"
          "  --site-capacity=N   distinct call sites (stacks) kept before the rest share\n"
          "                      one \"other sites\" row (default 65536; at most 16777216)\n"
+         "  --live              serve the ledger on a socket while the program runs, for\n"
+         "                      `memtrace live PID` (docs/preload.md)\n"
          "  --preload=PATH      the interposer (default: beside this binary, or\n"
          "                      $MEMTRACE_PRELOAD)\n"
          "  --quiet             do not print the summary\n"

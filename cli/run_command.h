@@ -64,6 +64,7 @@ struct RunOptions {
   bool forks = false;
   bool mmap = false;
   bool exact_order = false;
+  bool live = false;  // MEMTRACE_LIVE: serve the ledger for `memtrace live PID`
   bool quiet = false;
   std::vector<std::string> command;  // the program and its arguments; never empty if OK
 };

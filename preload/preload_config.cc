@@ -150,6 +150,7 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
   either("MEMTRACE_FENCE", "membarrier", FenceMode::kMembarrier, "seq_cst", FenceMode::kSeqCst,
          &c.fence);
   flag("MEMTRACE_EXACT_ORDER", &c.exact_order);
+  flag("MEMTRACE_LIVE", &c.live);
   if (const char* v = lookup("MEMTRACE_MAX_BYTES"); v != nullptr) {
     uint64_t bytes = 0;
     if (ParseByteSize(v, &bytes)) {

@@ -52,6 +52,9 @@
 //                            (Config::order_stamp_log2 = 0; a serialised counter read
 //                            per record, bench/README.md); "0" (default): a stamp every
 //                            32 records, and peaks with an interval
+//   MEMTRACE_LIVE            "1": serve the ledger on a Unix socket while the program
+//                            runs, for `memtrace live PID` (Config::live,
+//                            runtime/internal/live_server.h); "0" (default): no socket
 //
 // A value that cannot be used is never fatal: the problem is written to stderr, naming
 // the variable, the value and the accepted range, and the documented default is used. A
@@ -90,6 +93,7 @@ struct PreloadConfig {
   CpuList tracer_cpus;
   FenceMode fence = FenceMode::kMembarrier;
   bool exact_order = false;  // MEMTRACE_EXACT_ORDER
+  bool live = false;         // MEMTRACE_LIVE
   // MEMTRACE_MAX_BYTES: the capture's size bound (JsonlSinkOptions::max_bytes; 0: none).
   uint64_t max_bytes = 0;
   // MEMTRACE_SITE_CAPACITY: distinct call sites (stacks) kept before "other sites" (the
@@ -118,7 +122,8 @@ inline constexpr std::string_view kPreloadSettingNames[] = {
     "MEMTRACE_UNWIND",      "MEMTRACE_TRACE_CHILDREN", "MEMTRACE_TRACE_FORKS",
     "MEMTRACE_SAMPLE_BYTES", "MEMTRACE_RING_LOG2",  "MEMTRACE_MMAP",
     "MEMTRACE_FENCE",       "MEMTRACE_TRACER_CPUS", "MEMTRACE_MAX_BYTES",
-    "MEMTRACE_SITE_CAPACITY", "MEMTRACE_EXACT_ORDER"};
+    "MEMTRACE_SITE_CAPACITY", "MEMTRACE_EXACT_ORDER",
+    "MEMTRACE_LIVE"};
 
 // One warning for each variable of the environment `env` (null-terminated "NAME=value"
 // strings, or null) whose name starts with "MEMTRACE_" and is no setting: a misspelt

@@ -111,6 +111,11 @@ struct Config {
   // (bench/README.md, "Peaks under concurrency"). 0: a stamp on every record, exact order
   // (`memtrace run --exact-order`). At most 16.
   uint32_t order_stamp_log2 = SpscRing::kDefaultStampLog2;
+  // Serve the ledger on a Unix socket while recording (runtime/internal/live_server.h), for
+  // `memtrace live PID`: one more thread of memtrace's that sleeps until a client of the
+  // same uid connects, and nothing on the recording path. Tracer::Start() fails if the
+  // socket cannot be made. MEMTRACE_LIVE=1 (`memtrace run --live`) for the interposer.
+  bool live = false;
 
   absl::Status Validate() const;
 };

@@ -2,7 +2,10 @@
 
 #include "runtime/tracer.h"
 
+#include <unistd.h>
+
 #include "runtime/layer_table.h"
+#include "sinks/summary_table.h"
 
 namespace memtrace {
 namespace {
@@ -18,13 +21,29 @@ absl::StatusOr<std::unique_ptr<Tracer>> Tracer::Create(const Config& config) {
 }
 
 absl::Status Tracer::Start() {
+  if (recorder_->config().live && live_ == nullptr) {
+    auto path = runtime_internal::LiveSocketPath(getpid(), getuid(), /*create_dir=*/true);
+    if (!path.ok()) return path.status();
+    // The reply is the same object as `memtrace summary --json` prints.
+    auto server = runtime_internal::LiveServer::Start(
+        *std::move(path), [this] { return FormatSummaryJson(TakeSnapshot()); });
+    if (!server.ok()) return server.status();
+    live_ = *std::move(server);
+  }
   absl::Status s = recorder_->Start();
+  if (!s.ok()) live_.reset();
   // Acquire: pairs with the exchange in AttachCensus(). The census's updates made before
   // the start were not recorded; they are sent now (census.h).
   if (Census* census = census_.load(std::memory_order_acquire); s.ok() && census != nullptr) {
     census->SendUnsent();
   }
   return s;
+}
+
+absl::Status Tracer::Stop() {
+  // First: the server's thread takes snapshots, which must not race with the stop.
+  live_.reset();
+  return recorder_->Stop();
 }
 
 void Tracer::AttachCensus(Census* census) noexcept {

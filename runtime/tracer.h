@@ -63,6 +63,7 @@
 #include "runtime/allocator.h"
 #include "runtime/census.h"
 #include "runtime/config.h"
+#include "runtime/internal/live_server.h"
 #include "runtime/internal/recorder.h"
 #include "runtime/snapshot.h"
 #include "runtime/span.h"
@@ -74,8 +75,11 @@ class Tracer {
   static absl::StatusOr<std::unique_ptr<Tracer>> Create(const Config& config);
 
   // Starts recording; an attached census's updates made before now are sent (census.h).
+  // With Config::live, also opens the live socket first; Start() fails, recording nothing,
+  // if it cannot be made.
   absl::Status Start();
-  absl::Status Stop() { return recorder_->Stop(); }
+  // Closes the live socket (Config::live), then stops recording.
+  absl::Status Stop();
   absl::Status Flush() { return recorder_->Flush(); }
   bool running() const noexcept { return recorder_->running(); }
 
@@ -141,6 +145,9 @@ class Tracer {
   std::unique_ptr<Recorder> recorder_;
   std::atomic<bool> failure_{false};
   std::atomic<Census*> census_{nullptr};
+  // Config::live: open between Start() and Stop(). Declared after recorder_ so that it is
+  // destroyed first: its thread takes snapshots of the recorder.
+  std::unique_ptr<runtime_internal::LiveServer> live_;
 };
 
 class TracingAllocator final : public Allocator {

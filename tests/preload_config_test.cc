@@ -46,6 +46,7 @@ TEST(PreloadConfigTest, DefaultsMirrorTheSeed) {
   EXPECT_EQ(c.max_bytes, 0u) << "no size limit";
   EXPECT_EQ(c.site_capacity, kDefaultSiteCapacity);
   EXPECT_FALSE(c.exact_order) << "a stamp every 32 records by default";
+  EXPECT_FALSE(c.live) << "no socket unless asked";
 }
 
 TEST(PreloadConfigTest, GoodValuesAreTaken) {
@@ -63,7 +64,8 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
                                  {"MEMTRACE_FENCE", "seq_cst"},
                                  {"MEMTRACE_MAX_BYTES", "3G"},
                                  {"MEMTRACE_SITE_CAPACITY", "1000000"},
-                                 {"MEMTRACE_EXACT_ORDER", "1"}},
+                                 {"MEMTRACE_EXACT_ORDER", "1"},
+                                 {"MEMTRACE_LIVE", "1"}},
                                 &warnings);
   EXPECT_TRUE(warnings.empty());
   EXPECT_EQ(c.output, "/tmp/x-%p.jsonl.zst");
@@ -80,6 +82,7 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
   EXPECT_EQ(c.max_bytes, uint64_t{3} << 30);
   EXPECT_EQ(c.site_capacity, 1000000u);
   EXPECT_TRUE(c.exact_order);
+  EXPECT_TRUE(c.live);
   EXPECT_EQ(Parse({{"MEMTRACE_FENCE", "membarrier"}}, &warnings).fence, FenceMode::kMembarrier);
   EXPECT_TRUE(warnings.empty());
 }

@@ -1,0 +1,247 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "runtime/internal/live_server.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/internal/cpu_list.h"
+#include "runtime/internal/memtrace_thread.h"
+#include "runtime/internal/thread_state.h"
+
+namespace memtrace::runtime_internal {
+namespace {
+
+// The path of the one running server, for the exit handler. Written by Start() before
+// the release store of server_pid.
+char exit_unlink_path[sizeof(sockaddr_un::sun_path)];
+// The process whose server runs; 0: none. A child of fork() inherits its parent's value
+// but not the server thread: a pid other than ours is no claim (Start() takes it over,
+// the exit handler leaves the parent's socket alone).
+std::atomic<pid_t> server_pid{0};
+
+void UnlinkAtExit() {
+  // Acquire: pairs with the release store in Start(), so the path is complete.
+  if (server_pid.load(std::memory_order_acquire) == getpid()) unlink(exit_unlink_path);
+}
+
+// Claims the process's one server; false when it runs already.
+bool ClaimServer() {
+  const pid_t self = getpid();
+  // Relaxed: Start() and Stop() come from one owner; this only refuses a second owner.
+  pid_t seen = server_pid.load(std::memory_order_relaxed);
+  do {
+    if (seen == self) return false;
+  } while (!server_pid.compare_exchange_weak(seen, -1, std::memory_order_relaxed));
+  return true;  // -1 until Start() publishes the path, or 0 if it fails
+}
+
+absl::Status Errno(const std::string& what, int err) {
+  return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(what, ": ", strerror(err)));
+}
+
+// Polls `fd` for `events` and `wake_fd` for a stop, until `deadline`. True when fd is
+// ready; false on a timeout, a stop or an error.
+bool WaitFor(int fd, short events, int wake_fd, absl::Time deadline) {
+  for (;;) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    pollfd fds[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
+    const int n = poll(fds, 2, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || fds[1].revents != 0) return false;
+    return (fds[0].revents & (events | POLLHUP | POLLERR)) != 0;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> LiveSocketPath(pid_t pid, uid_t uid, bool create_dir) {
+  if (const char* xdg = getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] != '\0') {
+    return absl::StrCat(xdg, "/memtrace-", pid, ".sock");
+  }
+  const std::string dir = absl::StrCat("/tmp/memtrace-", uid);
+  if (create_dir && mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Errno(absl::StrCat("cannot create ", dir), errno);
+  }
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) return Errno(absl::StrCat("cannot use ", dir), errno);
+  // Another user could have made it first in the shared /tmp, or could write into it, to
+  // replace our socket with theirs: only our own real directory, writable by us alone.
+  if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 022) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        dir, " is not a directory owned by uid ", uid, " and writable by it alone",
+        "; remove it, or set XDG_RUNTIME_DIR to a private directory"));
+  }
+  return absl::StrCat(dir, "/", pid, ".sock");
+}
+
+bool PeerMayConnect(uid_t peer_uid, uid_t own_uid) noexcept { return peer_uid == own_uid; }
+
+LiveServer::LiveServer(std::string path, Render render, int listen_fd, int wake_fd)
+    : path_(std::move(path)), render_(std::move(render)), listen_fd_(listen_fd),
+      wake_fd_(wake_fd) {}
+
+absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(std::string path,
+                                                              Render render) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("live socket path ", path, " is longer than ",
+                     sizeof(addr.sun_path) - 1, " bytes; set XDG_RUNTIME_DIR to a shorter "
+                     "directory"));
+  }
+  memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (!ClaimServer()) {
+    return absl::AlreadyExistsError("a live server already runs in this process");
+  }
+  auto fail = [](absl::Status s, int fd1, int fd2) {
+    if (fd1 >= 0) close(fd1);
+    if (fd2 >= 0) close(fd2);
+    // Relaxed: frees the claim; no path was published.
+    server_pid.store(0, std::memory_order_relaxed);
+    return s;
+  };
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail(Errno("live socket", errno), -1, -1);
+  // A socket left at our path by a process of the same pid that died (pid reuse) is
+  // stale: this process runs no other server. Anything else there is not ours to remove.
+  if (struct stat st; lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return fail(absl::AlreadyExistsError(absl::StrCat(path, " exists and is not a socket")),
+                  fd, -1);
+    }
+    unlink(path.c_str());
+  }
+  // The socket file is created with the umask's mode and narrowed to 0600 just after; in
+  // between, the 0700 directory (ours, or XDG_RUNTIME_DIR) and the peer check guard it.
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return fail(Errno(absl::StrCat("cannot bind ", path), errno), fd, -1);
+  }
+  if (chmod(path.c_str(), 0600) != 0 || listen(fd, 16) != 0) {
+    const int err = errno;
+    unlink(path.c_str());
+    return fail(Errno(absl::StrCat("cannot listen on ", path), err), fd, -1);
+  }
+  const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake < 0) {
+    const int err = errno;
+    unlink(path.c_str());
+    return fail(Errno("live server eventfd", err), fd, -1);
+  }
+  memcpy(exit_unlink_path, path.c_str(), path.size() + 1);
+  // Release: publishes exit_unlink_path. Pairs with the acquire load in UnlinkAtExit().
+  server_pid.store(getpid(), std::memory_order_release);
+  static std::once_flag exit_handler;
+  std::call_once(exit_handler, [] { atexit(UnlinkAtExit); });
+  std::unique_ptr<LiveServer> server(new LiveServer(std::move(path), std::move(render), fd, wake));
+  server->thread_ = StartMemtraceThread([s = server.get()] { s->Run(); });
+  return server;
+}
+
+void LiveServer::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  const uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof(one)) < 0) {
+    // An eventfd refuses a write only when its counter would overflow: it is set already.
+  }
+  thread_.join();
+  unlink(path_.c_str());
+  close(listen_fd_);
+  close(wake_fd_);
+  // Relaxed: the socket is gone already; the exit handler has nothing left to remove.
+  server_pid.store(0, std::memory_order_relaxed);
+}
+
+void LiveServer::Run() {
+  MarkInternalThread();
+  // Anywhere: it sleeps but for a client, and is no reason to share the drainer's CPUs.
+  PlaceMemtraceThread("memtrace-live", CpuList{});
+  for (;;) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    const int n = poll(fds, 2, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || fds[1].revents != 0) return;
+    const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (client < 0) continue;  // the client left already, or no descriptors: try the next
+    ServeClient(client);
+    close(client);
+  }
+}
+
+bool LiveServer::ReadRequest(int fd, std::string* line, bool* too_long) {
+  const absl::Time deadline = absl::Now() + kClientTimeout;
+  char buf[kMaxRequestBytes + 1];
+  size_t len = 0;
+  while (WaitFor(fd, POLLIN, wake_fd_, deadline)) {
+    const ssize_t n = recv(fd, buf + len, sizeof(buf) - len, 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return false;  // an error, or the client closed without a full line
+    len += static_cast<size_t>(n);
+    if (const void* nl = memchr(buf, '\n', len); nl != nullptr) {
+      line->assign(buf, static_cast<const char*>(nl) - buf);
+      return true;
+    }
+    if (len == sizeof(buf)) {
+      *too_long = true;
+      return false;
+    }
+  }
+  return false;
+}
+
+void LiveServer::ServeClient(int fd) {
+  ucred cred{};
+  socklen_t cred_len = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
+      !PeerMayConnect(cred.uid, getuid())) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic (header)
+    return;
+  }
+  std::string line;
+  bool too_long = false;
+  std::string reply;
+  if (ReadRequest(fd, &line, &too_long)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    reply = line == "snapshot" ? render_()
+                               : std::string("{\"error\":\"unknown request; send snapshot\"}");
+  } else if (too_long) {
+    reply = absl::StrCat("{\"error\":\"request longer than ", kMaxRequestBytes, " bytes\"}");
+  } else {
+    // Relaxed, as each count here: a statistic (header). Silent, gone, or stopping.
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  reply.push_back('\n');
+  const absl::Time deadline = absl::Now() + kClientTimeout;
+  size_t sent = 0;
+  while (sent < reply.size()) {
+    const ssize_t n = send(fd, reply.data() + sent, reply.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && errno == EAGAIN && WaitFor(fd, POLLOUT, wake_fd_, deadline)) {
+      continue;
+    } else {
+      dropped_.fetch_add(1, std::memory_order_relaxed);  // slow or gone: never wait longer
+      return;
+    }
+  }
+  served_.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace memtrace::runtime_internal

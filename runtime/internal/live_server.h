@@ -1,0 +1,116 @@
+// Copyright 2026 The memtrace Authors.
+//
+// live_server.h: a Unix domain socket that serves the ledger of the running process
+// (`memtrace live PID`, Config::live, MEMTRACE_LIVE=1).
+//
+// Where the socket is (LiveSocketPath):
+//   $XDG_RUNTIME_DIR/memtrace-<pid>.sock            when XDG_RUNTIME_DIR is set
+//   /tmp/memtrace-<uid>/<pid>.sock                 otherwise; the directory is created
+//                                                  0700 and refused unless it is a real
+//                                                  directory owned by this uid and
+//                                                  writable by it alone
+// The socket is made 0600 and unlinked by Stop(), and at exit() by a handler registered
+// on the first Start(), for a program that exits without stopping its tracer.
+//
+// Protocol: a client sends one line, "snapshot\n"; the server answers with one line, the
+// rendered reply (a JSON object) and "\n", then closes. Any other request is answered
+// {"error":"..."}\n and closed. The request is read with a bound (kMaxRequestBytes) and a
+// timeout (kClientTimeout), and the reply is sent with MSG_NOSIGNAL under the same
+// timeout, so a slow, silent or hostile client is dropped and never holds the program.
+// One client at a time: others wait in the listen backlog.
+//
+// Security: only a peer of the process's own uid (SO_PEERCRED; PeerMayConnect) is served;
+// any other is closed at once. Root is not special: a root client of a non-root program
+// is refused too.
+//
+// Cost: nothing on the recording path. While no client is connected, the server thread
+// sleeps in poll() on the listening socket and an eventfd that Stop() signals, so it
+// wakes only for a client or to stop. A reply costs one render (for the tracer: a flush
+// and a snapshot, which take the drainer's state lock as Tracer::TakeSnapshot() does from
+// any thread).
+//
+// Thread safety: Start() and Stop() from one owner; at most one server runs per process
+// (a second Start() is kAlreadyExists), since the socket's path names only the pid. A
+// child of fork() has no server (the thread stays in the parent) and may start its own,
+// at its own pid's path. The
+// render function is called on the server's thread, which is memtrace's own
+// (memtrace_thread.h) and marked internal, so its allocations are never traced.
+//
+//   auto server = LiveServer::Start(LiveSocketPath(getpid()).value(),
+//                                   [&] { return FormatSummaryJson(tracer->TakeSnapshot()); });
+//   ...
+//   (*server)->Stop();
+
+#ifndef MEMTRACE_RUNTIME_INTERNAL_LIVE_SERVER_H_
+#define MEMTRACE_RUNTIME_INTERNAL_LIVE_SERVER_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace memtrace::runtime_internal {
+
+// The socket path for process `pid` as seen by a process of uid `uid` with the current
+// environment (see above). With `create_dir`, the /tmp/memtrace-<uid> directory is created
+// if missing; either way an existing one is checked (a directory, not a link, owned by
+// `uid`). Errors say which path is wrong and why.
+absl::StatusOr<std::string> LiveSocketPath(pid_t pid, uid_t uid, bool create_dir);
+
+// Whether a peer of uid `peer_uid` may read the ledger of a process of uid `own_uid`:
+// only the same uid.
+bool PeerMayConnect(uid_t peer_uid, uid_t own_uid) noexcept;
+
+class LiveServer {
+ public:
+  static constexpr size_t kMaxRequestBytes = 256;
+  static constexpr absl::Duration kClientTimeout = absl::Seconds(1);
+
+  using Render = std::function<std::string()>;
+
+  // Binds and listens on `path` (an existing socket there, left by a process of the same
+  // pid that died, is replaced) and starts the server thread.
+  static absl::StatusOr<std::unique_ptr<LiveServer>> Start(std::string path, Render render);
+
+  // Stops the thread (promptly: at most one client's timeout when a reply is in flight)
+  // and unlinks the socket. Idempotent.
+  void Stop();
+  ~LiveServer() { Stop(); }
+
+  LiveServer(const LiveServer&) = delete;
+  LiveServer& operator=(const LiveServer&) = delete;
+
+  const std::string& path() const noexcept { return path_; }
+  // Clients served a reply, and clients dropped (refused peer, bad or silent request,
+  // failed send). Statistics for tests.
+  uint64_t served() const noexcept { return served_.load(std::memory_order_relaxed); }
+  uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  LiveServer(std::string path, Render render, int listen_fd, int wake_fd);
+  void Run();
+  void ServeClient(int fd);
+  // Reads the request line into *line; false on a timeout, an error, a stop, or a line
+  // longer than kMaxRequestBytes (then *too_long is set).
+  bool ReadRequest(int fd, std::string* line, bool* too_long);
+
+  const std::string path_;
+  const Render render_;
+  const int listen_fd_;
+  const int wake_fd_;  // an eventfd: Stop() writes it, the poll()s of Run() wake
+  std::thread thread_;
+  bool stopped_ = false;  // owner only
+  // Relaxed: statistics, read after Stop() joined the thread or as a hint.
+  std::atomic<uint64_t> served_{0};
+  std::atomic<uint64_t> dropped_{0};
+};
+
+}  // namespace memtrace::runtime_internal
+
+#endif  // MEMTRACE_RUNTIME_INTERNAL_LIVE_SERVER_H_
