@@ -23,6 +23,7 @@
 
 #include "cli/analysis_commands.h"
 #include "cli/convert_command.h"
+#include "cli/live_command.h"
 #include "cli/report_command.h"
 #include "cli/run_command.h"
 #include "runtime/version.h"
@@ -58,6 +59,8 @@ constexpr Command kCommands[] = {
      memtrace::ReportCommand},
     {"run", "trace an unmodified program: memtrace run [flags] -- program args...",
      memtrace::RunCommand},
+    {"live", "the ledger of a process traced with --live: live PID [--once --json]",
+     memtrace::LiveCommand},
 };
 
 void PrintUsage(FILE* out) {

@@ -1,0 +1,264 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "cli/live_command.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/internal/live_server.h"
+#include "simdjson.h"
+#include "sinks/summary_table.h"
+
+ABSL_FLAG(bool, once, false, "live: print one snapshot and exit");
+
+namespace memtrace {
+
+const CommandSpec kLiveSpec = {
+    "live", "memtrace live [flags] PID|SOCKET",
+    "Reads the ledger of a running process traced with --live (`memtrace run --live`,\n"
+    "MEMTRACE_LIVE=1, or Config::live): PID, or the path of its socket. Every second it\n"
+    "shows live bytes, the high-water mark and the top scopes and layers by live bytes;\n"
+    "q or Ctrl-C quits. --once prints one snapshot; --json the object `summary --json`\n"
+    "prints. Only a process of your own uid answers.",
+    {"once", "json"}};
+
+namespace {
+
+// A reply larger than this is not a snapshot (a snapshot is a few hundred bytes a scope).
+constexpr size_t kMaxReplyBytes = size_t{256} << 20;
+// Long enough for a flush of a busy program's rings and a snapshot.
+constexpr int kReplyTimeoutSeconds = 10;
+constexpr size_t kTopRows = 10;
+
+volatile sig_atomic_t interrupted = 0;
+void OnInterrupt(int) { interrupted = 1; }
+
+// The terminal in non-canonical mode without echo, restored when this ends.
+class RawTerminal {
+ public:
+  RawTerminal() {
+    if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved_) != 0) return;
+    termios raw = saved_;
+    raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);  // ISIG stays: Ctrl-C is SIGINT
+    raw.c_cc[VMIN] = 0;
+    raw.c_cc[VTIME] = 0;
+    active_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+  }
+  bool active() const { return active_; }
+
+ private:
+  termios saved_{};
+  bool active_ = false;
+};
+
+// Waits up to a second; true when the user asked to quit (q, Ctrl-C, or stdin closed on a
+// terminal).
+bool WaitOrQuit(bool read_keys) {
+  pollfd fd = {STDIN_FILENO, POLLIN, 0};
+  const int n = poll(read_keys ? &fd : nullptr, read_keys ? 1 : 0, 1000);
+  if (interrupted) return true;
+  if (n <= 0 || !read_keys) return false;
+  char keys[64];
+  const ssize_t got = read(STDIN_FILENO, keys, sizeof(keys));
+  return got == 0 || (got > 0 && std::find(keys, keys + got, 'q') != keys + got);
+}
+
+struct Row {
+  std::string name;
+  uint64_t live_bytes = 0;
+  uint64_t live_count = 0;
+};
+
+// `array`'s elements as rows named by `name_field`, the largest live first.
+std::vector<Row> TopRows(simdjson::dom::array array, const char* name_field) {
+  std::vector<Row> rows;
+  for (simdjson::dom::element e : array) {
+    Row r;
+    std::string_view name;
+    if (e[name_field].get_string().get(name) != simdjson::SUCCESS) continue;
+    r.name = std::string(name);
+    if (e["usage"]["live_bytes"].get_uint64().get(r.live_bytes) != simdjson::SUCCESS) continue;
+    if (e["usage"]["live_count"].get_uint64().get(r.live_count) != simdjson::SUCCESS) continue;
+    rows.push_back(std::move(r));
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Row& a, const Row& b) { return a.live_bytes > b.live_bytes; });
+  return rows;
+}
+
+void AppendRows(std::string& out, const char* title, const std::vector<Row>& rows) {
+  absl::StrAppend(&out, "\n", title, "\n");
+  for (size_t i = 0; i < rows.size() && i < kTopRows; ++i) {
+    char line[160];
+    snprintf(line, sizeof(line), "  %-40s %12s %10llu blocks\n", rows[i].name.c_str(),
+             FormatBytes(rows[i].live_bytes).c_str(),
+             static_cast<unsigned long long>(rows[i].live_count));
+    out += line;
+  }
+  if (rows.size() > kTopRows) absl::StrAppend(&out, "  (", rows.size() - kTopRows, " more)\n");
+}
+
+// The terminal view of one snapshot; an error when `json` lacks the fields it shows.
+absl::StatusOr<std::string> FormatView(const std::string& target, const std::string& json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(simdjson::padded_string(json)).get(root) != simdjson::SUCCESS) {
+    return absl::DataLossError("the reply is not JSON");
+  }
+  uint64_t live = 0, count = 0, high = 0;
+  std::string_view verdict;
+  simdjson::dom::array scopes, layers;
+  if (root["totals"]["live_bytes"].get_uint64().get(live) != simdjson::SUCCESS ||
+      root["totals"]["live_count"].get_uint64().get(count) != simdjson::SUCCESS ||
+      root["totals"]["high_water_bytes"].get_uint64().get(high) != simdjson::SUCCESS ||
+      root["verdict"].get_string().get(verdict) != simdjson::SUCCESS ||
+      root["scopes"].get_array().get(scopes) != simdjson::SUCCESS ||
+      root["layers"].get_array().get(layers) != simdjson::SUCCESS) {
+    return absl::DataLossError("the reply is not a memtrace snapshot");
+  }
+  std::string out = absl::StrCat("memtrace live ", target, ": capture ", std::string(verdict),
+                                 "\nlive ", FormatBytes(live), " in ", count,
+                                 " blocks; high-water ", FormatBytes(high), "\n");
+  AppendRows(out, "scopes by live bytes", TopRows(scopes, "path"));
+  AppendRows(out, "layers by live bytes", TopRows(layers, "name"));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> LiveSocketFor(const std::string& target) {
+  int pid = 0;
+  if (!absl::SimpleAtoi(target, &pid) || pid <= 0) return target;  // a socket's path
+  if (kill(pid, 0) != 0 && errno == ESRCH) {
+    return absl::NotFoundError(absl::StrCat("no process ", pid));
+  }
+  return runtime_internal::LiveSocketPath(pid, getuid(), /*create_dir=*/false);
+}
+
+absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat(socket_path, " is too long for a socket"));
+  }
+  memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const int err = errno;
+    const char* why = err == ENOENT || err == ECONNREFUSED
+                          ? "; is the process traced with --live (MEMTRACE_LIVE=1)?"
+                          : "";
+    return absl::UnavailableError(
+        absl::StrCat("cannot connect to ", socket_path, ": ", strerror(err), why));
+  }
+  const timeval timeout = {kReplyTimeoutSeconds, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  constexpr std::string_view kRequest = "snapshot\n";
+  if (send(fd, kRequest.data(), kRequest.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(kRequest.size())) {
+    return absl::UnavailableError(absl::StrCat("cannot send to ", socket_path, ": ",
+                                               strerror(errno)));
+  }
+  std::string reply;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return absl::UnavailableError(
+          absl::StrCat("no reply from ", socket_path, ": ", strerror(errno)));
+    }
+    if (n == 0) break;
+    reply.append(buf, static_cast<size_t>(n));
+    if (reply.size() > kMaxReplyBytes) {
+      return absl::DataLossError(absl::StrCat(socket_path, " sent more than ",
+                                              kMaxReplyBytes, " bytes: not a snapshot"));
+    }
+  }
+  if (reply.empty()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        socket_path, " closed without a reply: it serves only its own user's processes"));
+  }
+  if (reply.back() != '\n') {
+    return absl::DataLossError(absl::StrCat(socket_path, " sent an incomplete reply"));
+  }
+  reply.pop_back();
+  simdjson::dom::parser parser;
+  simdjson::dom::object object;
+  if (parser.parse(simdjson::padded_string(reply)).get_object().get(object) !=
+      simdjson::SUCCESS) {
+    return absl::DataLossError(absl::StrCat(socket_path, " answered something not JSON"));
+  }
+  if (std::string_view error; object["error"].get_string().get(error) == simdjson::SUCCESS) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(socket_path, " refused the request: ", std::string(error)));
+  }
+  return reply;
+}
+
+int LiveCommand(int argc, char** argv) {
+  ParsedArgs args;
+  if (auto exit = ParseCommandFlags(kLiveSpec, argc, argv, &args)) return *exit;
+  if (args.positional.size() != 1) {
+    return UsageError(kLiveSpec, "which process? memtrace live PID|SOCKET");
+  }
+  const std::string& target = args.positional[0];
+  auto fail = [](const absl::Status& s) {
+    fprintf(stderr, "memtrace live: %s\n", std::string(s.message()).c_str());
+    return 1;
+  };
+  const absl::StatusOr<std::string> socket_path = LiveSocketFor(target);
+  if (!socket_path.ok()) return fail(socket_path.status());
+  const bool json = absl::GetFlag(FLAGS_json);
+  const bool once = absl::GetFlag(FLAGS_once);
+  const bool clear = !once && !json && isatty(STDOUT_FILENO);
+
+  std::optional<RawTerminal> terminal;  // --once reads no keys
+  if (!once) {
+    struct sigaction on_interrupt {};
+    on_interrupt.sa_handler = OnInterrupt;  // no SA_RESTART: poll() returns at once
+    sigaction(SIGINT, &on_interrupt, nullptr);
+    terminal.emplace();
+  }
+  for (;;) {
+    const absl::StatusOr<std::string> reply = FetchLiveSnapshot(*socket_path);
+    if (!reply.ok()) return fail(reply.status());
+    std::string text = *reply + "\n";
+    if (!json) {
+      absl::StatusOr<std::string> view = FormatView(target, *reply);
+      if (!view.ok()) return fail(view.status());
+      text = clear ? "\033[H\033[2J" + *view : *view + "\n";
+    }
+    fputs(text.c_str(), stdout);
+    fflush(stdout);
+    if (once || WaitOrQuit(terminal->active())) return 0;
+  }
+}
+
+}  // namespace memtrace

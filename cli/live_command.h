@@ -1,0 +1,45 @@
+// Copyright 2026 The memtrace Authors.
+//
+// live_command.h: `memtrace live PID|SOCKET` reads the ledger of a running process that
+// serves it (Config::live, `memtrace run --live`, MEMTRACE_LIVE=1), over the Unix socket
+// of runtime/internal/live_server.h.
+//
+//   memtrace live 4242 --once --json   one snapshot, the object `summary --json` prints
+//   memtrace live 4242                 every second: live bytes, high-water, the top
+//                                      scopes and layers by live bytes; q or Ctrl-C quits
+//
+// The screen is cleared before each refresh only when stdout is a terminal; otherwise
+// each refresh is one more block (or, with --json, one more line). The terminal is put
+// in non-canonical mode, to read q without Enter, only when stdin is one, and restored.
+//
+// Exit status: 0; 1 when the process or its socket cannot be reached (none, not
+// serving, another user's) or answers something that is not a snapshot; 2 bad usage.
+//
+// Thread safety: called from main() only; FetchLiveSnapshot from any thread.
+
+#ifndef MEMTRACE_CLI_LIVE_COMMAND_H_
+#define MEMTRACE_CLI_LIVE_COMMAND_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cli/command_line.h"
+
+namespace memtrace {
+
+extern const CommandSpec kLiveSpec;
+
+int LiveCommand(int argc, char** argv);
+
+// The socket `target` names: a process id (its socket as LiveSocketPath() finds it for
+// this uid), or a path. NotFound when the process does not exist.
+absl::StatusOr<std::string> LiveSocketFor(const std::string& target);
+
+// Connects to `socket_path`, asks for a snapshot and returns the reply line without its
+// newline; an error says what failed (connect, permission, timeout, an {"error":..}
+// reply, or a reply that is not a JSON object).
+absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_CLI_LIVE_COMMAND_H_
