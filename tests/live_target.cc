@@ -1,0 +1,103 @@
+// Copyright 2026 The memtrace Authors.
+//
+// live_target: a program that serves its ledger (Config::live) for live_test.cc.
+//
+// kThreads threads each open the scope "worker/t<i>" and allocate blocks through a
+// TracingAllocator, freeing every third one. At the quiescent point (all joined) it
+// prints what it holds by its own count, one line:
+//   ready <pid> <live_bytes> <live_count> <t0_bytes> <t0_count> ... <t3_bytes> <t3_count>
+// then waits for a line on stdin: "stop" stops the tracer (which closes the socket),
+// frees what it holds and exits 0; "exit" calls exit(0) with the tracer still running,
+// so that only the exit handler can remove the socket.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/malloc_allocator.h"
+#include "runtime/span.h"
+#include "runtime/tracer.h"
+
+namespace {
+
+constexpr int kThreads = 4;
+constexpr int kBlocks = 300;
+
+struct Held {
+  std::vector<std::pair<void*, size_t>> blocks;
+  uint64_t bytes = 0;
+};
+
+// Globals for the exit path: reachable at exit, so LeakSanitizer counts none of it.
+memtrace::Tracer* running_tracer = nullptr;
+std::vector<Held> held(kThreads);
+
+}  // namespace
+
+int main() {
+  memtrace::Config config;
+  config.live = true;
+  auto created = memtrace::Tracer::Create(config);
+  if (!created.ok()) {
+    fprintf(stderr, "live_target: %s\n", created.status().ToString().c_str());
+    return 2;
+  }
+  std::unique_ptr<memtrace::Tracer> tracer = std::move(created).value();
+  if (absl::Status s = tracer->Start(); !s.ok()) {
+    fprintf(stderr, "live_target: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  memtrace::MallocAllocator heap;
+  memtrace::TracingAllocator traced(tracer.get(), &heap, memtrace::layers::kCpuHeap);
+  static const memtrace::ScopeName kWorker("worker");
+  static const memtrace::ScopeName kNames[kThreads] = {memtrace::ScopeName("t0"),
+                                                       memtrace::ScopeName("t1"),
+                                                       memtrace::ScopeName("t2"),
+                                                       memtrace::ScopeName("t3")};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      memtrace::Span outer = tracer->Enter(kWorker);
+      memtrace::Span inner = tracer->Enter(kNames[t]);
+      for (int i = 0; i < kBlocks; ++i) {
+        const size_t len = 16 + static_cast<size_t>((i * 37 + t * 101) % 2000);
+        void* p = traced.Alloc(len, 16, 0);
+        if (p == nullptr) std::abort();
+        if (i % 3 == 0) {
+          traced.Free(memtrace::AsMemory(p, len), 16, 0);
+        } else {
+          held[t].blocks.emplace_back(p, len);
+          held[t].bytes += len;
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+
+  uint64_t bytes = 0, count = 0;
+  for (const Held& h : held) bytes += h.bytes, count += h.blocks.size();
+  std::string line = "ready " + std::to_string(getpid()) + " " + std::to_string(bytes) + " " +
+                     std::to_string(count);
+  for (const Held& h : held) {
+    line += " " + std::to_string(h.bytes) + " " + std::to_string(h.blocks.size());
+  }
+  printf("%s\n", line.c_str());
+  fflush(stdout);
+
+  std::string command;
+  std::getline(std::cin, command);
+  if (command == "exit") {
+    running_tracer = tracer.release();
+    exit(0);
+  }
+  if (absl::Status s = tracer->Stop(); !s.ok()) return 3;
+  for (Held& h : held) {
+    for (auto [p, len] : h.blocks) traced.Free(memtrace::AsMemory(p, len), 16, 0);
+  }
+  return 0;
+}

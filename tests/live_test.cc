@@ -1,0 +1,345 @@
+// Copyright 2026 The memtrace Authors.
+//
+// The live endpoint (runtime/internal/live_server.h) and its client (`memtrace live`,
+// cli/live_command.h): a program that serves its ledger (live_target.cc) answers with the
+// counts it computed itself; hostile clients change nothing; the socket is 0600, refuses
+// other users, and is gone once the program ends.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/live_command.h"
+#include "gtest/gtest.h"
+#include "runtime/internal/live_server.h"
+#include "simdjson.h"
+#include "tests/run_program.h"
+#include "tests/test_paths.h"
+
+namespace memtrace {
+namespace {
+
+using runtime_internal::LiveServer;
+using runtime_internal::LiveSocketPath;
+using runtime_internal::PeerMayConnect;
+
+constexpr int kThreads = 4;  // as live_target.cc
+
+// What live_target said it holds, by its own count.
+struct Truth {
+  pid_t pid = 0;
+  uint64_t live_bytes = 0, live_count = 0;
+  uint64_t thread_bytes[kThreads] = {}, thread_count[kThreads] = {};
+};
+
+// live_target, running, with a pipe to its stdin and one from its stdout.
+class Target {
+ public:
+  Target() {
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
+    const std::string path = Runfile("tests/live_target");
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      execl(path.c_str(), path.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    stdin_ = in[1];
+    stdout_ = fdopen(out[0], "r");
+  }
+  ~Target() {
+    if (stdin_ >= 0) close(stdin_);
+    if (stdout_ != nullptr) fclose(stdout_);
+    if (pid_ > 0 && status_ < 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // Reads the "ready" line; false if the program said something else or ended.
+  bool WaitReady(Truth* truth) {
+    char line[512];
+    if (stdout_ == nullptr || fgets(line, sizeof(line), stdout_) == nullptr) return false;
+    std::istringstream in(line);
+    std::string word;
+    in >> word >> truth->pid >> truth->live_bytes >> truth->live_count;
+    for (int t = 0; t < kThreads; ++t) in >> truth->thread_bytes[t] >> truth->thread_count[t];
+    return word == "ready" && !in.fail() && truth->pid == pid_;
+  }
+
+  // Sends `command` ("stop" or "exit") and returns the exit status.
+  int Finish(const std::string& command) {
+    const std::string line = command + "\n";
+    if (write(stdin_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return -1;
+    int status = 0;
+    if (waitpid(pid_, &status, 0) != pid_) return -1;
+    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return status_;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int stdin_ = -1;
+  FILE* stdout_ = nullptr;
+  int status_ = -1;
+};
+
+// A client socket connected to `path`, or -1.
+int Connect(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `request` raw and reads the reply until the server closes.
+std::string Ask(const std::string& path, const std::string& request) {
+  const int fd = Connect(path);
+  if (fd < 0) return "(no connection)";
+  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string reply;
+  char buf[4096];
+  ssize_t n;
+  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) reply.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return reply;
+}
+
+uint64_t Field(simdjson::dom::element usage, const char* name) {
+  uint64_t v = ~uint64_t{0};
+  EXPECT_EQ(usage[name].get_uint64().get(v), simdjson::SUCCESS) << name;
+  return v;
+}
+
+// Checks a snapshot's totals and each worker scope against what the program counted.
+void ExpectMatches(const std::string& json, const Truth& truth) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  ASSERT_EQ(parser.parse(simdjson::padded_string(json)).get(root), simdjson::SUCCESS) << json;
+  EXPECT_EQ(Field(root["totals"], "live_bytes"), truth.live_bytes);
+  EXPECT_EQ(Field(root["totals"], "live_count"), truth.live_count);
+  EXPECT_GE(Field(root["totals"], "high_water_bytes"), truth.live_bytes);
+  int found = 0;
+  for (simdjson::dom::element scope : root["scopes"].get_array()) {
+    std::string_view path;
+    ASSERT_EQ(scope["path"].get_string().get(path), simdjson::SUCCESS);
+    for (int t = 0; t < kThreads; ++t) {
+      if (path != absl::StrCat("worker/t", t)) continue;
+      ++found;
+      EXPECT_EQ(Field(scope["usage"], "live_bytes"), truth.thread_bytes[t]) << path;
+      EXPECT_EQ(Field(scope["usage"], "live_count"), truth.thread_count[t]) << path;
+    }
+  }
+  EXPECT_EQ(found, kThreads) << json;
+  bool complete = false;
+  EXPECT_EQ(root["integrity"]["complete"].get_bool().get(complete), simdjson::SUCCESS);
+  EXPECT_TRUE(complete) << json;
+}
+
+class LiveTest : public testing::Test {
+ protected:
+  // A short private runtime directory: a socket's path is limited to 107 bytes, and the
+  // test's own temporary directory can be longer.
+  void SetUp() override {
+    char dir[] = "/tmp/memtrace-live-test.XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    setenv("XDG_RUNTIME_DIR", dir_.c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("XDG_RUNTIME_DIR");
+    rmdir(dir_.c_str());  // empty, unless a socket was left behind (a test failed then)
+  }
+  std::string SocketOf(pid_t pid) const { return absl::StrCat(dir_, "/memtrace-", pid, ".sock"); }
+  void ExpectPrivateSocketGoneAfter(const std::string& command);
+
+  std::string dir_;
+};
+
+TEST_F(LiveTest, SnapshotAtQuiescentPointMatchesTheProgramsOwnCounts) {
+  Target target;
+  Truth truth;
+  ASSERT_TRUE(target.WaitReady(&truth));
+  const absl::StatusOr<std::string> socket = LiveSocketFor(std::to_string(truth.pid));
+  ASSERT_TRUE(socket.ok()) << socket.status();
+  EXPECT_EQ(*socket, SocketOf(truth.pid));
+  const absl::StatusOr<std::string> json = FetchLiveSnapshot(*socket);
+  ASSERT_TRUE(json.ok()) << json.status();
+  ExpectMatches(*json, truth);
+
+  // The CLI prints the same object.
+  const Result cli = RunProgram(
+      {Runfile("cli/memtrace"), "live", std::to_string(truth.pid), "--once", "--json"}, {});
+  EXPECT_EQ(cli.status, 0) << cli.err;
+  ASSERT_FALSE(cli.out.empty());
+  ExpectMatches(cli.out, truth);
+  // And its text view names the total and the scopes.
+  const Result view = RunProgram({Runfile("cli/memtrace"), "live", *socket, "--once"}, {});
+  EXPECT_EQ(view.status, 0) << view.err;
+  EXPECT_NE(view.out.find(absl::StrCat("in ", truth.live_count, " blocks")), std::string::npos)
+      << view.out;
+  EXPECT_NE(view.out.find("worker/t3"), std::string::npos) << view.out;
+
+  EXPECT_EQ(target.Finish("stop"), 0);
+}
+
+// Runs live_target to its quiescent point, checks its socket is a 0600 socket of ours,
+// ends it with `command` and checks the socket is gone.
+void LiveTest::ExpectPrivateSocketGoneAfter(const std::string& command) {
+  Target target;
+  Truth truth;
+  ASSERT_TRUE(target.WaitReady(&truth));
+  struct stat st;
+  ASSERT_EQ(lstat(SocketOf(truth.pid).c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(st.st_uid, getuid());
+  EXPECT_EQ(target.Finish(command), 0);
+  EXPECT_NE(lstat(SocketOf(truth.pid).c_str(), &st), 0);
+}
+
+TEST_F(LiveTest, SocketIsPrivateAndRemovedWhenTheProgramStops) {
+  ExpectPrivateSocketGoneAfter("stop");
+}
+
+// Only the exit handler can remove it then.
+TEST_F(LiveTest, SocketIsRemovedWhenTheProgramExitsWithoutStopping) {
+  ExpectPrivateSocketGoneAfter("exit");
+}
+
+TEST_F(LiveTest, HostileClientsChangeNothing) {
+  Target target;
+  Truth truth;
+  ASSERT_TRUE(target.WaitReady(&truth));
+  const std::string socket = SocketOf(truth.pid);
+
+  EXPECT_EQ(Ask(socket, "hello\n"), "{\"error\":\"unknown request; send snapshot\"}\n");
+  EXPECT_EQ(Ask(socket, std::string(100000, 'x')),
+            absl::StrCat("{\"error\":\"request longer than ", LiveServer::kMaxRequestBytes,
+                         " bytes\"}\n"));
+  // A request cut short: closed without a reply.
+  EXPECT_EQ(Ask(socket, "snap"), "");
+
+  // A client that connects and says nothing holds the server for its timeout, then is
+  // dropped, and the next is served.
+  const int silent = Connect(socket);
+  ASSERT_GE(silent, 0);
+  const absl::StatusOr<std::string> after_silent = FetchLiveSnapshot(socket);
+  ASSERT_TRUE(after_silent.ok()) << after_silent.status();
+  ExpectMatches(*after_silent, truth);
+  char byte;
+  EXPECT_EQ(recv(silent, &byte, 1, 0), 0);  // closed by the server, no reply
+  close(silent);
+
+  // 100 clients that connect and drop at once, some after half a request.
+  for (int i = 0; i < 100; ++i) {
+    const int fd = Connect(socket);
+    if (fd >= 0 && i % 2 == 0) send(fd, "snap", 4, MSG_NOSIGNAL);
+    if (fd >= 0) close(fd);
+  }
+  const absl::StatusOr<std::string> after = FetchLiveSnapshot(socket);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ExpectMatches(*after, truth);
+
+  EXPECT_EQ(target.Finish("stop"), 0);
+}
+
+TEST_F(LiveTest, ClientSaysWhyItCannotConnect) {
+  // No such process: a pid above the kernel's limit (pid_max is at most 2^22).
+  const Result none = RunProgram({Runfile("cli/memtrace"), "live", "99999999", "--once"}, {});
+  EXPECT_EQ(none.status, 1);
+  EXPECT_NE(none.err.find("no process 99999999"), std::string::npos) << none.err;
+  // A process that does not serve: this test.
+  const Result quiet =
+      RunProgram({Runfile("cli/memtrace"), "live", std::to_string(getpid()), "--once"}, {});
+  EXPECT_EQ(quiet.status, 1);
+  EXPECT_NE(quiet.err.find("--live"), std::string::npos) << quiet.err;
+  EXPECT_EQ(RunProgram({Runfile("cli/memtrace"), "live", "--once"}, {}).status, 2);
+}
+
+TEST_F(LiveTest, ClientRefusesAReplyThatIsNotASnapshot) {
+  // A server that answers garbage.
+  const std::string path = absl::StrCat(dir_, "/garbage.sock");
+  auto server = LiveServer::Start(path, [] { return std::string("not json"); });
+  ASSERT_TRUE(server.ok()) << server.status();
+  const absl::StatusOr<std::string> reply = FetchLiveSnapshot(path);
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kDataLoss) << reply.status();
+  const Result cli = RunProgram({Runfile("cli/memtrace"), "live", path, "--once"}, {});
+  EXPECT_EQ(cli.status, 1);
+  EXPECT_NE(cli.err.find("not JSON"), std::string::npos) << cli.err;
+  (*server)->Stop();
+  struct stat st;
+  EXPECT_NE(lstat(path.c_str(), &st), 0);
+}
+
+TEST_F(LiveTest, OneServerPerProcess) {
+  auto first = LiveServer::Start(absl::StrCat(dir_, "/a.sock"), [] { return "{}"; });
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = LiveServer::Start(absl::StrCat(dir_, "/b.sock"), [] { return "{}"; });
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kAlreadyExists);
+  (*first)->Stop();
+  auto third = LiveServer::Start(absl::StrCat(dir_, "/b.sock"), [] { return "{}"; });
+  EXPECT_TRUE(third.ok()) << third.status();
+}
+
+TEST(LivePeerTest, OnlyTheSameUidMayConnect) {
+  EXPECT_TRUE(PeerMayConnect(1000, 1000));
+  EXPECT_TRUE(PeerMayConnect(0, 0));
+  EXPECT_FALSE(PeerMayConnect(1001, 1000));
+  EXPECT_FALSE(PeerMayConnect(0, 1000));  // root is no exception
+  EXPECT_FALSE(PeerMayConnect(1000, 0));
+}
+
+TEST(LiveSocketPathTest, UsesXdgRuntimeDirWhenSet) {
+  setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
+  const absl::StatusOr<std::string> path = LiveSocketPath(42, 1000, /*create_dir=*/false);
+  unsetenv("XDG_RUNTIME_DIR");
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(*path, "/run/user/1000/memtrace-42.sock");
+}
+
+TEST(LiveSocketPathTest, RefusesATmpDirectoryOwnedByAnotherUid) {
+  unsetenv("XDG_RUNTIME_DIR");
+  // A uid no directory is made for: as root, mkdir makes it ours (uid 0), not 54321's;
+  // as anyone else, it exists already made by us, or cannot be made.
+  const uid_t other = getuid() == 54321 ? 54322 : 54321;
+  const std::string dir = absl::StrCat("/tmp/memtrace-", other);
+  const bool existed = access(dir.c_str(), F_OK) == 0;
+  const absl::StatusOr<std::string> path = LiveSocketPath(42, other, /*create_dir=*/true);
+  if (!existed) rmdir(dir.c_str());
+  EXPECT_FALSE(path.ok());
+  if (getuid() == 0 || existed) {
+    EXPECT_EQ(path.status().code(), absl::StatusCode::kPermissionDenied) << path.status();
+  }
+
+  // Our own is made 0700 (or was made before; no one else may write into it), and used.
+  const absl::StatusOr<std::string> own = LiveSocketPath(42, getuid(), /*create_dir=*/true);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(*own, absl::StrCat("/tmp/memtrace-", getuid(), "/42.sock"));
+  struct stat st;
+  ASSERT_EQ(lstat(absl::StrCat("/tmp/memtrace-", getuid()).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 022, 0u);
+}
+
+}  // namespace
+}  // namespace memtrace
