@@ -43,18 +43,21 @@ struct Truth {
   uint64_t thread_bytes[kThreads] = {}, thread_count[kThreads] = {};
 };
 
-// live_target, running, with a pipe to its stdin and one from its stdout.
+// A program (live_target by default), running, with a pipe to its stdin and one from
+// its stdout.
 class Target {
  public:
-  Target() {
+  explicit Target(std::vector<std::string> argv = {Runfile("tests/live_target")}) {
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
-    const std::string path = Runfile("tests/live_target");
+    std::vector<char*> args;
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(in[0], 0);
       dup2(out[1], 1);
-      execl(path.c_str(), path.c_str(), static_cast<char*>(nullptr));
+      execv(args[0], args.data());
       _exit(127);
     }
     close(in[0]);
@@ -80,6 +83,15 @@ class Target {
     in >> word >> truth->pid >> truth->live_bytes >> truth->live_count;
     for (int t = 0; t < kThreads; ++t) in >> truth->thread_bytes[t] >> truth->thread_count[t];
     return word == "ready" && !in.fail() && truth->pid == pid_;
+  }
+
+  // Reads live_preload_target's "ready <pid>" line: the pid of the program that
+  // `memtrace run` started; 0 if it said something else.
+  pid_t WaitReadyPid() {
+    char line[128];
+    if (stdout_ == nullptr || fgets(line, sizeof(line), stdout_) == nullptr) return 0;
+    int pid = 0;
+    return sscanf(line, "ready %d", &pid) == 1 ? pid : 0;
   }
 
   // Sends `command` ("stop" or "exit") and returns the exit status.
@@ -262,6 +274,36 @@ TEST_F(LiveTest, HostileClientsChangeNothing) {
   ExpectMatches(*after, truth);
 
   EXPECT_EQ(target.Finish("stop"), 0);
+}
+
+// The interposer's path: `memtrace run --live` sets MEMTRACE_LIVE=1 for the program.
+TEST_F(LiveTest, RunLiveServesAnUnmodifiedProgramsLedger) {
+  MEMTRACE_SKIP_UNDER_SANITIZERS();
+  const std::string capture = absl::StrCat(TempDir(), "/live_preload.mtb");
+  Target run({Runfile("cli/memtrace"), "run", "--live", "--quiet", "--output=" + capture, "--",
+              Runfile("tests/live_preload_target")});
+  const pid_t pid = run.WaitReadyPid();
+  ASSERT_GT(pid, 0);
+  const absl::StatusOr<std::string> json = FetchLiveSnapshot(SocketOf(pid));
+  ASSERT_TRUE(json.ok()) << json.status();
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  ASSERT_EQ(parser.parse(simdjson::padded_string(*json)).get(root), simdjson::SUCCESS);
+  bool found = false;
+  for (simdjson::dom::element scope : root["scopes"].get_array()) {
+    std::string_view path;
+    ASSERT_EQ(scope["path"].get_string().get(path), simdjson::SUCCESS);
+    if (path != "held") continue;
+    found = true;
+    // As live_preload_target.c says: 1000 + 2000 + 4000 + 5000 bytes in 4 blocks.
+    EXPECT_EQ(Field(scope["usage"], "live_bytes"), 12000u);
+    EXPECT_EQ(Field(scope["usage"], "live_count"), 4u);
+    EXPECT_EQ(Field(scope["usage"], "freed_bytes"), 3000u);
+  }
+  EXPECT_TRUE(found) << *json;
+  EXPECT_EQ(run.Finish("done"), 0);
+  struct stat st;
+  EXPECT_NE(lstat(SocketOf(pid).c_str(), &st), 0);
 }
 
 TEST_F(LiveTest, ClientSaysWhyItCannotConnect) {
