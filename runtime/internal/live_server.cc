@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <mutex>
 #include <utility>
 
@@ -208,7 +209,6 @@ void LiveServer::ServeClient(int fd) {
   socklen_t cred_len = sizeof(cred);
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0 ||
       !PeerMayConnect(cred.uid, getuid())) {
-    dropped_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic (header)
     return;
   }
   std::string line;
@@ -221,9 +221,7 @@ void LiveServer::ServeClient(int fd) {
   } else if (too_long) {
     reply = absl::StrCat("{\"error\":\"request longer than ", kMaxRequestBytes, " bytes\"}");
   } else {
-    // Relaxed, as each count here: a statistic (header). Silent, gone, or stopping.
-    dropped_.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return;  // silent, gone, or we are stopping: no reply
   }
   reply.push_back('\n');
   const absl::Time deadline = absl::Now() + kClientTimeout;
@@ -237,11 +235,9 @@ void LiveServer::ServeClient(int fd) {
     } else if (n < 0 && errno == EAGAIN && WaitFor(fd, POLLOUT, wake_fd_, deadline)) {
       continue;
     } else {
-      dropped_.fetch_add(1, std::memory_order_relaxed);  // slow or gone: never wait longer
-      return;
+      return;  // slow or gone: never wait longer
     }
   }
-  served_.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace memtrace::runtime_internal

@@ -46,7 +46,6 @@
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -87,10 +86,6 @@ class LiveServer {
   LiveServer& operator=(const LiveServer&) = delete;
 
   const std::string& path() const noexcept { return path_; }
-  // Clients served a reply, and clients dropped (refused peer, bad or silent request,
-  // failed send). Statistics for tests.
-  uint64_t served() const noexcept { return served_.load(std::memory_order_relaxed); }
-  uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
  private:
   LiveServer(std::string path, Render render, int listen_fd, int wake_fd);
@@ -106,9 +101,6 @@ class LiveServer {
   const int wake_fd_;  // an eventfd: Stop() writes it, the poll()s of Run() wake
   std::thread thread_;
   bool stopped_ = false;  // owner only
-  // Relaxed: statistics, read after Stop() joined the thread or as a hint.
-  std::atomic<uint64_t> served_{0};
-  std::atomic<uint64_t> dropped_{0};
 };
 
 }  // namespace memtrace::runtime_internal
