@@ -549,6 +549,7 @@ void Analyzer::CloseScope(uint32_t thread, uint32_t scope) {
 CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   for (const auto& [scope, r] : retention_) summary_.retention.push_back(r);
   summary_.events = stats.events;
+  summary_.cut = stats.cut;
   summary_.events_applied = events_seen_;
   summary_.snapshot_t = last_t_;
   summary_.snapshot_reached =

@@ -170,6 +170,8 @@ struct CaptureSummary {
   // Summarize() overloads that read a path.
   bool being_written = false;
   bool trailer_complete = false;  // the trailer's own verdict (runtime and sink)
+  // Where the capture was cut off inside a record (CaptureReadStats::cut), or empty.
+  std::string cut;
   std::string trailer;            // the trailer line, raw
   UsageCounters totals;
   std::map<uint32_t, std::string> scope_paths;  // scope id -> path

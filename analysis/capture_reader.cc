@@ -377,6 +377,23 @@ class StructureChecker {
     return absl::OkStatus();
   }
 
+  // The capture's last line, which has no newline: a line like any other, or, when it
+  // does not parse, a line cut off while it was written (CaptureReadStats::cut).
+  absl::Status LastLine(std::string_view text) {
+    CaptureRecord rec;
+    if (!stats_->has_trailer && !parser_.Parse(text, line_ + 1, &rec).ok()) {
+      stats_->cut = absl::StrCat("line ", line_ + 1, " is cut off (", text.size(),
+                                 " bytes of it are there)");
+      return absl::OkStatus();
+    }
+    return Line(text);
+  }
+
+  // The capture ends inside a record: what is there of it is left out.
+  void NoteCut(std::string what) {
+    if (stats_->cut.empty()) stats_->cut = std::move(what);
+  }
+
   LineParser& parser() { return parser_; }
   uint64_t records() const { return line_; }
 
@@ -543,17 +560,19 @@ class CaptureBytes {
       if (absl::Status s = Feed(first); !s.ok()) return s;
     }
     if (mode_ == Mode::kText) {
-      if (!pending_.empty()) return checker_.Line(pending_);
+      if (!pending_.empty()) return checker_.LastLine(pending_);
       return absl::OkStatus();
     }
     if (!pending_.empty()) {
-      return absl::DataLossError(absl::StrCat(
-          name_, ": record ", checker_.records() + 1, " at byte ", offset_, " is cut off (",
-          pending_.size(), " bytes of it are there): the capture was truncated, by a crash "
-          "or a full disk while it was written"));
+      checker_.NoteCut(absl::StrCat("record ", checker_.records() + 1, " at byte ", offset_,
+                                    " is cut off (", pending_.size(),
+                                    " bytes of it are there)"));
     }
     return absl::OkStatus();
   }
+
+  // The bytes stop short of a whole stream (a cut zstd frame).
+  void NoteCut(std::string what) { checker_.NoteCut(std::move(what)); }
 
  private:
   enum class Mode : uint8_t { kUnknown, kText, kBinary };
@@ -681,11 +700,11 @@ absl::Status ReadZstd(FILE* f, const std::string& path, CaptureBytes& bytes) {
   }
   ZSTD_freeDCtx(dctx);
   if (ferror(f) != 0) return ReadError(path);
-  if (last != 0) {
-    return absl::DataLossError(absl::StrCat(
-        "capture '", path, "': the zstd stream is cut off (the capture was truncated)"));
-  }
-  return bytes.End();
+  // A frame cut short: what it decompressed to is read, and the cut said (the record the
+  // frame ends inside, if any, says it first).
+  absl::Status end = bytes.End();
+  if (last != 0) bytes.NoteCut("the zstd stream is cut off");
+  return end;
 }
 
 }  // namespace

@@ -15,8 +15,12 @@
 //
 // A binary capture is recognised by its magic bytes (also inside zstd) and yields exactly
 // the records its JSONL form would, except `line`, which is then the record's number
-// (epoch records count). Its errors name the record number and byte offset; a capture
-// cut off inside a record is an error that says it was truncated.
+// (epoch records count). Its errors name the record number and byte offset.
+//
+// A capture cut off inside its last record (a crash or a full disk while it was written;
+// a zstd stream cut short) is read up to that record, which is left out and said
+// (CaptureReadStats::cut): what precedes a cut is as good as any capture's, and the
+// verdict calls it truncated. A record that is bad anywhere else is an error.
 //
 // Thread safety: ReadCapture is reentrant; each call has its own parser.
 
@@ -114,6 +118,9 @@ struct CaptureReadStats {
   uint64_t events = 0;  // lines that are events (not header, tables or trailer)
   bool has_header = false;
   bool has_trailer = false;
+  // Where the capture was cut off inside a record, which was left out ("record 17 at byte
+  // 996 is cut off (4 bytes of it are there)"); empty when it ends at a record's end.
+  std::string cut;
 };
 
 // Reads `path`, calling `fn` for every line in order. Stops at the first error, from the

@@ -80,6 +80,11 @@ int VerifyCapture(const std::string& path) {
         "it is still being written: a running process holds its capture lock, and the "
         "trailer comes when that process exits. Run verify again after it has ended (a "
         "server traced with --forks: stop it, or the worker that writes this capture)");
+  } else if (!s->has_trailer && !s->cut.empty()) {
+    problems.push_back(absl::StrCat(
+        "it is truncated: it was cut off while it was written (", s->cut,
+        "), by a crash, a kill or a full disk. Everything before that record is read; "
+        "`memtrace convert` writes it to a capture of its own"));
   } else if (!s->has_trailer) {
     problems.push_back(
         preload ? "it is truncated: there is no trailer. The process ended without running "

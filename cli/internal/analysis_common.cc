@@ -26,6 +26,10 @@ std::string VerdictAlone(const CaptureSummary& s) {
     return "INCOMPLETE (still being written: the process writing it is running, and its "
            "trailer comes when that process exits)";
   }
+  if (!s.has_trailer && !s.cut.empty()) {
+    return absl::StrCat("TRUNCATED (cut off while it was written: ", s.cut,
+                        "; everything before it is read)");
+  }
   if (!s.has_trailer) {
     return s.source == "preload"
                ? "TRUNCATED (no trailer: the process ended without its exit handlers, killed "
