@@ -245,6 +245,7 @@ void Analyzer::Account(const Block& b, bool allocate) {
     if (allocate) {
       c->Allocate(b.size);
       c->allocated_count += extra;
+      c->allocation_calls += extra;
       c->live_count += extra;
     } else {
       c->Free(b.size);
@@ -410,9 +411,13 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       const uint64_t new_size = Scaled(rec.size, b.weight);
       UsageCounters& scope = summary_.scopes[b.scope];
       const uint64_t scope_high_water = scope.high_water_bytes;
-      UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer], &scope};
-      for (UsageCounters* c : all) c->Resize(b.size, new_size);
-      attribution_[AttributionKey{b.site, b.scope, b.layer}].Resize(b.size, new_size);
+      UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer], &scope,
+                              &attribution_[AttributionKey{b.site, b.scope, b.layer}]};
+      // One call, as Resize() counts it; a sampled block's resize stands for `count`.
+      for (UsageCounters* c : all) {
+        c->Resize(b.size, new_size);
+        c->allocation_calls += b.count - 1;
+      }
       if (scope.high_water_bytes > scope_high_water) {
         summary_.scope_peak_event[b.scope] = events_seen_;
       }

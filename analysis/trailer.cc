@@ -197,6 +197,7 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
              {"high_water_bytes", &UsageCounters::high_water_bytes},
              {"allocated_bytes", &UsageCounters::allocated_bytes},
              {"allocated_count", &UsageCounters::allocated_count},
+             {"allocation_calls", &UsageCounters::allocation_calls},
              {"freed_bytes", &UsageCounters::freed_bytes},
              {"freed_count", &UsageCounters::freed_count}}) {
       if (absl::Status s = ReadCount(totals, "totals", name, &(t.totals.*member)); !s.ok()) {

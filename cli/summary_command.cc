@@ -78,15 +78,9 @@ void PrintTable(const CaptureSummary& s, const std::string& path) {
   printf("memtrace summary of %s: capture %s\n", path.c_str(), Verdict(s).c_str());
   PrintSampledNote(s);
   printf("\n");
-  const char* row = "%-36s %11s %9s %11s %12s %11s %10s %11s %10s\n";
-  printf(row, "scope", "live", "blocks", "high-water", "peak bound", "allocated", "allocs",
-         "freed", "frees");
+  printf("%s", FormatUsageHeader().c_str());
   auto line = [&](const std::string& name, const UsageCounters& u) {
-    printf(row, name.c_str(), FormatBytes(u.live_bytes).c_str(),
-           absl::StrCat(u.live_count).c_str(), FormatBytes(u.high_water_bytes).c_str(),
-           FormatPeakBound(u).c_str(), FormatBytes(u.allocated_bytes).c_str(),
-           absl::StrCat(u.allocated_count).c_str(),
-           FormatBytes(u.freed_bytes).c_str(), absl::StrCat(u.freed_count).c_str());
+    printf("%s", FormatUsageRow(name, u).c_str());
   };
   for (const auto& [id, usage] : s.scopes) line(ScopeName(s, id), usage);
   line("TOTAL", s.totals);
@@ -209,6 +203,7 @@ UsageCounters OwnAllocated(const CaptureSummary& s) {
   if (s.fork.forked) {
     u.allocated_bytes -= std::min(u.allocated_bytes, s.fork.inherited_bytes);
     u.allocated_count -= std::min(u.allocated_count, s.fork.inherited_blocks);
+    u.allocation_calls -= std::min(u.allocation_calls, s.fork.inherited_blocks);
   }
   return u;
 }

@@ -164,14 +164,16 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
            "scaled\n");
   }
   printf("\n");
-  const char* row = "%11s %10s %11s %9s %11s %9s  %-28s %-10s %s\n";
-  printf(row, "allocated", "allocs", "live", "blocks", "temporaries", "processes", "scope",
-         "layer", "site");
+  const char* row = "%11s %10s %10s %11s %9s %11s %9s  %-28s %-10s %s\n";
+  printf(row, "allocated", "allocs", "calls", "live", "blocks", "temporaries", "processes",
+         "scope", "layer", "site");
   for (size_t i = 0; i < shown; ++i) {
     const Row& r = *order[i];
     printf(row, FormatBytes(r.usage.allocated_bytes).c_str(),
-           absl::StrCat(r.usage.allocated_count).c_str(), FormatBytes(r.usage.live_bytes).c_str(),
-           absl::StrCat(r.usage.live_count).c_str(), absl::StrCat(r.temporaries).c_str(),
+           absl::StrCat(r.usage.allocated_count).c_str(),
+           absl::StrCat(r.usage.allocation_calls).c_str(),
+           FormatBytes(r.usage.live_bytes).c_str(), absl::StrCat(r.usage.live_count).c_str(),
+           absl::StrCat(r.temporaries).c_str(),
            absl::StrCat(r.processes).c_str(), r.scope.c_str(), r.layer.c_str(), r.name.c_str());
     for (size_t f = 0; f < r.stack.size(); ++f) printf("    #%-2zu %s\n", f, r.stack[f].c_str());
   }
@@ -257,8 +259,9 @@ int TopCommand(int argc, char** argv) {
   printf("memtrace top of %s by %s: capture %s\n", path.c_str(), by.c_str(), Verdict(*s).c_str());
   PrintSampledNote(*s);
   printf("\n");
-  const char* row = "%11s %10s %11s %9s %11s  %-28s %-10s %s\n";
-  printf(row, "allocated", "allocs", "live", "blocks", "temporaries", "scope", "layer", "site");
+  const char* row = "%11s %10s %10s %11s %9s %11s  %-28s %-10s %s\n";
+  printf(row, "allocated", "allocs", "calls", "live", "blocks", "temporaries", "scope", "layer",
+         "site");
   auto print_frames = [&](uint32_t site) {
     const std::vector<uint64_t> frames = names.Frames(site);
     for (size_t f = 0; f < frames.size(); ++f) {
@@ -272,8 +275,10 @@ int TopCommand(int argc, char** argv) {
   for (size_t i = 0; i < shown; ++i) {
     const SiteGroup& g = groups[i];
     printf(row, FormatBytes(g.usage.allocated_bytes).c_str(),
-           absl::StrCat(g.usage.allocated_count).c_str(), FormatBytes(g.usage.live_bytes).c_str(),
-           absl::StrCat(g.usage.live_count).c_str(), absl::StrCat(g.temporaries).c_str(),
+           absl::StrCat(g.usage.allocated_count).c_str(),
+           absl::StrCat(g.usage.allocation_calls).c_str(),
+           FormatBytes(g.usage.live_bytes).c_str(), absl::StrCat(g.usage.live_count).c_str(),
+           absl::StrCat(g.temporaries).c_str(),
            ScopeName(*s, g.scope).c_str(), LayerName(*s, g.layer).c_str(),
            (g.name + StacksNote(g.stacks.size())).c_str());
     if (!stacks) continue;

@@ -19,6 +19,12 @@
 // counts alone; a remap that moves counts as one free of the old block and one allocation
 // of the new one.
 //
+// Blocks and calls. allocated_count counts blocks: an in-place resize makes none.
+// allocation_calls counts the calls that allocated, as heaptrack counts its "calls to
+// allocation functions": every allocation and every resize, in place or moved, a resize
+// being one call. So allocation_calls == allocated_count + (in-place resizes), and a move
+// (one free and one allocation here) is one call, counted by its allocation.
+//
 // Thread safety: plain data.
 
 #ifndef MEMTRACE_RUNTIME_USAGE_COUNTERS_H_
@@ -43,10 +49,13 @@ struct UsageCounters {
   // The interval that must hold the real peak (above).
   uint64_t high_water_low_bytes = 0;
   uint64_t high_water_high_bytes = 0;
+  // Calls that allocated: allocations and resizes (above).
+  uint64_t allocation_calls = 0;
 
   void Allocate(uint64_t bytes, bool ordered = true) noexcept {
     allocated_bytes += bytes;
     ++allocated_count;
+    ++allocation_calls;
     live_bytes += bytes;
     ++live_count;
     Rise(ordered);
@@ -59,6 +68,7 @@ struct UsageCounters {
   }
   // An in-place size change from `from` to `to` bytes.
   void Resize(uint64_t from, uint64_t to, bool ordered = true) noexcept {
+    ++allocation_calls;
     if (to >= from) {
       allocated_bytes += to - from;
       live_bytes += to - from;
@@ -78,6 +88,7 @@ struct UsageCounters {
     live_count += o.live_count;
     allocated_bytes += o.allocated_bytes;
     allocated_count += o.allocated_count;
+    allocation_calls += o.allocation_calls;
     freed_bytes += o.freed_bytes;
     freed_count += o.freed_count;
   }

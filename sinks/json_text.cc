@@ -82,6 +82,7 @@ std::string JsonUsage(const UsageCounters& u) {
                       ",\"high_water_high_bytes\":", high,
                       ",\"allocated_bytes\":", u.allocated_bytes,
                       ",\"allocated_count\":", u.allocated_count,
+                      ",\"allocation_calls\":", u.allocation_calls,
                       ",\"freed_bytes\":", u.freed_bytes, ",\"freed_count\":", u.freed_count,
                       "}");
 }

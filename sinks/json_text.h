@@ -24,7 +24,7 @@ namespace memtrace {
 std::string JsonQuote(const std::string& s);
 
 // {"live_bytes":..,"live_count":..,"high_water_bytes":..,"allocated_bytes":..,
-//  "allocated_count":..,"freed_bytes":..,"freed_count":..}
+//  "allocated_count":..,"allocation_calls":..,"freed_bytes":..,"freed_count":..}
 std::string JsonUsage(const UsageCounters& u);
 
 // [{"id":..,"path":"a/b","usage":{...}},...] and [{"id":..,"name":"cpu","usage":{...}},...]

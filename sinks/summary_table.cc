@@ -13,17 +13,26 @@ namespace memtrace {
 namespace {
 
 constexpr const char* kHeader =
-    "%-36s %11s %9s %11s %12s %11s %10s %11s %10s\n";
+    "%-36s %11s %9s %11s %12s %11s %10s %10s %11s %10s\n";
 
 void AppendRow(std::string& out, const std::string& name, const UsageCounters& u) {
-  absl::StrAppendFormat(&out, kHeader, name, FormatBytes(u.live_bytes),
-                        absl::StrCat(u.live_count), FormatBytes(u.high_water_bytes),
-                        FormatPeakBound(u), FormatBytes(u.allocated_bytes),
-                        absl::StrCat(u.allocated_count), FormatBytes(u.freed_bytes),
-                        absl::StrCat(u.freed_count));
+  out += FormatUsageRow(name, u);
 }
 
 }  // namespace
+
+std::string FormatUsageHeader() {
+  return absl::StrFormat(kHeader, "scope", "live", "blocks", "high-water", "peak bound",
+                         "allocated", "allocs", "calls", "freed", "frees");
+}
+
+std::string FormatUsageRow(const std::string& name, const UsageCounters& u) {
+  return absl::StrFormat(kHeader, name, FormatBytes(u.live_bytes), absl::StrCat(u.live_count),
+                         FormatBytes(u.high_water_bytes), FormatPeakBound(u),
+                         FormatBytes(u.allocated_bytes), absl::StrCat(u.allocated_count),
+                         absl::StrCat(u.allocation_calls), FormatBytes(u.freed_bytes),
+                         absl::StrCat(u.freed_count));
+}
 
 std::string FormatPeakBound(const UsageCounters& u) {
   if (!u.high_water_bounded()) return "none";
@@ -84,8 +93,7 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
   const CaptureIntegrity& in = snapshot.integrity;
   std::string out =
       absl::StrCat("memtrace summary: capture ", in.Verdict(), "; ", in.PeakVerdict(), "\n\n");
-  absl::StrAppendFormat(&out, kHeader, "scope", "live", "blocks", "high-water", "peak bound",
-                        "allocated", "allocs", "freed", "frees");
+  out += FormatUsageHeader();
   std::vector<const ScopeUsage*> rows;
   for (const ScopeUsage& s : snapshot.scopes) rows.push_back(&s);
   UsageCounters hidden;

@@ -66,6 +66,13 @@ std::string FormatOwnCpuLine(uint64_t drainer_ns, std::optional<uint64_t> writer
 // the value); or "none" for a peak without a bound.
 std::string FormatPeakBound(const UsageCounters& u);
 
+// The table's header and one row of it: name, live bytes and blocks, high-water and its
+// bound, allocated bytes, blocks ("allocs") and calls ("calls": UsageCounters::
+// allocation_calls, heaptrack's count), freed bytes and blocks. The analysis commands'
+// summary prints its rows with these too, so both tables keep one layout.
+std::string FormatUsageHeader();
+std::string FormatUsageRow(const std::string& name, const UsageCounters& u);
+
 // "512 B", "1.5 KiB", "3.2 MiB", "1.0 GiB".
 std::string FormatBytes(uint64_t bytes);
 

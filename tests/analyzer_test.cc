@@ -48,15 +48,19 @@ void ExpectSame(const UsageCounters& got, const UsageCounters& want, const std::
   EXPECT_EQ(got.allocated_count, want.allocated_count) << what;
   EXPECT_EQ(got.freed_bytes, want.freed_bytes) << what;
   EXPECT_EQ(got.freed_count, want.freed_count) << what;
+  EXPECT_EQ(got.allocation_calls, want.allocation_calls) << what;
 }
 
 // What the test itself did, counted as usage_counters.h defines the counters: an in-place
 // resize moves bytes only, a remap is a release of the old block and an allocation of the
-// new one.
+// new one. `calls` counts the calls that allocated as heaptrack does: every allocation
+// and every resize, a move (a remap: Free and Allocate here) being one call.
 struct OwnCounts {
   uint64_t allocated_count = 0, allocated_bytes = 0, freed_count = 0, freed_bytes = 0;
+  uint64_t calls = 0;
   void Allocate(uint64_t n) {
     ++allocated_count;
+    ++calls;
     allocated_bytes += n;
   }
   void Free(uint64_t n) {
@@ -64,6 +68,7 @@ struct OwnCounts {
     freed_bytes += n;
   }
   void Resize(uint64_t from, uint64_t to) {
+    ++calls;
     if (to >= from) {
       allocated_bytes += to - from;
     } else {
@@ -75,6 +80,7 @@ struct OwnCounts {
     allocated_bytes += o.allocated_bytes;
     freed_count += o.freed_count;
     freed_bytes += o.freed_bytes;
+    calls += o.calls;
   }
 };
 
@@ -83,6 +89,7 @@ void ExpectCounts(const UsageCounters& got, const OwnCounts& want, const std::st
   EXPECT_EQ(got.allocated_bytes, want.allocated_bytes) << what;
   EXPECT_EQ(got.freed_count, want.freed_count) << what;
   EXPECT_EQ(got.freed_bytes, want.freed_bytes) << what;
+  EXPECT_EQ(got.allocation_calls, want.calls) << what;
   EXPECT_EQ(got.live_count, want.allocated_count - want.freed_count) << what;
   EXPECT_EQ(got.live_bytes, want.allocated_bytes - want.freed_bytes) << what;
 }
@@ -327,6 +334,75 @@ std::string Free(uint64_t addr, uint64_t of, uint64_t ticket) {
 }
 
 const char kHeader[] = "{\"type\":\"header\",\"schema_version\":1}\n";
+
+// A resize in place, and the two halves of a move, on thread 1 in layer 0, addresses
+// spelled as Alloc() spells them.
+std::string Resize(uint64_t addr, uint64_t size, uint64_t of, uint64_t ticket) {
+  return absl::StrCat("{\"type\":\"resize\",\"t\":", ticket, ",\"thread\":1,\"addr\":\"0x",
+                      addr, "\",\"size\":", size, ",\"layer\":0,\"of\":", of,
+                      ",\"ticket\":", ticket, "}\n");
+}
+std::string Remap(uint64_t addr, uint64_t of, uint64_t ticket) {
+  return absl::StrCat("{\"type\":\"remap\",\"t\":", ticket, ",\"thread\":1,\"addr\":\"0x",
+                      addr, "\",\"layer\":0,\"of\":", of, ",\"ticket\":", ticket, "}\n");
+}
+std::string RemapTarget(uint64_t addr, uint64_t size, uint64_t ticket) {
+  return absl::StrCat("{\"type\":\"remap_target\",\"t\":", ticket,
+                      ",\"thread\":1,\"addr\":\"0x", addr, "\",\"size\":", size,
+                      ",\"layer\":0,\"scope\":0,\"site\":0,\"ticket\":", ticket, "}\n");
+}
+
+// Calls as heaptrack counts them, beside blocks: the test writes a sequence of
+// allocations, in-place resizes, moves and frees in two scopes, counting as it goes each
+// record that is a call (an alloc, a resize, a remap_target: a move is one call) and each
+// that makes a block (an alloc, a remap_target).
+TEST(AnalyzerTest, AllocationCallsCountEveryAllocationAndResizeAndAMoveOnce) {
+  std::string text = kHeader;
+  std::map<uint32_t, uint64_t> calls, blocks;  // by scope
+  uint64_t ticket = 0;
+  for (uint64_t i = 0; i < 12; ++i) {
+    const uint32_t scope = 1 + i % 2;
+    const uint64_t first = ++ticket;
+    uint64_t addr = 100 + i, last = first, size = 10 + i;
+    text += Alloc(addr, size, scope, 0, first);
+    ++calls[scope];
+    ++blocks[scope];
+    for (uint64_t r = 0; r < i % 3; ++r) {  // 0, 1 or 2 resizes in place
+      size += 5;
+      last = ++ticket;
+      text += Resize(addr, size, first, last);
+      ++calls[scope];
+    }
+    if (i % 4 == 1) {  // a move: the block keeps its scope
+      const uint64_t remap = ++ticket;
+      text += Remap(addr, last, remap);
+      addr += 1000;
+      size *= 2;
+      last = ++ticket;
+      text += RemapTarget(addr, size, last);
+      ++calls[scope];
+      ++blocks[scope];
+    }
+    if (i % 2 == 0) text += Free(addr, last, ++ticket);
+  }
+  const auto s = Analyzer::SummarizeText(text, "calls.jsonl");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->unmatched_releases, 0u);
+  uint64_t all_calls = 0, all_blocks = 0;
+  for (uint32_t scope : {1u, 2u}) {
+    all_calls += calls[scope];
+    all_blocks += blocks[scope];
+    EXPECT_EQ(s->scopes.at(scope).allocation_calls, calls[scope]) << "scope " << scope;
+    EXPECT_EQ(s->scopes.at(scope).allocated_count, blocks[scope]) << "scope " << scope;
+  }
+  EXPECT_EQ(s->totals.allocation_calls, all_calls);
+  EXPECT_EQ(s->layers.at(0).allocation_calls, all_calls);
+  EXPECT_EQ(s->totals.allocated_count, all_blocks);
+  EXPECT_GT(all_calls, all_blocks) << "the sequence has resizes in place";
+  uint64_t by_site = 0;
+  for (const AllocationAttribution& a : s->attribution) by_site += a.usage.allocation_calls;
+  EXPECT_EQ(by_site, all_calls);
+}
 
 TEST(AnalyzerTest, PeakCompositionIsTheLiveSetAtTheGlobalHighWater) {
   const std::string path = TempPath("peak.jsonl");

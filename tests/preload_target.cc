@@ -12,6 +12,12 @@
 // Modes (argv[1]):
 //   basic       every interposed entry point, four threads, frees on other threads,
 //               realloc in place and moving, C++ new/delete in all their forms
+//   calls       one thread makes 600 malloc-family calls on blocks of odd sizes in
+//               [80001, 99999] (not markers: above the 72,704 bytes libstdc++ takes for its
+//               exception pool at start, below glibc's 128 KiB mmap threshold): malloc, calloc,
+//               reallocarray, realloc that grows or shrinks (in place or moving); frees
+//               half of the blocks and keeps the rest; its counts line ends "calls=K": the calls that
+//               allocated, a realloc being one (heaptrack's "calls to allocation functions")
 //   exit-thread a worker thread calls exit(5) while the main thread keeps allocating
 //   atexit      main returns with 400 markers live; an atexit handler frees them (as a
 //               server's shutdown does, after exit() has run the thread's TLS destructors)
@@ -222,6 +228,20 @@ void* MustAlloc(void* p) {
   return p;
 }
 
+// Reallocs a block to `n2` bytes, counting what realloc did: kept the block where it
+// was, or moved it.
+void ReallocCounted(Block* b, size_t n2) {
+  const auto before = reinterpret_cast<uintptr_t>(b->p);
+  b->p = MustAlloc(realloc(b->p, n2));
+  if (reinterpret_cast<uintptr_t>(b->p) == before) {
+    reallocs_in_place.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    reallocs_moved.fetch_add(1, std::memory_order_relaxed);
+  }
+  live_bytes.fetch_add(static_cast<int64_t>(n2) - static_cast<int64_t>(b->n));
+  b->n = n2;
+}
+
 // One thread's share of `basic`: every entry point; every third block goes to the next
 // thread's mailbox to be freed there.
 void BasicWorker(int id, int rounds, Mailbox* mine, Mailbox* next, std::vector<Block>* kept) {
@@ -250,16 +270,7 @@ void BasicWorker(int id, int rounds, Mailbox* mine, Mailbox* next, std::vector<B
     CountAlloc(b.n);
     // Grow or shrink some blocks: realloc keeps the block (in place or moved).
     if (r % 5 == 0 && r % 8 != 5 && r % 8 != 7 && r % 8 != 2 && r % 8 != 3 && r % 8 != 4) {
-      const size_t n2 = MarkerSize(i + 17);
-      const auto before = reinterpret_cast<uintptr_t>(b.p);
-      b.p = MustAlloc(realloc(b.p, n2));
-      if (reinterpret_cast<uintptr_t>(b.p) == before) {
-        reallocs_in_place.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        reallocs_moved.fetch_add(1, std::memory_order_relaxed);
-      }
-      live_bytes.fetch_add(static_cast<int64_t>(n2) - static_cast<int64_t>(b.n));
-      b.n = n2;
+      ReallocCounted(&b, MarkerSize(i + 17));
     }
     if (r % 3 == 0) {
       next->Put(b);
@@ -975,6 +986,40 @@ void Sizes() {
   fflush(stdout);
 }
 
+// Mode `calls`. Its blocks sit in a static array, so the program allocates nothing else
+// of their size (the test records only blocks that large).
+void Calls() {
+  constexpr int kBlocks = 300;
+  static Block blocks[kBlocks];
+  uint64_t calls = 0;
+  for (int i = 0; i < kBlocks; ++i) {
+    Block& b = blocks[i];
+    b.n = 80001 + 2 * static_cast<size_t>(i);
+    switch (i % 3) {
+      case 0: b.p = MustAlloc(malloc(b.n)); break;
+      case 1: b.p = MustAlloc(calloc(1, b.n)); break;
+      case 2: b.p = MustAlloc(reallocarray(nullptr, 1, b.n)); break;
+    }
+    ++calls;
+    CountAlloc(b.n);
+  }
+  // Shrinking keeps a block where it is; growing one whose neighbour is still in use
+  // moves it.
+  for (int i = 0; i < kBlocks; ++i) {
+    Block& b = blocks[i];
+    ReallocCounted(&b, i % 2 == 0 ? 80001 : 99999);
+    ++calls;
+    if (i % 2 == 0) {
+      CountFree(b.n);
+      free(b.p);
+      b.p = nullptr;
+    }
+  }
+  // The other half stays live, reachable from the array.
+  printf("%s calls=%llu\n", CountsLine().c_str(), static_cast<unsigned long long>(calls));
+  fflush(stdout);
+}
+
 void Threads() {
   // The three start in the interposer's constructor; a wait bounds the race with their
   // first instructions (naming and placing themselves).
@@ -993,6 +1038,8 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "basic") {
     Basic();
+  } else if (mode == "calls") {
+    Calls();
   } else if (mode == "exit-thread") {
     ExitFromThread();
   } else if (mode == "atexit") {

@@ -91,6 +91,7 @@ struct Counts {
   int64_t live_bytes = -1;
   int64_t in_place = -1;  // reallocs that kept the block where it was
   int64_t moved = -1;     // reallocs that moved it
+  int64_t calls = -1;     // malloc-family calls that allocated (mode `calls` only)
 };
 
 Counts ParseCounts(const std::string& out) {
@@ -107,6 +108,7 @@ Counts ParseCounts(const std::string& out) {
       if (kv.first == "live_bytes") c.live_bytes = v;
       if (kv.first == "in_place") c.in_place = v;
       if (kv.first == "moved") c.moved = v;
+      if (kv.first == "calls") c.calls = v;
     }
   }
   return c;
@@ -124,7 +126,7 @@ struct Replay {
   std::string header;
   bool has_trailer = false;
   std::string trailer;
-  Counts markers{0, 0, 0, 0, 0, 0};
+  Counts markers{0, 0, 0, 0, 0, 0, -1};
   int64_t unknown_releases = 0;  // releases the replay could not pair
   // Every block's bytes, in the capture's order: live at the end, and the most live at once
   // (the high-water of that order, which is the program's own for a single-threaded one).
@@ -326,6 +328,40 @@ TEST_F(PreloadTest, EveryEntryPointAcrossThreadsMatchesTheProgramsOwnCounts) {
     ASSERT_NE(site, r.sites.end());
     EXPECT_GE(site->second.frames.size(), 2u);
   }
+}
+
+// heaptrack's "calls to allocation functions": the summary's calls column and its JSON
+// allocation_calls are the program's own count of its malloc-family calls (a realloc is
+// one, in place or moved), beside allocs, which counts blocks. --min-size keeps the
+// capture to the program's blocks (all of 80001 bytes or more), so nothing of libc's,
+// libstdc++'s or the runtime's is in it.
+TEST_F(PreloadTest, AllocationCallsAreTheProgramsOwnCountOfItsCalls) {
+  const std::string capture = TempDir() + "/calls.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--min-size=80000", "--output=" + capture, "--", Target(), "calls"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const Counts program = ParseCounts(run.out);
+  ASSERT_GT(program.calls, 0) << run.out;
+  ASSERT_GT(program.in_place, 0) << "the program resized nothing in place: " << run.out;
+  ASSERT_GT(program.moved, 0) << "the program moved no block: " << run.out;
+  const Result json = RunProgram({Cli(), "summary", "--json", capture}, {});
+  ASSERT_EQ(json.status, 0) << json.err;
+  const std::string totals = json.out.substr(json.out.find("\"totals\":"));
+  EXPECT_EQ(Field(totals, "allocation_calls"), absl::StrCat(program.calls)) << json.out;
+  // A block per allocation and per move.
+  EXPECT_EQ(Field(totals, "allocated_count"), absl::StrCat(program.allocs + program.moved))
+      << json.out;
+  const Result table = RunProgram({Cli(), "summary", capture}, {});
+  ASSERT_EQ(table.status, 0) << table.err;
+  const std::vector<std::string> header =
+      absl::StrSplit(RowOf(table.out, "peak bound"), ' ', absl::SkipEmpty());
+  const std::vector<std::string> total =
+      absl::StrSplit(RowOf(table.out, "TOTAL"), ' ', absl::SkipEmpty());
+  // "peak bound" is two words in the header, and each byte count two in a row.
+  ASSERT_EQ(header.size(), 11u) << table.out;
+  ASSERT_EQ(header[8], "calls") << table.out;
+  ASSERT_EQ(total.size(), 14u) << table.out;
+  EXPECT_EQ(total[10], absl::StrCat(program.calls)) << table.out;
 }
 
 // `memtrace run --exact-order` (MEMTRACE_EXACT_ORDER): the header says so, the
@@ -813,12 +849,14 @@ TEST_F(PreloadTest, StacksThatShareASiteNameAreOneRow) {
   ASSERT_EQ(top.status, 0) << top.err;
   const std::vector<std::string> rows = rows_naming(top.out, "::Inner(");
   ASSERT_EQ(rows.size(), 1u) << top.out;
-  // allocated, allocs, live, blocks: the five blocks of 50,023 bytes, all still live.
+  // allocated, allocs, calls, live, blocks: the five blocks of 50,023 bytes, each one
+  // malloc, all still live.
   const std::vector<std::string> cells = absl::StrSplit(rows[0], ' ', absl::SkipEmpty());
-  ASSERT_GE(cells.size(), 6u) << rows[0];
+  ASSERT_GE(cells.size(), 7u) << rows[0];
   EXPECT_EQ(cells[0] + " " + cells[1], "244.3 KiB") << rows[0];
   EXPECT_EQ(cells[2], "5") << rows[0];
-  EXPECT_EQ(cells[5], "5") << rows[0];
+  EXPECT_EQ(cells[3], "5") << rows[0];
+  EXPECT_EQ(cells[6], "5") << rows[0];
   EXPECT_TRUE(absl::EndsWith(rows[0], " [2 stacks]")) << rows[0];
   // Each stack with its own counts, the larger first, and its own caller.
   const size_t left = top.out.find("  stack 1 of 2: 146.6 KiB in 3 allocations");
@@ -1013,12 +1051,12 @@ TEST_F(PreloadTest, AllocationsMadeBeforeTracingStartedAreRecordedInOrderWithThe
   ASSERT_FALSE(table.empty()) << top.out;
   EXPECT_TRUE(absl::StartsWith(absl::StripLeadingAsciiWhitespace(table), "48.9 KiB          1"))
       << table;
-  // The newer blocks' row: 20,000 allocated (3.8 MiB), 20 live (3.9 KiB).
+  // The newer blocks' row: 20,000 allocated (3.8 MiB) in as many calls, 20 live (3.9 KiB).
   const std::string kept =
       RowOf(top.out, "memtrace_early_test::ChurnBeforeStart() (tests/early_allocator.cc:");
   ASSERT_FALSE(kept.empty()) << top.out;
   EXPECT_TRUE(absl::StartsWith(absl::StripLeadingAsciiWhitespace(kept),
-                               "3.8 MiB      20000     3.9 KiB        20"))
+                               "3.8 MiB      20000      20000     3.9 KiB        20"))
       << kept;
   // The whole stack, through the constructor that called them.
   const Result stacks = RunProgram({Cli(), "top", "--stacks", "--by=live", capture}, {});
