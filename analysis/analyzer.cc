@@ -384,18 +384,14 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
                                  SampledCount({rec.site, rec.scope, rec.layer}, rec.weight),
                                  rec.weight});
       NoteAllocation(rec.thread, rec.ticket);
+      last_allocation_[rec.thread] = rec.ticket;
       break;
     case LineType::kFree: {
       Block b;
-      if (Take(rec.of, rec.layer, rec.addr, &b)) {
+      uint64_t key = 0;
+      if (Take(rec.of, rec.layer, rec.addr, &b, &key)) {
         Account(b, /*allocate=*/false);
-        if (b.thread == rec.thread &&
-            thread_events_[rec.thread] - b.thread_event <= kTemporaryEvents) {
-          summary_.temporaries += b.count;
-          summary_.temporary_bytes += b.size;
-          temporaries_by_key_[(uint64_t{b.site} << 40) ^ (uint64_t{b.scope} << 8) ^ b.layer] +=
-              b.count;
-        }
+        NoteFreed(rec.thread, key, b);
       } else {
         ++summary_.unmatched_releases;
       }
@@ -428,6 +424,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       aliases_[rec.ticket] = key;
       live_[key] = b;
       by_address_[AddressKey(b.layer, b.addr)].push_back(key);
+      last_allocation_[rec.thread] = key;
       break;
     }
     case LineType::kRemap: {
@@ -465,6 +462,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       } else {
         Allocate(rec.ticket, b);
       }
+      last_allocation_[rec.thread] = m.active ? m.key : rec.ticket;
       m = Moving{};
       break;
     }
@@ -509,6 +507,22 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       break;
   }
   return absl::OkStatus();
+}
+
+void Analyzer::NoteFreed(uint32_t thread, uint64_t key, const Block& b) {
+  FreedAtOnce& at = freed_at_once_[AttributionKey{b.site, b.scope, b.layer}];
+  // The thread's last allocation call was on this block: no other allocation between.
+  auto last = last_allocation_.find(thread);
+  if (last != last_allocation_.end() && last->second == key) {
+    summary_.temporaries += b.count;
+    summary_.temporary_bytes += b.size;
+    at.temporaries += b.count;
+  }
+  if (b.thread == thread && thread_events_[thread] - b.thread_event <= kShortLivedEvents) {
+    summary_.short_lived += b.count;
+    summary_.short_lived_bytes += b.size;
+    at.short_lived += b.count;
+  }
 }
 
 void Analyzer::NoteAllocation(uint32_t thread, uint64_t ticket) {
@@ -563,11 +577,11 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   for (const auto& [ticket, b] : live_) summary_.live_blocks += b.count;
   for (const auto& [key, usage] : attribution_) {
     auto it = summary_.site_addrs.find(key.site);
-    auto tmp = temporaries_by_key_.find((uint64_t{key.site} << 40) ^
-                                        (uint64_t{key.scope} << 8) ^ key.layer);
+    auto at_once = freed_at_once_.find(key);
+    const FreedAtOnce freed = at_once != freed_at_once_.end() ? at_once->second : FreedAtOnce{};
     summary_.attribution.push_back(AllocationAttribution{
         key.site, it != summary_.site_addrs.end() ? it->second : 0, key.scope, key.layer,
-        usage, tmp != temporaries_by_key_.end() ? tmp->second : 0});
+        usage, freed.temporaries, freed.short_lived});
   }
   // The hash map's order changes from process to process (abseil seeds its hash), and
   // exports follow this vector: sort it so that the same capture always gives the same

@@ -48,7 +48,8 @@ struct AllocationAttribution {
   uint32_t scope = 0;
   uint32_t layer = 0;
   UsageCounters usage;
-  uint64_t temporaries = 0;  // blocks freed almost at once (see Analyzer::kTemporaryEvents)
+  uint64_t temporaries = 0;  // heaptrack's temporaries (CaptureSummary::temporaries)
+  uint64_t short_lived = 0;  // blocks freed almost at once (CaptureSummary::short_lived)
 };
 
 // How much of the memory is explained (the seed's coverage view): bytes attributed to named
@@ -192,8 +193,16 @@ struct CaptureSummary {
                                                    // that order
   std::vector<Retention> retention;  // scopes whose instances exited, by scope id
   Coverage coverage;
-  uint64_t temporaries = 0;        // blocks freed almost at once, on the allocating thread
+  // Temporaries as heaptrack defines them: blocks freed by a thread with no other
+  // allocation by that thread in between (the free's thread made its last allocation
+  // call, an allocation or a resize, on this block).
+  uint64_t temporaries = 0;
   uint64_t temporary_bytes = 0;
+  // Short-lived blocks, a wider net: freed by the thread that allocated them within
+  // Analyzer::kShortLivedEvents of that thread's events. Every temporary freed by its
+  // allocating thread soon enough is one too.
+  uint64_t short_lived = 0;
+  uint64_t short_lived_bytes = 0;
   // The first event after which total live bytes reached their maximum.
   uint64_t peak_event_index = 0;
   int64_t peak_t = 0;
@@ -232,8 +241,8 @@ struct AnalysisSummaryOptions {
 class Analyzer {
  public:
   // A block freed by the thread that allocated it, within this many of that thread's
-  // events, is a temporary.
-  static constexpr uint64_t kTemporaryEvents = 8;
+  // events, is short-lived (CaptureSummary::short_lived).
+  static constexpr uint64_t kShortLivedEvents = 8;
 
   // Reads and replays a capture file; with `stop_after` (an event count), the state right
   // after that many events: a snapshot at that point of the capture.
@@ -347,8 +356,10 @@ class Analyzer {
   absl::flat_hash_map<uint32_t, std::vector<OpenScope>> open_scopes_;  // by thread
   absl::flat_hash_map<uint32_t, uint64_t> thread_events_;             // events per thread
   std::map<uint32_t, int64_t> census_;                                // label -> value
-  absl::flat_hash_map<uint64_t, uint64_t> temporaries_by_key_;
   std::map<uint32_t, Retention> retention_;
+  // Per thread, the key in live_ of the block its last allocation call (an allocation, a
+  // resize, a move) made or changed: a free of that block by the thread is a temporary.
+  absl::flat_hash_map<uint32_t, uint64_t> last_allocation_;
 
   struct AttributionKey {
     uint32_t site, scope, layer;
@@ -365,8 +376,15 @@ class Analyzer {
   // its allocations without bias; 1 for an unsampled block.
   uint64_t SampledCount(const AttributionKey& key, double weight);
 
+  // A block freed at once, counted under its (site, scope, layer) (CaptureSummary).
+  void NoteFreed(uint32_t thread, uint64_t key, const Block& b);
+
   CaptureSummary summary_;
   absl::flat_hash_map<AttributionKey, UsageCounters> attribution_;
+  struct FreedAtOnce {
+    uint64_t temporaries = 0, short_lived = 0;
+  };
+  absl::flat_hash_map<AttributionKey, FreedAtOnce> freed_at_once_;
   absl::flat_hash_map<AttributionKey, double> weight_sums_;  // sampled captures only
   uint64_t events_seen_ = 0;
   uint64_t stop_after_ = ~uint64_t{0};

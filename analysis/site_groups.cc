@@ -14,7 +14,8 @@ std::vector<SiteGroup> GroupSitesByName(std::vector<AllocationAttribution> rows,
                                         const std::function<std::string(uint32_t)>& name,
                                         const SiteKey& key) {
   std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
-    const uint64_t ka = key(a.usage, a.temporaries), kb = key(b.usage, b.temporaries);
+    const uint64_t ka = key(a.usage, a.temporaries, a.short_lived);
+    const uint64_t kb = key(b.usage, b.temporaries, b.short_lived);
     if (ka != kb) return ka > kb;
     return std::tie(a.site, a.scope, a.layer) < std::tie(b.site, b.scope, b.layer);
   });
@@ -37,10 +38,11 @@ std::vector<SiteGroup> GroupSitesByName(std::vector<AllocationAttribution> rows,
       g.usage.high_water_bytes = 0;  // the stacks' high-water moments differ
     }
     g.temporaries += a.temporaries;
+    g.short_lived += a.short_lived;
     g.stacks.push_back(a);
   }
   std::stable_sort(groups.begin(), groups.end(), [&](const SiteGroup& a, const SiteGroup& b) {
-    return key(a.usage, a.temporaries) > key(b.usage, b.temporaries);
+    return key(a.usage, a.temporaries, a.short_lived) > key(b.usage, b.temporaries, b.short_lived);
   });
   return groups;
 }

@@ -45,11 +45,14 @@ struct SiteGroup {
   UsageCounters usage;  // the stacks' counts added up; high_water_bytes is the stack's
                         // own in a group of one, else 0 (their moments differ)
   uint64_t temporaries = 0;
+  uint64_t short_lived = 0;
   std::vector<AllocationAttribution> stacks;  // the sites added up, in input order
 };
 
-// What a listing orders by: a number from a row's (or a group's) counts and temporaries.
-using SiteKey = std::function<uint64_t(const UsageCounters&, uint64_t temporaries)>;
+// What a listing orders by: a number from a row's (or a group's) counts, temporaries and
+// short-lived blocks (CaptureSummary says which is which).
+using SiteKey =
+    std::function<uint64_t(const UsageCounters&, uint64_t temporaries, uint64_t short_lived)>;
 
 // Groups `rows` by (name(site), scope, layer), largest key first; each group's stacks too,
 // ties in (site, scope, layer) order, then groups of equal key in the order of their

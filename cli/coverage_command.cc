@@ -26,7 +26,8 @@ const CommandSpec kCoverageSpec = {
     "coverage", "memtrace coverage [flags] CAPTURE",
     "How much of the memory is explained: bytes allocated (and live at the end) in named\n"
     "scopes versus unscoped, the census total beside the live bytes the allocator observed,\n"
-    "and the temporaries.",
+    "and the blocks freed at once: temporaries (heaptrack's: freed before their thread\n"
+    "allocated anything else) and short-lived (freed within 8 of their thread's events).",
     {"json"}};
 
 int CoverageCommand(int argc, char** argv) {
@@ -40,7 +41,8 @@ int CoverageCommand(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_json)) {
     printf("{%s,\"allocated_scoped\":%llu,\"allocated_unscoped\":%llu,\"live_scoped\":%llu,"
            "\"live_unscoped\":%llu,\"census_bytes\":%lld,\"census_entries\":%llu,"
-           "\"live_bytes\":%llu,\"temporaries\":%llu,\"temporary_bytes\":%llu}\n",
+           "\"live_bytes\":%llu,\"temporaries\":%llu,\"temporary_bytes\":%llu,"
+           "\"short_lived\":%llu,\"short_lived_bytes\":%llu}\n",
            JsonHead("coverage", path, *s).c_str(),
            static_cast<unsigned long long>(c.allocated_scoped),
            static_cast<unsigned long long>(c.allocated_unscoped),
@@ -49,7 +51,9 @@ int CoverageCommand(int argc, char** argv) {
            static_cast<unsigned long long>(c.census_entries),
            static_cast<unsigned long long>(s->totals.live_bytes),
            static_cast<unsigned long long>(s->temporaries),
-           static_cast<unsigned long long>(s->temporary_bytes));
+           static_cast<unsigned long long>(s->temporary_bytes),
+           static_cast<unsigned long long>(s->short_lived),
+           static_cast<unsigned long long>(s->short_lived_bytes));
     return 0;
   }
   printf("memtrace coverage of %s: capture %s\n", path.c_str(), Verdict(*s).c_str());
@@ -71,8 +75,13 @@ int CoverageCommand(int argc, char** argv) {
                              : FormatBytes(static_cast<uint64_t>(c.census_bytes)))
              .c_str(),
          FormatBytes(s->totals.live_bytes).c_str());
-  printf("temporaries                %11llu  blocks (%s) freed almost at once\n",
+  printf("temporaries                %11llu  blocks (%s) freed before their thread allocated "
+         "anything else\n",
          static_cast<unsigned long long>(s->temporaries), FormatBytes(s->temporary_bytes).c_str());
+  printf("short-lived                %11llu  blocks (%s) freed within %llu of their thread's "
+         "events\n",
+         static_cast<unsigned long long>(s->short_lived), FormatBytes(s->short_lived_bytes).c_str(),
+         static_cast<unsigned long long>(Analyzer::kShortLivedEvents));
   return 0;
 }
 

@@ -27,7 +27,7 @@
 #include "sinks/json_text.h"
 #include "sinks/summary_table.h"
 
-ABSL_FLAG(std::string, by, "bytes", "order by: bytes, count, live or temporaries");
+ABSL_FLAG(std::string, by, "bytes", "order by: bytes, count, live, temporaries or short-lived");
 ABSL_FLAG(bool, stacks, false, "print each site's whole call stack, symbolized");
 
 namespace memtrace {
@@ -53,7 +53,9 @@ const CommandSpec kTopSpec = {
     "Lists call sites, each with the scope and layer it allocated in, largest first, with\n"
     "the site symbolized from the capture's module lines (function (file:line)).\n"
     "--by=bytes: bytes allocated; count: allocations; live: bytes live at the end (leaks at\n"
-    "exit); temporaries: blocks freed almost at once by the thread that allocated them.\n"
+    "exit); temporaries: blocks freed before their thread allocated anything else\n"
+    "(heaptrack's temporaries); short-lived: blocks their thread freed within its next 8\n"
+    "events.\n"
     "A site is named after the code that called the allocator (malloc, operator new, and\n"
     "the wrappers of common libraries; --allocator adds the program's own). Call stacks\n"
     "that share that name, scope and layer (one function reached from several callers)\n"
@@ -79,6 +81,7 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
     std::string layer;
     UsageCounters usage;
     uint64_t temporaries = 0;
+    uint64_t short_lived = 0;
     size_t processes = 0;
     size_t last_capture = SIZE_MAX;  // the capture that last added to it
     std::vector<std::string> stack;  // symbolized, from the first capture that had it
@@ -113,6 +116,7 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
       if (row.last_capture != c) ++row.processes, row.last_capture = c;
       row.usage.AddCounts(a.usage);  // high-water unused: `top` shows none
       row.temporaries += a.temporaries;
+      row.short_lived += a.short_lived;
       if (stacks && row.stack.empty()) {
         for (uint64_t pc : names.Frames(a.site)) row.stack.push_back(names.Describe(pc));
       }
@@ -124,6 +128,7 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
     if (by == "count") return r->usage.allocated_count;
     if (by == "live") return r->usage.live_bytes;
     if (by == "temporaries") return r->temporaries;
+    if (by == "short-lived") return r->short_lived;
     return r->usage.allocated_bytes;
   };
   // Ties in the map's (name, scope, layer) order: stable.
@@ -143,7 +148,8 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
                              : "",
                       ",\"scope\":", JsonQuote(r.scope), ",\"layer\":", JsonQuote(r.layer),
                       ",\"processes\":", r.processes, ",\"usage\":", JsonUsage(r.usage),
-                      ",\"temporaries\":", r.temporaries, "}");
+                      ",\"temporaries\":", r.temporaries, ",\"short_lived\":", r.short_lived,
+                      "}");
     }
     std::vector<std::string> quoted;
     for (const std::string& p : paths) quoted.push_back(JsonQuote(p));
@@ -164,16 +170,16 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
            "scaled\n");
   }
   printf("\n");
-  const char* row = "%11s %10s %10s %11s %9s %11s %9s  %-28s %-10s %s\n";
-  printf(row, "allocated", "allocs", "calls", "live", "blocks", "temporaries", "processes",
-         "scope", "layer", "site");
+  const char* row = "%11s %10s %10s %11s %9s %11s %11s %9s  %-28s %-10s %s\n";
+  printf(row, "allocated", "allocs", "calls", "live", "blocks", "temporaries", "short-lived",
+         "processes", "scope", "layer", "site");
   for (size_t i = 0; i < shown; ++i) {
     const Row& r = *order[i];
     printf(row, FormatBytes(r.usage.allocated_bytes).c_str(),
            absl::StrCat(r.usage.allocated_count).c_str(),
            absl::StrCat(r.usage.allocation_calls).c_str(),
            FormatBytes(r.usage.live_bytes).c_str(), absl::StrCat(r.usage.live_count).c_str(),
-           absl::StrCat(r.temporaries).c_str(),
+           absl::StrCat(r.temporaries).c_str(), absl::StrCat(r.short_lived).c_str(),
            absl::StrCat(r.processes).c_str(), r.scope.c_str(), r.layer.c_str(), r.name.c_str());
     for (size_t f = 0; f < r.stack.size(); ++f) printf("    #%-2zu %s\n", f, r.stack[f].c_str());
   }
@@ -192,9 +198,10 @@ int TopCommand(int argc, char** argv) {
     if (auto exit = OneCapture(kTopSpec, args)) return *exit;
   }
   const std::string by = absl::GetFlag(FLAGS_by);
-  if (by != "bytes" && by != "count" && by != "live" && by != "temporaries") {
-    return UsageError(kTopSpec, absl::StrCat("--by must be bytes, count, live or temporaries, "
-                                             "not '", by, "'"));
+  if (by != "bytes" && by != "count" && by != "live" && by != "temporaries" &&
+      by != "short-lived") {
+    return UsageError(kTopSpec, absl::StrCat("--by must be bytes, count, live, temporaries or "
+                                             "short-lived, not '", by, "'"));
   }
   if (absl::GetFlag(FLAGS_limit) < 1) return UsageError(kTopSpec, "--limit must be at least 1");
   const size_t limit = static_cast<size_t>(absl::GetFlag(FLAGS_limit));
@@ -204,10 +211,11 @@ int TopCommand(int argc, char** argv) {
   const std::string& path = args.positional[0];
   auto s = Load(path);
   if (!s.ok()) return InputError(kTopSpec, std::string(s.status().message()));
-  auto key = [&](const UsageCounters& usage, uint64_t temporaries) {
+  auto key = [&](const UsageCounters& usage, uint64_t temporaries, uint64_t short_lived) {
     if (by == "count") return usage.allocated_count;
     if (by == "live") return usage.live_bytes;
     if (by == "temporaries") return temporaries;
+    if (by == "short-lived") return short_lived;
     return usage.allocated_bytes;
   };
   SiteNamer names(*s, std::move(allocators));
@@ -241,7 +249,7 @@ int TopCommand(int argc, char** argv) {
         absl::StrAppend(&members, members.empty() ? "" : ",", "{\"site\":", a.site,
                         ",\"addr\":\"", Hex(a.site_addr), "\"", f,
                         ",\"usage\":", JsonUsage(a.usage), ",\"temporaries\":", a.temporaries,
-                        "}");
+                        ",\"short_lived\":", a.short_lived, "}");
       }
       // "site", "addr" and "frames": the group's largest stack, as before groups.
       absl::StrAppend(&out, i == 0 ? "" : ",", "{\"site\":", first.site, ",\"addr\":\"",
@@ -249,7 +257,7 @@ int TopCommand(int argc, char** argv) {
                       ",\"scope\":", JsonQuote(ScopeName(*s, g.scope)),
                       ",\"layer\":", JsonQuote(LayerName(*s, g.layer)),
                       ",\"usage\":", JsonUsage(g.usage), ",\"temporaries\":", g.temporaries,
-                      ",\"stacks\":[", members, "]}");
+                      ",\"short_lived\":", g.short_lived, ",\"stacks\":[", members, "]}");
     }
     printf("{%s,\"by\":%s,\"rows\":[%s],\"more_rows\":%zu,\"unresolved\":%s}\n",
            JsonHead("top", path, *s).c_str(), JsonQuote(by).c_str(), out.c_str(),
@@ -259,9 +267,9 @@ int TopCommand(int argc, char** argv) {
   printf("memtrace top of %s by %s: capture %s\n", path.c_str(), by.c_str(), Verdict(*s).c_str());
   PrintSampledNote(*s);
   printf("\n");
-  const char* row = "%11s %10s %10s %11s %9s %11s  %-28s %-10s %s\n";
-  printf(row, "allocated", "allocs", "calls", "live", "blocks", "temporaries", "scope", "layer",
-         "site");
+  const char* row = "%11s %10s %10s %11s %9s %11s %11s  %-28s %-10s %s\n";
+  printf(row, "allocated", "allocs", "calls", "live", "blocks", "temporaries", "short-lived",
+         "scope", "layer", "site");
   auto print_frames = [&](uint32_t site) {
     const std::vector<uint64_t> frames = names.Frames(site);
     for (size_t f = 0; f < frames.size(); ++f) {
@@ -278,7 +286,7 @@ int TopCommand(int argc, char** argv) {
            absl::StrCat(g.usage.allocated_count).c_str(),
            absl::StrCat(g.usage.allocation_calls).c_str(),
            FormatBytes(g.usage.live_bytes).c_str(), absl::StrCat(g.usage.live_count).c_str(),
-           absl::StrCat(g.temporaries).c_str(),
+           absl::StrCat(g.temporaries).c_str(), absl::StrCat(g.short_lived).c_str(),
            ScopeName(*s, g.scope).c_str(), LayerName(*s, g.layer).c_str(),
            (g.name + StacksNote(g.stacks.size())).c_str());
     if (!stacks) continue;
@@ -290,12 +298,13 @@ int TopCommand(int argc, char** argv) {
     for (size_t k = 0; k < listed; ++k) {
       const AllocationAttribution& a = g.stacks[k];
       printf("  stack %zu of %zu: %s in %llu allocations, %s in %llu blocks live, "
-             "%llu temporaries\n",
+             "%llu temporaries, %llu short-lived\n",
              k + 1, g.stacks.size(), FormatBytes(a.usage.allocated_bytes).c_str(),
              static_cast<unsigned long long>(a.usage.allocated_count),
              FormatBytes(a.usage.live_bytes).c_str(),
              static_cast<unsigned long long>(a.usage.live_count),
-             static_cast<unsigned long long>(a.temporaries));
+             static_cast<unsigned long long>(a.temporaries),
+             static_cast<unsigned long long>(a.short_lived));
       print_frames(a.site);
     }
     if (listed < g.stacks.size()) {

@@ -337,7 +337,8 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
       "\",\"events\":", s.events, ",\"lines\":", tables.stats.lines,
       ",\"bytes\":", tables.stats.bytes, ",\"live_blocks\":", s.live_blocks,
       ",\"unmatched_releases\":", s.unmatched_releases, ",\"temporaries\":", s.temporaries,
-      ",\"temporary_bytes\":", s.temporary_bytes, ",\"totals\":", JsonUsage(s.totals),
+      ",\"temporary_bytes\":", s.temporary_bytes, ",\"short_lived\":", s.short_lived,
+      ",\"short_lived_bytes\":", s.short_lived_bytes, ",\"totals\":", JsonUsage(s.totals),
       FiltersJson(s), "}");
 
   // Peak composition.
@@ -359,7 +360,7 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
   // Tables. Stacks that read the same are one row (analysis/site_groups.h).
   const std::vector<SiteGroup> sites = GroupSitesByName(
       s.attribution, site_name,
-      [](const UsageCounters& u, uint64_t) { return u.allocated_bytes; });
+      [](const UsageCounters& u, uint64_t, uint64_t) { return u.allocated_bytes; });
   auto site_row = [&](const SiteGroup& g) {
     return absl::StrCat("[", JsonQuote(g.name + StacksNote(g.stacks.size())), ",",
                         JsonQuote(Path(s, g.scope)), ",", JsonQuote(LayerName(s, g.layer)), ",",

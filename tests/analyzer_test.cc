@@ -516,8 +516,12 @@ TEST(AnalyzerTest, TemporariesAndCoverage) {
   text += Alloc(30, 7, 2, 1, 5);  // live at the end, scoped
   const auto summary = Analyzer::SummarizeText(text, "tmp.jsonl");
   ASSERT_TRUE(summary.ok()) << summary.status();
-  EXPECT_EQ(summary->temporaries, 21u) << "block 10 and the 20 one-byte blocks";
+  // Each of block 10 and the 20 one-byte blocks is freed right after its allocation: a
+  // temporary (no allocation between) and short-lived (within 8 of the thread's events).
+  EXPECT_EQ(summary->temporaries, 21u);
   EXPECT_EQ(summary->temporary_bytes, 64u + 20u);
+  EXPECT_EQ(summary->short_lived, 21u);
+  EXPECT_EQ(summary->short_lived_bytes, 64u + 20u);
   const Coverage& c = summary->coverage;
   EXPECT_EQ(c.allocated_unscoped, 64u);
   EXPECT_EQ(c.allocated_scoped, 100u + 20u + 7u);
@@ -526,6 +530,94 @@ TEST(AnalyzerTest, TemporariesAndCoverage) {
   EXPECT_EQ(c.census_bytes, 500 + 550)
       << "an older capture's value replaces the entry's; a change adds to it";
   EXPECT_EQ(c.census_entries, 2u);
+}
+
+// The two kinds of blocks freed at once, on a sequence of two threads' allocations,
+// resizes and frees. The test derives both counts from the sequence it writes: a free is
+// a temporary when its thread's last allocation or resize was of the freed block
+// (heaptrack's definition), and short-lived when the thread that allocated the block
+// frees it within 8 of its own events.
+TEST(AnalyzerTest, TemporariesAreHeaptracksAndShortLivedBlocksAreFreedWithinEightEvents) {
+  enum Kind { kAllocOp, kResizeOp, kFreeOp };
+  struct Op {
+    uint32_t thread;
+    Kind kind;
+    int block;
+  };
+  std::vector<Op> ops = {
+      {1, kAllocOp, 0}, {1, kFreeOp, 0},                     // at once
+      {1, kAllocOp, 1}, {2, kAllocOp, 2}, {1, kFreeOp, 1},  // another thread between
+      {1, kAllocOp, 3}, {1, kAllocOp, 4}, {1, kFreeOp, 3},  // an allocation between
+      {1, kFreeOp, 4},
+      {1, kAllocOp, 5}, {1, kAllocOp, 6}, {1, kResizeOp, 5}, {1, kFreeOp, 5},  // resized last
+      {1, kAllocOp, 7}, {2, kFreeOp, 7},                     // freed by another thread
+      {2, kFreeOp, 2}, {1, kFreeOp, 6}};
+  // Nine blocks, then one freed after nine frees: a temporary, not short-lived.
+  for (int b = 10; b < 19; ++b) ops.push_back({1, kAllocOp, b});
+  ops.push_back({1, kAllocOp, 20});
+  for (int b = 10; b < 19; ++b) ops.push_back({1, kFreeOp, b});
+  ops.push_back({1, kFreeOp, 20});
+
+  struct Live {
+    uint32_t thread;
+    uint64_t first_ticket, last_ticket, size, thread_event;
+  };
+  std::map<int, Live> live;
+  std::map<uint32_t, uint64_t> events;      // per thread
+  std::map<uint32_t, int> last_allocation;  // per thread: the block, or -1
+  uint64_t ticket = 0, temporaries = 0, temporary_bytes = 0, short_lived = 0;
+  std::string text = kHeader;
+  auto line = [](const char* type, uint32_t thread, int block, uint64_t ticket,
+                 const std::string& rest) {
+    return absl::StrCat("{\"type\":\"", type, "\",\"t\":", ticket, ",\"thread\":", thread,
+                        ",\"addr\":\"0x", 1000 + block, "\",\"layer\":0", rest,
+                        ",\"ticket\":", ticket, "}\n");
+  };
+  for (const Op& op : ops) {
+    ++events[op.thread];
+    ++ticket;
+    if (op.kind == kAllocOp) {
+      const uint64_t size = 10 + op.block;
+      live[op.block] = Live{op.thread, ticket, ticket, size, events[op.thread]};
+      last_allocation[op.thread] = op.block;
+      text += line("alloc", op.thread, op.block, ticket,
+                   absl::StrCat(",\"size\":", size, ",\"scope\":0,\"site\":0"));
+    } else if (op.kind == kResizeOp) {
+      Live& b = live.at(op.block);
+      b.size += 100;
+      text += line("resize", op.thread, op.block, ticket,
+                   absl::StrCat(",\"size\":", b.size, ",\"of\":", b.last_ticket));
+      b.last_ticket = ticket;
+      last_allocation[op.thread] = op.block;
+    } else {
+      const Live b = live.at(op.block);
+      live.erase(op.block);
+      text += line("free", op.thread, op.block, ticket, absl::StrCat(",\"of\":", b.last_ticket));
+      if (last_allocation.count(op.thread) && last_allocation[op.thread] == op.block) {
+        ++temporaries;
+        temporary_bytes += b.size;
+      }
+      if (b.thread == op.thread && events[op.thread] - b.thread_event <= 8) ++short_lived;
+    }
+  }
+  const auto s = Analyzer::SummarizeText(text, "freed_at_once.jsonl");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->unmatched_releases, 0u);
+  EXPECT_EQ(s->totals.live_count, 0u);
+  // The sequence has each kind: both, a temporary only, short-lived only, neither.
+  ASSERT_GT(temporaries, 0u);
+  ASSERT_GT(short_lived, 0u);
+  ASSERT_NE(temporaries, short_lived);
+  EXPECT_EQ(s->temporaries, temporaries);
+  EXPECT_EQ(s->temporary_bytes, temporary_bytes);
+  EXPECT_EQ(s->short_lived, short_lived);
+  uint64_t by_site_temporaries = 0, by_site_short_lived = 0;
+  for (const AllocationAttribution& a : s->attribution) {
+    by_site_temporaries += a.temporaries;
+    by_site_short_lived += a.short_lived;
+  }
+  EXPECT_EQ(by_site_temporaries, temporaries);
+  EXPECT_EQ(by_site_short_lived, short_lived);
 }
 
 struct Malformed {

@@ -92,6 +92,8 @@ grep -q "state at event 10: after event 10 of" "$dir/ae.txt" \
 grep -q "allocated in named scopes" "$dir/cov.txt" || fail "coverage output: $(cat "$dir/cov.txt")"
 "$memtrace" top --by=temporaries "$dir/c.jsonl" > "$dir/tt.txt" || fail "top --by=temporaries"
 grep -q "by temporaries" "$dir/tt.txt" || fail "top --by=temporaries output: $(cat "$dir/tt.txt")"
+"$memtrace" top --by=short-lived "$dir/c.jsonl" > "$dir/ts.txt" || fail "top --by=short-lived"
+grep -q "by short-lived" "$dir/ts.txt" || fail "top --by=short-lived output: $(cat "$dir/ts.txt")"
 "$memtrace" retention "$dir/c.jsonl" > "$dir/r.txt" || fail "retention"
 grep -q "request/handle/session_cache" "$dir/r.txt" || fail "retention rows: $(cat "$dir/r.txt")"
 "$workload" --requests=200 --workers=1 --capture="$dir/small.jsonl" > /dev/null 2>&1 || fail "workload 2"
