@@ -35,11 +35,14 @@ ABSL_FLAG(std::string, at_time, "",
           "250ms, 40us, 100ns) or a bare number of ns; or in unix ns");
 ABSL_FLAG(std::string, at_scope_exit, "",
           "snapshot: the state right after a scope's first exit (PATH) or its N-th (PATH#N)");
+ABSL_FLAG(bool, verbose, false,
+          "the whole integrity block, also for a clean capture (which gets one line)");
 
 namespace memtrace {
 
 using cli_internal::Basename;
 using cli_internal::CheckReached;
+using cli_internal::CleanIntegrity;
 using cli_internal::JsonHead;
 using cli_internal::LayerName;
 using cli_internal::Load;
@@ -61,7 +64,9 @@ using cli_internal::VerdictWord;
 const CommandSpec kSummarySpec = {
     "summary", "memtrace summary [flags] CAPTURE | memtrace summary [flags] CAPTURE CAPTURE...",
     "Replays CAPTURE and prints live bytes, blocks, high-water, allocated and freed per\n"
-    "scope and per layer, then the integrity block from its trailer: what was lost, how\n"
+    "scope and per layer, then its integrity: for a clean capture (complete, exact,\n"
+    "nothing lost, unfiltered) one line, the words `memtrace verify` passes it with;\n"
+    "otherwise, or with --verbose, the integrity block from its trailer: what was lost, how\n"
     "releases were matched, the transport, memtrace's own memory and its threads' CPU\n"
     "time. With one of the --at-* flags, the state at that point of the capture (a\n"
     "snapshot).\n"
@@ -70,7 +75,7 @@ const CommandSpec kSummarySpec = {
     "image, as a tree of who forked, exec'd or started whom, with its totals, how it\n"
     "ended and its verdict; --limit rows (the largest by bytes allocated when there are\n"
     "more; 0: all).",
-    {"json", "at_event", "at_time", "at_scope_exit", "limit"}};
+    {"json", "at_event", "at_time", "at_scope_exit", "limit", "verbose"}};
 
 namespace {
 
@@ -123,9 +128,17 @@ std::optional<SnapshotPoint> SummaryPoint(int* exit) {
 }
 
 // The trailer's integrity block, as the runtime's own summary prints it, and the sink's
-// counts; a capture cut short has none, and says so.
-void PrintIntegrity(const std::optional<TrailerBlocks>& blocks, const CaptureFilters& filters) {
+// counts; a capture cut short has none, and says so. A clean capture that no filter
+// thinned gets one line instead (CleanIntegrity()), unless --verbose asks for the block.
+void PrintIntegrity(const CaptureSummary& s, const std::optional<TrailerBlocks>& blocks,
+                    const CaptureFilters& filters) {
   printf("\n");
+  if (!absl::GetFlag(FLAGS_verbose) && !filters.any()) {
+    if (const std::optional<std::string> clean = CleanIntegrity(s)) {
+      printf("integrity: %s\n", clean->c_str());
+      return;
+    }
+  }
   if (!blocks) {
     printf("integrity: unknown: the capture has no trailer (it was cut short; `memtrace "
            "verify` says more)\n");
@@ -501,7 +514,7 @@ int SummaryCommand(int argc, char** argv) {
            static_cast<unsigned long long>(s->events));
   }
   PrintTable(*s, path);
-  PrintIntegrity(blocks, CaptureFilters::Of(*s, blocks ? &*blocks : nullptr));
+  PrintIntegrity(*s, blocks, CaptureFilters::Of(*s, blocks ? &*blocks : nullptr));
   PrintExecNote(blocks, path, s->trace_children);
   PrintSignalNote(blocks);
   PrintShadowNote(*s);

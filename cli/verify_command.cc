@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,10 @@ ABSL_FLAG(bool, expect_preload, false,
 
 namespace memtrace {
 
+using cli_internal::CaptureProblems;
+using cli_internal::CleanIntegrity;
 using cli_internal::FiltersOf;
+using cli_internal::IntegrityFindings;
 using cli_internal::JsonHead;
 using cli_internal::Load;
 using cli_internal::OneCapture;
@@ -31,9 +35,12 @@ using cli_internal::OneCapture;
 const CommandSpec kVerifySpec = {
     "verify", "memtrace verify [flags] CAPTURE...",
     "Checks that CAPTURE has at least one memory event, ends with a trailer (it was not cut\n"
-    "off), and that the trailer says nothing was lost. Exit 0 when all hold; otherwise print\n"
-    "which failed and exit 1. A capture from the interposer (header source \"preload\") with\n"
-    "no memory events means the interposer was loaded but recorded no allocations.\n"
+    "off), that the trailer says nothing was lost, and that its integrity block reports\n"
+    "nothing more (no release matched inexactly or to no block, no refused misuse, no full\n"
+    "table): the capture is clean, and passes with the one line `memtrace summary` prints\n"
+    "for it. Exit 0 when all hold; otherwise print which failed and exit 1. A capture\n"
+    "from the interposer (header source \"preload\") with no memory events means the\n"
+    "interposer was loaded but recorded no allocations.\n"
     "With several captures (a process family: memtrace verify NAME.mtb NAME.*), each in\n"
     "turn (--json: one object per line); exit 0 only when every one passes, 2 when one\n"
     "cannot be read.",
@@ -52,20 +59,6 @@ int VerifyCapture(const std::string& path) {
         "the interposer was not loaded (header source is \"", s->source,
         "\", not \"preload\": was libmemtrace_preload.so in LD_PRELOAD of the program?)"));
   }
-  if (preload && !s->malloc_from.empty()) {
-    problems.push_back(absl::StrCat(
-        "the program's calls to malloc and free reached the allocator of ", s->malloc_from,
-        ", which came before the interposer: the capture holds only what reached the "
-        "interposer by other calls, and the frees of those blocks may be missing. Preload "
-        "libmemtrace_preload.so first, or trace a build of the program that uses the C "
-        "library's malloc"));
-  } else if (s->events == 0) {
-    problems.push_back(
-        preload ? "the interposer was loaded but recorded no allocations (did the program "
-                  "allocate above the interposer's min_size, in a process it traces?)"
-                : "it has no memory events (was the tracer started, and the sink attached "
-                  "before Start()?)");
-  }
   // Not a loss of this capture's own records: said, not failed.
   std::vector<std::string> notes;
   if (s->fork.unpublished_records != 0) {
@@ -75,49 +68,12 @@ int VerifyCapture(const std::string& path) {
         "written; the blocks it inherited lack those operations (those threads are not in "
         "this process, and the parent's capture has them)"));
   }
-  if (s->being_written) {
-    problems.push_back(
-        "it is still being written: a running process holds its capture lock, and the "
-        "trailer comes when that process exits. Run verify again after it has ended (a "
-        "server traced with --forks: stop it, or the worker that writes this capture)");
-  } else if (!s->has_trailer && !s->cut.empty()) {
+  for (std::string& p : CaptureProblems(*s)) problems.push_back(std::move(p));
+  const std::optional<std::string> clean = CleanIntegrity(*s);
+  if (problems.empty() && !clean) {
     problems.push_back(absl::StrCat(
-        "it is truncated: it was cut off while it was written (", s->cut,
-        "), by a crash, a kill or a full disk. Everything before that record is read; "
-        "`memtrace convert` writes it to a capture of its own"));
-  } else if (!s->has_trailer) {
-    problems.push_back(
-        preload ? "it is truncated: there is no trailer. The process ended without running "
-                  "its exit handlers: it was killed (SIGKILL, the OOM killer), or it ended "
-                  "with the exit_group system call itself, as Go programs do. The capture "
-                  "holds what was written until then; the records of the last few "
-                  "milliseconds are lost"
-                : "it is truncated: there is no trailer (the program or the sink stopped "
-                  "before Finish())");
-  } else if (!s->trailer_complete) {
-    // The interposer names what ended the capture; a fatal signal means the program
-    // crashed, and everything before the crash is in the capture. (A trailer whose
-    // counters cannot be read names nothing: the capture is partial all the same.)
-    const TrailerBlocks t = ParseTrailer(s->trailer).value_or(TrailerBlocks{});
-    if (t.ended_by.rfind("signal ", 0) == 0) {
-      problems.push_back(absl::StrCat(
-          "it is partial: the program ended by ", t.ended_by,
-          "; the capture holds everything recorded up to it, but blocks live then are not "
-          "leaks"));
-    } else if (t.LostOnlyPastTheSizeLimit()) {
-      problems.push_back(absl::StrCat(
-          "it is partial, as its size limit asked: the capture reached ",
-          FormatBytes(t.max_bytes), " (--max-size, MEMTRACE_MAX_BYTES) and the ",
-          t.events_past_limit, " events after that were not written. The events before it "
-          "are whole, and the trailer's totals and integrity cover the whole run "
-          "(`memtrace summary` prints both); raise the limit to keep more"));
-    } else {
-      const std::vector<std::string> losses = t.Losses();
-      problems.push_back(absl::StrCat(
-          "it is partial: the trailer reports lost records",
-          losses.empty() ? "" : absl::StrCat(" (", absl::StrJoin(losses, ", "), ")"),
-          "; `memtrace summary` prints the whole integrity block"));
-    }
+        "its integrity block reports ", absl::StrJoin(IntegrityFindings(*s), ", "),
+        " (`memtrace summary` prints the whole block)"));
   }
   // What the recording filters left out: asked for, so never a finding, but always said
   // (the JSON head carries them as "filters" too).
@@ -137,8 +93,8 @@ int VerifyCapture(const std::string& path) {
     return problems.empty() ? 0 : 1;
   }
   if (problems.empty()) {
-    printf("memtrace verify: %s is complete: %llu memory events, nothing lost%s\n",
-           path.c_str(), static_cast<unsigned long long>(s->events),
+    // The words `memtrace summary` prints for the same capture (CleanIntegrity()).
+    printf("memtrace verify: %s: integrity: %s%s\n", path.c_str(), clean->c_str(),
            filters.VerdictSuffix().c_str());
     for (const std::string& n : notes) printf("memtrace verify: note: %s\n", n.c_str());
     return 0;

@@ -17,6 +17,32 @@ std::string CaptureIntegrity::PeakVerdict() const {
   return "peaks within their bounds";
 }
 
+std::vector<std::string> CaptureIntegrity::Findings() const {
+  std::vector<std::string> out;
+  auto add = [&](const char* what, uint64_t n) {
+    if (n != 0) out.push_back(std::string(what) + " " + std::to_string(n));
+  };
+  add("records dropped", events_dropped);
+  add("records failed", records_failed);
+  add("rings unavailable", rings_unavailable);
+  add("not recording", not_recording);
+  add("unknown frees", unknown_frees);
+  add("double frees", double_frees);
+  add("unknown resizes", unknown_resizes);
+  add("unknown remaps", unknown_remaps);
+  add("missed frees", missed_frees);
+  add("ambiguous matches", ambiguous_matches);
+  add("ticket evictions", ticket_evictions);
+  add("order conflicts", order_conflicts);
+  add("late records", late_records);
+  add("stalled claims", stalled_claims);
+  add("foreign span exits", foreign_span_exits);
+  add("nested records", nested_records);
+  add("site overflow", site_overflow);
+  add("scope overflow", scope_overflow);
+  return out;
+}
+
 std::string CaptureIntegrity::Counters() const {
   std::string out;
   auto add = [&](const char* name, uint64_t v) {

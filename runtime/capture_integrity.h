@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace memtrace {
 
@@ -104,6 +105,15 @@ struct CaptureIntegrity {
   std::string Verdict() const;
   // "name=value ..." for the loss and matching counters; for logs and test failures.
   std::string Counters() const;
+  // What the integrity block says beyond "complete, exact, nothing lost": each counter
+  // of a loss, an untraced operation, an unmatched release, an inexact match, a refused
+  // misuse, a stalled claim or a full table that is not zero, in the block's own words
+  // ("ticket evictions 3"). Empty when the block has nothing more to say: summaries then
+  // print it in one line, with PeakVerdict()'s news. How the run went is not a finding:
+  // ticket misses (releases still matched exactly, by address), waits for room, epochs,
+  // the drainer's lag; nor are peaks without bounds (an older capture's), which the line
+  // states.
+  std::vector<std::string> Findings() const;
 };
 
 }  // namespace memtrace

@@ -172,10 +172,29 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
                           cs.storage.capacity_bytes, cs.refused_for_entries,
                           cs.refused_for_storage);
   }
+  if (!options.verbose && in.exact() && in.Findings().empty()) {
+    absl::StrAppend(&out, "\nintegrity: ", FormatCleanIntegrityLine(in.events_recorded, in),
+                    "\n");
+    return out;
+  }
   absl::StrAppend(&out, "\n",
                   FormatIntegrityBlock(in, snapshot.memtrace_bytes, in.fence()),
                   FormatOwnCpuLine(snapshot.drainer_cpu_ns, std::nullopt));
   return out;
+}
+
+std::string FormatCleanIntegrityLine(uint64_t events, const CaptureIntegrity& in) {
+  // 410090 -> "410,090".
+  const std::string digits = absl::StrCat(events);
+  std::string n;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) n += ',';
+    n += digits[i];
+  }
+  return absl::StrCat("complete, exact: ", n, " events, nothing lost",
+                      in.peaks_bounded && in.bounded_epochs == 0
+                          ? ""
+                          : absl::StrCat(", ", in.PeakVerdict()));
 }
 
 std::string FormatOwnCpuLine(uint64_t drainer_ns, std::optional<uint64_t> writer_ns) {

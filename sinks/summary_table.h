@@ -3,9 +3,10 @@
 // summary_table.h: the human-readable per-scope summary of a Snapshot.
 //
 // One row per scope that allocated anything, sorted by path, then the totals, one row per
-// layer, and the integrity block. Every summary prints the integrity block beside the
-// totals, and a partial capture says so on its first line, so a reader never mistakes a
-// partial capture for a complete one.
+// layer, and the integrity block. Every summary prints its integrity beside the totals (a
+// block with nothing to report as one line, FormatCleanIntegrityLine()), and a partial
+// capture says so on its first line, so a reader never mistakes a partial capture for a
+// complete one.
 //
 //   memtrace summary: capture complete; peaks within their bounds
 //   scope                        live      blocks  high-water  peak bound   allocated  ...
@@ -31,6 +32,9 @@ struct SummaryOptions {
   size_t max_scopes = 200;      // rows of scopes; beyond it, the largest by high-water
   bool show_layers = true;
   CensusSummaryOptions census;  // census rows (runtime/census_status.h)
+  // The whole integrity block even when it has nothing to report; otherwise such a block
+  // is its one line (FormatCleanIntegrityLine()).
+  bool verbose = false;
 };
 
 std::string FormatSummaryTable(const Snapshot& snapshot,
@@ -39,6 +43,13 @@ std::string FormatSummaryTable(const Snapshot& snapshot,
 // The same content as one JSON object: totals, scopes (with paths), layers, census and
 // its status, and the integrity block with the complete/exact verdicts.
 std::string FormatSummaryJson(const Snapshot& snapshot);
+
+// A capture's integrity in one line, for a block with nothing to report (complete,
+// exact, CaptureIntegrity::Findings() empty), over `events` events:
+//   complete, exact: 410,090 events, nothing lost[, peaks within their bounds]
+// Exact peaks go without saying; bounded and unbounded ones are said (PeakVerdict()).
+// `memtrace summary` and `verify` print the same words for a clean capture.
+std::string FormatCleanIntegrityLine(uint64_t events, const CaptureIntegrity& integrity);
 
 // The integrity block alone, as FormatSummaryTable() ends: the verdict line, then records,
 // releases, matching and transport counters and memtrace's own memory. `fence` names the

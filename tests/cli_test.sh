@@ -10,7 +10,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$workload" --requests=500 --workers=2 --capture="$dir/c.jsonl" > "$dir/out.txt" 2>&1 \
   || fail "workload exited $?"
 "$memtrace" verify "$dir/c.jsonl" > "$dir/v.txt" || fail "verify of a complete capture: $(cat "$dir/v.txt")"
-grep -q "is complete" "$dir/v.txt" || fail "verify output: $(cat "$dir/v.txt")"
+grep -q ": integrity: complete, exact: " "$dir/v.txt" || fail "verify output: $(cat "$dir/v.txt")"
 
 "$memtrace" summary --json "$dir/c.jsonl" > "$dir/s.json" || fail "summary --json"
 grep -q '"verdict":"complete"' "$dir/s.json" || fail "summary verdict: $(cat "$dir/s.json")"
@@ -32,8 +32,20 @@ assert i["bounded_epochs"] > 0, i
 c = s["memtrace_cpu_ns"]
 assert sorted(c) == ["drainer", "writer"] and c["drainer"] > 0 and c["writer"] > 0, c
 PY
-"$memtrace" summary "$dir/c.jsonl" > "$dir/st.txt" || fail "summary"
+# A clean capture: its integrity in one line, in the words verify passed it with, and
+# the capture's events as --json counts them.
+"$memtrace" summary "$dir/c.jsonl" > "$dir/s1.txt" || fail "summary"
+[[ $(grep -c "^integrity" "$dir/s1.txt") -eq 1 ]] || fail "summary integrity: $(cat "$dir/s1.txt")"
+grep -q "^  " "$dir/s1.txt" && fail "a clean capture's summary has no indented block: $(cat "$dir/s1.txt")"
+events=$(python3 -c 'import json,sys; print(format(json.load(open(sys.argv[1]))["events"], ","))' "$dir/s.json")
+[[ "$(grep "^integrity" "$dir/s1.txt")" == "integrity: complete, exact: $events events, nothing lost, peaks within their bounds" ]] \
+  || fail "summary's integrity line (the workload's threads bound peaks): $(cat "$dir/s1.txt")"
+[[ "$(sed 's/^memtrace verify: [^ ]*: //' "$dir/v.txt")" == "$(grep "^integrity" "$dir/s1.txt")" ]] \
+  || fail "verify and summary say different things: $(cat "$dir/v.txt" "$dir/s1.txt")"
+# --verbose: the whole block.
+"$memtrace" summary --verbose "$dir/c.jsonl" > "$dir/st.txt" || fail "summary --verbose"
 grep -q "^integrity: complete" "$dir/st.txt" || fail "summary integrity block: $(cat "$dir/st.txt")"
+grep -q "^  records    recorded " "$dir/st.txt" || fail "summary --verbose block: $(cat "$dir/st.txt")"
 grep -Eq "^  peaks      [0-9]+ of [0-9]+ epochs had several threads recording" "$dir/st.txt" \
   || fail "summary peaks line: $(cat "$dir/st.txt")"
 grep -Eq "^scope +live +blocks +high-water +peak bound " "$dir/st.txt" \
@@ -66,6 +78,21 @@ grep -q "lost records (records dropped 3, events the sink lost 7)" "$dir/vp.txt"
 "$memtrace" summary "$dir/partial.jsonl" > "$dir/sp.txt" || fail "summary of a partial capture"
 grep -q "^integrity: PARTIAL" "$dir/sp.txt" || fail "summary of a partial capture: $(cat "$dir/sp.txt")"
 grep -q "dropped 3" "$dir/sp.txt" || fail "summary of a partial capture: $(cat "$dir/sp.txt")"
+# Complete, but a release was matched by address only (an evicted ticket): not clean.
+# summary prints the whole block, and verify fails it, naming the counter.
+head -n -1 "$dir/c.jsonl" > "$dir/inexact.jsonl"
+tail -n 1 "$dir/c.jsonl" | python3 -c '
+import json, sys
+t = json.loads(sys.stdin.read())
+t["integrity"]["ticket_evictions"] = 2
+print(json.dumps(t, separators=(",", ":")))' >> "$dir/inexact.jsonl"
+"$memtrace" verify "$dir/inexact.jsonl" > "$dir/vi.txt"
+[[ $? -eq 1 ]] || fail "verify of an inexact capture must exit 1: $(cat "$dir/vi.txt")"
+grep -q "FAILED: its integrity block reports ticket evictions 2 " "$dir/vi.txt" \
+  || fail "verify of an inexact capture: $(cat "$dir/vi.txt")"
+"$memtrace" summary "$dir/inexact.jsonl" > "$dir/si.txt" || fail "summary of an inexact capture"
+grep -q "^integrity: complete, inexact" "$dir/si.txt" || fail "summary, inexact: $(cat "$dir/si.txt")"
+grep -q "ticket evictions 2," "$dir/si.txt" || fail "summary, inexact: $(cat "$dir/si.txt")"
 # A damaged trailer: exit 2, naming the field.
 head -n -1 "$dir/c.jsonl" > "$dir/damaged.jsonl"
 echo '{"type":"trailer","complete":true,"integrity":{"events_dropped":-1}}' >> "$dir/damaged.jsonl"
@@ -104,14 +131,14 @@ grep -q "TOTAL" "$dir/d.txt" || fail "diff output: $(cat "$dir/d.txt")"
 
 "$workload" --requests=300 --workers=2 --capture="$dir/z.jsonl.zst" > /dev/null 2>&1 || fail "zstd capture"
 "$memtrace" verify "$dir/z.jsonl.zst" > "$dir/vz.txt" || fail "verify of a zstd capture"
-grep -q "is complete" "$dir/vz.txt" || fail "zstd verify output: $(cat "$dir/vz.txt")"
+grep -q ": integrity: complete, exact: " "$dir/vz.txt" || fail "zstd verify output: $(cat "$dir/vz.txt")"
 
 # The binary encoding (.mtb): written by the sink for .mtb paths, read by every command,
 # and `memtrace convert` turns either encoding into the other (JSONL back byte for byte).
 "$workload" --requests=500 --workers=2 --capture="$dir/b.mtb" > /dev/null 2>&1 || fail "binary capture"
 [[ "$(head -c 8 "$dir/b.mtb")" == "MTRACEB3" ]] || fail "b.mtb is not binary: $(head -c 16 "$dir/b.mtb" | od -c | head -1)"
 "$memtrace" verify "$dir/b.mtb" > "$dir/vb.txt" || fail "verify of a binary capture: $(cat "$dir/vb.txt")"
-grep -q "is complete" "$dir/vb.txt" || fail "binary verify output: $(cat "$dir/vb.txt")"
+grep -q ": integrity: complete, exact: " "$dir/vb.txt" || fail "binary verify output: $(cat "$dir/vb.txt")"
 "$memtrace" summary --json "$dir/b.mtb" > "$dir/sb.json" || fail "summary --json of a binary capture"
 grep -q '"path":"request/respond"' "$dir/sb.json" || fail "binary summary scopes: $(cat "$dir/sb.json")"
 "$memtrace" convert "$dir/c.jsonl" "$dir/c.mtb" 2> "$dir/conv.txt" || fail "convert to binary: $(cat "$dir/conv.txt")"
@@ -418,7 +445,8 @@ grep -qF "integrity: complete, exact for blocks of at least 1000 bytes;" "$dir/s
   || fail "filtered summary's integrity line: $(cat "$dir/sf.txt")"
 grep -qF "  filters    $said" "$dir/sf.txt" || fail "filtered summary's filters line: $(cat "$dir/sf.txt")"
 "$memtrace" verify "$dir/filtered.jsonl" > "$dir/vf.txt" || fail "verify of a filtered capture: $(cat "$dir/vf.txt")"
-grep -qF "nothing lost; filtered: $said" "$dir/vf.txt" || fail "filtered verify: $(cat "$dir/vf.txt")"
+grep -qF "nothing lost" "$dir/vf.txt" || fail "filtered verify: $(cat "$dir/vf.txt")"
+grep -qF "; filtered: $said" "$dir/vf.txt" || fail "filtered verify: $(cat "$dir/vf.txt")"
 for command in summary verify peak top retention coverage; do
   "$memtrace" "$command" --json "$dir/filtered.jsonl" > "$dir/f.json" || fail "$command --json of a filtered capture"
   python3 - "$dir/f.json" <<'PY' || fail "$command --json filters: $(cat "$dir/f.json")"

@@ -37,13 +37,14 @@ normalize() {
 mask_high_water() {
   sed -E -e '/^(memtrace|[0-9]+ events;|$|integrity|  )/!s/^(.{59}).{11} .{12}/\1          *            */'
 }
-# The integrity block (summary): how releases were matched, which peaks are bounded (by
-# how the threads' records interleaved), the transport, memtrace's
-# own memory and its threads' CPU time depend on the drainer's timing, and the fence on
-# the kernel; their labels stay, their values are masked.
+# The integrity block (summary), or its one line (summary, verify): how releases were
+# matched, which peaks are bounded (by how the threads' records interleaved), the
+# transport, memtrace's own memory and its threads' CPU time depend on the drainer's
+# timing, and the fence on the kernel; their labels stay, their values are masked.
 mask_integrity() {
   sed -E -e "/^  (matching|peaks|transport)/s/[0-9]+(\.[0-9]+)?/*/g" \
     -e 's/; peaks (exact|within their bounds)$/; peaks */' \
+    -e 's/(nothing lost)(, peaks within their bounds)?$/\1, peaks */' \
     -e 's/fence (membarrier|seq_cst)$/fence */' -e "s/^(  memtrace's own memory:) .*/\1 */" \
     -e "/^  memtrace's own CPU:/s/[0-9]+\.[0-9] ms/* ms/g"
 }
@@ -87,6 +88,7 @@ for name in "${!commands[@]}"; do
       normalize < "$dir/$name.raw" | mask_high_water | mask_integrity | sort_rows \
         > "$dir/$name.txt" ;;
     retention) normalize < "$dir/$name.raw" | mask_retention | sort_rows > "$dir/$name.txt" ;;
+    verify) normalize < "$dir/$name.raw" | mask_integrity > "$dir/$name.txt" ;;
     *) normalize < "$dir/$name.raw" > "$dir/$name.txt" ;;
   esac
   if [[ "$update" == "--update" ]]; then

@@ -379,7 +379,7 @@ TEST_F(PreloadTest, ExactOrderStampsEveryRecordAndSaysSo) {
   EXPECT_EQ(Field(r.header, "exact_order"), "true") << r.header;
   EXPECT_EQ(Field(r.trailer, "complete"), "true") << r.trailer;
   EXPECT_EQ(r.unknown_releases, 0);
-  const Result summary = RunProgram({Cli(), "summary", capture}, {});
+  const Result summary = RunProgram({Cli(), "summary", "--verbose", capture}, {});
   ASSERT_EQ(summary.status, 0) << summary.err;
   EXPECT_NE(summary.out.find("peak bound"), std::string::npos) << summary.out;
   EXPECT_NE(summary.out.find("  peaks      "), std::string::npos) << summary.out;
@@ -400,7 +400,8 @@ TEST_F(PreloadTest, SeqCstFenceTracesThreadsExactlyWithoutMembarrier) {
   const Result run = RunProgram(
       {Cli(), "run", "--fence=seq_cst", "--output=" + capture, "--", Target(), "basic"}, {});
   ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_NE(run.err.find("fence seq_cst"), std::string::npos) << run.err;
+  const Result block = RunProgram({Cli(), "summary", "--verbose", capture}, {});
+  EXPECT_NE(block.out.find("fence seq_cst"), std::string::npos) << block.out;
   absl::Status s;
   const Replay r = ReplayCapture(capture, &s);
   ASSERT_TRUE(s.ok()) << s;
@@ -1626,7 +1627,7 @@ TEST_F(PreloadTest, TheCapturesOfAProcessFamilyAreSummarizedAsATree) {
   const Result verify_all = RunProgram(args, {});
   EXPECT_EQ(verify_all.status, 0) << verify_all.out << verify_all.err;
   for (const std::string& path : paths) {
-    EXPECT_NE(verify_all.out.find("memtrace verify: " + path + " is complete"),
+    EXPECT_NE(verify_all.out.find("memtrace verify: " + path + ": integrity: complete, exact: "),
               std::string::npos)
         << verify_all.out;
   }

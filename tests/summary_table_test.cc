@@ -35,6 +35,44 @@ TEST(SummaryTableTest, PartialCaptureSaysSoOnTheFirstLine) {
   EXPECT_NE(text.find("dropped 3"), std::string::npos);
 }
 
+// Integrity with nothing to report is one line; a loss, an inexact match or --verbose
+// (SummaryOptions::verbose) bring the whole block back.
+TEST(SummaryTableTest, ACleanCaptureHasOneIntegrityLineAndAnythingElseTheBlock) {
+  auto integrity_lines = [](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = text.find("\nintegrity"); at != std::string::npos;
+         at = text.find("\n  ", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  Snapshot snap = MakeSnapshot();
+  snap.integrity.events_recorded = snap.integrity.events_applied = 410090;
+  snap.integrity.bounded_epochs = 3;
+  const std::string clean = FormatSummaryTable(snap);
+  EXPECT_NE(clean.find("\nintegrity: complete, exact: 410,090 events, nothing lost, peaks "
+                       "within their bounds\n"),
+            std::string::npos)
+      << clean;
+  // The census block's lines are indented too: count from the integrity line on.
+  EXPECT_EQ(integrity_lines(clean.substr(clean.find("\nintegrity"))), 1u) << clean;
+
+  SummaryOptions verbose;
+  verbose.verbose = true;
+  const std::string block = FormatSummaryTable(snap, verbose);
+  EXPECT_NE(block.find("  records    recorded 410090"), std::string::npos) << block;
+  EXPECT_GT(integrity_lines(block.substr(block.find("\nintegrity"))), 5u) << block;
+
+  snap.integrity.ticket_evictions = 1;
+  const std::string inexact = FormatSummaryTable(snap);
+  EXPECT_NE(inexact.find("integrity: complete, inexact"), std::string::npos) << inexact;
+  EXPECT_NE(inexact.find("ticket evictions 1,"), std::string::npos) << inexact;
+  snap.integrity.ticket_evictions = 0;
+  snap.integrity.unknown_frees = 2;
+  const std::string unknown = FormatSummaryTable(snap);
+  EXPECT_NE(unknown.find("unknown frees 2,"), std::string::npos) << unknown;
+}
+
 TEST(SummaryTableTest, RowsBeyondTheLimitAreSummedNotDropped) {
   SummaryOptions options;
   options.max_scopes = 2;

@@ -64,6 +64,98 @@ std::string Verdict(const CaptureSummary& s) {
   return VerdictAlone(s) + FiltersOf(s).VerdictSuffix();
 }
 
+std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
+  std::vector<std::string> problems;
+  const bool preload = s.source == "preload";
+  if (preload && !s.malloc_from.empty()) {
+    problems.push_back(absl::StrCat(
+        "the program's calls to malloc and free reached the allocator of ", s.malloc_from,
+        ", which came before the interposer: the capture holds only what reached the "
+        "interposer by other calls, and the frees of those blocks may be missing. Preload "
+        "libmemtrace_preload.so first, or trace a build of the program that uses the C "
+        "library's malloc"));
+  } else if (s.events == 0) {
+    problems.push_back(
+        preload ? "the interposer was loaded but recorded no allocations (did the program "
+                  "allocate above the interposer's min_size, in a process it traces?)"
+                : "it has no memory events (was the tracer started, and the sink attached "
+                  "before Start()?)");
+  }
+  if (s.being_written) {
+    problems.push_back(
+        "it is still being written: a running process holds its capture lock, and the "
+        "trailer comes when that process exits. Run verify again after it has ended (a "
+        "server traced with --forks: stop it, or the worker that writes this capture)");
+  } else if (!s.has_trailer && !s.cut.empty()) {
+    problems.push_back(absl::StrCat(
+        "it is truncated: it was cut off while it was written (", s.cut,
+        "), by a crash, a kill or a full disk. Everything before that record is read; "
+        "`memtrace convert` writes it to a capture of its own"));
+  } else if (!s.has_trailer) {
+    problems.push_back(
+        preload ? "it is truncated: there is no trailer. The process ended without running "
+                  "its exit handlers: it was killed (SIGKILL, the OOM killer), or it ended "
+                  "with the exit_group system call itself, as Go programs do. The capture "
+                  "holds what was written until then; the records of the last few "
+                  "milliseconds are lost"
+                : "it is truncated: there is no trailer (the program or the sink stopped "
+                  "before Finish())");
+  } else if (!s.trailer_complete) {
+    // The interposer names what ended the capture; a fatal signal means the program
+    // crashed, and everything before the crash is in the capture. (A trailer whose
+    // counters cannot be read names nothing: the capture is partial all the same.)
+    const TrailerBlocks t = ParseTrailer(s.trailer).value_or(TrailerBlocks{});
+    if (t.ended_by.rfind("signal ", 0) == 0) {
+      problems.push_back(absl::StrCat(
+          "it is partial: the program ended by ", t.ended_by,
+          "; the capture holds everything recorded up to it, but blocks live then are not "
+          "leaks"));
+    } else if (t.LostOnlyPastTheSizeLimit()) {
+      problems.push_back(absl::StrCat(
+          "it is partial, as its size limit asked: the capture reached ",
+          FormatBytes(t.max_bytes), " (--max-size, MEMTRACE_MAX_BYTES) and the ",
+          t.events_past_limit, " events after that were not written. The events before it "
+          "are whole, and the trailer's totals and integrity cover the whole run "
+          "(`memtrace summary` prints both); raise the limit to keep more"));
+    } else {
+      const std::vector<std::string> losses = t.Losses();
+      problems.push_back(absl::StrCat(
+          "it is partial: the trailer reports lost records",
+          losses.empty() ? "" : absl::StrCat(" (", absl::StrJoin(losses, ", "), ")"),
+          "; `memtrace summary` prints the whole integrity block"));
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> IntegrityFindings(const CaptureSummary& s) {
+  if (!s.has_trailer) return {"no trailer"};
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s.trailer);
+  if (!t.ok()) return {"a trailer that cannot be read"};
+  std::vector<std::string> out;
+  if (t->has_integrity) out = t->integrity.Findings();
+  auto add = [&](const char* what, uint64_t n) {
+    if (n != 0) out.push_back(absl::StrCat(what, " ", n));
+  };
+  add("events the sink lost", t->events_lost);
+  add("events past the size limit", t->events_past_limit);
+  add("write errors", t->write_errors);
+  add("stack collisions", t->stack_collisions);
+  add("releases with no allocation in the capture", s.unmatched_releases);
+  return out;
+}
+
+std::optional<std::string> CleanIntegrity(const CaptureSummary& s) {
+  if (!CaptureProblems(s).empty() || !IntegrityFindings(s).empty()) return std::nullopt;
+  const TrailerBlocks t = *ParseTrailer(s.trailer);
+  // The capture's memory events, as the summary's table and `verify` count them.
+  const std::string line = FormatCleanIntegrityLine(s.events, t.integrity);
+  if (t.has_integrity) return line;
+  // An older trailer: no counters to call the capture exact by.
+  return absl::StrCat("complete (the trailer has no integrity counters: an older capture)",
+                      line.substr(line.find(':')));
+}
+
 std::string VerdictWord(const CaptureSummary& s) {
   if (!s.has_trailer) return s.being_written ? "running" : "truncated";
   return s.trailer_complete ? "complete" : "partial";

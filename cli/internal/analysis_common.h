@@ -57,6 +57,25 @@ std::string Verdict(const CaptureSummary& s);
 // One word for the verdict of `s`: complete, partial, truncated or running.
 std::string VerdictWord(const CaptureSummary& s);
 
+// Why `s` fails `memtrace verify`, one sentence each: an allocator ahead of the
+// interposer, no memory events, still being written, truncated, partial. Empty: none of
+// these (the integrity block may still report findings: IntegrityFindings()).
+std::vector<std::string> CaptureProblems(const CaptureSummary& s);
+
+// What the trailer's integrity block reports beyond "complete, exact, nothing lost"
+// (CaptureIntegrity::Findings()), the sink's losses, and releases the replay could not
+// pair. A trailer without integrity counters (an older capture's) has none of the first.
+std::vector<std::string> IntegrityFindings(const CaptureSummary& s);
+
+// The verdict of a clean capture in one line, which `memtrace summary` prints in place of
+// the integrity block and `memtrace verify` prints as its pass:
+//   complete, exact: 410,090 events, nothing lost[, peaks within their bounds]
+// (or ", peaks without bounds (...)" for a capture written before memtrace bounded them;
+// an older trailer with no integrity counters says so, and counts the capture's events).
+// A capture is clean when CaptureProblems() and IntegrityFindings() are both empty;
+// nullopt otherwise. Recording filters are asked for, not findings: callers say them.
+std::optional<std::string> CleanIntegrity(const CaptureSummary& s);
+
 // Under a family's first line (its verdicts counted): each capture that recording filters
 // thinned, and what they left out.
 void PrintFamilyFiltersNote(const std::vector<std::pair<std::string, CaptureFilters>>& filtered);
