@@ -190,7 +190,7 @@ std::string FoldedStacks(const CaptureSummary& summary, Symbolizer& symbolizer,
   std::map<std::string, uint64_t> stacks;
   for (const AllocationAttribution& a : summary.attribution) {
     const uint64_t w = weight == FoldedWeight::kBytes ? a.usage.allocated_bytes
-                                                      : a.usage.allocated_count;
+                                                      : a.usage.allocation_calls;
     if (w == 0) continue;
     const std::vector<uint64_t> frames = SiteFrames(summary, a.site, a.site_addr);
     std::string line;

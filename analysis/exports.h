@@ -10,7 +10,8 @@
 //                    per site and scope, named by the site's label (SiteLabel: the caller
 //                    of the allocator functions) with its address beside it.
 //   FoldedStacks()   collapsed stacks for flame-graph tools: "outer;caller;callee WEIGHT"
-//                    per line, weighted by bytes or by allocations.
+//                    per line, weighted by bytes or by allocation calls (reallocs
+//                    included, as heaptrack counts them: UsageCounters::allocation_calls).
 //   PprofProfile()   a gzip-compressed profile.proto heap profile with sample types
 //                    alloc_objects/count, alloc_space/bytes, inuse_objects/count and
 //                    inuse_space/bytes (inuse: live at the end), for `go tool pprof`. A

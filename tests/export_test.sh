@@ -21,6 +21,7 @@ head -n 4000 "$dir/c.jsonl" > "$dir/cut.jsonl"
 total() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"][sys.argv[2]])' "$dir/s.json" "$1"; }
 live_bytes=$(total live_bytes); live_count=$(total live_count)
 alloc_bytes=$(total allocated_bytes); alloc_count=$(total allocated_count)
+alloc_calls=$(total allocation_calls)
 [[ $live_bytes -gt 0 ]] || fail "the cut capture should have live bytes"
 
 # ---- pprof, read by go tool pprof (offline, with a private cache).
@@ -71,7 +72,7 @@ for w in bytes count; do
     fail "folded lines must be 'frame;frame WEIGHT': $(grep -vE '^[^;]+(;[^;]+)* [0-9]+$' "$dir/f_$w.txt" | head -3)"
   fi
   sum=$(awk '{s += $NF} END {print s}' "$dir/f_$w.txt")
-  want=$([[ $w == bytes ]] && echo "$alloc_bytes" || echo "$alloc_count")
+  want=$([[ $w == bytes ]] && echo "$alloc_bytes" || echo "$alloc_calls")
   [[ "$sum" == "$want" ]] || fail "folded $w weights sum to $sum, the analyzer says $want"
 done
 

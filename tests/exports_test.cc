@@ -42,6 +42,7 @@ TEST(ExportsTest, FoldedStacksAreOutermostFirstSymbolizedAndMerged) {
   b.site = 2;
   b.scope = 4;
   b.usage.Allocate(50);  // 2 allocations, 150 bytes
+  b.usage.Resize(50, 80);  // and a realloc in place: a call, 30 bytes more
   AllocationAttribution unknown;
   unknown.site = 3;
   unknown.site_addr = 0x10;
@@ -51,10 +52,11 @@ TEST(ExportsTest, FoldedStacksAreOutermostFirstSymbolizedAndMerged) {
   for (const CaptureRecord& m : s.modules) symbolizer.AddModule(m);
   EXPECT_EQ(FoldedStacks(s, symbolizer, FoldedWeight::kBytes),
             "?? (0x10) 7\n"
-            "memtrace_exports_test::Outer();memtrace_exports_test::Inner() 250\n");
+            "memtrace_exports_test::Outer();memtrace_exports_test::Inner() 280\n");
+  // By calls, as heaptrack counts them: the realloc is one.
   EXPECT_EQ(FoldedStacks(s, symbolizer, FoldedWeight::kCount),
             "?? (0x10) 1\n"
-            "memtrace_exports_test::Outer();memtrace_exports_test::Inner() 3\n");
+            "memtrace_exports_test::Outer();memtrace_exports_test::Inner() 4\n");
 }
 
 // A stack through inlined code (tests/inline_frames.h): a summary with one site there.
