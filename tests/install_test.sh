@@ -32,7 +32,9 @@ XML
   echo "SKIPPED: $1"
   exit 0
 }
-if ldd "$root/dist/libmemtrace.so" | grep -Eq 'lib(asan|tsan|ubsan)'; then
+# (ldd's output taken whole first: under pipefail, `ldd | grep -q` fails when grep's early
+# exit kills ldd with SIGPIPE, and the skip would depend on timing.)
+if grep -Eq 'lib(asan|tsan|ubsan)' <<< "$(ldd "$root/dist/libmemtrace.so")"; then
   skip "libmemtrace.so is built with this configuration's sanitizer runtime, which a program built outside Bazel cannot load; the default configuration runs this test"
 fi
 for tool in cmake make pkg-config c++ cc; do
