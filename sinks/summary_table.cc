@@ -179,7 +179,7 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
   }
   absl::StrAppend(&out, "\n",
                   FormatIntegrityBlock(in, snapshot.memtrace_bytes, in.fence()),
-                  FormatOwnCpuLine(snapshot.drainer_cpu_ns, std::nullopt));
+                  FormatOwnCpuLine(snapshot.drainer_cpu_ns, std::nullopt, in.events_applied));
   return out;
 }
 
@@ -197,11 +197,21 @@ std::string FormatCleanIntegrityLine(uint64_t events, const CaptureIntegrity& in
                           : absl::StrCat(", ", in.PeakVerdict()));
 }
 
-std::string FormatOwnCpuLine(uint64_t drainer_ns, std::optional<uint64_t> writer_ns) {
+std::string FormatOwnCpuLine(uint64_t drainer_ns, std::optional<uint64_t> writer_ns,
+                             uint64_t records) {
   auto ms = [](uint64_t ns) { return absl::StrFormat("%.1f ms", static_cast<double>(ns) / 1e6); };
-  return absl::StrCat("  memtrace's own CPU: drainer ", ms(drainer_ns),
-                      writer_ns ? absl::StrCat(", writer ", ms(*writer_ns)) : std::string(),
-                      " (not counted: the hot path, on the program's threads)\n");
+  auto per = [&](uint64_t ns) {
+    return absl::StrFormat("%.1f ns", static_cast<double>(ns) / static_cast<double>(records));
+  };
+  std::string out = absl::StrCat(
+      "  memtrace's own CPU: drainer ", ms(drainer_ns),
+      writer_ns ? absl::StrCat(", writer ", ms(*writer_ns)) : std::string(),
+      " (not counted: the hot path, on the program's threads)");
+  if (records > 0) {
+    absl::StrAppend(&out, "; per record: drainer ", per(drainer_ns),
+                    writer_ns ? absl::StrCat(", writer ", per(*writer_ns)) : std::string());
+  }
+  return out + "\n";
 }
 
 std::string FormatIntegrityBlock(const CaptureIntegrity& in, uint64_t memtrace_bytes,

@@ -9,9 +9,10 @@
 #
 # What varies from run to run is normalized before comparing: addresses (0xADDR), the
 # capture's path (CAPTURE), and the numbers that depend on how the writer thread that frees
-# responses interleaves with the worker: high-water marks (summary) and what each scope
-# instance still held at its exit (retention's last three columns) are masked with '*', and
-# so are the integrity block's matching, transport and memory numbers (summary).
+# responses interleaves with the worker: high-water marks (summary), what each scope
+# instance still held at its exit (retention's last three columns) and temporaries (top,
+# coverage) are masked with '*', and so are the integrity block's matching, transport and
+# memory numbers (summary).
 #
 # Regenerate the goldens after an intended output change (then review the diff):
 #   bazel run //tests:golden_test -- --update
@@ -46,7 +47,14 @@ mask_integrity() {
     -e 's/; peaks (exact|within their bounds)$/; peaks */' \
     -e 's/(nothing lost)(, peaks within their bounds)?$/\1, peaks */' \
     -e 's/fence (membarrier|seq_cst)$/fence */' -e "s/^(  memtrace's own memory:) .*/\1 */" \
-    -e "/^  memtrace's own CPU:/s/[0-9]+\.[0-9] ms/* ms/g"
+    -e "/^  memtrace's own CPU:/s/[0-9]+\.[0-9] (ms|ns)/* \1/g"
+}
+# Temporaries (freed before their thread allocated anything else) count how the worker's
+# and the writer's calls interleave: top's column (characters 57-67 of a row) and
+# coverage's line are masked.
+mask_temporaries() {
+  sed -E -e '/^ +[0-9]/s/^(.{56}).{11}/\1          */' \
+    -e 's/^(temporaries +)[0-9]+  blocks \([^)]*\)/\1*  blocks (*)/'
 }
 # retention rows: "%-40s %10s %16s %14s %12s": keep the scope and its exits.
 mask_retention() {
@@ -89,7 +97,7 @@ for name in "${!commands[@]}"; do
         > "$dir/$name.txt" ;;
     retention) normalize < "$dir/$name.raw" | mask_retention | sort_rows > "$dir/$name.txt" ;;
     verify) normalize < "$dir/$name.raw" | mask_integrity > "$dir/$name.txt" ;;
-    *) normalize < "$dir/$name.raw" > "$dir/$name.txt" ;;
+    *) normalize < "$dir/$name.raw" | mask_temporaries > "$dir/$name.txt" ;;
   esac
   if [[ "$update" == "--update" ]]; then
     target="${BUILD_WORKSPACE_DIRECTORY:?run --update through bazel run}/tests/golden/$name.txt"
