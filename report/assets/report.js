@@ -180,6 +180,24 @@
     return p;
   }
 
+  // A row of buttons under `p` choosing one of `choices` ([value, name] pairs), after
+  // `label`; a click calls pick(value). Returns mark(value), which shows the current one.
+  function choices(p, label, list, pick) {
+    const seg = el("span", { class: "seg" });
+    for (const [value, name] of list) {
+      const b = el("button", { text: name, type: "button", "data-choice": value });
+      b.addEventListener("click", () => pick(value));
+      seg.append(b);
+    }
+    p.append(el("div", { class: "controls" }, label, seg));
+    return (current) => {
+      for (const b of seg.children) b.classList.toggle("on", b.getAttribute("data-choice") === current);
+    };
+  }
+
+  // The two weights of the flame graph and the functions table.
+  const kWeights = [["live", "bytes live at the peak"], ["alloc", "bytes allocated"]];
+
   // ---- axes ---------------------------------------------------------------------------
   function niceStep(range, target) {
     const raw = range / Math.max(1, target);
@@ -366,15 +384,8 @@
     const c2 = cut(tl.census_drawn, tl.census_total, "census entries");
     if (c2) sub.push(" ", c2);
     const p = panel("timeline", "Live bytes over time", sub);
-    const controls = el("div", { class: "controls" }, "x axis ");
-    const seg = el("span", { class: "seg" });
-    for (const [axis, name] of [["t", "time"], ["e", "events"]]) {
-      const b = el("button", { class: state.axis === axis ? "on" : "", text: name, type: "button" });
-      b.addEventListener("click", () => { state.axis = axis; draw(); });
-      seg.append(b);
-    }
-    controls.append(seg);
-    p.append(controls);
+    const markAxis = choices(p, "x axis ", [["t", "time"], ["e", "events"]],
+      (axis) => { state.axis = axis; draw(); });
     const body = el("div", {});
     p.append(body);
 
@@ -383,7 +394,7 @@
     const lines = tl.series.filter((s) => s.kind === "layer" || s.kind === "census");
 
     function draw() {
-      for (const b of seg.children) b.classList.toggle("on", (b.textContent === "time") === (state.axis === "t"));
+      markAxis(state.axis);
       body.replaceChildren();
       drawn.series.clear();
       drawn.charts.length = 0;
@@ -525,15 +536,8 @@
     if (c) sub.push(c);
     const p = panel("flame", "Flame graph", sub);
     const metricState = { metric: "live", focus: null };
-    const controls = el("div", { class: "controls" }, "weight ");
-    const seg = el("span", { class: "seg" });
-    for (const [m, name] of [["live", "bytes live at the peak"], ["alloc", "bytes allocated"]]) {
-      const b = el("button", { class: m === "live" ? "on" : "", text: name, type: "button", "data-metric": m });
-      b.addEventListener("click", () => { metricState.metric = m; metricState.focus = null; draw(); });
-      seg.append(b);
-    }
-    controls.append(seg);
-    p.append(controls);
+    const markWeight = choices(p, "weight ", kWeights,
+      (m) => { metricState.metric = m; metricState.focus = null; draw(); });
     const box = el("div", { class: "flame", id: "flame-graph" });
     p.append(box);
 
@@ -555,7 +559,7 @@
       return "hsl(" + (12 + h % 38) + "," + (62 + h % 20) + "%," + (58 + (h >> 8) % 14) + "%)";
     }
     function draw() {
-      for (const b of seg.children) b.classList.toggle("on", b.getAttribute("data-metric") === metricState.metric);
+      markWeight(metricState.metric);
       box.replaceChildren();
       const metric = metricState.metric;
       const focus = metricState.focus || root;
@@ -630,15 +634,7 @@
       ["Each function with the bytes of the call stacks it allocated in itself (self, the innermost frame) and of every stack it is on (total). ",
        "Click a row for its callers and callees. The stacks are the flame graph's."]);
     const state = { metric: "live", selected: -1 };
-    const controls = el("div", { class: "controls" }, "weight ");
-    const seg = el("span", { class: "seg" });
-    for (const [m, name] of [["live", "bytes live at the peak"], ["alloc", "bytes allocated"]]) {
-      const b = el("button", { class: m === "live" ? "on" : "", text: name, type: "button" });
-      b.addEventListener("click", () => { state.metric = m; draw(); });
-      seg.append(b);
-    }
-    controls.append(seg);
-    p.append(controls);
+    const markWeight = choices(p, "weight ", kWeights, (m) => { state.metric = m; draw(); });
     const box = el("div", {});
     p.append(box);
     function stats(metric) {
@@ -661,7 +657,7 @@
       return { fns, all };
     }
     function draw() {
-      for (const b of seg.children) b.classList.toggle("on", (b.textContent === "bytes live at the peak") === (state.metric === "live"));
+      markWeight(state.metric);
       const { fns, all } = stats(state.metric);
       const rows = [...fns.entries()].sort((a, b) => b[1].self - a[1].self || b[1].total - a[1].total);
       let selfSum = 0;
