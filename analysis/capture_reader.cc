@@ -322,8 +322,10 @@ class StructureChecker {
                    CaptureReadStats* stats)
       : parser_(std::move(name)), fn_(fn), stats_(stats) {}
 
-  // One JSONL line, without its newline.
-  absl::Status Line(std::string_view text) {
+  // One JSONL line, without its newline. `last`: the capture's last line, which has no
+  // newline: a line like any other, or, when it does not parse, a line cut off while it
+  // was written (CaptureReadStats::cut).
+  absl::Status Line(std::string_view text, bool last = false) {
     ++line_;
     stats_->lines = line_;
     stats_->bytes += text.size() + 1;
@@ -332,7 +334,15 @@ class StructureChecker {
       return parser_.Error(line_, "content after the trailer (two captures concatenated?)");
     }
     CaptureRecord rec;
-    if (absl::Status s = parser_.Parse(text, line_, &rec); !s.ok()) return s;
+    if (absl::Status s = parser_.Parse(text, line_, &rec); !s.ok()) {
+      if (!last) return s;
+      // Left out, as a binary record cut off is: not counted as read.
+      NoteCut(absl::StrCat("line ", line_, " is cut off (", text.size(),
+                           " bytes of it are there)"));
+      stats_->lines = --line_;
+      stats_->bytes -= text.size() + 1;
+      return absl::OkStatus();
+    }
     return Deliver(rec);
   }
 
@@ -375,18 +385,6 @@ class StructureChecker {
           absl::StrCat(name, ": empty file: a capture starts with a header line"));
     }
     return absl::OkStatus();
-  }
-
-  // The capture's last line, which has no newline: a line like any other, or, when it
-  // does not parse, a line cut off while it was written (CaptureReadStats::cut).
-  absl::Status LastLine(std::string_view text) {
-    CaptureRecord rec;
-    if (!stats_->has_trailer && !parser_.Parse(text, line_ + 1, &rec).ok()) {
-      stats_->cut = absl::StrCat("line ", line_ + 1, " is cut off (", text.size(),
-                                 " bytes of it are there)");
-      return absl::OkStatus();
-    }
-    return Line(text);
   }
 
   // The capture ends inside a record: what is there of it is left out.
@@ -560,7 +558,7 @@ class CaptureBytes {
       if (absl::Status s = Feed(first); !s.ok()) return s;
     }
     if (mode_ == Mode::kText) {
-      if (!pending_.empty()) return checker_.LastLine(pending_);
+      if (!pending_.empty()) return checker_.Line(pending_, /*last=*/true);
       return absl::OkStatus();
     }
     if (!pending_.empty()) {
