@@ -56,12 +56,12 @@ SpscRing::SlowClaim SpscRing::ClaimSlow(uint32_t n) noexcept {
   if (pos & kOpenBit) return {0, ClaimStatus::kNested};
   const uint64_t end = pos + n;
   if (end > space_check_ && !Refresh(end)) {
-    producer_check_ = std::min(space_check_, StampPointFrom(pos));
+    CheckFrom(pos);
     return {0, ClaimStatus::kFull};
   }
   // Whether [pos, end) holds a multiple of the stamp interval.
   const bool stamp_due = ((end - 1) & stamp_interval_mask_) < n;
-  producer_check_ = std::min(space_check_, StampPointFrom(end));
+  CheckFrom(end);
   uint64_t position;
   Open(pos, n, &position);
   return {position, stamp_due ? ClaimStatus::kStampDue : ClaimStatus::kClaimed};
@@ -126,7 +126,7 @@ void SpscRing::ResetPositions(uint64_t position) noexcept {
   tail_.store(position, std::memory_order_relaxed);
   producer_head_ = position;
   space_check_ = position + QuarterCapacity();
-  producer_check_ = std::min(space_check_, StampPointFrom(position));
+  CheckFrom(position);
   wake_request_ = false;
   space_waiter_.store(0, std::memory_order_relaxed);
 }

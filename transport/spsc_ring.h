@@ -171,7 +171,7 @@ class SpscRing {
     // Relaxed: see Open(). The consumer treats claim_ == head_ as idle.
     claim_.store(producer_head_, std::memory_order_relaxed);
     // A stamp point of the claim given back is looked at again by the next claim.
-    producer_check_ = std::min(space_check_, StampPointFrom(producer_head_));
+    CheckFrom(producer_head_);
   }
 
   // The slot for a claimed position. Producer only, between Claim() and Publish().
@@ -292,6 +292,11 @@ class SpscRing {
   // The first stamp point at or after `position`.
   uint64_t StampPointFrom(uint64_t position) const noexcept {
     return (position + stamp_interval_mask_) & ~stamp_interval_mask_;
+  }
+
+  // Sets producer_check_ for a next claim that starts at `position`.
+  void CheckFrom(uint64_t position) noexcept {
+    producer_check_ = std::min(space_check_, StampPointFrom(position));
   }
 
   // The slow half of Claim(), when a claim ending at `end` passes producer_check_: an open
