@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "analysis/trailer.h"
+#include "runtime/internal/site_table.h"
 #include "sinks/capture_lock.h"
 #include "simdjson.h"
 
@@ -184,6 +185,13 @@ std::vector<Difference> Compare(const CaptureSummary& before, const CaptureSumma
   return out;
 }
 
+// Site ids of a capture are the ledger's site values; every one gets its own (the
+// capacity is the most ids, less the one SiteTable keeps for "other sites").
+Analyzer::Analyzer() : ledger_(std::make_unique<AllocationLedger>(SiteTable::kOtherSites - 1)) {}
+Analyzer::~Analyzer() = default;
+Analyzer::Analyzer(Analyzer&&) noexcept = default;
+Analyzer& Analyzer::operator=(Analyzer&&) noexcept = default;
+
 absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
                                                    uint64_t stop_after) {
   Analyzer analyzer;
@@ -234,29 +242,30 @@ absl::StatusOr<CaptureSummary> Analyzer::SummarizeText(std::string_view text,
   return analyzer.Finish(stats);
 }
 
-void Analyzer::Account(const Block& b, bool allocate) {
-  UsageCounters& scope = summary_.scopes[b.scope];
+void Analyzer::Account(uint64_t size, uint32_t scope_id, uint32_t site, uint32_t layer,
+                       uint64_t count, bool allocate) {
+  UsageCounters& scope = summary_.scopes[scope_id];
   const uint64_t scope_high_water = scope.high_water_bytes;
-  UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer], &scope,
-                          &attribution_[AttributionKey{b.site, b.scope, b.layer}]};
+  UsageCounters* all[] = {&summary_.totals, &summary_.layers[layer], &scope,
+                          &attribution_[AttributionKey{site, scope_id, layer}]};
   // A sampled block stands for `count` allocations: the counters' own step is one.
-  const uint64_t extra = b.count - 1;
+  const uint64_t extra = count - 1;
   for (UsageCounters* c : all) {
     if (allocate) {
-      c->Allocate(b.size);
+      c->Allocate(size);
       c->allocated_count += extra;
       c->allocation_calls += extra;
       c->live_count += extra;
     } else {
-      c->Free(b.size);
+      c->Free(size);
       c->freed_count += extra;
       c->live_count -= extra;
     }
   }
   if (scope.high_water_bytes > scope_high_water) {
-    summary_.scope_peak_event[b.scope] = events_seen_;
+    summary_.scope_peak_event[scope_id] = events_seen_;
   }
-  if (live_change_hook_) live_change_hook_(b.scope, b.layer);
+  if (live_change_hook_) live_change_hook_(scope_id, layer);
 }
 
 uint64_t Analyzer::SampledCount(const AttributionKey& key, double weight) {
@@ -268,40 +277,47 @@ uint64_t Analyzer::SampledCount(const AttributionKey& key, double weight) {
   return static_cast<uint64_t>(std::llround(sum) - before);
 }
 
-void Analyzer::Allocate(uint64_t ticket, const Block& b) {
-  live_[ticket] = b;
-  by_address_[AddressKey(b.layer, b.addr)].push_back(ticket);
-  Account(b, /*allocate=*/true);
+void Analyzer::AddNote(uint32_t layer, uint64_t addr, const Note& note) {
+  notes_[AddressKey(layer, addr)].push_back(note);
+  live_blocks_ += note.count;
 }
 
-bool Analyzer::Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out, uint64_t* key) {
-  uint64_t ticket = of;
-  auto it = live_.find(of);
-  if (it == live_.end() && !aliases_.empty()) {
-    // Named by the ticket of its last resize or move.
-    if (auto alias = aliases_.find(of); alias != aliases_.end()) {
-      ticket = alias->second;
-      it = live_.find(ticket);
-    }
+Analyzer::Note Analyzer::TakeNote(const Released& r) {
+  auto at = notes_.find(AddressKey(r.block.layer, r.block.address));
+  Note out;
+  out.size = r.block.size;
+  if (at == notes_.end()) return out;  // not reached: every block the ledger holds has one
+  auto& notes = at->second;
+  auto it = std::find_if(notes.begin(), notes.end(),
+                         [&](const Note& n) { return n.ticket48 == r.ticket48; });
+  if (it == notes.end()) return out;
+  out = *it;
+  notes.erase(it);
+  if (notes.empty()) notes_.erase(at);
+  live_blocks_ -= out.count;
+  if (!moved_to_.empty()) moved_to_.erase(out.id);
+  return out;
+}
+
+const Analyzer::Note* Analyzer::FindNote(uint64_t address_key, uint64_t id) const {
+  if (!moved_to_.empty()) {
+    if (auto moved = moved_to_.find(id); moved != moved_to_.end()) address_key = moved->second;
   }
-  if (it == live_.end() || it->second.addr != addr || it->second.layer != layer) {
-    auto at = by_address_.find(AddressKey(layer, addr));
-    if (at == by_address_.end() || at->second.empty()) return false;
-    ticket = at->second.front();  // the oldest block at the address
-    it = live_.find(ticket);
-    if (it == live_.end()) return false;
+  auto at = notes_.find(address_key);
+  if (at == notes_.end()) return nullptr;
+  for (const Note& n : at->second) {
+    if (n.id == id) return &n;
   }
-  *out = it->second;
-  if (out->alias != 0) aliases_.erase(out->alias);
-  if (key != nullptr) *key = ticket;
-  live_.erase(it);
-  auto at = by_address_.find(AddressKey(layer, addr));
-  if (at != by_address_.end()) {
-    auto& tickets = at->second;
-    tickets.erase(std::find(tickets.begin(), tickets.end(), ticket));
-    if (tickets.empty()) by_address_.erase(at);
-  }
-  return true;
+  return nullptr;
+}
+
+void Analyzer::SettleEpoch() {
+  ledger_->SettleDisplaced([&](const Released& r) {
+    const Note note = TakeNote(r);
+    Account(r.block.size, r.block.scope, static_cast<uint32_t>(r.block.site), r.block.layer,
+            note.count, /*allocate=*/false);
+    ++summary_.missed_frees;
+  });
 }
 
 bool Analyzer::BeyondPoint(const CaptureRecord& rec) {
@@ -327,6 +343,10 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
   const bool is_event = rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd;
   if (is_event) {
     if (BeyondPoint(rec)) return absl::OkStatus();
+    // The drainer settles the blocks set aside at reused addresses when an epoch's records
+    // are all applied, before the next epoch's.
+    if (rec.epoch != epoch_ && events_seen_ > 0) SettleEpoch();
+    epoch_ = rec.epoch;
     ++events_seen_;
     last_t_ = rec.t;
     ++thread_events_[rec.thread];
@@ -377,67 +397,97 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
     case LineType::kModule:
       summary_.modules.push_back(rec);
       break;
-    case LineType::kAlloc:
+    case LineType::kAlloc: {
       if (rec.weight != 1.0) summary_.sampled = true;
-      Allocate(rec.ticket, Block{rec.addr, Scaled(rec.size, rec.weight), rec.scope, rec.site,
-                                 rec.layer, rec.thread, thread_events_[rec.thread],
-                                 SampledCount({rec.site, rec.scope, rec.layer}, rec.weight),
-                                 rec.weight});
-      NoteAllocation(rec.thread, rec.ticket);
-      last_allocation_[rec.thread] = rec.ticket;
-      break;
-    case LineType::kFree: {
-      Block b;
-      uint64_t key = 0;
-      if (Take(rec.of, rec.layer, rec.addr, &b, &key)) {
-        Account(b, /*allocate=*/false);
-        NoteFreed(rec.thread, key, b);
-      } else {
-        ++summary_.unmatched_releases;
-      }
+      const uint64_t size = Scaled(rec.size, rec.weight);
+      const LayerId layer = static_cast<LayerId>(rec.layer);
+      ledger_->Alloc(layer, rec.addr, size, rec.ticket, rec.scope, rec.site);
+      const Note note{next_id_++,
+                      CompactTicket(rec.ticket),
+                      size,
+                      thread_events_[rec.thread],
+                      SampledCount({rec.site, rec.scope, rec.layer}, rec.weight),
+                      rec.weight,
+                      rec.thread};
+      AddNote(rec.layer, rec.addr, note);
+      Account(size, rec.scope, rec.site, rec.layer, note.count, /*allocate=*/true);
+      NoteAllocation(rec.thread, AddressKey(rec.layer, rec.addr), note.id);
+      last_allocation_[rec.thread] = note.id;
       break;
     }
-    case LineType::kResize: {
-      Block b;
-      uint64_t key = 0;
-      if (!Take(rec.of, rec.layer, rec.addr, &b, &key)) {
+    case LineType::kFree: {
+      Released r;
+      const auto outcome = ledger_->Free(static_cast<LayerId>(rec.layer), rec.addr, rec.of, &r);
+      if (outcome == AllocationLedger::Outcome::kUnknown ||
+          outcome == AllocationLedger::Outcome::kDoubleFree) {
         ++summary_.unmatched_releases;
         break;
       }
-      const uint64_t new_size = Scaled(rec.size, b.weight);
-      UsageCounters& scope = summary_.scopes[b.scope];
+      const Note note = TakeNote(r);
+      Account(r.block.size, r.block.scope, static_cast<uint32_t>(r.block.site), r.block.layer,
+              note.count, /*allocate=*/false);
+      NoteFreed(rec.thread, note, r.block);
+      break;
+    }
+    case LineType::kResize: {
+      const LayerId layer = static_cast<LayerId>(rec.layer);
+      Released before;
+      if (ledger_->Resize(layer, rec.addr, rec.of, rec.size, rec.ticket, &before) ==
+          AllocationLedger::Outcome::kUnknown) {
+        ++summary_.unmatched_releases;
+        break;
+      }
+      auto at = notes_.find(AddressKey(rec.layer, rec.addr));
+      Note* note = nullptr;
+      if (at != notes_.end()) {
+        for (Note& n : at->second) {
+          if (n.ticket48 == before.ticket48) {
+            note = &n;
+            break;
+          }
+        }
+      }
+      Note unknown;  // not reached: every block the ledger holds has a note
+      if (note == nullptr) note = &unknown;
+      const uint64_t new_size = Scaled(rec.size, note->weight);
+      // A sampled block's new size is the recorded one times its weight: the ledger has it
+      // as the block's size (it names the block by the resize's ticket now).
+      if (new_size != rec.size) ledger_->Resize(layer, rec.addr, rec.ticket, new_size, rec.ticket);
+      const uint32_t scope_id = before.block.scope;
+      const uint32_t site = static_cast<uint32_t>(before.block.site);
+      UsageCounters& scope = summary_.scopes[scope_id];
       const uint64_t scope_high_water = scope.high_water_bytes;
-      UsageCounters* all[] = {&summary_.totals, &summary_.layers[b.layer], &scope,
-                              &attribution_[AttributionKey{b.site, b.scope, b.layer}]};
+      UsageCounters* all[] = {&summary_.totals, &summary_.layers[rec.layer], &scope,
+                              &attribution_[AttributionKey{site, scope_id, rec.layer}]};
       // One call, as Resize() counts it; a sampled block's resize stands for `count`.
       for (UsageCounters* c : all) {
-        c->Resize(b.size, new_size);
-        c->allocation_calls += b.count - 1;
+        c->Resize(before.block.size, new_size);
+        c->allocation_calls += note->count - 1;
       }
       if (scope.high_water_bytes > scope_high_water) {
-        summary_.scope_peak_event[b.scope] = events_seen_;
+        summary_.scope_peak_event[scope_id] = events_seen_;
       }
-      if (live_change_hook_) live_change_hook_(b.scope, b.layer);
-      b.size = new_size;
-      // The block answers to the resize's ticket now, and stays under its first one.
-      b.alias = rec.ticket;
-      aliases_[rec.ticket] = key;
-      live_[key] = b;
-      by_address_[AddressKey(b.layer, b.addr)].push_back(key);
-      last_allocation_[rec.thread] = key;
+      if (live_change_hook_) live_change_hook_(scope_id, rec.layer);
+      note->size = new_size;
+      note->ticket48 = CompactTicket(rec.ticket);
+      last_allocation_[rec.thread] = note->id;
       break;
     }
     case LineType::kRemap: {
-      Block b;
       Moving& m = moving_[rec.thread];
       m = Moving{};
-      uint64_t key = 0;
-      if (Take(rec.of, rec.layer, rec.addr, &b, &key)) {
-        Account(b, /*allocate=*/false);
-        m = Moving{true, b.scope, b.site, key};
-      } else {
+      m.active = true;
+      const auto outcome = ledger_->MoveOut(static_cast<LayerId>(rec.layer), rec.addr, rec.of,
+                                            &m.moved);
+      if (outcome == AllocationLedger::Outcome::kUnknown) {
         ++summary_.unmatched_releases;
+        break;
       }
+      const AllocationRecord old{rec.addr, m.moved.size, m.moved.scope, m.moved.site,
+                                 static_cast<LayerId>(rec.layer)};
+      m.note = TakeNote(Released{old, m.moved.ticket48});
+      Account(old.size, old.scope, static_cast<uint32_t>(old.site), old.layer, m.note.count,
+              /*allocate=*/false);
       break;
     }
     case LineType::kRemapTarget: {
@@ -447,38 +497,31 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       // its new size (preload/byte_sampler.h).
       const double weight = rec.weight;
       if (weight != 1.0) summary_.sampled = true;
-      Block b{rec.addr, Scaled(rec.size, weight), rec.scope, rec.site, rec.layer, 0, 0, 1,
-              weight};
-      if (m.active) {
-        b.scope = m.scope;
-        b.site = m.site;
-      }
-      b.count = SampledCount({b.site, b.scope, b.layer}, weight);
-      if (m.active) {
-        // The moved block: the same allocation, under its first ticket, named by this one.
-        b.alias = rec.ticket;
-        aliases_[rec.ticket] = m.key;
-        Allocate(m.key, b);
-      } else {
-        Allocate(rec.ticket, b);
-      }
-      last_allocation_[rec.thread] = m.active ? m.key : rec.ticket;
+      const bool known = m.active && m.moved.known;
+      const uint64_t size = Scaled(rec.size, weight);
+      const uint32_t scope = known ? m.moved.scope : rec.scope;
+      const uint32_t site = known ? static_cast<uint32_t>(m.moved.site) : rec.site;
+      ledger_->MoveIn(static_cast<LayerId>(rec.layer),
+                      m.active ? m.moved : AllocationLedger::Moved{}, rec.addr, size,
+                      rec.ticket, rec.scope, rec.site);
+      // The moved block: the same allocation, under its first id, at its new address.
+      Note note{known ? m.note.id : next_id_++, CompactTicket(rec.ticket), size, 0, 0, weight, 0};
+      note.count = SampledCount({site, scope, rec.layer}, weight);
+      const uint64_t key = AddressKey(rec.layer, rec.addr);
+      if (known) moved_to_[note.id] = key;
+      AddNote(rec.layer, rec.addr, note);
+      Account(size, scope, site, rec.layer, note.count, /*allocate=*/true);
+      last_allocation_[rec.thread] = note.id;
       m = Moving{};
       break;
     }
-    case LineType::kArenaReset: {
-      std::vector<uint64_t> released;
-      for (const auto& [ticket, b] : live_) {
-        if (b.layer == rec.layer) released.push_back(ticket);
-      }
-      for (uint64_t ticket : released) {
-        const Block b = live_[ticket];
-        Block taken;
-        Take(ticket, b.layer, b.addr, &taken);
-        Account(b, /*allocate=*/false);
-      }
+    case LineType::kArenaReset:
+      ledger_->ResetLayer(static_cast<LayerId>(rec.layer), [&](const Released& r) {
+        const Note note = TakeNote(r);
+        Account(r.block.size, r.block.scope, static_cast<uint32_t>(r.block.site),
+                r.block.layer, note.count, /*allocate=*/false);
+      });
       break;
-    }
     case LineType::kScopeEnter:
       open_scopes_[rec.thread].push_back(OpenScope{rec.scope, {}});
       break;
@@ -509,26 +552,27 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
   return absl::OkStatus();
 }
 
-void Analyzer::NoteFreed(uint32_t thread, uint64_t key, const Block& b) {
-  FreedAtOnce& at = freed_at_once_[AttributionKey{b.site, b.scope, b.layer}];
+void Analyzer::NoteFreed(uint32_t thread, const Note& note, const AllocationRecord& block) {
+  FreedAtOnce& at = freed_at_once_[AttributionKey{static_cast<uint32_t>(block.site),
+                                                  block.scope, block.layer}];
   // The thread's last allocation call was on this block: no other allocation between.
   auto last = last_allocation_.find(thread);
-  if (last != last_allocation_.end() && last->second == key) {
-    summary_.temporaries += b.count;
-    summary_.temporary_bytes += b.size;
-    at.temporaries += b.count;
+  if (last != last_allocation_.end() && last->second == note.id) {
+    summary_.temporaries += note.count;
+    summary_.temporary_bytes += block.size;
+    at.temporaries += note.count;
   }
-  if (b.thread == thread && thread_events_[thread] - b.thread_event <= kShortLivedEvents) {
-    summary_.short_lived += b.count;
-    summary_.short_lived_bytes += b.size;
-    at.short_lived += b.count;
+  if (note.thread == thread && thread_events_[thread] - note.thread_event <= kShortLivedEvents) {
+    summary_.short_lived += note.count;
+    summary_.short_lived_bytes += block.size;
+    at.short_lived += note.count;
   }
 }
 
-void Analyzer::NoteAllocation(uint32_t thread, uint64_t ticket) {
+void Analyzer::NoteAllocation(uint32_t thread, uint64_t address_key, uint64_t id) {
   auto it = open_scopes_.find(thread);
   if (it != open_scopes_.end() && !it->second.empty()) {
-    it->second.back().tickets.push_back(ticket);
+    it->second.back().blocks.emplace_back(address_key, id);
   }
 }
 
@@ -544,18 +588,17 @@ void Analyzer::CloseScope(uint32_t thread, uint32_t scope) {
     r.scope = open.scope;
     ++r.exits;
     uint64_t blocks = 0, bytes = 0;
-    std::vector<uint64_t> survivors;
-    for (uint64_t ticket : open.tickets) {
-      auto live = live_.find(ticket);
-      if (live != live_.end()) {
-        blocks += live->second.count;
-        bytes += live->second.size;
-        survivors.push_back(ticket);
+    std::vector<std::pair<uint64_t, uint64_t>> survivors;
+    for (const auto& [address_key, id] : open.blocks) {
+      if (const Note* live = FindNote(address_key, id)) {
+        blocks += live->count;
+        bytes += live->size;
+        survivors.emplace_back(address_key, id);
       }
     }
     // What outlived this scope was also allocated inside the enclosing one.
     if (!stack.empty()) {
-      auto& parent = stack.back().tickets;
+      auto& parent = stack.back().blocks;
       parent.insert(parent.end(), survivors.begin(), survivors.end());
     }
     if (blocks > 0) ++r.exits_retaining;
@@ -566,6 +609,10 @@ void Analyzer::CloseScope(uint32_t thread, uint32_t scope) {
 }
 
 CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
+  // The last epoch ends with the capture; a snapshot inside it is the state before.
+  if (point_.kind == SnapshotPoint::Kind::kEnd && !stopped_ && events_seen_ < stop_after_) {
+    SettleEpoch();
+  }
   for (const auto& [scope, r] : retention_) summary_.retention.push_back(r);
   summary_.events = stats.events;
   summary_.cut = stats.cut;
@@ -573,8 +620,7 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   summary_.snapshot_t = last_t_;
   summary_.snapshot_reached =
       point_.kind != SnapshotPoint::Kind::kScopeExit || scope_exits_seen_ >= point_.nth;
-  summary_.live_blocks = 0;
-  for (const auto& [ticket, b] : live_) summary_.live_blocks += b.count;
+  summary_.live_blocks = live_blocks_;
   for (const auto& [key, usage] : attribution_) {
     auto it = summary_.site_addrs.find(key.site);
     auto at_once = freed_at_once_.find(key);
@@ -611,24 +657,26 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
 }
 
 PeakComposition Analyzer::Composition() const {
-  return CompositionOf([](const Block&) { return true; });
+  return CompositionOf([](const AllocationRecord&) { return true; });
 }
 
 PeakComposition Analyzer::Composition(uint32_t only_scope) const {
-  return CompositionOf([only_scope](const Block& b) { return b.scope == only_scope; });
+  return CompositionOf(
+      [only_scope](const AllocationRecord& b) { return b.scope == only_scope; });
 }
 
-PeakComposition Analyzer::CompositionOf(const std::function<bool(const Block&)>& keep) const {
+PeakComposition Analyzer::CompositionOf(
+    const std::function<bool(const AllocationRecord&)>& keep) const {
   PeakComposition out;
   out.event_index = events_seen_;
   out.t = last_t_;
   absl::flat_hash_map<uint32_t, uint64_t> scopes, sites;
-  for (const auto& [ticket, b] : live_) {
-    if (!keep(b)) continue;
+  ledger_->ForEachLive([&](const AllocationRecord& b) {
+    if (!keep(b)) return;
     scopes[b.scope] += b.size;
-    sites[b.site] += b.size;
+    sites[static_cast<uint32_t>(b.site)] += b.size;
     out.live_bytes += b.size;
-  }
+  });
   out.by_scope.assign(scopes.begin(), scopes.end());
   out.by_site.assign(sites.begin(), sites.end());
   auto larger = [](const auto& a, const auto& b) {

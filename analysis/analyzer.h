@@ -3,11 +3,16 @@
 // analyzer.h: rebuilds a capture's ledger from its events and answers with totals.
 //
 // Analyzer replays a capture (capture_reader.h) in file order, which is the order the
-// drainer applied the records in, so its totals, per-scope and per-layer counters and
-// high-water marks equal the runtime's own Snapshot taken at the end of the capture (the
-// round-trip test checks this). Releases are paired with allocations by ticket (`of`),
-// falling back to the oldest live block at the same address, as the runtime does. Memory
-// is bounded by the live allocations, not by the file.
+// drainer applied the records in, through the runtime's own AllocationLedger
+// (runtime/internal/allocation_ledger.h): one set of matching rules. Releases are paired
+// with allocations by ticket (`of`), then by address; a block set aside at a reused
+// address is settled when its epoch ends (the `epoch` field changes, and at the end), as
+// the drainer settles it. So the totals, per-scope and per-layer counters and high-water
+// marks equal the runtime's own Snapshot taken at the end of the capture (the round-trip
+// test checks this). The analyzer keeps its own counters (a sampled block stands for
+// several allocations, which the ledger's do not know) and a note per live block beside
+// the ledger's (who allocated it, when, its weight). Memory is bounded by the live
+// allocations, not by the file.
 //
 // Snapshots: a SnapshotPoint stops the replay after an event count, at a time (every
 // event whose `t` is not later), or right after the N-th exit of a scope; the summary is
@@ -29,6 +34,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +42,8 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "analysis/capture_reader.h"
+#include "runtime/allocation_record.h"
+#include "runtime/internal/allocation_ledger.h"
 #include "runtime/usage_counters.h"
 #include "transport/huge_page_allocator.h"
 
@@ -180,6 +188,9 @@ struct CaptureSummary {
   std::map<uint32_t, std::string> layer_names;
   std::map<uint32_t, UsageCounters> layers;
   uint64_t unmatched_releases = 0;  // releases the capture has no allocation for
+  // Blocks set aside at a reused address whose release never came, released when their
+  // epoch ended (the drainer's missed frees, AllocationLedger::SettleDisplaced).
+  uint64_t missed_frees = 0;
   uint64_t live_blocks = 0;
   std::map<uint32_t, uint64_t> site_addrs;         // site id -> return address
   // Site id -> call stack, innermost first (frames[0] is the site's address), for sites
@@ -243,6 +254,11 @@ class Analyzer {
   // A block freed by the thread that allocated it, within this many of that thread's
   // events, is short-lived (CaptureSummary::short_lived).
   static constexpr uint64_t kShortLivedEvents = 8;
+
+  Analyzer();
+  ~Analyzer();
+  Analyzer(Analyzer&&) noexcept;
+  Analyzer& operator=(Analyzer&&) noexcept;
 
   // Reads and replays a capture file; with `stop_after` (an event count), the state right
   // after that many events: a snapshot at that point of the capture.
@@ -313,52 +329,57 @@ class Analyzer {
   int64_t last_t() const noexcept { return last_t_; }
 
  private:
-  struct Block {
-    uint64_t addr;
-    uint64_t size;   // estimated bytes: the recorded size times the weight, rounded
-    uint32_t scope;
-    uint32_t site;
-    uint32_t layer;
-    uint32_t thread = 0;
+  // What the replay keeps of a live block beside the ledger's size, scope, site and ticket,
+  // under the same (layer, address) and in the same order as the ledger holds the blocks
+  // at one address (the oldest first), so the first note with the ticket the ledger names
+  // is the block it took.
+  struct Note {
+    uint64_t id = 0;            // the block's number in the replay, kept through resizes
+                                // and moves (what retention and temporaries follow)
+    uint64_t ticket48 = 0;      // the ledger's (AllocationLedger::Released::ticket48)
+    uint64_t size = 0;          // estimated bytes: the recorded size times the weight
     uint64_t thread_event = 0;  // the allocating thread's event count at allocation
     uint64_t count = 1;         // allocations this block stands for (SampledCount())
     double weight = 1.0;
-    // The ticket later records name the block by once a resize or a move gave it one
-    // (aliases_), or 0. The block stays under the ticket of its first allocation, so that
-    // what follows it by that ticket (a scope's retention) finds it after a resize or a
-    // move.
-    uint64_t alias = 0;
+    uint32_t thread = 0;
   };
+  using Released = AllocationLedger::Released;
   struct Moving {
-    bool active = false;
-    uint32_t scope = 0, site = 0;
-    uint64_t key = 0;  // the moved block's key in live_
+    bool active = false;  // between a remap and its target on this thread
+    AllocationLedger::Moved moved;
+    Note note;  // the moved block's, when moved.known
   };
   // Whether `rec` (an event) lies beyond the snapshot point; updates the point's state.
   bool BeyondPoint(const CaptureRecord& rec);
-  PeakComposition CompositionOf(const std::function<bool(const Block&)>& keep) const;
+  PeakComposition CompositionOf(const std::function<bool(const AllocationRecord&)>& keep) const;
 
   absl::Status ApplyLine(const CaptureRecord& rec);
-  void Allocate(uint64_t ticket, const Block& b);
-  // Finds the live block `of` names (its first ticket or its alias), or the oldest at
-  // (layer, addr); erases it. *key: its key in live_, where a resize puts it back.
-  bool Take(uint64_t of, uint32_t layer, uint64_t addr, Block* out, uint64_t* key = nullptr);
-  void Account(const Block& b, bool allocate);
+  void AddNote(uint32_t layer, uint64_t addr, const Note& note);
+  // Removes and returns the note of the block the ledger released.
+  Note TakeNote(const Released& r);
+  // Counts a block in or out of the totals, its layer, its scope and its attribution.
+  void Account(uint64_t size, uint32_t scope, uint32_t site, uint32_t layer, uint64_t count,
+               bool allocate);
+  // End of an epoch: the ledger settles the blocks set aside (AllocationLedger).
+  void SettleEpoch();
 
-  // An open scope instance on a thread, and the blocks allocated directly inside it.
+  // An open scope instance on a thread, and the blocks allocated directly inside it (their
+  // ids, and where their notes were then).
   struct OpenScope {
     uint32_t scope;
-    std::vector<uint64_t> tickets;
+    std::vector<std::pair<uint64_t, uint64_t>> blocks;  // (address key, id)
   };
-  void NoteAllocation(uint32_t thread, uint64_t ticket);
+  void NoteAllocation(uint32_t thread, uint64_t address_key, uint64_t id);
   void CloseScope(uint32_t thread, uint32_t scope);
+  // The note of the live block `id`, last seen at `address_key`, or null.
+  const Note* FindNote(uint64_t address_key, uint64_t id) const;
 
   absl::flat_hash_map<uint32_t, std::vector<OpenScope>> open_scopes_;  // by thread
   absl::flat_hash_map<uint32_t, uint64_t> thread_events_;             // events per thread
   std::map<uint32_t, int64_t> census_;                                // label -> value
   std::map<uint32_t, Retention> retention_;
-  // Per thread, the key in live_ of the block its last allocation call (an allocation, a
-  // resize, a move) made or changed: a free of that block by the thread is a temporary.
+  // Per thread, the id of the block its last allocation call (an allocation, a resize, a
+  // move) made or changed: a free of that block by the thread is a temporary.
   absl::flat_hash_map<uint32_t, uint64_t> last_allocation_;
 
   struct AttributionKey {
@@ -377,7 +398,7 @@ class Analyzer {
   uint64_t SampledCount(const AttributionKey& key, double weight);
 
   // A block freed at once, counted under its (site, scope, layer) (CaptureSummary).
-  void NoteFreed(uint32_t thread, uint64_t key, const Block& b);
+  void NoteFreed(uint32_t thread, const Note& note, const AllocationRecord& block);
 
   CaptureSummary summary_;
   absl::flat_hash_map<AttributionKey, UsageCounters> attribution_;
@@ -392,19 +413,21 @@ class Analyzer {
   bool stopped_ = false;          // the snapshot point was passed
   uint64_t scope_exits_seen_ = 0; // exits of point_.scope so far
   int64_t last_t_ = 0;
-  // The two tables of live blocks, which grow with the capture's live set: large ones in
-  // huge pages (transport/huge_page_allocator.h).
+  uint32_t epoch_ = 0;            // of the last event applied
+  uint64_t next_id_ = 1;          // Note::id
+
+  // The live blocks and the rules that match releases to them: the drainer's.
+  std::unique_ptr<AllocationLedger> ledger_;
+  // The notes, by layer<<56^address: almost always one per address, kept inline. A large
+  // table goes in huge pages (transport/huge_page_allocator.h).
   template <typename V>
   using LiveTable =
       absl::flat_hash_map<uint64_t, V, absl::Hash<uint64_t>, std::equal_to<uint64_t>,
                           HugePageAllocator<std::pair<const uint64_t, V>>>;
-  LiveTable<Block> live_;  // by the ticket of the block's first allocation
-  // The ticket of a block's last resize or move -> its key in live_ (Block::alias).
-  LiveTable<uint64_t> aliases_;
-  // layer<<56^addr -> the tickets of the blocks live there, oldest first: almost always
-  // one, kept inline (a heap vector per live address cost a malloc and a free, and with
-  // 4 million blocks live `memtrace summary` took 10-15% longer and 11% more memory).
-  LiveTable<absl::InlinedVector<uint64_t, 1>> by_address_;
+  LiveTable<absl::InlinedVector<Note, 1>> notes_;
+  // Id -> address key, for blocks a remap moved from where an open scope saw them.
+  absl::flat_hash_map<uint64_t, uint64_t> moved_to_;
+  uint64_t live_blocks_ = 0;  // the notes' counts, summed
   absl::flat_hash_map<uint32_t, Moving> moving_;  // by thread, between remap halves
   LiveChangeHook live_change_hook_;
 };

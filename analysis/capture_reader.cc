@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -411,6 +412,11 @@ class StructureChecker {
       stats_->has_header = true;
     } else if (rec.type == LineType::kHeader) {
       return parser_.Error(line_, "a second header (two captures concatenated?)");
+    }
+    // The runtime has 256 layers (LayerId); a record beyond them was not written by it.
+    if (rec.layer > 0xff || (rec.type == LineType::kLayer && rec.id > 0xff)) {
+      return parser_.Error(line_, absl::StrCat("layer ", std::max(rec.layer, rec.id),
+                                               " is out of range: layers are 0 to 255"));
     }
     if (rec.type == LineType::kTrailer) stats_->has_trailer = true;
     if (rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd) ++stats_->events;

@@ -92,9 +92,15 @@ void PrintTable(const CaptureSummary& s, const std::string& path) {
   printf("\n");
   for (const auto& [id, usage] : s.layers) line("layer " + LayerName(s, id), usage);
   printf("\n%llu events; %llu blocks live at the end; %llu releases with no allocation in "
-         "the capture\n",
+         "the capture%s\n",
          static_cast<unsigned long long>(s.events), static_cast<unsigned long long>(s.live_blocks),
-         static_cast<unsigned long long>(s.unmatched_releases));
+         static_cast<unsigned long long>(s.unmatched_releases),
+         s.missed_frees == 0
+             ? ""
+             : absl::StrCat("; ", s.missed_frees,
+                            " blocks released when their address came back without their "
+                            "release (missed frees)")
+                   .c_str());
 }
 
 std::string JsonScopeUsages(const CaptureSummary& s) {
@@ -495,12 +501,13 @@ int SummaryCommand(int argc, char** argv) {
                                 ",\"unpublished_records\":", f.unpublished_records, "}")
                  : "null";
     printf("{%s,\"has_trailer\":%s,\"complete\":%s,\"source\":%s,\"fork\":%s,"
-           "\"unmatched_releases\":%llu,"
+           "\"unmatched_releases\":%llu,\"missed_frees\":%llu,"
            "\"live_blocks\":%llu,\"snapshot\":%s,\"totals\":%s,\"scopes\":[%s],\"layers\":[%s]%s}\n",
            JsonHead("summary", path, *s).c_str(), s->has_trailer ? "true" : "false",
            s->has_trailer && s->trailer_complete ? "true" : "false",
            JsonQuote(s->source).c_str(), fork.c_str(),
            static_cast<unsigned long long>(s->unmatched_releases),
+           static_cast<unsigned long long>(s->missed_frees),
            static_cast<unsigned long long>(s->live_blocks),
            at_point ? absl::StrCat("{\"point\":", JsonQuote(point->text), ",\"events_applied\":",
                                    s->events_applied, ",\"t\":", s->snapshot_t, "}")

@@ -261,7 +261,7 @@ __attribute__((always_inline)) inline AllocationLedger::Outcome AllocationLedger
 }
 
 AllocationLedger::Outcome AllocationLedger::Free(LayerId layer, uint64_t address,
-                                                 uint64_t ticket) {
+                                                 uint64_t ticket, Released* released) {
   const Found f = Take(layer, address, ticket);
   if (!f.found) {
     // A release of a block released before: the same ticket again, or no ticket at an
@@ -274,15 +274,17 @@ AllocationLedger::Outcome AllocationLedger::Free(LayerId layer, uint64_t address
   const auto scope = contexts_[f.block.context()].first;
   Account(layer, scope, f.block.size(), /*allocate=*/false);
   Bury(layer, address, f.block.ticket48());
+  if (released != nullptr) *released = Released{Expand(layer, f.block), f.block.ticket48()};
   return MatchOutcome(f);
 }
 
 AllocationLedger::Outcome AllocationLedger::Resize(LayerId layer, uint64_t address,
                                                    uint64_t ticket, uint64_t new_size,
-                                                   uint64_t new_ticket) {
+                                                   uint64_t new_ticket, Released* before) {
   const Location loc = Locate(layer, address, ticket);
   if (loc.block == nullptr) return Outcome::kUnknown;
   LiveBlock* target = loc.block;
+  if (before != nullptr) *before = Released{Expand(layer, *target), target->ticket48()};
   const auto scope = contexts_[target->context()].first;
   AccountResize(layer, scope, target->size(), new_size);  // scope has a context already
   target->set_size(new_size);
@@ -300,7 +302,7 @@ AllocationLedger::Outcome AllocationLedger::MoveOut(LayerId layer, uint64_t old_
   const auto [scope, site_id] = contexts_[f.block.context()];
   Account(layer, scope, f.block.size(), /*allocate=*/false);
   Bury(layer, old_address, f.block.ticket48());
-  *moved = Moved{true, scope, sites_.value(site_id)};
+  *moved = Moved{true, scope, sites_.value(site_id), f.block.size(), f.block.ticket48()};
   return MatchOutcome(f);
 }
 
@@ -326,9 +328,14 @@ AllocationLedger::Outcome AllocationLedger::Remap(LayerId layer, uint64_t old_ad
 }
 
 uint64_t AllocationLedger::ResetLayer(LayerId layer) {
+  return ResetLayer(layer, [](const Released&) {});
+}
+
+uint64_t AllocationLedger::ResetLayer(LayerId layer, ReleaseFn on_release) {
   uint64_t released = 0;
   auto release = [&](const LiveBlock& b) {
     Account(layer, contexts_[b.context()].first, b.size(), /*allocate=*/false);
+    on_release(Released{Expand(layer, b), b.ticket48()});
     ++released;
   };
   if (tables_[layer]) {
@@ -349,6 +356,10 @@ uint64_t AllocationLedger::ResetLayer(LayerId layer) {
 }
 
 uint64_t AllocationLedger::SettleDisplaced() {
+  return SettleDisplaced([](const Released&) {});
+}
+
+uint64_t AllocationLedger::SettleDisplaced(ReleaseFn on_release) {
   // Every operation of the epoch has been applied. Operations on one address are ordered
   // by happens-before, so at most one block can really be live at an address now; the
   // others' releases were lost. If the main slot was released, the block set aside is the
@@ -367,6 +378,7 @@ uint64_t AllocationLedger::SettleDisplaced() {
       }
       Account(layer, contexts_[blocks[i].context()].first, blocks[i].size(),
               /*allocate=*/false);
+      on_release(Released{Expand(layer, blocks[i]), blocks[i].ticket48()});
       ++settled;
     }
   }

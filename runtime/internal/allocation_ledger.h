@@ -42,6 +42,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "runtime/allocation_record.h"
 #include "runtime/internal/address_table.h"
 #include "runtime/internal/peak_tracker.h"
@@ -73,17 +74,30 @@ class AllocationLedger {
   AllocationLedger(const AllocationLedger&) = delete;
   AllocationLedger& operator=(const AllocationLedger&) = delete;
 
+  // A block the ledger let go of: where it was, what it was charged to, and the 48 bits
+  // of its ticket (CompactTicket) that tell it apart from other blocks at its address.
+  // Replaying a capture (analysis/analyzer.h) keeps its own notes beside each block and
+  // finds them by these.
+  struct Released {
+    AllocationRecord block;
+    uint64_t ticket48 = 0;
+  };
+  using ReleaseFn = absl::FunctionRef<void(const Released&)>;
+
   // A new block. Returns true when it displaced a block still live at the same address.
   bool Alloc(LayerId layer, uint64_t address, uint64_t size, uint64_t ticket,
              uint32_t scope, uint64_t site);
 
-  // Releases the block `ticket` names at `address`.
-  Outcome Free(LayerId layer, uint64_t address, uint64_t ticket);
+  // Releases the block `ticket` names at `address`; with `released`, says which block
+  // that was (left untouched when none was: kUnknown, kDoubleFree).
+  Outcome Free(LayerId layer, uint64_t address, uint64_t ticket,
+               Released* released = nullptr);
 
   // Changes the size of a block in place; the block answers to `new_ticket` afterwards
-  // (the resize record's own ticket, which later releases carry).
+  // (the resize record's own ticket, which later releases carry). With `before`, says
+  // which block that was, as it was before the resize.
   Outcome Resize(LayerId layer, uint64_t address, uint64_t ticket, uint64_t new_size,
-                 uint64_t new_ticket);
+                 uint64_t new_ticket, Released* before = nullptr);
 
   // Brings in what a record of a block at (layer, address) will look up; the drainer
   // calls it a few records ahead of applying one. A hint: it changes nothing.
@@ -99,6 +113,8 @@ class AllocationLedger {
     bool known = false;  // the old block was found
     uint32_t scope = 0;
     uint64_t site = 0;
+    uint64_t size = 0;      // the old block's, and its ticket's 48 bits (Released)
+    uint64_t ticket48 = 0;
   };
   Outcome MoveOut(LayerId layer, uint64_t old_address, uint64_t old_ticket, Moved* moved);
   // If the old block was unknown, the new one is recorded in `scope` at `site`.
@@ -110,12 +126,15 @@ class AllocationLedger {
                 uint64_t new_address, uint64_t new_size, uint64_t new_ticket,
                 uint32_t scope, uint64_t site);
 
-  // Releases every live block of `layer` (an arena reset). Returns how many.
+  // Releases every live block of `layer` (an arena reset). Returns how many; with
+  // `on_release`, calls it with each.
   uint64_t ResetLayer(LayerId layer);
+  uint64_t ResetLayer(LayerId layer, ReleaseFn on_release);
 
   // End of an epoch: resolves displaced blocks (see above). Returns how many were released
-  // as missed frees.
+  // as missed frees; with `on_release`, calls it with each.
   uint64_t SettleDisplaced();
+  uint64_t SettleDisplaced(ReleaseFn on_release);
 
   // High-water marks (usage_counters.h). `ordered`: the changes applied from now on come
   // in their real order (one ring's records), so every value they reach is a real one
