@@ -4,18 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <optional>
-#include <string_view>
 #include <tuple>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 #include "analysis/trailer.h"
 #include "runtime/internal/site_table.h"
 #include "sinks/capture_lock.h"
-#include "simdjson.h"
 
 namespace memtrace {
 namespace {
@@ -29,164 +23,8 @@ uint64_t Scaled(uint64_t size, double weight) {
   return weight == 1.0 ? size : static_cast<uint64_t>(std::llround(static_cast<double>(size) * weight));
 }
 
-// The number after `key` ("\"name\":") in a header line (or an object of one), 0 when
-// absent.
-uint64_t HeaderNumber(const std::string& header, std::string_view key) {
-  const size_t at = header.find(key);
-  if (at == std::string::npos) return 0;
-  return strtoull(header.c_str() + at + key.size(), nullptr, 10);
-}
-
-// A forked child's capture (the interposer's MEMTRACE_TRACE_FORKS): the header's "fork"
-// object; forked stays false when the header has none.
-ForkOrigin ForkOf(const std::string& header) {
-  ForkOrigin f;
-  static constexpr std::string_view kObject = "\"fork\":{";
-  const size_t at = header.find(kObject);
-  if (at == std::string::npos) return f;
-  const size_t end = header.find('}', at);
-  const std::string object = header.substr(at, end == std::string::npos ? end : end - at);
-  auto number = [&](std::string_view key) {
-    return HeaderNumber(object,
-                        absl::StrCat("\"", absl::string_view(key.data(), key.size()), "\":"));
-  };
-  f.forked = true;
-  f.parent_pid = number("parent_pid");
-  f.inherited_blocks = number("inherited_blocks");
-  f.inherited_bytes = number("inherited_bytes");
-  f.unpublished_records = number("unpublished_records");
-  f.stacks_known = object.find("\"inherited_without_stack\":") != std::string::npos;
-  f.inherited_without_stack = number("inherited_without_stack");
-  return f;
-}
-
-// The header's "process" object (the interposer's); known stays false
-// when there is none, or it is not what the interposer writes.
-ProcessOrigin ProcessOf(const std::string& header) {
-  ProcessOrigin p;
-  simdjson::dom::parser parser;
-  simdjson::dom::object process;
-  if (parser.parse(simdjson::padded_string(header))["process"].get_object().get(process) !=
-      simdjson::SUCCESS) {
-    return p;
-  }
-  if (process["ppid"].get_uint64().get(p.ppid) != simdjson::SUCCESS) return p;
-  simdjson::dom::array argv;
-  if (process["argv"].get_array().get(argv) == simdjson::SUCCESS) {
-    for (simdjson::dom::element arg : argv) {
-      std::string_view text;
-      if (arg.get_string().get(text) == simdjson::SUCCESS) p.argv.emplace_back(text);
-    }
-  }
-  bool truncated = false;
-  if (process["argv_truncated"].get_bool().get(truncated) == simdjson::SUCCESS) {
-    p.argv_truncated = truncated;
-  }
-  p.known = true;
-  return p;
-}
-
-constexpr const char* kPointForms =
-    "use end, event=N (or N), time=T (since the capture started, or unix ns; T is a "
-    "duration such as 1.5s, 250ms, 40us, 100ns, or a bare number of ns), "
-    "scope-exit=PATH or scope-exit=PATH#N";
-
 }  // namespace
 
-absl::StatusOr<SnapshotPoint> ParseSnapshotPoint(std::string_view text) {
-  SnapshotPoint p;
-  p.text = std::string(text);
-  auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad snapshot point '", p.text, "': ", why, " (", kPointForms, ")"));
-  };
-  const std::string_view kEvent = "event=", kTime = "time=", kScope = "scope-exit=";
-  if (text == "end") return p;
-  if (text.substr(0, kScope.size()) == kScope) {
-    std::string_view rest = text.substr(kScope.size());
-    p.kind = SnapshotPoint::Kind::kScopeExit;
-    // "#N" at the end numbers the exit; a '#' followed by anything else is part of the path.
-    const size_t hash = rest.rfind('#');
-    if (hash != std::string_view::npos && hash + 1 < rest.size() &&
-        rest.find_first_not_of("0123456789", hash + 1) == std::string_view::npos) {
-      if (!absl::SimpleAtoi(absl::string_view(rest.data() + hash + 1, rest.size() - hash - 1),
-                            &p.nth) ||
-          p.nth == 0) {
-        return bad("the exit number after '#' must be a positive integer");
-      }
-      rest = rest.substr(0, hash);
-    }
-    if (rest.empty()) return bad("the scope path is empty");
-    p.scope = std::string(rest);
-    return p;
-  }
-  std::string_view number = text;
-  p.kind = SnapshotPoint::Kind::kEvent;
-  if (text.substr(0, kTime.size()) == kTime) {
-    p.kind = SnapshotPoint::Kind::kTime;
-    number = text.substr(kTime.size());
-  } else if (text.substr(0, kEvent.size()) == kEvent) {
-    number = text.substr(kEvent.size());
-  }
-  uint64_t value = 0;
-  const absl::string_view digits(number.data(), number.size());
-  if (p.kind == SnapshotPoint::Kind::kTime) {
-    // A bare number is nanoseconds, as time=NS always was; with a unit it is a duration.
-    absl::Duration d;
-    if (absl::SimpleAtoi(digits, &value)) {
-      if (value > static_cast<uint64_t>(INT64_MAX)) return bad("the time is out of range");
-      p.time_ns = static_cast<int64_t>(value);
-    } else if (!absl::ParseDuration(digits, &d) || d < absl::ZeroDuration()) {
-      return bad("expected a duration with a unit (ns, us, ms, s, m, h: 1.5s, 250ms) or a "
-                 "non-negative integer of ns");
-    } else if (d > absl::Nanoseconds(INT64_MAX)) {
-      return bad("the time is out of range");
-    } else {
-      p.time_ns = absl::ToInt64Nanoseconds(d);
-    }
-    return p;
-  }
-  if (!absl::SimpleAtoi(digits, &value)) return bad("expected a non-negative integer");
-  p.event = value;
-  return p;
-}
-
-std::vector<Difference> Compare(const CaptureSummary& before, const CaptureSummary& after) {
-  std::map<std::string, Difference> by_path;
-  auto path_of = [](const CaptureSummary& s, uint32_t id) {
-    auto it = s.scope_paths.find(id);
-    return it != s.scope_paths.end() ? it->second : std::string("(scope ") +
-                                                        std::to_string(id) + ")";
-  };
-  for (const auto& [id, usage] : before.scopes) {
-    Difference& d = by_path[path_of(before, id)];
-    d.path = path_of(before, id);
-    d.before = usage;
-  }
-  for (const auto& [id, usage] : after.scopes) {
-    Difference& d = by_path[path_of(after, id)];
-    d.path = path_of(after, id);
-    d.after = usage;
-  }
-  std::vector<Difference> out;
-  out.push_back(Difference{"TOTAL", before.totals, after.totals});
-  std::vector<Difference> rows;
-  for (auto& [path, d] : by_path) rows.push_back(d);
-  std::sort(rows.begin(), rows.end(), [](const Difference& a, const Difference& b) {
-    const int64_t la = a.live_delta() < 0 ? -a.live_delta() : a.live_delta();
-    const int64_t lb = b.live_delta() < 0 ? -b.live_delta() : b.live_delta();
-    if (la != lb) return la > lb;
-    const int64_t ha = a.high_water_delta() < 0 ? -a.high_water_delta() : a.high_water_delta();
-    const int64_t hb = b.high_water_delta() < 0 ? -b.high_water_delta() : b.high_water_delta();
-    if (ha != hb) return ha > hb;
-    return a.path < b.path;
-  });
-  out.insert(out.end(), rows.begin(), rows.end());
-  return out;
-}
-
-// Site ids of a capture are the ledger's site values; every one gets its own (the
-// capacity is the most ids, less the one SiteTable keeps for "other sites").
 Analyzer::Analyzer() : ledger_(std::make_unique<AllocationLedger>(SiteTable::kOtherSites - 1)) {}
 Analyzer::~Analyzer() = default;
 Analyzer::Analyzer(Analyzer&&) noexcept = default;
@@ -370,19 +208,7 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
 absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
   switch (rec.type) {
     case LineType::kHeader:
-      summary_.pid = rec.pid;
-      summary_.source = rec.source;
-      summary_.malloc_from = rec.malloc_from;
-      summary_.started_unix_ns = rec.t;
-      summary_.sample_interval_bytes = HeaderNumber(rec.raw, "\"sample_interval_bytes\":");
-      summary_.site_capacity = HeaderNumber(rec.raw, "\"site_capacity\":");
-      summary_.stack_depth = HeaderNumber(rec.raw, "\"stack_depth\":");
-      summary_.min_size = HeaderNumber(rec.raw, "\"min_size\":");
-      summary_.fork = ForkOf(rec.raw);
-      summary_.process = ProcessOf(rec.raw);
-      summary_.trace_children = rec.raw.find("\"trace_children\":true") != std::string::npos;
-      summary_.trace_forks = rec.raw.find("\"trace_forks\":true") != std::string::npos;
-      summary_.sampled = summary_.sample_interval_bytes > 0;
+      ReadCaptureHeader(rec, &summary_);
       break;
     case LineType::kLayer:
       summary_.layer_names[rec.id] = rec.name;
@@ -654,118 +480,6 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   BoundReplayedPeaks(blocks ? &*blocks : nullptr, point_.kind == SnapshotPoint::Kind::kEnd,
                      &summary_.totals, &summary_.layers, &summary_.scopes);
   return std::move(summary_);
-}
-
-PeakComposition Analyzer::Composition() const {
-  return CompositionOf([](const AllocationRecord&) { return true; });
-}
-
-PeakComposition Analyzer::Composition(uint32_t only_scope) const {
-  return CompositionOf(
-      [only_scope](const AllocationRecord& b) { return b.scope == only_scope; });
-}
-
-PeakComposition Analyzer::CompositionOf(
-    const std::function<bool(const AllocationRecord&)>& keep) const {
-  PeakComposition out;
-  out.event_index = events_seen_;
-  out.t = last_t_;
-  absl::flat_hash_map<uint32_t, uint64_t> scopes, sites;
-  ledger_->ForEachLive([&](const AllocationRecord& b) {
-    if (!keep(b)) return;
-    scopes[b.scope] += b.size;
-    sites[static_cast<uint32_t>(b.site)] += b.size;
-    out.live_bytes += b.size;
-  });
-  out.by_scope.assign(scopes.begin(), scopes.end());
-  out.by_site.assign(sites.begin(), sites.end());
-  auto larger = [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
-  };
-  std::sort(out.by_scope.begin(), out.by_scope.end(), larger);
-  std::sort(out.by_site.begin(), out.by_site.end(), larger);
-  return out;
-}
-
-absl::StatusOr<PeakComposition> Analyzer::Peak(const std::string& path) {
-  auto summary = Summarize(path);
-  if (!summary.ok()) return summary.status();
-  auto peaks = PeaksOf(path, *summary, {});
-  if (!peaks.ok()) return peaks.status();
-  return std::move(peaks->global);
-}
-
-absl::StatusOr<std::vector<ScopePeak>> Analyzer::ScopePeaks(const std::string& path,
-                                                           const std::vector<uint32_t>& scopes) {
-  auto summary = Summarize(path);
-  if (!summary.ok()) return summary.status();
-  auto peaks = PeaksOf(path, *summary, scopes);
-  if (!peaks.ok()) return peaks.status();
-  return std::move(peaks->scopes);
-}
-
-absl::StatusOr<Analyzer::Peaks> Analyzer::PeaksOf(const std::string& path,
-                                                  const CaptureSummary& summary,
-                                                  const std::vector<uint32_t>& scopes,
-                                                  const Progress& progress) {
-  // The moments to stop at, in replay order: event index -> scopes peaking there.
-  std::map<uint64_t, std::vector<uint32_t>> moments;
-  for (const auto& [scope, event] : summary.scope_peak_event) {
-    if (scopes.empty() || std::find(scopes.begin(), scopes.end(), scope) != scopes.end()) {
-      moments[event].push_back(scope);
-    }
-  }
-  const uint64_t global = summary.peak_event_index;
-  uint64_t last = global;
-  if (!moments.empty()) last = std::max(last, moments.rbegin()->first);
-  Peaks out;
-  Analyzer replay;
-  // Nothing after the last moment matters (the rest of the file is still read and
-  // checked).
-  replay.StopAfter(last);
-  bool global_taken = false;
-  if (global == 0) {  // no event raised the high-water mark: the empty start
-    out.global = replay.Composition();
-    global_taken = true;
-  }
-  auto next = moments.begin();
-  CaptureReadStats stats;
-  absl::Status s = ReadCapture(
-      path,
-      [&](const CaptureRecord& rec) {
-        if (progress) progress(stats.bytes);
-        absl::Status applied = replay.Apply(rec);
-        const uint64_t at = replay.events_applied();
-        if (!global_taken && at == global) {
-          out.global = replay.Composition();
-          global_taken = true;
-        }
-        while (next != moments.end() && at == next->first) {
-          const uint64_t total = replay.Composition().live_bytes;
-          for (uint32_t scope : next->second) {
-            out.scopes.push_back(
-                ScopePeak{scope, next->first, replay.last_t_, total, replay.Composition(scope)});
-          }
-          ++next;
-        }
-        return applied;
-      },
-      &stats);
-  if (!s.ok()) return s;
-  // A moment the replay never reached (the file changed since `summary` was made) is
-  // left out rather than reported from the wrong state.
-  if (!global_taken) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, " has fewer events (", replay.events_applied(),
-        ") than when it was summarized (high-water after event ", global,
-        "); was it rewritten meanwhile? Run the command again"));
-  }
-  std::sort(out.scopes.begin(), out.scopes.end(), [](const ScopePeak& a, const ScopePeak& b) {
-    return a.composition.live_bytes != b.composition.live_bytes
-               ? a.composition.live_bytes > b.composition.live_bytes
-               : a.scope < b.scope;
-  });
-  return out;
 }
 
 }  // namespace memtrace

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
 #include "analysis/capture_filters.h"
+#include "analysis/difference.h"
 #include "cli/internal/analysis_common.h"
 #include "cli/internal/site_namer.h"
 #include "sinks/json_text.h"

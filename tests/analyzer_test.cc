@@ -6,6 +6,7 @@
 // the message it must produce.
 
 #include "analysis/analyzer.h"
+#include "analysis/difference.h"
 #include "analysis/trailer.h"
 
 #include <fcntl.h>

@@ -125,6 +125,44 @@ TEST(ReplayLedgerTest, AReleaseOfABlockAlreadyReleasedIsUnmatched) {
   EXPECT_EQ(end->totals.freed_count, 1u);
 }
 
+// Retention follows a block by its own identity, not its address or ticket: a block
+// allocated in a scope, then resized in place and moved to another address before the
+// scope exits, is retained once, with its size at the exit; one moved and then freed
+// inside the scope is not retained.
+TEST(ReplayLedgerTest, RetentionFollowsABlockThroughAResizeAndAMove) {
+  auto scope = [](const char* type, uint32_t id) {
+    return absl::StrCat("{\"type\":\"", type, "\",\"t\":1,\"epoch\":1,\"thread\":1,\"scope\":",
+                        id, ",\"outer\":0}\n");
+  };
+  auto line = [](const char* type, uint64_t addr, uint64_t size, uint64_t of,
+                 uint64_t ticket) {
+    return absl::StrCat("{\"type\":\"", type, "\",\"t\":1,\"epoch\":1,\"thread\":1,\"addr\":\"0x",
+                        absl::Hex(addr), "\"", size != 0 ? absl::StrCat(",\"size\":", size) : "",
+                        ",\"layer\":0,\"of\":", of, ",\"ticket\":", ticket, "}\n");
+  };
+  auto target = [](uint64_t addr, uint64_t size, uint64_t ticket) {
+    return absl::StrCat("{\"type\":\"remap_target\",\"t\":1,\"epoch\":1,\"thread\":1,"
+                        "\"addr\":\"0x", absl::Hex(addr), "\",\"size\":", size,
+                        ",\"layer\":0,\"scope\":1,\"site\":0,\"ticket\":", ticket, "}\n");
+  };
+  const uint64_t a = TicketOf(1, 0), b = TicketOf(1, 1);
+  const std::string text =
+      std::string(kHeader) + "{\"type\":\"scope\",\"id\":1,\"parent\":0,\"name\":\"phase\",\"path\":\"phase\"}\n" +
+      scope("scope_enter", 1) + Alloc(1, 1, 0x1000, 64, a) + Alloc(1, 1, 0x3000, 16, b) +
+      line("resize", 0x1000, 100, a, TicketOf(1, 2)) +
+      line("remap", 0x1000, 0, TicketOf(1, 2), TicketOf(1, 3)) + target(0x2000, 300, TicketOf(1, 4)) +
+      line("remap", 0x3000, 0, b, TicketOf(1, 5)) + target(0x4000, 32, TicketOf(1, 6)) +
+      line("free", 0x4000, 0, TicketOf(1, 6), TicketOf(1, 7)) + scope("scope_exit", 1);
+  const auto end = Analyzer::SummarizeText(text, "retention.jsonl");
+  ASSERT_TRUE(end.ok()) << end.status();
+  ASSERT_EQ(end->retention.size(), 1u);
+  EXPECT_EQ(end->retention[0].exits, 1u);
+  EXPECT_EQ(end->retention[0].retained_blocks, 1u);
+  EXPECT_EQ(end->retention[0].retained_bytes, 300u);
+  EXPECT_EQ(end->totals.live_bytes, 300u);
+  EXPECT_EQ(end->unmatched_releases, 0u);
+}
+
 TEST(ReplayLedgerTest, ALayerBeyondTheRuntimesIsAnErrorThatNamesIt) {
   const std::string text = std::string(kHeader) +
                            "{\"type\":\"alloc\",\"t\":1,\"epoch\":1,\"thread\":1,\"addr\":"

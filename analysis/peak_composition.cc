@@ -1,0 +1,128 @@
+// Copyright 2026 The memtrace Authors.
+//
+// The Analyzer's answers about moments: the composition of live memory now, at the
+// capture's high-water moment, and at each scope's own (analyzer.h).
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "analysis/analyzer.h"
+
+namespace memtrace {
+
+PeakComposition Analyzer::Composition() const {
+  return CompositionOf([](const AllocationRecord&) { return true; });
+}
+
+PeakComposition Analyzer::Composition(uint32_t only_scope) const {
+  return CompositionOf(
+      [only_scope](const AllocationRecord& b) { return b.scope == only_scope; });
+}
+
+PeakComposition Analyzer::CompositionOf(
+    const std::function<bool(const AllocationRecord&)>& keep) const {
+  PeakComposition out;
+  out.event_index = events_seen_;
+  out.t = last_t_;
+  absl::flat_hash_map<uint32_t, uint64_t> scopes, sites;
+  ledger_->ForEachLive([&](const AllocationRecord& b) {
+    if (!keep(b)) return;
+    scopes[b.scope] += b.size;
+    sites[static_cast<uint32_t>(b.site)] += b.size;
+    out.live_bytes += b.size;
+  });
+  out.by_scope.assign(scopes.begin(), scopes.end());
+  out.by_site.assign(sites.begin(), sites.end());
+  auto larger = [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  };
+  std::sort(out.by_scope.begin(), out.by_scope.end(), larger);
+  std::sort(out.by_site.begin(), out.by_site.end(), larger);
+  return out;
+}
+
+absl::StatusOr<PeakComposition> Analyzer::Peak(const std::string& path) {
+  auto summary = Summarize(path);
+  if (!summary.ok()) return summary.status();
+  auto peaks = PeaksOf(path, *summary, {});
+  if (!peaks.ok()) return peaks.status();
+  return std::move(peaks->global);
+}
+
+absl::StatusOr<std::vector<ScopePeak>> Analyzer::ScopePeaks(const std::string& path,
+                                                           const std::vector<uint32_t>& scopes) {
+  auto summary = Summarize(path);
+  if (!summary.ok()) return summary.status();
+  auto peaks = PeaksOf(path, *summary, scopes);
+  if (!peaks.ok()) return peaks.status();
+  return std::move(peaks->scopes);
+}
+
+absl::StatusOr<Analyzer::Peaks> Analyzer::PeaksOf(const std::string& path,
+                                                  const CaptureSummary& summary,
+                                                  const std::vector<uint32_t>& scopes,
+                                                  const Progress& progress) {
+  // The moments to stop at, in replay order: event index -> scopes peaking there.
+  std::map<uint64_t, std::vector<uint32_t>> moments;
+  for (const auto& [scope, event] : summary.scope_peak_event) {
+    if (scopes.empty() || std::find(scopes.begin(), scopes.end(), scope) != scopes.end()) {
+      moments[event].push_back(scope);
+    }
+  }
+  const uint64_t global = summary.peak_event_index;
+  uint64_t last = global;
+  if (!moments.empty()) last = std::max(last, moments.rbegin()->first);
+  Peaks out;
+  Analyzer replay;
+  // Nothing after the last moment matters (the rest of the file is still read and
+  // checked).
+  replay.StopAfter(last);
+  bool global_taken = false;
+  if (global == 0) {  // no event raised the high-water mark: the empty start
+    out.global = replay.Composition();
+    global_taken = true;
+  }
+  auto next = moments.begin();
+  CaptureReadStats stats;
+  absl::Status s = ReadCapture(
+      path,
+      [&](const CaptureRecord& rec) {
+        if (progress) progress(stats.bytes);
+        absl::Status applied = replay.Apply(rec);
+        const uint64_t at = replay.events_applied();
+        if (!global_taken && at == global) {
+          out.global = replay.Composition();
+          global_taken = true;
+        }
+        while (next != moments.end() && at == next->first) {
+          const uint64_t total = replay.Composition().live_bytes;
+          for (uint32_t scope : next->second) {
+            out.scopes.push_back(
+                ScopePeak{scope, next->first, replay.last_t_, total, replay.Composition(scope)});
+          }
+          ++next;
+        }
+        return applied;
+      },
+      &stats);
+  if (!s.ok()) return s;
+  // A moment the replay never reached (the file changed since `summary` was made) is
+  // left out rather than reported from the wrong state.
+  if (!global_taken) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " has fewer events (", replay.events_applied(),
+        ") than when it was summarized (high-water after event ", global,
+        "); was it rewritten meanwhile? Run the command again"));
+  }
+  std::sort(out.scopes.begin(), out.scopes.end(), [](const ScopePeak& a, const ScopePeak& b) {
+    return a.composition.live_bytes != b.composition.live_bytes
+               ? a.composition.live_bytes > b.composition.live_bytes
+               : a.scope < b.scope;
+  });
+  return out;
+}
+
+}  // namespace memtrace
