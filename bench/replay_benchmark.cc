@@ -22,6 +22,10 @@
 //                              time, the writer's backlog included
 //   BM_EncodeReplay            the binary encoder alone on one thread: each event's
 //                              record, the bytes dropped at every 1 MiB
+//   BM_ShardedReplay/K         the events, epoch by epoch, through K appliers that own
+//                              parts of the addresses (runtime/internal/sharded_apply.h),
+//                              with the in-order accounting on the calling thread; K = 1
+//                              is the same code on one thread, the ratio's baseline
 //
 // Reports ns per event and events/s. Without --capture it says what it needs and exits 2.
 
@@ -29,12 +33,15 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "analysis/capture_reader.h"
 #include "runtime/internal/allocation_ledger.h"
+#include "runtime/internal/sharded_apply.h"
 #include "runtime/snapshot.h"
 #include "sinks/binary_encoding.h"
 #include "sinks/capture_event.h"
@@ -269,6 +276,77 @@ void BM_EncodeReplay(benchmark::State& state) {
 }
 
 BENCHMARK(BM_EncodeReplay)->Unit(benchmark::kMillisecond);
+
+// The capture's memory events as ShardedApply's batches, one per epoch; a move's target
+// takes the slot of its first half, the last kRemap of the same ring.
+struct ApplyBatch {
+  std::vector<ApplyRecord> records;
+  uint32_t moves = 0;
+};
+
+std::vector<ApplyBatch> ApplyBatches() {
+  std::vector<ApplyBatch> batches;
+  absl::flat_hash_map<uint32_t, uint32_t> last_remap;  // ring -> slot
+  uint32_t epoch = ~0u;
+  for (const ReplayEvent& e : Events()) {
+    if (batches.empty() || e.epoch != epoch) {
+      batches.emplace_back();
+      last_remap.clear();
+      epoch = e.epoch;
+    }
+    std::vector<ApplyRecord>& batch = batches.back().records;
+    const auto ring = static_cast<uint32_t>(Ticket::RingId(e.ticket));
+    ApplyRecord r{EventKind::kInvalid, e.layer, e.scope, ApplyRecord::kNoPair,
+                  e.addr, e.size, e.ticket, e.of, e.site};
+    switch (e.type) {
+      case LineType::kAlloc: r.kind = EventKind::kAlloc; break;
+      case LineType::kFree: r.kind = EventKind::kFree; break;
+      case LineType::kResize: r.kind = EventKind::kResize; break;
+      case LineType::kRemap:
+        r.kind = EventKind::kRemap;
+        r.pair = batches.back().moves++;
+        last_remap[ring] = r.pair;
+        break;
+      case LineType::kRemapTarget: {
+        r.kind = EventKind::kRemapTarget;
+        auto it = last_remap.find(ring);
+        if (it != last_remap.end()) {
+          r.pair = it->second;
+          last_remap.erase(it);
+        }
+        break;
+      }
+      case LineType::kArenaReset: r.kind = EventKind::kArenaReset; break;
+      default: continue;
+    }
+    batch.push_back(r);
+  }
+  return batches;
+}
+
+void BM_ShardedReplay(benchmark::State& state) {
+  const std::vector<ApplyBatch> batches = ApplyBatches();
+  uint64_t live = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto apply = std::make_unique<ShardedApply>(static_cast<int>(state.range(0)),
+                                                kDefaultSiteCapacity);
+    state.ResumeTiming();
+    for (const ApplyBatch& batch : batches) apply->Apply(batch.records, batch.moves);
+    live = apply->totals().live_count;
+    benchmark::DoNotOptimize(live);
+    state.PauseTiming();
+    apply.reset();  // joins its threads, untimed
+    state.ResumeTiming();
+  }
+  state.counters["live_at_end"] = static_cast<double>(live);
+  state.counters["ns_per_event"] = benchmark::Counter(
+      static_cast<double>(Events().size()) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.SetItemsProcessed(static_cast<int64_t>(Events().size() * state.iterations()));
+}
+
+BENCHMARK(BM_ShardedReplay)->Arg(1)->Arg(2)->Arg(4)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_LedgerReplay)
     ->Args({0, 0})

@@ -32,6 +32,7 @@
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
 #include "sinks/jsonl_sink.h"
+#include "tests/same_usage.h"
 
 namespace memtrace {
 namespace {
@@ -39,17 +40,6 @@ namespace {
 std::string TempPath(const std::string& name) {
   const char* dir = getenv("TEST_TMPDIR");
   return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
-
-void ExpectSame(const UsageCounters& got, const UsageCounters& want, const std::string& what) {
-  EXPECT_EQ(got.live_bytes, want.live_bytes) << what;
-  EXPECT_EQ(got.live_count, want.live_count) << what;
-  EXPECT_EQ(got.high_water_bytes, want.high_water_bytes) << what;
-  EXPECT_EQ(got.allocated_bytes, want.allocated_bytes) << what;
-  EXPECT_EQ(got.allocated_count, want.allocated_count) << what;
-  EXPECT_EQ(got.freed_bytes, want.freed_bytes) << what;
-  EXPECT_EQ(got.freed_count, want.freed_count) << what;
-  EXPECT_EQ(got.allocation_calls, want.allocation_calls) << what;
 }
 
 // What the test itself did, counted as usage_counters.h defines the counters: an in-place

@@ -108,6 +108,7 @@ __attribute__((always_inline)) inline void AllocationLedger::Account(LayerId lay
                                                                     uint32_t scope,
                                                                     uint64_t bytes,
                                                                     bool allocate) {
+  if (__builtin_expect(!counting_, 0)) return;
   // Asked first: a change that ends the sole mode must not be in the sole pair's copy.
   const bool sole = InSoleContext(layer, scope);
   if (tracker_ != nullptr) {
@@ -132,6 +133,7 @@ __attribute__((always_inline)) inline void AllocationLedger::Account(LayerId lay
 
 void AllocationLedger::AccountResize(LayerId layer, uint32_t scope, uint64_t from,
                                      uint64_t to) {
+  if (!counting_) return;
   // Asked first: a change that ends the sole mode must not be in the sole pair's copy.
   const bool sole = InSoleContext(layer, scope);
   if (tracker_ != nullptr) {

@@ -141,6 +141,10 @@ class AllocationLedger {
   // and raises the lower end of the peak's interval too. Otherwise the drainer bounds the
   // peak at the epoch's end (BoundHighWater). Ordered from the start.
   void set_ordered(bool ordered) noexcept { ordered_ = ordered; }
+  // Whether the ledger keeps counters at all. A ledger that holds part of the addresses
+  // for ShardedApply (sharded_apply.h) does not: the counters are kept in the batch's
+  // order by the thread that accounts for all of them. Counting from the start.
+  void set_counting(bool counting) noexcept { counting_ = counting; }
   // Where every change to a counter is reported (peak_tracker.h); nullptr: nowhere.
   void set_peak_tracker(PeakTracker* tracker) noexcept { tracker_ = tracker; }
   // The counter `key` (PeakTracker's keys) changed by `net` during the epoch just applied,
@@ -294,6 +298,7 @@ class AllocationLedger {
   mutable LineAlignedVector<UsageCounters> scopes_;
 
   bool ordered_ = true;             // set_ordered()
+  bool counting_ = true;            // set_counting()
   PeakTracker* tracker_ = nullptr;  // set_peak_tracker()
 };
 
