@@ -187,9 +187,14 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
       !s.ok()) {
     return s;
   }
-  simdjson::dom::object totals;
-  if (trailer["totals"].get_object().get(totals) == simdjson::SUCCESS) {
-    t.has_totals = true;
+  if (uint64_t lines = 0;
+      trailer["sink"]["event_lines"].get_uint64().get(lines) == simdjson::SUCCESS) {
+    t.has_event_lines = true;
+    t.event_lines = lines;
+  }
+  // A usage object's counters, and its interval where it has one.
+  auto read_usage = [](simdjson::dom::object usage, const char* block,
+                       UsageCounters* out) -> absl::Status {
     for (const auto& [name, member] :
          std::initializer_list<std::pair<const char*, uint64_t UsageCounters::*>>{
              {"live_bytes", &UsageCounters::live_bytes},
@@ -200,25 +205,39 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
              {"allocation_calls", &UsageCounters::allocation_calls},
              {"freed_bytes", &UsageCounters::freed_bytes},
              {"freed_count", &UsageCounters::freed_count}}) {
-      if (absl::Status s = ReadCount(totals, "totals", name, &(t.totals.*member)); !s.ok()) {
-        return s;
-      }
+      if (absl::Status s = ReadCount(usage, block, name, &(out->*member)); !s.ok()) return s;
     }
+    if (HasPeakBound(usage)) {
+      const TrailerBlocks::PeakBound b = ReadPeak(usage);
+      out->high_water_low_bytes = b.low;
+      out->high_water_high_bytes = b.high;
+    }
+    return absl::OkStatus();
+  };
+  simdjson::dom::object totals;
+  if (trailer["totals"].get_object().get(totals) == simdjson::SUCCESS) {
+    t.has_totals = true;
+    if (absl::Status s = read_usage(totals, "totals", &t.totals); !s.ok()) return s;
     if (HasPeakBound(totals)) t.totals_peak = ReadPeak(totals);
   }
-  for (const auto& [name, out] : {std::pair{"layers", &t.layer_peaks},
-                                  std::pair{"scopes", &t.scope_peaks}}) {
+  for (const auto& [name, peaks, usages, names, label] :
+       {std::tuple{"layers", &t.layer_peaks, &t.layer_usage, &t.layer_names, "name"},
+        std::tuple{"scopes", &t.scope_peaks, &t.scope_usage, &t.scope_paths, "path"}}) {
     simdjson::dom::array rows;
     if (trailer[name].get_array().get(rows) != simdjson::SUCCESS) continue;
     for (simdjson::dom::element row : rows) {
       uint64_t id = 0;
       simdjson::dom::object usage;
       if (row["id"].get_uint64().get(id) != simdjson::SUCCESS ||
-          row["usage"].get_object().get(usage) != simdjson::SUCCESS ||
-          !HasPeakBound(usage)) {
+          row["usage"].get_object().get(usage) != simdjson::SUCCESS) {
         continue;
       }
-      (*out)[static_cast<uint32_t>(id)] = ReadPeak(usage);
+      const auto key = static_cast<uint32_t>(id);
+      if (absl::Status s = read_usage(usage, name, &(*usages)[key]); !s.ok()) return s;
+      if (std::string_view text; row[label].get_string().get(text) == simdjson::SUCCESS) {
+        (*names)[key] = std::string(text);
+      }
+      if (HasPeakBound(usage)) (*peaks)[key] = ReadPeak(usage);
     }
   }
   if (absl::Status s = ReadCount(trailer, "", "memtrace_bytes", &t.memtrace_bytes);

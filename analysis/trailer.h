@@ -45,6 +45,10 @@ struct TrailerBlocks {
 
   bool has_sink = false;
   uint64_t events_written = 0;
+  // Of those, the capture's event records (the sink's `event_lines`); `has_event_lines` is
+  // false for a capture written before the sink counted them.
+  bool has_event_lines = false;
+  uint64_t event_lines = 0;
   uint64_t events_lost = 0;  // dropped by the sink: its queue was full, or after a write error
   uint64_t events_past_limit = 0;  // not written: the capture had reached max_bytes
   uint64_t max_bytes = 0;          // the capture's size bound (MEMTRACE_MAX_BYTES), 0: none
@@ -65,6 +69,12 @@ struct TrailerBlocks {
   std::optional<PeakBound> totals_peak;
   std::map<uint32_t, PeakBound> layer_peaks;
   std::map<uint32_t, PeakBound> scope_peaks;
+  // Each layer's and scope's counters at the end (the trailer's `layers` and `scopes`),
+  // their interval included where written, and their names.
+  std::map<uint32_t, UsageCounters> layer_usage;
+  std::map<uint32_t, UsageCounters> scope_usage;
+  std::map<uint32_t, std::string> layer_names;
+  std::map<uint32_t, std::string> scope_paths;
 
   uint64_t memtrace_bytes = 0;
   std::string memtrace_memory_json;  // by part (rings, tickets, ledger, sites), or empty

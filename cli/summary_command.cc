@@ -23,6 +23,7 @@
 #include "analysis/family_live.h"
 #include "analysis/process_tree.h"
 #include "analysis/trailer.h"
+#include "analysis/trailer_summary.h"
 #include "cli/internal/analysis_common.h"
 #include "cli/internal/summary_notes.h"
 #include "cli/progress_bar.h"
@@ -37,6 +38,9 @@ ABSL_FLAG(std::string, at_scope_exit, "",
           "snapshot: the state right after a scope's first exit (PATH) or its N-th (PATH#N)");
 ABSL_FLAG(bool, verbose, false,
           "the whole integrity block, also for a clean capture (which gets one line)");
+ABSL_FLAG(bool, replay, false,
+          "replay every event, also where the trailer holds the summary (a clean capture "
+          "read at its end)");
 
 namespace memtrace {
 
@@ -69,13 +73,15 @@ const CommandSpec kSummarySpec = {
     "otherwise, or with --verbose, the integrity block from its trailer: what was lost, how\n"
     "releases were matched, the transport, memtrace's own memory and its threads' CPU\n"
     "time. With one of the --at-* flags, the state at that point of the capture (a\n"
-    "snapshot).\n"
+    "snapshot). A clean, unfiltered capture's summary at its end is read from its\n"
+    "trailer (the recording process's own ledger) without replaying its events, which\n"
+    "gives the same numbers; --replay replays them anyway.\n"
     "With several captures (the processes of one program traced with `memtrace run\n"
     "--children` or `--forks`: memtrace summary NAME.mtb NAME.*), one row per process\n"
     "image, as a tree of who forked, exec'd or started whom, with its totals, how it\n"
     "ended and its verdict; --limit rows (the largest by bytes allocated when there are\n"
     "more; 0: all).",
-    {"json", "at_event", "at_time", "at_scope_exit", "limit", "verbose"}};
+    {"json", "at_event", "at_time", "at_scope_exit", "limit", "verbose", "replay"}};
 
 namespace {
 
@@ -458,7 +464,12 @@ int SummaryCommand(int argc, char** argv) {
   const std::optional<SnapshotPoint> point = SummaryPoint(&exit);
   if (!point) return exit;
   const std::string& path = args.positional[0];
-  auto s = Load(path, *point);
+  auto s = [&]() -> absl::StatusOr<CaptureSummary> {
+    if (point->kind == SnapshotPoint::Kind::kEnd && !absl::GetFlag(FLAGS_replay)) {
+      if (std::optional<CaptureSummary> read = SummaryFromTrailer(path)) return *std::move(read);
+    }
+    return Load(path, *point);
+  }();
   if (!s.ok()) return InputError(kSummarySpec, std::string(s.status().message()));
   if (auto e = CheckReached(kSummarySpec, *s, *point)) return *e;
   const bool at_point = point->kind != SnapshotPoint::Kind::kEnd;

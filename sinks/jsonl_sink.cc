@@ -383,6 +383,7 @@ void JsonlSink::WriteBatch(const Batch& batch) {
   // The binary encoding's common records skip the CaptureEvent (BinaryEncoder::Alloc,
   // Free: the same bytes): a third of the writer's instructions per event.
   const bool binary_fast = binary && options_.sample_interval_bytes == 0;
+  uint64_t not_lines = 0;  // call stacks and invalid records: no line of their own
   for (const ObservedEvent& o : batch.events) {
     const Event& e = o.event;
     if (binary_fast) {
@@ -469,8 +470,10 @@ void JsonlSink::WriteBatch(const Batch& batch) {
         break;
       case EventKind::kStackFrames:
         AddStackFrames(o);
+        ++not_lines;
         continue;  // stacks become site lines, not lines of their own
       default:
+        ++not_lines;
         continue;  // kInvalid
     }
     if (binary) {
@@ -502,6 +505,7 @@ void JsonlSink::WriteBatch(const Batch& batch) {
   std::lock_guard<std::mutex> lock(mu_);
   if (status_.ok()) {
     stats_.events_written += batch.events.size();
+    stats_.event_lines += batch.events.size() - not_lines;
   } else {
     stats_.events_lost += batch.events.size();
   }
@@ -663,7 +667,7 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
     final_lines_.push_back(absl::StrCat(
         "{\"type\":\"trailer\",\"complete\":", complete ? "true" : "false",
         ",\"finished_unix_ns\":", UnixNowNs(), ",\"sink\":{\"events_written\":",
-        s.events_written, ",\"events_lost\":", s.events_lost, ",\"events_past_limit\":",
+        s.events_written, ",\"event_lines\":", s.event_lines, ",\"events_lost\":", s.events_lost, ",\"events_past_limit\":",
         s.events_past_limit,
         options_.max_bytes != 0 ? absl::StrCat(",\"max_bytes\":", options_.max_bytes) : "",
         ",\"write_errors\":", s.write_errors, ",\"stack_collisions\":", s.stack_collisions,

@@ -106,6 +106,9 @@ struct JsonlSinkOptions {
 
 struct JsonlSinkStats {
   uint64_t events_written = 0;
+  // Of those, the events written as records of their own: all but call stacks, which
+  // become site lines. A reader counts exactly these as the capture's events.
+  uint64_t event_lines = 0;
   uint64_t events_lost = 0;    // dropped: queue full, or written after a write error
   // Not written: the capture had reached JsonlSinkOptions::max_bytes.
   uint64_t events_past_limit = 0;

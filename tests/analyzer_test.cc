@@ -32,6 +32,7 @@
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
 #include "sinks/jsonl_sink.h"
+#include "tests/captured_run.h"
 #include "tests/same_usage.h"
 
 namespace memtrace {
@@ -84,18 +85,6 @@ void ExpectCounts(const UsageCounters& got, const OwnCounts& want, const std::st
   EXPECT_EQ(got.live_count, want.allocated_count - want.freed_count) << what;
   EXPECT_EQ(got.live_bytes, want.allocated_bytes - want.freed_bytes) << what;
 }
-
-// A tracer started with a JSONL capture of `path` (its extension picks the encoding) and
-// a traced heap on it: what each round trip below records through.
-struct CapturedRun {
-  explicit CapturedRun(const std::string& path)
-      : sink(JsonlSink::Open(path).value()), tracer(Tracer::Create(Config{}).value()) {}
-  std::unique_ptr<JsonlSink> sink;
-  std::unique_ptr<Tracer> tracer;
-  MallocAllocator heap;
-  TracingAllocator traced{tracer.get(), &heap, layers::kCpuHeap};
-  bool started = tracer->recorder().SetObserver(sink.get()).ok() && tracer->Start().ok();
-};
 
 TEST(AnalyzerTest, RoundTripTotalsEqualTheTestsOwnCountsAndTheRuntimesSnapshot) {
   const std::string path = TempPath("roundtrip.jsonl");

@@ -25,6 +25,7 @@
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
 #include "sinks/jsonl_sink.h"
+#include "tests/captured_run.h"
 #include "transport/ticket.h"
 
 namespace memtrace {
@@ -189,14 +190,10 @@ TEST(ReplayLedgerTest, ALayerBeyondTheRuntimesIsAnErrorThatNamesIt) {
 // less its distinct addresses, and the live blocks are the last one at each address.
 TEST(ReplayLedgerTest, LostReleasesEndTheReplayWhereTheyEndedTheRuntime) {
   const std::string path = TempPath("lost_releases.jsonl");
-  auto sink = JsonlSink::Open(path);
-  ASSERT_TRUE(sink.ok()) << sink.status();
-  auto tracer = Tracer::Create(Config{});
-  ASSERT_TRUE(tracer.ok()) << tracer.status();
-  ASSERT_TRUE((*tracer)->recorder().SetObserver(sink->get()).ok());
-  ASSERT_TRUE((*tracer)->Start().ok());
-  MallocAllocator heap;
-  TracingAllocator traced{tracer->get(), &heap, layers::kCpuHeap};
+  CapturedRun run(path);
+  ASSERT_TRUE(run.started);
+  MallocAllocator& heap = run.heap;
+  TracingAllocator& traced = run.traced;
 
   constexpr int kRounds = 2000;
   std::vector<std::pair<void*, size_t>> allocations, kept;  // in the thread's order
@@ -219,10 +216,10 @@ TEST(ReplayLedgerTest, LostReleasesEndTheReplayWhereTheyEndedTheRuntime) {
     kept.emplace_back(q, n);
   }
   other.join();
-  ASSERT_TRUE((*tracer)->Flush().ok());
-  ASSERT_TRUE((*tracer)->Stop().ok());
-  const Snapshot snap = (*tracer)->TakeSnapshot();
-  ASSERT_TRUE((*sink)->Finish(snap).ok());
+  ASSERT_TRUE(run.tracer->Flush().ok());
+  ASSERT_TRUE(run.tracer->Stop().ok());
+  const Snapshot snap = run.tracer->TakeSnapshot();
+  ASSERT_TRUE(run.sink->Finish(snap).ok());
   for (auto [q, n] : kept) heap.Free(AsMemory(q, n), 8, 0);
 
   std::map<void*, size_t> last;  // address -> the size of the last block there

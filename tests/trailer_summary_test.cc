@@ -1,0 +1,200 @@
+// Copyright 2026 The memtrace Authors.
+//
+// SummaryFromTrailer: a clean capture's summary from its header and trailer equals the
+// replay's, field for field, in both encodings; any capture whose trailer is not the whole
+// story (a lost release, a cut, a compressed stream, an older trailer, an edited one)
+// gets no summary from it, so the caller replays.
+
+#include "analysis/trailer_summary.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "analysis/analyzer.h"
+#include "runtime/frame_arena.h"
+#include "runtime/malloc_allocator.h"
+#include "runtime/tracer.h"
+#include "sinks/jsonl_sink.h"
+#include "tests/captured_run.h"
+#include "tests/same_usage.h"
+
+namespace memtrace {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+// Records a program with scopes, two layers (a heap and a frame arena that is reset),
+// resizes, moves and cross-thread frees into `path`; with `lose`, one thread also hands
+// blocks back to malloc untraced and gets their addresses again.
+void Record(const std::string& path, bool lose) {
+  CapturedRun run(path);
+  ASSERT_TRUE(run.started);
+  Tracer* tracer = run.tracer.get();
+  MallocAllocator& heap = run.heap;
+  TracingAllocator& traced = run.traced;
+  FrameArena arena(1 << 20);
+  TracingAllocator frame(tracer, &arena, layers::kFrameArena);
+  static const ScopeName kLoad("load");
+  static const ScopeName kParse("parse");
+  std::vector<std::pair<void*, size_t>> handed;  // freed by the other thread
+  std::thread worker([&] {
+    Span load = tracer->Enter(kLoad);
+    for (int i = 0; i < 3000; ++i) {
+      Span parse = tracer->Enter(kParse);
+      size_t n = 24 + (i * 13) % 500;
+      void* p = traced.Alloc(n, 16, 0x1000 + i % 7);
+      ASSERT_NE(p, nullptr);
+      if (i % 3 == 0 && traced.Resize(AsMemory(p, n), 16, n + 8, 0)) n += 8;
+      if (i % 5 == 0) {
+        if (void* q = traced.Remap(AsMemory(p, n), 16, n + 4096, 0)) {
+          p = q;
+          n += 4096;
+        }
+      }
+      if (i % 2 == 0) {
+        traced.Free(AsMemory(p, n), 16, 0);
+      } else if (i % 4 == 1) {
+        handed.emplace_back(p, n);
+      }
+      if (lose && i % 100 == 0) {
+        void* r = traced.Alloc(64, 16, 0x2000);
+        heap.Free(AsMemory(r, 64), 16, 0);  // behind the tracer's back
+        void* again = traced.Alloc(64, 16, 0x2000);
+        handed.emplace_back(again, 64);
+      }
+    }
+  });
+  worker.join();
+  for (auto [p, n] : handed) traced.Free(AsMemory(p, n), 16, 0);  // on another thread
+  for (int f = 0; f < 5; ++f) {
+    for (int i = 0; i < 40; ++i) ASSERT_NE(frame.Alloc(96, 16, 0x3000), nullptr);
+    arena.ResetTraced(frame);
+  }
+  ASSERT_TRUE(run.Finish());
+}
+
+void ExpectSameSummary(const CaptureSummary& got, const CaptureSummary& want) {
+  auto same_peak = [](const UsageCounters& a, const UsageCounters& b, const std::string& what) {
+    ExpectSame(a, b, what);
+    EXPECT_EQ(a.high_water_low_bytes, b.high_water_low_bytes) << what;
+    EXPECT_EQ(a.high_water_high_bytes, b.high_water_high_bytes) << what;
+  };
+  same_peak(got.totals, want.totals, "totals");
+  ASSERT_EQ(got.scopes.size(), want.scopes.size());
+  for (const auto& [id, usage] : want.scopes) {
+    ASSERT_EQ(got.scopes.count(id), 1u) << "scope " << id;
+    same_peak(got.scopes.at(id), usage, "scope " + want.scope_paths.at(id));
+    EXPECT_EQ(got.scope_paths.at(id), want.scope_paths.at(id));
+  }
+  ASSERT_EQ(got.layers.size(), want.layers.size());
+  for (const auto& [id, usage] : want.layers) {
+    ASSERT_EQ(got.layers.count(id), 1u) << "layer " << id;
+    same_peak(got.layers.at(id), usage, "layer " + want.layer_names.at(id));
+    EXPECT_EQ(got.layer_names.at(id), want.layer_names.at(id));
+  }
+  EXPECT_EQ(got.events, want.events);
+  EXPECT_EQ(got.events_applied, want.events_applied);
+  EXPECT_EQ(got.live_blocks, want.live_blocks);
+  EXPECT_EQ(got.unmatched_releases, want.unmatched_releases);
+  EXPECT_EQ(got.missed_frees, want.missed_frees);
+  EXPECT_EQ(got.has_trailer, want.has_trailer);
+  EXPECT_EQ(got.trailer_complete, want.trailer_complete);
+  EXPECT_EQ(got.trailer, want.trailer);
+  EXPECT_EQ(got.pid, want.pid);
+  EXPECT_EQ(got.source, want.source);
+  EXPECT_EQ(got.started_unix_ns, want.started_unix_ns);
+  EXPECT_EQ(got.sampled, want.sampled);
+}
+
+TEST(TrailerSummaryTest, ACleanCapturesSummaryFromItsTrailerIsTheReplaysInBothEncodings) {
+  for (const char* name : {"clean.jsonl", "clean.mtb"}) {
+    const std::string path = TempPath(name);
+    Record(path, /*lose=*/false);
+    const auto replayed = Analyzer::Summarize(path);
+    ASSERT_TRUE(replayed.ok()) << replayed.status();
+    ASSERT_GT(replayed->events, 10000u);
+    ASSERT_GE(replayed->scopes.size(), 2u) << name;
+    ASSERT_EQ(replayed->layers.size(), 2u) << name;
+    const std::optional<CaptureSummary> read = SummaryFromTrailer(path);
+    ASSERT_TRUE(read.has_value()) << name << ": a clean capture's trailer was not used";
+    SCOPED_TRACE(name);
+    ExpectSameSummary(*read, *replayed);
+  }
+}
+
+// Releases lost at reused addresses make the integrity block say so (missed frees): the
+// trailer's account is the ledger's guess then, and the summary replays. Under an
+// allocator that does not hand addresses straight back (a sanitizer's), nothing is
+// missed, the lost blocks stay live for both, and the trailer's summary is the replay's.
+TEST(TrailerSummaryTest, ACaptureThatMissedFreesIsReplayed) {
+  const std::string path = TempPath("lost.mtb");
+  Record(path, /*lose=*/true);
+  const auto replayed = Analyzer::Summarize(path);
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  const std::optional<CaptureSummary> read = SummaryFromTrailer(path);
+  if (replayed->missed_frees != 0) {
+    EXPECT_FALSE(read.has_value());
+  } else {
+    ASSERT_TRUE(read.has_value());
+    ExpectSameSummary(*read, *replayed);
+  }
+}
+
+std::string Contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void Write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+TEST(TrailerSummaryTest, ACutACompressedAnOlderOrAnEditedCaptureIsReplayed) {
+  const std::string jsonl = TempPath("whole.jsonl"), binary = TempPath("whole.mtb");
+  Record(jsonl, false);
+  Record(binary, false);
+  ASSERT_TRUE(SummaryFromTrailer(jsonl).has_value());
+  ASSERT_TRUE(SummaryFromTrailer(binary).has_value());
+  const std::string text = Contents(jsonl), bytes = Contents(binary);
+
+  // Cut short: no trailer at the end.
+  Write(TempPath("cut.jsonl"), text.substr(0, text.size() / 2));
+  EXPECT_FALSE(SummaryFromTrailer(TempPath("cut.jsonl")).has_value());
+  Write(TempPath("cut.mtb"), bytes.substr(0, bytes.size() - 7));
+  EXPECT_FALSE(SummaryFromTrailer(TempPath("cut.mtb")).has_value());
+  // An older trailer, without the sink's count of event records.
+  std::string older = text;
+  const size_t at = older.rfind(",\"event_lines\":");
+  ASSERT_NE(at, std::string::npos);
+  older.erase(at, older.find(',', at + 1) - at);
+  Write(TempPath("older.jsonl"), older);
+  EXPECT_FALSE(SummaryFromTrailer(TempPath("older.jsonl")).has_value());
+  // An edited trailer that no longer parses.
+  std::string edited = text;
+  edited.insert(edited.size() - 2, "x");
+  Write(TempPath("edited.jsonl"), edited);
+  EXPECT_FALSE(SummaryFromTrailer(TempPath("edited.jsonl")).has_value());
+  // A trailer whose binary length prefix does not match its text.
+  std::string shifted = bytes;
+  shifted.insert(shifted.size() - 2, " ");
+  Write(TempPath("shifted.mtb"), shifted);
+  EXPECT_FALSE(SummaryFromTrailer(TempPath("shifted.mtb")).has_value());
+  // Compressed: read through, never from the end.
+  const std::string zst = TempPath("whole.mtb.zst");
+  Record(zst, false);
+  ASSERT_TRUE(Analyzer::Summarize(zst).ok());
+  EXPECT_FALSE(SummaryFromTrailer(zst).has_value());
+  EXPECT_FALSE(SummaryFromTrailer(TempPath("no such capture")).has_value());
+}
+
+}  // namespace
+}  // namespace memtrace
