@@ -473,16 +473,26 @@ grep -qF "; filtered: --min-size=1000 left out the allocations" "$dir/sfc.txt" \
 "$memtrace" summary "$dir/c.jsonl" > /dev/null 2> "$dir/e.txt" || fail "summary"
 [[ ! -s "$dir/e.txt" ]] || fail "stderr must stay empty when piped: $(cat "$dir/e.txt")"
 
-# On a terminal, a large capture (over 32 MiB, ~160 MB here) gets a progress bar on
-# stderr: script(1) gives memtrace a pseudo-terminal and records what it draws.
+# On a terminal, reading a large capture (over 32 MiB, ~160 MB here) draws a progress bar
+# on stderr: script(1) gives memtrace a pseudo-terminal and records what it draws.
+# --replay: a clean capture's summary is otherwise read from its trailer, with nothing to
+# show progress for.
 # Exit 3 means the capture is partial (a slow sanitizer build can outrun the sink, which
 # drops and counts): it is still a large, readable capture, which is all this needs.
 "$workload" --requests=60000 --workers=2 --capture="$dir/big.jsonl" > /dev/null 2>&1
 rc=$?
 [[ $rc -eq 0 || $rc -eq 3 ]] || fail "workload (large capture) exited $rc"
-script -qec "'$memtrace' summary '$dir/big.jsonl' > /dev/null" /dev/null > "$dir/tty.txt" \
+script -qec "'$memtrace' summary --replay '$dir/big.jsonl' > /dev/null" /dev/null > "$dir/tty.txt" \
   || fail "summary on a terminal exited $?"
 grep -q "reading .*big.jsonl: .*% (.* of .*MiB)" "$dir/tty.txt" \
   || fail "no progress bar on a terminal: $(od -c "$dir/tty.txt" | head -3)"
+# The summary from the trailer and the replay's say the same, in text and in JSON.
+for form in "" "--json"; do
+  "$memtrace" summary $form "$dir/big.jsonl" > "$dir/trailer_summary.txt" || fail "summary $form"
+  "$memtrace" summary --replay $form "$dir/big.jsonl" > "$dir/replay_summary.txt" \
+    || fail "summary --replay $form"
+  cmp -s "$dir/trailer_summary.txt" "$dir/replay_summary.txt" \
+    || fail "summary $form differs from --replay: $(diff "$dir/trailer_summary.txt" "$dir/replay_summary.txt" | head -5)"
+done
 rm -f "$dir/big.jsonl"
 echo "PASS"
