@@ -61,9 +61,9 @@ void PrintBeforeStartNote(const std::optional<TrailerBlocks>& blocks) {
   if (blocks->prestart_freed != 0) {
     printf("\nnote: before memtrace started (the constructors of the program's libraries run\n"
            "  before its own), %llu block%s (%s) were allocated and released again without\n"
-           "  being recorded (its log of those calls holds 131072; captures made before\n"
-           "  2026-12-05 kept none); they are not in these figures. The blocks still live\n"
-           "  when it started are, each at the stack that allocated it.\n",
+           "  being recorded (its log of those calls holds 131072; older interposers kept\n"
+           "  none); they are not in these figures. The blocks still live when it started\n"
+           "  are, each at the stack that allocated it.\n",
            static_cast<unsigned long long>(blocks->prestart_freed),
            blocks->prestart_freed == 1 ? "" : "s", FormatBytes(blocks->prestart_freed_bytes).c_str());
   }
