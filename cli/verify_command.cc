@@ -35,7 +35,9 @@ using cli_internal::OneCapture;
 const CommandSpec kVerifySpec = {
     "verify", "memtrace verify [flags] CAPTURE...",
     "Checks that CAPTURE has at least one memory event, ends with a trailer (it was not cut\n"
-    "off), that the trailer says nothing was lost, and that its integrity block reports\n"
+    "off), that the trailer says nothing was lost, that the file holds every event record\n"
+    "the trailer says was written (none removed or added since), and that its integrity\n"
+    "block reports\n"
     "nothing more (no release matched inexactly or to no block, no refused misuse, no full\n"
     "table): the capture is clean, and passes with the one line `memtrace summary` prints\n"
     "for it. Exit 0 when all hold; otherwise print which failed and exit 1. A capture\n"

@@ -93,6 +93,14 @@ grep -q "FAILED: its integrity block reports ticket evictions 2 " "$dir/vi.txt" 
 "$memtrace" summary "$dir/inexact.jsonl" > "$dir/si.txt" || fail "summary of an inexact capture"
 grep -q "^integrity: complete, inexact" "$dir/si.txt" || fail "summary, inexact: $(cat "$dir/si.txt")"
 grep -q "ticket evictions 2," "$dir/si.txt" || fail "summary, inexact: $(cat "$dir/si.txt")"
+# An event record removed after the capture was written: the trailer's count of event
+# records says so, and verify fails it.
+first_free=$(grep -m 1 -n '"type":"free"' "$dir/c.jsonl" | cut -d: -f1)
+sed "${first_free}d" "$dir/c.jsonl" > "$dir/edited.jsonl"
+"$memtrace" verify "$dir/edited.jsonl" > "$dir/ve.txt"
+[[ $? -eq 1 ]] || fail "verify of an edited capture must exit 1: $(cat "$dir/ve.txt")"
+grep -q "FAILED: it is damaged: the file holds [0-9]* event records, and its trailer says [0-9]* were written" \
+  "$dir/ve.txt" || fail "verify of an edited capture: $(cat "$dir/ve.txt")"
 # A damaged trailer: exit 2, naming the field.
 head -n -1 "$dir/c.jsonl" > "$dir/damaged.jsonl"
 echo '{"type":"trailer","complete":true,"integrity":{"events_dropped":-1}}' >> "$dir/damaged.jsonl"

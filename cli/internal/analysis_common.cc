@@ -125,6 +125,17 @@ std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
           "; `memtrace summary` prints the whole integrity block"));
     }
   }
+  // The sink counted the event records it wrote: a file that holds another number was
+  // changed afterwards.
+  if (s.has_trailer) {
+    const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s.trailer);
+    if (t.ok() && t->has_event_lines && t->event_lines != s.events) {
+      problems.push_back(absl::StrCat(
+          "it is damaged: the file holds ", s.events, " event records, and its trailer says ",
+          t->event_lines, " were written. Records were removed or added after it was written "
+          "(an edited or spliced file); record it again"));
+    }
+  }
   return problems;
 }
 
