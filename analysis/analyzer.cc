@@ -116,37 +116,73 @@ uint64_t Analyzer::SampledCount(const AttributionKey& key, double weight) {
 }
 
 void Analyzer::AddNote(uint32_t layer, uint64_t addr, const Note& note) {
-  notes_[AddressKey(layer, addr)].push_back(note);
+  const StoredNote stored{note.id, note.ticket48, note.size, note.thread_event, note.thread};
+  auto [at, added] = notes_.try_emplace(AddressKey(layer, addr), stored);
+  if (!added) more_notes_[at->first].push_back(stored);
+  if (note.weight != 1.0) sampled_[note.id] = Sample{note.count, note.weight};
   live_blocks_ += note.count;
 }
 
+Analyzer::Note Analyzer::Expand(const StoredNote& n) const {
+  Note out{n.id, n.ticket48, n.size, n.thread_event, n.thread, 1, 1.0};
+  if (!sampled_.empty()) {
+    if (auto it = sampled_.find(n.id); it != sampled_.end()) {
+      out.count = it->second.count;
+      out.weight = it->second.weight;
+    }
+  }
+  return out;
+}
+
+template <typename Match>
+Analyzer::StoredNote* Analyzer::FindStored(uint64_t address_key, Match match) {
+  auto at = notes_.find(address_key);
+  if (at == notes_.end()) return nullptr;
+  if (match(at->second)) return &at->second;
+  if (more_notes_.empty()) return nullptr;
+  auto more = more_notes_.find(address_key);
+  if (more == more_notes_.end()) return nullptr;
+  for (StoredNote& n : more->second) {
+    if (match(n)) return &n;
+  }
+  return nullptr;
+}
+
 Analyzer::Note Analyzer::TakeNote(const Released& r) {
-  auto at = notes_.find(AddressKey(r.block.layer, r.block.address));
+  const uint64_t key = AddressKey(r.block.layer, r.block.address);
   Note out;
   out.size = r.block.size;
-  if (at == notes_.end()) return out;  // not reached: every block the ledger holds has one
-  auto& notes = at->second;
-  auto it = std::find_if(notes.begin(), notes.end(),
-                         [&](const Note& n) { return n.ticket48 == r.ticket48; });
-  if (it == notes.end()) return out;
-  out = *it;
-  notes.erase(it);
-  if (notes.empty()) notes_.erase(at);
+  StoredNote* found =
+      FindStored(key, [&](const StoredNote& n) { return n.ticket48 == r.ticket48; });
+  if (found == nullptr) return out;  // not reached: every block the ledger holds has one
+  out = Expand(*found);
+  auto at = notes_.find(key);
+  auto more = more_notes_.empty() ? more_notes_.end() : more_notes_.find(key);
+  if (found == &at->second) {
+    // The oldest went: the next oldest, if any, takes its place.
+    if (more == more_notes_.end()) {
+      notes_.erase(at);
+    } else {
+      at->second = more->second.front();
+      more->second.erase(more->second.begin());
+    }
+  } else {
+    more->second.erase(more->second.begin() + (found - more->second.data()));
+  }
+  if (more != more_notes_.end() && more->second.empty()) more_notes_.erase(more);
+  if (out.weight != 1.0) sampled_.erase(out.id);
   live_blocks_ -= out.count;
   if (!moved_to_.empty()) moved_to_.erase(out.id);
   return out;
 }
 
-const Analyzer::Note* Analyzer::FindNote(uint64_t address_key, uint64_t id) const {
+std::optional<Analyzer::Note> Analyzer::FindNote(uint64_t address_key, uint64_t id) {
   if (!moved_to_.empty()) {
     if (auto moved = moved_to_.find(id); moved != moved_to_.end()) address_key = moved->second;
   }
-  auto at = notes_.find(address_key);
-  if (at == notes_.end()) return nullptr;
-  for (const Note& n : at->second) {
-    if (n.id == id) return &n;
-  }
-  return nullptr;
+  const StoredNote* n = FindStored(address_key, [id](const StoredNote& s) { return s.id == id; });
+  if (n == nullptr) return std::nullopt;
+  return Expand(*n);
 }
 
 void Analyzer::SettleEpoch() {
@@ -231,10 +267,10 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       const Note note{next_id_++,
                       CompactTicket(rec.ticket),
                       size,
-                      thread_events_[rec.thread],
+                      static_cast<uint32_t>(thread_events_[rec.thread]),
+                      rec.thread,
                       SampledCount({rec.site, rec.scope, rec.layer}, rec.weight),
-                      rec.weight,
-                      rec.thread};
+                      rec.weight};
       AddNote(rec.layer, rec.addr, note);
       Account(size, rec.scope, rec.site, rec.layer, note.count, /*allocate=*/true);
       NoteAllocation(rec.thread, AddressKey(rec.layer, rec.addr), note.id);
@@ -263,19 +299,12 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
         ++summary_.unmatched_releases;
         break;
       }
-      auto at = notes_.find(AddressKey(rec.layer, rec.addr));
-      Note* note = nullptr;
-      if (at != notes_.end()) {
-        for (Note& n : at->second) {
-          if (n.ticket48 == before.ticket48) {
-            note = &n;
-            break;
-          }
-        }
-      }
-      Note unknown;  // not reached: every block the ledger holds has a note
-      if (note == nullptr) note = &unknown;
-      const uint64_t new_size = Scaled(rec.size, note->weight);
+      StoredNote* stored = FindStored(AddressKey(rec.layer, rec.addr), [&](const StoredNote& n) {
+        return n.ticket48 == before.ticket48;
+      });
+      // Not reached without a note: every block the ledger holds has one.
+      const Note note = stored != nullptr ? Expand(*stored) : Note{};
+      const uint64_t new_size = Scaled(rec.size, note.weight);
       // A sampled block's new size is the recorded one times its weight: the ledger has it
       // as the block's size (it names the block by the resize's ticket now).
       if (new_size != rec.size) ledger_->Resize(layer, rec.addr, rec.ticket, new_size, rec.ticket);
@@ -288,15 +317,17 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       // One call, as Resize() counts it; a sampled block's resize stands for `count`.
       for (UsageCounters* c : all) {
         c->Resize(before.block.size, new_size);
-        c->allocation_calls += note->count - 1;
+        c->allocation_calls += note.count - 1;
       }
       if (scope.high_water_bytes > scope_high_water) {
         summary_.scope_peak_event[scope_id] = events_seen_;
       }
       if (live_change_hook_) live_change_hook_(scope_id, rec.layer);
-      note->size = new_size;
-      note->ticket48 = CompactTicket(rec.ticket);
-      last_allocation_[rec.thread] = note->id;
+      if (stored != nullptr) {
+        stored->size = new_size;
+        stored->ticket48 = CompactTicket(rec.ticket);
+      }
+      last_allocation_[rec.thread] = note.id;
       break;
     }
     case LineType::kRemap: {
@@ -331,7 +362,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
                       m.active ? m.moved : AllocationLedger::Moved{}, rec.addr, size,
                       rec.ticket, rec.scope, rec.site);
       // The moved block: the same allocation, under its first id, at its new address.
-      Note note{known ? m.note.id : next_id_++, CompactTicket(rec.ticket), size, 0, 0, weight, 0};
+      Note note{known ? m.note.id : next_id_++, CompactTicket(rec.ticket), size, 0, 0, 1, weight};
       note.count = SampledCount({site, scope, rec.layer}, weight);
       const uint64_t key = AddressKey(rec.layer, rec.addr);
       if (known) moved_to_[note.id] = key;
@@ -388,7 +419,8 @@ void Analyzer::NoteFreed(uint32_t thread, const Note& note, const AllocationReco
     summary_.temporary_bytes += block.size;
     at.temporaries += note.count;
   }
-  if (note.thread == thread && thread_events_[thread] - note.thread_event <= kShortLivedEvents) {
+  if (note.thread == thread &&
+      static_cast<uint32_t>(thread_events_[thread]) - note.thread_event <= kShortLivedEvents) {
     summary_.short_lived += note.count;
     summary_.short_lived_bytes += block.size;
     at.short_lived += note.count;
@@ -416,7 +448,7 @@ void Analyzer::CloseScope(uint32_t thread, uint32_t scope) {
     uint64_t blocks = 0, bytes = 0;
     std::vector<std::pair<uint64_t, uint64_t>> survivors;
     for (const auto& [address_key, id] : open.blocks) {
-      if (const Note* live = FindNote(address_key, id)) {
+      if (const std::optional<Note> live = FindNote(address_key, id)) {
         blocks += live->count;
         bytes += live->size;
         survivors.emplace_back(address_key, id);

@@ -36,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -149,10 +150,25 @@ class Analyzer {
                                 // and moves (what retention and temporaries follow)
     uint64_t ticket48 = 0;      // the ledger's (AllocationLedger::Released::ticket48)
     uint64_t size = 0;          // estimated bytes: the recorded size times the weight
-    uint64_t thread_event = 0;  // the allocating thread's event count at allocation
+    // The low 32 bits of the allocating thread's event count at allocation: short-lived
+    // blocks ask only for differences of a few events, which wrap correctly.
+    uint32_t thread_event = 0;
+    uint32_t thread = 0;
     uint64_t count = 1;         // allocations this block stands for (SampledCount())
     double weight = 1.0;
-    uint32_t thread = 0;
+  };
+  // A note as the table keeps it, 32 bytes: a sampled block's count and weight are kept
+  // apart (sampled_), as most captures have none.
+  struct StoredNote {
+    uint64_t id;
+    uint64_t ticket48;
+    uint64_t size;
+    uint32_t thread_event;
+    uint32_t thread;
+  };
+  struct Sample {
+    uint64_t count;
+    double weight;
   };
   using Released = AllocationLedger::Released;
   struct Moving {
@@ -168,6 +184,10 @@ class Analyzer {
   void AddNote(uint32_t layer, uint64_t addr, const Note& note);
   // Removes and returns the note of the block the ledger released.
   Note TakeNote(const Released& r);
+  // The note stored at `address_key` that `match` picks first (oldest first), or null.
+  template <typename Match>
+  StoredNote* FindStored(uint64_t address_key, Match match);
+  Note Expand(const StoredNote& n) const;
   // Counts a block in or out of the totals, its layer, its scope and its attribution.
   void Account(uint64_t size, uint32_t scope, uint32_t site, uint32_t layer, uint64_t count,
                bool allocate);
@@ -183,7 +203,7 @@ class Analyzer {
   void NoteAllocation(uint32_t thread, uint64_t address_key, uint64_t id);
   void CloseScope(uint32_t thread, uint32_t scope);
   // The note of the live block `id`, last seen at `address_key`, or null.
-  const Note* FindNote(uint64_t address_key, uint64_t id) const;
+  std::optional<Note> FindNote(uint64_t address_key, uint64_t id);
 
   absl::flat_hash_map<uint32_t, std::vector<OpenScope>> open_scopes_;  // by thread
   absl::flat_hash_map<uint32_t, uint64_t> thread_events_;             // events per thread
@@ -229,13 +249,16 @@ class Analyzer {
 
   // The live blocks and the rules that match releases to them: the drainer's.
   std::unique_ptr<AllocationLedger> ledger_;
-  // The notes, by layer<<56^address: almost always one per address, kept inline. A large
-  // table goes in huge pages (transport/huge_page_allocator.h).
+  // The notes, by layer<<56^address: the oldest block's in notes_ (almost always the only
+  // one), any others in more_notes_, oldest first. A large table goes in huge pages
+  // (transport/huge_page_allocator.h).
   template <typename V>
   using LiveTable =
       absl::flat_hash_map<uint64_t, V, absl::Hash<uint64_t>, std::equal_to<uint64_t>,
                           HugePageAllocator<std::pair<const uint64_t, V>>>;
-  LiveTable<absl::InlinedVector<Note, 1>> notes_;
+  LiveTable<StoredNote> notes_;
+  absl::flat_hash_map<uint64_t, std::vector<StoredNote>> more_notes_;
+  absl::flat_hash_map<uint64_t, Sample> sampled_;  // by note id: blocks of weight != 1
   // Id -> address key, for blocks a remap moved from where an open scope saw them.
   absl::flat_hash_map<uint64_t, uint64_t> moved_to_;
   uint64_t live_blocks_ = 0;  // the notes' counts, summed
