@@ -46,6 +46,7 @@ void Record(const std::string& path, bool lose) {
   static const ScopeName kLoad("load");
   static const ScopeName kParse("parse");
   std::vector<std::pair<void*, size_t>> handed;  // freed by the other thread
+  std::vector<std::pair<void*, size_t>> kept;    // live at the end (freed untraced after)
   std::thread worker([&] {
     Span load = tracer->Enter(kLoad);
     for (int i = 0; i < 3000; ++i) {
@@ -64,6 +65,8 @@ void Record(const std::string& path, bool lose) {
         traced.Free(AsMemory(p, n), 16, 0);
       } else if (i % 4 == 1) {
         handed.emplace_back(p, n);
+      } else {
+        kept.emplace_back(p, n);
       }
       if (lose && i % 100 == 0) {
         void* r = traced.Alloc(64, 16, 0x2000);
@@ -80,6 +83,7 @@ void Record(const std::string& path, bool lose) {
     arena.ResetTraced(frame);
   }
   ASSERT_TRUE(run.Finish());
+  for (auto [p, n] : kept) heap.Free(AsMemory(p, n), 16, 0);
 }
 
 void ExpectSameSummary(const CaptureSummary& got, const CaptureSummary& want) {
