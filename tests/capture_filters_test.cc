@@ -4,7 +4,7 @@
 // headers and trailers: every filter in force is named with what it left out, a count and
 // bytes where the trailer has them and "filtered" where it has not, and "exact" is always
 // qualified beside a filter. The interposer's own counts are checked end to end in
-// preload_test (Filters*).
+// preload_filters_test.
 
 #include "analysis/capture_filters.h"
 

@@ -306,7 +306,7 @@ for n in 0 1 2 3; do
   cmp -s "$dir/o$n.jsonl" "$dir/c.jsonl" || fail "convert ${spellings[$n]}: not the capture"
   # run: a capture path whose directory is missing is refused, by name, before the
   # program starts, so the path the flag gave is seen without tracing anything (which a
-  # sanitizer build of the interposer could not do; preload_test writes captures).
+  # sanitizer build of the interposer could not do; the preload_*_test targets write captures).
   read -r -a flag <<< "${spellings[$n]/FILE/$dir/no_such_dir/o$n.mtb}"
   "$memtrace" run --quiet "${flag[@]}" -- /bin/true 2> "$dir/e.txt"
   [[ $? -eq 125 ]] && grep -qF "cannot write the capture '$dir/no_such_dir/o$n.mtb'" "$dir/e.txt" \

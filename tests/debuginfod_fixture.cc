@@ -1,8 +1,9 @@
 // Copyright 2026 The memtrace Authors.
 //
 // debuginfod_fixture.cc: a shared library whose functions are named only by its debug
-// information once stripped (debuginfod_test, and preload_test through preload_target's
-// `plugin` mode): Inner() and Allocate() are hidden, so no dynamic symbol names them.
+// information once stripped (debuginfod_test, and preload_stacks_and_names_test through
+// preload_target's `plugin` mode): Inner() and Allocate() are hidden, so no dynamic symbol
+// names them.
 
 #include <stdlib.h>
 

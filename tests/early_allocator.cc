@@ -3,8 +3,8 @@
 // early_allocator.cc: a shared library that allocates in its constructor, which the
 // loader runs before the interposer's (a library's constructors run before those of the
 // objects that need it, and LD_PRELOAD's library comes first in that list). Linked into
-// early_allocations; preload_test checks that these blocks are recorded at the stacks
-// that allocated them.
+// early_allocations; preload_before_start_test checks that these blocks are recorded at the
+// stacks that allocated them.
 //
 //   BuildEarlyTable()   allocates a 50,043-byte table, kept live to the end
 //   ChurnBeforeStart()  20,000 rounds (EARLY_ALLOCATIONS_ROUNDS sets another number)

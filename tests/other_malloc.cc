@@ -1,7 +1,7 @@
 // Copyright 2026 The memtrace Authors.
 //
 // libother_malloc.so: a stand-in for an allocator other than glibc's (jemalloc, tcmalloc),
-// for preload_test. Preloaded after libmemtrace_preload.so, it is the malloc the
+// for preload_counts_test. Preloaded after libmemtrace_preload.so, it is the malloc the
 // interposer finds next (dlsym(RTLD_NEXT)); it forwards to glibc's own entry points.
 
 #include <stddef.h>

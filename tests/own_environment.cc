@@ -1,9 +1,9 @@
 // Copyright 2026 The memtrace Authors.
 //
-// A program for the interposer's tests (preload_test.cc) that, like bash, defines its own
-// setenv() and unsetenv() and hands the commands it runs the environment main() was
-// given. bash's versions change nothing before its shell has started; these change
-// nothing at all. A preloaded library's calls to either reach them.
+// A program for the interposer's tests (preload_exec_children_test.cc) that, like bash,
+// defines its own setenv() and unsetenv() and hands the commands it runs the environment
+// main() was given. bash's versions change nothing before its shell has started; these
+// change nothing at all. A preloaded library's calls to either reach them.
 //
 //   own_environment PROGRAM [ARGS...]    execs PROGRAM with main()'s envp
 

@@ -1,7 +1,7 @@
 // Copyright 2026 The memtrace Authors.
 //
-// A library the interposer's tests (preload_test.cc) load with dlopen() and unload with
-// dlclose(): the block it allocates keeps a call site inside it.
+// A library the interposer's tests (preload_stacks_and_names_test.cc) load with dlopen()
+// and unload with dlclose(): the block it allocates keeps a call site inside it.
 
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 // Copyright 2026 The memtrace Authors.
 //
-// A program for the interposer's tests (preload_test.cc), run under LD_PRELOAD.
+// A program for the interposer's tests (preload_*_test.cc), run under LD_PRELOAD.
 //
 // Every block it allocates on purpose has an odd size in [50001, 59999], which neither
 // glibc nor libstdc++ ever asks for, so the test can pick the program's own operations out
@@ -161,7 +161,7 @@ void CountFree(size_t n) {
   live_bytes.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
 }
 
-// The counts as the line preload_test parses.
+// The counts as the line the preload tests parse (ParseCounts, preload_test_support.h).
 std::string CountsLine() {
   char line[224];
   snprintf(line, sizeof(line),

@@ -2,7 +2,7 @@
 //
 // run_program.h: running a program from a test (the memtrace CLI, a traced target) and
 // reading back what it printed. For the tests that trace real programs through the
-// interposer (preload_test, preload_filters_test).
+// interposer (the preload_*_test targets).
 //
 // Thread safety: call from the test's main thread (RunProgram numbers its output files
 // with a counter of its own).

@@ -164,8 +164,8 @@ void CheckEstimates(const std::string& mode, uint64_t period, bool sampled = tru
   }
 }
 
-// The interposer is built with the test's configuration here (preload_test alone builds
-// its programs with UBSan under the other sanitizers: bazel/preloadable.bzl).
+// The interposer is built with the test's configuration here (the preload_*_test targets
+// alone build their programs with UBSan under the other sanitizers: bazel/preloadable.bzl).
 class SamplingTest : public ::testing::Test {
  protected:
   void SetUp() override { MEMTRACE_SKIP_UNDER_SANITIZERS(); }

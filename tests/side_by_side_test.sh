@@ -18,7 +18,7 @@ run() {  # run OUT ARGS...: the driver on prebuilt binaries, tiny work, one repe
 }
 
 # A sanitizer runtime must come first in a process, so nothing can be preloaded into a
-# sanitized build (tests/preload_test.cc skips likewise): there, only the variants
+# sanitized build (tests/preload_*_test.cc skip likewise): there, only the variants
 # without a preload run. (readelf's output is read whole first: with pipefail, `grep -q`
 # quitting at its first match could SIGPIPE readelf and turn a match into a miss.)
 dynamic="$(readelf -d "$workload")" || fail "readelf -d $workload"

@@ -4,8 +4,9 @@
 // vector's growth, std::make_shared, a map's nodes, an absl::flat_hash_map's table),
 // built at -O2 with full debug
 // information (-g2) so that the library's inline functions are inlined frames as in a
-// release build. For preload_target's `std-containers` mode and preload_test, which
-// check that site names pass over the library's frames to these functions.
+// release build. For preload_target's `std-containers` mode and
+// preload_stacks_and_names_test, which check that site names pass over the library's frames
+// to these functions.
 
 #ifndef MEMTRACE_TESTS_STD_CONTAINER_FRAMES_H_
 #define MEMTRACE_TESTS_STD_CONTAINER_FRAMES_H_
