@@ -17,7 +17,8 @@
 // before tracing starts are not known, and their unmapping is ignored like a file
 // mapping's. C++ operator new/delete are not interposed: libstdc++ implements every
 // variant (sized, aligned, nothrow, arrays) with malloc, aligned_alloc and free, which
-// reach the functions here through the PLT (tests/preload_test.cc checks each variant).
+// reach the functions here through the PLT (tests/preload_target.cc calls each variant;
+// tests/preload_counts_test.cc checks the capture against its counts).
 //
 // The corners:
 //   - Bootstrap: dlsym() may allocate before the real functions are known. Those
