@@ -85,6 +85,13 @@ absl::Status ReadCountBlock(
 
 }  // namespace
 
+int TrailerBlocks::Timeline::Column(std::string_view name) const {
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 std::vector<std::string> TrailerBlocks::Losses() const {
   std::vector<std::string> out;
   auto add = [&](const char* what, uint64_t n) {
@@ -238,6 +245,39 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
         (*names)[key] = std::string(text);
       }
       if (HasPeakBound(usage)) (*peaks)[key] = ReadPeak(usage);
+    }
+  }
+  if (simdjson::dom::object timeline;
+      trailer["timeline"].get_object().get(timeline) == simdjson::SUCCESS) {
+    auto bad = [](const char* what) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the trailer's timeline ", what, " (the capture's last line was edited or damaged; "
+          "record the capture again)"));
+    };
+    t.timeline_json = simdjson::minify(timeline);
+    simdjson::dom::array columns, rows;
+    if (timeline["columns"].get_array().get(columns) != simdjson::SUCCESS ||
+        timeline["rows"].get_array().get(rows) != simdjson::SUCCESS) {
+      return bad("lacks its columns or rows");
+    }
+    for (simdjson::dom::element c : columns) {
+      std::string_view name;
+      if (c.get_string().get(name) != simdjson::SUCCESS) return bad("has a column that is not a name");
+      t.timeline.columns.emplace_back(name);
+    }
+    if (timeline["every"].get_uint64().get(t.timeline.every) != simdjson::SUCCESS) {
+      t.timeline.every = 1;
+    }
+    for (simdjson::dom::element r : rows) {
+      simdjson::dom::array cells;
+      if (r.get_array().get(cells) != simdjson::SUCCESS) return bad("has a row that is not an array");
+      std::vector<int64_t>& row = t.timeline.rows.emplace_back();
+      for (simdjson::dom::element v : cells) {
+        int64_t value = 0;
+        if (v.get_int64().get(value) != simdjson::SUCCESS) return bad("has a cell that is not an integer");
+        row.push_back(value);
+      }
+      if (row.size() != t.timeline.columns.size()) return bad("has a row of the wrong width");
     }
   }
   if (absl::Status s = ReadCount(trailer, "", "memtrace_bytes", &t.memtrace_bytes);

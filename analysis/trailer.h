@@ -76,6 +76,20 @@ struct TrailerBlocks {
   std::map<uint32_t, std::string> layer_names;
   std::map<uint32_t, std::string> scope_paths;
 
+  // Memory over time (the trailer's `timeline`, runtime/usage_sample.h): a table whose
+  // columns are "t" (unix ns), "rss_bytes", "live_bytes", "live_count", then "layer:ID"
+  // and "scope:ID" (live bytes); a row per sample kept, one in every `every` taken. Empty
+  // in a capture written without samples.
+  struct Timeline {
+    std::vector<std::string> columns;
+    uint64_t every = 1;
+    std::vector<std::vector<int64_t>> rows;
+    // The index of the column named `name`, or -1.
+    int Column(std::string_view name) const;
+  };
+  Timeline timeline;
+  std::string timeline_json;  // the object as written (minified), or empty
+
   uint64_t memtrace_bytes = 0;
   std::string memtrace_memory_json;  // by part (rings, tickets, ledger, sites), or empty
   // CPU time of memtrace's own threads (runtime/internal/thread_cpu_time.h): the drainer and the

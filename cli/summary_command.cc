@@ -60,6 +60,7 @@ using cli_internal::PrintSampledNote;
 using cli_internal::PrintShadowNote;
 using cli_internal::PrintSignalNote;
 using cli_internal::PrintSiteOverflowNote;
+using cli_internal::PrintTimelineNote;
 using cli_internal::PrintUntracedForksNote;
 using cli_internal::ScopeName;
 using cli_internal::Verdict;
@@ -488,12 +489,14 @@ int SummaryCommand(int argc, char** argv) {
                               ",\"memtrace_bytes\":", blocks->memtrace_bytes,
                               ",\"memtrace_memory\":", raw(blocks->memtrace_memory_json),
                               ",\"memtrace_cpu_ns\":", raw(blocks->memtrace_cpu_json),
+                              ",\"timeline\":", raw(blocks->timeline_json),
                               ",\"forks\":", blocks->forks, ",\"before_start\":{\"freed_blocks\":",
                               blocks->prestart_freed, ",\"freed_bytes\":",
                               blocks->prestart_freed_bytes, ",\"untracked_blocks\":",
                               blocks->prestart_untracked, "}")
                : std::string(",\"integrity\":null,\"sink\":null,\"memtrace_bytes\":null,"
-                             "\"memtrace_memory\":null,\"memtrace_cpu_ns\":null,\"forks\":null,"
+                             "\"memtrace_memory\":null,\"memtrace_cpu_ns\":null,"
+                             "\"timeline\":null,\"forks\":null,"
                              "\"before_start\":null");
     std::string layers;
     for (const auto& [id, usage] : s->layers) {
@@ -542,6 +545,7 @@ int SummaryCommand(int argc, char** argv) {
   PrintUntracedForksNote(blocks, s->trace_children, s->trace_forks);
   PrintBeforeStartNote(blocks);
   PrintSiteOverflowNote(blocks, *s);
+  if (!at_point) PrintTimelineNote(blocks);
   return 0;
 }
 

@@ -38,6 +38,12 @@ absl::Status Config::Validate() const {
         "; it must be between 0 and 1s (below drain_period it counts as drain_period); "
         "the default is 16ms"));
   }
+  if (timeline_period != absl::ZeroDuration() &&
+      (timeline_period < absl::Milliseconds(1) || timeline_period > absl::Hours(24))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Config.timeline_period is ", absl::FormatDuration(timeline_period),
+        "; it must be 0 (no samples) or between 1ms and 24h; the default is 1s"));
+  }
   if (drain_slice_records == 0) {
     return absl::InvalidArgumentError(
         "Config.drain_slice_records is 0; it must be at least 1 (default 65536)");

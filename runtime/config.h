@@ -77,6 +77,11 @@ struct Config {
   // passes a quarter full wakes the drainer (spsc_ring.h). Never shorter than
   // drain_period; equal to it for a fixed period.
   absl::Duration idle_drain_period = absl::Milliseconds(16);
+  // How often the drainer samples memory over time for the observer (usage_sample.h): live
+  // bytes in total, per layer and for the top scopes, and the resident set; also at the
+  // last epoch. A sample costs the drainer a read of /proc/self/statm and a pass over the
+  // layers and scopes. 0: no samples.
+  absl::Duration timeline_period = absl::Seconds(1);
   // The most records the drainer applies before it releases ring space, when a closed
   // epoch holds more (drainer.h, "slices"): each ring gets drain_slice_records / rings
   // of each slice (at least one), the first ring all of its records at once. Smaller

@@ -22,6 +22,7 @@
 #include <span>
 #include <vector>
 
+#include "runtime/usage_sample.h"
 #include "transport/event.h"
 #include "transport/huge_page_allocator.h"
 
@@ -61,6 +62,10 @@ class EventObserver {
                               ObservedBatch& events) noexcept {
     OnEpoch(epoch, epoch_start_unix_ns, events);
   }
+
+  // Memory at the end of an epoch, every Config::timeline_period and at the last epoch
+  // (usage_sample.h); after that epoch's OnEpochRecords.
+  virtual void OnUsageSample(const UsageSample& sample) noexcept { (void)sample; }
 
   // The recorder stopped; no more epochs will come until it starts again.
   virtual void OnStop() noexcept {}

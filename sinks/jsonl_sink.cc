@@ -511,6 +511,64 @@ void JsonlSink::WriteBatch(const Batch& batch) {
   }
 }
 
+void JsonlSink::OnUsageSample(const UsageSample& sample) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  timeline_last_ = sample;
+  if (timeline_seen_++ % timeline_stride_ != 0) return;
+  timeline_.push_back(sample);
+  if (timeline_.size() < kMaxTimelineSamples) return;
+  // Full: keep every other sample, and from now on every other one of those to come.
+  size_t kept = 0;
+  for (size_t i = 0; i < timeline_.size(); i += 2) timeline_[kept++] = std::move(timeline_[i]);
+  timeline_.resize(kept);
+  timeline_stride_ *= 2;
+}
+
+std::string JsonlSink::TimelineJson() const {
+  std::vector<const UsageSample*> rows;
+  for (const UsageSample& s : timeline_) rows.push_back(&s);
+  if (timeline_last_ && (rows.empty() || rows.back()->unix_ns != timeline_last_->unix_ns)) {
+    rows.push_back(&*timeline_last_);
+  }
+  if (rows.empty()) return std::string();
+  // Columns: every layer any sample has, and the scopes with the most live bytes at any
+  // sample, at most UsageSample::kTopScopes of them.
+  std::map<uint32_t, bool> layers;
+  std::map<uint32_t, uint64_t> scope_max;
+  for (const UsageSample* s : rows) {
+    for (const auto& [id, bytes] : s->layers) layers[id] = true;
+    for (const auto& [id, bytes] : s->scopes) {
+      scope_max[id] = std::max(scope_max[id], bytes);
+    }
+  }
+  std::vector<std::pair<uint32_t, uint64_t>> scopes(scope_max.begin(), scope_max.end());
+  std::sort(scopes.begin(), scopes.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  if (scopes.size() > UsageSample::kTopScopes) scopes.resize(UsageSample::kTopScopes);
+  std::sort(scopes.begin(), scopes.end());
+  std::string out = ",\"timeline\":{\"columns\":[\"t\",\"rss_bytes\",\"live_bytes\",\"live_count\"";
+  for (const auto& [id, unused] : layers) absl::StrAppend(&out, ",\"layer:", id, "\"");
+  for (const auto& [id, unused] : scopes) absl::StrAppend(&out, ",\"scope:", id, "\"");
+  absl::StrAppend(&out, "],\"every\":", timeline_stride_, ",\"rows\":[");
+  auto value = [](const std::vector<std::pair<uint32_t, uint64_t>>& v, uint32_t id) {
+    for (const auto& [key, bytes] : v) {
+      if (key == id) return bytes;
+    }
+    return uint64_t{0};
+  };
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const UsageSample& s = *rows[r];
+    absl::StrAppend(&out, r == 0 ? "[" : ",[", s.unix_ns, ",", s.rss_bytes, ",", s.live_bytes,
+                    ",", s.live_count);
+    for (const auto& [id, unused] : layers) absl::StrAppend(&out, ",", value(s.layers, id));
+    for (const auto& [id, unused] : scopes) absl::StrAppend(&out, ",", value(s.scopes, id));
+    out += ']';
+  }
+  out += "]}";
+  return out;
+}
+
 void JsonlSink::Emit(const std::string& line) {
   if (options_.encoding == CaptureEncoding::kBinary) {
     binary_.Json(line);
@@ -673,7 +731,7 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
         ",\"write_errors\":", s.write_errors, ",\"stack_collisions\":", s.stack_collisions,
         "},\"integrity\":", Integrity(snap.integrity),
         ",\"totals\":", JsonUsage(snap.totals), ",\"layers\":", JsonLayers(snap.layers),
-        ",\"scopes\":", JsonScopes(snap.scopes), ",\"census\":[", census,
+        ",\"scopes\":", JsonScopes(snap.scopes), TimelineJson(), ",\"census\":[", census,
         "],\"memtrace_bytes\":", snap.memtrace_bytes, ",\"memtrace_memory\":{\"rings\":",
         snap.memtrace_memory.rings, ",\"tickets\":", snap.memtrace_memory.tickets,
         ",\"ledger\":", snap.memtrace_memory.ledger, ",\"sites\":",

@@ -37,6 +37,7 @@
 #include <set>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -151,6 +152,11 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
                std::span<const ObservedEvent> events) noexcept override;
   void OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
                       ObservedBatch& events) noexcept override;
+  // Kept for the trailer's "timeline" (docs/capture-format.md): every sample until
+  // kMaxTimelineSamples are kept, then every other one of those and of the later ones, and
+  // so on, and always the last.
+  void OnUsageSample(const UsageSample& sample) noexcept override;
+  static constexpr size_t kMaxTimelineSamples = 2048;
 
   // Writes everything queued, the module map (runtime/internal/module_map.h), then the trailer
   // from `final_snapshot` (take it after Stop(), so it includes everything), and closes
@@ -260,6 +266,13 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   const JsonlSinkOptions options_;
 
   mutable std::mutex mu_;
+  // Memory over time (OnUsageSample), under mu_: the samples kept, one in every
+  // timeline_stride_ of those seen, and the last one seen.
+  std::vector<UsageSample> timeline_;
+  uint64_t timeline_seen_ = 0;
+  uint64_t timeline_stride_ = 1;
+  std::optional<UsageSample> timeline_last_;
+  std::string TimelineJson() const;  // the trailer's "timeline" member, or empty; under mu_
   std::condition_variable cv_;
   std::deque<Batch> queue_;
   std::vector<ObservedBatch> spare_;  // written batches' vectors, for reuse

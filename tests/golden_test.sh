@@ -49,6 +49,11 @@ mask_integrity() {
     -e 's/fence (membarrier|seq_cst)$/fence */' -e "s/^(  memtrace's own memory:) .*/\1 */" \
     -e "/^  memtrace's own CPU:/s/[0-9]+\.[0-9] (ms|ns)/* \1/g"
 }
+# Memory over time (the trailer's samples): when the drainer sampled, and the resident
+# set, are the machine's; the line stays, its figures are masked.
+mask_timeline() {
+  sed -E -e 's/^memory over time .*/memory over time */'
+}
 # Temporaries (freed before their thread allocated anything else) count how the worker's
 # and the writer's calls interleave: top's column (characters 57-67 of a row) and
 # coverage's line are masked.
@@ -93,8 +98,8 @@ for name in "${!commands[@]}"; do
     || fail "memtrace ${commands[$name]} exited $?: $(cat "$dir/$name.raw")"
   case "$name" in
     summary|game_summary)
-      normalize < "$dir/$name.raw" | mask_high_water | mask_integrity | sort_rows \
-        > "$dir/$name.txt" ;;
+      normalize < "$dir/$name.raw" | mask_high_water | mask_integrity | mask_timeline \
+        | sort_rows > "$dir/$name.txt" ;;
     retention) normalize < "$dir/$name.raw" | mask_retention | sort_rows > "$dir/$name.txt" ;;
     verify) normalize < "$dir/$name.raw" | mask_integrity > "$dir/$name.txt" ;;
     *) normalize < "$dir/$name.raw" | mask_temporaries > "$dir/$name.txt" ;;

@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "runtime/internal/site_table.h"
 #include "sinks/summary_table.h"
 
@@ -52,6 +53,28 @@ void PrintForkNote(const CaptureSummary& s) {
            "missing\n  from those blocks (the parent's capture has them).\n",
            static_cast<unsigned long long>(f.unpublished_records));
   }
+}
+
+void PrintTimelineNote(const std::optional<TrailerBlocks>& blocks) {
+  if (!blocks) return;
+  const TrailerBlocks::Timeline& t = blocks->timeline;
+  const int at = t.Column("t"), live = t.Column("live_bytes"), rss = t.Column("rss_bytes");
+  if (t.rows.size() < 2 || at < 0 || live < 0 || rss < 0) return;
+  const int64_t start = t.rows.front()[at];
+  auto seconds = [&](int64_t ns) { return static_cast<double>(ns - start) / 1e9; };
+  // "first -> last, highest H at S s" for a column.
+  auto course = [&](int column) {
+    const std::vector<int64_t>* top = &t.rows.front();
+    for (const auto& row : t.rows) {
+      if (row[column] > (*top)[column]) top = &row;
+    }
+    auto bytes = [](int64_t v) { return FormatBytes(static_cast<uint64_t>(v < 0 ? 0 : v)); };
+    return absl::StrCat(bytes(t.rows.front()[column]), " -> ", bytes(t.rows.back()[column]),
+                        ", highest ", bytes((*top)[column]), " at ",
+                        absl::StrFormat("%.1f", seconds((*top)[at])), " s");
+  };
+  printf("\nmemory over time (%zu samples over %.1f s): live %s; resident %s\n", t.rows.size(),
+         seconds(t.rows.back()[at]), course(live).c_str(), course(rss).c_str());
 }
 
 // What the program's libraries allocated and released in their constructors, before

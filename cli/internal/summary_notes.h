@@ -37,6 +37,9 @@ void PrintForkNote(const CaptureSummary& s);
 // What the program's libraries allocated and released in their constructors, before
 // the interposer's ran (the loader runs them first): not in the capture.
 void PrintBeforeStartNote(const std::optional<TrailerBlocks>& blocks);
+// Memory over time, from the trailer's samples (runtime/usage_sample.h): live bytes and
+// the resident set at the first and last sample, and their highest, with when.
+void PrintTimelineNote(const std::optional<TrailerBlocks>& blocks);
 
 // Allocations past the bound on distinct call sites went to one "other sites" row: how to
 // keep them apart next time.

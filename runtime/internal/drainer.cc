@@ -2,10 +2,14 @@
 
 #include "runtime/internal/drainer.h"
 
+#include <fcntl.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -384,6 +388,54 @@ void Drainer::BoundPeaks() {
   ++counters_.bounded_epochs;
 }
 
+namespace {
+
+// The process's resident set in bytes (/proc/self/statm's second field, in pages), or 0.
+uint64_t ResidentBytes() {
+  const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[128];
+  const ssize_t n = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  const char* resident = strchr(text, ' ');
+  if (resident == nullptr) return 0;
+  return strtoull(resident + 1, nullptr, 10) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+void Drainer::TakeUsageSample() {
+  UsageSample& s = sample_;
+  s.unix_ns = pending_started_unix_ns_;
+  s.rss_bytes = ResidentBytes();
+  const UsageCounters& totals = ledger_->totals();
+  s.live_bytes = totals.live_bytes;
+  s.live_count = totals.live_count;
+  s.layers.clear();
+  const auto& layers = ledger_->layers();
+  for (size_t id = 0; id < layers.size(); ++id) {
+    if (layers[id].allocated_count != 0) {
+      s.layers.emplace_back(static_cast<uint32_t>(id), layers[id].live_bytes);
+    }
+  }
+  s.scopes.clear();
+  const auto& scopes = ledger_->scopes();
+  for (size_t id = 0; id < scopes.size(); ++id) {
+    if (scopes[id].live_bytes != 0) {
+      s.scopes.emplace_back(static_cast<uint32_t>(id), scopes[id].live_bytes);
+    }
+  }
+  if (s.scopes.size() > UsageSample::kTopScopes) {
+    std::partial_sort(s.scopes.begin(), s.scopes.begin() + UsageSample::kTopScopes,
+                      s.scopes.end(), [](const auto& a, const auto& b) {
+                        return a.second != b.second ? a.second > b.second : a.first < b.first;
+                      });
+    s.scopes.resize(UsageSample::kTopScopes);
+  }
+}
+
 bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
   const uint32_t epoch = open_epoch_;
   bool over;
@@ -404,6 +456,15 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
           std::max<uint64_t>(counters_.max_drainer_lag_ns,
                              static_cast<uint64_t>(SteadyNowNs() - pending_started_ns_));
       counters_.site_overflow = ledger_->sites().overflowed();
+      // Memory over time: every period, and at the last epoch.
+      if (observer_ != nullptr && timeline_period_ns_ > 0) {
+        const int64_t now = SteadyNowNs();
+        if (now >= next_sample_ns_ || pending_final_) {
+          next_sample_ns_ = now + timeline_period_ns_;
+          TakeUsageSample();
+          sample_taken_ = true;
+        }
+      }
       applying_ = false;
     }
   }
@@ -416,6 +477,10 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
   if (observer_ != nullptr) {
     observer_->OnEpochRecords(epoch, pending_started_unix_ns_, observed_);
     observed_.clear();
+    if (sample_taken_) {
+      sample_taken_ = false;
+      observer_->OnUsageSample(sample_);
+    }
     if (over && pending_final_) observer_->OnStop();
   }
 

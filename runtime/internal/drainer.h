@@ -143,6 +143,11 @@ class Drainer {
   // Hands every applied record to `observer` after each epoch (event_observer.h). Call
   // before Start() or while stopped; null detaches.
   void SetObserver(EventObserver* observer) noexcept;
+  // How often the observer gets a UsageSample (Config::timeline_period; 0: never). Call
+  // before Start().
+  void set_timeline_period(absl::Duration period) noexcept {
+    timeline_period_ns_ = absl::ToInt64Nanoseconds(period);
+  }
 
   // CPU time (user + system) of the drainer's threads, in ns: every thread this drainer
   // has run, the running one up to now. Any thread.
@@ -377,6 +382,14 @@ class Drainer {
 
   EventObserver* observer_ = nullptr;
   ObservedBatch observed_;  // this epoch's records, for the observer
+  // Memory over time (usage_sample.h): the period, when the next sample is due (steady
+  // ns), and the sample taken at the end of the epoch just applied, for the observer.
+  int64_t timeline_period_ns_ = 0;
+  int64_t next_sample_ns_ = 0;
+  bool sample_taken_ = false;
+  UsageSample sample_;
+  // Fills sample_ from the ledger and the process's resident set. Under state_mu_.
+  void TakeUsageSample();
   int64_t open_epoch_started_unix_ns_ = 0;
 
   // Guards ledger_ and counters_ against readers, who also wait while `applying_`: an

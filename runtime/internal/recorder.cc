@@ -45,6 +45,7 @@ Recorder::Recorder(const Config& config)
                   : nullptr),
       drainer_(&clock_, &registry_, &ledger_, stacks_.get(), config.drain_period,
                config.idle_drain_period, config.drain_slice_records, config.thread_cpus) {
+  drainer_.set_timeline_period(config.timeline_period);
   const runtime_internal::SlotLease lease =
       runtime_internal::AcquireRecorderSlot(&registry_);
   slot_ = lease.index;
