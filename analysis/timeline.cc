@@ -3,8 +3,10 @@
 #include "analysis/timeline.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/trailer.h"
 
 namespace memtrace {
 namespace {
@@ -28,6 +30,16 @@ TimelineBuilder::TimelineBuilder(const TimelineOptions& options,
     : options_(options) {
   options_.max_points = std::max<uint64_t>(options_.max_points, 3);
   bucket_count_ = options_.max_points / 3;
+  if (first_pass.has_trailer) {
+    if (absl::StatusOr<TrailerBlocks> t = ParseTrailer(first_pass.trailer); t.ok()) {
+      const int at = t->timeline.Column("t"), rss = t->timeline.Column("rss_bytes");
+      if (at >= 0 && rss >= 0) {
+        for (const auto& row : t->timeline.rows) {
+          if (row[rss] > 0) resident_.emplace_back(row[at], row[rss]);
+        }
+      }
+    }
+  }
 
   auto add = [&](TimelineSeries::Kind kind, uint32_t id, std::string name) {
     TimelineSeries s;
@@ -174,6 +186,13 @@ absl::Status TimelineBuilder::Apply(const CaptureRecord& rec) {
   if (before == 0) out_.first_t = rec.t;
   out_.last_t = rec.t;
   out_.events = analyzer_.events_seen();
+  if (!resident_.empty()) {
+    if (epoch_ends_.empty() || epoch_ends_.back().first != rec.t) {
+      epoch_ends_.emplace_back(rec.t, out_.events);
+    } else {
+      epoch_ends_.back().second = out_.events;
+    }
+  }
 
   if (rec.type == LineType::kCensus) {
     auto it = census_series_.find(rec.label);
@@ -250,6 +269,23 @@ Timeline TimelineBuilder::Finish() {
         out_.stack_values[i].push_back(i < values.size() ? values[i] : 0);
       }
     }
+  }
+  if (!resident_.empty() && out_.events > 0) {
+    TimelineSeries r;
+    r.kind = TimelineSeries::Kind::kResident;
+    r.name = "resident set (RSS)";
+    for (const auto& [at, bytes] : resident_) {
+      // The sample was taken when the epoch that began at `at` was applied: after its
+      // last event, the last one whose time is not later.
+      auto after = std::upper_bound(
+          epoch_ends_.begin(), epoch_ends_.end(), at,
+          [](int64_t t, const std::pair<int64_t, uint64_t>& e) { return t < e.first; });
+      const uint64_t event = after == epoch_ends_.begin() ? 0 : std::prev(after)->second;
+      const TimelinePoint p{event, std::max<int64_t>(0, at - out_.first_t), bytes};
+      if (r.points.empty() || p.value > r.high_water.value) r.high_water = p;
+      r.points.push_back(p);
+    }
+    out_.series.push_back(std::move(r));
   }
   return std::move(out_);
 }

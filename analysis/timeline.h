@@ -61,7 +61,9 @@ struct TimelinePoint {
 };
 
 struct TimelineSeries {
-  enum class Kind { kTotal, kLayer, kScope, kOtherScopes, kCensus };
+  // kResident: the process's resident set, at the samples the recorder took (the trailer's
+  // timeline, runtime/usage_sample.h), each at the last event of the epoch sampled.
+  enum class Kind { kTotal, kLayer, kScope, kOtherScopes, kCensus, kResident };
   Kind kind = Kind::kTotal;
   uint32_t id = 0;    // layer id, scope id or census label; 0 for the total and "other"
   std::string name;   // "total", a layer name, a scope path, "other scopes", "census #N"
@@ -70,7 +72,8 @@ struct TimelineSeries {
 };
 
 struct Timeline {
-  std::vector<TimelineSeries> series;  // total, layers, scopes, other scopes, census
+  std::vector<TimelineSeries> series;  // total, layers, scopes, other scopes, census,
+                                       // resident set
   // The stacked view: the moments (shared by all scope series) and, per scope series in
   // the order of `stack_series`, its value at each of them.
   std::vector<TimelinePoint> stack_moments;  // value: the total at that moment
@@ -126,6 +129,10 @@ class TimelineBuilder {
   std::vector<std::vector<Bucket>> buckets_;   // per series, per bucket
   std::vector<StackBucket> stack_buckets_;
   std::vector<uint32_t> dirty_scopes_, dirty_layers_;
+  // The recorder's samples of the resident set: (unix ns, bytes), from the trailer.
+  std::vector<std::pair<int64_t, int64_t>> resident_;
+  // Per distinct event time (an epoch), the last event at it: where a sample falls.
+  std::vector<std::pair<int64_t, uint64_t>> epoch_ends_;
   uint64_t bucket_count_ = 0;  // buckets available per series
   bool started_ = false;
 };

@@ -205,6 +205,7 @@ std::string JsonTimeline(const Timeline& timeline) {
       case TimelineSeries::Kind::kScope: return "scope";
       case TimelineSeries::Kind::kOtherScopes: return "other";
       case TimelineSeries::Kind::kCensus: return "census";
+      case TimelineSeries::Kind::kResident: return "resident";
     }
     return "";
   };

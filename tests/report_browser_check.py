@@ -5,7 +5,8 @@
   report_browser_check.py expected CAPTURE SUMMARY_JSON
       prints the number of series the report must draw, computed from `memtrace summary
       --json` and the capture's trailer (not from the report): the total, one per layer,
-      up to 10 scopes plus "other scopes" beyond that, one per census entry (up to 8).
+      up to 10 scopes plus "other scopes" beyond that, one per census entry (up to 8),
+      and the resident set where the trailer's timeline sampled it.
   report_browser_check.py selftest DOM_FILE EXPECTED_SERIES VERDICT
       reads the page's <div id="selftest"> from chromium's --dump-dom and checks that it
       drew without script errors, both charts and the flame graph have a size, and it drew
@@ -40,7 +41,13 @@ def expected(capture, summary_json):
     census = len(trailer.get("census", [])) if trailer else 0
     scopes = len(summary["scopes"])
     drawn_scopes = min(scopes, 10) + (1 if scopes > 10 else 0)
-    print(1 + len(summary["layers"]) + drawn_scopes + min(census, 8))
+    # The resident set, where the recorder sampled it (the trailer's timeline).
+    resident = 0
+    timeline = trailer.get("timeline") if trailer else None
+    if timeline and summary["events"] > 0:
+        rss = timeline["columns"].index("rss_bytes")
+        resident = 1 if any(row[rss] > 0 for row in timeline["rows"]) else 0
+    print(1 + len(summary["layers"]) + drawn_scopes + min(census, 8) + resident)
 
 
 def selftest(dom_file, expected_series, verdict):

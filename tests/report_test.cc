@@ -150,6 +150,32 @@ TEST(TimelineTest, SeriesHoldTheLiveBytesAfterEachEvent) {
   }
 }
 
+// The recorder's samples of the resident set (the trailer's timeline) become a series:
+// each at the last event of the epoch it sampled (the last event whose time is not later),
+// at its own time; a sample before any event at event 0.
+TEST(TimelineTest, TheResidentSetIsASeriesAtTheEpochsTheRecorderSampled) {
+  const std::string text = absl::StrCat(
+      kHeader, Alloc(1000, 100, 1, 0, 1),  // e1
+      Alloc(1000, 200, 2, 2, 2),           // e2: the epoch at 1000 ends here
+      Alloc(3000, 50, 3, 0, 3),            // e3
+      Free(3000, 0, 1, 4),                 // e4: the epoch at 3000 ends here
+      "{\"type\":\"trailer\",\"complete\":true,\"timeline\":{\"columns\":[\"t\",\"rss_bytes\","
+      "\"live_bytes\",\"live_count\"],\"every\":1,\"rows\":[[500,7000,0,0],[1000,8000,300,2],"
+      "[3000,9500,250,2],[3000,9000,250,2]]}}\n");
+  const Timeline t = BuildTimeline(text, TimelineOptions{});
+  const TimelineSeries& rss = Named(t, "resident set (RSS)");
+  EXPECT_EQ(rss.kind, TimelineSeries::Kind::kResident);
+  // Times since the first event (at 1000); the sample before it clamps to 0.
+  EXPECT_EQ(Flat(rss.points),
+            (Points{{0, 0, 7000}, {2, 0, 8000}, {4, 2000, 9500}, {4, 2000, 9000}}));
+  EXPECT_EQ(rss.high_water.value, 9500);
+  EXPECT_EQ(rss.high_water.event, 4u);
+  // Without samples, no such series.
+  const Timeline plain = BuildTimeline(absl::StrCat(kHeader, Alloc(1000, 1, 1, 0, 1), kTrailer),
+                                       TimelineOptions{});
+  for (const TimelineSeries& s : plain.series) EXPECT_NE(s.kind, TimelineSeries::Kind::kResident);
+}
+
 TEST(TimelineTest, DownsamplingKeepsEveryBucketsExtremesAndBoundsThePoints) {
   // 20,000 events: a block allocated then freed, sizes varying; one spike in the middle.
   // `truth[e]` is the total after event e, computed here from the same sizes.

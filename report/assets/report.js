@@ -248,6 +248,7 @@
     if (s.kind === "layer") return LAYER_COLORS[layerIndex(s) % LAYER_COLORS.length];
     if (s.kind === "census") return CENSUS_COLORS[censusIndex(s) % CENSUS_COLORS.length];
     if (s.kind === "other") return "#b8c0cc";
+    if (s.kind === "resident") return "#e8590c";
     return PALETTE[tl.stack.series.indexOf(s.index) % PALETTE.length];
   }
   function layerIndex(s) { return tl.series.filter((x) => x.kind === "layer").indexOf(s); }
@@ -359,7 +360,7 @@
     const box = el("div", { class: "legend" });
     for (const s of list) {
       const item = el("span", { class: "item" + (state.hidden.has(s.index) ? " off" : ""), title: "click to hide or show" },
-        el("span", { class: "sw" + (s.kind === "layer" || s.kind === "census" || s.kind === "total" ? " line" : ""), style: "background:" + colorOf(s) }),
+        el("span", { class: "sw" + (s.kind === "layer" || s.kind === "census" || s.kind === "total" || s.kind === "resident" ? " line" : ""), style: "background:" + colorOf(s) }),
         s.name, el("span", { class: "hwv", text: "high-water " + fmtBytes(s.hw[2]) }));
       item.addEventListener("click", () => {
         if (state.hidden.has(s.index)) state.hidden.delete(s.index); else state.hidden.add(s.index);
@@ -391,7 +392,8 @@
 
     const stackSeries = tl.stack.series.map((i) => tl.series[i]);
     const total = tl.series.find((s) => s.kind === "total");
-    const lines = tl.series.filter((s) => s.kind === "layer" || s.kind === "census");
+    const lines = tl.series.filter((s) => s.kind === "layer" || s.kind === "census" || s.kind === "resident");
+    const resident = lines.some((s) => s.kind === "resident");
 
     function draw() {
       markAxis(state.axis);
@@ -454,7 +456,8 @@
       legend(body, [total].concat(stackSeries), draw);
 
       // One line per layer and census entry.
-      body.append(el("h3", { text: "By layer, and census (reported by the program)" }));
+      body.append(el("h3", { text: "By layer, and census (reported by the program)" +
+        (resident ? ", beside the process's resident set (RSS, sampled by the recorder)" : "") }));
       const c2 = el("div", { class: "chart", id: "chart-layers" });
       body.append(c2);
       const shown = lines.filter((s) => !state.hidden.has(s.index));
@@ -469,6 +472,7 @@
           for (const s of shown) {
             const attrs = { d: stepPath(xsOf(s), s.v, X, Y, xEnd), fill: "none", stroke: colorOf(s), "stroke-width": 1.6, "data-series": s.index };
             if (s.kind === "census") attrs["stroke-dasharray"] = "5 3";
+            if (s.kind === "resident") attrs["stroke-dasharray"] = "2 2";
             g.append(svg("path", attrs));
             drawn.series.add(s.index);
           }
