@@ -49,10 +49,10 @@ mask_integrity() {
     -e 's/fence (membarrier|seq_cst)$/fence */' -e "s/^(  memtrace's own memory:) .*/\1 */" \
     -e "/^  memtrace's own CPU:/s/[0-9]+\.[0-9] (ms|ns)/* \1/g"
 }
-# Memory over time (the trailer's samples): when the drainer sampled, and the resident
-# set, are the machine's; the line stays, its figures are masked.
+# Memory over time (the trailer's samples): how many samples a run gets, when, and the
+# resident set are the machine's; the line goes, with the blank line before it.
 mask_timeline() {
-  sed -E -e 's/^memory over time .*/memory over time */'
+  sed -E -e '/^$/{N;/^\nmemory over time /d}'
 }
 # Temporaries (freed before their thread allocated anything else) count how the worker's
 # and the writer's calls interleave: top's column (characters 57-67 of a row) and

@@ -16,6 +16,9 @@
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
 #include "sinks/jsonl_sink.h"
+#include "sinks/summary_table.h"
+#include "tests/run_program.h"
+#include "tests/test_paths.h"
 
 namespace memtrace {
 namespace {
@@ -94,6 +97,24 @@ TEST(TimelineSamplesTest, EachPlateauOfTheProgramsOwnLiveBytesIsSampled) {
     EXPECT_TRUE(seen[i]) << "no sample at the plateau of step " << i << " (" << plateaus[i]
                          << " bytes)";
   }
+
+  // `memtrace summary` says how live bytes went: from the first sample's (nothing, or the
+  // first step's if it came before the drainer's first round) to the last plateau, whose
+  // bytes were also the most sampled.
+  const Result r = RunProgram({Runfile("cli/memtrace"), "summary", path}, {});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const std::string line = "memory over time (" + std::to_string(t.rows.size()) + " samples";
+  const size_t at_line = r.out.find(line);
+  ASSERT_NE(at_line, std::string::npos) << r.out;
+  const std::string rest = r.out.substr(at_line, r.out.find('\n', at_line) - at_line);
+  const std::string last = FormatBytes(plateaus.back());
+  const uint64_t first_live = static_cast<uint64_t>(t.rows.front()[live]);
+  EXPECT_TRUE(first_live == 0 || first_live == plateaus.front()) << first_live;
+  EXPECT_NE(rest.find("live " + FormatBytes(first_live) + " -> " + last + ", highest sampled " +
+                      last),
+            std::string::npos)
+      << rest;
+  EXPECT_NE(rest.find("; resident "), std::string::npos) << rest;
 }
 
 // A long run: the sink keeps at most kMaxTimelineSamples, evenly spread (every other one

@@ -59,7 +59,8 @@ void PrintTimelineNote(const std::optional<TrailerBlocks>& blocks) {
   if (!blocks) return;
   const TrailerBlocks::Timeline& t = blocks->timeline;
   const int at = t.Column("t"), live = t.Column("live_bytes"), rss = t.Column("rss_bytes");
-  if (t.rows.size() < 2 || at < 0 || live < 0 || rss < 0) return;
+  // Two samples are the start and the end: a run that short says nothing over time.
+  if (t.rows.size() < 3 || at < 0 || live < 0 || rss < 0) return;
   const int64_t start = t.rows.front()[at];
   auto seconds = [&](int64_t ns) { return static_cast<double>(ns - start) / 1e9; };
   // "first -> last, highest H at S s" for a column.
@@ -70,7 +71,7 @@ void PrintTimelineNote(const std::optional<TrailerBlocks>& blocks) {
     }
     auto bytes = [](int64_t v) { return FormatBytes(static_cast<uint64_t>(v < 0 ? 0 : v)); };
     return absl::StrCat(bytes(t.rows.front()[column]), " -> ", bytes(t.rows.back()[column]),
-                        ", highest ", bytes((*top)[column]), " at ",
+                        ", highest sampled ", bytes((*top)[column]), " at ",
                         absl::StrFormat("%.1f", seconds((*top)[at])), " s");
   };
   printf("\nmemory over time (%zu samples over %.1f s): live %s; resident %s\n", t.rows.size(),

@@ -38,7 +38,8 @@ void PrintForkNote(const CaptureSummary& s);
 // the interposer's ran (the loader runs them first): not in the capture.
 void PrintBeforeStartNote(const std::optional<TrailerBlocks>& blocks);
 // Memory over time, from the trailer's samples (runtime/usage_sample.h): live bytes and
-// the resident set at the first and last sample, and their highest, with when.
+// the resident set at the first and last sample, and their highest, with when; for a run
+// sampled at least three times (beyond its start and end).
 void PrintTimelineNote(const std::optional<TrailerBlocks>& blocks);
 
 // Allocations past the bound on distinct call sites went to one "other sites" row: how to
