@@ -60,6 +60,7 @@ using cli_internal::PrintSampledNote;
 using cli_internal::PrintShadowNote;
 using cli_internal::PrintSignalNote;
 using cli_internal::PrintSiteOverflowNote;
+using cli_internal::PrintSampledAtNote;
 using cli_internal::PrintTimelineNote;
 using cli_internal::PrintUntracedForksNote;
 using cli_internal::ScopeName;
@@ -74,7 +75,9 @@ const CommandSpec kSummarySpec = {
     "otherwise, or with --verbose, the integrity block from its trailer: what was lost, how\n"
     "releases were matched, the transport, memtrace's own memory and its threads' CPU\n"
     "time. With one of the --at-* flags, the state at that point of the capture (a\n"
-    "snapshot). A clean, unfiltered capture's summary at its end is read from its\n"
+    "snapshot); at a time, also the recorder's memory sample at that time (the trailer's\n"
+    "timeline), which goes on where a size limit cut the events. A clean, unfiltered\n"
+    "capture's summary at its end is read from its\n"
     "trailer (the recording process's own ledger) without replaying its events, which\n"
     "gives the same numbers; --replay replays them anyway.\n"
     "With several captures (the processes of one program traced with `memtrace run\n"
@@ -546,6 +549,12 @@ int SummaryCommand(int argc, char** argv) {
   PrintBeforeStartNote(blocks);
   PrintSiteOverflowNote(blocks, *s);
   if (!at_point) PrintTimelineNote(blocks);
+  if (point->kind == SnapshotPoint::Kind::kTime) {
+    // The point as the replay took it: since the capture started, or unix ns.
+    const int64_t at = point->time_ns < s->started_unix_ns ? s->started_unix_ns + point->time_ns
+                                                            : point->time_ns;
+    PrintSampledAtNote(blocks, *s, at);
+  }
   return 0;
 }
 

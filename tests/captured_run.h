@@ -17,8 +17,9 @@
 namespace memtrace {
 
 struct CapturedRun {
-  explicit CapturedRun(const std::string& path)
-      : sink(JsonlSink::Open(path).value()), tracer(Tracer::Create(Config{}).value()) {}
+  explicit CapturedRun(const std::string& path, const Config& config = Config{},
+                       const JsonlSinkOptions& options = JsonlSinkOptions{})
+      : sink(JsonlSink::Open(path, options).value()), tracer(Tracer::Create(config).value()) {}
   // Stops the tracer and writes the trailer; whether both went well.
   bool Finish() {
     return tracer->Stop().ok() && sink->Finish(tracer->TakeSnapshot()).ok();

@@ -17,6 +17,7 @@
 #include "runtime/tracer.h"
 #include "sinks/jsonl_sink.h"
 #include "sinks/summary_table.h"
+#include "tests/captured_run.h"
 #include "tests/run_program.h"
 #include "tests/test_paths.h"
 
@@ -30,16 +31,12 @@ std::string TempPath(const std::string& name) {
 
 TEST(TimelineSamplesTest, EachPlateauOfTheProgramsOwnLiveBytesIsSampled) {
   const std::string path = TempPath("timeline.jsonl");
-  auto sink = JsonlSink::Open(path);
-  ASSERT_TRUE(sink.ok()) << sink.status();
   Config config;
   config.timeline_period = absl::Milliseconds(10);
-  auto tracer = Tracer::Create(config);
-  ASSERT_TRUE(tracer.ok()) << tracer.status();
-  ASSERT_TRUE((*tracer)->recorder().SetObserver(sink->get()).ok());
-  ASSERT_TRUE((*tracer)->Start().ok());
-  MallocAllocator heap;
-  TracingAllocator traced{tracer->get(), &heap, layers::kCpuHeap};
+  CapturedRun run(path, config);
+  ASSERT_TRUE(run.started);
+  Tracer* tracer = run.tracer.get();
+  TracingAllocator& traced = run.traced;
   static const ScopeName kStep("step");
   constexpr size_t kBlock = 4096;
   constexpr int kSteps = 4, kBlocksPerStep = 50;
@@ -47,17 +44,16 @@ TEST(TimelineSamplesTest, EachPlateauOfTheProgramsOwnLiveBytesIsSampled) {
   std::vector<uint64_t> plateaus;  // the program's own live bytes after each step
   for (int step = 0; step < kSteps; ++step) {
     {
-      Span span = (*tracer)->Enter(kStep);
+      Span span = tracer->Enter(kStep);
       for (int i = 0; i < kBlocksPerStep; ++i) kept.push_back(traced.Alloc(kBlock, 16, 0x1000));
     }
     plateaus.push_back(kept.size() * kBlock);
     // Long enough for several samples on a loaded machine: the drainer's rounds come
     // every few ms, and a sample every 10 ms.
-    ASSERT_TRUE((*tracer)->Flush().ok());
+    ASSERT_TRUE(tracer->Flush().ok());
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
   }
-  ASSERT_TRUE((*tracer)->Stop().ok());
-  ASSERT_TRUE((*sink)->Finish((*tracer)->TakeSnapshot()).ok());
+  ASSERT_TRUE(run.Finish());
   for (void* p : kept) traced.Free(AsMemory(p, kBlock), 16, 0);  // stopped: not recorded
 
   const auto summary = Analyzer::Summarize(path);
@@ -115,6 +111,54 @@ TEST(TimelineSamplesTest, EachPlateauOfTheProgramsOwnLiveBytesIsSampled) {
             std::string::npos)
       << rest;
   EXPECT_NE(rest.find("; resident "), std::string::npos) << rest;
+}
+
+// A capture whose size limit cut its events early: the samples go on, and a summary at a
+// time past the cut says what the recorder sampled then, and that the table stops at the
+// cut.
+TEST(TimelineSamplesTest, ASummaryAtATimePastASizeLimitSaysWhatWasSampledThen) {
+  const std::string path = TempPath("limited.jsonl");
+  JsonlSinkOptions options;
+  options.max_bytes = 32 << 10;
+  Config config;
+  config.timeline_period = absl::Milliseconds(10);
+  CapturedRun run(path, config, options);
+  ASSERT_TRUE(run.started);
+  Tracer* tracer = run.tracer.get();
+  TracingAllocator& traced = run.traced;
+  constexpr size_t kBlock = 1024;
+  std::vector<void*> kept;
+  for (int step = 0; step < 3; ++step) {
+    for (int i = 0; i < 400; ++i) kept.push_back(traced.Alloc(kBlock, 16, 0x1000));
+    ASSERT_TRUE(tracer->Flush().ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  }
+  const uint64_t last_plateau = kept.size() * kBlock;
+  ASSERT_TRUE(run.Finish());
+  for (void* p : kept) traced.Free(AsMemory(p, kBlock), 16, 0);
+
+  const auto summary = Analyzer::Summarize(path);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  const auto blocks = ParseTrailer(summary->trailer);
+  ASSERT_TRUE(blocks.ok()) << blocks.status();
+  ASSERT_GT(blocks->events_past_limit, 0u) << "the size limit must cut the events";
+  ASSERT_LT(summary->totals.live_bytes, last_plateau);
+  const TrailerBlocks::Timeline& t = blocks->timeline;
+  const int at = t.Column("t"), live = t.Column("live_bytes");
+  const std::vector<int64_t>* last = nullptr;
+  for (const auto& row : t.rows) {
+    if (static_cast<uint64_t>(row[live]) == last_plateau && last == nullptr) last = &row;
+  }
+  ASSERT_NE(last, nullptr) << "no sample at the last plateau";
+  const int64_t since_start = (*last)[at] - summary->started_unix_ns;
+  const Result r = RunProgram(
+      {Runfile("cli/memtrace"), "summary", "--at-time=" + std::to_string(since_start), path}, {});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("(the recorder's last sample at or before the point): live " +
+                       FormatBytes(last_plateau) + ", resident "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  the capture's events stop at "), std::string::npos) << r.out;
 }
 
 // A long run: the sink keeps at most kMaxTimelineSamples, evenly spread (every other one

@@ -78,6 +78,48 @@ void PrintTimelineNote(const std::optional<TrailerBlocks>& blocks) {
          seconds(t.rows.back()[at]), course(live).c_str(), course(rss).c_str());
 }
 
+void PrintSampledAtNote(const std::optional<TrailerBlocks>& blocks, const CaptureSummary& s,
+                        int64_t at_unix_ns) {
+  if (!blocks) return;
+  const TrailerBlocks::Timeline& t = blocks->timeline;
+  const int at = t.Column("t"), live = t.Column("live_bytes"), rss = t.Column("rss_bytes");
+  if (at < 0 || live < 0 || rss < 0) return;
+  const std::vector<int64_t>* sample = nullptr;
+  for (const auto& row : t.rows) {
+    if (row[at] <= at_unix_ns) sample = &row;
+  }
+  if (sample == nullptr) return;
+  auto since_start = [&](int64_t ns) {
+    return absl::StrFormat("%.3f s", static_cast<double>(ns - s.started_unix_ns) / 1e9);
+  };
+  auto bytes = [](int64_t v) { return FormatBytes(static_cast<uint64_t>(v < 0 ? 0 : v)); };
+  std::string parts;
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    const std::string& name = t.columns[c];
+    uint32_t id = 0;
+    if (name.rfind("layer:", 0) == 0 && absl::SimpleAtoi(name.substr(6), &id)) {
+      const auto it = s.layer_names.find(id);
+      absl::StrAppend(&parts, "; layer ", it != s.layer_names.end() ? it->second : name.substr(6),
+                      " ", bytes((*sample)[c]));
+    } else if (name.rfind("scope:", 0) == 0 && absl::SimpleAtoi(name.substr(6), &id) &&
+               (*sample)[c] != 0) {
+      const auto it = s.scope_paths.find(id);
+      absl::StrAppend(&parts, "; scope ", it != s.scope_paths.end() ? it->second : name,
+                      " ", bytes((*sample)[c]));
+    }
+  }
+  printf("\nsampled at %s (the recorder's last sample at or before the point): live %s, "
+         "resident %s%s\n",
+         since_start((*sample)[at]).c_str(), bytes((*sample)[live]).c_str(),
+         bytes((*sample)[rss]).c_str(), parts.c_str());
+  if (blocks->events_past_limit != 0 && s.snapshot_t < at_unix_ns) {
+    printf("  the capture's events stop at %s (its size limit kept the %llu after out): the "
+           "table above is the state there, the sample the state at the point\n",
+           since_start(s.snapshot_t).c_str(),
+           static_cast<unsigned long long>(blocks->events_past_limit));
+  }
+}
+
 // What the program's libraries allocated and released in their constructors, before
 // the interposer's ran (the loader runs them first): not in the capture.
 void PrintBeforeStartNote(const std::optional<TrailerBlocks>& blocks) {

@@ -41,6 +41,12 @@ void PrintBeforeStartNote(const std::optional<TrailerBlocks>& blocks);
 // the resident set at the first and last sample, and their highest, with when; for a run
 // sampled at least three times (beyond its start and end).
 void PrintTimelineNote(const std::optional<TrailerBlocks>& blocks);
+// For a summary at a time (--at-time): the recorder's last sample at or before `at_unix_ns`
+// (live bytes in total, per layer and for the scopes it names, and the resident set),
+// and, where the capture's events stop before that time (a size limit), that the table
+// is the state where they stop.
+void PrintSampledAtNote(const std::optional<TrailerBlocks>& blocks, const CaptureSummary& s,
+                        int64_t at_unix_ns);
 
 // Allocations past the bound on distinct call sites went to one "other sites" row: how to
 // keep them apart next time.
