@@ -32,12 +32,12 @@ TimelineBuilder::TimelineBuilder(const TimelineOptions& options,
   bucket_count_ = options_.max_points / 3;
   if (first_pass.has_trailer) {
     if (absl::StatusOr<TrailerBlocks> t = ParseTrailer(first_pass.trailer); t.ok()) {
-      const int at = t->timeline.Column("t"), rss = t->timeline.Column("rss_bytes");
-      if (at >= 0 && rss >= 0) {
-        for (const auto& row : t->timeline.rows) {
-          if (row[rss] > 0) resident_.emplace_back(row[at], row[rss]);
-        }
+      const int at = t->timeline.Column("t"), rss = t->timeline.Column("rss_bytes"),
+                live = t->timeline.Column("live_bytes");
+      if (at >= 0 && rss >= 0 && live >= 0) {
+        for (const auto& row : t->timeline.rows) samples_.push_back({row[at], row[rss], row[live]});
       }
+      cut_by_limit_ = t->events_past_limit != 0;
     }
   }
 
@@ -186,7 +186,7 @@ absl::Status TimelineBuilder::Apply(const CaptureRecord& rec) {
   if (before == 0) out_.first_t = rec.t;
   out_.last_t = rec.t;
   out_.events = analyzer_.events_seen();
-  if (!resident_.empty()) {
+  if (!samples_.empty()) {
     if (epoch_ends_.empty() || epoch_ends_.back().first != rec.t) {
       epoch_ends_.emplace_back(rec.t, out_.events);
     } else {
@@ -270,22 +270,29 @@ Timeline TimelineBuilder::Finish() {
       }
     }
   }
-  if (!resident_.empty() && out_.events > 0) {
-    TimelineSeries r;
-    r.kind = TimelineSeries::Kind::kResident;
-    r.name = "resident set (RSS)";
-    for (const auto& [at, bytes] : resident_) {
-      // The sample was taken when the epoch that began at `at` was applied: after its
+  if (!samples_.empty() && out_.events > 0) {
+    TimelineSeries resident, live;
+    resident.kind = TimelineSeries::Kind::kResident;
+    resident.name = "resident set (RSS)";
+    live.kind = TimelineSeries::Kind::kSampledLive;
+    live.name = "live bytes (sampled)";
+    auto add = [](TimelineSeries* s, const TimelinePoint& p) {
+      if (s->points.empty() || p.value > s->high_water.value) s->high_water = p;
+      s->points.push_back(p);
+    };
+    for (const Sample& sample : samples_) {
+      // The sample was taken when the epoch that began at its time was applied: after its
       // last event, the last one whose time is not later.
       auto after = std::upper_bound(
-          epoch_ends_.begin(), epoch_ends_.end(), at,
+          epoch_ends_.begin(), epoch_ends_.end(), sample.t,
           [](int64_t t, const std::pair<int64_t, uint64_t>& e) { return t < e.first; });
       const uint64_t event = after == epoch_ends_.begin() ? 0 : std::prev(after)->second;
-      const TimelinePoint p{event, std::max<int64_t>(0, at - out_.first_t), bytes};
-      if (r.points.empty() || p.value > r.high_water.value) r.high_water = p;
-      r.points.push_back(p);
+      const int64_t t = std::max<int64_t>(0, sample.t - out_.first_t);
+      if (sample.resident > 0) add(&resident, {event, t, sample.resident});
+      add(&live, {event, t, sample.live});
     }
-    out_.series.push_back(std::move(r));
+    if (!resident.points.empty()) out_.series.push_back(std::move(resident));
+    if (cut_by_limit_) out_.series.push_back(std::move(live));
   }
   return std::move(out_);
 }

@@ -63,7 +63,9 @@ struct TimelinePoint {
 struct TimelineSeries {
   // kResident: the process's resident set, at the samples the recorder took (the trailer's
   // timeline, runtime/usage_sample.h), each at the last event of the epoch sampled.
-  enum class Kind { kTotal, kLayer, kScope, kOtherScopes, kCensus, kResident };
+  // kSampledLive: the live bytes those samples hold, drawn only where a size limit cut
+  // the events (they go on past the cut, the total stops there).
+  enum class Kind { kTotal, kLayer, kScope, kOtherScopes, kCensus, kResident, kSampledLive };
   Kind kind = Kind::kTotal;
   uint32_t id = 0;    // layer id, scope id or census label; 0 for the total and "other"
   std::string name;   // "total", a layer name, a scope path, "other scopes", "census #N"
@@ -129,8 +131,13 @@ class TimelineBuilder {
   std::vector<std::vector<Bucket>> buckets_;   // per series, per bucket
   std::vector<StackBucket> stack_buckets_;
   std::vector<uint32_t> dirty_scopes_, dirty_layers_;
-  // The recorder's samples of the resident set: (unix ns, bytes), from the trailer.
-  std::vector<std::pair<int64_t, int64_t>> resident_;
+  // The recorder's samples from the trailer: (unix ns, resident bytes, live bytes); and
+  // whether a size limit cut the events (then the live bytes are drawn too).
+  struct Sample {
+    int64_t t, resident, live;
+  };
+  std::vector<Sample> samples_;
+  bool cut_by_limit_ = false;
   // Per distinct event time (an epoch), the last event at it: where a sample falls.
   std::vector<std::pair<int64_t, uint64_t>> epoch_ends_;
   uint64_t bucket_count_ = 0;  // buckets available per series

@@ -206,6 +206,7 @@ std::string JsonTimeline(const Timeline& timeline) {
       case TimelineSeries::Kind::kOtherScopes: return "other";
       case TimelineSeries::Kind::kCensus: return "census";
       case TimelineSeries::Kind::kResident: return "resident";
+      case TimelineSeries::Kind::kSampledLive: return "sampled";
     }
     return "";
   };

@@ -170,6 +170,19 @@ TEST(TimelineTest, TheResidentSetIsASeriesAtTheEpochsTheRecorderSampled) {
             (Points{{0, 0, 7000}, {2, 0, 8000}, {4, 2000, 9500}, {4, 2000, 9000}}));
   EXPECT_EQ(rss.high_water.value, 9500);
   EXPECT_EQ(rss.high_water.event, 4u);
+  // Events not cut by a size limit: the samples' live bytes are not drawn (the total is).
+  for (const TimelineSeries& s : t.series) EXPECT_NE(s.kind, TimelineSeries::Kind::kSampledLive);
+  // Cut by one: they are, at the same places.
+  const std::string cut = absl::StrCat(
+      kHeader, Alloc(1000, 100, 1, 0, 1), Alloc(1000, 200, 2, 2, 2),
+      "{\"type\":\"trailer\",\"complete\":false,\"sink\":{\"events_past_limit\":5},"
+      "\"timeline\":{\"columns\":[\"t\",\"rss_bytes\",\"live_bytes\",\"live_count\"],"
+      "\"every\":1,\"rows\":[[1000,8000,300,2],[6000,9000,900,7]]}}\n");
+  const Timeline limited = BuildTimeline(cut, TimelineOptions{});
+  const TimelineSeries& sampled = Named(limited, "live bytes (sampled)");
+  EXPECT_EQ(sampled.kind, TimelineSeries::Kind::kSampledLive);
+  EXPECT_EQ(Flat(sampled.points), (Points{{2, 0, 300}, {2, 5000, 900}}));
+  EXPECT_EQ(sampled.high_water.value, 900);
   // Without samples, no such series.
   const Timeline plain = BuildTimeline(absl::StrCat(kHeader, Alloc(1000, 1, 1, 0, 1), kTrailer),
                                        TimelineOptions{});

@@ -249,6 +249,7 @@
     if (s.kind === "census") return CENSUS_COLORS[censusIndex(s) % CENSUS_COLORS.length];
     if (s.kind === "other") return "#b8c0cc";
     if (s.kind === "resident") return "#e8590c";
+    if (s.kind === "sampled") return "#1d232b";
     return PALETTE[tl.stack.series.indexOf(s.index) % PALETTE.length];
   }
   function layerIndex(s) { return tl.series.filter((x) => x.kind === "layer").indexOf(s); }
@@ -360,7 +361,7 @@
     const box = el("div", { class: "legend" });
     for (const s of list) {
       const item = el("span", { class: "item" + (state.hidden.has(s.index) ? " off" : ""), title: "click to hide or show" },
-        el("span", { class: "sw" + (s.kind === "layer" || s.kind === "census" || s.kind === "total" || s.kind === "resident" ? " line" : ""), style: "background:" + colorOf(s) }),
+        el("span", { class: "sw" + (s.kind === "layer" || s.kind === "census" || s.kind === "total" || s.kind === "resident" || s.kind === "sampled" ? " line" : ""), style: "background:" + colorOf(s) }),
         s.name, el("span", { class: "hwv", text: "high-water " + fmtBytes(s.hw[2]) }));
       item.addEventListener("click", () => {
         if (state.hidden.has(s.index)) state.hidden.delete(s.index); else state.hidden.add(s.index);
@@ -392,8 +393,9 @@
 
     const stackSeries = tl.stack.series.map((i) => tl.series[i]);
     const total = tl.series.find((s) => s.kind === "total");
-    const lines = tl.series.filter((s) => s.kind === "layer" || s.kind === "census" || s.kind === "resident");
+    const lines = tl.series.filter((s) => s.kind === "layer" || s.kind === "census" || s.kind === "resident" || s.kind === "sampled");
     const resident = lines.some((s) => s.kind === "resident");
+    const sampled = lines.some((s) => s.kind === "sampled");
 
     function draw() {
       markAxis(state.axis);
@@ -457,7 +459,8 @@
 
       // One line per layer and census entry.
       body.append(el("h3", { text: "By layer, and census (reported by the program)" +
-        (resident ? ", beside the process's resident set (RSS, sampled by the recorder)" : "") }));
+        (resident ? ", beside the process's resident set (RSS, sampled by the recorder)" : "") +
+        (sampled ? "; the size limit cut the events, and the recorder's samples of live bytes go on past the cut" : "") }));
       const c2 = el("div", { class: "chart", id: "chart-layers" });
       body.append(c2);
       const shown = lines.filter((s) => !state.hidden.has(s.index));
@@ -472,7 +475,7 @@
           for (const s of shown) {
             const attrs = { d: stepPath(xsOf(s), s.v, X, Y, xEnd), fill: "none", stroke: colorOf(s), "stroke-width": 1.6, "data-series": s.index };
             if (s.kind === "census") attrs["stroke-dasharray"] = "5 3";
-            if (s.kind === "resident") attrs["stroke-dasharray"] = "2 2";
+            if (s.kind === "resident" || s.kind === "sampled") attrs["stroke-dasharray"] = "2 2";
             g.append(svg("path", attrs));
             drawn.series.add(s.index);
           }
