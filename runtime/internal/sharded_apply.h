@@ -127,7 +127,7 @@ class ShardedApply {
   struct alignas(kCacheLineSize) Applier {
     explicit Applier(uint32_t site_capacity) : ledger(site_capacity) {}
     AllocationLedger ledger;
-    std::vector<uint32_t> own;      // the indexes of this batch's records it owns
+    std::vector<uint32_t> own;      // the indexes of this batch's records it owns (Apply())
     std::vector<Result> results;    // this batch's, for its kFree and kResize records
     std::vector<Release> releases;  // this batch's, in order
     std::thread thread;
