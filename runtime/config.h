@@ -118,8 +118,10 @@ struct Config {
   uint32_t order_stamp_log2 = SpscRing::kDefaultStampLog2;
   // Serve the ledger on a Unix socket while recording (runtime/internal/live_server.h), for
   // `memtrace live PID`: one more thread of memtrace's that sleeps until a client of the
-  // same uid connects, and nothing on the recording path. Tracer::Start() fails if the
-  // socket cannot be made. MEMTRACE_LIVE=1 (`memtrace run --live`) for the interposer.
+  // same uid connects, and nothing on the recording path. Keeps stack frames in the
+  // drainer as keep_stack_frames does, so that the reply's sites name their stacks.
+  // Tracer::Start() fails if the socket cannot be made. MEMTRACE_LIVE=1 (`memtrace run
+  // --live`) for the interposer.
   bool live = false;
 
   absl::Status Validate() const;

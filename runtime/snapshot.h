@@ -35,6 +35,21 @@ struct LayerUsage {
   UsageCounters usage;
 };
 
+// What one call site holds live in one scope, for the per-site view of a snapshot taken
+// with top_sites (Recorder::TakeSnapshot(uint32_t), the live endpoint's reply). The site
+// is as recorded and never symbolized here: a return address; with call stacks, the
+// stack's hash (kStackHashBit set, transport/event.h), whose frames follow when the
+// recorder kept them (Config::keep_stack_frames, or Config::live); 0 for a block recorded
+// without a site; SiteTable::kOtherSitesValue for the sites beyond the site table.
+struct SiteUsage {
+  uint64_t site = 0;
+  std::vector<uint64_t> frames;  // innermost first; empty unless `site` is a kept stack
+  uint32_t scope = 0;            // scope path id (scope_table.h)
+  std::string path;              // the scope's path, as ScopeUsage::path
+  uint64_t live_bytes = 0;
+  uint64_t live_count = 0;
+};
+
 // The memory a recorder holds, by part (Recorder::memory()). Rings are mapped per
 // recording thread and kept for reuse; the ticket table is mapped once and touched as
 // blocks are allocated; the ledger grows with the live set; the site table with the
@@ -59,6 +74,15 @@ struct Snapshot {
   // CPU time (user + system) the recorder's drainer thread has used so far
   // (runtime/internal/thread_cpu_time.h). Not in it: the hot path on the recording threads.
   uint64_t drainer_cpu_ns = 0;
+
+  // With top_sites: the (site, scope) pairs holding the most live bytes, the largest
+  // first, and what the pairs left out hold (nothing is dropped silently). The live
+  // bytes and blocks of all of them together are the totals'.
+  bool has_sites = false;
+  std::vector<SiteUsage> sites;
+  uint64_t sites_omitted = 0;  // pairs holding live blocks that are not in `sites`
+  uint64_t sites_omitted_bytes = 0;
+  uint64_t sites_omitted_count = 0;
 
   // The attached census, if any (Tracer::AttachCensus): hand-reported bytes, shown beside
   // the totals the tracer observed, and whether the census ran out of room.

@@ -24,9 +24,10 @@ absl::Status Tracer::Start() {
   if (recorder_->config().live && live_ == nullptr) {
     auto path = runtime_internal::LiveSocketPath(getpid(), getuid(), /*create_dir=*/true);
     if (!path.ok()) return path.status();
-    // The reply is the same object as `memtrace summary --json` prints.
-    auto server = runtime_internal::LiveServer::Start(
-        *std::move(path), [this] { return FormatSummaryJson(TakeSnapshot()); });
+    // The reply is the object `memtrace summary --json` prints, with the top sites.
+    auto server = runtime_internal::LiveServer::Start(*std::move(path), [this] {
+      return FormatSummaryJson(TakeSnapshot(runtime_internal::LiveServer::kTopSites));
+    });
     if (!server.ok()) return server.status();
     live_ = *std::move(server);
   }
@@ -55,8 +56,8 @@ void Tracer::AttachCensus(Census* census) noexcept {
   if (census != nullptr) census->Attach(recorder_.get());
 }
 
-Snapshot Tracer::TakeSnapshot() {
-  Snapshot snap = recorder_->TakeSnapshot();
+Snapshot Tracer::TakeSnapshot(uint32_t top_sites) {
+  Snapshot snap = recorder_->TakeSnapshot(top_sites);
   for (LayerUsage& l : snap.layers) l.name = LayerTable::Global().Name(l.layer);
   // Acquire: pairs with the exchange in AttachCensus().
   if (const Census* census = census_.load(std::memory_order_acquire)) {

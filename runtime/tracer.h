@@ -91,8 +91,9 @@ class Tracer {
   // once per capture. The census must outlive the tracer or be detached first.
   void AttachCensus(Census* census) noexcept;
 
-  // A consistent cut after a flush, with layer names and the census filled in.
-  Snapshot TakeSnapshot();
+  // A consistent cut after a flush, with layer names and the census filled in; with
+  // `top_sites` > 0, the call sites holding the most live bytes too (Snapshot::sites).
+  Snapshot TakeSnapshot(uint32_t top_sites = 0);
   CaptureIntegrity Integrity() const { return recorder_->Integrity(); }
 
   // Raised when a resize, remap or free could not be recorded (the capture is partial).

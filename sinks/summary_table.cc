@@ -19,6 +19,29 @@ void AppendRow(std::string& out, const std::string& name, const UsageCounters& u
   out += FormatUsageRow(name, u);
 }
 
+// ,"sites":[{"addr":"0x..","frames":["0x..",..],"scope":N,"path":"..","live_bytes":N,
+// "live_count":N},..],"sites_omitted":{"pairs":N,"live_bytes":N,"live_count":N}
+// Addresses are hex strings: a JSON number loses the low bits of a 64-bit one in most
+// readers.
+std::string JsonSites(const Snapshot& snapshot) {
+  std::string out = ",\"sites\":[";
+  for (size_t i = 0; i < snapshot.sites.size(); ++i) {
+    const SiteUsage& s = snapshot.sites[i];
+    std::string frames;
+    for (uint64_t f : s.frames) {
+      absl::StrAppend(&frames, frames.empty() ? "" : ",", "\"0x", absl::Hex(f), "\"");
+    }
+    absl::StrAppend(&out, i == 0 ? "" : ",", "{\"addr\":\"0x", absl::Hex(s.site),
+                    "\",\"frames\":[", frames, "],\"scope\":", s.scope,
+                    ",\"path\":", JsonQuote(s.path), ",\"live_bytes\":", s.live_bytes,
+                    ",\"live_count\":", s.live_count, "}");
+  }
+  absl::StrAppend(&out, "],\"sites_omitted\":{\"pairs\":", snapshot.sites_omitted,
+                  ",\"live_bytes\":", snapshot.sites_omitted_bytes,
+                  ",\"live_count\":", snapshot.sites_omitted_count, "}");
+  return out;
+}
+
 }  // namespace
 
 std::string FormatUsageHeader() {
@@ -74,6 +97,7 @@ std::string FormatSummaryJson(const Snapshot& snapshot) {
   return absl::StrCat(
       "{\"verdict\":", JsonQuote(in.Verdict()), ",\"totals\":", JsonUsage(snapshot.totals),
       ",\"scopes\":", JsonScopes(snapshot.scopes), ",\"layers\":", JsonLayers(snapshot.layers),
+      snapshot.has_sites ? JsonSites(snapshot) : std::string(),
       ",\"census\":",
       snapshot.has_census
           ? absl::StrCat("{\"entries\":[", census, "],\"ok\":", cs.ok() ? "true" : "false",

@@ -41,7 +41,9 @@ std::string FormatSummaryTable(const Snapshot& snapshot,
                                const SummaryOptions& options = SummaryOptions{});
 
 // The same content as one JSON object: totals, scopes (with paths), layers, census and
-// its status, and the integrity block with the complete/exact verdicts.
+// its status, and the integrity block with the complete/exact verdicts. A snapshot with
+// sites (Snapshot::has_sites) adds them after the layers: "sites" (addresses as hex
+// strings, the stack's frames when kept) and "sites_omitted".
 std::string FormatSummaryJson(const Snapshot& snapshot);
 
 // A capture's integrity in one line, for a block with nothing to report (complete,

@@ -3,9 +3,12 @@
 // live_target: a program that serves its ledger (Config::live) for live_test.cc.
 //
 // kThreads threads each open the scope "worker/t<i>" and allocate blocks through a
-// TracingAllocator, freeing every third one. At the quiescent point (all joined) it
-// prints what it holds by its own count, one line:
+// TracingAllocator, freeing every third one. Block i is allocated at the call site
+// kSiteBase + kSiteStep * (i % kSites), a return address made up for the test, so every
+// site holds blocks in every thread's scope. At the quiescent point (all joined) it
+// prints what it holds by its own count, two lines:
 //   ready <pid> <live_bytes> <live_count> <t0_bytes> <t0_count> ... <t3_bytes> <t3_count>
+//   sites <t0 site0 bytes> <count> <t0 site1 bytes> <count> ... <t3 site3 bytes> <count>
 // then waits for a line on stdin: "stop" stops the tracer (which closes the socket),
 // frees what it holds and exits 0; "exit" calls exit(0) with the tracer still running,
 // so that only the exit handler can remove the socket.
@@ -27,10 +30,15 @@ namespace {
 
 constexpr int kThreads = 4;
 constexpr int kBlocks = 300;
+constexpr int kSites = 4;
+constexpr uintptr_t kSiteBase = 0x5100;
+constexpr uintptr_t kSiteStep = 0x10;
 
 struct Held {
   std::vector<std::pair<void*, size_t>> blocks;
   uint64_t bytes = 0;
+  uint64_t site_bytes[kSites] = {};
+  uint64_t site_count[kSites] = {};
 };
 
 // Reachable from globals on the exit path, so LeakSanitizer counts none of it; `held` is
@@ -67,13 +75,16 @@ int main() {
       memtrace::Span inner = tracer->Enter(kNames[t]);
       for (int i = 0; i < kBlocks; ++i) {
         const size_t len = 16 + static_cast<size_t>((i * 37 + t * 101) % 2000);
-        void* p = traced.Alloc(len, 16, 0);
+        const int site = i % kSites;
+        void* p = traced.Alloc(len, 16, kSiteBase + kSiteStep * site);
         if (p == nullptr) std::abort();
         if (i % 3 == 0) {
           traced.Free(memtrace::AsMemory(p, len), 16, 0);
         } else {
           held[t].blocks.emplace_back(p, len);
           held[t].bytes += len;
+          held[t].site_bytes[site] += len;
+          ++held[t].site_count[site];
         }
       }
     });
@@ -86,6 +97,12 @@ int main() {
                      std::to_string(count);
   for (const Held& h : held) {
     line += " " + std::to_string(h.bytes) + " " + std::to_string(h.blocks.size());
+  }
+  line += "\nsites";
+  for (const Held& h : held) {
+    for (int k = 0; k < kSites; ++k) {
+      line += " " + std::to_string(h.site_bytes[k]) + " " + std::to_string(h.site_count[k]);
+    }
   }
   printf("%s\n", line.c_str());
   fflush(stdout);

@@ -34,13 +34,19 @@ using runtime_internal::LiveServer;
 using runtime_internal::LiveSocketPath;
 using runtime_internal::PeerMayConnect;
 
-constexpr int kThreads = 4;  // as live_target.cc
+// As live_target.cc.
+constexpr int kThreads = 4;
+constexpr int kSites = 4;
+constexpr uint64_t kSiteBase = 0x5100;
+constexpr uint64_t kSiteStep = 0x10;
 
 // What live_target said it holds, by its own count.
 struct Truth {
   pid_t pid = 0;
   uint64_t live_bytes = 0, live_count = 0;
   uint64_t thread_bytes[kThreads] = {}, thread_count[kThreads] = {};
+  // By thread (scope "worker/t<t>") and site.
+  uint64_t site_bytes[kThreads][kSites] = {}, site_count[kThreads][kSites] = {};
 };
 
 // A program (live_target by default), running, with a pipe to its stdin and one from
@@ -74,15 +80,28 @@ class Target {
     }
   }
 
-  // Reads the "ready" line; false if the program said something else or ended.
+  // Reads the "ready" and "sites" lines; false if the program said something else or
+  // ended.
   bool WaitReady(Truth* truth) {
-    char line[512];
-    if (stdout_ == nullptr || fgets(line, sizeof(line), stdout_) == nullptr) return false;
+    char line[512], sites[1024];
+    if (stdout_ == nullptr || fgets(line, sizeof(line), stdout_) == nullptr ||
+        fgets(sites, sizeof(sites), stdout_) == nullptr) {
+      return false;
+    }
     std::istringstream in(line);
     std::string word;
     in >> word >> truth->pid >> truth->live_bytes >> truth->live_count;
     for (int t = 0; t < kThreads; ++t) in >> truth->thread_bytes[t] >> truth->thread_count[t];
-    return word == "ready" && !in.fail() && truth->pid == pid_;
+    std::istringstream by_site(sites);
+    std::string sites_word;
+    by_site >> sites_word;
+    for (int t = 0; t < kThreads; ++t) {
+      for (int k = 0; k < kSites; ++k) {
+        by_site >> truth->site_bytes[t][k] >> truth->site_count[t][k];
+      }
+    }
+    return word == "ready" && !in.fail() && truth->pid == pid_ && sites_word == "sites" &&
+           !by_site.fail();
   }
 
   // Reads live_preload_target's "ready <pid>" line: the pid of the program that
@@ -163,6 +182,29 @@ void ExpectMatches(const std::string& json, const Truth& truth) {
     }
   }
   EXPECT_EQ(found, kThreads) << json;
+  // Each (site, scope) pair: the program's own count, and no other pair holds anything.
+  int pairs = 0;
+  for (simdjson::dom::element site : root["sites"].get_array()) {
+    std::string_view addr, path;
+    ASSERT_EQ(site["addr"].get_string().get(addr), simdjson::SUCCESS);
+    ASSERT_EQ(site["path"].get_string().get(path), simdjson::SUCCESS);
+    bool known = false;
+    for (int t = 0; t < kThreads; ++t) {
+      for (int k = 0; k < kSites; ++k) {
+        if (addr != absl::StrCat("0x", absl::Hex(kSiteBase + kSiteStep * k)) ||
+            path != absl::StrCat("worker/t", t)) {
+          continue;
+        }
+        known = true;
+        ++pairs;
+        EXPECT_EQ(Field(site, "live_bytes"), truth.site_bytes[t][k]) << path << " " << addr;
+        EXPECT_EQ(Field(site, "live_count"), truth.site_count[t][k]) << path << " " << addr;
+      }
+    }
+    EXPECT_TRUE(known) << addr << " in " << path;
+  }
+  EXPECT_EQ(pairs, kThreads * kSites) << json;
+  EXPECT_EQ(Field(root["sites_omitted"], "pairs"), 0u);
   bool complete = false;
   EXPECT_EQ(root["integrity"]["complete"].get_bool().get(complete), simdjson::SUCCESS);
   EXPECT_TRUE(complete) << json;
@@ -301,6 +343,19 @@ TEST_F(LiveTest, RunLiveServesAnUnmodifiedProgramsLedger) {
     EXPECT_EQ(Field(scope["usage"], "freed_bytes"), 3000u);
   }
   EXPECT_TRUE(found) << *json;
+  // Its sites: the interposer's stacks, with their frames (one site or several: the
+  // loop's calls may share one stack).
+  uint64_t held_bytes = 0, held_count = 0;
+  for (simdjson::dom::element site : root["sites"].get_array()) {
+    std::string_view path;
+    ASSERT_EQ(site["path"].get_string().get(path), simdjson::SUCCESS);
+    if (path != "held") continue;
+    held_bytes += Field(site, "live_bytes");
+    held_count += Field(site, "live_count");
+    EXPECT_GT(site["frames"].get_array().size(), 0u) << *json;
+  }
+  EXPECT_EQ(held_bytes, 12000u) << *json;
+  EXPECT_EQ(held_count, 4u) << *json;
   EXPECT_EQ(run.Finish("done"), 0);
   struct stat st;
   EXPECT_NE(lstat(SocketOf(pid).c_str(), &st), 0);

@@ -411,6 +411,22 @@ std::vector<AllocationRecord> AllocationLedger::LiveBlocks() const {
   return out;
 }
 
+std::vector<AllocationLedger::ContextLive> AllocationLedger::LiveByContext() const {
+  std::vector<std::pair<uint64_t, uint64_t>> sums(contexts_.size());  // bytes, blocks
+  ForEachBlock([&](LayerId, const LiveBlock& b) {
+    auto& [bytes, count] = sums[b.context()];
+    bytes += b.size();
+    ++count;
+  });
+  std::vector<ContextLive> out;
+  for (size_t id = 0; id < sums.size(); ++id) {
+    if (sums[id].second == 0) continue;
+    const auto& [scope, site_id] = contexts_[id];
+    out.push_back(ContextLive{scope, sites_.value(site_id), sums[id].first, sums[id].second});
+  }
+  return out;
+}
+
 size_t AllocationLedger::LongestRun() const noexcept {
   size_t longest = 0;
   for (const std::unique_ptr<Shards>& shards : tables_) {

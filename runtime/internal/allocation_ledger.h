@@ -175,18 +175,22 @@ class AllocationLedger {
   // Calls fn(const AllocationRecord&) for every live block.
   template <typename Fn>
   void ForEachLive(Fn&& fn) const {
-    for (size_t layer = 0; layer < tables_.size(); ++layer) {
-      if (!tables_[layer]) continue;
-      for (const auto& shard : *tables_[layer]) {
-        shard.ForEach([&](const runtime_internal::LiveBlock& b) {
-          fn(Expand(static_cast<LayerId>(layer), b));
-        });
-      }
-    }
-    for (const auto& [key, blocks] : displaced_) {
-      for (const auto& b : blocks) fn(Expand(key.first, b));
-    }
+    ForEachBlock([&](LayerId layer, const runtime_internal::LiveBlock& b) {
+      fn(Expand(layer, b));
+    });
   }
+
+  // What one call site holds live in one scope (its blocks in every layer).
+  struct ContextLive {
+    uint32_t scope = 0;
+    uint64_t site = 0;  // as recorded; SiteTable::kOtherSitesValue for the overflow bucket
+    uint64_t live_bytes = 0;
+    uint64_t live_count = 0;
+  };
+  // Every (scope, site) pair that holds a live block, in no particular order: one pass
+  // over the live blocks, summed by their context id into an array of one entry per
+  // context, so a snapshot's per-site view costs no hashing per block.
+  std::vector<ContextLive> LiveByContext() const;
 
   // Every live block, by layer and then address (not in the tables' order: a new ledger
   // filled in that order would pile its blocks into one probe run, address_table.h).
@@ -219,6 +223,19 @@ class AllocationLedger {
   static size_t ShardIndex(uint64_t address) noexcept {
     static_assert(kShards == 16, "the top 4 bits pick the shard");
     return static_cast<size_t>((address * 0xD6E8FEB86659FD93ull) >> 60);
+  }
+  // Calls fn(LayerId, const LiveBlock&) for every live block, the set-aside ones last.
+  template <typename Fn>
+  void ForEachBlock(Fn&& fn) const {
+    for (size_t layer = 0; layer < tables_.size(); ++layer) {
+      if (!tables_[layer]) continue;
+      for (const auto& shard : *tables_[layer]) {
+        shard.ForEach([&](const LiveBlock& b) { fn(static_cast<LayerId>(layer), b); });
+      }
+    }
+    for (const auto& [key, blocks] : displaced_) {
+      for (const auto& b : blocks) fn(key.first, b);
+    }
   }
   runtime_internal::AddressTable& Shard(LayerId layer, uint64_t address);
   uint32_t Context(uint32_t scope, uint64_t site);

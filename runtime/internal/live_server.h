@@ -13,8 +13,10 @@
 // on the first Start(), for a program that exits without stopping its tracer.
 //
 // Protocol: a client sends one line, "snapshot\n"; the server answers with one line, the
-// rendered reply (a JSON object) and "\n", then closes. Any other request is answered
-// {"error":"..."}\n and closed. The request is read with a bound (kMaxRequestBytes) and a
+// rendered reply (a JSON object) and "\n", then closes. The tracer's reply is the object
+// `memtrace summary --json` prints with "sites" added: the kTopSites (site, scope) pairs
+// holding the most live bytes, unsymbolized (FormatSummaryJson, Snapshot::sites). Any
+// other request is answered {"error":"..."}\n and closed. The request is read with a bound (kMaxRequestBytes) and a
 // timeout (kClientTimeout), and the reply is sent with MSG_NOSIGNAL under the same
 // timeout, so a slow, silent or hostile client is dropped and never holds the program.
 // One client at a time: others wait in the listen backlog.
@@ -46,6 +48,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -70,6 +73,8 @@ class LiveServer {
  public:
   static constexpr size_t kMaxRequestBytes = 256;
   static constexpr absl::Duration kClientTimeout = absl::Seconds(1);
+  // The tracer's reply lists at most this many call sites (Tracer::TakeSnapshot).
+  static constexpr uint32_t kTopSites = 50;
 
   using Render = std::function<std::string()>;
 

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -40,7 +41,8 @@ Recorder::Recorder(const Config& config)
       tickets_(config.ticket_table_log2),
       registry_(config.ring_capacity_log2, config.order_stamp_log2),
       ledger_(config.request_site_capacity_max),
-      stacks_(config.keep_stack_frames
+      // Config::live: a snapshot's sites name their stacks' frames (TopSites).
+      stacks_(config.keep_stack_frames || config.live
                   ? std::make_unique<StackFrameTable>(config.request_site_capacity_max)
                   : nullptr),
       drainer_(&clock_, &registry_, &ledger_, stacks_.get(), config.drain_period,
@@ -331,7 +333,7 @@ CaptureIntegrity Recorder::Integrity() const {
   return out;
 }
 
-Snapshot Recorder::TakeSnapshot() {
+Snapshot Recorder::TakeSnapshot(uint32_t top_sites) {
   Flush().IgnoreError();
   Snapshot snap;
   snap.taken_unix_ns = absl::GetCurrentTimeNanos();
@@ -352,10 +354,45 @@ Snapshot Recorder::TakeSnapshot() {
       const auto id = static_cast<LayerId>(layer);
       snap.layers.push_back(LayerUsage{id, DefaultLayerName(id), u});
     }
+    if (top_sites > 0) TopSites(ledger, top_sites, &snap);
   });
   // Names are looked up outside the drainer's lock: the scope table has its own.
   for (ScopeUsage& s : snap.scopes) s.path = ScopeTable::Global().PathString(s.scope);
+  for (SiteUsage& s : snap.sites) s.path = ScopeTable::Global().PathString(s.scope);
   return snap;
+}
+
+void Recorder::TopSites(const AllocationLedger& ledger, uint32_t top, Snapshot* snap) const {
+  std::vector<AllocationLedger::ContextLive> pairs = ledger.LiveByContext();
+  // The largest first; ties by site and scope, so that equal pairs keep one order.
+  auto larger = [](const AllocationLedger::ContextLive& a,
+                   const AllocationLedger::ContextLive& b) {
+    if (a.live_bytes != b.live_bytes) return a.live_bytes > b.live_bytes;
+    return a.site != b.site ? a.site < b.site : a.scope < b.scope;
+  };
+  const size_t shown = std::min<size_t>(top, pairs.size());
+  std::partial_sort(pairs.begin(), pairs.begin() + static_cast<ptrdiff_t>(shown), pairs.end(),
+                    larger);
+  snap->has_sites = true;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const AllocationLedger::ContextLive& p = pairs[i];
+    if (i >= shown) {
+      ++snap->sites_omitted;
+      snap->sites_omitted_bytes += p.live_bytes;
+      snap->sites_omitted_count += p.live_count;
+      continue;
+    }
+    SiteUsage s;
+    s.site = p.site;
+    s.scope = p.scope;
+    s.live_bytes = p.live_bytes;
+    s.live_count = p.live_count;
+    if (stacks_ != nullptr && (p.site & kStackHashBit) != 0) {
+      const absl::Span<const uint64_t> frames = stacks_->Find(p.site);
+      s.frames.assign(frames.begin(), frames.end());
+    }
+    snap->sites.push_back(std::move(s));
+  }
 }
 
 MemtraceMemory Recorder::memory() const {

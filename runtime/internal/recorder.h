@@ -346,8 +346,12 @@ class Recorder {
     foreign_span_exits_.fetch_add(1, std::memory_order_relaxed);
   }
 
-  // Flushes, then copies totals, per-scope and per-layer counters and integrity.
-  Snapshot TakeSnapshot();
+  // Flushes, then copies totals, per-scope and per-layer counters and integrity. With
+  // `top_sites` > 0, also the (site, scope) pairs holding the most live bytes, at most
+  // that many (Snapshot::sites): one pass over the live blocks under the drainer's state
+  // lock, so the drainer waits for it (a few ns a live block); the recording threads do
+  // not.
+  Snapshot TakeSnapshot(uint32_t top_sites = 0);
 
   // Capture integrity: the drainer's counters plus every ring's loss counters.
   CaptureIntegrity Integrity() const;
@@ -394,6 +398,8 @@ class Recorder {
 
  private:
   explicit Recorder(const Config& config);
+  // TakeSnapshot(top_sites)'s sites, from the ledger; under the drainer's state lock.
+  void TopSites(const AllocationLedger& ledger, uint32_t top, Snapshot* snap) const;
 
   __attribute__((always_inline)) RecordResult Begin(uint32_t n, bool allocation,
                                                     Claim* c) noexcept {
