@@ -17,11 +17,11 @@
 #include <optional>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cli/internal/live_view.h"
 #include "runtime/internal/live_server.h"
 #include "simdjson.h"
 #include "sinks/summary_table.h"
@@ -34,9 +34,10 @@ const CommandSpec kLiveSpec = {
     "live", "memtrace live [flags] PID|SOCKET",
     "Reads the ledger of a running process traced with --live (`memtrace run --live`,\n"
     "MEMTRACE_LIVE=1, or Config::live): PID, or the path of its socket. Every second it\n"
-    "shows live bytes, the high-water mark and the top scopes and layers by live bytes;\n"
-    "q or Ctrl-C quits. --once prints one snapshot; --json the object `summary --json`\n"
-    "prints. Only a process of your own uid answers.",
+    "shows live bytes, the high-water mark and the top call sites, scopes and layers by\n"
+    "live bytes or by growth since it started; g sorts by growth, l by live bytes, q or\n"
+    "Ctrl-C quits. --once prints one snapshot; --json the object `summary --json` prints\n"
+    "with the top sites. Only a process of your own uid answers.",
     {"once", "json"}};
 
 namespace {
@@ -45,7 +46,6 @@ namespace {
 constexpr size_t kMaxReplyBytes = size_t{256} << 20;
 // Long enough for a flush of a busy program's rings and a snapshot.
 constexpr int kReplyTimeoutSeconds = 10;
-constexpr size_t kTopRows = 10;
 
 volatile sig_atomic_t interrupted = 0;
 void OnInterrupt(int) { interrupted = 1; }
@@ -71,77 +71,18 @@ class RawTerminal {
   bool active_ = false;
 };
 
-// Waits up to a second; true when the user asked to quit (q, Ctrl-C, or stdin closed on a
-// terminal).
-bool WaitOrQuit(bool read_keys) {
+// Waits up to a second, applying the keys typed to `view` (null: --json, no view, only q
+// counts); true when the user asked to quit (q, Ctrl-C, or stdin closed on a terminal).
+bool WaitOrQuit(bool read_keys, cli_internal::LiveView* view) {
   pollfd fd = {STDIN_FILENO, POLLIN, 0};
   const int n = poll(read_keys ? &fd : nullptr, read_keys ? 1 : 0, 1000);
   if (interrupted) return true;
   if (n <= 0 || !read_keys) return false;
   char keys[64];
   const ssize_t got = read(STDIN_FILENO, keys, sizeof(keys));
-  return got == 0 || (got > 0 && std::find(keys, keys + got, 'q') != keys + got);
-}
-
-struct Row {
-  std::string name;
-  uint64_t live_bytes = 0;
-  uint64_t live_count = 0;
-};
-
-// `array`'s elements as rows named by `name_field`, the largest live first.
-std::vector<Row> TopRows(simdjson::dom::array array, const char* name_field) {
-  std::vector<Row> rows;
-  for (simdjson::dom::element e : array) {
-    Row r;
-    std::string_view name;
-    if (e[name_field].get_string().get(name) != simdjson::SUCCESS) continue;
-    r.name = std::string(name);
-    if (e["usage"]["live_bytes"].get_uint64().get(r.live_bytes) != simdjson::SUCCESS) continue;
-    if (e["usage"]["live_count"].get_uint64().get(r.live_count) != simdjson::SUCCESS) continue;
-    rows.push_back(std::move(r));
-  }
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const Row& a, const Row& b) { return a.live_bytes > b.live_bytes; });
-  return rows;
-}
-
-void AppendRows(std::string& out, const char* title, const std::vector<Row>& rows) {
-  absl::StrAppend(&out, "\n", title, "\n");
-  for (size_t i = 0; i < rows.size() && i < kTopRows; ++i) {
-    char line[160];
-    snprintf(line, sizeof(line), "  %-40s %12s %10llu blocks\n", rows[i].name.c_str(),
-             FormatBytes(rows[i].live_bytes).c_str(),
-             static_cast<unsigned long long>(rows[i].live_count));
-    out += line;
-  }
-  if (rows.size() > kTopRows) absl::StrAppend(&out, "  (", rows.size() - kTopRows, " more)\n");
-}
-
-// The terminal view of one snapshot; an error when `json` lacks the fields it shows.
-absl::StatusOr<std::string> FormatView(const std::string& target, const std::string& json) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (parser.parse(simdjson::padded_string(json)).get(root) != simdjson::SUCCESS) {
-    return absl::DataLossError("the reply is not JSON");
-  }
-  uint64_t live = 0, count = 0, high = 0;
-  std::string_view verdict;
-  simdjson::dom::array scopes, layers;
-  if (root["totals"]["live_bytes"].get_uint64().get(live) != simdjson::SUCCESS ||
-      root["totals"]["live_count"].get_uint64().get(count) != simdjson::SUCCESS ||
-      root["totals"]["high_water_bytes"].get_uint64().get(high) != simdjson::SUCCESS ||
-      root["verdict"].get_string().get(verdict) != simdjson::SUCCESS ||
-      root["scopes"].get_array().get(scopes) != simdjson::SUCCESS ||
-      root["layers"].get_array().get(layers) != simdjson::SUCCESS) {
-    return absl::DataLossError("the reply is not a memtrace snapshot");
-  }
-  std::string out = absl::StrCat("memtrace live ", target, ": capture ", std::string(verdict),
-                                 "\nlive ", FormatBytes(live), " in ", count,
-                                 " blocks; high-water ", FormatBytes(high), "\n");
-  AppendRows(out, "scopes by live bytes", TopRows(scopes, "path"));
-  AppendRows(out, "layers by live bytes", TopRows(layers, "name"));
-  return out;
+  if (got <= 0) return got == 0;
+  if (view != nullptr) return view->Keys(keys, static_cast<size_t>(got));
+  return std::find(keys, keys + got, 'q') != keys + got;
 }
 
 }  // namespace
@@ -155,7 +96,8 @@ absl::StatusOr<std::string> LiveSocketFor(const std::string& target) {
   return runtime_internal::LiveSocketPath(pid, getuid(), /*create_dir=*/false);
 }
 
-absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path) {
+absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path,
+                                              pid_t* server_pid) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.size() >= sizeof(addr.sun_path)) {
@@ -175,6 +117,12 @@ absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path) {
                           : "";
     return absl::UnavailableError(
         absl::StrCat("cannot connect to ", socket_path, ": ", strerror(err), why));
+  }
+  if (server_pid != nullptr) {
+    // The pid of the process that listens (SO_PEERCRED on a connected socket).
+    ucred cred{};
+    socklen_t cred_len = sizeof(cred);
+    *server_pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0 ? cred.pid : 0;
   }
   const timeval timeout = {kReplyTimeoutSeconds, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
@@ -246,18 +194,21 @@ int LiveCommand(int argc, char** argv) {
     sigaction(SIGINT, &on_interrupt, nullptr);
     terminal.emplace();
   }
+  std::optional<cli_internal::LiveView> view;
   for (;;) {
-    const absl::StatusOr<std::string> reply = FetchLiveSnapshot(*socket_path);
+    pid_t pid = 0;
+    const absl::StatusOr<std::string> reply = FetchLiveSnapshot(*socket_path, &pid);
     if (!reply.ok()) return fail(reply.status());
     std::string text = *reply + "\n";
     if (!json) {
-      absl::StatusOr<std::string> view = FormatView(target, *reply);
-      if (!view.ok()) return fail(view.status());
-      text = clear ? "\033[H\033[2J" + *view : *view + "\n";
+      if (!view.has_value()) view.emplace(target, pid);
+      absl::StatusOr<std::string> screen = view->Render(*reply);
+      if (!screen.ok()) return fail(screen.status());
+      text = clear ? "\033[H\033[2J" + *screen : *screen + "\n";
     }
     fputs(text.c_str(), stdout);
     fflush(stdout);
-    if (once || WaitOrQuit(terminal->active())) return 0;
+    if (once || WaitOrQuit(terminal->active(), view.has_value() ? &*view : nullptr)) return 0;
   }
 }
 

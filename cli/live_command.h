@@ -6,7 +6,8 @@
 //
 //   memtrace live 4242 --once --json   one snapshot, the object `summary --json` prints
 //   memtrace live 4242                 every second: live bytes, high-water, the top
-//                                      scopes and layers by live bytes; q or Ctrl-C quits
+//                                      sites, scopes and layers by live bytes or growth
+//                                      (cli/internal/live_view.h); q or Ctrl-C quits
 //
 // The screen is cleared before each refresh only when stdout is a terminal; otherwise
 // each refresh is one more block (or, with --json, one more line). The terminal is put
@@ -19,6 +20,8 @@
 
 #ifndef MEMTRACE_CLI_LIVE_COMMAND_H_
 #define MEMTRACE_CLI_LIVE_COMMAND_H_
+
+#include <sys/types.h>
 
 #include <string>
 
@@ -37,8 +40,10 @@ absl::StatusOr<std::string> LiveSocketFor(const std::string& target);
 
 // Connects to `socket_path`, asks for a snapshot and returns the reply line without its
 // newline; an error says what failed (connect, permission, timeout, an {"error":..}
-// reply, or a reply that is not a JSON object).
-absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path);
+// reply, or a reply that is not a JSON object). With `server_pid`, sets it to the pid of
+// the process serving (SO_PEERCRED), 0 when unknown.
+absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path,
+                                              pid_t* server_pid = nullptr);
 
 }  // namespace memtrace
 

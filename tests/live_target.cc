@@ -9,9 +9,10 @@
 // prints what it holds by its own count, two lines:
 //   ready <pid> <live_bytes> <live_count> <t0_bytes> <t0_count> ... <t3_bytes> <t3_count>
 //   sites <t0 site0 bytes> <count> <t0 site1 bytes> <count> ... <t3 site3 bytes> <count>
-// then waits for a line on stdin: "stop" stops the tracer (which closes the socket),
-// frees what it holds and exits 0; "exit" calls exit(0) with the tracer still running,
-// so that only the exit handler can remove the socket.
+// then waits for a line on stdin: "grow" allocates kGrowBlocks more blocks of kGrowBytes
+// in worker/t0 at the first site, prints "grown" and waits again; "stop" stops the tracer
+// (which closes the socket), frees what it holds and exits 0; "exit" calls exit(0) with
+// the tracer still running, so that only the exit handler can remove the socket.
 
 #include <unistd.h>
 
@@ -33,6 +34,8 @@ constexpr int kBlocks = 300;
 constexpr int kSites = 4;
 constexpr uintptr_t kSiteBase = 0x5100;
 constexpr uintptr_t kSiteStep = 0x10;
+constexpr int kGrowBlocks = 10;
+constexpr size_t kGrowBytes = 1000;
 
 struct Held {
   std::vector<std::pair<void*, size_t>> blocks;
@@ -108,7 +111,17 @@ int main() {
   fflush(stdout);
 
   std::string command;
-  std::getline(std::cin, command);
+  while (std::getline(std::cin, command) && command == "grow") {
+    memtrace::Span outer = tracer->Enter(kWorker);
+    memtrace::Span inner = tracer->Enter(kNames[0]);
+    for (int i = 0; i < kGrowBlocks; ++i) {
+      void* p = traced.Alloc(kGrowBytes, 16, kSiteBase);
+      if (p == nullptr) std::abort();
+      held[0].blocks.emplace_back(p, kGrowBytes);
+    }
+    printf("grown\n");
+    fflush(stdout);
+  }
   if (command == "exit") {
     running_tracer = tracer.release();
     exit(0);

@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "runtime/internal/live_server.h"
 #include "simdjson.h"
+#include "sinks/summary_table.h"
 #include "tests/run_program.h"
 #include "tests/test_paths.h"
 
@@ -115,8 +116,33 @@ class Target {
 
   // Sends `command` ("stop" or "exit") and returns the exit status.
   int Finish(const std::string& command) {
+    if (!Send(command)) return -1;
+    return Wait();
+  }
+
+  // Sends one line.
+  bool Send(const std::string& command) {
     const std::string line = command + "\n";
-    if (write(stdin_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return -1;
+    return write(stdin_, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  }
+
+  // The next line of its output without the newline; "(end)" when it ended.
+  std::string ReadLine() {
+    char line[1024];
+    if (stdout_ == nullptr || fgets(line, sizeof(line), stdout_) == nullptr) return "(end)";
+    std::string out(line);
+    if (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+
+  // Ctrl-C, and the exit status.
+  int Interrupt() {
+    kill(pid_, SIGINT);
+    return Wait();
+  }
+
+ private:
+  int Wait() {
     int status = 0;
     if (waitpid(pid_, &status, 0) != pid_) return -1;
     status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -253,7 +279,76 @@ TEST_F(LiveTest, SnapshotAtQuiescentPointMatchesTheProgramsOwnCounts) {
   EXPECT_NE(view.out.find(absl::StrCat("in ", truth.live_count, " blocks")), std::string::npos)
       << view.out;
   EXPECT_NE(view.out.find("worker/t3"), std::string::npos) << view.out;
+  // And the sites, by address (they are made up: in no module), each in its scope.
+  EXPECT_NE(view.out.find("sites by live bytes"), std::string::npos) << view.out;
+  EXPECT_NE(view.out.find("0x5130) in worker/t2"), std::string::npos) << view.out;
 
+  EXPECT_EQ(target.Finish("stop"), 0);
+}
+
+// One refresh of `memtrace live` on a pipe: its lines up to the blank line after the
+// layers.
+std::string ReadRefresh(Target& view) {
+  std::string out;
+  bool layers = false;
+  for (int i = 0; i < 200; ++i) {
+    const std::string line = view.ReadLine();
+    if (line == "(end)") break;
+    if (line.rfind("layers by", 0) == 0) layers = true;
+    if (layers && line.empty()) break;
+    out += line + "\n";
+  }
+  return out;
+}
+
+// The line of `screen` that has both `a` and `b`, or "".
+std::string LineWith(const std::string& screen, const std::string& a, const std::string& b) {
+  std::istringstream in(screen);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(a) != std::string::npos && line.find(b) != std::string::npos) return line;
+  }
+  return "";
+}
+
+// Without a terminal the view prints one refresh a second, each with the growth since the
+// first, until Ctrl-C.
+TEST_F(LiveTest, ViewWithoutATerminalPrintsRefreshesWithGrowthUntilInterrupted) {
+  Target target;
+  Truth truth;
+  ASSERT_TRUE(target.WaitReady(&truth));
+  Target view({Runfile("cli/memtrace"), "live", std::to_string(truth.pid)});
+  const std::string first = ReadRefresh(view);
+  EXPECT_NE(first.find(absl::StrCat("in ", truth.live_count, " blocks (0 B since the view "
+                                    "started)")),
+            std::string::npos)
+      << first;
+  EXPECT_EQ(first.find("\033["), std::string::npos) << "a pipe's screen is not cleared";
+  const std::string site = LineWith(first, "0x5100)", "in worker/t0");
+  EXPECT_NE(site, "") << first;
+  EXPECT_NE(site.find(" 0 B"), std::string::npos) << site;
+
+  // live_target allocates 10 blocks of 1000 bytes at site 0x5100 in worker/t0.
+  ASSERT_TRUE(target.Send("grow"));
+  ASSERT_EQ(target.ReadLine(), "grown");
+  std::string later;
+  for (int i = 0; i < 5; ++i) {
+    later = ReadRefresh(view);
+    if (later.find(absl::StrCat("in ", truth.live_count + 10, " blocks")) != std::string::npos) {
+      break;
+    }
+  }
+  EXPECT_NE(later.find(absl::StrCat("in ", truth.live_count + 10,
+                                    " blocks (+9.8 KiB since the view started)")),
+            std::string::npos)
+      << later;
+  const std::string grown = LineWith(later, "0x5100)", "in worker/t0");
+  EXPECT_NE(grown.find(FormatBytes(truth.site_bytes[0][0] + 10000)), std::string::npos) << grown;
+  EXPECT_NE(grown.find(absl::StrCat(" ", truth.site_count[0][0] + 10, " ")), std::string::npos)
+      << grown;
+  EXPECT_NE(grown.find("+9.8 KiB"), std::string::npos) << grown;
+  EXPECT_NE(LineWith(later, "  worker/t0 ", "+9.8 KiB"), "") << later;
+
+  EXPECT_EQ(view.Interrupt(), 0);
   EXPECT_EQ(target.Finish("stop"), 0);
 }
 
