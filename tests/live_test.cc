@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/live_command.h"
 #include "gtest/gtest.h"
+#include "runtime/internal/live_request.h"
 #include "runtime/internal/live_server.h"
 #include "simdjson.h"
 #include "sinks/summary_table.h"
@@ -492,6 +493,28 @@ TEST_F(LiveTest, OneServerPerProcess) {
   (*first)->Stop();
   auto third = LiveServer::Start(absl::StrCat(dir_, "/b.sock"), [] { return "{}"; });
   EXPECT_TRUE(third.ok()) << third.status();
+}
+
+TEST(LiveRequestTest, TheFirstLineDecidesOnceItEndsOrIsTooLong) {
+  using runtime_internal::LiveRequest;
+  using runtime_internal::ParseLiveRequest;
+  EXPECT_EQ(ParseLiveRequest(""), LiveRequest::kIncomplete);
+  EXPECT_EQ(ParseLiveRequest("snap"), LiveRequest::kIncomplete);
+  EXPECT_EQ(ParseLiveRequest("snapshot"), LiveRequest::kIncomplete);
+  EXPECT_EQ(ParseLiveRequest("snapshot\n"), LiveRequest::kSnapshot);
+  EXPECT_EQ(ParseLiveRequest("snapshot\r\n"), LiveRequest::kSnapshot);
+  EXPECT_EQ(ParseLiveRequest("snapshot\nhello\n"), LiveRequest::kSnapshot);
+  EXPECT_EQ(ParseLiveRequest("snapshot \n"), LiveRequest::kUnknown);
+  EXPECT_EQ(ParseLiveRequest("snapshot\r\r\n"), LiveRequest::kUnknown);
+  EXPECT_EQ(ParseLiveRequest(std::string("snapshot\0\n", 10)), LiveRequest::kUnknown);
+  EXPECT_EQ(ParseLiveRequest("\n"), LiveRequest::kUnknown);
+  EXPECT_EQ(ParseLiveRequest("hello\nsnapshot\n"), LiveRequest::kUnknown);
+  // The longest line still read, and one byte more.
+  const std::string longest(LiveServer::kMaxRequestBytes, 'x');
+  EXPECT_EQ(ParseLiveRequest(longest), LiveRequest::kIncomplete);
+  EXPECT_EQ(ParseLiveRequest(longest + "\n"), LiveRequest::kUnknown);
+  EXPECT_EQ(ParseLiveRequest(longest + "x"), LiveRequest::kTooLong);
+  EXPECT_EQ(ParseLiveRequest(longest + "x\n"), LiveRequest::kTooLong);
 }
 
 TEST(LivePeerTest, OnlyTheSameUidMayConnect) {

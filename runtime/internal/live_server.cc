@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -183,25 +184,20 @@ void LiveServer::Run() {
   }
 }
 
-bool LiveServer::ReadRequest(int fd, std::string* line, bool* too_long) {
+LiveRequest LiveServer::ReadRequest(int fd) {
   const absl::Time deadline = absl::Now() + kClientTimeout;
+  // ParseLiveRequest() decides by then: a newline, or one byte past the longest line.
   char buf[kMaxRequestBytes + 1];
   size_t len = 0;
   while (WaitFor(fd, POLLIN, wake_fd_, deadline)) {
     const ssize_t n = recv(fd, buf + len, sizeof(buf) - len, 0);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return false;  // an error, or the client closed without a full line
+    if (n <= 0) break;  // an error, or the client closed without a full line
     len += static_cast<size_t>(n);
-    if (const void* nl = memchr(buf, '\n', len); nl != nullptr) {
-      line->assign(buf, static_cast<const char*>(nl) - buf);
-      return true;
-    }
-    if (len == sizeof(buf)) {
-      *too_long = true;
-      return false;
-    }
+    const LiveRequest request = ParseLiveRequest(std::string_view(buf, len));
+    if (request != LiveRequest::kIncomplete) return request;
   }
-  return false;
+  return LiveRequest::kIncomplete;
 }
 
 void LiveServer::ServeClient(int fd) {
@@ -211,17 +207,19 @@ void LiveServer::ServeClient(int fd) {
       !PeerMayConnect(cred.uid, getuid())) {
     return;
   }
-  std::string line;
-  bool too_long = false;
   std::string reply;
-  if (ReadRequest(fd, &line, &too_long)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    reply = line == "snapshot" ? render_()
-                               : std::string("{\"error\":\"unknown request; send snapshot\"}");
-  } else if (too_long) {
-    reply = absl::StrCat("{\"error\":\"request longer than ", kMaxRequestBytes, " bytes\"}");
-  } else {
-    return;  // silent, gone, or we are stopping: no reply
+  switch (ReadRequest(fd)) {
+    case LiveRequest::kSnapshot:
+      reply = render_();
+      break;
+    case LiveRequest::kUnknown:
+      reply = "{\"error\":\"unknown request; send snapshot\"}";
+      break;
+    case LiveRequest::kTooLong:
+      reply = absl::StrCat("{\"error\":\"request longer than ", kMaxRequestBytes, " bytes\"}");
+      break;
+    case LiveRequest::kIncomplete:
+      return;  // silent, gone, or we are stopping: no reply
   }
   reply.push_back('\n');
   const absl::Time deadline = absl::Now() + kClientTimeout;

@@ -12,13 +12,14 @@
 // The socket is made 0600 and unlinked by Stop(), and at exit() by a handler registered
 // on the first Start(), for a program that exits without stopping its tracer.
 //
-// Protocol: a client sends one line, "snapshot\n"; the server answers with one line, the
-// rendered reply (a JSON object) and "\n", then closes. The tracer's reply is the object
-// `memtrace summary --json` prints with "sites" added: the kTopSites (site, scope) pairs
-// holding the most live bytes, unsymbolized (FormatSummaryJson, Snapshot::sites). Any
-// other request is answered {"error":"..."}\n and closed. The request is read with a bound (kMaxRequestBytes) and a
-// timeout (kClientTimeout), and the reply is sent with MSG_NOSIGNAL under the same
-// timeout, so a slow, silent or hostile client is dropped and never holds the program.
+// Protocol: a client sends one line, "snapshot\n" (live_request.h parses what it sends);
+// the server answers with one line, the rendered reply (a JSON object) and "\n", then
+// closes. The tracer's reply is the object `memtrace summary --json` prints with "sites"
+// added: the kTopSites (site, scope) pairs holding the most live bytes, unsymbolized
+// (FormatSummaryJson, Snapshot::sites). Any other request is answered {"error":"..."}\n
+// and closed. The request is read with a bound (kMaxRequestBytes) and a timeout
+// (kClientTimeout), and the reply is sent with MSG_NOSIGNAL under the same timeout, so a
+// slow, silent or hostile client is dropped and never holds the program.
 // One client at a time: others wait in the listen backlog.
 //
 // Security: only a peer of the process's own uid (SO_PEERCRED; PeerMayConnect) is served;
@@ -56,6 +57,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "runtime/internal/live_request.h"
 
 namespace memtrace::runtime_internal {
 
@@ -71,7 +73,7 @@ bool PeerMayConnect(uid_t peer_uid, uid_t own_uid) noexcept;
 
 class LiveServer {
  public:
-  static constexpr size_t kMaxRequestBytes = 256;
+  static constexpr size_t kMaxRequestBytes = kMaxLiveRequestBytes;
   static constexpr absl::Duration kClientTimeout = absl::Seconds(1);
   // The tracer's reply lists at most this many call sites (Tracer::TakeSnapshot).
   static constexpr uint32_t kTopSites = 50;
@@ -96,9 +98,9 @@ class LiveServer {
   LiveServer(std::string path, Render render, int listen_fd, int wake_fd);
   void Run();
   void ServeClient(int fd);
-  // Reads the request line into *line; false on a timeout, an error, a stop, or a line
-  // longer than kMaxRequestBytes (then *too_long is set).
-  bool ReadRequest(int fd, std::string* line, bool* too_long);
+  // Reads until the request is known (ParseLiveRequest); kIncomplete on a timeout, an
+  // error, a client that left, or a stop.
+  LiveRequest ReadRequest(int fd);
 
   const std::string path_;
   const Render render_;
