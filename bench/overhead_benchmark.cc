@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "bench/churn.h"
+#include "bench/timed_churn.h"
 #include "runtime/event_observer.h"
 #include "runtime/internal/recorder.h"
 
@@ -71,41 +72,16 @@ Recorder& SharedRecorder(FenceMode fence) {
   return *membarrier;
 }
 
-// The churn loop, in bursts of kBurst malloc+free pairs. Only the bursts are timed
-// (manual time). Between bursts the traced variant waits for the drainer (Flush), so the
-// figure is the cost on the allocating thread while the drainer keeps up, which it does
-// for any program allocating below the drainer's throughput (BM_DrainerThroughput,
-// BM_SustainedRate). BM_MallocFree_TracedUnpaced shows what happens above it.
-constexpr int kBurst = 2048;  // 4096 records: a quarter of the default ring
-
+// The churn loop in timed bursts (timed_churn.h). Between bursts the traced variant waits
+// for the drainer (Flush), so the figure is the cost on the allocating thread while the
+// drainer keeps up, which it does for any program allocating below the drainer's
+// throughput (BM_DrainerThroughput, BM_SustainedRate). BM_MallocFree_TracedUnpaced shows
+// what happens above it.
 template <bool kTraced>
 void Churn(benchmark::State& state, bool flush_between_bursts,
            FenceMode fence = FenceMode::kMembarrier) {
-  Recorder* recorder = kTraced ? &SharedRecorder(fence) : nullptr;
-  void* slots[kChurnWindow] = {};
-  uint32_t seed = 12345 + static_cast<uint32_t>(state.thread_index());
-  uint64_t failed = 0;
-  double seconds = 0;
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBurst; ++i) bench::ChurnStep<kTraced>(recorder, slots, seed, failed);
-    const auto stop = std::chrono::steady_clock::now();
-    const double burst = std::chrono::duration<double>(stop - start).count();
-    seconds += burst;
-    state.SetIterationTime(burst);
-    if (kTraced && flush_between_bursts) recorder->Flush().IgnoreError();
-  }
-  for (void* p : slots) {
-    if (p == nullptr) continue;
-    if constexpr (kTraced) recorder->RecordFree(layers::kCpuHeap, Addr(p));
-    free(p);
-  }
-  state.SetItemsProcessed(state.iterations() * kBurst);
-  // The cost of one pair on one thread, averaged over the threads.
-  state.counters["thread_ns_per_pair"] = benchmark::Counter(
-      seconds * 1e9 / static_cast<double>(state.iterations() * kBurst),
-      benchmark::Counter::kAvgThreads);
-  state.counters["failed"] = static_cast<double>(failed);
+  bench::TimedChurn<kTraced>(state, kTraced ? &SharedRecorder(fence) : nullptr,
+                             flush_between_bursts);
 }
 
 void BM_MallocFree_Untraced(benchmark::State& state) { Churn<false>(state, false); }
