@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <optional>
 #include <string_view>
-#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
@@ -24,7 +23,6 @@
 #include "cli/internal/live_view.h"
 #include "runtime/internal/live_server.h"
 #include "simdjson.h"
-#include "sinks/summary_table.h"
 
 ABSL_FLAG(bool, once, false, "live: print one snapshot and exit");
 
