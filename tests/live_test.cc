@@ -6,6 +6,8 @@
 // other users, and is gone once the program ends.
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -14,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -350,6 +353,52 @@ TEST_F(LiveTest, ViewWithoutATerminalPrintsRefreshesWithGrowthUntilInterrupted) 
   EXPECT_NE(LineWith(later, "  worker/t0 ", "+9.8 KiB"), "") << later;
 
   EXPECT_EQ(view.Interrupt(), 0);
+  EXPECT_EQ(target.Finish("stop"), 0);
+}
+
+// Reads `fd` into *all until what it adds contains `text`, for at most 10 s; returns what
+// it added.
+std::string ReadUntil(int fd, const std::string& text, std::string* all) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const size_t from = all->size();
+  while (all->find(text, from) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    all->append(buf, static_cast<size_t>(n));
+  }
+  return all->substr(from);
+}
+
+// On a terminal the view clears the screen for each refresh, g sorts by growth and q
+// quits with status 0.
+TEST_F(LiveTest, ViewOnATerminalTakesKeys) {
+  Target target;
+  Truth truth;
+  ASSERT_TRUE(target.WaitReady(&truth));
+  int terminal = -1;
+  std::string memtrace = Runfile("cli/memtrace"), live = "live", pid = std::to_string(truth.pid);
+  char* argv[] = {memtrace.data(), live.data(), pid.data(), nullptr};
+  const pid_t view = forkpty(&terminal, nullptr, nullptr, nullptr);
+  ASSERT_GE(view, 0);
+  if (view == 0) {
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  std::string all;
+  const std::string first = ReadUntil(terminal, "sorted by live bytes", &all);
+  EXPECT_NE(first.find("\033[H\033[2J"), std::string::npos) << first;
+  ASSERT_EQ(write(terminal, "g", 1), 1);
+  const std::string growth = ReadUntil(terminal, "sites by growth", &all);
+  EXPECT_NE(growth.find("sorted by growth"), std::string::npos) << all;
+  ASSERT_EQ(write(terminal, "q", 1), 1);
+  int status = -1;
+  EXPECT_EQ(waitpid(view, &status, 0), view);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << all;
+  close(terminal);
   EXPECT_EQ(target.Finish("stop"), 0);
 }
 
