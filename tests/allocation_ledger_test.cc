@@ -345,6 +345,34 @@ TEST(AllocationLedgerTest, SiteTableOverflowGoesToOtherSites) {
   EXPECT_TRUE(saw_other);
 }
 
+// LiveByContext() sums every live block, a set-aside one and the other sites' bucket
+// included, by (scope, site) across layers, and leaves out pairs with nothing live.
+TEST(AllocationLedgerTest, LiveByContextSumsEveryLiveBlockByScopeAndSite) {
+  AllocationLedger ledger(/*site_capacity=*/2);
+  ledger.Alloc(kHeap, 0x10, 100, T(1, 0), /*scope=*/1, 0xa);
+  ledger.Alloc(layers::kGpuHeap, 0x10, 50, T(1, 1), /*scope=*/1, 0xa);  // another layer
+  ledger.Alloc(kHeap, 0x20, 7, T(1, 2), /*scope=*/2, 0xa);
+  ledger.Alloc(kHeap, 0x30, 9, T(1, 3), /*scope=*/1, 0xb);
+  EXPECT_TRUE(ledger.Alloc(kHeap, 0x30, 11, T(2, 0), /*scope=*/1, 0xb));  // sets one aside
+  ledger.Alloc(kHeap, 0x40, 13, T(1, 4), /*scope=*/2, 0xc);  // beyond the site table
+  ledger.Alloc(kHeap, 0x50, 17, T(1, 5), /*scope=*/3, 0xb);
+  EXPECT_EQ(ledger.Free(kHeap, 0x50, T(1, 5)), Outcome::kApplied);  // nothing left there
+
+  std::map<std::pair<uint32_t, uint64_t>, std::pair<uint64_t, uint64_t>> got;
+  for (const AllocationLedger::ContextLive& c : ledger.LiveByContext()) {
+    EXPECT_TRUE(got.emplace(std::pair(c.scope, c.site), std::pair(c.live_bytes, c.live_count))
+                    .second)
+        << "pair listed twice: " << c.scope << ", " << c.site;
+  }
+  const std::map<std::pair<uint32_t, uint64_t>, std::pair<uint64_t, uint64_t>> want = {
+      {{1, 0xa}, {150, 2}},
+      {{2, 0xa}, {7, 1}},
+      {{1, 0xb}, {20, 2}},
+      {{2, SiteTable::kOtherSitesValue}, {13, 1}},
+  };
+  EXPECT_EQ(got, want);
+}
+
 // The reference for the per-layer and per-scope counters: sums and a running peak, kept
 // here, not by UsageCounters.
 struct Reference {
