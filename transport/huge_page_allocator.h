@@ -11,8 +11,8 @@
 //     ObservedBatch): a few vectors of up to 2.6 MiB that the drainer fills and the
 //     writer reads, passed back and forth.
 // Either way every 4 KiB page first touched is a page fault, taken by the thread that
-// touches it; for the batches that is the drainer (bench/README.md, "The drainer's
-// batches in huge pages"). Allocations of kFromBytes and more are mapped on their own, in
+// touches it; for the batches that is the drainer (bench/README.md, "Lines and
+// pages"). Allocations of kFromBytes and more are mapped on their own, in
 // whole huge pages at a 2 MiB boundary (transport_internal::MapZeroedHuge), so each 2 MiB
 // faults once; smaller ones come from operator new as usual. The advice is a hint: where
 // the kernel keeps huge pages off (transparent_hugepage=never) nothing changes but the
