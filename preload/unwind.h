@@ -188,8 +188,8 @@ __attribute__((always_inline)) inline uint32_t UnwindCfiFromMemo(
 // which give the same answer the long way. Inlined into the caller, with nothing but the
 // check between the thread's state and the answer: no frame buffer and no out-parameters,
 // whose stores (through a bool* among them) made the compiler spill and recompute the
-// memo's address several times a call. On sqlite3 an interposed malloc ran 243 of
-// memtrace's instructions with this, 299 before (callgrind; bench/README.md).
+// memo's address several times a call (callgrind counts the difference; bench/README.md,
+// "sqlite3's main thread, piece by piece").
 __attribute__((always_inline)) inline uint64_t MemoDerived(const void* frame,
                                                            uint32_t max) noexcept {
 #if defined(__x86_64__)

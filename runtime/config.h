@@ -62,8 +62,8 @@ struct Config {
   // How often the drainer closes an epoch when nobody asks sooner (a thread whose ring
   // passes a quarter full asks sooner). Each epoch costs memtrace's two threads a wake-up
   // and, with more than one ring, a membarrier() interrupt to every CPU running the
-  // program: redis-server traced with 2 ms instead of 1 ms used 52 ms less drainer and
-  // writer CPU a run, and its process 150-180 ms less (bench/README.md, "Epochs of 2 ms").
+  // program, so a shorter period costs a busy multi-threaded program measurably more CPU
+  // (bench/README.md, "Epochs of 2 ms").
   // Longer epochs coarsen what a high-water mark of several threads can resolve
   // (drainer.h).
   absl::Duration drain_period = absl::Milliseconds(2);

@@ -17,8 +17,8 @@
 // a neighbouring block too. In a traced sqlite3 run, the ledger's one-element vector of
 // per-scope counters, written by the drainer for every record, shared a line with data
 // sqlite3 wrote as often; whether it did depended on the heap's layout (one more library
-// preloaded after the interposer was enough), and it cost the run 70-110 ms of CPU time
-// on two cores (bench/README.md, "Lines and pages").
+// preloaded after the interposer was enough), and when it did, both cores paid for every
+// record (bench/README.md, "Lines and pages").
 //
 // Thread safety: the allocator is stateless; allocate/deallocate are as thread-safe as
 // operator new/delete.

@@ -81,10 +81,9 @@
 //
 // Cost: a multiply-shift, a scan of one bucket, and on allocation a compare of the
 // address with 2^48, a compare-exchange and two stores (the compare-exchange, a locked
-// instruction, is most of it: 5-8 ns a malloc+free pair through the API on the 2-vCPU
-// VM, none measurable on redis-server; bench/README.md). The line is shared only by
-// threads that pass blocks of that bucket to each other, the way the allocator's own chunk
-// headers are.
+// instruction, is most of it; bench/README.md has the cost per pair). The line is shared
+// only by threads that pass blocks of that bucket to each other, the way the allocator's
+// own chunk headers are.
 //
 // Memory ordering: the ticket is stored with release and read with acquire, and the
 // address is loaded again after it; the address is stored with release after the ticket
