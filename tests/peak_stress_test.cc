@@ -62,10 +62,12 @@ void ExpectPeaksInside(const Snapshot& snap, const Peaks& truth, int run) {
     const UsageCounters& u = reported[name];
     EXPECT_LE(u.high_water_low_bytes, peak)
         << name << ": the interval [" << u.high_water_low_bytes << ", "
-        << u.high_water_high_bytes << "] misses the true peak " << peak << ", run " << run;
+        << u.high_water_high_bytes << "] misses the true peak " << peak << ", run " << run
+        << "; " << snap.integrity.Counters();
     EXPECT_GE(u.high_water_high_bytes, peak)
         << name << ": the interval [" << u.high_water_low_bytes << ", "
-        << u.high_water_high_bytes << "] misses the true peak " << peak << ", run " << run;
+        << u.high_water_high_bytes << "] misses the true peak " << peak << ", run " << run
+        << "; " << snap.integrity.Counters();
     EXPECT_LE(u.high_water_low_bytes, u.high_water_bytes) << name;
     EXPECT_GE(u.high_water_high_bytes, u.high_water_bytes) << name;
   }
