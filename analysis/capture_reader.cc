@@ -13,6 +13,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/scope_table.h"
 #include "sinks/binary_encoding.h"
 
 namespace memtrace {
@@ -413,10 +414,19 @@ class StructureChecker {
     } else if (rec.type == LineType::kHeader) {
       return parser_.Error(line_, "a second header (two captures concatenated?)");
     }
-    // The runtime has 256 layers (LayerId); a record beyond them was not written by it.
+    // The runtime has 256 layers (LayerId) and numbers scopes densely up to
+    // ScopeTable::kMaxPaths; a record beyond them was not written by it (and a replay
+    // sizes its tables by these ids).
     if (rec.layer > 0xff || (rec.type == LineType::kLayer && rec.id > 0xff)) {
       return parser_.Error(line_, absl::StrCat("layer ", std::max(rec.layer, rec.id),
                                                " is out of range: layers are 0 to 255"));
+    }
+    const uint32_t scope = std::max({rec.scope, rec.outer,
+                                     rec.type == LineType::kScope ? rec.id : 0u,
+                                     rec.type == LineType::kScope ? rec.parent : 0u});
+    if (scope > ScopeTable::kMaxPaths) {
+      return parser_.Error(line_, absl::StrCat("scope ", scope, " is out of range: scopes are 0 to ",
+                                               ScopeTable::kMaxPaths));
     }
     if (rec.type == LineType::kTrailer) stats_->has_trailer = true;
     if (rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd) ++stats_->events;

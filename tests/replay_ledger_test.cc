@@ -164,6 +164,20 @@ TEST(ReplayLedgerTest, RetentionFollowsABlockThroughAResizeAndAMove) {
   EXPECT_EQ(end->unmatched_releases, 0u);
 }
 
+// A scope id beyond what the runtime numbers (ScopeTable::kMaxPaths) would size the
+// replay's tables by it (found by the capture reader's fuzzer: out of memory).
+TEST(ReplayLedgerTest, AScopeBeyondTheRuntimesIsAnErrorThatNamesIt) {
+  const std::string text = std::string(kHeader) +
+                           "{\"type\":\"alloc\",\"t\":1,\"epoch\":1,\"thread\":1,\"addr\":"
+                           "\"0x10\",\"size\":1,\"layer\":0,\"scope\":4294967040,\"site\":0,"
+                           "\"ticket\":1}\n";
+  const auto end = Analyzer::SummarizeText(text, "scope.jsonl");
+  ASSERT_FALSE(end.ok());
+  EXPECT_NE(end.status().message().find("scope 4294967040 is out of range: scopes are 0 to 1048576"),
+            std::string::npos)
+      << end.status();
+}
+
 TEST(ReplayLedgerTest, ALayerBeyondTheRuntimesIsAnErrorThatNamesIt) {
   const std::string text = std::string(kHeader) +
                            "{\"type\":\"alloc\",\"t\":1,\"epoch\":1,\"thread\":1,\"addr\":"
