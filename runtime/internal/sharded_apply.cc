@@ -88,18 +88,12 @@ void ShardedApply::ApplyOwn(int index, uint64_t batch) {
   const std::vector<ApplyRecord>& records = *batch_;
   for (const uint32_t i : me.own) {
     const ApplyRecord& r = records[i];
-    if (r.kind == EventKind::kArenaReset) {
-      me.ledger.ResetLayer(r.layer, [&](const AllocationLedger::Released& b) {
-        me.releases.push_back(Release{i, r.layer, b.block.scope, b.block.size});
-      });
-      continue;
-    }
-    if (r.kind != EventKind::kAlloc && r.kind != EventKind::kFree &&
-        r.kind != EventKind::kResize && r.kind != EventKind::kRemap &&
-        r.kind != EventKind::kRemapTarget) {
-      continue;
-    }
     switch (r.kind) {
+      case EventKind::kArenaReset:
+        me.ledger.ResetLayer(r.layer, [&](const AllocationLedger::Released& b) {
+          me.releases.push_back(Release{i, r.layer, b.block.scope, b.block.size});
+        });
+        break;
       case EventKind::kAlloc:
         me.ledger.Alloc(r.layer, r.address, r.size, r.ticket, r.scope, r.site);
         break;
