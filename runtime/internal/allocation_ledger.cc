@@ -85,7 +85,7 @@ __attribute__((always_inline)) inline bool AllocationLedger::InSoleContext(Layer
     // Another layer or scope: the sole pair's counters are the totals up to here.
     SyncSoleContext();
     sole_ = Sole::kEnded;
-    if (tracker_ != nullptr) tracker_->SoleEnded();
+    if (tracker_ != nullptr) tracker_->SoleEnded(sole_layer_, sole_scope_);
     return false;
   }
   if (sole_ == Sole::kUnnamed) {
@@ -144,14 +144,6 @@ void AllocationLedger::AccountResize(LayerId layer, uint32_t scope, uint64_t fro
   if (sole) return;
   layer_usage_[layer].Resize(from, to, ordered_);
   ScopeCounters(scope).Resize(from, to, ordered_);
-}
-
-void AllocationLedger::WidenAfterSoleEnded() {
-  // Their peaks before the split are the totals' peak then, which the totals' interval
-  // holds; their own intervals hold what came after.
-  for (UsageCounters* c : {&layer_usage_[sole_layer_], &ScopeCounters(sole_scope_)}) {
-    c->BoundHighWater(0, totals_.high_water_high_bytes);
-  }
 }
 
 UsageCounters& AllocationLedger::CountersOf(uint64_t key) {

@@ -154,10 +154,6 @@ class AllocationLedger {
   // The counter `key`'s value when the epoch just applied began (its live bytes less
   // `net`, the epoch's change) and the lower end of its high-water interval so far.
   std::pair<int64_t, int64_t> StartAndLowerBound(uint64_t key, int64_t net);
-  // The sole mode (below) ended during the epoch just bounded (PeakTracker::EndEpoch()):
-  // the sole layer's and scope's intervals take in the totals' upper end, which holds
-  // their peak before the split.
-  void WidenAfterSoleEnded();
 
   const UsageCounters& totals() const noexcept { return totals_; }
   // Per-layer and per-scope counters; an id never seen reads as all zeros.

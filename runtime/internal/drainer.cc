@@ -379,12 +379,11 @@ void Drainer::OpenSegment(Cursor& c) {
 
 void Drainer::BoundPeaks() {
   for (Cursor& c : cursors_) tracker_.Close(&c.open);
-  const bool sole_ended = tracker_.EndEpoch(
+  tracker_.EndEpoch(
       [this](uint64_t key, int64_t net) { return ledger_->StartAndLowerBound(key, net); },
       [this](uint64_t key, int64_t low, int64_t high, int64_t net) {
         ledger_->BoundHighWater(key, low, high, net);
       });
-  if (sole_ended) ledger_->WidenAfterSoleEnded();
   ++counters_.bounded_epochs;
 }
 

@@ -14,11 +14,38 @@ void PeakTracker::Begin(Open* open, uint32_t ring, uint64_t segment, uint64_t lo
   open->segment = segment;
   open->lo = lo;
   open->hi = hi;
+  open->splits_seen = splits_;
   open->totals = SegmentSum{};
   open->others.clear();
 }
 
+void PeakTracker::SoleEnded(LayerId sole_layer, uint32_t sole_scope) {
+  ++splits_;
+  sole_layer_key_ = LayerKey(sole_layer);
+  sole_scope_key_ = ScopeKey(sole_scope);
+  const auto it = bucket_of_.find(kTotalsKey);
+  if (it == bucket_of_.end()) return;
+  // A copy: BucketOf() may grow buckets_. The totals' bucket holds segments only if it
+  // is in used_ (EndEpoch() clears the segments of every used bucket).
+  const std::vector<OrderSegment> closed = buckets_[it->second].segments;
+  for (const uint64_t key : {sole_layer_key_, sole_scope_key_}) {
+    Bucket& b = BucketOf(key);
+    if (b.segments.empty() && !closed.empty()) used_.push_back(bucket_of_[key]);
+    b.segments.insert(b.segments.end(), closed.begin(), closed.end());
+  }
+}
+
+void PeakTracker::CatchUpSplit(Open* o) {
+  o->splits_seen = splits_;
+  // Every change this segment tracked so far was in the sole pair, which had no sums of
+  // its own in it (only the totals were tracked).
+  if (o->totals.max_prefix == 0 && o->totals.min_prefix == 0) return;
+  Find(o, sole_layer_key_) = o->totals;
+  Find(o, sole_scope_key_) = o->totals;
+}
+
 void PeakTracker::ChangeSplit(Open* o, LayerId layer, uint32_t scope, int64_t delta) {
+  if (o->splits_seen != splits_) CatchUpSplit(o);
   Find(o, LayerKey(layer)).Add(delta);
   Find(o, ScopeKey(scope)).Add(delta);
 }
@@ -31,17 +58,22 @@ void PeakTracker::Push(const Open& o, uint64_t key, const SegmentSum& sum) {
   seg.net = sum.net;
   seg.max_prefix = sum.max_prefix;
   seg.min_prefix = sum.min_prefix;
+  Bucket& b = BucketOf(key);
+  if (b.segments.empty()) used_.push_back(bucket_of_[key]);
+  b.segments.push_back(seg);
+}
+
+PeakTracker::Bucket& PeakTracker::BucketOf(uint64_t key) {
   const auto [it, added] = bucket_of_.try_emplace(key, static_cast<uint32_t>(buckets_.size()));
   if (added) buckets_.push_back(Bucket{key, {}});
-  Bucket& b = buckets_[it->second];
-  if (b.segments.empty()) used_.push_back(it->second);
-  b.segments.push_back(seg);
+  return buckets_[it->second];
 }
 
 void PeakTracker::Close(Open* open) {
   if (!open->active) return;
   open->active = false;
   if (current_ == open) current_ = nullptr;
+  if (open->splits_seen != splits_) CatchUpSplit(open);
   // A segment whose records changed nothing (scope records, stack frames, unknown
   // releases) bounds nothing.
   if (open->totals.max_prefix == 0 && open->totals.min_prefix == 0 && open->others.empty()) {

@@ -50,6 +50,10 @@ class PeakTracker {
     uint64_t segment = 0;
     uint64_t lo = 0;
     uint64_t hi = kOpenWindow;
+    // The tracker's split count (SoleEnded) when this segment's layer and scope sums were
+    // last brought up to date: while it is behind, the sole layer's and scope's sums of
+    // this segment are its totals' (every change it tracked since was in the sole pair).
+    uint32_t splits_seen = 0;
     SegmentSum totals;
     absl::InlinedVector<std::pair<uint64_t, SegmentSum>, 8> others;  // layers and scopes
   };
@@ -69,25 +73,25 @@ class PeakTracker {
                                              bool split) {
     Open* const o = current_;
     if (o == nullptr) return;
-    o->totals.Add(delta);
-    ++changes_;
     if (split) ChangeSplit(o, layer, scope, delta);
+    o->totals.Add(delta);
   }
-  // The ledger's sole mode ended (a change in a second layer or scope). If the epoch
-  // being tracked had changes before, the sole layer's and scope's changes until now
-  // were tracked as the totals' only: EndEpoch() says so (`partial`).
-  void SoleEnded() noexcept {
-    if (changes_ != 0) split_mid_epoch_ = true;
-  }
+  // The ledger's sole mode ended: the change about to be reported is the first in
+  // another layer or scope than `sole_layer` and `sole_scope`, whose changes until now
+  // were tracked as the totals' only. Every one of them was in that pair, so the pair's
+  // sums are the totals' sums: the segments of this epoch already closed are copied to
+  // the pair's keys here, and each open one's when it next changes or closes
+  // (Open::splits_seen). So every counter's segments cover the whole epoch, and the
+  // interval EndEpoch() gives the pair holds its peak however the epoch's records were
+  // interleaved before the split.
+  void SoleEnded(LayerId sole_layer, uint32_t sole_scope);
 
   // The epoch is over (every Open closed). For each counter the epoch changed, the
   // totals first: `start_low(key, net)` gives the counter's value when the epoch began
   // (its live bytes now, less `net`, the epoch's change) and the lower end of its
   // interval so far; then, unless the epoch cannot have raised that interval (below),
   // `bound(key, low, high, net)` gets the epoch's peak interval relative to the value at
-  // the epoch's start. Returns whether the sole mode ended during the epoch
-  // (SoleEnded()): then the sole layer's and scope's intervals cover only the epoch's
-  // changes after that. Then forgets the epoch.
+  // the epoch's start. Then forgets the epoch.
   //
   // The skip. The epoch's peak is at most the start value plus each ring's own highest
   // prefix (every ring at its highest at once), which one pass finds. When that is no
@@ -96,7 +100,7 @@ class PeakTracker {
   // BoundPeak() is not run. In steady state only the epochs that come near a peak pay for
   // it.
   template <typename StartLow, typename Bound>
-  bool EndEpoch(StartLow&& start_low, Bound&& bound) {
+  void EndEpoch(StartLow&& start_low, Bound&& bound) {
     current_ = nullptr;
     for (const uint32_t index : used_) {
       Bucket& b = buckets_[index];
@@ -111,10 +115,6 @@ class PeakTracker {
       b.segments.clear();
     }
     used_.clear();
-    const bool partial = split_mid_epoch_;
-    split_mid_epoch_ = false;
-    changes_ = 0;
-    return partial;
   }
 
  private:
@@ -144,7 +144,10 @@ class PeakTracker {
     return o->others.emplace_back(key, SegmentSum{}).second;
   }
   void Push(const Open& o, uint64_t key, const SegmentSum& sum);
-  static void ChangeSplit(Open* o, LayerId layer, uint32_t scope, int64_t delta);
+  Bucket& BucketOf(uint64_t key);
+  // Brings `o`'s sums of the sole pair up to date after a split (SoleEnded).
+  void CatchUpSplit(Open* o);
+  void ChangeSplit(Open* o, LayerId layer, uint32_t scope, int64_t delta);
   // The sum over rings of each ring's highest prefix (>= 0) in `segments`.
   int64_t HighestPrefixSum(const std::vector<OrderSegment>& segments);
   // Puts each ring's segments together, keeping their order (BoundPeak's input).
@@ -158,8 +161,10 @@ class PeakTracker {
   std::vector<uint32_t> used_;
   std::vector<RingSum> ring_sums_;  // by ring id
   uint64_t ring_sums_epoch_ = 0;
-  uint64_t changes_ = 0;  // changes tracked in this epoch
-  bool split_mid_epoch_ = false;
+  // SoleEnded() calls so far, and the pair the last one named.
+  uint32_t splits_ = 0;
+  uint64_t sole_layer_key_ = 0;
+  uint64_t sole_scope_key_ = 0;
 };
 
 }  // namespace memtrace
