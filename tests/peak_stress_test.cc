@@ -154,6 +154,9 @@ TEST(PeakStressTest, OneThreadAloneThenOthersJoining) {
   constexpr int kJoining = 3;
   constexpr int kAlone = 3000;
   constexpr int kTogether = 4000;
+  // Runs whose threads recorded in one epoch at once: a loaded machine may run them one at
+  // a time in some runs, but not in all (the test must reach the interleaved case).
+  int overlapped = 0;
   for (int run = 0; run < kRuns; ++run) {
     TracedRun t;
     ASSERT_TRUE(t.started);
@@ -237,10 +240,11 @@ TEST(PeakStressTest, OneThreadAloneThenOthersJoining) {
     while (take(&b)) release(b);
     const Snapshot snap = t.tracer->TakeSnapshot();
     ExpectPeaksInside(snap, peak, run);
-    ASSERT_GT(snap.integrity.bounded_epochs, 0u) << "the threads never recorded at once";
+    if (snap.integrity.bounded_epochs > 0) ++overlapped;
     EXPECT_EQ(snap.totals.live_bytes, 0u);
     ASSERT_TRUE(t.tracer->Stop().ok());
   }
+  EXPECT_GT(overlapped, 0) << "the threads never recorded at once in " << kRuns << " runs";
 }
 
 // The pipeline: returns the true peaks and the snapshot taken at the end.
@@ -264,17 +268,19 @@ TEST(PeakStressTest, AStampOnEveryRecordMakesThePeaksExact) {
   }
   Config config;
   config.order_stamp_log2 = 0;
+  int overlapped = 0;  // as in OneThreadAloneThenOthersJoining
   for (int run = 0; run < kRuns / 4; ++run) {
     Peaks truth;
     Snapshot snap;
     RunPipeline(config, run, &truth, &snap);
     ExpectPeaksInside(snap, truth, run);
-    ASSERT_GT(snap.integrity.bounded_epochs, 0u) << "the threads never recorded at once";
+    if (snap.integrity.bounded_epochs > 0) ++overlapped;
     EXPECT_TRUE(snap.totals.high_water_exact())
         << "[" << snap.totals.high_water_low_bytes << ", " << snap.totals.high_water_high_bytes
         << "]";
     EXPECT_EQ(snap.totals.high_water_bytes, truth["total"]);
   }
+  EXPECT_GT(overlapped, 0) << "the threads never recorded at once in " << kRuns / 4 << " runs";
 }
 
 void RunPipeline(const Config& config, int run, Peaks* truth, Snapshot* snapshot) {
