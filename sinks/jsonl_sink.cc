@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +17,7 @@
 #include "runtime/internal/memtrace_thread.h"
 #include "runtime/internal/module_map.h"
 #include "runtime/scope_table.h"
+#include "sinks/capture_ends.h"
 #include "sinks/capture_lock.h"
 #include "sinks/json_text.h"
 #include "sinks/jsonl_encoding.h"
@@ -35,32 +35,6 @@ constexpr int kHighDescriptor = 512;
 constexpr size_t kSpareBatches = 4;
 constexpr size_t kSpareCapacity = kObservedBatchReserve;
 
-std::string Integrity(const CaptureIntegrity& in) {
-  return absl::StrCat(
-      "{\"complete\":", in.complete() ? "true" : "false",
-      ",\"exact\":", in.exact() ? "true" : "false",
-      ",\"events_recorded\":", in.events_recorded, ",\"events_applied\":", in.events_applied,
-      ",\"events_dropped\":", in.events_dropped, ",\"records_failed\":", in.records_failed,
-      ",\"rings_unavailable\":", in.rings_unavailable, ",\"not_recording\":", in.not_recording,
-      ",\"overflow_waits\":", in.overflow_waits, ",\"unknown_frees\":", in.unknown_frees,
-      ",\"double_frees\":", in.double_frees, ",\"unknown_resizes\":", in.unknown_resizes,
-      ",\"unknown_remaps\":", in.unknown_remaps, ",\"missed_frees\":", in.missed_frees,
-      ",\"ticket_misses\":", in.ticket_misses,
-      ",\"ambiguous_matches\":", in.ambiguous_matches,
-      ",\"ticket_evictions\":", in.ticket_evictions,
-      ",\"order_conflicts\":", in.order_conflicts, ",\"late_records\":", in.late_records,
-      ",\"bounded_epochs\":", in.bounded_epochs,
-      ",\"foreign_span_exits\":", in.foreign_span_exits,
-      ",\"nested_records\":", in.nested_records, ",\"stalled_claims\":", in.stalled_claims,
-      ",\"site_overflow\":", in.site_overflow, ",\"scope_overflow\":", in.scope_overflow,
-      ",\"max_ring_fill\":", in.max_ring_fill,
-      ",\"ring_capacity\":", in.ring_capacity,
-      ",\"max_drainer_lag_ns\":", in.max_drainer_lag_ns, ",\"epochs\":", in.epochs,
-      ",\"fenced_epochs\":", in.fenced_epochs,
-      ",\"rings\":", in.rings,
-      ",\"uses_membarrier\":", in.uses_membarrier ? "true" : "false", "}");
-}
-
 // `fd` moved far above the numbers a program's own files get (the lowest free one), so
 // that a program that closes descriptors it did not open and opens files of its own is
 // unlikely to be handed it; CheckStream() catches it if it is. Where the limit on open
@@ -70,12 +44,6 @@ int AboveProgramDescriptors(int fd) {
   if (high < 0) return fd;
   close(fd);
   return high;
-}
-
-int64_t UnixNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace
@@ -182,13 +150,7 @@ JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
   }
   // The header is the writer's first line (written on its thread, like every line).
   if (options_.encoding == CaptureEncoding::kBinary) binary_.Magic();
-  Emit(absl::StrCat(
-      "{\"type\":\"header\",\"format\":\"memtrace-jsonl\",\"schema_version\":",
-      kCaptureSchemaVersion, ",\"pid\":", getpid(),
-      ",\"clock\":\"unix_ns\",\"started_unix_ns\":", UnixNowNs(),
-      ",\"source\":", JsonQuote(options_.source), ",\"time_resolution\":\"epoch\"",
-      options_.header_fields.empty() ? "" : ",", options_.header_fields, "}"));
-  // The modules loaded now, right after the header, so that a capture that never gets
+  Emit(JsonHeaderLine(getpid(), CaptureNowNs(), options_.source, options_.header_fields));  // The modules loaded now, right after the header, so that a capture that never gets
   // its trailer (the process was killed, or ended without exit handlers, as Go programs
   // do) can still be symbolized. Finish() lists the modules again for what was loaded
   // later, without repeating these.
@@ -682,13 +644,6 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
     finished_ = true;  // later epochs are counted as lost
   }
   const JsonlSinkStats s = stats();
-  std::string census;
-  for (size_t i = 0; i < snap.census.size(); ++i) {
-    const CensusEntry& c = snap.census[i];
-    absl::StrAppend(&census, census.empty() ? "" : ",", "{\"label\":", i,
-                    ",\"name\":", JsonQuote(c.label), ",\"bytes\":", c.bytes,
-                    ",\"high_water_bytes\":", c.high_water_bytes, "}");
-  }
   const bool complete =
       !mark_partial && snap.integrity.complete() && s.events_lost == 0 &&
       s.events_past_limit == 0 && status().ok();
@@ -722,22 +677,16 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
                   lines.end());
     }
     final_lines_ = std::move(lines);
-    final_lines_.push_back(absl::StrCat(
-        "{\"type\":\"trailer\",\"complete\":", complete ? "true" : "false",
-        ",\"finished_unix_ns\":", UnixNowNs(), ",\"sink\":{\"events_written\":",
-        s.events_written, ",\"event_lines\":", s.event_lines, ",\"events_lost\":", s.events_lost, ",\"events_past_limit\":",
-        s.events_past_limit,
-        options_.max_bytes != 0 ? absl::StrCat(",\"max_bytes\":", options_.max_bytes) : "",
-        ",\"write_errors\":", s.write_errors, ",\"stack_collisions\":", s.stack_collisions,
-        "},\"integrity\":", Integrity(snap.integrity),
-        ",\"totals\":", JsonUsage(snap.totals), ",\"layers\":", JsonLayers(snap.layers),
-        ",\"scopes\":", JsonScopes(snap.scopes), TimelineJson(), ",\"census\":[", census,
-        "],\"memtrace_bytes\":", snap.memtrace_bytes, ",\"memtrace_memory\":{\"rings\":",
-        snap.memtrace_memory.rings, ",\"tickets\":", snap.memtrace_memory.tickets,
-        ",\"ledger\":", snap.memtrace_memory.ledger, ",\"sites\":",
-        snap.memtrace_memory.sites, "},\"memtrace_cpu_ns\":{\"drainer\":", snap.drainer_cpu_ns,
-        ",\"writer\":", s.writer_cpu_ns, "}",
-        trailer_fields.empty() ? "" : ",", std::string(trailer_fields), "}"));
+    CaptureSinkCounts counts;
+    counts.events_written = s.events_written;
+    counts.event_lines = s.event_lines;
+    counts.events_lost = s.events_lost;
+    counts.events_past_limit = s.events_past_limit;
+    counts.max_bytes = options_.max_bytes;
+    counts.write_errors = s.write_errors;
+    counts.stack_collisions = s.stack_collisions;
+    counts.writer_cpu_ns = s.writer_cpu_ns;
+    final_lines_.push_back(JsonTrailerLine(snap, complete, counts, TimelineJson(), trailer_fields));
     stopping_ = true;
   }
   cv_.notify_all();

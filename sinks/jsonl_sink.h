@@ -55,13 +55,12 @@
 #include "runtime/snapshot.h"
 #include "runtime/internal/thread_cpu_time.h"
 #include "sinks/binary_encoding.h"
+#include "sinks/capture_ends.h"
 #include "sinks/zstd_file_stream.h"
 #include "transport/cache_line.h"
 #include "transport/fibonacci_index.h"
 
 namespace memtrace {
-
-inline constexpr int kCaptureSchemaVersion = 1;
 
 // How records are written: JSONL text (sinks/jsonl_encoding.h) or the compact binary form
 // (sinks/binary_encoding.h), several times cheaper to write and ~10x smaller.
