@@ -333,33 +333,94 @@ CaptureIntegrity Recorder::Integrity() const {
   return out;
 }
 
+void Recorder::BeginSnapshot(Snapshot* snap) const {
+  snap->taken_unix_ns = absl::GetCurrentTimeNanos();
+  snap->integrity = Integrity();
+  snap->memtrace_memory = memory();
+  snap->memtrace_bytes = snap->memtrace_memory.total();
+  snap->drainer_cpu_ns = drainer_.CpuNs();
+}
+
+void Recorder::CopyCounters(const AllocationLedger& ledger, Snapshot* snap) {
+  snap->totals = ledger.totals();
+  const auto& scopes = ledger.scopes();
+  for (uint32_t id = 0; id < scopes.size(); ++id) {
+    if (scopes[id].allocated_count == 0) continue;
+    snap->scopes.push_back(ScopeUsage{id, {}, scopes[id]});
+  }
+  for (int layer = 0; layer < 256; ++layer) {
+    const UsageCounters& u = ledger.layers()[layer];
+    if (u.allocated_count == 0) continue;
+    const auto id = static_cast<LayerId>(layer);
+    snap->layers.push_back(LayerUsage{id, DefaultLayerName(id), u});
+  }
+}
+
+void Recorder::NameScopes(Snapshot* snap) {
+  // Names are looked up outside the drainer's lock: the scope table has its own.
+  for (ScopeUsage& s : snap->scopes) s.path = ScopeTable::Global().PathString(s.scope);
+  for (SiteUsage& s : snap->sites) s.path = ScopeTable::Global().PathString(s.scope);
+}
+
 Snapshot Recorder::TakeSnapshot(uint32_t top_sites) {
   Flush().IgnoreError();
   Snapshot snap;
-  snap.taken_unix_ns = absl::GetCurrentTimeNanos();
-  snap.integrity = Integrity();
-  snap.memtrace_memory = memory();
-  snap.memtrace_bytes = snap.memtrace_memory.total();
-  snap.drainer_cpu_ns = drainer_.CpuNs();
+  BeginSnapshot(&snap);
   drainer_.ReadState([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
-    snap.totals = ledger.totals();
-    const auto& scopes = ledger.scopes();
-    for (uint32_t id = 0; id < scopes.size(); ++id) {
-      if (scopes[id].allocated_count == 0) continue;
-      snap.scopes.push_back(ScopeUsage{id, {}, scopes[id]});
-    }
-    for (int layer = 0; layer < 256; ++layer) {
-      const UsageCounters& u = ledger.layers()[layer];
-      if (u.allocated_count == 0) continue;
-      const auto id = static_cast<LayerId>(layer);
-      snap.layers.push_back(LayerUsage{id, DefaultLayerName(id), u});
-    }
+    CopyCounters(ledger, &snap);
     if (top_sites > 0) TopSites(ledger, top_sites, &snap);
   });
-  // Names are looked up outside the drainer's lock: the scope table has its own.
-  for (ScopeUsage& s : snap.scopes) s.path = ScopeTable::Global().PathString(s.scope);
-  for (SiteUsage& s : snap.sites) s.path = ScopeTable::Global().PathString(s.scope);
+  NameScopes(&snap);
   return snap;
+}
+
+absl::StatusOr<LiveCapture> Recorder::CaptureLive(uint64_t max_blocks) {
+  Flush().IgnoreError();
+  auto too_many = [max_blocks](uint64_t live) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the process holds ", live, " live blocks, more than a capture of one moment copies (",
+        max_blocks, "); use `memtrace live` for its counters and top sites"));
+  };
+  // The room is made before the lock is taken, for the blocks live now and some more: the
+  // drainer waits for the copy, not for the copy's memory to be mapped.
+  uint64_t live = 0;
+  drainer_.ReadState([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
+    live = ledger.totals().live_count;
+  });
+  if (live > max_blocks) return too_many(live);
+  LiveCapture out;
+  out.blocks.reserve(std::min(max_blocks, live + live / 8 + 1024));
+  BeginSnapshot(&out.snapshot);
+  // One cut: the counters and the blocks from the same hold of the lock.
+  drainer_.ReadState([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
+    live = ledger.totals().live_count;
+    if (live > max_blocks) return;
+    CopyCounters(ledger, &out.snapshot);
+    ledger.ForEachLive([&](const AllocationRecord& r) { out.blocks.push_back(r); });
+  });
+  if (live > max_blocks) return too_many(live);
+  NameScopes(&out.snapshot);
+  // Stable: a block set aside at an address (allocation_ledger.h) stays after the one it
+  // was set aside for, as AllocationLedger::LiveBlocks() orders them.
+  std::stable_sort(out.blocks.begin(), out.blocks.end(),
+                   [](const AllocationRecord& a, const AllocationRecord& b) {
+                     return a.layer != b.layer ? a.layer < b.layer : a.address < b.address;
+                   });
+  if (stacks_ != nullptr) {
+    for (const AllocationRecord& b : out.blocks) {
+      if ((b.site & kStackHashBit) != 0) out.frames.try_emplace(b.site);
+    }
+    // A stack's frames never change once kept, and every stack a block names was kept
+    // before the block was applied: a second hold of the lock finds them as the first
+    // would have.
+    drainer_.ReadState([&](const AllocationLedger&, const CaptureIntegrity&) {
+      for (auto& [site, frames] : out.frames) {
+        const absl::Span<const uint64_t> found = stacks_->Find(site);
+        frames.assign(found.begin(), found.end());
+      }
+    });
+  }
+  return out;
 }
 
 void Recorder::TopSites(const AllocationLedger& ledger, uint32_t top, Snapshot* snap) const {

@@ -64,6 +64,7 @@
 #include "runtime/capture_integrity.h"
 #include "runtime/config.h"
 #include "runtime/internal/drainer.h"
+#include "runtime/live_capture.h"
 #include "runtime/snapshot.h"
 #include "runtime/internal/stack_frame_table.h"
 #include "runtime/internal/thread_state.h"
@@ -353,6 +354,13 @@ class Recorder {
   // not.
   Snapshot TakeSnapshot(uint32_t top_sites = 0);
 
+  // Flushes, then copies the counters TakeSnapshot() copies and every live block, from
+  // one cut (live_capture.h), with the frames of their sites' stacks where kept. The
+  // drainer waits for the copy (a few ns a block, into memory reserved before the lock is
+  // taken); the recording threads do not. kResourceExhausted, copying nothing, when more
+  // than `max_blocks` blocks are live.
+  absl::StatusOr<LiveCapture> CaptureLive(uint64_t max_blocks);
+
   // Capture integrity: the drainer's counters plus every ring's loss counters.
   CaptureIntegrity Integrity() const;
 
@@ -398,6 +406,12 @@ class Recorder {
 
  private:
   explicit Recorder(const Config& config);
+  // The parts of a snapshot: what is read outside the drainer's lock (time, integrity,
+  // memtrace's memory and CPU), the ledger's counters (under it), and the scopes' paths
+  // (after it: the scope table has its own lock).
+  void BeginSnapshot(Snapshot* snap) const;
+  static void CopyCounters(const AllocationLedger& ledger, Snapshot* snap);
+  static void NameScopes(Snapshot* snap);
   // TakeSnapshot(top_sites)'s sites, from the ledger; under the drainer's state lock.
   void TopSites(const AllocationLedger& ledger, uint32_t top, Snapshot* snap) const;
 
