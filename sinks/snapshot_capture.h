@@ -1,0 +1,57 @@
+// Copyright 2026 The memtrace Authors.
+//
+// snapshot_capture.h: a capture of one moment of a running process (`memtrace snapshot
+// PID -o FILE`; docs/capture-format.md, "Snapshots").
+//
+// A snapshot capture is an ordinary binary capture (.mtb, binary_encoding.h) that every
+// reader and command accepts, written from a LiveCapture (runtime/live_capture.h) instead
+// of from the event stream:
+//
+//   magic
+//   header     "snapshot":{"taken_unix_ns":T,"blocks":N,"bytes":B} marks it; the header's
+//              started_unix_ns is T too
+//   modules    the process's modules, for symbolizing the sites' frames offline
+//   layer, scope (with its parents), site lines, each before the first event naming it
+//   epoch      t = T
+//   alloc x N  one per block live at T: its layer, size, address, scope and site; thread
+//              0 (the ledger keeps no block's thread), tickets 1..N
+//   trailer    the ledger's counters at T, as a sink's trailer has them at the end: the
+//              totals, layers and scopes with their high-water marks and intervals, every
+//              allocation and release before T, and the integrity block
+//
+// Replaying the events gives the live blocks, bytes and sites at T exactly; what came
+// before (allocations since released, high-water marks) is only in the trailer, and the
+// analyzer takes it from there for a snapshot (analysis/analyzer.h).
+//
+// Thread safety: a pure function of its arguments, but for the module list it reads.
+//
+// Example (the tracer's reply to a live client's "capture" request):
+//   absl::StatusOr<LiveCapture> c = recorder.CaptureLive(kMaxBlocks);
+//   WriteSnapshotCapture(*c, getpid(), [&](std::string_view bytes) { return Send(bytes); });
+
+#ifndef MEMTRACE_SINKS_SNAPSHOT_CAPTURE_H_
+#define MEMTRACE_SINKS_SNAPSHOT_CAPTURE_H_
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string_view>
+
+#include "absl/functional/function_ref.h"
+#include "runtime/live_capture.h"
+
+namespace memtrace {
+
+// The most bytes WriteSnapshotCapture() hands to `write` at once (one piece may be larger
+// only by its last record, a header or trailer line).
+inline constexpr size_t kSnapshotPieceBytes = size_t{64} << 10;
+
+// Writes `capture`, of process `pid`, as a binary capture, handing its bytes to `write`
+// in pieces of about kSnapshotPieceBytes; stops early, returning false, once `write`
+// returns false (the reader is gone). True when every byte was handed over.
+bool WriteSnapshotCapture(const LiveCapture& capture, pid_t pid,
+                          absl::FunctionRef<bool(std::string_view)> write);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_SINKS_SNAPSHOT_CAPTURE_H_
