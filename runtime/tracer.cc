@@ -4,7 +4,10 @@
 
 #include <unistd.h>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/layer_table.h"
+#include "sinks/json_text.h"
+#include "sinks/snapshot_capture.h"
 #include "sinks/summary_table.h"
 
 namespace memtrace {
@@ -24,10 +27,14 @@ absl::Status Tracer::Start() {
   if (recorder_->config().live && live_ == nullptr) {
     auto path = runtime_internal::LiveSocketPath(getpid(), getuid(), /*create_dir=*/true);
     if (!path.ok()) return path.status();
-    // The reply is the object `memtrace summary --json` prints, with the top sites.
-    auto server = runtime_internal::LiveServer::Start(*std::move(path), [this] {
-      return FormatSummaryJson(TakeSnapshot(runtime_internal::LiveServer::kTopSites));
-    });
+    // The reply is the object `memtrace summary --json` prints, with the top sites; a
+    // capture, the blocks live now (`memtrace snapshot`).
+    auto server = runtime_internal::LiveServer::Start(
+        *std::move(path),
+        [this] {
+          return FormatSummaryJson(TakeSnapshot(runtime_internal::LiveServer::kTopSites));
+        },
+        [this](runtime_internal::LiveServer::Writer write) { WriteCapture(write); });
     if (!server.ok()) return server.status();
     live_ = *std::move(server);
   }
@@ -58,14 +65,29 @@ void Tracer::AttachCensus(Census* census) noexcept {
 
 Snapshot Tracer::TakeSnapshot(uint32_t top_sites) {
   Snapshot snap = recorder_->TakeSnapshot(top_sites);
-  for (LayerUsage& l : snap.layers) l.name = LayerTable::Global().Name(l.layer);
+  NameAndCensus(&snap);
+  return snap;
+}
+
+void Tracer::NameAndCensus(Snapshot* snap) const {
+  for (LayerUsage& l : snap->layers) l.name = LayerTable::Global().Name(l.layer);
   // Acquire: pairs with the exchange in AttachCensus().
   if (const Census* census = census_.load(std::memory_order_acquire)) {
-    snap.has_census = true;
-    snap.census = census->Entries();
-    snap.census_status = census->status();
+    snap->has_census = true;
+    snap->census = census->Entries();
+    snap->census_status = census->status();
   }
-  return snap;
+}
+
+void Tracer::WriteCapture(runtime_internal::LiveServer::Writer write) {
+  absl::StatusOr<LiveCapture> capture = recorder_->CaptureLive(kMaxCaptureBlocks);
+  if (!capture.ok()) {
+    write(absl::StrCat("{\"error\":", JsonQuote(std::string(capture.status().message())),
+                       "}\n"));
+    return;
+  }
+  NameAndCensus(&capture->snapshot);
+  WriteSnapshotCapture(*capture, getpid(), write);
 }
 
 bool Tracer::Resize(Allocator& backing, LayerId layer, Memory memory, size_t alignment,

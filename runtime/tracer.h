@@ -107,6 +107,11 @@ class Tracer {
 
   Recorder& recorder() noexcept { return *recorder_; }
 
+  // A capture of one moment (Config::live's "capture" request, `memtrace snapshot`) copies
+  // at most this many live blocks (40 bytes each, for the time it is written); a process
+  // that holds more is answered with an error that says so.
+  static constexpr uint64_t kMaxCaptureBlocks = uint64_t{16} << 20;
+
   // The traced operations, on any backing allocator and layer. TracingAllocator and
   // Context forward here; the semantics are those in the header comment. Alloc and Free
   // are defined here, inline, so that a TracingAllocator call is the backing's call plus
@@ -142,6 +147,11 @@ class Tracer {
 
  private:
   explicit Tracer(std::unique_ptr<Recorder> recorder) : recorder_(std::move(recorder)) {}
+  // Fills in the layers' names and the attached census.
+  void NameAndCensus(Snapshot* snap) const;
+  // The live server's reply to "capture": the blocks live now (sinks/snapshot_capture.h),
+  // or an {"error":...} line.
+  void WriteCapture(runtime_internal::LiveServer::Writer write);
 
   std::unique_ptr<Recorder> recorder_;
   std::atomic<bool> failure_{false};

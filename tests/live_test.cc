@@ -432,7 +432,8 @@ TEST_F(LiveTest, HostileClientsChangeNothing) {
   ASSERT_TRUE(target.WaitReady(&truth));
   const std::string socket = SocketOf(truth.pid);
 
-  EXPECT_EQ(Ask(socket, "hello\n"), "{\"error\":\"unknown request; send snapshot\"}\n");
+  EXPECT_EQ(Ask(socket, "hello\n"),
+            "{\"error\":\"unknown request; send snapshot or capture\"}\n");
   EXPECT_EQ(Ask(socket, std::string(100000, 'x')),
             absl::StrCat("{\"error\":\"request longer than ", LiveServer::kMaxRequestBytes,
                          " bytes\"}\n"));
@@ -556,6 +557,10 @@ TEST(LiveRequestTest, TheFirstLineDecidesOnceItEndsOrIsTooLong) {
   EXPECT_EQ(ParseLiveRequest("snapshot \n"), LiveRequest::kUnknown);
   EXPECT_EQ(ParseLiveRequest("snapshot\r\r\n"), LiveRequest::kUnknown);
   EXPECT_EQ(ParseLiveRequest(std::string("snapshot\0\n", 10)), LiveRequest::kUnknown);
+  EXPECT_EQ(ParseLiveRequest("capture"), LiveRequest::kIncomplete);
+  EXPECT_EQ(ParseLiveRequest("capture\n"), LiveRequest::kCapture);
+  EXPECT_EQ(ParseLiveRequest("capture\r\nsnapshot\n"), LiveRequest::kCapture);
+  EXPECT_EQ(ParseLiveRequest("captures\n"), LiveRequest::kUnknown);
   EXPECT_EQ(ParseLiveRequest("\n"), LiveRequest::kUnknown);
   EXPECT_EQ(ParseLiveRequest("hello\nsnapshot\n"), LiveRequest::kUnknown);
   // The longest line still read, and one byte more.

@@ -15,7 +15,9 @@ LiveRequest ParseLiveRequest(std::string_view received) noexcept {
   }
   std::string_view line = window.substr(0, newline);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line == "snapshot" ? LiveRequest::kSnapshot : LiveRequest::kUnknown;
+  if (line == "snapshot") return LiveRequest::kSnapshot;
+  if (line == "capture") return LiveRequest::kCapture;
+  return LiveRequest::kUnknown;
 }
 
 }  // namespace memtrace::runtime_internal

@@ -3,7 +3,7 @@
 // live_request.h: what the bytes a client of the live endpoint sent ask for
 // (runtime/internal/live_server.h, "Protocol").
 //
-// A request is one line: "snapshot", ended by "\n" (or "\r\n"). The server reads a
+// A request is one line, "snapshot" or "capture", ended by "\n" (or "\r\n"). The server reads a
 // client's bytes as they come and asks ParseLiveRequest() after each read, with all it
 // has so far; the answer is final once it is not kIncomplete, and never changes as more
 // bytes come. It is kept apart from the socket code so that it can be fuzzed without one
@@ -11,6 +11,7 @@
 //
 //   ParseLiveRequest("snap")           kIncomplete  (read on, until the deadline)
 //   ParseLiveRequest("snapshot\n")     kSnapshot
+//   ParseLiveRequest("capture\r\n")    kCapture
 //   ParseLiveRequest("hello\nsnap")    kUnknown     (the first line decides)
 //   ParseLiveRequest(257 bytes, no newline)  kTooLong
 //
@@ -30,7 +31,9 @@ inline constexpr size_t kMaxLiveRequestBytes = 256;
 
 enum class LiveRequest {
   kIncomplete,  // no newline yet, and no more than kMaxLiveRequestBytes bytes
-  kSnapshot,    // the first line is "snapshot"
+  kSnapshot,    // the first line is "snapshot": the counters and top sites, one JSON line
+  kCapture,     // the first line is "capture": a capture of the live blocks (`memtrace
+                // snapshot`)
   kUnknown,     // the first line is anything else
   kTooLong,     // more than kMaxLiveRequestBytes bytes and no newline among them
 };

@@ -91,12 +91,13 @@ absl::StatusOr<std::string> LiveSocketPath(pid_t pid, uid_t uid, bool create_dir
 
 bool PeerMayConnect(uid_t peer_uid, uid_t own_uid) noexcept { return peer_uid == own_uid; }
 
-LiveServer::LiveServer(std::string path, Render render, int listen_fd, int wake_fd)
-    : path_(std::move(path)), render_(std::move(render)), listen_fd_(listen_fd),
-      wake_fd_(wake_fd) {}
+LiveServer::LiveServer(std::string path, Render render, Capture capture, int listen_fd,
+                       int wake_fd)
+    : path_(std::move(path)), render_(std::move(render)), capture_(std::move(capture)),
+      listen_fd_(listen_fd), wake_fd_(wake_fd) {}
 
-absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(std::string path,
-                                                              Render render) {
+absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(std::string path, Render render,
+                                                              Capture capture) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) {
@@ -148,7 +149,8 @@ absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(std::string path,
   server_pid.store(getpid(), std::memory_order_release);
   static std::once_flag exit_handler;
   std::call_once(exit_handler, [] { atexit(UnlinkAtExit); });
-  std::unique_ptr<LiveServer> server(new LiveServer(std::move(path), std::move(render), fd, wake));
+  std::unique_ptr<LiveServer> server(
+      new LiveServer(std::move(path), std::move(render), std::move(capture), fd, wake));
   server->thread_ = StartMemtraceThread([s = server.get()] { s->Run(); });
   return server;
 }
@@ -212,8 +214,19 @@ void LiveServer::ServeClient(int fd) {
     case LiveRequest::kSnapshot:
       reply = render_();
       break;
+    case LiveRequest::kCapture:
+      if (capture_ == nullptr) {
+        reply = "{\"error\":\"this process serves no captures\"}";
+        break;
+      }
+      // Each piece within kClientTimeout of the last: a capture of millions of blocks
+      // takes a while whole, and a client that keeps reading keeps it going.
+      capture_([&](std::string_view piece) {
+        return Send(fd, piece, absl::Now() + kClientTimeout);
+      });
+      return;
     case LiveRequest::kUnknown:
-      reply = "{\"error\":\"unknown request; send snapshot\"}";
+      reply = "{\"error\":\"unknown request; send snapshot or capture\"}";
       break;
     case LiveRequest::kTooLong:
       reply = absl::StrCat("{\"error\":\"request longer than ", kMaxRequestBytes, " bytes\"}");
@@ -222,10 +235,13 @@ void LiveServer::ServeClient(int fd) {
       return;  // silent, gone, or we are stopping: no reply
   }
   reply.push_back('\n');
-  const absl::Time deadline = absl::Now() + kClientTimeout;
+  Send(fd, reply, absl::Now() + kClientTimeout);
+}
+
+bool LiveServer::Send(int fd, std::string_view bytes, absl::Time deadline) {
   size_t sent = 0;
-  while (sent < reply.size()) {
-    const ssize_t n = send(fd, reply.data() + sent, reply.size() - sent, MSG_NOSIGNAL);
+  while (sent < bytes.size()) {
+    const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
     if (n > 0) {
       sent += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
@@ -233,9 +249,10 @@ void LiveServer::ServeClient(int fd) {
     } else if (n < 0 && errno == EAGAIN && WaitFor(fd, POLLOUT, wake_fd_, deadline)) {
       continue;
     } else {
-      return;  // slow or gone: never wait longer
+      return false;  // slow or gone: never wait longer
     }
   }
+  return true;
 }
 
 }  // namespace memtrace::runtime_internal

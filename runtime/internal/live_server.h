@@ -12,14 +12,22 @@
 // The socket is made 0600 and unlinked by Stop(), and at exit() by a handler registered
 // on the first Start(), for a program that exits without stopping its tracer.
 //
-// Protocol: a client sends one line, "snapshot\n" (live_request.h parses what it sends);
-// the server answers with one line, the rendered reply (a JSON object) and "\n", then
-// closes. The tracer's reply is the object `memtrace summary --json` prints with "sites"
-// added: the kTopSites (site, scope) pairs holding the most live bytes, unsymbolized
-// (FormatSummaryJson, Snapshot::sites). Any other request is answered {"error":"..."}\n
-// and closed. The request is read with a bound (kMaxRequestBytes) and a timeout
-// (kClientTimeout), and the reply is sent with MSG_NOSIGNAL under the same timeout, so a
-// slow, silent or hostile client is dropped and never holds the program.
+// Protocol: a client sends one line (live_request.h parses what it sends), the server
+// answers and closes:
+//   "snapshot\n"  one line, the rendered reply (a JSON object) and "\n". The tracer's
+//                 reply is the object `memtrace summary --json` prints with "sites" added:
+//                 the kTopSites (site, scope) pairs holding the most live bytes,
+//                 unsymbolized (FormatSummaryJson, Snapshot::sites).
+//   "capture\n"   a binary capture of the blocks live now (sinks/snapshot_capture.h,
+//                 `memtrace snapshot`), streamed in pieces as the capture function makes
+//                 them; or, when it cannot be made, one {"error":"..."} line. A capture
+//                 starts with its magic ("MTRACEB"), never with "{".
+// Any other request is answered {"error":"..."}\n and closed. The request is read with a
+// bound (kMaxRequestBytes) and a timeout (kClientTimeout), and the reply is sent with
+// MSG_NOSIGNAL: a snapshot's line whole within kClientTimeout, a capture's each piece
+// within kClientTimeout of the last, so a slow, silent or hostile client is dropped and
+// never holds the program. A capture may be large (tens of bytes a live block): it is
+// sent as it is encoded, never held whole.
 // One client at a time: others wait in the listen backlog.
 //
 // Security: only a peer of the process's own uid (SO_PEERCRED; PeerMayConnect) is served;
@@ -30,7 +38,8 @@
 // sleeps in poll() on the listening socket and an eventfd that Stop() signals, so it
 // wakes only for a client or to stop. A reply costs one render (for the tracer: a flush
 // and a snapshot, which take the drainer's state lock as Tracer::TakeSnapshot() does from
-// any thread).
+// any thread); a capture one copy of the live blocks under that lock
+// (Recorder::CaptureLive), encoded and sent after it is released.
 //
 // Thread safety: Start() and Stop() from one owner; at most one server runs per process
 // (a second Start() is kAlreadyExists), since the socket's path names only the pid. A
@@ -39,8 +48,10 @@
 // render function is called on the server's thread, which is memtrace's own
 // (memtrace_thread.h) and marked internal, so its allocations are never traced.
 //
-//   auto server = LiveServer::Start(LiveSocketPath(getpid()).value(),
-//                                   [&] { return FormatSummaryJson(tracer->TakeSnapshot()); });
+//   auto server = LiveServer::Start(
+//       LiveSocketPath(getpid()).value(),
+//       [&] { return FormatSummaryJson(tracer->TakeSnapshot()); },
+//       [&](LiveServer::Writer write) { WriteSnapshotCapture(..., write); });
 //   ...
 //   (*server)->Stop();
 
@@ -53,8 +64,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "runtime/internal/live_request.h"
@@ -79,10 +92,17 @@ class LiveServer {
   static constexpr uint32_t kTopSites = 50;
 
   using Render = std::function<std::string()>;
+  // Sends bytes to the client; false once the client is gone or took longer than
+  // kClientTimeout, or the server is stopping: the caller then stops writing.
+  using Writer = absl::FunctionRef<bool(std::string_view)>;
+  // Writes a capture through the writer it is given, a piece at a time.
+  using Capture = std::function<void(Writer)>;
 
   // Binds and listens on `path` (an existing socket there, left by a process of the same
-  // pid that died, is replaced) and starts the server thread.
-  static absl::StatusOr<std::unique_ptr<LiveServer>> Start(std::string path, Render render);
+  // pid that died, is replaced) and starts the server thread. `render` answers
+  // "snapshot"; `capture` answers "capture" (null: the request gets an error reply).
+  static absl::StatusOr<std::unique_ptr<LiveServer>> Start(std::string path, Render render,
+                                                           Capture capture = nullptr);
 
   // Stops the thread (promptly: at most one client's timeout when a reply is in flight)
   // and unlinks the socket. Idempotent.
@@ -95,15 +115,19 @@ class LiveServer {
   const std::string& path() const noexcept { return path_; }
 
  private:
-  LiveServer(std::string path, Render render, int listen_fd, int wake_fd);
+  LiveServer(std::string path, Render render, Capture capture, int listen_fd, int wake_fd);
   void Run();
   void ServeClient(int fd);
+  // Sends all of `bytes` by `deadline`; false when the client is gone, too slow, or the
+  // server is stopping.
+  bool Send(int fd, std::string_view bytes, absl::Time deadline);
   // Reads until the request is known (ParseLiveRequest); kIncomplete on a timeout, an
   // error, a client that left, or a stop.
   LiveRequest ReadRequest(int fd);
 
   const std::string path_;
   const Render render_;
+  const Capture capture_;
   const int listen_fd_;
   const int wake_fd_;  // an eventfd: Stop() writes it, the poll()s of Run() wake
   std::thread thread_;

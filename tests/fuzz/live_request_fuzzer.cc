@@ -7,7 +7,8 @@
 //   - its answer for a prefix, once it is not kIncomplete, is the answer for the whole
 //     input (the server stops reading at the first answer; more bytes must not change it);
 //   - kIncomplete only without a newline and within the bound, kTooLong only past the
-//     bound without a newline, kSnapshot only for the line "snapshot" (with "\r" or not).
+//     bound without a newline, kSnapshot only for the line "snapshot" and kCapture only
+//     for the line "capture" (each with "\r" or not).
 //
 // Input: the bytes a client sends. Built and run by tools/fuzz (clang 14,
 // -fsanitize=fuzzer,address,undefined); seeds in tests/fuzz/live_request_corpus.
@@ -40,6 +41,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!ends_in_bound) abort();
       const std::string_view line = all.substr(0, newline);
       if (line != "snapshot" && line != "snapshot\r") abort();
+      break;
+    }
+    case LiveRequest::kCapture: {
+      if (!ends_in_bound) abort();
+      const std::string_view line = all.substr(0, newline);
+      if (line != "capture" && line != "capture\r") abort();
       break;
     }
     case LiveRequest::kUnknown:
