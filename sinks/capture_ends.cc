@@ -74,8 +74,8 @@ std::string JsonTrailerLine(const Snapshot& snap, bool complete, const CaptureSi
       snap.memtrace_memory.rings, ",\"tickets\":", snap.memtrace_memory.tickets,
       ",\"ledger\":", snap.memtrace_memory.ledger, ",\"sites\":", snap.memtrace_memory.sites,
       "},\"memtrace_cpu_ns\":{\"drainer\":", snap.drainer_cpu_ns,
-      ",\"writer\":", s.writer_cpu_ns, "}", extra_fields.empty() ? "" : ",", std::string(extra_fields),
-      "}");
+      ",\"writer\":", s.writer_cpu_ns, "}", extra_fields.empty() ? "" : ",",
+      std::string(extra_fields), "}");
 }
 
 }  // namespace memtrace

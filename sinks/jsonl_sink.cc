@@ -150,7 +150,8 @@ JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
   }
   // The header is the writer's first line (written on its thread, like every line).
   if (options_.encoding == CaptureEncoding::kBinary) binary_.Magic();
-  Emit(JsonHeaderLine(getpid(), CaptureNowNs(), options_.source, options_.header_fields));  // The modules loaded now, right after the header, so that a capture that never gets
+  Emit(JsonHeaderLine(getpid(), CaptureNowNs(), options_.source, options_.header_fields));
+  // The modules loaded now, right after the header, so that a capture that never gets
   // its trailer (the process was killed, or ended without exit handlers, as Go programs
   // do) can still be symbolized. Finish() lists the modules again for what was loaded
   // later, without repeating these.
