@@ -511,7 +511,28 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   }
   BoundReplayedPeaks(blocks ? &*blocks : nullptr, point_.kind == SnapshotPoint::Kind::kEnd,
                      &summary_.totals, &summary_.layers, &summary_.scopes);
+  // A snapshot's events say what was live; its trailer, what was allocated and freed
+  // before, and how high the peaks went (snapshot_capture.h).
+  if (summary_.snapshot_of.taken && point_.kind == SnapshotPoint::Kind::kEnd && blocks &&
+      blocks->has_totals) {
+    TakeTrailerCounters(*blocks, &summary_);
+  }
   return std::move(summary_);
+}
+
+void TakeTrailerCounters(const TrailerBlocks& t, CaptureSummary* s) {
+  s->totals = t.totals;
+  // The replay's tables hold the layers and scopes that allocated.
+  s->layers.clear();
+  s->scopes.clear();
+  for (const auto& [id, usage] : t.layer_usage) {
+    if (usage.allocated_count != 0) s->layers[id] = usage;
+  }
+  for (const auto& [id, usage] : t.scope_usage) {
+    if (usage.allocated_count != 0) s->scopes[id] = usage;
+  }
+  for (const auto& [id, name] : t.layer_names) s->layer_names.emplace(id, name);
+  for (const auto& [id, path_text] : t.scope_paths) s->scope_paths.emplace(id, path_text);
 }
 
 }  // namespace memtrace

@@ -46,6 +46,7 @@
 #include "analysis/capture_reader.h"
 #include "analysis/capture_summary.h"
 #include "analysis/snapshot_point.h"
+#include "analysis/trailer.h"
 #include "runtime/allocation_record.h"
 #include "runtime/internal/allocation_ledger.h"
 #include "runtime/usage_counters.h"
@@ -265,6 +266,13 @@ class Analyzer {
   absl::flat_hash_map<uint32_t, Moving> moving_;  // by thread, between remap halves
   LiveChangeHook live_change_hook_;
 };
+
+// Puts the counters of the recording process's ledger at the capture's end (the
+// trailer's totals, and every layer and scope that allocated, with their names) in place
+// of `summary`'s. A summary read from the trailer alone (trailer_summary.h) is made so,
+// and so is a snapshot's replay at its end: its events are the blocks live at one moment,
+// and the allocations and peaks before it are only in the trailer.
+void TakeTrailerCounters(const TrailerBlocks& trailer, CaptureSummary* summary);
 
 }  // namespace memtrace
 

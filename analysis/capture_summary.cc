@@ -3,6 +3,8 @@
 #include "analysis/capture_summary.h"
 
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -21,13 +23,20 @@ uint64_t HeaderNumber(const std::string& header, std::string_view key) {
 
 // A forked child's capture (the interposer's MEMTRACE_TRACE_FORKS): the header's "fork"
 // object; forked stays false when the header has none.
+// The text of the header's flat object `key` ("\"fork\":{"), from the key to the first
+// closing brace; nullopt when the header has none.
+std::optional<std::string> HeaderObject(const std::string& header, std::string_view key) {
+  const size_t at = header.find(key);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t end = header.find('}', at);
+  return header.substr(at, end == std::string::npos ? end : end - at);
+}
+
 ForkOrigin ForkOf(const std::string& header) {
   ForkOrigin f;
-  static constexpr std::string_view kObject = "\"fork\":{";
-  const size_t at = header.find(kObject);
-  if (at == std::string::npos) return f;
-  const size_t end = header.find('}', at);
-  const std::string object = header.substr(at, end == std::string::npos ? end : end - at);
+  const std::optional<std::string> found = HeaderObject(header, "\"fork\":{");
+  if (!found) return f;
+  const std::string& object = *found;
   auto number = [&](std::string_view key) {
     return HeaderNumber(object,
                         absl::StrCat("\"", absl::string_view(key.data(), key.size()), "\":"));
@@ -40,6 +49,18 @@ ForkOrigin ForkOf(const std::string& header) {
   f.stacks_known = object.find("\"inherited_without_stack\":") != std::string::npos;
   f.inherited_without_stack = number("inherited_without_stack");
   return f;
+}
+
+// A snapshot capture's header "snapshot" object; taken stays false when there is none.
+SnapshotOrigin SnapshotOf(const std::string& header) {
+  SnapshotOrigin o;
+  const std::optional<std::string> object = HeaderObject(header, ",\"snapshot\":{");
+  if (!object) return o;
+  o.taken = true;
+  o.taken_unix_ns = static_cast<int64_t>(HeaderNumber(*object, "\"taken_unix_ns\":"));
+  o.blocks = HeaderNumber(*object, "\"blocks\":");
+  o.bytes = HeaderNumber(*object, "\"bytes\":");
+  return o;
 }
 
 // The header's "process" object (the interposer's); known stays false
@@ -81,6 +102,7 @@ void ReadCaptureHeader(const CaptureRecord& header, CaptureSummary* summary) {
   s.stack_depth = HeaderNumber(header.raw, "\"stack_depth\":");
   s.min_size = HeaderNumber(header.raw, "\"min_size\":");
   s.fork = ForkOf(header.raw);
+  s.snapshot_of = SnapshotOf(header.raw);
   s.process = ProcessOf(header.raw);
   s.trace_children = header.raw.find("\"trace_children\":true") != std::string::npos;
   s.trace_forks = header.raw.find("\"trace_forks\":true") != std::string::npos;

@@ -102,8 +102,19 @@ struct ProcessOrigin {
   bool argv_truncated = false;  // the interposer kept the first arguments, or cut one
 };
 
+// A capture of one moment of a running process (`memtrace snapshot`; the header's
+// "snapshot" object, sinks/snapshot_capture.h): its events are the blocks live at
+// `taken_unix_ns`, one allocation each, and what came before is only in its trailer.
+struct SnapshotOrigin {
+  bool taken = false;  // the capture is a snapshot
+  int64_t taken_unix_ns = 0;
+  uint64_t blocks = 0;
+  uint64_t bytes = 0;
+};
+
 struct CaptureSummary {
   uint64_t pid = 0;
+  SnapshotOrigin snapshot_of;      // the header's, for a capture of one moment
   ProcessOrigin process;           // the header's, for the interposer's captures
   bool trace_children = false;     // the interposer's header: exec'd images traced on
   bool trace_forks = false;        // the interposer's header: forked children traced on

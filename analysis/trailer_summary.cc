@@ -131,16 +131,7 @@ std::optional<CaptureSummary> SummaryFromTrailer(const std::string& path) {
                      s->min_size == 0 && t->min_size_allocations == 0 &&
                      t->unsampled_allocations == 0 && t->prestart_untracked == 0;
   if (!whole) return std::nullopt;
-  s->totals = t->totals;
-  // The replay's tables hold the layers and scopes that allocated.
-  for (const auto& [id, usage] : t->layer_usage) {
-    if (usage.allocated_count != 0) s->layers[id] = usage;
-  }
-  for (const auto& [id, usage] : t->scope_usage) {
-    if (usage.allocated_count != 0) s->scopes[id] = usage;
-  }
-  for (const auto& [id, name] : t->layer_names) s->layer_names.emplace(id, name);
-  for (const auto& [id, path_text] : t->scope_paths) s->scope_paths.emplace(id, path_text);
+  TakeTrailerCounters(*t, &*s);
   s->events = t->event_lines;
   s->events_applied = t->event_lines;
   s->live_blocks = t->totals.live_count;

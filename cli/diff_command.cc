@@ -37,6 +37,7 @@ using cli_internal::ParseAllocators;
 using cli_internal::PointDescription;
 using cli_internal::SiteNamer;
 using cli_internal::PrintSampledNote;
+using cli_internal::PrintSnapshotNote;
 using cli_internal::Verdict;
 using cli_internal::VerdictWord;
 
@@ -164,6 +165,8 @@ int DiffCommand(int argc, char** argv) {
          Verdict(*before).c_str(), label(after_path, *to).c_str(), Verdict(*after).c_str());
   PrintDifferentProgramsNote(*before, *after);
   PrintSampledNote(before->sampled ? *before : *after);
+  PrintSnapshotNote(*before);
+  PrintSnapshotNote(*after);
   printf("\n");
   if (sites) {
     const char* row = "%12s %12s %12s %12s %12s  %s\n";

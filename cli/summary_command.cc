@@ -57,6 +57,7 @@ using cli_internal::PrintExecNote;
 using cli_internal::PrintFamilyFiltersNote;
 using cli_internal::PrintForkNote;
 using cli_internal::PrintSampledNote;
+using cli_internal::PrintSnapshotNote;
 using cli_internal::PrintShadowNote;
 using cli_internal::PrintSignalNote;
 using cli_internal::PrintSiteOverflowNote;
@@ -92,6 +93,7 @@ namespace {
 void PrintTable(const CaptureSummary& s, const std::string& path) {
   printf("memtrace summary of %s: capture %s\n", path.c_str(), Verdict(s).c_str());
   PrintSampledNote(s);
+  PrintSnapshotNote(s);
   printf("\n");
   printf("%s", FormatUsageHeader().c_str());
   auto line = [&](const std::string& name, const UsageCounters& u) {
@@ -517,12 +519,18 @@ int SummaryCommand(int argc, char** argv) {
                                     : "",
                                 ",\"unpublished_records\":", f.unpublished_records, "}")
                  : "null";
-    printf("{%s,\"has_trailer\":%s,\"complete\":%s,\"source\":%s,\"fork\":%s,"
+    const SnapshotOrigin& o = s->snapshot_of;
+    const std::string snapshot_of =
+        o.taken ? absl::StrCat("{\"taken_unix_ns\":", o.taken_unix_ns, ",\"blocks\":", o.blocks,
+                               ",\"bytes\":", o.bytes, "}")
+                : "null";
+    printf("{%s,\"has_trailer\":%s,\"complete\":%s,\"source\":%s,\"snapshot_of\":%s,"
+           "\"fork\":%s,"
            "\"unmatched_releases\":%llu,\"missed_frees\":%llu,"
            "\"live_blocks\":%llu,\"snapshot\":%s,\"totals\":%s,\"scopes\":[%s],\"layers\":[%s]%s}\n",
            JsonHead("summary", path, *s).c_str(), s->has_trailer ? "true" : "false",
            s->has_trailer && s->trailer_complete ? "true" : "false",
-           JsonQuote(s->source).c_str(), fork.c_str(),
+           JsonQuote(s->source).c_str(), snapshot_of.c_str(), fork.c_str(),
            static_cast<unsigned long long>(s->unmatched_releases),
            static_cast<unsigned long long>(s->missed_frees),
            static_cast<unsigned long long>(s->live_blocks),

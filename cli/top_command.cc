@@ -41,6 +41,7 @@ using cli_internal::OneCapture;
 using cli_internal::ParseAllocators;
 using cli_internal::PrintFamilyFiltersNote;
 using cli_internal::PrintSampledNote;
+using cli_internal::PrintSnapshotNote;
 using cli_internal::PrintUnresolvedNote;
 using cli_internal::ScopeName;
 using cli_internal::SharedSymbolizers;
@@ -266,6 +267,7 @@ int TopCommand(int argc, char** argv) {
   }
   printf("memtrace top of %s by %s: capture %s\n", path.c_str(), by.c_str(), Verdict(*s).c_str());
   PrintSampledNote(*s);
+  PrintSnapshotNote(*s);
   printf("\n");
   const char* row = "%11s %10s %10s %11s %9s %11s %11s  %-28s %-10s %s\n";
   printf(row, "allocated", "allocs", "calls", "live", "blocks", "temporaries", "short-lived",

@@ -9,6 +9,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "absl/strings/str_join.h"
 #include "analysis/trailer.h"
 #include "cli/progress_bar.h"
@@ -186,6 +187,20 @@ void PrintSampledNote(const CaptureSummary& s) {
   printf("sampled estimate: the interposer kept a sample (one per %llu bytes on average); "
          "counts and bytes are scaled by each sample's weight\n",
          static_cast<unsigned long long>(s.sample_interval_bytes));
+}
+
+void PrintSnapshotNote(const CaptureSummary& s) {
+  if (!s.snapshot_of.taken) return;
+  printf("snapshot of pid %llu at %s: its %llu events are the blocks live then, one "
+         "allocation each; allocated, freed and high-water are the process's own counts up "
+         "to then\n",
+         static_cast<unsigned long long>(s.pid), UtcTime(s.snapshot_of.taken_unix_ns).c_str(),
+         static_cast<unsigned long long>(s.snapshot_of.blocks));
+}
+
+std::string UtcTime(int64_t unix_ns) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixNanos(unix_ns),
+                          absl::UTCTimeZone());
 }
 
 // The JSON fields every analysis output starts with.
