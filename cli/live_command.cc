@@ -94,8 +94,12 @@ absl::StatusOr<std::string> LiveSocketFor(const std::string& target) {
   return runtime_internal::LiveSocketPath(pid, getuid(), /*create_dir=*/false);
 }
 
-absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path,
-                                              pid_t* server_pid) {
+LiveConnection::~LiveConnection() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::StatusOr<LiveConnection> AskLive(const std::string& socket_path,
+                                       std::string_view request, pid_t* server_pid) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.size() >= sizeof(addr.sun_path)) {
@@ -104,15 +108,15 @@ absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path,
   memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { close(fd); }
-  } closer{fd};
+  LiveConnection connection(fd);
   if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
     const int err = errno;
-    const char* why = err == ENOENT || err == ECONNREFUSED
-                          ? "; is the process traced with --live (MEMTRACE_LIVE=1)?"
-                          : "";
+    const char* why =
+        err == ENOENT || err == ECONNREFUSED
+            ? "; is the process traced with --live? Start it with MEMTRACE_LIVE=1 or "
+              "`memtrace run --live`"
+            : err == EACCES ? "; the socket belongs to another user: run as the process's user"
+                            : "";
     return absl::UnavailableError(
         absl::StrCat("cannot connect to ", socket_path, ": ", strerror(err), why));
   }
@@ -125,12 +129,39 @@ absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path,
   const timeval timeout = {kReplyTimeoutSeconds, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  constexpr std::string_view kRequest = "snapshot\n";
-  if (send(fd, kRequest.data(), kRequest.size(), MSG_NOSIGNAL) !=
-      static_cast<ssize_t>(kRequest.size())) {
-    return absl::UnavailableError(absl::StrCat("cannot send to ", socket_path, ": ",
-                                               strerror(errno)));
+  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size())) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot send to ", socket_path, ": ", strerror(errno)));
   }
+  return connection;
+}
+
+absl::Status LiveErrorReply(const std::string& socket_path, std::string_view line) {
+  simdjson::dom::parser parser;
+  simdjson::dom::object object;
+  if (parser.parse(simdjson::padded_string(line)).get_object().get(object) !=
+      simdjson::SUCCESS) {
+    return absl::DataLossError(absl::StrCat(socket_path, " answered something not JSON"));
+  }
+  if (std::string_view error; object["error"].get_string().get(error) == simdjson::SUCCESS) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(socket_path, " refused the request: ", std::string(error)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NoReply(const std::string& socket_path) {
+  return absl::PermissionDeniedError(absl::StrCat(
+      socket_path, " closed without a reply: it serves only its own user's processes (run "
+      "as that user)"));
+}
+
+absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path,
+                                              pid_t* server_pid) {
+  const absl::StatusOr<LiveConnection> asked = AskLive(socket_path, "snapshot\n", server_pid);
+  if (!asked.ok()) return asked.status();
+  const int fd = asked->fd();
   std::string reply;
   char buf[65536];
   for (;;) {
@@ -147,24 +178,12 @@ absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path,
                                               kMaxReplyBytes, " bytes: not a snapshot"));
     }
   }
-  if (reply.empty()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        socket_path, " closed without a reply: it serves only its own user's processes"));
-  }
+  if (reply.empty()) return NoReply(socket_path);
   if (reply.back() != '\n') {
     return absl::DataLossError(absl::StrCat(socket_path, " sent an incomplete reply"));
   }
   reply.pop_back();
-  simdjson::dom::parser parser;
-  simdjson::dom::object object;
-  if (parser.parse(simdjson::padded_string(reply)).get_object().get(object) !=
-      simdjson::SUCCESS) {
-    return absl::DataLossError(absl::StrCat(socket_path, " answered something not JSON"));
-  }
-  if (std::string_view error; object["error"].get_string().get(error) == simdjson::SUCCESS) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(socket_path, " refused the request: ", std::string(error)));
-  }
+  if (absl::Status s = LiveErrorReply(socket_path, reply); !s.ok()) return s;
   return reply;
 }
 

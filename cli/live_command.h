@@ -24,6 +24,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "cli/command_line.h"
@@ -44,6 +45,32 @@ absl::StatusOr<std::string> LiveSocketFor(const std::string& target);
 // the process serving (SO_PEERCRED), 0 when unknown.
 absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path,
                                               pid_t* server_pid = nullptr);
+
+// A connected socket, closed when this ends.
+class LiveConnection {
+ public:
+  explicit LiveConnection(int fd) : fd_(fd) {}
+  LiveConnection(LiveConnection&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  LiveConnection& operator=(LiveConnection&&) = delete;
+  ~LiveConnection();
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// What FetchLiveSnapshot() and `memtrace snapshot` share:
+// Connects to `socket_path` and sends `request` (a line of live_request.h); returns the
+// connected socket, with a receive timeout set. Errors say what
+// failed and what to do (start the process with MEMTRACE_LIVE=1, run as its user).
+// With `server_pid`, sets it to the pid of the process serving, 0 when unknown.
+absl::StatusOr<LiveConnection> AskLive(const std::string& socket_path, std::string_view request,
+                            pid_t* server_pid);
+// An error for the reply line `line` when it is the server's {"error":...} or not JSON;
+// OK for any other JSON object.
+absl::Status LiveErrorReply(const std::string& socket_path, std::string_view line);
+// The error for a server that closed without a word: it serves another user.
+absl::Status NoReply(const std::string& socket_path);
 
 }  // namespace memtrace
 

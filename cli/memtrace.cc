@@ -26,6 +26,7 @@
 #include "cli/live_command.h"
 #include "cli/report_command.h"
 #include "cli/run_command.h"
+#include "cli/snapshot_command.h"
 #include "runtime/version.h"
 
 namespace {
@@ -61,6 +62,8 @@ constexpr Command kCommands[] = {
      memtrace::RunCommand},
     {"live", "the ledger of a process traced with --live: live PID [--once --json]",
      memtrace::LiveCommand},
+    {"snapshot", "a capture of this moment of a process traced with --live: PID -o FILE",
+     memtrace::SnapshotCommand},
 };
 
 void PrintUsage(FILE* out) {
