@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -29,168 +30,24 @@
 #include "runtime/internal/live_server.h"
 #include "simdjson.h"
 #include "sinks/summary_table.h"
+#include "tests/live_target_process.h"
 #include "tests/run_program.h"
 #include "tests/test_paths.h"
 
 namespace memtrace {
 namespace {
 
+using live_testing::Ask;
+using live_testing::Connect;
+using live_testing::Field;
+using live_testing::ExpectPairsMatch;
+using live_testing::PrivateRuntimeDir;
+using live_testing::kThreads;
+using live_testing::Target;
+using live_testing::Truth;
 using runtime_internal::LiveServer;
 using runtime_internal::LiveSocketPath;
 using runtime_internal::PeerMayConnect;
-
-// As live_target.cc.
-constexpr int kThreads = 4;
-constexpr int kSites = 4;
-constexpr uint64_t kSiteBase = 0x5100;
-constexpr uint64_t kSiteStep = 0x10;
-
-// What live_target said it holds, by its own count.
-struct Truth {
-  pid_t pid = 0;
-  uint64_t live_bytes = 0, live_count = 0;
-  uint64_t thread_bytes[kThreads] = {}, thread_count[kThreads] = {};
-  // By thread (scope "worker/t<t>") and site.
-  uint64_t site_bytes[kThreads][kSites] = {}, site_count[kThreads][kSites] = {};
-};
-
-// A program (live_target by default), running, with a pipe to its stdin and one from
-// its stdout.
-class Target {
- public:
-  explicit Target(std::vector<std::string> argv = {Runfile("tests/live_target")}) {
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return;
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(in[0], 0);
-      dup2(out[1], 1);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    stdin_ = in[1];
-    stdout_ = fdopen(out[0], "r");
-  }
-  ~Target() {
-    if (stdin_ >= 0) close(stdin_);
-    if (stdout_ != nullptr) fclose(stdout_);
-    if (pid_ > 0 && status_ < 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  // Reads the "ready" and "sites" lines; false if the program said something else or
-  // ended.
-  bool WaitReady(Truth* truth) {
-    char line[512], sites[1024];
-    if (stdout_ == nullptr || fgets(line, sizeof(line), stdout_) == nullptr ||
-        fgets(sites, sizeof(sites), stdout_) == nullptr) {
-      return false;
-    }
-    std::istringstream in(line);
-    std::string word;
-    in >> word >> truth->pid >> truth->live_bytes >> truth->live_count;
-    for (int t = 0; t < kThreads; ++t) in >> truth->thread_bytes[t] >> truth->thread_count[t];
-    std::istringstream by_site(sites);
-    std::string sites_word;
-    by_site >> sites_word;
-    for (int t = 0; t < kThreads; ++t) {
-      for (int k = 0; k < kSites; ++k) {
-        by_site >> truth->site_bytes[t][k] >> truth->site_count[t][k];
-      }
-    }
-    return word == "ready" && !in.fail() && truth->pid == pid_ && sites_word == "sites" &&
-           !by_site.fail();
-  }
-
-  // Reads live_preload_target's "ready <pid>" line: the pid of the program that
-  // `memtrace run` started; 0 if it said something else.
-  pid_t WaitReadyPid() {
-    char line[128];
-    if (stdout_ == nullptr || fgets(line, sizeof(line), stdout_) == nullptr) return 0;
-    int pid = 0;
-    return sscanf(line, "ready %d", &pid) == 1 ? pid : 0;
-  }
-
-  // Sends `command` ("stop" or "exit") and returns the exit status.
-  int Finish(const std::string& command) {
-    if (!Send(command)) return -1;
-    return Wait();
-  }
-
-  // Sends one line.
-  bool Send(const std::string& command) {
-    const std::string line = command + "\n";
-    return write(stdin_, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-  }
-
-  // The next line of its output without the newline; "(end)" when it ended.
-  std::string ReadLine() {
-    char line[1024];
-    if (stdout_ == nullptr || fgets(line, sizeof(line), stdout_) == nullptr) return "(end)";
-    std::string out(line);
-    if (!out.empty() && out.back() == '\n') out.pop_back();
-    return out;
-  }
-
-  // Ctrl-C, and the exit status.
-  int Interrupt() {
-    kill(pid_, SIGINT);
-    return Wait();
-  }
-
- private:
-  int Wait() {
-    int status = 0;
-    if (waitpid(pid_, &status, 0) != pid_) return -1;
-    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return status_;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int stdin_ = -1;
-  FILE* stdout_ = nullptr;
-  int status_ = -1;
-};
-
-// A client socket connected to `path`, or -1.
-int Connect(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Sends `request` raw and reads the reply until the server closes.
-std::string Ask(const std::string& path, const std::string& request) {
-  const int fd = Connect(path);
-  if (fd < 0) return "(no connection)";
-  send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string reply;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) reply.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return reply;
-}
-
-uint64_t Field(simdjson::dom::element usage, const char* name) {
-  uint64_t v = ~uint64_t{0};
-  EXPECT_EQ(usage[name].get_uint64().get(v), simdjson::SUCCESS) << name;
-  return v;
-}
 
 // Checks a snapshot's totals and each worker scope against what the program counted.
 void ExpectMatches(const std::string& json, const Truth& truth) {
@@ -213,27 +70,7 @@ void ExpectMatches(const std::string& json, const Truth& truth) {
   }
   EXPECT_EQ(found, kThreads) << json;
   // Each (site, scope) pair: the program's own count, and no other pair holds anything.
-  int pairs = 0;
-  for (simdjson::dom::element site : root["sites"].get_array()) {
-    std::string_view addr, path;
-    ASSERT_EQ(site["addr"].get_string().get(addr), simdjson::SUCCESS);
-    ASSERT_EQ(site["path"].get_string().get(path), simdjson::SUCCESS);
-    bool known = false;
-    for (int t = 0; t < kThreads; ++t) {
-      for (int k = 0; k < kSites; ++k) {
-        if (addr != absl::StrCat("0x", absl::Hex(kSiteBase + kSiteStep * k)) ||
-            path != absl::StrCat("worker/t", t)) {
-          continue;
-        }
-        known = true;
-        ++pairs;
-        EXPECT_EQ(Field(site, "live_bytes"), truth.site_bytes[t][k]) << path << " " << addr;
-        EXPECT_EQ(Field(site, "live_count"), truth.site_count[t][k]) << path << " " << addr;
-      }
-    }
-    EXPECT_TRUE(known) << addr << " in " << path;
-  }
-  EXPECT_EQ(pairs, kThreads * kSites) << json;
+  ExpectPairsMatch(root["sites"].get_array(), "path", nullptr, truth);
   EXPECT_EQ(Field(root["sites_omitted"], "pairs"), 0u);
   bool complete = false;
   EXPECT_EQ(root["integrity"]["complete"].get_bool().get(complete), simdjson::SUCCESS);
@@ -242,21 +79,16 @@ void ExpectMatches(const std::string& json, const Truth& truth) {
 
 class LiveTest : public testing::Test {
  protected:
-  // A short private runtime directory: a socket's path is limited to 107 bytes, and the
-  // test's own temporary directory can be longer.
   void SetUp() override {
-    char dir[] = "/tmp/memtrace-live-test.XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-    setenv("XDG_RUNTIME_DIR", dir_.c_str(), 1);
+    runtime_dir_.emplace();
+    dir_ = runtime_dir_->path();
+    ASSERT_FALSE(dir_.empty());
   }
-  void TearDown() override {
-    unsetenv("XDG_RUNTIME_DIR");
-    rmdir(dir_.c_str());  // empty, unless a socket was left behind (a test failed then)
-  }
+  void TearDown() override { runtime_dir_.reset(); }
   std::string SocketOf(pid_t pid) const { return absl::StrCat(dir_, "/memtrace-", pid, ".sock"); }
   void ExpectPrivateSocketGoneAfter(const std::string& command);
 
+  std::optional<PrivateRuntimeDir> runtime_dir_;
   std::string dir_;
 };
 
