@@ -512,9 +512,10 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   BoundReplayedPeaks(blocks ? &*blocks : nullptr, point_.kind == SnapshotPoint::Kind::kEnd,
                      &summary_.totals, &summary_.layers, &summary_.scopes);
   // A snapshot's events say what was live; its trailer, what was allocated and freed
-  // before, and how high the peaks went (snapshot_capture.h).
-  if (summary_.snapshot_of.taken && point_.kind == SnapshotPoint::Kind::kEnd && blocks &&
-      blocks->has_totals) {
+  // before, and how high the peaks went (snapshot_capture.h). Not for a sampled process:
+  // its ledger counts the sample unscaled, and the replay's estimates stand alone.
+  if (summary_.snapshot_of.taken && !summary_.sampled &&
+      point_.kind == SnapshotPoint::Kind::kEnd && blocks && blocks->has_totals) {
     TakeTrailerCounters(*blocks, &summary_);
   }
   return std::move(summary_);

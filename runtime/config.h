@@ -24,6 +24,7 @@
 #define MEMTRACE_RUNTIME_CONFIG_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -123,6 +124,17 @@ struct Config {
   // Tracer::Start() fails if the socket cannot be made. MEMTRACE_LIVE=1 (`memtrace run
   // --live`) for the interposer.
   bool live = false;
+  // How a capture of one moment served on that socket (`memtrace snapshot`,
+  // sinks/snapshot_capture.h) describes the process, as the process's own capture does:
+  // the header's `source` and more header members as raw JSON (`"interposer":{...}`), and
+  // the sampling interval whose weights its allocations carry (0: every allocation was
+  // recorded). The interposer sets its own; the defaults are the API's.
+  struct CaptureDescription {
+    std::string source = "runtime";
+    std::string header_fields;
+    uint64_t sample_interval_bytes = 0;
+  };
+  CaptureDescription live_capture;
 
   absl::Status Validate() const;
 };

@@ -87,7 +87,7 @@ void Tracer::WriteCapture(runtime_internal::LiveServer::Writer write) {
     return;
   }
   NameAndCensus(&capture->snapshot);
-  WriteSnapshotCapture(*capture, getpid(), write);
+  WriteSnapshotCapture(*capture, getpid(), recorder_->config().live_capture, write);
 }
 
 bool Tracer::Resize(Allocator& backing, LayerId layer, Memory memory, size_t alignment,

@@ -68,6 +68,7 @@ class Tables {
 }  // namespace
 
 bool WriteSnapshotCapture(const LiveCapture& capture, pid_t pid,
+                          const Config::CaptureDescription& description,
                           absl::FunctionRef<bool(std::string_view)> write) {
   const Snapshot& snap = capture.snapshot;
   std::string buffer;
@@ -83,8 +84,9 @@ bool WriteSnapshotCapture(const LiveCapture& capture, pid_t pid,
   };
   out.Magic();
   out.Json(JsonHeaderLine(
-      pid, snap.taken_unix_ns, "runtime",
-      absl::StrCat("\"snapshot\":{\"taken_unix_ns\":", snap.taken_unix_ns,
+      pid, snap.taken_unix_ns, description.source,
+      absl::StrCat(description.header_fields, description.header_fields.empty() ? "" : ",",
+                   "\"snapshot\":{\"taken_unix_ns\":", snap.taken_unix_ns,
                    ",\"blocks\":", capture.blocks.size(), ",\"bytes\":", snap.totals.live_bytes,
                    "}")));
   for (const ModuleInfo& m : LoadedModules()) {
@@ -103,7 +105,16 @@ bool WriteSnapshotCapture(const LiveCapture& capture, pid_t pid,
     tables.Layer(b.layer);
     tables.Scope(b.scope);
     const uint32_t site = tables.Site(b.site);
-    out.Alloc(/*thread=*/0, b.address, b.size, b.layer, b.scope, site, ++ticket);
+    if (description.sample_interval_bytes == 0) {
+      out.Alloc(/*thread=*/0, b.address, b.size, b.layer, b.scope, site, ++ticket);
+    } else {
+      // As the sink weighs a sampled allocation (jsonl_sink.cc), to the value a reader of
+      // the JSONL line would get.
+      const double weight =
+          RoundedWeight(SampleWeight(b.size, description.sample_interval_bytes));
+      out.Alloc(/*thread=*/0, b.address, b.size, b.layer, b.scope, site, ++ticket,
+                CaptureEventType::kAlloc, &weight);
+    }
     if (!pass(/*last=*/false)) return false;
   }
   CaptureSinkCounts counts;

@@ -9,12 +9,14 @@
 //
 //   magic
 //   header     "snapshot":{"taken_unix_ns":T,"blocks":N,"bytes":B} marks it; the header's
-//              started_unix_ns is T too
+//              started_unix_ns is T too; source and the interposer's settings as the
+//              process's own capture has them (Config::live_capture)
 //   modules    the process's modules, for symbolizing the sites' frames offline
 //   layer, scope (with its parents), site lines, each before the first event naming it
 //   epoch      t = T
 //   alloc x N  one per block live at T: its layer, size, address, scope and site; thread
-//              0 (the ledger keeps no block's thread), tickets 1..N
+//              0 (the ledger keeps no block's thread), tickets 1..N; in a sampled
+//              process, the weight its sampled size gives it
 //   trailer    the ledger's counters at T, as a sink's trailer has them at the end: the
 //              totals, layers and scopes with their high-water marks and intervals, every
 //              allocation and release before T, and the integrity block
@@ -27,7 +29,8 @@
 //
 // Example (the tracer's reply to a live client's "capture" request):
 //   absl::StatusOr<LiveCapture> c = recorder.CaptureLive(kMaxBlocks);
-//   WriteSnapshotCapture(*c, getpid(), [&](std::string_view bytes) { return Send(bytes); });
+//   WriteSnapshotCapture(*c, getpid(), config.live_capture,
+//                        [&](std::string_view bytes) { return Send(bytes); });
 
 #ifndef MEMTRACE_SINKS_SNAPSHOT_CAPTURE_H_
 #define MEMTRACE_SINKS_SNAPSHOT_CAPTURE_H_
@@ -38,6 +41,7 @@
 #include <string_view>
 
 #include "absl/functional/function_ref.h"
+#include "runtime/config.h"
 #include "runtime/live_capture.h"
 
 namespace memtrace {
@@ -46,10 +50,13 @@ namespace memtrace {
 // only by its last record, a header or trailer line).
 inline constexpr size_t kSnapshotPieceBytes = size_t{64} << 10;
 
-// Writes `capture`, of process `pid`, as a binary capture, handing its bytes to `write`
-// in pieces of about kSnapshotPieceBytes; stops early, returning false, once `write`
-// returns false (the reader is gone). True when every byte was handed over.
+// Writes `capture`, of process `pid` described as `description` says (its source, header
+// members and sampling interval: a sampled process's blocks carry their weights), as a
+// binary capture, handing its bytes to `write` in pieces of about kSnapshotPieceBytes;
+// stops early, returning false, once `write` returns false (the reader is gone). True
+// when every byte was handed over.
 bool WriteSnapshotCapture(const LiveCapture& capture, pid_t pid,
+                          const Config::CaptureDescription& description,
                           absl::FunctionRef<bool(std::string_view)> write);
 
 }  // namespace memtrace

@@ -184,6 +184,38 @@ TEST_F(SnapshotTest, DiffOfTwoSnapshotsIsWhatTheProgramAddedBetweenThem) {
   EXPECT_EQ(target.Finish("stop"), 0);
 }
 
+// The interposer's path: an unmodified program under `memtrace run --live`, whose sites
+// are call stacks.
+TEST_F(SnapshotTest, RunLiveProgramsSnapshotHoldsItsBlocksWithTheirStacks) {
+  MEMTRACE_SKIP_UNDER_SANITIZERS();
+  Target run({Cli(), "run", "--live", "--quiet", "--output=" + out_ + "/run.mtb", "--",
+              Runfile("tests/live_preload_target")});
+  const pid_t pid = run.WaitReadyPid();
+  ASSERT_GT(pid, 0);
+  const std::string capture = Snapshot(pid, "preload.mtb");
+  const Result summary = RunProgram({Cli(), "summary", "--json", capture}, {});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  ASSERT_EQ(parser.parse(simdjson::padded_string(summary.out)).get(root), simdjson::SUCCESS);
+  std::string_view source;
+  EXPECT_EQ(root["source"].get_string().get(source), simdjson::SUCCESS);
+  EXPECT_EQ(source, "preload");
+  // As live_preload_target.c says: 1000 + 2000 + 4000 + 5000 bytes in 4 blocks, after 5
+  // allocations and the free of the 3000.
+  const simdjson::dom::element held = ScopeUsage(root, "held");
+  EXPECT_EQ(Field(held, "live_bytes"), 12000u);
+  EXPECT_EQ(Field(held, "live_count"), 4u);
+  EXPECT_EQ(Field(held, "allocated_count"), 5u);
+  EXPECT_EQ(Field(held, "freed_bytes"), 3000u);
+  // Its sites are stacks, named from the program's own frames.
+  const Result top = RunProgram({Cli(), "top", "--by=live", capture}, {});
+  EXPECT_EQ(top.status, 0) << top.err;
+  EXPECT_NE(top.out.find("main (tests/live_preload_target.c"), std::string::npos) << top.out;
+  EXPECT_EQ(RunProgram({Cli(), "verify", capture}, {}).status, 0);
+  EXPECT_EQ(run.Finish("done"), 0);
+}
+
 TEST_F(SnapshotTest, BadRequestsSayWhatIsWrongAndHowToFixIt) {
   const Result no_output = RunProgram({Cli(), "snapshot", "1"}, {});
   EXPECT_EQ(no_output.status, 2);

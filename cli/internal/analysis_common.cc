@@ -192,10 +192,12 @@ void PrintSampledNote(const CaptureSummary& s) {
 void PrintSnapshotNote(const CaptureSummary& s) {
   if (!s.snapshot_of.taken) return;
   printf("snapshot of pid %llu at %s: its %llu events are the blocks live then, one "
-         "allocation each; allocated, freed and high-water are the process's own counts up "
-         "to then\n",
+         "allocation each; %s\n",
          static_cast<unsigned long long>(s.pid), UtcTime(s.snapshot_of.taken_unix_ns).c_str(),
-         static_cast<unsigned long long>(s.snapshot_of.blocks));
+         static_cast<unsigned long long>(s.snapshot_of.blocks),
+         s.sampled ? "a sampled process's counts before then are not estimated, so allocated "
+                     "and high-water are the live blocks' here"
+                   : "allocated, freed and high-water are the process's own counts up to then");
 }
 
 std::string UtcTime(int64_t unix_ns) {
