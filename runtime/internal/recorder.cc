@@ -381,24 +381,33 @@ absl::StatusOr<LiveCapture> Recorder::CaptureLive(uint64_t max_blocks) {
         "the process holds ", live, " live blocks, more than a capture of one moment copies (",
         max_blocks, "); use `memtrace live` for its counters and top sites"));
   };
-  // The room is made before the lock is taken, for the blocks live now and some more: the
-  // drainer waits for the copy, not for the copy's memory to be mapped.
+  // The room is made and touched before the lock is taken, for the blocks live now and
+  // some more: the drainer waits for the copy, not for the page faults of its memory.
   uint64_t live = 0;
   drainer_.ReadState([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
     live = ledger.totals().live_count;
   });
   if (live > max_blocks) return too_many(live);
   LiveCapture out;
-  out.blocks.reserve(std::min(max_blocks, live + live / 8 + 1024));
+  out.blocks.resize(std::min(max_blocks, live + live / 8 + 1024));
   BeginSnapshot(&out.snapshot);
   // One cut: the counters and the blocks from the same hold of the lock.
+  size_t copied = 0;
   drainer_.ReadState([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
     live = ledger.totals().live_count;
     if (live > max_blocks) return;
     CopyCounters(ledger, &out.snapshot);
-    ledger.ForEachLive([&](const AllocationRecord& r) { out.blocks.push_back(r); });
+    ledger.ForEachLive([&](const AllocationRecord& r) {
+      if (copied < out.blocks.size()) {
+        out.blocks[copied] = r;
+      } else {
+        out.blocks.push_back(r);  // more than the room: the program allocated meanwhile
+      }
+      ++copied;
+    });
   });
   if (live > max_blocks) return too_many(live);
+  out.blocks.resize(copied);
   NameScopes(&out.snapshot);
   // Stable: a block set aside at an address (allocation_ledger.h) stays after the one it
   // was set aside for, as AllocationLedger::LiveBlocks() orders them.

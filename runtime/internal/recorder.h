@@ -356,8 +356,8 @@ class Recorder {
 
   // Flushes, then copies the counters TakeSnapshot() copies and every live block, from
   // one cut (live_capture.h), with the frames of their sites' stacks where kept. The
-  // drainer waits for the copy (a few ns a block, into memory reserved before the lock is
-  // taken); the recording threads do not. kResourceExhausted, copying nothing, when more
+  // drainer waits for the copy (a few ns a block, into memory made and touched before the
+  // lock is taken); the recording threads do not. kResourceExhausted, copying nothing, when more
   // than `max_blocks` blocks are live.
   absl::StatusOr<LiveCapture> CaptureLive(uint64_t max_blocks);
 
