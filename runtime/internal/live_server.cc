@@ -221,8 +221,10 @@ void LiveServer::ServeClient(int fd) {
       }
       // Each piece within kClientTimeout of the last: a capture of millions of blocks
       // takes a while whole, and a client that keeps reading keeps it going.
+      // A client that reads as fast as the pieces come never makes Send() wait, where it
+      // would see a stop: each piece asks first.
       capture_([&](std::string_view piece) {
-        return Send(fd, piece, absl::Now() + kClientTimeout);
+        return !Stopping() && Send(fd, piece, absl::Now() + kClientTimeout);
       });
       return;
     case LiveRequest::kUnknown:
@@ -236,6 +238,11 @@ void LiveServer::ServeClient(int fd) {
   }
   reply.push_back('\n');
   Send(fd, reply, absl::Now() + kClientTimeout);
+}
+
+bool LiveServer::Stopping() const {
+  pollfd wake = {wake_fd_, POLLIN, 0};
+  return poll(&wake, 1, 0) > 0;
 }
 
 bool LiveServer::Send(int fd, std::string_view bytes, absl::Time deadline) {

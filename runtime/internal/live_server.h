@@ -121,6 +121,8 @@ class LiveServer {
   // Sends all of `bytes` by `deadline`; false when the client is gone, too slow, or the
   // server is stopping.
   bool Send(int fd, std::string_view bytes, absl::Time deadline);
+  // Whether Stop() has signalled the wake eventfd.
+  bool Stopping() const;
   // Reads until the request is known (ParseLiveRequest); kIncomplete on a timeout, an
   // error, a client that left, or a stop.
   LiveRequest ReadRequest(int fd);
