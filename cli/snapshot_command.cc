@@ -34,6 +34,8 @@ namespace {
 
 // The first bytes of a reply: a capture's magic, or the start of an {"error":..} line.
 constexpr size_t kMagicBytes = kBinaryMagicSize;
+// An error line longer than this is not one the server writes.
+constexpr size_t kMaxErrorBytes = size_t{64} << 10;
 
 // Writes all of `bytes` to `fd`; false on an error (errno says which).
 bool WriteAll(int fd, std::string_view bytes) {
@@ -77,8 +79,12 @@ absl::StatusOr<SnapshotReceived> FetchSnapshotCapture(const std::string& socket_
     std::string_view piece(buf, static_cast<size_t>(n));
     if (out < 0) {
       head.append(piece);
-      if (head.size() < kMagicBytes && head[0] != '{') continue;
-      if (head[0] == '{') continue;  // an error line: read it whole
+      if (head[0] == '{' && head.size() > kMaxErrorBytes) {
+        return fail(absl::DataLossError(
+            absl::StrCat(socket_path, " answered something that is not a capture")));
+      }
+      // An error line is read whole; a capture's magic, before anything is written.
+      if (head[0] == '{' || head.size() < kMagicBytes) continue;
       if (!IsBinaryCapture(head)) {
         return fail(absl::DataLossError(
             absl::StrCat(socket_path, " answered something that is not a capture")));

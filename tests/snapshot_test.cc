@@ -13,9 +13,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -233,6 +235,49 @@ TEST_F(SnapshotTest, BadRequestsSayWhatIsWrongAndHowToFixIt) {
   EXPECT_NE(not_live.err.find("MEMTRACE_LIVE=1 or `memtrace run --live`"), std::string::npos)
       << not_live.err;
   EXPECT_NE(access(file.c_str(), F_OK), 0) << "nothing is left at -o";
+}
+
+// A capture refused (an error line) or cut short (no trailer) leaves nothing at -o, and
+// says why.
+TEST_F(SnapshotTest, RefusedOrCutCaptureLeavesNoFileAndSaysWhy) {
+  const std::string path = absl::StrCat(dir_, "/cut.sock");
+  // What the server sends, set by the test between clients (on another thread than the
+  // server's: under a lock).
+  std::mutex mu;
+  std::string reply;
+  auto set_reply = [&](std::string r) {
+    std::lock_guard<std::mutex> lock(mu);
+    reply = std::move(r);
+  };
+  auto server = LiveServer::Start(
+      path, [] { return std::string("{}"); },
+      [&](LiveServer::Writer write) {
+        std::string sent;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          sent = reply;
+        }
+        write(sent);
+      });
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string file = absl::StrCat(out_, "/cut.mtb");
+
+  set_reply("{\"error\":\"the process holds 99 live blocks, more than 9\"}\n");
+  const Result refused = RunProgram({Cli(), "snapshot", path, "-o", file}, {});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("refused the request: the process holds 99 live blocks"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(access(file.c_str(), F_OK), 0);
+
+  set_reply("MTRACEB3\x01\x05{}");  // the magic and a record of 5 bytes cut at 2
+  const Result cut = RunProgram({Cli(), "snapshot", path, "-o", file}, {});
+  EXPECT_EQ(cut.status, 1);
+  EXPECT_NE(cut.err.find("stopped sending before the capture's end"), std::string::npos)
+      << cut.err;
+  EXPECT_NE(access(file.c_str(), F_OK), 0);
+  EXPECT_NE(access((file + ".partial").c_str(), F_OK), 0);
+  (*server)->Stop();
 }
 
 // A server's capture is sent as it is made, and a client that stops reading is dropped
