@@ -21,8 +21,6 @@ uint64_t HeaderNumber(const std::string& header, std::string_view key) {
   return strtoull(header.c_str() + at + key.size(), nullptr, 10);
 }
 
-// A forked child's capture (the interposer's MEMTRACE_TRACE_FORKS): the header's "fork"
-// object; forked stays false when the header has none.
 // The text of the header's flat object `key` ("\"fork\":{"), from the key to the first
 // closing brace; nullopt when the header has none.
 std::optional<std::string> HeaderObject(const std::string& header, std::string_view key) {
@@ -32,6 +30,8 @@ std::optional<std::string> HeaderObject(const std::string& header, std::string_v
   return header.substr(at, end == std::string::npos ? end : end - at);
 }
 
+// A forked child's capture (the interposer's MEMTRACE_TRACE_FORKS): the header's "fork"
+// object; forked stays false when the header has none.
 ForkOrigin ForkOf(const std::string& header) {
   ForkOrigin f;
   const std::optional<std::string> found = HeaderObject(header, "\"fork\":{");

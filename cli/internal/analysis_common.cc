@@ -9,8 +9,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "analysis/trailer.h"
 #include "cli/progress_bar.h"
 #include "sinks/json_text.h"
