@@ -73,12 +73,10 @@ bool WriteSnapshotCapture(const LiveCapture& capture, pid_t pid,
   const Snapshot& snap = capture.snapshot;
   std::string buffer;
   BinaryEncoder out(&buffer);
-  // Hands the buffer over once it holds a piece's worth (or, with `last`, whatever it
-  // holds).
-  auto pass = [&](bool last) {
+  // Hands over what is written so far: a piece's worth, or at the end the rest.
+  auto pass = [&] {
     out.Flush();
-    if (buffer.empty() || (!last && buffer.size() < kSnapshotPieceBytes)) return true;
-    const bool ok = write(buffer);
+    const bool ok = buffer.empty() || write(buffer);
     buffer.clear();
     return ok;
   };
@@ -115,13 +113,13 @@ bool WriteSnapshotCapture(const LiveCapture& capture, pid_t pid,
       out.Alloc(/*thread=*/0, b.address, b.size, b.layer, b.scope, site, ++ticket,
                 CaptureEventType::kAlloc, &weight);
     }
-    if (!pass(/*last=*/false)) return false;
+    if (out.size() >= kSnapshotPieceBytes && !pass()) return false;
   }
   CaptureSinkCounts counts;
   counts.events_written = capture.blocks.size();
   counts.event_lines = capture.blocks.size();
   out.Json(JsonTrailerLine(snap, snap.integrity.complete(), counts, {}, {}));
-  return pass(/*last=*/true);
+  return pass();
 }
 
 }  // namespace memtrace

@@ -25,7 +25,8 @@
 // before (allocations since released, high-water marks) is only in the trailer, and the
 // analyzer takes it from there for a snapshot (analysis/analyzer.h).
 //
-// Thread safety: a pure function of its arguments, but for the module list it reads.
+// Thread safety: any thread; it reads its arguments and the process's module list, scope
+// table and layer table, which are thread-safe.
 //
 // Example (the tracer's reply to a live client's "capture" request):
 //   absl::StatusOr<LiveCapture> c = recorder.CaptureLive(kMaxBlocks);
