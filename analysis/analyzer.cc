@@ -494,6 +494,21 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
             [](const AllocationAttribution& a, const AllocationAttribution& b) {
               return std::tie(a.site, a.scope, a.layer) < std::tie(b.site, b.scope, b.layer);
             });
+  // The trailer's blocks (analysis/trailer.h), when it has them.
+  std::optional<TrailerBlocks> blocks;
+  if (summary_.has_trailer) {
+    if (absl::StatusOr<TrailerBlocks> t = ParseTrailer(summary_.trailer); t.ok()) {
+      blocks = *std::move(t);
+    }
+  }
+  // A snapshot's events say what was live; its trailer, what was allocated and freed
+  // before, and how high the peaks went (snapshot_capture.h); coverage counts from those
+  // too. Not for a sampled process: its ledger counts the sample unscaled, and the
+  // replay's estimates stand alone.
+  if (summary_.snapshot_of.taken && !summary_.sampled &&
+      point_.kind == SnapshotPoint::Kind::kEnd && blocks && blocks->has_totals) {
+    TakeTrailerCounters(*blocks, &summary_);
+  }
   Coverage& c = summary_.coverage;
   for (const auto& [scope, usage] : summary_.scopes) {
     (scope == 0 ? c.allocated_unscoped : c.allocated_scoped) += usage.allocated_bytes;
@@ -503,21 +518,8 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   c.census_entries = census_.size();
   // The replay's peaks are the recorder's (the capture's order is the one it applied);
   // their intervals come from the trailer, at the end only (trailer.h).
-  std::optional<TrailerBlocks> blocks;
-  if (summary_.has_trailer) {
-    if (absl::StatusOr<TrailerBlocks> t = ParseTrailer(summary_.trailer); t.ok()) {
-      blocks = *std::move(t);
-    }
-  }
   BoundReplayedPeaks(blocks ? &*blocks : nullptr, point_.kind == SnapshotPoint::Kind::kEnd,
                      &summary_.totals, &summary_.layers, &summary_.scopes);
-  // A snapshot's events say what was live; its trailer, what was allocated and freed
-  // before, and how high the peaks went (snapshot_capture.h). Not for a sampled process:
-  // its ledger counts the sample unscaled, and the replay's estimates stand alone.
-  if (summary_.snapshot_of.taken && !summary_.sampled &&
-      point_.kind == SnapshotPoint::Kind::kEnd && blocks && blocks->has_totals) {
-    TakeTrailerCounters(*blocks, &summary_);
-  }
   return std::move(summary_);
 }
 

@@ -38,6 +38,7 @@ using cli_internal::PrintSampledNote;
 using cli_internal::PrintUnresolvedNote;
 using cli_internal::ScopeName;
 using cli_internal::Share;
+using cli_internal::UtcTime;
 using cli_internal::SiteNamer;
 using cli_internal::Verdict;
 
@@ -61,6 +62,19 @@ int PeakCommand(int argc, char** argv) {
   const std::string& path = args.positional[0];
   const auto s = Load(path);
   if (!s.ok()) return InputError(kPeakSpec, std::string(s.status().message()));
+  if (s->snapshot_of.taken) {
+    // Its events are one moment's live blocks: the high-water moment, before it, is not
+    // among them.
+    return InputError(
+        kPeakSpec,
+        absl::StrCat(path, " is a snapshot of pid ", s->pid, " at ",
+                     UtcTime(s->snapshot_of.taken_unix_ns),
+                     ": it holds the blocks live then, and the process's high-water mark (",
+                     FormatBytes(s->totals.high_water_bytes),
+                     ") came before, with what held it. `memtrace top --by=live ", path,
+                     "` shows what was live at the snapshot; peak needs the process's own "
+                     "capture (memtrace run -o FILE)"));
+  }
   std::vector<uint32_t> only;
   const std::string scope = absl::GetFlag(FLAGS_scope);
   if (!scope.empty()) {
