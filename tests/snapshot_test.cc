@@ -83,6 +83,16 @@ class SnapshotTest : public testing::Test {
   std::string out_;
 };
 
+// The bytes live_target's thread `t` allocated: block i has 16 + (37 i + 101 t) % 2000
+// bytes (live_target.cc).
+uint64_t AllocatedBytes(int t) {
+  uint64_t bytes = 0;
+  for (int i = 0; i < kBlocks; ++i) {
+    bytes += 16 + static_cast<uint64_t>((i * 37 + t * 101) % 2000);
+  }
+  return bytes;
+}
+
 // The program's own counts, by scope: every thread allocated kBlocks blocks in its scope
 // and freed every third.
 void ExpectSummaryMatches(const std::string& json, const Truth& truth) {
@@ -99,6 +109,10 @@ void ExpectSummaryMatches(const std::string& json, const Truth& truth) {
   const uint64_t freed_per_thread = (kBlocks + 2) / 3;
   EXPECT_EQ(Field(root["totals"], "allocated_count"), uint64_t{kThreads} * kBlocks);
   EXPECT_EQ(Field(root["totals"], "freed_count"), uint64_t{kThreads} * freed_per_thread);
+  uint64_t allocated = 0;
+  for (int t = 0; t < kThreads; ++t) allocated += AllocatedBytes(t);
+  EXPECT_EQ(Field(root["totals"], "allocated_bytes"), allocated);
+  EXPECT_EQ(Field(root["totals"], "freed_bytes"), allocated - truth.live_bytes);
   EXPECT_GE(Field(root["totals"], "high_water_bytes"), truth.live_bytes);
   for (int t = 0; t < kThreads; ++t) {
     const simdjson::dom::element usage = ScopeUsage(root, absl::StrCat("worker/t", t));
@@ -106,6 +120,7 @@ void ExpectSummaryMatches(const std::string& json, const Truth& truth) {
     EXPECT_EQ(Field(usage, "live_count"), truth.thread_count[t]) << t;
     EXPECT_EQ(Field(usage, "allocated_count"), uint64_t{kBlocks}) << t;
     EXPECT_EQ(Field(usage, "freed_count"), freed_per_thread) << t;
+    EXPECT_EQ(Field(usage, "allocated_bytes"), AllocatedBytes(t)) << t;
   }
   bool complete = false;
   EXPECT_EQ(root["complete"].get_bool().get(complete), simdjson::SUCCESS);
@@ -136,6 +151,22 @@ TEST_F(SnapshotTest, EveryCommandReadsWhatTheProgramCountedItself) {
   simdjson::dom::element root;
   ASSERT_EQ(parser.parse(simdjson::padded_string(top.out)).get(root), simdjson::SUCCESS);
   ExpectPairsMatch(root["rows"].get_array(), "scope", "usage", truth);
+
+  // coverage counts what the program allocated before, in its scopes.
+  const Result coverage = RunProgram({Cli(), "coverage", "--json", capture}, {});
+  ASSERT_EQ(coverage.status, 0) << coverage.err;
+  ASSERT_EQ(parser.parse(simdjson::padded_string(coverage.out)).get(root), simdjson::SUCCESS);
+  uint64_t allocated = 0;
+  for (int t = 0; t < kThreads; ++t) allocated += AllocatedBytes(t);
+  EXPECT_EQ(Field(root, "allocated_scoped"), allocated) << coverage.out;
+  EXPECT_EQ(Field(root, "live_scoped"), truth.live_bytes) << coverage.out;
+
+  // peak refuses: the high-water moment came before the snapshot, and is not in it.
+  const Result peak = RunProgram({Cli(), "peak", capture}, {});
+  EXPECT_EQ(peak.status, 2);
+  EXPECT_NE(peak.err.find(absl::StrCat("is a snapshot of pid ", truth.pid)), std::string::npos)
+      << peak.err;
+  EXPECT_NE(peak.err.find("top --by=live"), std::string::npos) << peak.err;
 
   // verify passes; report writes a page.
   const Result verify = RunProgram({Cli(), "verify", capture}, {});
