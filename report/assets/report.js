@@ -83,17 +83,23 @@
     if (s.kind === "census") { const n = censusName(s.id); s.name = n.startsWith("census") ? n : "census: " + n; }
   });
 
+  // "2026-12-06 19:04:05 UTC" for a time in unix ns; "\u2013" when there is none.
+  function utcTime(unixNs) {
+    const d = new Date(Number(unixNs) / 1e6);
+    return isNaN(d) ? "\u2013" : d.toISOString().replace("T", " ").slice(0, 19) + " UTC";
+  }
+
   // ---- header, facts, banner ----------------------------------------------------------
   function renderHeader() {
     const cap = data.capture;
     app.append(el("header", { class: "top" },
       el("h1", {}, el("span", { class: "brand", text: "memtrace" }), " report"),
       el("div", { class: "path", text: cap.path })));
-    const started = header.started_unix_ns ? new Date(Number(header.started_unix_ns) / 1e6) : null;
+    const started = header.started_unix_ns ? utcTime(header.started_unix_ns) : "\u2013";
     const facts = [
       ["pid", String(cap.pid)],
       ["source", header.source || "runtime"],
-      ["started", started && !isNaN(started) ? started.toISOString().replace("T", " ").slice(0, 19) + " UTC" : "\u2013"],
+      ["started", started],
       ["duration", fmtNs(tl.duration_ns)],
       ["events", fmtCount(cap.events)],
       ["peak live", fmtBytes(cap.totals.high_water_bytes) + peakBound(cap.totals)],
@@ -158,6 +164,12 @@
     if (statements.length > 0) {
       app.append(el("div", { class: "banner partial", id: "filters" }, el("strong", { text: "Filtered capture" }),
         " \u2014 the interposer left allocations out, as asked: " + statements.join("; ") + "."));
+    }
+    if (header.snapshot) {
+      app.append(el("div", { class: "banner partial", id: "snapshot" }, el("strong", { text: "Snapshot" }),
+        " \u2014 of pid " + header.pid + " at " + utcTime(header.snapshot.taken_unix_ns) + " (memtrace snapshot): its events are the " +
+        fmtCount(header.snapshot.blocks) + " blocks live then, one allocation each; allocated, freed and high-water are the " +
+        "process's own counts up to then."));
     }
     const interposer = header.interposer || {};
     if (interposer.sample_interval_bytes > 0) {
@@ -527,6 +539,8 @@
   function renderPeak() {
     const pk = data.peak;
     const p = panel("peak", "Peak composition",
+      header.snapshot ? "What was live at the snapshot: " + fmtBytes(pk.live) + ". The process's high-water mark, " +
+        fmtBytes(data.capture.totals.high_water_bytes) + ", came before it; what held it then is not in a snapshot." :
       pk.event > 0 ? "What held memory at the global high-water moment: " + fmtBytes(pk.live) + " live after event " +
         fmtCount(pk.event) + " (" + fmtNs(pk.t) + " after the first event)." +
         peakBound(data.capture.totals).replace(" (", " The true peak: ").replace(/\)$/, ".") : "The capture allocated nothing.");
