@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -365,6 +366,47 @@ TEST_F(LiveTest, ClientRefusesAReplyThatIsNotASnapshot) {
   (*server)->Stop();
   struct stat st;
   EXPECT_NE(lstat(path.c_str(), &st), 0);
+}
+
+// A client of another uid: the socket's directory and mode keep it out, and where they
+// would not, the server's SO_PEERCRED check does (it is answered nothing and closed).
+// Needs root, to become that uid; PeerMayConnect's own test covers the check otherwise.
+TEST_F(LiveTest, AnotherUidIsRefusedByTheSocketAndByTheServer) {
+  if (getuid() != 0) GTEST_SKIP() << "needs root to connect as another uid";
+  const std::string path = absl::StrCat(dir_, "/peer.sock");
+  auto server = LiveServer::Start(path, [] { return std::string("{\"ok\":1}"); });
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_EQ(Ask(path, "snapshot\n"), "{\"ok\":1}\n") << "the server answers its own uid";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof(addr.sun_path));
+  memcpy(addr.sun_path, path.data(), path.size());
+  // The child's exit status: 0 no connection, 1 connected and answered nothing, 2 answered.
+  auto as_nobody = [&addr] {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      if (setgid(65534) != 0 || setuid(65534) != 0) _exit(9);
+      const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+      if (fd < 0 || connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+        _exit(0);
+      }
+      static const char kRequest[] = "snapshot\n";
+      send(fd, kRequest, sizeof(kRequest) - 1, MSG_NOSIGNAL);
+      char c;
+      _exit(recv(fd, &c, 1, 0) > 0 ? 2 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(as_nobody(), 0) << "the 0700 directory and the 0600 socket keep another uid out";
+  // Open the way on the file system: the server itself must refuse.
+  ASSERT_EQ(chmod(dir_.c_str(), 0711), 0);
+  ASSERT_EQ(chmod(path.c_str(), 0666), 0);
+  EXPECT_EQ(as_nobody(), 1) << "another uid reached the socket and must be answered nothing";
+  ASSERT_EQ(chmod(dir_.c_str(), 0700), 0);
+  EXPECT_EQ(Ask(path, "snapshot\n"), "{\"ok\":1}\n") << "the refusal changed nothing";
+  (*server)->Stop();
 }
 
 TEST_F(LiveTest, OneServerPerProcess) {
