@@ -81,7 +81,8 @@ absl::StatusOr<CaptureSummary> Analyzer::SummarizeText(std::string_view text,
 }
 
 void Analyzer::Account(uint64_t size, uint32_t scope_id, uint32_t site, uint32_t layer,
-                       uint64_t count, bool allocate) {
+                       uint64_t count, bool allocate, uint32_t thread) {
+  if (!Counted(thread)) return;
   UsageCounters& scope = summary_.scopes[scope_id];
   const uint64_t scope_high_water = scope.high_water_bytes;
   UsageCounters* all[] = {&summary_.totals, &summary_.layers[layer], &scope,
@@ -189,7 +190,7 @@ void Analyzer::SettleEpoch() {
   ledger_->SettleDisplaced([&](const Released& r) {
     const Note note = TakeNote(r);
     Account(r.block.size, r.block.scope, static_cast<uint32_t>(r.block.site), r.block.layer,
-            note.count, /*allocate=*/false);
+            note.count, /*allocate=*/false, note.thread);
     ++summary_.missed_frees;
   });
 }
@@ -272,7 +273,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
                       SampledCount({rec.site, rec.scope, rec.layer}, rec.weight),
                       rec.weight};
       AddNote(rec.layer, rec.addr, note);
-      Account(size, rec.scope, rec.site, rec.layer, note.count, /*allocate=*/true);
+      Account(size, rec.scope, rec.site, rec.layer, note.count, /*allocate=*/true, rec.thread);
       NoteAllocation(rec.thread, AddressKey(rec.layer, rec.addr), note.id);
       last_allocation_[rec.thread] = note.id;
       break;
@@ -287,8 +288,8 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       }
       const Note note = TakeNote(r);
       Account(r.block.size, r.block.scope, static_cast<uint32_t>(r.block.site), r.block.layer,
-              note.count, /*allocate=*/false);
-      NoteFreed(rec.thread, note, r.block);
+              note.count, /*allocate=*/false, note.thread);
+      if (Counted(note.thread)) NoteFreed(rec.thread, note, r.block);
       break;
     }
     case LineType::kResize: {
@@ -310,19 +311,21 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       if (new_size != rec.size) ledger_->Resize(layer, rec.addr, rec.ticket, new_size, rec.ticket);
       const uint32_t scope_id = before.block.scope;
       const uint32_t site = static_cast<uint32_t>(before.block.site);
-      UsageCounters& scope = summary_.scopes[scope_id];
-      const uint64_t scope_high_water = scope.high_water_bytes;
-      UsageCounters* all[] = {&summary_.totals, &summary_.layers[rec.layer], &scope,
-                              &attribution_[AttributionKey{site, scope_id, rec.layer}]};
-      // One call, as Resize() counts it; a sampled block's resize stands for `count`.
-      for (UsageCounters* c : all) {
-        c->Resize(before.block.size, new_size);
-        c->allocation_calls += note.count - 1;
+      if (Counted(note.thread)) {
+        UsageCounters& scope = summary_.scopes[scope_id];
+        const uint64_t scope_high_water = scope.high_water_bytes;
+        UsageCounters* all[] = {&summary_.totals, &summary_.layers[rec.layer], &scope,
+                                &attribution_[AttributionKey{site, scope_id, rec.layer}]};
+        // One call, as Resize() counts it; a sampled block's resize stands for `count`.
+        for (UsageCounters* c : all) {
+          c->Resize(before.block.size, new_size);
+          c->allocation_calls += note.count - 1;
+        }
+        if (scope.high_water_bytes > scope_high_water) {
+          summary_.scope_peak_event[scope_id] = events_seen_;
+        }
+        if (live_change_hook_) live_change_hook_(scope_id, rec.layer);
       }
-      if (scope.high_water_bytes > scope_high_water) {
-        summary_.scope_peak_event[scope_id] = events_seen_;
-      }
-      if (live_change_hook_) live_change_hook_(scope_id, rec.layer);
       if (stored != nullptr) {
         stored->size = new_size;
         stored->ticket48 = CompactTicket(rec.ticket);
@@ -344,7 +347,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
                                  static_cast<LayerId>(rec.layer)};
       m.note = TakeNote(Released{old, m.moved.ticket48});
       Account(old.size, old.scope, static_cast<uint32_t>(old.site), old.layer, m.note.count,
-              /*allocate=*/false);
+              /*allocate=*/false, m.note.thread);
       break;
     }
     case LineType::kRemapTarget: {
@@ -361,13 +364,17 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       ledger_->MoveIn(static_cast<LayerId>(rec.layer),
                       m.active ? m.moved : AllocationLedger::Moved{}, rec.addr, size,
                       rec.ticket, rec.scope, rec.site);
-      // The moved block: the same allocation, under its first id, at its new address.
+      // The moved block: the same allocation, under its first id and of its first thread,
+      // at its new address.
       Note note{known ? m.note.id : next_id_++, CompactTicket(rec.ticket), size, 0, 0, 1, weight};
+      note.thread = known ? m.note.thread : rec.thread;
+      note.thread_event = known ? m.note.thread_event
+                                : static_cast<uint32_t>(thread_events_[rec.thread]);
       note.count = SampledCount({site, scope, rec.layer}, weight);
       const uint64_t key = AddressKey(rec.layer, rec.addr);
       if (known) moved_to_[note.id] = key;
       AddNote(rec.layer, rec.addr, note);
-      Account(size, scope, site, rec.layer, note.count, /*allocate=*/true);
+      Account(size, scope, site, rec.layer, note.count, /*allocate=*/true, note.thread);
       last_allocation_[rec.thread] = note.id;
       m = Moving{};
       break;
@@ -376,7 +383,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       ledger_->ResetLayer(static_cast<LayerId>(rec.layer), [&](const Released& r) {
         const Note note = TakeNote(r);
         Account(r.block.size, r.block.scope, static_cast<uint32_t>(r.block.site),
-                r.block.layer, note.count, /*allocate=*/false);
+                r.block.layer, note.count, /*allocate=*/false, note.thread);
       });
       break;
     case LineType::kScopeEnter:
@@ -504,8 +511,8 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   // A snapshot's events say what was live; its trailer, what was allocated and freed
   // before, and how high the peaks went (snapshot_capture.h); coverage counts from those
   // too. Not for a sampled process: its ledger counts the sample unscaled, and the
-  // replay's estimates stand alone.
-  if (summary_.snapshot_of.taken && !summary_.sampled &&
+  // replay's estimates stand alone; nor for some threads' blocks (the whole process's).
+  if (summary_.snapshot_of.taken && !summary_.sampled && !counted_thread_ &&
       point_.kind == SnapshotPoint::Kind::kEnd && blocks && blocks->has_totals) {
     TakeTrailerCounters(*blocks, &summary_);
   }
@@ -517,8 +524,11 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
   for (const auto& [label, bytes] : census_) c.census_bytes += bytes;
   c.census_entries = census_.size();
   // The replay's peaks are the recorder's (the capture's order is the one it applied);
-  // their intervals come from the trailer, at the end only (trailer.h).
-  BoundReplayedPeaks(blocks ? &*blocks : nullptr, point_.kind == SnapshotPoint::Kind::kEnd,
+  // their intervals come from the trailer, at the end only (trailer.h), which bounds the
+  // whole process's peaks, not those of some threads' blocks.
+  const bool all_threads = !counted_thread_;
+  BoundReplayedPeaks(blocks && all_threads ? &*blocks : nullptr,
+                     point_.kind == SnapshotPoint::Kind::kEnd,
                      &summary_.totals, &summary_.layers, &summary_.scopes);
   return std::move(summary_);
 }

@@ -27,6 +27,13 @@
 // memory at a moment (peak_composition.cc) build on the same replay; difference.h
 // compares two summaries.
 //
+// Threads: with SetThreadFilter(), the counters (totals, layers, scopes, attribution,
+// temporaries; not retention, whose scopes are each on one thread already) count only the
+// blocks allocated on the threads the filter keeps, wherever they are released; the
+// ledger still matches every release, so the blocks of the other threads are paired as
+// before and simply not counted. A thread is an event's `thread`,
+// the ring it came from (docs/capture-format.md): a moved block keeps its first one.
+//
 // Thread safety: an Analyzer is used by one thread.
 
 #ifndef MEMTRACE_ANALYSIS_ANALYZER_H_
@@ -107,6 +114,11 @@ class Analyzer {
   static absl::StatusOr<Peaks> PeaksOf(const std::string& path, const CaptureSummary& summary,
                                        const std::vector<uint32_t>& scopes,
                                        const Progress& progress = Progress());
+
+  // Counts only the blocks whose allocating thread `keep` accepts (see Threads above).
+  // Call before the first Apply(); an empty function counts every thread.
+  using ThreadFilter = std::function<bool(uint32_t thread)>;
+  void SetThreadFilter(ThreadFilter keep) { counted_thread_ = std::move(keep); }
 
   // Replays only the first `events` events (the rest of the file is still checked).
   void StopAfter(uint64_t events) noexcept { stop_after_ = events; }
@@ -189,9 +201,11 @@ class Analyzer {
   template <typename Match>
   StoredNote* FindStored(uint64_t address_key, Match match);
   Note Expand(const StoredNote& n) const;
-  // Counts a block in or out of the totals, its layer, its scope and its attribution.
+  // Counts a block in or out of the totals, its layer, its scope and its attribution;
+  // nothing when the thread filter leaves out `thread`, the thread that allocated it.
   void Account(uint64_t size, uint32_t scope, uint32_t site, uint32_t layer, uint64_t count,
-               bool allocate);
+               bool allocate, uint32_t thread);
+  bool Counted(uint32_t thread) const { return !counted_thread_ || counted_thread_(thread); }
   // End of an epoch: the ledger settles the blocks set aside (AllocationLedger).
   void SettleEpoch();
 
@@ -265,6 +279,7 @@ class Analyzer {
   uint64_t live_blocks_ = 0;  // the notes' counts, summed
   absl::flat_hash_map<uint32_t, Moving> moving_;  // by thread, between remap halves
   LiveChangeHook live_change_hook_;
+  ThreadFilter counted_thread_;
 };
 
 // Puts the counters of the recording process's ledger at the capture's end (the

@@ -29,6 +29,7 @@ TimelineBuilder::TimelineBuilder(const TimelineOptions& options,
                                  const CaptureSummary& first_pass)
     : options_(options) {
   options_.max_points = std::max<uint64_t>(options_.max_points, 3);
+  analyzer_.SetThreadFilter(options_.threads);
   bucket_count_ = options_.max_points / 3;
   if (first_pass.has_trailer) {
     if (absl::StatusOr<TrailerBlocks> t = ParseTrailer(first_pass.trailer); t.ok()) {

@@ -52,6 +52,11 @@ struct TimelineOptions {
   uint64_t scope_series = 10;
   // Census entries drawn (largest high-water first); the rest are not drawn.
   uint64_t census_series = 8;
+  // The blocks of which threads the series count (Analyzer::SetThreadFilter(); empty:
+  // every thread). Give the first pass the same filter, so that it picks the scopes these
+  // threads filled. Census entries and the recorder's samples belong to the whole process
+  // and are not filtered.
+  Analyzer::ThreadFilter threads;
 };
 
 struct TimelinePoint {

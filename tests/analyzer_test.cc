@@ -460,6 +460,100 @@ TEST(AnalyzerTest, RetentionCountsWhatOutlivedEachScopeInstance) {
   EXPECT_EQ(render.retained_bytes, 96u);
 }
 
+// A record of thread `thread` (the helpers above write thread 1).
+std::string OnThread(uint32_t thread, std::string record) {
+  record.replace(record.find("\"thread\":1"), 10, absl::StrCat("\"thread\":", thread));
+  return record;
+}
+
+// A thread filter counts the blocks its threads allocated, wherever released, resized or
+// moved: three threads allocate, each releases and moves the others' blocks, and the test
+// follows each thread's live bytes and high-water mark as it writes the records.
+TEST(AnalyzerTest, AThreadFilterCountsTheBlocksItsThreadsAllocatedWhereverReleased) {
+  std::string text = kHeader;
+  struct Counts {
+    uint64_t allocated = 0, live = 0, high_water = 0, allocations = 0;
+  };
+  std::map<uint32_t, Counts> truth;  // by allocating thread
+  struct Block {
+    uint32_t thread;
+    uint64_t addr, size, ticket;
+  };
+  std::vector<Block> live;
+  uint64_t ticket = 0;
+  auto grow = [&](uint32_t thread, int64_t by) {
+    Counts& c = truth[thread];
+    c.live += by;
+    c.high_water = std::max(c.high_water, c.live);
+  };
+  for (uint64_t i = 0; i < 60; ++i) {
+    const uint32_t thread = 1 + i % 3;
+    const uint32_t other = 1 + (i + 1) % 3;  // releases, resizes and moves others' blocks
+    const uint64_t size = 16 + (i * 37) % 200 * (thread == 2 ? 3 : 1);
+    const Block b{thread, 1000 + i, size, ++ticket};
+    text += OnThread(thread, Alloc(b.addr, b.size, thread, 0, b.ticket));
+    truth[thread].allocated += size;
+    ++truth[thread].allocations;
+    grow(thread, static_cast<int64_t>(size));
+    live.push_back(b);
+    if (i % 5 == 2) {  // the oldest block grows in place, on another thread
+      Block& r = live.front();
+      const uint64_t resized = ++ticket;
+      text += OnThread(other, Resize(r.addr, r.size + 8, r.ticket, resized));
+      truth[r.thread].allocated += 8;
+      grow(r.thread, 8);
+      r.size += 8;
+      r.ticket = resized;
+    }
+    if (i % 7 == 3) {  // the newest moves, on another thread
+      Block& m = live.back();
+      const uint64_t out = ++ticket, in = ++ticket;
+      text += OnThread(other, Remap(m.addr, m.ticket, out));
+      text += OnThread(other, RemapTarget(m.addr + 100000, m.size * 2, in));
+      // A move counts the block out and in again, as a new block of its new size.
+      truth[m.thread].allocated += m.size * 2;
+      ++truth[m.thread].allocations;
+      grow(m.thread, -static_cast<int64_t>(m.size));
+      grow(m.thread, static_cast<int64_t>(m.size * 2));
+      m.addr += 100000;
+      m.size *= 2;
+      m.ticket = in;
+    }
+    if (i % 2 == 1) {  // the oldest is released, by another thread
+      const Block f = live.front();
+      live.erase(live.begin());
+      text += OnThread(other, Free(f.addr, f.ticket, ++ticket));
+      grow(f.thread, -static_cast<int64_t>(f.size));
+    }
+  }
+  const auto all = Analyzer::SummarizeText(text, "threads.jsonl");
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->unmatched_releases, 0u);
+  uint64_t allocated = 0;
+  for (const auto& [thread, want] : truth) {
+    Analyzer a;
+    a.SetThreadFilter([thread = thread](uint32_t t) { return t == thread; });
+    CaptureReadStats stats;
+    ASSERT_TRUE(ReadCaptureText(text, "threads.jsonl",
+                                [&](const CaptureRecord& r) { return a.Apply(r); }, &stats)
+                    .ok());
+    const CaptureSummary s = a.Finish(stats);
+    EXPECT_EQ(s.totals.allocated_bytes, want.allocated) << "thread " << thread;
+    EXPECT_EQ(s.totals.allocated_count, want.allocations) << "thread " << thread;
+    EXPECT_EQ(s.totals.live_bytes, want.live) << "thread " << thread;
+    EXPECT_EQ(s.totals.high_water_bytes, want.high_water) << "thread " << thread;
+    // Each thread allocated in its own scope: the others' scopes count nothing.
+    EXPECT_EQ(s.scopes.at(thread).allocated_bytes, want.allocated) << "thread " << thread;
+    for (const auto& [scope, usage] : s.scopes) {
+      if (scope != thread) {
+        EXPECT_EQ(usage.allocated_bytes, 0u) << "scope " << scope;
+      }
+    }
+    allocated += s.totals.allocated_bytes;
+  }
+  EXPECT_EQ(allocated, all->totals.allocated_bytes);
+}
+
 TEST(AnalyzerTest, CompareMatchesScopesByPathAcrossCaptures) {
   CaptureSummary before, after;
   before.scope_paths = {{1, "a"}, {2, "gone"}};
