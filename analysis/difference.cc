@@ -41,6 +41,30 @@ std::vector<Difference> Compare(const CaptureSummary& before, const CaptureSumma
   return out;
 }
 
+std::vector<Difference> CompareSites(const CaptureSummary& before, const SiteNameOf& before_name,
+                                     const CaptureSummary& after, const SiteNameOf& after_name) {
+  std::map<std::string, Difference> by_name;
+  auto add = [&](const CaptureSummary& s, const SiteNameOf& name,
+                 UsageCounters Difference::*side) {
+    for (const AllocationAttribution& a : s.attribution) {
+      (by_name[name(a.site)].*side).AddCounts(a.usage);
+    }
+  };
+  add(before, before_name, &Difference::before);
+  add(after, after_name, &Difference::after);
+  std::vector<Difference> rows;
+  for (auto& [name, d] : by_name) {
+    d.path = name;
+    rows.push_back(d);
+  }
+  std::sort(rows.begin(), rows.end(), [](const Difference& a, const Difference& b) {
+    if (a.live_delta() != b.live_delta()) return a.live_delta() > b.live_delta();
+    if (a.allocated_delta() != b.allocated_delta()) return a.allocated_delta() > b.allocated_delta();
+    return a.path < b.path;
+  });
+  return rows;
+}
+
 // Site ids of a capture are the ledger's site values; every one gets its own (the
 // capacity is the most ids, less the one SiteTable keeps for "other sites").
 }  // namespace memtrace

@@ -1,11 +1,15 @@
 // Copyright 2026 The memtrace Authors.
 //
-// difference.h: two summaries compared scope by scope (`memtrace diff`).
+// difference.h: two summaries compared scope by scope, or call site by call site
+// (`memtrace diff`, `memtrace diff --sites`, the HTML report's "Compared with").
+//
+// Thread safety: plain functions of their arguments.
 
 #ifndef MEMTRACE_ANALYSIS_DIFFERENCE_H_
 #define MEMTRACE_ANALYSIS_DIFFERENCE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,6 +39,17 @@ struct Difference {
 // Per-scope differences between two summaries, largest change in live bytes first (ties:
 // high-water, then path). The totals come first, under the path "TOTAL".
 std::vector<Difference> Compare(const CaptureSummary& before, const CaptureSummary& after);
+
+// A call site's name in one capture (cli/internal/site_namer.h names them as `top` does).
+using SiteNameOf = std::function<std::string(uint32_t site)>;
+
+// Each call site's counters in `before` and `after`, matched by the name each capture's
+// namer gives it (so two runs compare whatever addresses they ran at), every (site,
+// scope, layer) of a name summed; `path` is the name. Largest growth in live bytes first,
+// then in bytes allocated, then by name. The high-water marks are left at zero: the rows
+// of one name peak at different moments.
+std::vector<Difference> CompareSites(const CaptureSummary& before, const SiteNameOf& before_name,
+                                     const CaptureSummary& after, const SiteNameOf& after_name);
 
 }  // namespace memtrace
 

@@ -4,10 +4,8 @@
 
 #include "cli/analysis_commands.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -78,34 +76,6 @@ void PrintDifferentProgramsNote(const CaptureSummary& before, const CaptureSumma
          a.c_str(), b.c_str());
 }
 
-// Each call site's counters in `before` and `after`, matched by the name SiteNamer gives
-// it, every (site, scope, layer) of a name summed; the largest growth in live bytes first,
-// then in bytes allocated. No high-water: the rows of one name peak at different moments.
-std::vector<Difference> CompareSites(const CaptureSummary& before, const CaptureSummary& after,
-                                     const AllocatorFunctions& allocators) {
-  std::map<std::string, Difference> by_name;
-  auto add = [&](const CaptureSummary& s, UsageCounters Difference::*side) {
-    SiteNamer names(s, allocators);
-    for (const AllocationAttribution& a : s.attribution) {
-      Difference& d = by_name[names.Name(a.site)];
-      (d.*side).AddCounts(a.usage);
-    }
-  };
-  add(before, &Difference::before);
-  add(after, &Difference::after);
-  std::vector<Difference> rows;
-  for (auto& [name, d] : by_name) {
-    d.path = name;
-    rows.push_back(d);
-  }
-  std::sort(rows.begin(), rows.end(), [](const Difference& a, const Difference& b) {
-    if (a.live_delta() != b.live_delta()) return a.live_delta() > b.live_delta();
-    if (a.allocated_delta() != b.allocated_delta()) return a.allocated_delta() > b.allocated_delta();
-    return a.path < b.path;
-  });
-  return rows;
-}
-
 std::string SignedCount(int64_t v) { return v < 0 ? absl::StrCat(v) : absl::StrCat("+", v); }
 
 }  // namespace
@@ -136,8 +106,15 @@ int DiffCommand(int argc, char** argv) {
   const bool sites = absl::GetFlag(FLAGS_sites);
   AllocatorFunctions allocators;
   if (auto exit = ParseAllocators(kDiffSpec, &allocators)) return *exit;
-  const std::vector<Difference> rows =
-      sites ? CompareSites(*before, *after, allocators) : Compare(*before, *after);
+  std::vector<Difference> rows;
+  if (sites) {
+    SiteNamer before_names(*before, allocators), after_names(*after, allocators);
+    rows = CompareSites(
+        *before, [&](uint32_t site) { return before_names.Name(site); }, *after,
+        [&](uint32_t site) { return after_names.Name(site); });
+  } else {
+    rows = Compare(*before, *after);
+  }
   auto label = [](const std::string& path, const SnapshotPoint& p) {
     return p.kind == SnapshotPoint::Kind::kEnd ? path
                                                : absl::StrCat(path, " at ", PointDescription(p));

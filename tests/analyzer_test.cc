@@ -554,6 +554,36 @@ TEST(AnalyzerTest, AThreadFilterCountsTheBlocksItsThreadsAllocatedWhereverReleas
   EXPECT_EQ(allocated, all->totals.allocated_bytes);
 }
 
+// Call sites are matched by the name each capture's namer gives them, whatever their ids.
+TEST(AnalyzerTest, CompareSitesMatchesCallSitesByNameAcrossCaptures) {
+  CaptureSummary before, after;
+  auto row = [](uint32_t site, uint32_t scope, uint64_t live, uint64_t allocated) {
+    AllocationAttribution a;
+    a.site = site;
+    a.scope = scope;
+    a.usage.live_bytes = live;
+    a.usage.allocated_bytes = allocated;
+    a.usage.allocated_count = 1;
+    return a;
+  };
+  before.attribution = {row(1, 0, 100, 500), row(2, 0, 40, 40)};
+  after.attribution = {row(7, 0, 150, 900), row(8, 3, 250, 300), row(9, 0, 10, 10)};
+  const std::map<uint32_t, std::string> before_names = {{1, "parse"}, {2, "gone"}};
+  const std::map<uint32_t, std::string> after_names = {{7, "parse"}, {8, "parse"}, {9, "new"}};
+  const std::vector<Difference> d = CompareSites(
+      before, [&](uint32_t s) { return before_names.at(s); }, after,
+      [&](uint32_t s) { return after_names.at(s); });
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].path, "parse");  // 100 -> 150 + 250 live: the largest growth first
+  EXPECT_EQ(d[0].live_delta(), 300);
+  EXPECT_EQ(d[0].allocated_delta(), 700);
+  EXPECT_EQ(d[0].after.allocated_count, 2u);
+  EXPECT_EQ(d[1].path, "new");
+  EXPECT_EQ(d[1].live_delta(), 10);
+  EXPECT_EQ(d[2].path, "gone");
+  EXPECT_EQ(d[2].live_delta(), -40);
+}
+
 TEST(AnalyzerTest, CompareMatchesScopesByPathAcrossCaptures) {
   CaptureSummary before, after;
   before.scope_paths = {{1, "a"}, {2, "gone"}};
