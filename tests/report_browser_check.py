@@ -52,7 +52,8 @@ def expected(capture, summary_json):
     print(1 + len(summary["layers"]) + drawn_scopes + min(census, 8) + resident)
 
 
-def selftest(dom_file, expected_series, verdict):
+def read_selftest(dom_file):
+    """The page's selftest block from chromium's --dump-dom; fails on script errors."""
     dom = open(dom_file, encoding="utf-8", errors="replace").read()
     # The last one: the page's script, also in the dump, names the element in a comment.
     found = re.findall(r'<div id="selftest">(\{.*?)</div>', dom, re.S)
@@ -61,6 +62,11 @@ def selftest(dom_file, expected_series, verdict):
     st = json.loads(html.unescape(found[-1]))
     if not st["ok"] or st["errors"]:
         fail("script errors: %s" % st["errors"])
+    return st
+
+
+def selftest(dom_file, expected_series, verdict):
+    st = read_selftest(dom_file)
     if st["verdict"] != verdict:
         fail("verdict %s, expected %s" % (st["verdict"], verdict))
     if st["series_drawn"] != int(expected_series) or st["series_expected"] != int(expected_series):

@@ -12,19 +12,7 @@ game_loop="$2"
 check="$3"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
 out="${TEST_UNDECLARED_OUTPUTS_DIR:-$dir}"
-fail() { echo "FAIL: $*"; exit 1; }
-
-chromium=$(command -v chromium || command -v chromium-browser) \
-  || fail "chromium is not installed: run tools/setup (it installs Debian's chromium)"
-export HOME="$dir/home"
-mkdir -p "$HOME"
-# Headless, no sandbox (tests may run as root), no GPU; a fresh profile under TEST_TMPDIR;
-# `timeout` so a stuck browser can never hang the test.
-browse() {
-  timeout 60 "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars \
-    --no-first-run --user-data-dir="$dir/profile" --enable-logging=stderr --v=0 \
-    --virtual-time-budget=5000 "$@"
-}
+source "$4"  # tests/headless_chromium.sh: fail, browse
 
 "$game_loop" --frames=120 --capture="$dir/game.jsonl" > "$dir/game.txt" 2>&1 \
   || fail "game_loop exited $?: $(tail -3 "$dir/game.txt")"
