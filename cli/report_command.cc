@@ -15,17 +15,23 @@
 namespace memtrace {
 
 const char* const kReportHelp =
-    "usage: memtrace report CAPTURE -o REPORT.html [--max-points=N] [--top=N] [--allocator=NAMES]\n"
+    "usage: memtrace report CAPTURE -o REPORT.html [--baseline=OLD] [--max-points=N] [--top=N]\n"
+    "                       [--threads=N] [--allocator=NAMES]\n"
     "\n"
     "Writes one self-contained HTML page about CAPTURE (it works offline: no scripts,\n"
     "styles or fonts from elsewhere): the integrity verdict, live bytes over time stacked\n"
     "by scope with one line per layer and census entry, the composition at the global\n"
     "high-water moment, a flame graph of allocation call stacks, top sites and scopes,\n"
-    "retention and leaks. See docs/report.md. A value goes as --name=VALUE or --name VALUE.\n"
+    "retention and leaks, and a thread selector where several threads allocated. See\n"
+    "docs/report.md. A value goes as --name=VALUE or --name VALUE.\n"
     "  -o PATH, --output=PATH\n"
     "                     where to write the page (required)\n"
     "  --max-points=N     points kept per time series, peaks preserved (default 2000)\n"
+    "  --baseline=OLD     add \"Compared with OLD\": the growth since the capture OLD by\n"
+    "                     scope and by call site, as `memtrace diff` and `diff --sites`\n"
     "  --top=N            rows kept per table, shown 50 a page with a filter (default 5000)\n"
+    "  --threads=N        threads with a view of their own, those that allocated the most\n"
+    "                     bytes; the rest as one (default 4; 0: no thread selector)\n"
     "  --allocator=NAMES  the program's own allocator functions, comma-separated\n"
     "                     (pool_alloc,Engine::Alloc*): call sites are named after the\n"
     "                     caller of the outermost one, as of malloc or operator new\n";
@@ -68,13 +74,20 @@ int ReportCommand(int argc, char** argv) {
       continue;
     }
     if (flag->name != "output" && flag->name != "max_points" && flag->name != "top" &&
-        flag->name != "allocator") {
+        flag->name != "allocator" && flag->name != "baseline" && flag->name != "threads") {
       return UsageError("report", absl::StrCat("unknown option '", a, "'"));
     }
     std::string value, error;
     if (!TakeFlagValue(*flag, argc, argv, &i, &value, &error)) return UsageError("report", error);
     if (flag->name == "output") {
       output = value;
+    } else if (flag->name == "baseline") {
+      options.baseline = value;
+    } else if (flag->name == "threads") {
+      options.thread_views = Count(value);
+      if (options.thread_views == 0 && value != "0") {
+        return UsageError("report", absl::StrCat("--threads must be a number, not '", value, "'"));
+      }
     } else if (flag->name == "max_points") {
       options.max_points = Count(value);
       if (options.max_points < 3) {

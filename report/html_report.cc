@@ -6,8 +6,10 @@
 #include "analysis/symbolizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
@@ -18,6 +20,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/capture_filters.h"
 #include "analysis/capture_reader.h"
+#include "analysis/difference.h"
 #include "analysis/output_file.h"
 #include "analysis/site_groups.h"
 #include "analysis/timeline.h"
@@ -41,6 +44,7 @@ struct CaptureTables {
   };
   std::vector<Module> modules;
   std::vector<CaptureRecord> module_records;  // for the symbolizer
+  std::map<uint32_t, uint64_t> thread_bytes;  // thread -> bytes its allocations asked for
   CaptureReadStats stats;
 };
 
@@ -197,7 +201,10 @@ std::string JsonTable(const std::vector<T>& rows, uint64_t top, F row) {
                       ",\"rows\":", JsonArray(shown, row), "}");
 }
 
-std::string JsonTimeline(const Timeline& timeline) {
+// The series as the page's data; with `scopes_only`, only the total and the scope series
+// (a thread view's: its layers are the whole page's, and census and the recorder's
+// samples belong to the process).
+std::string JsonTimeline(const Timeline& timeline, bool scopes_only = false) {
   auto kind = [](TimelineSeries::Kind k) {
     switch (k) {
       case TimelineSeries::Kind::kTotal: return "total";
@@ -213,7 +220,19 @@ std::string JsonTimeline(const Timeline& timeline) {
   auto point = [](const TimelinePoint& p) {
     return absl::StrCat("[", p.event, ",", p.t, ",", p.value, "]");
   };
-  std::string series = JsonArray(timeline.series, [&](const TimelineSeries& s) {
+  std::vector<const TimelineSeries*> kept;
+  std::vector<size_t> position(timeline.series.size());  // index in `kept`
+  for (size_t i = 0; i < timeline.series.size(); ++i) {
+    const TimelineSeries::Kind k = timeline.series[i].kind;
+    if (scopes_only && k != TimelineSeries::Kind::kTotal && k != TimelineSeries::Kind::kScope &&
+        k != TimelineSeries::Kind::kOtherScopes) {
+      continue;
+    }
+    position[i] = kept.size();
+    kept.push_back(&timeline.series[i]);
+  }
+  std::string series = JsonArray(kept, [&](const TimelineSeries* one) {
+    const TimelineSeries& s = *one;
     return absl::StrCat(
         "{\"name\":", JsonQuote(s.name), ",\"kind\":\"", kind(s.kind), "\",\"id\":", s.id,
         ",\"hw\":", point(s.high_water),
@@ -222,7 +241,7 @@ std::string JsonTimeline(const Timeline& timeline) {
         ",\"v\":", JsonArray(s.points, [](const TimelinePoint& p) { return p.value; }), "}");
   });
   std::string stack = absl::StrCat(
-      "{\"series\":", JsonArray(timeline.stack_series, [](size_t i) { return i; }),
+      "{\"series\":", JsonArray(timeline.stack_series, [&](size_t i) { return position[i]; }),
       ",\"e\":", JsonArray(timeline.stack_moments, [](const TimelinePoint& p) { return p.event; }),
       ",\"t\":", JsonArray(timeline.stack_moments, [](const TimelinePoint& p) { return p.t; }),
       ",\"v\":", JsonArray(timeline.stack_values, [](const std::vector<int64_t>& v) {
@@ -313,6 +332,167 @@ std::string JsonFlame(const CaptureSummary& s, const CaptureTables& tables,
                       ",\"names\":", JsonArray(names.names(), JsonQuote), "}");
 }
 
+const char* VerdictOf(const CaptureSummary& s) {
+  return !s.has_trailer ? "truncated" : (s.trailer_complete ? "complete" : "partial");
+}
+
+// The stacks under a call-site row that adds up several (SiteGroup::stacks), for the page
+// to unfold: each stack's frames, innermost first, as indices into one table of frame
+// names (function (file:line)), and its own counts. At most `row_stacks` per row and
+// `listed_stacks` per page; the rest are counted, not listed.
+class StackLists {
+ public:
+  StackLists(const ReportOptions& options, const CaptureSummary& s, const CaptureTables& tables,
+             FrameNames& names)
+      : per_row_(options.row_stacks), budget_(options.listed_stacks), summary_(s),
+        tables_(tables), names_(names) {}
+
+  // "null" for a row of one stack, else {"total":N,"rows":[[frames, allocated bytes,
+  // allocations, live bytes, live blocks, temporaries], ...]} for its largest stacks.
+  std::string Json(const SiteGroup& g) {
+    if (g.stacks.size() < 2) return "null";
+    const size_t listed = std::min<uint64_t>({g.stacks.size(), per_row_, budget_});
+    budget_ -= listed;
+    std::vector<AllocationAttribution> shown(g.stacks.begin(), g.stacks.begin() + listed);
+    return absl::StrCat(
+        "{\"total\":", g.stacks.size(), ",\"rows\":",
+        JsonArray(shown,
+                  [&](const AllocationAttribution& a) {
+                    const UsageCounters& u = a.usage;
+                    return absl::StrCat("[", JsonArray(Frames(a.site), [](uint32_t f) { return f; }),
+                                        ",", u.allocated_bytes, ",", u.allocated_count, ",",
+                                        u.live_bytes, ",", u.live_count, ",", a.temporaries, "]");
+                  }),
+        "}");
+  }
+  const std::vector<std::string>& names() const { return frame_names_; }
+
+ private:
+  std::vector<uint32_t> Frames(uint32_t site) {
+    if (tables_.other_sites.count(site) > 0) return {Index(std::string(kOtherSites))};
+    std::vector<uint32_t> out;
+    if (auto f = summary_.site_frames.find(site); f != summary_.site_frames.end()) {
+      for (uint64_t pc : f->second) out.push_back(Index(names_.Describe(pc)));
+    } else if (auto a = summary_.site_addrs.find(site); a != summary_.site_addrs.end()) {
+      out.push_back(Index(names_.Describe(a->second)));
+    } else {
+      out.push_back(Index(absl::StrCat("site ", site)));
+    }
+    return out;
+  }
+  uint32_t Index(const std::string& name) {
+    auto [it, added] = index_.emplace(name, static_cast<uint32_t>(frame_names_.size()));
+    if (added) frame_names_.push_back(name);
+    return it->second;
+  }
+
+  const uint64_t per_row_;
+  uint64_t budget_;
+  const CaptureSummary& summary_;
+  const CaptureTables& tables_;
+  FrameNames& names_;
+  absl::flat_hash_map<std::string, uint32_t> index_;
+  std::vector<std::string> frame_names_;
+};
+
+// Call sites grouped by name, scope and layer (analysis/site_groups.h), largest allocated
+// first: the rows of the call-site tables.
+std::vector<SiteGroup> SiteRows(const CaptureSummary& s,
+                                const std::function<std::string(uint32_t)>& site_name) {
+  return GroupSitesByName(
+      s.attribution, site_name,
+      [](const UsageCounters& u, uint64_t, uint64_t) { return u.allocated_bytes; });
+}
+
+// One view of the page for some threads' blocks (Analyzer::SetThreadFilter()): one thread
+// among those that allocated the most bytes, or all the others together.
+struct ThreadView {
+  std::string name;
+  std::optional<uint32_t> thread;  // none: "other threads"
+  Analyzer::ThreadFilter keep;
+  uint64_t allocated = 0;          // the bytes its allocations asked for (first pass)
+};
+
+// The views: none unless two threads or more allocated; else the `thread_views` threads
+// that allocated the most bytes (ties: the lower id), and one for the rest, if any.
+std::vector<ThreadView> ChooseThreadViews(const CaptureTables& tables,
+                                          const ReportOptions& options) {
+  std::vector<ThreadView> views;
+  if (tables.thread_bytes.size() < 2 || options.thread_views == 0) return views;
+  std::vector<std::pair<uint64_t, uint32_t>> ranked;  // (bytes, thread)
+  for (const auto& [thread, bytes] : tables.thread_bytes) ranked.emplace_back(bytes, thread);
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  const size_t own = std::min<uint64_t>(ranked.size(), options.thread_views);
+  auto chosen = std::make_shared<std::set<uint32_t>>();
+  for (size_t i = 0; i < own; ++i) {
+    const uint32_t thread = ranked[i].second;
+    chosen->insert(thread);
+    views.push_back(ThreadView{absl::StrCat("thread ", thread), thread,
+                               [thread](uint32_t t) { return t == thread; }, ranked[i].first});
+  }
+  if (own < ranked.size()) {
+    ThreadView rest{absl::StrCat("other threads (", ranked.size() - own, ")"), std::nullopt,
+                    [chosen](uint32_t t) { return chosen->count(t) == 0; }, 0};
+    for (size_t i = own; i < ranked.size(); ++i) rest.allocated += ranked[i].first;
+    views.push_back(std::move(rest));
+  }
+  return views;
+}
+
+// What the page shows of one thread view: its summary (the counters of its blocks) and
+// its series.
+struct ThreadViewData {
+  CaptureSummary summary;
+  Timeline timeline;
+};
+
+// The baseline capture ("Compared with"): its first pass, as the report's own.
+struct Baseline {
+  std::string path;
+  CaptureSummary summary;
+  CaptureTables tables;
+};
+
+// The differences from the baseline, by scope (Compare()) and by call site
+// (CompareSites(), each capture's sites named as the page names them).
+std::string BaselineJson(const Baseline& base, const CaptureSummary& s,
+                         const std::function<std::string(uint32_t)>& site_name,
+                         const ReportOptions& options) {
+  FrameNames base_names(options, base.tables);
+  const std::vector<Difference> scopes = Compare(base.summary, s);
+  const std::vector<Difference> sites = CompareSites(
+      base.summary,
+      [&](uint32_t site) { return SiteName(base.summary, base.tables, base_names, site); }, s,
+      site_name);
+  auto delta = [](uint64_t before, uint64_t after) {
+    return static_cast<int64_t>(after) - static_cast<int64_t>(before);
+  };
+  return absl::StrCat(
+      "{\"path\":", JsonQuote(base.path), ",\"verdict\":\"", VerdictOf(base.summary),
+      "\",\"events\":", base.summary.events, ",\"scopes\":",
+      JsonTable(scopes, options.top,
+                [&](const Difference& d) {
+                  return absl::StrCat("[", JsonQuote(d.path), ",", d.before.live_bytes, ",",
+                                      d.after.live_bytes, ",", d.live_delta(), ",",
+                                      d.before.high_water_bytes, ",", d.after.high_water_bytes,
+                                      ",", d.high_water_delta(), ",", d.before.allocated_bytes,
+                                      ",", d.after.allocated_bytes, ",", d.allocated_delta(),
+                                      "]");
+                }),
+      ",\"sites\":",
+      JsonTable(sites, options.top,
+                [&](const Difference& d) {
+                  return absl::StrCat(
+                      "[", JsonQuote(d.path), ",", d.before.live_bytes, ",", d.after.live_bytes,
+                      ",", d.live_delta(), ",", d.before.allocated_bytes, ",",
+                      d.after.allocated_bytes, ",", d.allocated_delta(), ",",
+                      delta(d.before.allocated_count, d.after.allocated_count), "]");
+                }),
+      "}");
+}
+
 // The capture's recording filters (analysis/capture_filters.h), as members of its object:
 // "filters" (the array `memtrace summary --json` gives), "filter_statements" (what each
 // left out, in words) and "exact_for" (what "exact" holds for; "" with none).
@@ -327,13 +507,33 @@ std::string FiltersJson(const CaptureSummary& s) {
                       ",\"exact_for\":", JsonQuote(filters.ExactFor()));
 }
 
+// The thread views' part of the data: null without views.
+std::string ThreadsJson(const CaptureTables& tables, const std::vector<ThreadView>& views,
+                        const std::vector<ThreadViewData>& data,
+                        const std::function<std::string(uint32_t)>& site_name,
+                        const std::function<std::string(const SiteGroup&)>& site_row,
+                        const ReportOptions& options) {
+  if (views.empty()) return "null";
+  std::string out;
+  for (size_t i = 0; i < views.size(); ++i) {
+    const ThreadView& v = views[i];
+    absl::StrAppend(&out, i > 0 ? "," : "", "{\"name\":", JsonQuote(v.name), ",\"thread\":",
+                    v.thread ? absl::StrCat(*v.thread) : "null", ",\"allocated\":",
+                    data[i].summary.totals.allocated_bytes, ",\"sites\":",
+                    JsonTable(SiteRows(data[i].summary, site_name), options.thread_top, site_row),
+                    ",\"timeline\":", JsonTimeline(data[i].timeline, /*scopes_only=*/true), "}");
+  }
+  return absl::StrCat("{\"total\":", tables.thread_bytes.size(), ",\"views\":[", out, "]}");
+}
+
 std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
                      const CaptureTables& tables, const Timeline& timeline,
-                     const PeakComposition& peak, const ReportOptions& options) {
+                     const PeakComposition& peak, const std::vector<ThreadView>& views,
+                     const std::vector<ThreadViewData>& view_data, const Baseline* baseline,
+                     const ReportOptions& options) {
   FrameNames names(options, tables);
   const auto site_name = [&](uint32_t site) { return SiteName(s, tables, names, site); };
-  const char* verdict =
-      !s.has_trailer ? "truncated" : (s.trailer_complete ? "complete" : "partial");
+  const char* verdict = VerdictOf(s);
   std::string capture = absl::StrCat(
       "{\"path\":", JsonQuote(capture_path), ",\"pid\":", s.pid, ",\"verdict\":\"", verdict,
       "\",\"events\":", s.events, ",\"lines\":", tables.stats.lines,
@@ -359,15 +559,16 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
                 }),
       "}");
 
-  // Tables. Stacks that read the same are one row (analysis/site_groups.h).
-  const std::vector<SiteGroup> sites = GroupSitesByName(
-      s.attribution, site_name,
-      [](const UsageCounters& u, uint64_t, uint64_t) { return u.allocated_bytes; });
-  auto site_row = [&](const SiteGroup& g) {
+  // Tables. Stacks that read the same are one row (analysis/site_groups.h), which lists
+  // them after its columns.
+  const std::vector<SiteGroup> sites = SiteRows(s, site_name);
+  StackLists stacks(options, s, tables, names);
+  const std::function<std::string(const SiteGroup&)> site_row = [&](const SiteGroup& g) {
     return absl::StrCat("[", JsonQuote(g.name + StacksNote(g.stacks.size())), ",",
                         JsonQuote(Path(s, g.scope)), ",", JsonQuote(LayerName(s, g.layer)), ",",
                         g.usage.allocated_bytes, ",", g.usage.allocated_count, ",",
-                        g.usage.live_bytes, ",", g.usage.live_count, ",", g.temporaries, "]");
+                        g.usage.live_bytes, ",", g.usage.live_count, ",", g.temporaries, ",",
+                        stacks.Json(g), "]");
   };
   std::vector<SiteGroup> leaks;
   for (const SiteGroup& g : sites) {
@@ -395,9 +596,12 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
                                                 : a.scope < b.scope;
   });
   std::vector<std::pair<uint32_t, UsageCounters>> layers(s.layers.begin(), s.layers.end());
+  // In this order: the call sites' rows list their stacks before the leaks' (StackLists'
+  // budget), and StrCat's arguments may be evaluated in any order.
+  const std::string sites_json = JsonTable(sites, options.top, site_row);
+  const std::string leaks_json = JsonTable(leaks, options.top, site_row);
   std::string tables_json = absl::StrCat(
-      "{\"sites\":", JsonTable(sites, options.top, site_row),
-      ",\"leaks\":", JsonTable(leaks, options.top, site_row),
+      "{\"sites\":", sites_json, ",\"leaks\":", leaks_json,
       ",\"scopes\":",
       JsonTable(scopes, options.top,
                 [&](const auto& p) { return usage_row(Path(s, p.first), p.second); }),
@@ -411,6 +615,10 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
       }),
       "}");
 
+  const std::string threads =
+      ThreadsJson(tables, views, view_data, site_name, site_row, options);
+  const std::string compared =
+      baseline != nullptr ? BaselineJson(*baseline, s, site_name, options) : "null";
   const std::string flame = JsonFlame(s, tables, peak, options.flame_sites, names);
   // Last: every frame above has been named by now.
   const std::string unresolved = UnresolvedJson(names.Unresolved());
@@ -418,8 +626,10 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
                       ",\"header\":", tables.header,
                       ",\"trailer\":", s.has_trailer ? s.trailer : std::string("null"),
                       ",\"timeline\":", JsonTimeline(timeline), ",\"peak\":", peak_json,
-                      ",\"tables\":", tables_json, ",\"flame\":", flame,
-                      ",\"unresolved\":", unresolved, "}");
+                      ",\"tables\":", tables_json,
+                      ",\"stack_frames\":", JsonArray(stacks.names(), JsonQuote),
+                      ",\"threads\":", threads, ",\"baseline\":", compared,
+                      ",\"flame\":", flame, ",\"unresolved\":", unresolved, "}");
 }
 
 absl::StatusOr<CaptureSummary> FirstPass(const std::string& capture_path,
@@ -439,6 +649,11 @@ absl::StatusOr<CaptureSummary> FirstPass(const std::string& capture_path,
           case LineType::kModule:
             tables->modules.push_back({rec.start, rec.end, rec.offset, rec.path});
             tables->module_records.push_back(rec);
+            break;
+          case LineType::kAlloc:
+            // As the Analyzer counts a sampled block: its size times its weight.
+            tables->thread_bytes[rec.thread] += static_cast<uint64_t>(
+                std::llround(static_cast<double>(rec.size) * rec.weight));
             break;
           default:
             break;
@@ -461,23 +676,65 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
   if (!first.ok()) return first.status();
   const CaptureSummary& summary = *first;
 
-  // Second pass: the series, and the composition at the global high-water moment.
+  // The threads with views of their own, and the baseline's first pass.
+  const std::vector<ThreadView> views = ChooseThreadViews(tables, options);
+  std::unique_ptr<Baseline> baseline;
+  if (!options.baseline.empty()) {
+    baseline = std::make_unique<Baseline>();
+    baseline->path = options.baseline;
+    absl::StatusOr<CaptureSummary> base = FirstPass(options.baseline, &baseline->tables);
+    if (!base.ok()) return base.status();
+    baseline->summary = *std::move(base);
+  }
+
+  // Second pass: the series, the composition at the global high-water moment, and each
+  // thread view's counters (which choose the scopes its series draw).
   TimelineOptions timeline_options;
   timeline_options.max_points = options.max_points;
   timeline_options.scope_series = options.scope_series;
   TimelineBuilder builder(timeline_options, summary);
+  std::vector<Analyzer> view_counters(views.size());
+  for (size_t i = 0; i < views.size(); ++i) view_counters[i].SetThreadFilter(views[i].keep);
   PeakComposition peak;
   bool peak_taken = summary.peak_event_index == 0;
-  absl::Status read = ReadCapture(capture_path, [&](const CaptureRecord& rec) {
-    absl::Status s = builder.Apply(rec);
-    if (!peak_taken && builder.analyzer().events_seen() == summary.peak_event_index) {
-      peak = builder.analyzer().Composition();
-      peak_taken = true;
-    }
-    return s;
-  });
+  CaptureReadStats stats;
+  absl::Status read = ReadCapture(
+      capture_path,
+      [&](const CaptureRecord& rec) {
+        if (absl::Status s = builder.Apply(rec); !s.ok()) return s;
+        if (!peak_taken && builder.analyzer().events_seen() == summary.peak_event_index) {
+          peak = builder.analyzer().Composition();
+          peak_taken = true;
+        }
+        for (Analyzer& a : view_counters) {
+          if (absl::Status s = a.Apply(rec); !s.ok()) return s;
+        }
+        return absl::OkStatus();
+      },
+      &stats);
   if (!read.ok()) return read;
   const Timeline timeline = builder.Finish();
+
+  // Third pass, with thread views only: their series.
+  std::vector<ThreadViewData> view_data(views.size());
+  std::vector<std::unique_ptr<TimelineBuilder>> view_builders;
+  for (size_t i = 0; i < views.size(); ++i) {
+    view_data[i].summary = view_counters[i].Finish(stats);
+    TimelineOptions o = timeline_options;
+    o.threads = views[i].keep;
+    view_builders.push_back(std::make_unique<TimelineBuilder>(o, view_data[i].summary));
+  }
+  view_counters.clear();
+  if (!views.empty()) {
+    read = ReadCapture(capture_path, [&](const CaptureRecord& rec) {
+      for (auto& b : view_builders) {
+        if (absl::Status s = b->Apply(rec); !s.ok()) return s;
+      }
+      return absl::OkStatus();
+    });
+    if (!read.ok()) return read;
+    for (size_t i = 0; i < views.size(); ++i) view_data[i].timeline = view_builders[i]->Finish();
+  }
 
   std::string name = capture_path;
   if (const size_t slash = name.rfind('/'); slash != std::string::npos) {
@@ -485,8 +742,7 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
   }
   const std::string title =
       options.title.empty() ? absl::StrCat("memtrace report: ", name) : options.title;
-  const char* verdict =
-      !summary.has_trailer ? "truncated" : (summary.trailer_complete ? "complete" : "partial");
+  const char* verdict = VerdictOf(summary);
   return absl::StrCat(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       // Nothing outside the page may load, even if a name in the data looked like markup.
@@ -499,7 +755,8 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
       "its charts and tables with JavaScript; allow scripts for this file to see them."
       "</noscript>\n<div id=\"app\"></div>\n"
       "<script type=\"application/json\" id=\"memtrace-data\">",
-      ScriptSafe(JsonData(capture_path, summary, tables, timeline, peak, options)),
+      ScriptSafe(JsonData(capture_path, summary, tables, timeline, peak, views, view_data,
+                          baseline.get(), options)),
       "</script>\n<script>\n", report_internal::kReportJs, "</script>\n</body>\n</html>\n");
 }
 

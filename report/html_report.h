@@ -14,7 +14,12 @@
 //     entry, each series' high-water mark annotated;
 //   - the composition at the global high-water moment, by scope and by call site;
 //   - a flame graph of allocation call stacks, by bytes live at the peak or allocated;
-//   - top sites and scopes, retention (per-phase leaks) and leaks (live at the end).
+//   - top sites and scopes, retention (per-phase leaks) and leaks (live at the end); a
+//     row that adds up several call stacks unfolds to them;
+//   - a thread selector, where more than one thread allocated: the chart by scope and the
+//     call sites of one thread's blocks;
+//   - with a baseline capture, the growth since it by scope and by call site
+//     (analysis/difference.h).
 //
 // Size is bounded whatever the capture: every series keeps at most `max_points` points
 // (peaks kept), tables keep `top` rows and the flame graph `flame_sites` stacks, and the
@@ -50,6 +55,18 @@ struct ReportOptions {
   uint64_t peak_bars = 50;     // bars of the peak composition, by scope and by site
   uint64_t scope_series = 10;  // scopes stacked on their own; the rest as "other scopes"
   uint64_t flame_sites = 2000; // call stacks in the flame graph; the rest as one "other"
+  // A call-site row that adds up several stacks lists at most `row_stacks` of them, and a
+  // page at most `listed_stacks` in all; the rest are counted ("12 more stacks").
+  uint64_t row_stacks = 20;
+  uint64_t listed_stacks = 2000;
+  // The threads (an event's `thread`) with their own view, those that allocated the most
+  // bytes; the rest are one "other threads" view. 0: no views. Each view replays the
+  // capture with a ledger of its own (one more copy of the live set in memory), and the
+  // views add one more reading of the capture, for all of them together.
+  uint64_t thread_views = 4;
+  uint64_t thread_top = 1000;  // rows of each view's call-site table
+  // A capture to compare this one with ("Compared with"); empty: none.
+  std::string baseline;
   // A name for a code address (a call stack frame). When empty, the page shows
   // "module+0xoffset" for addresses inside a module the capture lists, else "0x<hex>".
   std::function<std::string(uint64_t pc)> describe_frame;
@@ -66,8 +83,8 @@ struct ReportOptions {
   std::string title;
 };
 
-// Reads `capture_path` and writes the page to `out_path`. Errors name the capture's line
-// (unreadable input) or the output path (cannot write).
+// Reads `capture_path` (and options.baseline) and writes the page to `out_path`. Errors
+// name the capture's line (unreadable input) or the output path (cannot write).
 absl::Status WriteHtmlReport(const std::string& capture_path, const std::string& out_path,
                              const ReportOptions& options);
 

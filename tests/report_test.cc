@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -511,6 +512,122 @@ TEST(HtmlReportTest, RecordingFiltersAreStatedBesideTheVerdict) {
   ASSERT_TRUE(page.ok()) << page.status();
   EXPECT_NE(page->find("\"filters\":[],\"filter_statements\":[],\"exact_for\":\"\""),
             std::string::npos);
+}
+
+// Five stacks that read the same (one innermost frame, five callers) are one row, which
+// lists its largest stacks, each with its own numbers, within the caps, and counts the
+// rest.
+TEST(HtmlReportTest, ARowOfSeveralStacksListsThemWithinItsCaps) {
+  std::string text = kHeader;
+  for (uint32_t site = 1; site <= 5; ++site) {
+    absl::StrAppend(&text, "{\"type\":\"site\",\"id\":", site,
+                    ",\"addr\":\"0x401000\",\"frames\":[\"0x401000\",\"0x40", site, "000\"]}\n");
+  }
+  uint64_t ticket = 1;
+  for (uint32_t site = 1; site <= 5; ++site) {
+    for (uint32_t k = 0; k < site; ++k, ++ticket) {
+      text += Alloc(1000 + ticket, 100 * site, 1, 0, ticket, site);
+    }
+  }
+  text += kTrailer;
+  const std::string capture = TempPath("stacks.jsonl");
+  std::ofstream(capture) << text;
+  ReportOptions options;
+  options.row_stacks = 2;
+  options.listed_stacks = 3;  // the sites' row takes 2, the leaks' row the last one
+  options.describe_frame = [](uint64_t pc) { return absl::StrCat("fn_", absl::Hex(pc)); };
+  const auto html = RenderHtmlReport(capture, options);
+  ASSERT_TRUE(html.ok()) << html.status();
+  // Site s allocated s blocks of 100 * s bytes, all live: the largest two are sites 5, 4.
+  auto stack = [](uint32_t site) {
+    return absl::StrCat(100 * site * site, ",", site, ",", 100 * site * site, ",", site, ",0]");
+  };
+  uint64_t all = 0;
+  for (uint32_t site = 1; site <= 5; ++site) all += 100 * site * site;
+  const std::string row = absl::StrCat("[\"fn_401000 [5 stacks]\",\"a\",\"cpu\",", all, ",15,",
+                                       all, ",15,0,{\"total\":5,\"rows\":[[");
+  ASSERT_EQ(Count(*html, row), 2u) << "the sites' row and the leaks'";
+  const size_t sites = html->find(row);
+  const size_t leaks = html->find(row, sites + 1);
+  const std::string listed = html->substr(sites, leaks - sites);
+  EXPECT_EQ(Count(listed, stack(5)), 1u) << listed;
+  EXPECT_EQ(Count(listed, stack(4)), 1u) << listed;
+  EXPECT_EQ(Count(listed, stack(3)), 0u) << listed;
+  EXPECT_EQ(Count(html->substr(leaks, html->find("]}", leaks) - leaks + 2), stack(5)), 1u)
+      << "the leaks' row lists what the page's cap leaves it";
+  EXPECT_EQ(Count(html->substr(leaks, html->find("}]", leaks) - leaks), stack(4)), 0u);
+  // Frames are named for the page, innermost first, each once.
+  EXPECT_NE(html->find("\"stack_frames\":[\"fn_401000\",\"fn_405000\",\"fn_404000\"]"),
+            std::string::npos);
+  // One thread: no thread views; no baseline: no comparison.
+  EXPECT_NE(html->find("\"threads\":null"), std::string::npos);
+  EXPECT_NE(html->find("\"baseline\":null"), std::string::npos);
+}
+
+// Thread views: one per thread, most bytes first, the rest as "other threads"; each with
+// the call sites and the series of its own blocks.
+TEST(HtmlReportTest, ThreadViewsCountTheirThreadsBlocks) {
+  std::string text = kHeader;
+  std::map<uint32_t, uint64_t> bytes;
+  uint64_t ticket = 1;
+  for (uint32_t i = 0; i < 12; ++i) {
+    const uint32_t thread = 1 + i % 4;
+    const uint64_t size = 10 * thread + i;
+    std::string rec = Alloc(1000 + i, size, 1 + i % 3, 0, ticket++);
+    rec.replace(rec.find("\"thread\":1"), 10, absl::StrCat("\"thread\":", thread));
+    text += rec;
+    bytes[thread] += size;
+  }
+  text += Free(2000, 0, 1, ticket++);  // thread 1's first block, on thread 1
+  text += kTrailer;
+  const std::string capture = TempPath("threads.jsonl");
+  std::ofstream(capture) << text;
+  ReportOptions options;
+  options.thread_views = 2;
+  const auto html = RenderHtmlReport(capture, options);
+  ASSERT_TRUE(html.ok()) << html.status();
+  // Threads 4 and 3 allocated the most; 1 and 2 are "other threads".
+  EXPECT_NE(html->find(absl::StrCat("\"threads\":{\"total\":4,\"views\":[{\"name\":\"thread 4\","
+                                    "\"thread\":4,\"allocated\":", bytes[4], ",")),
+            std::string::npos);
+  EXPECT_NE(html->find(absl::StrCat("{\"name\":\"thread 3\",\"thread\":3,\"allocated\":",
+                                    bytes[3], ",")),
+            std::string::npos);
+  EXPECT_NE(html->find(absl::StrCat("{\"name\":\"other threads (2)\",\"thread\":null,"
+                                    "\"allocated\":", bytes[1] + bytes[2], ",")),
+            std::string::npos);
+  options.thread_views = 0;
+  const auto none = RenderHtmlReport(capture, options);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_NE(none->find("\"threads\":null"), std::string::npos);
+}
+
+// --baseline: the page compares the capture with another, by scope and by call site; an
+// unreadable baseline is an error that names it.
+TEST(HtmlReportTest, ABaselineAddsTheGrowthByScopeAndCallSite) {
+  const std::string before = TempPath("before.jsonl");
+  std::ofstream(before) << kHeader << Alloc(1000, 300, 1, 0, 1) << Alloc(1001, 50, 2, 0, 2)
+                        << kTrailer;
+  const std::string after = TempPath("after.jsonl");
+  std::ofstream(after) << kHeader << Alloc(1000, 1000, 1, 0, 1) << Alloc(1001, 20, 2, 0, 2)
+                       << kTrailer;
+  ReportOptions options;
+  options.baseline = before;
+  const auto html = RenderHtmlReport(after, options);
+  ASSERT_TRUE(html.ok()) << html.status();
+  // Scope rows: path, live before, after, change, high-water x3, allocated x3.
+  EXPECT_NE(html->find("[\"TOTAL\",350,1020,670,350,1020,670,350,1020,670]"), std::string::npos);
+  EXPECT_NE(html->find("[\"a\",300,1000,700,300,1000,700,300,1000,700]"), std::string::npos);
+  EXPECT_NE(html->find("[\"b\",50,20,-30,50,20,-30,50,20,-30]"), std::string::npos);
+  // Site 0 (0x401000) in both: live before, after, change; allocated x3; allocations.
+  EXPECT_NE(html->find("\"sites\":{\"shown\":1,\"total\":1,\"rows\":[[\"0x401000\",350,1020,"
+                       "670,350,1020,670,0]]}"),
+            std::string::npos);
+  options.baseline = TempPath("no-such-baseline.jsonl");
+  const auto missing = RenderHtmlReport(after, options);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no-such-baseline.jsonl"), std::string::npos)
+      << missing.status();
 }
 
 TEST(HtmlReportTest, BadInputAndUnwritableOutputGetClearErrors) {

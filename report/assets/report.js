@@ -12,7 +12,7 @@
     errors.push(String(e.message || e.error || "error") + (e.lineno ? " (line " + e.lineno + ")" : ""));
     writeSelftest();
   });
-  const drawn = { series: new Set(), charts: [], flame: null, tables: {}, table_pages: {}, functions: null };
+  const drawn = { series: new Set(), charts: [], flame: null, tables: {}, table_pages: {}, functions: null, scope_chart: null };
 
   // The SVG namespace, as the HTML parser assigns it: the page spells out no URL at all
   // (tests check that it holds none).
@@ -78,10 +78,29 @@
     }
     return "census #" + label;
   }
-  tl.series.forEach((s, i) => {
-    s.index = i;
-    if (s.kind === "census") { const n = censusName(s.id); s.name = n.startsWith("census") ? n : "census: " + n; }
-  });
+  // Each series' key (for hiding it) and its place in the stack (its colour).
+  function prepareTimeline(t, prefix) {
+    t.series.forEach((s, i) => {
+      s.index = prefix === "" ? i : prefix + i;
+      s.stackPos = t.stack.series.indexOf(i);
+      if (s.kind === "census") { const n = censusName(s.id); s.name = n.startsWith("census") ? n : "census: " + n; }
+    });
+  }
+  prepareTimeline(tl, "");
+
+  // The thread views (data.threads): the chart by scope and the call-site table follow the
+  // one chosen. The page's address may choose one (#thread=ID or #thread=other) and unfold
+  // every row that adds up stacks (#expand=all), so that a link shows a view.
+  const views = data.threads ? data.threads.views : [];
+  views.forEach((v, k) => prepareTimeline(v.timeline, "v" + k + ":"));
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const viewState = { at: -1, listeners: [] };
+  if (hash.has("thread")) {
+    const want = hash.get("thread");
+    viewState.at = views.findIndex((v) => (v.thread === null ? "other" : String(v.thread)) === want);
+  }
+  const currentView = () => viewState.at >= 0 ? views[viewState.at] : null;
+  const expandAll = hash.get("expand") === "all";
 
   // "2026-12-06 19:04:05 UTC" for a time in unix ns; "\u2013" when there is none.
   function utcTime(unixNs) {
@@ -182,7 +201,26 @@
   function renderNav() {
     const links = [["timeline", "Live bytes over time"], ["peak", "Peak composition"], ["flame", "Flame graph"],
                    ["functions", "Functions"], ["sites", "Top sites"], ["scopes", "Scopes"], ["retention", "Retention"], ["leaks", "Leaks"]];
+    if (data.baseline) links.push(["compared-scopes", "Compared"]);
     app.append(el("nav", { class: "toc" }, ...links.map(([id, t]) => el("a", { href: "#" + id, text: t }))));
+  }
+
+  // The thread selector, where more than one thread allocated.
+  function renderThreads() {
+    if (!views.length) return;
+    const sel = el("select", { id: "thread-select", "aria-label": "thread" },
+      el("option", { value: "-1", text: "all threads (" + fmtCount(data.threads.total) + ")" }),
+      ...views.map((v, k) => el("option", { value: String(k), text: v.name + " \u2013 " + fmtBytes(v.allocated) + " allocated" })));
+    sel.value = String(viewState.at);
+    sel.addEventListener("change", () => {
+      viewState.at = Number(sel.value);
+      for (const f of viewState.listeners) f();
+      writeSelftest();
+    });
+    app.append(el("div", { class: "controls threads" }, "threads ", sel,
+      el("span", { class: "sub", text: "The chart by scope and the top call sites show the blocks the chosen thread allocated, wherever they were freed. " +
+        "A thread is the ring its events came from: a later thread may reuse the ring of one that exited." +
+        (views.some((v) => v.thread === null) ? " Beyond the " + (views.length - 1) + " threads that allocated the most, the rest are one view." : "") })));
   }
 
   function panel(id, title, sub) {
@@ -262,7 +300,7 @@
     if (s.kind === "other") return "#b8c0cc";
     if (s.kind === "resident") return "#e8590c";
     if (s.kind === "sampled") return "#1d232b";
-    return PALETTE[tl.stack.series.indexOf(s.index) % PALETTE.length];
+    return PALETTE[Math.max(0, s.stackPos) % PALETTE.length];
   }
   function layerIndex(s) { return tl.series.filter((x) => x.kind === "layer").indexOf(s); }
   function censusIndex(s) { return tl.series.filter((x) => x.kind === "census").indexOf(s); }
@@ -403,8 +441,6 @@
     const body = el("div", {});
     p.append(body);
 
-    const stackSeries = tl.stack.series.map((i) => tl.series[i]);
-    const total = tl.series.find((s) => s.kind === "total");
     const lines = tl.series.filter((s) => s.kind === "layer" || s.kind === "census" || s.kind === "resident" || s.kind === "sampled");
     const resident = lines.some((s) => s.kind === "resident");
     const sampled = lines.some((s) => s.kind === "sampled");
@@ -415,11 +451,16 @@
       drawn.series.clear();
       drawn.charts.length = 0;
 
-      // Stacked by scope, with the total on top.
-      body.append(el("h3", { text: "By scope (stacked) and total" }));
+      // Stacked by scope, with the total on top: the whole capture's, or a thread view's.
+      const view = currentView();
+      const src = view ? view.timeline : tl;
+      const stackSeries = src.stack.series.map((i) => src.series[i]);
+      const total = src.series.find((s) => s.kind === "total");
+      drawn.scope_chart = { view: view ? view.name : "all", hw: total.hw[2] };
+      body.append(el("h3", { text: "By scope (stacked) and total" + (view ? ", " + view.name + "'s blocks" : "") }));
       const c1 = el("div", { class: "chart", id: "chart-scopes" });
       body.append(c1);
-      const sx = state.axis === "t" ? tl.stack.t : tl.stack.e;
+      const sx = state.axis === "t" ? src.stack.t : src.stack.e;
       const visible = stackSeries.filter((s) => !state.hidden.has(s.index));
       makeChart(c1, {
         height: 320,
@@ -428,8 +469,7 @@
           const xEnd = xMaxOf(state.axis);
           const base = new Array(sx.length).fill(0);
           for (const s of visible) {
-            const k = tl.stack.series.indexOf(s.index);
-            const vals = tl.stack.v[k];
+            const vals = src.stack.v[s.stackPos];
             const top = vals.map((v, j) => base[j] + v);
             // Area: the step line of the top edge, back along the bottom edge.
             let d = stepPath(sx, top, X, Y, xEnd);
@@ -451,7 +491,7 @@
           if (!state.hidden.has(total.index)) {
             g.append(svg("path", { d: stepPath(xsOf(total), total.v, X, Y, xEnd), fill: "none", stroke: colorOf(total), "stroke-width": 1.4, "data-series": total.index }));
             drawn.series.add(total.index);
-            hwMarker(g, total, X, Y, "#c92a2a", "global high-water " + fmtBytes(total.hw[2]));
+            hwMarker(g, total, X, Y, "#c92a2a", (view ? "high-water of " + view.name + " " : "global high-water ") + fmtBytes(total.hw[2]));
           }
           // Scope marks only where they can be seen: 5% of the global peak or more.
           for (const s of visible) if (s.kind === "scope" && s.hw[2] >= 0.05 * total.hw[2]) hwMarker(g, s, X, Y, colorOf(s), null);
@@ -461,8 +501,7 @@
           const j = lastAtOrBefore(sx, x);
           rows.push({ name: "total", color: colorOf(total), value: fmtBytes(valueAt(total, x)) });
           for (const s of stackSeries.slice().reverse()) {
-            const k = tl.stack.series.indexOf(s.index);
-            rows.push({ name: s.name, color: colorOf(s), value: fmtBytes(j >= 0 ? tl.stack.v[k][j] : 0) });
+            rows.push({ name: s.name, color: colorOf(s), value: fmtBytes(j >= 0 ? src.stack.v[s.stackPos][j] : 0) });
           }
           return { head: headAt(x), rows };
         },
@@ -501,6 +540,7 @@
       writeSelftest();
     }
     draw();
+    viewState.listeners.push(draw);
     let width = p.clientWidth;
     window.addEventListener("resize", () => { if (Math.abs(p.clientWidth - width) > 40) { width = p.clientWidth; draw(); } });
   }
@@ -716,18 +756,23 @@
   }
 
   // ---- tables -------------------------------------------------------------------------
-  // columns: [title, kind] with kind "text", "bytes" or "count".
+  // columns: [title, kind] with kind "text", "bytes", "count", or "delta" and "dcount"
+  // (signed changes: growth is marked).
   // The rows are paged, 50 at a time, and a filter keeps the rows whose text columns
-  // contain what is typed (any case).
+  // contain what is typed (any case). A call-site row that adds up several stacks carries
+  // them after its columns ({total, rows}: each stack's frames as indices into
+  // data.stack_frames, then its allocated bytes, allocations, live bytes, live blocks and
+  // temporaries) and unfolds to them. Returns load(t), which shows another table's rows.
+  const kStackColumns = [0, 3, 4, 5, 6, 7];  // where a stack's fields go among the columns
   function table(id, title, sub, t, columns, emptyText) {
     const p = panel(id, title, sub);
-    const c = cut(t.shown, t.total, "rows", "--top=N keeps more");
-    if (c) p.append(el("p", { class: "sub" }, c));
-    drawn.tables[id] = t.rows.length;
-    if (t.rows.length === 0) { p.append(el("div", { class: "empty", text: emptyText })); return; }
-    const rows = t.rows.slice();
+    const cutBox = el("p", { class: "sub" });
+    const empty = el("div", { class: "empty", text: emptyText });
+    p.append(cutBox, empty);
+    let rows = [];
     const pageSize = 50;
     let sortCol = -1, asc = false, page = 0, query = "";
+    const expanded = new Set();
     const thead = el("thead", {}), tbody = el("tbody", {});
     const tr = el("tr", {});
     columns.forEach(([name, kind], i) => {
@@ -753,14 +798,54 @@
     prev.addEventListener("click", () => { page -= 1; fill(); });
     next.addEventListener("click", () => { page += 1; fill(); });
     const matches = (r) => columns.some(([, kind], i) => kind === "text" && String(r[i]).toLowerCase().includes(query));
+    function cell(kind, v) {
+      if (kind === "text") return el("td", { class: "text", title: v, text: v });
+      const text = kind === "bytes" ? fmtBytes(v) : kind === "count" ? fmtCount(v) :
+        kind === "delta" ? (v > 0 ? "+" : "") + fmtBytes(v) : (v > 0 ? "+" : "") + fmtCount(v);
+      const change = kind === "delta" || kind === "dcount";
+      return el("td", { class: change && v > 0 ? "grow" : change && v < 0 ? "shrink" : "", "data-v": String(v), text: text });
+    }
+    // The rows under a row that adds up stacks: each stack's frames from the first that
+    // differs from the other stacks' (the ones before it are the row's name), and its counts.
+    function stackRows(r) {
+      const list = r[columns.length];
+      const stacks = list.rows.map((st) => st[0]);
+      let common = 0;
+      while (stacks.every((f) => common < f.length - 1 && f[common] === stacks[0][common])) common++;
+      const out = list.rows.map((st) => {
+        const names = st[0].map((f) => data.stack_frames[f]);
+        const shown = names.slice(common, common + 4).join(" \u2190 ") + (names.length > common + 4 ? " \u2190 \u2026" : "");
+        const cells = columns.map(([, kind]) => kind === "text" ? el("td", { class: "text" }) : el("td", {}));
+        cells[0] = el("td", { class: "text", title: names.join("\n"), text: "via " + shown });
+        for (let j = 1; j < kStackColumns.length && j < st.length; j++) cells[kStackColumns[j]] = cell(columns[kStackColumns[j]][1], st[j]);
+        return el("tr", { class: "stack" }, ...cells);
+      });
+      if (list.total > list.rows.length) {
+        out.push(el("tr", { class: "more", "data-more": String(list.total - list.rows.length) },
+          el("td", { colspan: String(columns.length), text: "\u2026 and " + fmtCount(list.total - list.rows.length) +
+            " more stacks, not listed (the page lists the largest " + fmtCount(list.rows.length) + " of a row, and a bounded number in all)" })));
+      }
+      return out;
+    }
     function fill() {
       const shown = query ? rows.filter(matches) : rows;
       const pages = Math.max(1, Math.ceil(shown.length / pageSize));
       page = Math.max(0, Math.min(page, pages - 1));
       const slice = shown.slice(page * pageSize, (page + 1) * pageSize);
-      tbody.replaceChildren(...slice.map((r) => el("tr", {}, ...columns.map(([, kind], i) =>
-        el("td", { class: kind === "text" ? "text" : "", title: kind === "text" ? r[i] : "",
-          text: kind === "bytes" ? fmtBytes(r[i]) : kind === "count" ? fmtCount(r[i]) : r[i] })))));
+      const trs = [];
+      for (const r of slice) {
+        const cells = columns.map(([, kind], i) => cell(kind, r[i]));
+        const list = r[columns.length];
+        if (!list) { trs.push(el("tr", {}, ...cells)); continue; }
+        const open = expanded.has(r);
+        const toggle = el("button", { type: "button", class: "unfold", text: open ? "\u25be" : "\u25b8",
+          title: (open ? "fold" : "unfold") + " the " + fmtCount(list.total) + " stacks", "aria-expanded": String(open) });
+        toggle.addEventListener("click", () => { if (expanded.has(r)) expanded.delete(r); else expanded.add(r); fill(); });
+        cells[0].prepend(toggle);
+        trs.push(el("tr", { class: "group" }, ...cells));
+        if (open) trs.push(...stackRows(r));
+      }
+      tbody.replaceChildren(...trs);
       status.textContent = slice.length === 0 ? "no row matches" :
         "rows " + fmtCount(page * pageSize + 1) + "\u2013" + fmtCount(page * pageSize + slice.length) + " of " + fmtCount(shown.length) +
         (query ? " matching" : "");
@@ -768,17 +853,46 @@
       next.disabled = page >= pages - 1;
       drawn.table_pages[id] = { rows_drawn: slice.length, pages: pages };
     }
-    fill();
-    p.append(el("div", { class: "controls" }, filter, prev, next, status));
-    p.append(el("div", { class: "table-wrap" }, el("table", { class: "data" }, thead, tbody)));
+    const controls = el("div", { class: "controls" }, filter, prev, next, status);
+    const wrap = el("div", { class: "table-wrap" }, el("table", { class: "data" }, thead, tbody));
+    p.append(controls, wrap);
+    function load(tt) {
+      rows = tt.rows.slice();
+      expanded.clear();
+      if (expandAll) for (const r of rows) if (r[columns.length]) expanded.add(r);
+      sortCol = -1; page = 0;
+      for (const h of tr.children) h.classList.remove("sorted", "asc");
+      cutBox.replaceChildren();
+      const c = cut(tt.shown, tt.total, "rows", "--top=N keeps more");
+      if (c) cutBox.append(c);
+      drawn.tables[id] = tt.rows.length;
+      const none = tt.rows.length === 0;
+      empty.style.display = none ? "" : "none";
+      controls.style.display = wrap.style.display = none ? "none" : "";
+      fill();
+    }
+    load(t);
+    return load;
   }
 
   function renderTables() {
     const T = data.tables;
     const siteCols = [["call site", "text"], ["scope", "text"], ["layer", "text"], ["allocated", "bytes"], ["allocations", "count"],
                       ["live at end", "bytes"], ["blocks live", "count"], ["temporaries", "count"]];
-    table("sites", "Top call sites", "By bytes allocated, per call site, scope and layer. Temporaries are blocks freed almost at once by the thread that allocated them.",
-      T.sites, siteCols, "No allocations.");
+    const sitesSub = "By bytes allocated, per call site, scope and layer. Temporaries are blocks freed almost at once by the thread that allocated them. " +
+      "A row marked [N stacks] adds up call stacks that read the same: \u25b8 unfolds them.";
+    const loadSites = table("sites", "Top call sites", sitesSub, T.sites, siteCols, "No allocations.");
+    if (views.length) {
+      const h = el("h3", { class: "view-of" });
+      document.getElementById("sites").insertBefore(h, document.getElementById("sites").children[1]);
+      const show = () => {
+        const v = currentView();
+        h.textContent = v ? "The blocks of " + v.name + " (" + fmtBytes(v.allocated) + " allocated)" : "All threads";
+        loadSites(v ? v.sites : T.sites);
+      };
+      show();
+      viewState.listeners.push(show);
+    }
     renderUnresolved();
     const usageCols = (first) => [[first, "text"], ["live", "bytes"], ["blocks", "count"], ["high-water", "bytes"], ["peak bound", "text"], ["allocated", "bytes"],
                                   ["allocations", "count"], ["freed", "bytes"], ["frees", "count"]];
@@ -790,6 +904,25 @@
       data.capture.verdict === "complete" ? "Blocks still live when the capture ended, by call site, scope and layer." :
         "Blocks still live when the capture stopped. The capture is not complete, so some of these may have been freed later.",
       T.leaks, siteCols, "Nothing was live at the end of the capture.");
+  }
+
+  // "Compared with BASELINE": the growth since another capture, by scope and by call site
+  // (analysis/difference.h, as `memtrace diff` and `diff --sites`).
+  function renderBaseline() {
+    const b = data.baseline;
+    if (!b) return;
+    const name = b.path.slice(b.path.lastIndexOf("/") + 1);
+    const verdict = b.verdict === "complete" ? "" : " The baseline capture is " + b.verdict + ": its numbers are what it kept.";
+    table("compared-scopes", "Compared with " + name + ": by scope",
+      "Each scope, matched by path, in " + b.path + " (before) and this capture (after); TOTAL first, then the largest change in live bytes." + verdict,
+      b.scopes, [["scope", "text"], ["live before", "bytes"], ["live after", "bytes"], ["live change", "delta"], ["high-water before", "bytes"],
+                 ["high-water after", "bytes"], ["high-water change", "delta"], ["allocated before", "bytes"], ["allocated after", "bytes"], ["allocated change", "delta"]],
+      "Neither capture has scopes.");
+    table("compared-sites", "Compared with " + name + ": by call site",
+      "Each call site, matched by name (the addresses of two runs differ), every scope and layer of a name added up; the largest growth in live bytes first, then in bytes allocated." + verdict,
+      b.sites, [["call site", "text"], ["live before", "bytes"], ["live after", "bytes"], ["live change", "delta"], ["allocated before", "bytes"],
+                ["allocated after", "bytes"], ["allocated change", "delta"], ["allocations change", "dcount"]],
+      "Neither capture allocated.");
   }
 
   // Under the call sites: each module whose frames read "??", why, and what would name them.
@@ -822,6 +955,19 @@
   }
 
   // ---- self test ----------------------------------------------------------------------
+  // The rows a table shows on its page, read back from the page: each row's numbers, and
+  // under a row unfolded its stacks' numbers and the count of stacks not listed.
+  function shownRows(id) {
+    const out = [];
+    for (const tr of document.querySelectorAll("#" + id + " tbody tr")) {
+      const nums = [...tr.querySelectorAll("td[data-v]")].map((td) => Number(td.getAttribute("data-v")));
+      if (tr.classList.contains("stack")) { if (out.length) out[out.length - 1].stacks.push(nums); continue; }
+      if (tr.classList.contains("more")) { if (out.length) out[out.length - 1].more = Number(tr.getAttribute("data-more")); continue; }
+      out.push({ name: tr.querySelector("td").textContent, v: nums, stacks: [], more: 0 });
+    }
+    return out;
+  }
+
   function writeSelftest() {
     let box = document.getElementById("selftest");
     if (!box) { box = el("div", { id: "selftest" }); document.body.append(box); }
@@ -836,6 +982,10 @@
       tables: drawn.tables,
       table_pages: drawn.table_pages,
       functions: drawn.functions,
+      view: currentView() ? currentView().name : "all",
+      scope_chart: drawn.scope_chart,
+      shown: { sites: shownRows("sites"), leaks: shownRows("leaks"),
+               compared_scopes: shownRows("compared-scopes"), compared_sites: shownRows("compared-sites") },
     });
   }
 
@@ -843,11 +993,13 @@
     renderHeader();
     renderBanner();
     renderNav();
+    renderThreads();
     renderTimeline();
     renderPeak();
     renderFlame();
     renderFunctions();
     renderTables();
+    renderBaseline();
     app.append(el("footer", { text: "memtrace report \u00b7 format " + data.format + " v" + data.version + " \u00b7 self-contained: nothing on this page was loaded from elsewhere" }));
   } catch (e) {
     errors.push(String(e && e.stack || e));
