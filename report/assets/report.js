@@ -457,7 +457,7 @@
       const stackSeries = src.stack.series.map((i) => src.series[i]);
       const total = src.series.find((s) => s.kind === "total");
       drawn.scope_chart = { view: view ? view.name : "all", hw: total.hw[2] };
-      body.append(el("h3", { text: "By scope (stacked) and total" + (view ? ", " + view.name + "'s blocks" : "") }));
+      body.append(el("h3", { text: "By scope (stacked) and total" + (view ? ": the blocks of " + view.name : "") }));
       const c1 = el("div", { class: "chart", id: "chart-scopes" });
       body.append(c1);
       const sx = state.axis === "t" ? src.stack.t : src.stack.e;
