@@ -856,14 +856,14 @@
     const controls = el("div", { class: "controls" }, filter, prev, next, status);
     const wrap = el("div", { class: "table-wrap" }, el("table", { class: "data" }, thead, tbody));
     p.append(controls, wrap);
-    function load(tt) {
+    function load(tt, hint) {
       rows = tt.rows.slice();
       expanded.clear();
       if (expandAll) for (const r of rows) if (r[columns.length]) expanded.add(r);
       sortCol = -1; page = 0;
       for (const h of tr.children) h.classList.remove("sorted", "asc");
       cutBox.replaceChildren();
-      const c = cut(tt.shown, tt.total, "rows", "--top=N keeps more");
+      const c = cut(tt.shown, tt.total, "rows", hint || "--top=N keeps more");
       if (c) cutBox.append(c);
       drawn.tables[id] = tt.rows.length;
       const none = tt.rows.length === 0;
@@ -888,7 +888,7 @@
       const show = () => {
         const v = currentView();
         h.textContent = v ? "The blocks of " + v.name + " (" + fmtBytes(v.allocated) + " allocated)" : "All threads";
-        loadSites(v ? v.sites : T.sites);
+        loadSites(v ? v.sites : T.sites, v ? "a thread view keeps its largest " + fmtCount(v.sites.shown) : null);
       };
       show();
       viewState.listeners.push(show);
