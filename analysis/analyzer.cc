@@ -82,11 +82,23 @@ absl::StatusOr<CaptureSummary> Analyzer::SummarizeText(std::string_view text,
 
 void Analyzer::Account(uint64_t size, uint32_t scope_id, uint32_t site, uint32_t layer,
                        uint64_t count, bool allocate, uint32_t thread) {
-  if (!Counted(thread)) return;
-  UsageCounters& scope = summary_.scopes[scope_id];
+  if (Counted(thread)) {
+    Count(main_, size, scope_id, site, layer, count, allocate);
+    if (live_change_hook_) live_change_hook_(scope_id, layer);
+  }
+  if (const size_t view = ViewOf(thread); view != kNoView) {
+    Count(views_[view], size, scope_id, site, layer, count, allocate);
+    if (view_live_change_hook_) view_live_change_hook_(view, scope_id, layer);
+  }
+}
+
+void Analyzer::Count(Tally& t, uint64_t size, uint32_t scope_id, uint32_t site, uint32_t layer,
+                     uint64_t count, bool allocate) {
+  UsageCounters& scope = t.summary.scopes[scope_id];
   const uint64_t scope_high_water = scope.high_water_bytes;
-  UsageCounters* all[] = {&summary_.totals, &summary_.layers[layer], &scope,
-                          &attribution_[AttributionKey{site, scope_id, layer}]};
+  const uint64_t high_water = t.summary.totals.high_water_bytes;
+  UsageCounters* all[] = {&t.summary.totals, &t.summary.layers[layer], &scope,
+                          &t.attribution[AttributionKey{site, scope_id, layer}]};
   // A sampled block stands for `count` allocations: the counters' own step is one.
   const uint64_t extra = count - 1;
   for (UsageCounters* c : all) {
@@ -101,10 +113,46 @@ void Analyzer::Account(uint64_t size, uint32_t scope_id, uint32_t site, uint32_t
       c->live_count -= extra;
     }
   }
-  if (scope.high_water_bytes > scope_high_water) {
-    summary_.scope_peak_event[scope_id] = events_seen_;
+  NotePeaks(t, scope_id, scope, scope_high_water, high_water);
+}
+
+void Analyzer::CountResize(Tally& t, uint64_t before, uint64_t after, uint32_t scope_id,
+                           uint32_t site, uint32_t layer, uint64_t count) {
+  UsageCounters& scope = t.summary.scopes[scope_id];
+  const uint64_t scope_high_water = scope.high_water_bytes;
+  const uint64_t high_water = t.summary.totals.high_water_bytes;
+  UsageCounters* all[] = {&t.summary.totals, &t.summary.layers[layer], &scope,
+                          &t.attribution[AttributionKey{site, scope_id, layer}]};
+  // One call, as Resize() counts it; a sampled block's resize stands for `count`.
+  for (UsageCounters* c : all) {
+    c->Resize(before, after);
+    c->allocation_calls += count - 1;
   }
-  if (live_change_hook_) live_change_hook_(scope_id, layer);
+  NotePeaks(t, scope_id, scope, scope_high_water, high_water);
+}
+
+void Analyzer::NotePeaks(Tally& t, uint32_t scope_id, const UsageCounters& scope,
+                         uint64_t scope_high_water, uint64_t high_water) {
+  if (scope.high_water_bytes > scope_high_water) {
+    t.summary.scope_peak_event[scope_id] = events_seen_;
+  }
+  if (t.summary.totals.high_water_bytes > high_water) {
+    t.summary.peak_event_index = events_seen_;
+    t.summary.peak_t = last_t_;
+  }
+}
+
+void Analyzer::SetThreadViews(ThreadViews views) {
+  views_.assign(views.count, Tally{});
+  thread_views_ = std::move(views);
+}
+
+size_t Analyzer::ViewOf(uint32_t thread) const {
+  if (views_.empty()) return kNoView;
+  if (auto it = thread_views_.view_of.find(thread); it != thread_views_.view_of.end()) {
+    return it->second;
+  }
+  return thread_views_.others ? *thread_views_.others : kNoView;
 }
 
 uint64_t Analyzer::SampledCount(const AttributionKey& key, double weight) {
@@ -191,7 +239,7 @@ void Analyzer::SettleEpoch() {
     const Note note = TakeNote(r);
     Account(r.block.size, r.block.scope, static_cast<uint32_t>(r.block.site), r.block.layer,
             note.count, /*allocate=*/false, note.thread);
-    ++summary_.missed_frees;
+    ++main_.summary.missed_frees;
   });
 }
 
@@ -205,7 +253,7 @@ bool Analyzer::BeyondPoint(const CaptureRecord& rec) {
       stopped_ = events_seen_ >= point_.event;
       return stopped_;
     case SnapshotPoint::Kind::kTime: {
-      const int64_t started = summary_.started_unix_ns;
+      const int64_t started = main_.summary.started_unix_ns;
       const int64_t at = point_.time_ns < started ? started + point_.time_ns : point_.time_ns;
       stopped_ = rec.t > at;
       return stopped_;
@@ -226,15 +274,10 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
     last_t_ = rec.t;
     ++thread_events_[rec.thread];
   }
-  const uint64_t high_water_before = summary_.totals.high_water_bytes;
   absl::Status s = ApplyLine(rec);
-  if (summary_.totals.high_water_bytes > high_water_before) {
-    summary_.peak_event_index = events_seen_;
-    summary_.peak_t = last_t_;
-  }
   if (rec.type == LineType::kScopeExit && point_.kind == SnapshotPoint::Kind::kScopeExit) {
-    auto path = summary_.scope_paths.find(rec.scope);
-    if (path != summary_.scope_paths.end() && path->second == point_.scope &&
+    auto path = main_.summary.scope_paths.find(rec.scope);
+    if (path != main_.summary.scope_paths.end() && path->second == point_.scope &&
         ++scope_exits_seen_ == point_.nth) {
       stopped_ = true;
     }
@@ -245,23 +288,23 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
 absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
   switch (rec.type) {
     case LineType::kHeader:
-      ReadCaptureHeader(rec, &summary_);
+      ReadCaptureHeader(rec, &main_.summary);
       break;
     case LineType::kLayer:
-      summary_.layer_names[rec.id] = rec.name;
+      main_.summary.layer_names[rec.id] = rec.name;
       break;
     case LineType::kScope:
-      summary_.scope_paths[rec.id] = rec.path;
+      main_.summary.scope_paths[rec.id] = rec.path;
       break;
     case LineType::kSite:
-      summary_.site_addrs[rec.id] = rec.addr;
-      if (!rec.frames.empty()) summary_.site_frames[rec.id] = rec.frames;
+      main_.summary.site_addrs[rec.id] = rec.addr;
+      if (!rec.frames.empty()) main_.summary.site_frames[rec.id] = rec.frames;
       break;
     case LineType::kModule:
-      summary_.modules.push_back(rec);
+      main_.summary.modules.push_back(rec);
       break;
     case LineType::kAlloc: {
-      if (rec.weight != 1.0) summary_.sampled = true;
+      if (rec.weight != 1.0) main_.summary.sampled = true;
       const uint64_t size = Scaled(rec.size, rec.weight);
       const LayerId layer = static_cast<LayerId>(rec.layer);
       ledger_->Alloc(layer, rec.addr, size, rec.ticket, rec.scope, rec.site);
@@ -283,13 +326,13 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       const auto outcome = ledger_->Free(static_cast<LayerId>(rec.layer), rec.addr, rec.of, &r);
       if (outcome == AllocationLedger::Outcome::kUnknown ||
           outcome == AllocationLedger::Outcome::kDoubleFree) {
-        ++summary_.unmatched_releases;
+        ++main_.summary.unmatched_releases;
         break;
       }
       const Note note = TakeNote(r);
       Account(r.block.size, r.block.scope, static_cast<uint32_t>(r.block.site), r.block.layer,
               note.count, /*allocate=*/false, note.thread);
-      if (Counted(note.thread)) NoteFreed(rec.thread, note, r.block);
+      NoteFreed(rec.thread, note, r.block);
       break;
     }
     case LineType::kResize: {
@@ -297,7 +340,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       Released before;
       if (ledger_->Resize(layer, rec.addr, rec.of, rec.size, rec.ticket, &before) ==
           AllocationLedger::Outcome::kUnknown) {
-        ++summary_.unmatched_releases;
+        ++main_.summary.unmatched_releases;
         break;
       }
       StoredNote* stored = FindStored(AddressKey(rec.layer, rec.addr), [&](const StoredNote& n) {
@@ -312,19 +355,13 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       const uint32_t scope_id = before.block.scope;
       const uint32_t site = static_cast<uint32_t>(before.block.site);
       if (Counted(note.thread)) {
-        UsageCounters& scope = summary_.scopes[scope_id];
-        const uint64_t scope_high_water = scope.high_water_bytes;
-        UsageCounters* all[] = {&summary_.totals, &summary_.layers[rec.layer], &scope,
-                                &attribution_[AttributionKey{site, scope_id, rec.layer}]};
-        // One call, as Resize() counts it; a sampled block's resize stands for `count`.
-        for (UsageCounters* c : all) {
-          c->Resize(before.block.size, new_size);
-          c->allocation_calls += note.count - 1;
-        }
-        if (scope.high_water_bytes > scope_high_water) {
-          summary_.scope_peak_event[scope_id] = events_seen_;
-        }
+        CountResize(main_, before.block.size, new_size, scope_id, site, rec.layer, note.count);
         if (live_change_hook_) live_change_hook_(scope_id, rec.layer);
+      }
+      if (const size_t view = ViewOf(note.thread); view != kNoView) {
+        CountResize(views_[view], before.block.size, new_size, scope_id, site, rec.layer,
+                    note.count);
+        if (view_live_change_hook_) view_live_change_hook_(view, scope_id, rec.layer);
       }
       if (stored != nullptr) {
         stored->size = new_size;
@@ -340,7 +377,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       const auto outcome = ledger_->MoveOut(static_cast<LayerId>(rec.layer), rec.addr, rec.of,
                                             &m.moved);
       if (outcome == AllocationLedger::Outcome::kUnknown) {
-        ++summary_.unmatched_releases;
+        ++main_.summary.unmatched_releases;
         break;
       }
       const AllocationRecord old{rec.addr, m.moved.size, m.moved.scope, m.moved.site,
@@ -356,7 +393,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       // its own weight: in a sampled capture the interposer draws a moved block anew, on
       // its new size (preload/byte_sampler.h).
       const double weight = rec.weight;
-      if (weight != 1.0) summary_.sampled = true;
+      if (weight != 1.0) main_.summary.sampled = true;
       const bool known = m.active && m.moved.known;
       const uint64_t size = Scaled(rec.size, weight);
       const uint32_t scope = known ? m.moved.scope : rec.scope;
@@ -408,29 +445,43 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
     case LineType::kIntervalEnd:
       break;
     case LineType::kTrailer:
-      summary_.has_trailer = true;
-      summary_.trailer_complete = rec.complete;
-      summary_.trailer = rec.raw;
+      main_.summary.has_trailer = true;
+      main_.summary.trailer_complete = rec.complete;
+      main_.summary.trailer = rec.raw;
       break;
   }
   return absl::OkStatus();
 }
 
 void Analyzer::NoteFreed(uint32_t thread, const Note& note, const AllocationRecord& block) {
-  FreedAtOnce& at = freed_at_once_[AttributionKey{static_cast<uint32_t>(block.site),
-                                                  block.scope, block.layer}];
   // The thread's last allocation call was on this block: no other allocation between.
   auto last = last_allocation_.find(thread);
-  if (last != last_allocation_.end() && last->second == note.id) {
-    summary_.temporaries += note.count;
-    summary_.temporary_bytes += block.size;
-    at.temporaries += note.count;
+  const bool temporary = last != last_allocation_.end() && last->second == note.id;
+  const bool short_lived =
+      note.thread == thread &&
+      static_cast<uint32_t>(thread_events_[thread]) - note.thread_event <= kShortLivedEvents;
+  if (!temporary && !short_lived) return;
+  const AttributionKey key{static_cast<uint32_t>(block.site), block.scope, block.layer};
+  if (Counted(note.thread)) {
+    CountFreed(main_, key, block.size, note.count, temporary, short_lived);
   }
-  if (note.thread == thread &&
-      static_cast<uint32_t>(thread_events_[thread]) - note.thread_event <= kShortLivedEvents) {
-    summary_.short_lived += note.count;
-    summary_.short_lived_bytes += block.size;
-    at.short_lived += note.count;
+  if (const size_t view = ViewOf(note.thread); view != kNoView) {
+    CountFreed(views_[view], key, block.size, note.count, temporary, short_lived);
+  }
+}
+
+void Analyzer::CountFreed(Tally& t, const AttributionKey& key, uint64_t bytes, uint64_t count,
+                          bool temporary, bool short_lived) {
+  FreedAtOnce& at = t.freed_at_once[key];
+  if (temporary) {
+    t.summary.temporaries += count;
+    t.summary.temporary_bytes += bytes;
+    at.temporaries += count;
+  }
+  if (short_lived) {
+    t.summary.short_lived += count;
+    t.summary.short_lived_bytes += bytes;
+    at.short_lived += count;
   }
 }
 
@@ -473,64 +524,89 @@ void Analyzer::CloseScope(uint32_t thread, uint32_t scope) {
   }
 }
 
-CaptureSummary Analyzer::Finish(const CaptureReadStats& stats) {
+CaptureSummary Analyzer::Finish(const CaptureReadStats& stats,
+                                std::vector<CaptureSummary>* views) {
   // The last epoch ends with the capture; a snapshot inside it is the state before.
   if (point_.kind == SnapshotPoint::Kind::kEnd && !stopped_ && events_seen_ < stop_after_) {
     SettleEpoch();
   }
-  for (const auto& [scope, r] : retention_) summary_.retention.push_back(r);
-  summary_.events = stats.events;
-  summary_.cut = stats.cut;
-  summary_.events_applied = events_seen_;
-  summary_.snapshot_t = last_t_;
-  summary_.snapshot_reached =
+  CaptureSummary& summary = main_.summary;
+  for (const auto& [scope, r] : retention_) summary.retention.push_back(r);
+  summary.events = stats.events;
+  summary.cut = stats.cut;
+  summary.events_applied = events_seen_;
+  summary.snapshot_t = last_t_;
+  summary.snapshot_reached =
       point_.kind != SnapshotPoint::Kind::kScopeExit || scope_exits_seen_ >= point_.nth;
-  summary_.live_blocks = live_blocks_;
-  for (const auto& [key, usage] : attribution_) {
-    auto it = summary_.site_addrs.find(key.site);
-    auto at_once = freed_at_once_.find(key);
-    const FreedAtOnce freed = at_once != freed_at_once_.end() ? at_once->second : FreedAtOnce{};
-    summary_.attribution.push_back(AllocationAttribution{
-        key.site, it != summary_.site_addrs.end() ? it->second : 0, key.scope, key.layer,
+  summary.live_blocks = live_blocks_;
+  // The replay's peaks are the recorder's (the capture's order is the one it applied);
+  // their intervals come from the trailer, at the end only (trailer.h).
+  std::optional<TrailerBlocks> blocks;
+  if (summary.has_trailer) {
+    if (absl::StatusOr<TrailerBlocks> t = ParseTrailer(summary.trailer); t.ok()) {
+      blocks = *std::move(t);
+    }
+  }
+  if (views != nullptr) {
+    // A view's summary: what the replay knows of the whole capture, with its own counters.
+    for (Tally& view : views_) {
+      CaptureSummary counts = std::move(view.summary);
+      view.summary = summary;
+      view.summary.totals = counts.totals;
+      view.summary.layers = std::move(counts.layers);
+      view.summary.scopes = std::move(counts.scopes);
+      view.summary.scope_peak_event = std::move(counts.scope_peak_event);
+      view.summary.temporaries = counts.temporaries;
+      view.summary.temporary_bytes = counts.temporary_bytes;
+      view.summary.short_lived = counts.short_lived;
+      view.summary.short_lived_bytes = counts.short_lived_bytes;
+      view.summary.peak_event_index = counts.peak_event_index;
+      view.summary.peak_t = counts.peak_t;
+      // The trailer bounds the whole process's peaks, not those of some threads' blocks.
+      FinishTally(view, nullptr);
+      views->push_back(std::move(view.summary));
+    }
+  }
+  const bool all_threads = !counted_thread_;
+  // A snapshot's events say what was live; its trailer, what was allocated and freed
+  // before, and how high the peaks went (snapshot_capture.h); coverage counts from those
+  // too. Not for a sampled process: its ledger counts the sample unscaled, and the
+  // replay's estimates stand alone; nor for some threads' blocks (the whole process's).
+  if (summary.snapshot_of.taken && !summary.sampled && all_threads &&
+      point_.kind == SnapshotPoint::Kind::kEnd && blocks && blocks->has_totals) {
+    TakeTrailerCounters(*blocks, &summary);
+  }
+  FinishTally(main_, blocks && all_threads ? &*blocks : nullptr);
+  return std::move(main_.summary);
+}
+
+void Analyzer::FinishTally(Tally& t, const TrailerBlocks* trailer) {
+  CaptureSummary& summary = t.summary;
+  for (const auto& [key, usage] : t.attribution) {
+    auto it = summary.site_addrs.find(key.site);
+    auto at_once = t.freed_at_once.find(key);
+    const FreedAtOnce freed =
+        at_once != t.freed_at_once.end() ? at_once->second : FreedAtOnce{};
+    summary.attribution.push_back(AllocationAttribution{
+        key.site, it != summary.site_addrs.end() ? it->second : 0, key.scope, key.layer,
         usage, freed.temporaries, freed.short_lived});
   }
   // The hash map's order changes from process to process (abseil seeds its hash), and
   // exports follow this vector: sort it so that the same capture always gives the same
   // output.
-  std::sort(summary_.attribution.begin(), summary_.attribution.end(),
+  std::sort(summary.attribution.begin(), summary.attribution.end(),
             [](const AllocationAttribution& a, const AllocationAttribution& b) {
               return std::tie(a.site, a.scope, a.layer) < std::tie(b.site, b.scope, b.layer);
             });
-  // The trailer's blocks (analysis/trailer.h), when it has them.
-  std::optional<TrailerBlocks> blocks;
-  if (summary_.has_trailer) {
-    if (absl::StatusOr<TrailerBlocks> t = ParseTrailer(summary_.trailer); t.ok()) {
-      blocks = *std::move(t);
-    }
-  }
-  // A snapshot's events say what was live; its trailer, what was allocated and freed
-  // before, and how high the peaks went (snapshot_capture.h); coverage counts from those
-  // too. Not for a sampled process: its ledger counts the sample unscaled, and the
-  // replay's estimates stand alone; nor for some threads' blocks (the whole process's).
-  if (summary_.snapshot_of.taken && !summary_.sampled && !counted_thread_ &&
-      point_.kind == SnapshotPoint::Kind::kEnd && blocks && blocks->has_totals) {
-    TakeTrailerCounters(*blocks, &summary_);
-  }
-  Coverage& c = summary_.coverage;
-  for (const auto& [scope, usage] : summary_.scopes) {
+  Coverage& c = summary.coverage;
+  for (const auto& [scope, usage] : summary.scopes) {
     (scope == 0 ? c.allocated_unscoped : c.allocated_scoped) += usage.allocated_bytes;
     (scope == 0 ? c.live_unscoped : c.live_scoped) += usage.live_bytes;
   }
   for (const auto& [label, bytes] : census_) c.census_bytes += bytes;
   c.census_entries = census_.size();
-  // The replay's peaks are the recorder's (the capture's order is the one it applied);
-  // their intervals come from the trailer, at the end only (trailer.h), which bounds the
-  // whole process's peaks, not those of some threads' blocks.
-  const bool all_threads = !counted_thread_;
-  BoundReplayedPeaks(blocks && all_threads ? &*blocks : nullptr,
-                     point_.kind == SnapshotPoint::Kind::kEnd,
-                     &summary_.totals, &summary_.layers, &summary_.scopes);
-  return std::move(summary_);
+  BoundReplayedPeaks(trailer, point_.kind == SnapshotPoint::Kind::kEnd, &summary.totals,
+                     &summary.layers, &summary.scopes);
 }
 
 void TakeTrailerCounters(const TrailerBlocks& t, CaptureSummary* s) {

@@ -28,11 +28,23 @@
 // compares two summaries.
 //
 // Threads: with SetThreadFilter(), the counters (totals, layers, scopes, attribution,
-// temporaries; not retention, whose scopes are each on one thread already) count only the
-// blocks allocated on the threads the filter keeps, wherever they are released; the
-// ledger still matches every release, so the blocks of the other threads are paired as
-// before and simply not counted. A thread is an event's `thread`,
-// the ring it came from (docs/capture-format.md): a moved block keeps its first one.
+// temporaries, the peak's moment; not retention, whose scopes are each on one thread
+// already) count only the blocks allocated on the threads the filter keeps, wherever they
+// are released; the ledger still matches every release, so the blocks of the other threads
+// are paired as before and simply not counted. A thread is an event's `thread`, the ring
+// it came from (docs/capture-format.md): a moved block keeps its first one.
+//
+// Thread views: SetThreadViews() gives one replay several more sets of those counters,
+// one per view (a view is some threads, or all the threads no other view names). The
+// replay's work is done once: the ledger matches each release, and the notes say which
+// thread allocated each block; only the counting is done again, in the view of the block's
+// allocating thread. So each view's summary (Finish(stats, &views)) is the summary of a
+// replay filtered to its threads, for about the cost of one replay whatever the number of
+// views:
+//
+//   event --> ledger (match) --> note (id, size, allocating thread)
+//                                   |-- thread filter keeps it? --> main counters: state()
+//                                   '-- view of that thread?     --> that view's counters
 //
 // Thread safety: an Analyzer is used by one thread.
 
@@ -60,6 +72,8 @@
 #include "transport/huge_page_allocator.h"
 
 namespace memtrace {
+
+struct TrailerBlocks;  // analysis/trailer.h
 
 // How Analyzer::Summarize() reads a capture: where to stop (the end by default, or a
 // snapshot point), and a hook called with the bytes read so far after every line (may be
@@ -120,6 +134,17 @@ class Analyzer {
   using ThreadFilter = std::function<bool(uint32_t thread)>;
   void SetThreadFilter(ThreadFilter keep) { counted_thread_ = std::move(keep); }
 
+  // Thread views (see Threads above): `count` more sets of counters, view i counting the
+  // blocks allocated on the threads `view_of` maps to i, and view `others`, if any, those
+  // of every thread `view_of` does not name. Independent of the thread filter.
+  struct ThreadViews {
+    absl::flat_hash_map<uint32_t, uint32_t> view_of;  // thread -> view, < count
+    uint32_t count = 0;
+    std::optional<uint32_t> others;  // < count
+  };
+  // Call before the first Apply(). Finish(stats, &views) gives their summaries.
+  void SetThreadViews(ThreadViews views);
+
   // Replays only the first `events` events (the rest of the file is still checked).
   void StopAfter(uint64_t events) noexcept { stop_after_ = events; }
   // Replays up to `point` (the rest of the file is still checked).
@@ -129,11 +154,16 @@ class Analyzer {
   PeakComposition Composition(uint32_t only_scope) const;
   uint64_t events_applied() const noexcept { return events_seen_; }
   // The state so far, while replaying: per-scope counters and the scope table.
-  const std::map<uint32_t, UsageCounters>& scope_usage() const { return summary_.scopes; }
-  const std::map<uint32_t, std::string>& scope_paths() const { return summary_.scope_paths; }
+  const std::map<uint32_t, UsageCounters>& scope_usage() const { return main_.summary.scopes; }
+  const std::map<uint32_t, std::string>& scope_paths() const {
+    return main_.summary.scope_paths;
+  }
 
   absl::Status Apply(const CaptureRecord& rec);
-  CaptureSummary Finish(const CaptureReadStats& stats);
+  // The summary; with `views`, also each thread view's (SetThreadViews()), in their order:
+  // the same as the summary of a replay whose thread filter keeps that view's threads.
+  CaptureSummary Finish(const CaptureReadStats& stats,
+                        std::vector<CaptureSummary>* views = nullptr);
   // Finish() for a capture read from `path`: also whether it is still being written.
   CaptureSummary FinishFile(const std::string& path, const CaptureReadStats& stats);
 
@@ -143,9 +173,18 @@ class Analyzer {
   // block of an arena reset); read the new values from state().
   using LiveChangeHook = std::function<void(uint32_t scope, uint32_t layer)>;
   void SetLiveChangeHook(LiveChangeHook hook) { live_change_hook_ = std::move(hook); }
+  // The same for the thread views: `hook` is called with the view whose counters changed,
+  // whose new values view_state() gives.
+  using ViewLiveChangeHook = std::function<void(size_t view, uint32_t scope, uint32_t layer)>;
+  void SetViewLiveChangeHook(ViewLiveChangeHook hook) {
+    view_live_change_hook_ = std::move(hook);
+  }
   // The state so far: totals, scopes and layers are current after every Apply(); the
   // attribution, retention and coverage are filled in only by Finish().
-  const CaptureSummary& state() const noexcept { return summary_; }
+  const CaptureSummary& state() const noexcept { return main_.summary; }
+  // A thread view's counters so far (totals, scopes, layers; the rest of the summary is
+  // state()'s).
+  const CaptureSummary& view_state(size_t view) const { return views_[view].summary; }
   // Census values so far: label -> value (its changes summed, or in captures written
   // before census changes were deltas, its last value).
   const std::map<uint32_t, int64_t>& census() const noexcept { return census_; }
@@ -201,8 +240,9 @@ class Analyzer {
   template <typename Match>
   StoredNote* FindStored(uint64_t address_key, Match match);
   Note Expand(const StoredNote& n) const;
-  // Counts a block in or out of the totals, its layer, its scope and its attribution;
-  // nothing when the thread filter leaves out `thread`, the thread that allocated it.
+  // Counts a block in or out of the totals, its layer, its scope and its attribution, if
+  // the thread filter keeps `thread`, the thread that allocated it, and in its thread
+  // view's counters, if it has one.
   void Account(uint64_t size, uint32_t scope, uint32_t site, uint32_t layer, uint64_t count,
                bool allocate, uint32_t thread);
   bool Counted(uint32_t thread) const { return !counted_thread_ || counted_thread_(thread); }
@@ -246,12 +286,42 @@ class Analyzer {
   // A block freed at once, counted under its (site, scope, layer) (CaptureSummary).
   void NoteFreed(uint32_t thread, const Note& note, const AllocationRecord& block);
 
-  CaptureSummary summary_;
-  absl::flat_hash_map<AttributionKey, UsageCounters> attribution_;
   struct FreedAtOnce {
     uint64_t temporaries = 0, short_lived = 0;
   };
-  absl::flat_hash_map<AttributionKey, FreedAtOnce> freed_at_once_;
+  // The counters of one set of blocks: its summary's totals, layers, scopes,
+  // scope_peak_event, temporaries, short_lived and peak_event_index (filled in during the
+  // replay; Finish() adds the attribution and coverage they make), and its attribution
+  // while the replay goes on.
+  struct Tally {
+    CaptureSummary summary;
+    absl::flat_hash_map<AttributionKey, UsageCounters> attribution;
+    absl::flat_hash_map<AttributionKey, FreedAtOnce> freed_at_once;
+  };
+  // Counts one block in or out of `t` (Account()); a resize of one (the counters' one
+  // call); one freed at once (NoteFreed()).
+  void Count(Tally& t, uint64_t size, uint32_t scope, uint32_t site, uint32_t layer,
+             uint64_t count, bool allocate);
+  void CountResize(Tally& t, uint64_t before, uint64_t after, uint32_t scope, uint32_t site,
+                   uint32_t layer, uint64_t count);
+  // After counting in `t`: the event is the high-water moment of `scope` (its counters in
+  // `t`) and of the totals if they rose above `scope_high_water` and `high_water`.
+  void NotePeaks(Tally& t, uint32_t scope_id, const UsageCounters& scope,
+                 uint64_t scope_high_water, uint64_t high_water);
+  static void CountFreed(Tally& t, const AttributionKey& key, uint64_t bytes, uint64_t count,
+                         bool temporary, bool short_lived);
+  // The attribution and coverage of a tally's counters, and their peaks' bounds.
+  void FinishTally(Tally& t, const TrailerBlocks* trailer);
+  // The view that counts the blocks of `thread`, or kNoView.
+  static constexpr size_t kNoView = ~size_t{0};
+  size_t ViewOf(uint32_t thread) const;
+
+  // The counters of the blocks the thread filter keeps, beside everything the replay
+  // knows of the whole capture (its tables, retention, releases unmatched): state().
+  Tally main_;
+  std::vector<Tally> views_;  // one per thread view (SetThreadViews()); only the counters
+  ThreadViews thread_views_;
+  ViewLiveChangeHook view_live_change_hook_;
   absl::flat_hash_map<AttributionKey, double> weight_sums_;  // sampled captures only
   uint64_t events_seen_ = 0;
   uint64_t stop_after_ = ~uint64_t{0};

@@ -22,6 +22,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -552,6 +553,160 @@ TEST(AnalyzerTest, AThreadFilterCountsTheBlocksItsThreadsAllocatedWhereverReleas
     allocated += s.totals.allocated_bytes;
   }
   EXPECT_EQ(allocated, all->totals.allocated_bytes);
+}
+
+// Four threads allocate in five scopes at seven sites; each thread's blocks are resized,
+// moved and released by another thread, some freed at once by their own (temporaries),
+// some resized and then freed by the thread that resized them (temporaries of another
+// thread's block); census entries change. Times grow with the records.
+std::string FourThreadCapture() {
+  std::string text = kHeader;
+  struct Block {
+    uint64_t addr, size, ticket;
+  };
+  std::vector<Block> live;
+  uint64_t ticket = 0;
+  for (uint64_t i = 0; i < 240; ++i) {
+    const uint32_t thread = 1 + (i * 7) % 4;
+    const uint32_t other = 1 + (i + 1) % 4;
+    const uint32_t scope = 1 + (i / 3) % 5;
+    const uint32_t site = (i * 5) % 7;
+    const Block b{1000 + i, 16 + (i * 37) % 300 * (thread == 3 ? 4 : 1), ++ticket};
+    text += OnThread(thread, Alloc(b.addr, b.size, scope, site, b.ticket));
+    if (i % 9 == 4) {  // freed at once by its own thread
+      text += OnThread(thread, Free(b.addr, b.ticket, ++ticket));
+      continue;
+    }
+    live.push_back(b);
+    if (i % 5 == 2) {  // the oldest grows or shrinks in place, on another thread
+      Block& r = live.front();
+      const uint64_t resized = ++ticket;
+      r.size = i % 2 == 0 ? r.size + 24 : r.size / 2 + 1;
+      text += OnThread(other, Resize(r.addr, r.size, r.ticket, resized));
+      r.ticket = resized;
+    }
+    if (i % 7 == 3) {  // the newest moves, on another thread
+      Block& m = live.back();
+      const uint64_t out = ++ticket, in = ++ticket;
+      text += OnThread(other, Remap(m.addr, m.ticket, out));
+      m.addr += 100000;
+      m.size *= 2;
+      m.ticket = in;
+      text += OnThread(other, RemapTarget(m.addr, m.size, in));
+    }
+    if (i % 11 == 5) {
+      text += absl::StrCat("{\"type\":\"census\",\"t\":", ticket, ",\"thread\":1,\"label\":",
+                           i % 2, ",\"delta\":", 100 + i, "}\n");
+    }
+    if (i % 3 != 0) {  // the oldest is released, by another thread
+      const Block f = live.front();
+      live.erase(live.begin());
+      text += OnThread(other, Free(f.addr, f.ticket, ++ticket));
+    }
+  }
+  return text;
+}
+
+void ExpectSameSummary(const CaptureSummary& got, const CaptureSummary& want,
+                       const std::string& what) {
+  ExpectSame(got.totals, want.totals, what + " totals");
+  EXPECT_TRUE(got.totals == want.totals) << what << " totals' high-water bounds";
+  EXPECT_TRUE(got.layers == want.layers) << what << " layers";
+  EXPECT_TRUE(got.scopes == want.scopes) << what << " scopes";
+  EXPECT_EQ(got.scope_peak_event, want.scope_peak_event) << what;
+  ASSERT_EQ(got.attribution.size(), want.attribution.size()) << what;
+  for (size_t i = 0; i < got.attribution.size(); ++i) {
+    const AllocationAttribution& g = got.attribution[i];
+    const AllocationAttribution& w = want.attribution[i];
+    const std::string row = absl::StrCat(what, " attribution ", i);
+    EXPECT_EQ(std::tie(g.site, g.site_addr, g.scope, g.layer, g.temporaries, g.short_lived),
+              std::tie(w.site, w.site_addr, w.scope, w.layer, w.temporaries, w.short_lived))
+        << row;
+    ExpectSame(g.usage, w.usage, row);
+    EXPECT_TRUE(g.usage == w.usage) << row;
+  }
+  ASSERT_EQ(got.retention.size(), want.retention.size()) << what;
+  for (size_t i = 0; i < got.retention.size(); ++i) {
+    const Retention& g = got.retention[i];
+    const Retention& w = want.retention[i];
+    EXPECT_EQ(std::tie(g.scope, g.exits, g.exits_retaining, g.retained_blocks, g.retained_bytes),
+              std::tie(w.scope, w.exits, w.exits_retaining, w.retained_blocks, w.retained_bytes))
+        << what << " retention " << i;
+  }
+  const Coverage& gc = got.coverage;
+  const Coverage& wc = want.coverage;
+  EXPECT_EQ(std::tie(gc.allocated_scoped, gc.allocated_unscoped, gc.live_scoped,
+                     gc.live_unscoped, gc.census_bytes, gc.census_entries),
+            std::tie(wc.allocated_scoped, wc.allocated_unscoped, wc.live_scoped,
+                     wc.live_unscoped, wc.census_bytes, wc.census_entries))
+      << what << " coverage";
+  EXPECT_EQ(std::tie(got.temporaries, got.temporary_bytes, got.short_lived,
+                     got.short_lived_bytes),
+            std::tie(want.temporaries, want.temporary_bytes, want.short_lived,
+                     want.short_lived_bytes))
+      << what << " freed at once";
+  EXPECT_EQ(std::tie(got.peak_event_index, got.peak_t),
+            std::tie(want.peak_event_index, want.peak_t))
+      << what << " peak";
+  EXPECT_EQ(std::tie(got.unmatched_releases, got.missed_frees, got.live_blocks, got.events,
+                     got.events_applied, got.snapshot_t, got.sampled),
+            std::tie(want.unmatched_releases, want.missed_frees, want.live_blocks, want.events,
+                     want.events_applied, want.snapshot_t, want.sampled))
+      << what;
+  EXPECT_EQ(got.scope_paths, want.scope_paths) << what;
+  EXPECT_EQ(got.site_addrs, want.site_addrs) << what;
+}
+
+// The thread views of one replay (SetThreadViews()) give, view by view, the summary of a
+// replay whose thread filter keeps that view's threads; a thread in no view counts in none.
+TEST(AnalyzerTest, EachThreadViewOfOneReplayEqualsAThreadFilterReplay) {
+  const std::string text = FourThreadCapture();
+  Analyzer::ThreadViews views;
+  views.count = 3;
+  views.view_of = {{3, 0}, {1, 1}};  // thread 3, thread 1, then threads 2 and 4
+  views.others = 2;
+  const std::vector<Analyzer::ThreadFilter> filters = {
+      [](uint32_t t) { return t == 3; }, [](uint32_t t) { return t == 1; },
+      [](uint32_t t) { return t == 2 || t == 4; }};
+  auto replay = [&](Analyzer& a, std::vector<CaptureSummary>* view_summaries) {
+    CaptureReadStats stats;
+    EXPECT_TRUE(ReadCaptureText(text, "views.jsonl",
+                                [&](const CaptureRecord& r) { return a.Apply(r); }, &stats)
+                    .ok());
+    return a.Finish(stats, view_summaries);
+  };
+  Analyzer viewed;
+  viewed.SetThreadViews(views);
+  std::vector<CaptureSummary> got;
+  const CaptureSummary all = replay(viewed, &got);
+  ASSERT_EQ(got.size(), 3u);
+  ASSERT_EQ(all.unmatched_releases, 0u);
+  EXPECT_GT(all.temporaries, 0u);
+  EXPECT_GT(all.short_lived, 0u);
+  uint64_t allocated = 0, temporaries = 0;
+  for (size_t i = 0; i < filters.size(); ++i) {
+    Analyzer filtered;
+    filtered.SetThreadFilter(filters[i]);
+    const CaptureSummary want = replay(filtered, nullptr);
+    ExpectSameSummary(got[i], want, absl::StrCat("view ", i));
+    allocated += got[i].totals.allocated_bytes;
+    temporaries += got[i].temporaries;
+  }
+  EXPECT_EQ(allocated, all.totals.allocated_bytes);
+  EXPECT_EQ(temporaries, all.temporaries);
+  // The views leave the replay's own counters as they were.
+  Analyzer plain;
+  ExpectSameSummary(all, replay(plain, nullptr), "all threads");
+
+  // Without `others`, threads 2 and 4 are in no view.
+  views.count = 2;
+  views.others.reset();
+  Analyzer two;
+  two.SetThreadViews(views);
+  std::vector<CaptureSummary> both;
+  replay(two, &both);
+  ASSERT_EQ(both.size(), 2u);
+  ExpectSameSummary(both[1], got[1], "thread 1 alone");
 }
 
 // Call sites are matched by the name each capture's namer gives them, whatever their ids.
