@@ -25,12 +25,66 @@ void AppendInOrder(std::vector<std::pair<TimelinePoint, int>> pts,
 
 }  // namespace
 
+// The series of one set of blocks and their buckets: what a timeline of one replay
+// draws. The builder's replay tells it each event's changes.
+class TimelineBuilder::Chart {
+ public:
+  // `first_pass`: the summary of the blocks this chart draws, which chooses its scopes.
+  Chart(const TimelineOptions& options, const CaptureSummary& first_pass);
+
+  // An event is applied: its number and time (ns since the Unix epoch), before the
+  // changes it makes are recorded.
+  void BeginEvent(uint64_t event, int64_t t);
+  // The event counted a block in or out of `scope` and `layer`.
+  void Changed(uint32_t scope, uint32_t layer) {
+    dirty_scopes_.push_back(scope);
+    dirty_layers_.push_back(layer);
+  }
+  // The event set the census entry `label` to `value`.
+  void Census(uint32_t label, int64_t value);
+  // Records the values of the scopes and layers the event changed, as `state` (the
+  // counters of this chart's blocks) has them now, and the total.
+  void RecordChanges(const CaptureSummary& state);
+  Timeline Finish(const std::vector<Sample>& samples,
+                  const std::vector<std::pair<int64_t, uint64_t>>& epoch_ends,
+                  bool cut_by_limit);
+
+ private:
+  // The extremes and the last value of one series within one bucket.
+  struct Bucket {
+    bool used = false;
+    TimelinePoint min, max, last;
+  };
+  // The scope values at the total's minimum, maximum and last moment in one bucket.
+  struct StackBucket {
+    std::vector<int64_t> at_min, at_max, at_last;
+  };
+
+  void Record(size_t series, int64_t value);
+  void MergeBuckets();
+
+  TimelineOptions options_;
+  Timeline out_;
+  absl::flat_hash_map<uint32_t, size_t> layer_series_;   // layer id -> series index
+  absl::flat_hash_map<uint32_t, size_t> scope_series_;   // scope id -> series index
+  absl::flat_hash_map<uint32_t, size_t> census_series_;  // label -> series index
+  size_t other_series_ = 0;  // "other scopes"; == series count when every scope is drawn
+  std::vector<int64_t> current_;               // per series
+  std::vector<std::vector<Bucket>> buckets_;   // per series, per bucket
+  std::vector<StackBucket> stack_buckets_;
+  std::vector<uint32_t> dirty_scopes_, dirty_layers_;
+  uint64_t bucket_count_ = 0;  // buckets available per series
+  uint64_t event_ = 0;         // the event being applied
+  int64_t t_ = 0;              // its time, ns since the Unix epoch
+};
+
 TimelineBuilder::TimelineBuilder(const TimelineOptions& options,
-                                 const CaptureSummary& first_pass)
+                                 const CaptureSummary& first_pass,
+                                 const std::vector<CaptureSummary>& view_first_passes)
     : options_(options) {
   options_.max_points = std::max<uint64_t>(options_.max_points, 3);
   analyzer_.SetThreadFilter(options_.threads);
-  bucket_count_ = options_.max_points / 3;
+  analyzer_.SetThreadViews(options_.views);
   if (first_pass.has_trailer) {
     if (absl::StatusOr<TrailerBlocks> t = ParseTrailer(first_pass.trailer); t.ok()) {
       const int at = t->timeline.Column("t"), rss = t->timeline.Column("rss_bytes"),
@@ -41,6 +95,19 @@ TimelineBuilder::TimelineBuilder(const TimelineOptions& options,
       cut_by_limit_ = t->events_past_limit != 0;
     }
   }
+  charts_.push_back(std::make_unique<Chart>(options_, first_pass));
+  const CaptureSummary none;
+  for (size_t i = 0; i < options_.views.count; ++i) {
+    charts_.push_back(std::make_unique<Chart>(
+        options_, i < view_first_passes.size() ? view_first_passes[i] : none));
+  }
+}
+
+TimelineBuilder::~TimelineBuilder() = default;
+
+TimelineBuilder::Chart::Chart(const TimelineOptions& options, const CaptureSummary& first_pass)
+    : options_(options) {
+  bucket_count_ = options_.max_points / 3;
 
   auto add = [&](TimelineSeries::Kind kind, uint32_t id, std::string name) {
     TimelineSeries s;
@@ -89,7 +156,7 @@ TimelineBuilder::TimelineBuilder(const TimelineOptions& options,
   buckets_.assign(out_.series.size(), {});
 }
 
-void TimelineBuilder::MergeBuckets() {
+void TimelineBuilder::Chart::MergeBuckets() {
   auto merge = [](const Bucket& a, const Bucket& b) {
     if (!a.used) return b;
     if (!b.used) return a;
@@ -135,9 +202,9 @@ void TimelineBuilder::MergeBuckets() {
   out_.events_per_bucket *= 2;
 }
 
-void TimelineBuilder::Record(size_t series, int64_t value) {
-  const uint64_t event = analyzer_.events_seen();
-  const TimelinePoint p{event, analyzer_.last_t() - out_.first_t, value};
+void TimelineBuilder::Chart::Record(size_t series, int64_t value) {
+  const uint64_t event = event_;
+  const TimelinePoint p{event, t_ - out_.first_t, value};
   current_[series] = value;
   TimelineSeries& s = out_.series[series];
   if (value > s.high_water.value) s.high_water = p;
@@ -170,56 +237,37 @@ void TimelineBuilder::Record(size_t series, int64_t value) {
   if (new_max) sb.at_max = last;
 }
 
-absl::Status TimelineBuilder::Apply(const CaptureRecord& rec) {
-  if (!started_) {
-    started_ = true;
-    analyzer_.SetLiveChangeHook([this](uint32_t scope, uint32_t layer) {
-      dirty_scopes_.push_back(scope);
-      dirty_layers_.push_back(layer);
-    });
-  }
-  const uint64_t before = analyzer_.events_seen();
-  dirty_scopes_.clear();
-  dirty_layers_.clear();
-  absl::Status s = analyzer_.Apply(rec);
-  if (!s.ok()) return s;
-  if (analyzer_.events_seen() == before) return absl::OkStatus();  // not an event
-  if (before == 0) out_.first_t = rec.t;
-  out_.last_t = rec.t;
-  out_.events = analyzer_.events_seen();
-  if (!samples_.empty()) {
-    if (epoch_ends_.empty() || epoch_ends_.back().first != rec.t) {
-      epoch_ends_.emplace_back(rec.t, out_.events);
-    } else {
-      epoch_ends_.back().second = out_.events;
-    }
-  }
+void TimelineBuilder::Chart::BeginEvent(uint64_t event, int64_t t) {
+  if (event == 1) out_.first_t = t;
+  out_.last_t = t;
+  out_.events = event;
+  event_ = event;
+  t_ = t;
+}
 
-  if (rec.type == LineType::kCensus) {
-    auto it = census_series_.find(rec.label);
-    if (it == census_series_.end()) {
-      ++out_.census_total;
-      if (out_.census_drawn < options_.census_series) {
-        ++out_.census_drawn;
-        TimelineSeries c;
-        c.kind = TimelineSeries::Kind::kCensus;
-        c.id = rec.label;
-        c.name = absl::StrCat("census #", rec.label);
-        out_.series.push_back(std::move(c));
-        current_.push_back(0);
-        buckets_.emplace_back();
-        it = census_series_.emplace(rec.label, out_.series.size() - 1).first;
-      }
-    }
-    // The analyzer's value, which sums the changes (or takes an older capture's value).
-    const int64_t value = analyzer_.census().at(rec.label);
-    if (it != census_series_.end() && current_[it->second] != value) {
-      Record(it->second, value);
+void TimelineBuilder::Chart::Census(uint32_t label, int64_t value) {
+  auto it = census_series_.find(label);
+  if (it == census_series_.end()) {
+    ++out_.census_total;
+    if (out_.census_drawn < options_.census_series) {
+      ++out_.census_drawn;
+      TimelineSeries c;
+      c.kind = TimelineSeries::Kind::kCensus;
+      c.id = label;
+      c.name = absl::StrCat("census #", label);
+      out_.series.push_back(std::move(c));
+      current_.push_back(0);
+      buckets_.emplace_back();
+      it = census_series_.emplace(label, out_.series.size() - 1).first;
     }
   }
-  if (dirty_scopes_.empty()) return absl::OkStatus();
+  if (it != census_series_.end() && current_[it->second] != value) {
+    Record(it->second, value);
+  }
+}
 
-  const CaptureSummary& state = analyzer_.state();
+void TimelineBuilder::Chart::RecordChanges(const CaptureSummary& state) {
+  if (dirty_scopes_.empty()) return;
   // Each scope or layer this event changed, once, that has a series of its own.
   auto record_changed = [&](std::vector<uint32_t>& dirty,
                             const absl::flat_hash_map<uint32_t, size_t>& series_of,
@@ -236,6 +284,8 @@ absl::Status TimelineBuilder::Apply(const CaptureRecord& rec) {
   };
   record_changed(dirty_layers_, layer_series_, state.layers);
   record_changed(dirty_scopes_, scope_series_, state.scopes);
+  dirty_scopes_.clear();
+  dirty_layers_.clear();
   const auto total = static_cast<int64_t>(state.totals.live_bytes);
   if (other_series_ < out_.series.size()) {
     int64_t drawn = 0;
@@ -243,10 +293,56 @@ absl::Status TimelineBuilder::Apply(const CaptureRecord& rec) {
     if (total - drawn != current_[other_series_]) Record(other_series_, total - drawn);
   }
   if (total != current_[0]) Record(0, total);
+}
+
+absl::Status TimelineBuilder::Apply(const CaptureRecord& rec) {
+  if (!started_) {
+    started_ = true;
+    analyzer_.SetLiveChangeHook(
+        [this](uint32_t scope, uint32_t layer) { charts_[0]->Changed(scope, layer); });
+    analyzer_.SetViewLiveChangeHook([this](size_t view, uint32_t scope, uint32_t layer) {
+      charts_[1 + view]->Changed(scope, layer);
+    });
+  }
+  const uint64_t before = analyzer_.events_seen();
+  // A line that is not an event changes no counter; one past a snapshot point neither.
+  // (The last epoch's settling, in Analyzer::Finish(), is after the last event: not drawn.)
+  absl::Status s = analyzer_.Apply(rec);
+  if (!s.ok()) return s;
+  if (analyzer_.events_seen() == before) return absl::OkStatus();  // not an event
+  const uint64_t event = analyzer_.events_seen();
+  if (!samples_.empty()) {
+    if (epoch_ends_.empty() || epoch_ends_.back().first != rec.t) {
+      epoch_ends_.emplace_back(rec.t, event);
+    } else {
+      epoch_ends_.back().second = event;
+    }
+  }
+  for (auto& chart : charts_) chart->BeginEvent(event, rec.t);
+  if (rec.type == LineType::kCensus) {
+    // The analyzer's value, which sums the changes (or takes an older capture's value).
+    const int64_t value = analyzer_.census().at(rec.label);
+    for (auto& chart : charts_) chart->Census(rec.label, value);
+  }
+  charts_[0]->RecordChanges(analyzer_.state());
+  for (size_t i = 1; i < charts_.size(); ++i) {
+    charts_[i]->RecordChanges(analyzer_.view_state(i - 1));
+  }
   return absl::OkStatus();
 }
 
-Timeline TimelineBuilder::Finish() {
+Timeline TimelineBuilder::Finish(std::vector<Timeline>* views) {
+  if (views != nullptr) {
+    for (size_t i = 1; i < charts_.size(); ++i) {
+      views->push_back(charts_[i]->Finish(samples_, epoch_ends_, cut_by_limit_));
+    }
+  }
+  return charts_[0]->Finish(samples_, epoch_ends_, cut_by_limit_);
+}
+
+Timeline TimelineBuilder::Chart::Finish(const std::vector<Sample>& samples,
+                                        const std::vector<std::pair<int64_t, uint64_t>>& epoch_ends,
+                                        bool cut_by_limit) {
   for (size_t i = 0; i < out_.series.size(); ++i) {
     std::vector<std::pair<TimelinePoint, int>> points;
     for (const Bucket& k : buckets_[i]) {
@@ -271,7 +367,7 @@ Timeline TimelineBuilder::Finish() {
       }
     }
   }
-  if (!samples_.empty() && out_.events > 0) {
+  if (!samples.empty() && out_.events > 0) {
     TimelineSeries resident, live;
     resident.kind = TimelineSeries::Kind::kResident;
     resident.name = "resident set (RSS)";
@@ -281,19 +377,19 @@ Timeline TimelineBuilder::Finish() {
       if (s->points.empty() || p.value > s->high_water.value) s->high_water = p;
       s->points.push_back(p);
     };
-    for (const Sample& sample : samples_) {
+    for (const Sample& sample : samples) {
       // The sample was taken when the epoch that began at its time was applied: after its
       // last event, the last one whose time is not later.
       auto after = std::upper_bound(
-          epoch_ends_.begin(), epoch_ends_.end(), sample.t,
+          epoch_ends.begin(), epoch_ends.end(), sample.t,
           [](int64_t t, const std::pair<int64_t, uint64_t>& e) { return t < e.first; });
-      const uint64_t event = after == epoch_ends_.begin() ? 0 : std::prev(after)->second;
+      const uint64_t event = after == epoch_ends.begin() ? 0 : std::prev(after)->second;
       const int64_t t = std::max<int64_t>(0, sample.t - out_.first_t);
       if (sample.resident > 0) add(&resident, {event, t, sample.resident});
       add(&live, {event, t, sample.live});
     }
     if (!resident.points.empty()) out_.series.push_back(std::move(resident));
-    if (cut_by_limit_) out_.series.push_back(std::move(live));
+    if (cut_by_limit) out_.series.push_back(std::move(live));
   }
   return std::move(out_);
 }

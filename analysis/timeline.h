@@ -18,6 +18,11 @@
 // the scope series takes all of them at the same moments (the bucket's minimum, maximum
 // and last total), so a stack of the scope series reaches the total's true peak.
 //
+// Thread views (TimelineOptions::views): one replay draws, beside the timeline of every
+// thread, one timeline per view of the blocks its threads allocated (Analyzer's thread
+// views), each with the scopes its own first pass chose, as builders of one view each
+// would: the replay's matching is shared, each view keeps its own series and buckets.
+//
 // Times are the events' `t` (ns since the Unix epoch, epoch resolution; see
 // docs/capture-format.md) minus the first event's `t`.
 //
@@ -29,12 +34,28 @@
 //   TimelineBuilder builder(TimelineOptions{}, *first);
 //   ReadCapture(path, [&](const CaptureRecord& r) { return builder.Apply(r); });
 //   Timeline timeline = builder.Finish();
+//
+// With thread views, the first pass has them too, and chooses each view's scopes:
+//
+//   TimelineOptions options;
+//   options.views = views;  // Analyzer::ThreadViews
+//   Analyzer first;
+//   first.SetThreadViews(options.views);
+//   ... apply the capture ...
+//   std::vector<CaptureSummary> view_summaries;
+//   CaptureSummary summary = first.Finish(stats, &view_summaries);
+//   TimelineBuilder builder(options, summary, view_summaries);
+//   ... apply the capture ...
+//   std::vector<Timeline> view_timelines;
+//   Timeline timeline = builder.Finish(&view_timelines);
 
 #ifndef MEMTRACE_ANALYSIS_TIMELINE_H_
 #define MEMTRACE_ANALYSIS_TIMELINE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -57,6 +78,9 @@ struct TimelineOptions {
   // threads filled. Census entries and the recorder's samples belong to the whole process
   // and are not filtered.
   Analyzer::ThreadFilter threads;
+  // Thread views (Analyzer::SetThreadViews()): a timeline more for each, made in the same
+  // replay, equal to the one a builder whose `threads` keeps that view's threads makes.
+  Analyzer::ThreadViews views;
 };
 
 struct TimelinePoint {
@@ -99,8 +123,12 @@ struct Timeline {
 class TimelineBuilder {
  public:
   // `first_pass` is the summary of the same capture (Analyzer::Summarize): it chooses
-  // which scopes and census entries get their own series.
-  TimelineBuilder(const TimelineOptions& options, const CaptureSummary& first_pass);
+  // which scopes and census entries get their own series. `view_first_passes`, one per
+  // thread view of `options.views` in their order (Analyzer::Finish(stats, &views) of the
+  // same capture), chooses the scopes of each view's timeline.
+  TimelineBuilder(const TimelineOptions& options, const CaptureSummary& first_pass,
+                  const std::vector<CaptureSummary>& view_first_passes = {});
+  ~TimelineBuilder();
   TimelineBuilder(const TimelineBuilder&) = delete;
   TimelineBuilder& operator=(const TimelineBuilder&) = delete;
 
@@ -109,33 +137,17 @@ class TimelineBuilder {
   // The replay's state right now, e.g. for Analyzer::Composition() at the peak.
   const Analyzer& analyzer() const noexcept { return analyzer_; }
 
-  Timeline Finish();
+  // The timeline; with `views`, also each thread view's, in their order.
+  Timeline Finish(std::vector<Timeline>* views = nullptr);
 
  private:
-  // The extremes and the last value of one series within one bucket.
-  struct Bucket {
-    bool used = false;
-    TimelinePoint min, max, last;
-  };
-  // The scope values at the total's minimum, maximum and last moment in one bucket.
-  struct StackBucket {
-    std::vector<int64_t> at_min, at_max, at_last;
-  };
-
-  void Record(size_t series, int64_t value);
-  void MergeBuckets();
+  // The series of one set of blocks (all those options.threads keeps, or a thread view's)
+  // and their buckets: timeline.cc.
+  class Chart;
 
   TimelineOptions options_;
   Analyzer analyzer_;
-  Timeline out_;
-  absl::flat_hash_map<uint32_t, size_t> layer_series_;   // layer id -> series index
-  absl::flat_hash_map<uint32_t, size_t> scope_series_;   // scope id -> series index
-  absl::flat_hash_map<uint32_t, size_t> census_series_;  // label -> series index
-  size_t other_series_ = 0;  // "other scopes"; == series count when every scope is drawn
-  std::vector<int64_t> current_;               // per series
-  std::vector<std::vector<Bucket>> buckets_;   // per series, per bucket
-  std::vector<StackBucket> stack_buckets_;
-  std::vector<uint32_t> dirty_scopes_, dirty_layers_;
+  std::vector<std::unique_ptr<Chart>> charts_;  // the main one, then one per thread view
   // The recorder's samples from the trailer: (unix ns, resident bytes, live bytes); and
   // whether a size limit cut the events (then the live bytes are drawn too).
   struct Sample {
@@ -145,7 +157,6 @@ class TimelineBuilder {
   bool cut_by_limit_ = false;
   // Per distinct event time (an epoch), the last event at it: where a sample falls.
   std::vector<std::pair<int64_t, uint64_t>> epoch_ends_;
-  uint64_t bucket_count_ = 0;  // buckets available per series
   bool started_ = false;
 };
 

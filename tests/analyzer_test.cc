@@ -7,6 +7,7 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/difference.h"
+#include "analysis/timeline.h"
 #include "analysis/trailer.h"
 
 #include <fcntl.h>
@@ -707,6 +708,80 @@ TEST(AnalyzerTest, EachThreadViewOfOneReplayEqualsAThreadFilterReplay) {
   replay(two, &both);
   ASSERT_EQ(both.size(), 2u);
   ExpectSameSummary(both[1], got[1], "thread 1 alone");
+}
+
+void ExpectSamePoint(const TimelinePoint& got, const TimelinePoint& want,
+                     const std::string& what) {
+  EXPECT_EQ(std::tie(got.event, got.t, got.value), std::tie(want.event, want.t, want.value))
+      << what;
+}
+
+// The timelines of thread views made in one replay (TimelineOptions::views) are those of
+// builders whose thread filter keeps each view's threads, point for point, with few points
+// per series (buckets merge) and few scope series (the rest as "other scopes").
+TEST(AnalyzerTest, EachThreadViewsTimelineOfOneReplayEqualsAThreadFilterTimeline) {
+  const std::string text = FourThreadCapture();
+  TimelineOptions options;
+  options.max_points = 9;
+  options.scope_series = 2;
+  options.views.count = 2;
+  options.views.view_of = {{2, 0}};
+  options.views.others = 1;
+  const std::vector<Analyzer::ThreadFilter> filters = {[](uint32_t t) { return t == 2; },
+                                                       [](uint32_t t) { return t != 2; }};
+  CaptureReadStats stats;
+  Analyzer counters;
+  counters.SetThreadViews(options.views);
+  ASSERT_TRUE(ReadCaptureText(text, "views.jsonl",
+                              [&](const CaptureRecord& r) { return counters.Apply(r); }, &stats)
+                  .ok());
+  std::vector<CaptureSummary> view_summaries;
+  const CaptureSummary all = counters.Finish(stats, &view_summaries);
+  TimelineBuilder viewed(options, all, view_summaries);
+  ASSERT_TRUE(ReadCaptureText(text, "views.jsonl",
+                              [&](const CaptureRecord& r) { return viewed.Apply(r); })
+                  .ok());
+  std::vector<Timeline> got;
+  viewed.Finish(&got);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t v = 0; v < filters.size(); ++v) {
+    TimelineOptions one = options;
+    one.views = {};
+    one.threads = filters[v];
+    TimelineBuilder filtered(one, view_summaries[v]);
+    ASSERT_TRUE(ReadCaptureText(text, "views.jsonl",
+                                [&](const CaptureRecord& r) { return filtered.Apply(r); })
+                    .ok());
+    const Timeline want = filtered.Finish();
+    const Timeline& g = got[v];
+    const std::string what = absl::StrCat("view ", v);
+    EXPECT_GT(want.events_per_bucket, 1u) << what;
+    EXPECT_EQ(std::tie(g.events, g.events_per_bucket, g.first_t, g.last_t, g.scopes_total,
+                       g.scopes_drawn, g.census_total, g.census_drawn),
+              std::tie(want.events, want.events_per_bucket, want.first_t, want.last_t,
+                       want.scopes_total, want.scopes_drawn, want.census_total,
+                       want.census_drawn))
+        << what;
+    EXPECT_EQ(want.scopes_total, 5u) << what;
+    ASSERT_EQ(g.series.size(), want.series.size()) << what;
+    for (size_t i = 0; i < g.series.size(); ++i) {
+      const TimelineSeries& gs = g.series[i];
+      const TimelineSeries& ws = want.series[i];
+      const std::string series = absl::StrCat(what, " series ", ws.name);
+      EXPECT_EQ(std::tie(gs.kind, gs.id, gs.name), std::tie(ws.kind, ws.id, ws.name)) << series;
+      ExpectSamePoint(gs.high_water, ws.high_water, series + " high-water");
+      ASSERT_EQ(gs.points.size(), ws.points.size()) << series;
+      for (size_t p = 0; p < gs.points.size(); ++p) {
+        ExpectSamePoint(gs.points[p], ws.points[p], absl::StrCat(series, " point ", p));
+      }
+    }
+    EXPECT_EQ(g.stack_series, want.stack_series) << what;
+    EXPECT_EQ(g.stack_values, want.stack_values) << what;
+    ASSERT_EQ(g.stack_moments.size(), want.stack_moments.size()) << what;
+    for (size_t p = 0; p < g.stack_moments.size(); ++p) {
+      ExpectSamePoint(g.stack_moments[p], want.stack_moments[p], absl::StrCat(what, " moment ", p));
+    }
+  }
 }
 
 // Call sites are matched by the name each capture's namer gives them, whatever their ids.
