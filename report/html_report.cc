@@ -404,14 +404,27 @@ std::vector<SiteGroup> SiteRows(const CaptureSummary& s,
       [](const UsageCounters& u, uint64_t, uint64_t) { return u.allocated_bytes; });
 }
 
-// One view of the page for some threads' blocks (Analyzer::SetThreadFilter()): one thread
+// One view of the page for some threads' blocks (Analyzer::SetThreadViews()): one thread
 // among those that allocated the most bytes, or all the others together.
 struct ThreadView {
   std::string name;
   std::optional<uint32_t> thread;  // none: "other threads"
-  Analyzer::ThreadFilter keep;
   uint64_t allocated = 0;          // the bytes its allocations asked for (first pass)
 };
+
+// The views as the replay dispatches the blocks to them, by their allocating thread.
+Analyzer::ThreadViews DispatchOf(const std::vector<ThreadView>& views) {
+  Analyzer::ThreadViews out;
+  out.count = static_cast<uint32_t>(views.size());
+  for (uint32_t i = 0; i < views.size(); ++i) {
+    if (views[i].thread) {
+      out.view_of[*views[i].thread] = i;
+    } else {
+      out.others = i;
+    }
+  }
+  return out;
+}
 
 // The views: none unless two threads or more allocated; else the `thread_views` threads
 // that allocated the most bytes (ties: the lower id), and one for the rest, if any.
@@ -425,16 +438,12 @@ std::vector<ThreadView> ChooseThreadViews(const CaptureTables& tables,
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
   const size_t own = std::min<uint64_t>(ranked.size(), options.thread_views);
-  auto chosen = std::make_shared<std::set<uint32_t>>();
   for (size_t i = 0; i < own; ++i) {
     const uint32_t thread = ranked[i].second;
-    chosen->insert(thread);
-    views.push_back(ThreadView{absl::StrCat("thread ", thread), thread,
-                               [thread](uint32_t t) { return t == thread; }, ranked[i].first});
+    views.push_back(ThreadView{absl::StrCat("thread ", thread), thread, ranked[i].first});
   }
   if (own < ranked.size()) {
-    ThreadView rest{absl::StrCat("other threads (", ranked.size() - own, ")"), std::nullopt,
-                    [chosen](uint32_t t) { return chosen->count(t) == 0; }, 0};
+    ThreadView rest{absl::StrCat("other threads (", ranked.size() - own, ")"), std::nullopt, 0};
     for (size_t i = own; i < ranked.size(); ++i) rest.allocated += ranked[i].first;
     views.push_back(std::move(rest));
   }
@@ -687,53 +696,44 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
     baseline->summary = *std::move(base);
   }
 
-  // Second pass: the series, the composition at the global high-water moment, and each
-  // thread view's counters (which choose the scopes its series draw).
+  // Second pass, with thread views only: the counters of each view's blocks, which choose
+  // the scopes its series draw. One replay for all the views: its ledger matches each
+  // release once, and the counting goes to the view of the block's allocating thread.
+  std::vector<ThreadViewData> view_data(views.size());
+  std::vector<CaptureSummary> view_summaries;
   TimelineOptions timeline_options;
   timeline_options.max_points = options.max_points;
   timeline_options.scope_series = options.scope_series;
-  TimelineBuilder builder(timeline_options, summary);
-  std::vector<Analyzer> view_counters(views.size());
-  for (size_t i = 0; i < views.size(); ++i) view_counters[i].SetThreadFilter(views[i].keep);
+  if (!views.empty()) {
+    timeline_options.views = DispatchOf(views);
+    Analyzer counters;
+    counters.SetThreadViews(timeline_options.views);
+    CaptureReadStats stats;
+    absl::Status read = ReadCapture(
+        capture_path, [&](const CaptureRecord& rec) { return counters.Apply(rec); }, &stats);
+    if (!read.ok()) return read;
+    counters.Finish(stats, &view_summaries);
+  }
+
+  // Last pass: the series, of all threads and of each view, and the composition at the
+  // global high-water moment.
+  TimelineBuilder builder(timeline_options, summary, view_summaries);
   PeakComposition peak;
   bool peak_taken = summary.peak_event_index == 0;
-  CaptureReadStats stats;
-  absl::Status read = ReadCapture(
-      capture_path,
-      [&](const CaptureRecord& rec) {
-        if (absl::Status s = builder.Apply(rec); !s.ok()) return s;
-        if (!peak_taken && builder.analyzer().events_seen() == summary.peak_event_index) {
-          peak = builder.analyzer().Composition();
-          peak_taken = true;
-        }
-        for (Analyzer& a : view_counters) {
-          if (absl::Status s = a.Apply(rec); !s.ok()) return s;
-        }
-        return absl::OkStatus();
-      },
-      &stats);
+  absl::Status read = ReadCapture(capture_path, [&](const CaptureRecord& rec) {
+    if (absl::Status s = builder.Apply(rec); !s.ok()) return s;
+    if (!peak_taken && builder.analyzer().events_seen() == summary.peak_event_index) {
+      peak = builder.analyzer().Composition();
+      peak_taken = true;
+    }
+    return absl::OkStatus();
+  });
   if (!read.ok()) return read;
-  const Timeline timeline = builder.Finish();
-
-  // Third pass, with thread views only: their series.
-  std::vector<ThreadViewData> view_data(views.size());
-  std::vector<std::unique_ptr<TimelineBuilder>> view_builders;
+  std::vector<Timeline> view_timelines;
+  const Timeline timeline = builder.Finish(&view_timelines);
   for (size_t i = 0; i < views.size(); ++i) {
-    view_data[i].summary = view_counters[i].Finish(stats);
-    TimelineOptions o = timeline_options;
-    o.threads = views[i].keep;
-    view_builders.push_back(std::make_unique<TimelineBuilder>(o, view_data[i].summary));
-  }
-  view_counters.clear();
-  if (!views.empty()) {
-    read = ReadCapture(capture_path, [&](const CaptureRecord& rec) {
-      for (auto& b : view_builders) {
-        if (absl::Status s = b->Apply(rec); !s.ok()) return s;
-      }
-      return absl::OkStatus();
-    });
-    if (!read.ok()) return read;
-    for (size_t i = 0; i < views.size(); ++i) view_data[i].timeline = view_builders[i]->Finish();
+    view_data[i].summary = std::move(view_summaries[i]);
+    view_data[i].timeline = std::move(view_timelines[i]);
   }
 
   std::string name = capture_path;

@@ -4,9 +4,11 @@
 //
 // WriteHtmlReport() reads a capture twice (analysis/analyzer.h for the totals, tables and
 // the global high-water moment; analysis/timeline.h for the downsampled series and the
-// composition at that moment) and writes a page that works offline: its script and style
-// sheet (report/assets/, embedded into the binary at build time) and its data (one JSON
-// object) are inlined, and it refers to nothing outside itself. The page shows
+// composition at that moment), with thread views once more between the two (each view's
+// counters, which choose its series' scopes; the second reading then draws every view's
+// series too), and writes a page that works offline: its script and style sheet
+// (report/assets/, embedded into the binary at build time) and its data (one JSON object)
+// are inlined, and it refers to nothing outside itself. The page shows
 //
 //   - the capture's integrity verdict as a banner (warning colours unless complete), which
 //     unfolds to the trailer's counters and memtrace's own threads' CPU time;
@@ -60,9 +62,8 @@ struct ReportOptions {
   uint64_t row_stacks = 20;
   uint64_t listed_stacks = 2000;
   // The threads (an event's `thread`) with their own view, those that allocated the most
-  // bytes; the rest are one "other threads" view. 0: no views. Each view replays the
-  // capture with a ledger of its own (one more copy of the live set in memory), and the
-  // views add one more reading of the capture, for all of them together.
+  // bytes; the rest are one "other threads" view. 0: no views. The views add one more
+  // replay of the capture, for all of them together (Analyzer::SetThreadViews()).
   uint64_t thread_views = 4;
   uint64_t thread_top = 1000;  // rows of each view's call-site table
   // A capture to compare this one with ("Compared with"); empty: none.
