@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/internal/address_table.h"
 #include "runtime/internal/allocation_ledger.h"
 #include "tests/same_usage.h"
 #include "transport/ticket.h"
@@ -277,6 +278,31 @@ TEST(ShardedApplyTest, EveryApplierOwnsSomeAddressesAndOwnershipIsStable) {
     ++owned[o];
   }
   for (int o = 0; o < 4; ++o) EXPECT_GT(owned[o], 4096 / 8) << "applier " << o;
+}
+
+// An applier's ledger hashes the addresses it owns into its tables: ownership must not
+// pick from the same bits, or its tables fill one part only and every lookup probes a run
+// as long as the table. The addresses are a heap's: 16-byte steps from one base.
+TEST(ShardedApplyTest, TheAddressesOfOneApplierSpreadOverItsWholeTable) {
+  constexpr uint64_t kAddresses = 300'000;
+  for (int appliers = 2; appliers <= 4; ++appliers) {
+    runtime_internal::AddressTable whole;  // as many addresses, owned by nobody
+    for (uint64_t a = 0; a < kAddresses / static_cast<uint64_t>(appliers); ++a) {
+      whole.Insert(runtime_internal::LiveBlock::Make(0x55550000000 + 16 * a, 16, a, 0));
+    }
+    for (int owner = 0; owner < appliers; ++owner) {
+      runtime_internal::AddressTable mine;
+      for (uint64_t a = 0; a < kAddresses; ++a) {
+        const uint64_t address = 0x55550000000 + 16 * a;
+        if (ShardedApply::Owner(0, address, appliers) == owner) {
+          mine.Insert(runtime_internal::LiveBlock::Make(address, 16, a, 0));
+        }
+      }
+      EXPECT_LE(mine.LongestRun(), 4 * whole.LongestRun() + 64)
+          << "applier " << owner << " of " << appliers << ": " << mine.size()
+          << " addresses in " << mine.capacity() << " slots";
+    }
+  }
 }
 
 }  // namespace
