@@ -26,16 +26,17 @@
 #include "runtime/malloc_allocator.h"
 #include "runtime/span.h"
 #include "runtime/tracer.h"
+#include "tests/live_target_shape.h"
 
 namespace {
 
-constexpr int kThreads = 4;
-constexpr int kBlocks = 300;
-constexpr int kSites = 4;
-constexpr uintptr_t kSiteBase = 0x5100;
-constexpr uintptr_t kSiteStep = 0x10;
-constexpr int kGrowBlocks = 10;
-constexpr size_t kGrowBytes = 1000;
+using memtrace::live_testing::kBlocks;
+using memtrace::live_testing::kGrowBlocks;
+using memtrace::live_testing::kGrowBytes;
+using memtrace::live_testing::kSiteBase;
+using memtrace::live_testing::kSiteStep;
+using memtrace::live_testing::kSites;
+using memtrace::live_testing::kThreads;
 
 struct Held {
   std::vector<std::pair<void*, size_t>> blocks;

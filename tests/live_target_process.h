@@ -35,19 +35,10 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "simdjson.h"
+#include "tests/live_target_shape.h"
 #include "tests/test_paths.h"
 
 namespace memtrace::live_testing {
-
-// As live_target.cc (kGrowBlocks of kGrowBytes: what "grow" adds in worker/t0 at the
-// first site).
-constexpr int kThreads = 4;
-constexpr int kSites = 4;
-constexpr uint64_t kSiteBase = 0x5100;
-constexpr uint64_t kSiteStep = 0x10;
-constexpr int kBlocks = 300;
-constexpr uint64_t kGrowBlocks = 10;
-constexpr uint64_t kGrowBytes = 1000;
 
 // What live_target said it holds, by its own count.
 struct Truth {
