@@ -24,13 +24,15 @@ void PeakTracker::SoleEnded(LayerId sole_layer, uint32_t sole_scope) {
   sole_layer_key_ = LayerKey(sole_layer);
   sole_scope_key_ = ScopeKey(sole_scope);
   const auto it = bucket_of_.find(kTotalsKey);
-  if (it == bucket_of_.end()) return;
-  // A copy: BucketOf() may grow buckets_. The totals' bucket holds segments only if it
-  // is in used_ (EndEpoch() clears the segments of every used bucket).
-  const std::vector<OrderSegment> closed = buckets_[it->second].segments;
+  // The totals' bucket holds segments only if it is in used_ (EndEpoch() clears the
+  // segments of every used bucket): this epoch's.
+  if (it == bucket_of_.end() || buckets_[it->second].segments.empty()) return;
+  const uint32_t totals = it->second;
   for (const uint64_t key : {sole_layer_key_, sole_scope_key_}) {
-    Bucket& b = BucketOf(key);
-    if (b.segments.empty() && !closed.empty()) used_.push_back(bucket_of_[key]);
+    const uint32_t index = BucketIndex(key);  // may grow buckets_: references after it
+    const std::vector<OrderSegment>& closed = buckets_[totals].segments;
+    Bucket& b = buckets_[index];
+    if (b.segments.empty()) used_.push_back(index);
     b.segments.insert(b.segments.end(), closed.begin(), closed.end());
   }
 }
@@ -58,15 +60,16 @@ void PeakTracker::Push(const Open& o, uint64_t key, const SegmentSum& sum) {
   seg.net = sum.net;
   seg.max_prefix = sum.max_prefix;
   seg.min_prefix = sum.min_prefix;
-  Bucket& b = BucketOf(key);
-  if (b.segments.empty()) used_.push_back(bucket_of_[key]);
+  const uint32_t index = BucketIndex(key);
+  Bucket& b = buckets_[index];
+  if (b.segments.empty()) used_.push_back(index);
   b.segments.push_back(seg);
 }
 
-PeakTracker::Bucket& PeakTracker::BucketOf(uint64_t key) {
+uint32_t PeakTracker::BucketIndex(uint64_t key) {
   const auto [it, added] = bucket_of_.try_emplace(key, static_cast<uint32_t>(buckets_.size()));
   if (added) buckets_.push_back(Bucket{key, {}});
-  return buckets_[it->second];
+  return it->second;
 }
 
 void PeakTracker::Close(Open* open) {

@@ -144,7 +144,8 @@ class PeakTracker {
     return o->others.emplace_back(key, SegmentSum{}).second;
   }
   void Push(const Open& o, uint64_t key, const SegmentSum& sum);
-  Bucket& BucketOf(uint64_t key);
+  // The index in buckets_ of `key`'s bucket, made if missing.
+  uint32_t BucketIndex(uint64_t key);
   // Brings `o`'s sums of the sole pair up to date after a split (SoleEnded).
   void CatchUpSplit(Open* o);
   void ChangeSplit(Open* o, LayerId layer, uint32_t scope, int64_t delta);
