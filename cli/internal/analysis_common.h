@@ -86,7 +86,7 @@ void PrintSampledNote(const CaptureSummary& s);
 // The line under every text header of a snapshot (`memtrace snapshot`): whose, when, and
 // that its events are the blocks live then, not every allocation the process made.
 void PrintSnapshotNote(const CaptureSummary& s);
-// "2026-12-06 19:04:05 UTC": a capture's wall-clock time, to the second.
+// "YYYY-MM-DD hh:mm:ss UTC": a capture's wall-clock time, to the second.
 std::string UtcTime(int64_t unix_ns);
 
 // The JSON fields every analysis output starts with.

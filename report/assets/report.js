@@ -102,7 +102,7 @@
   const currentView = () => viewState.at >= 0 ? views[viewState.at] : null;
   const expandAll = hash.get("expand") === "all";
 
-  // "2026-12-06 19:04:05 UTC" for a time in unix ns; "\u2013" when there is none.
+  // "YYYY-MM-DD hh:mm:ss UTC" for a time in unix ns; "\u2013" when there is none.
   function utcTime(unixNs) {
     const d = new Date(Number(unixNs) / 1e6);
     return isNaN(d) ? "\u2013" : d.toISOString().replace("T", " ").slice(0, 19) + " UTC";
