@@ -14,18 +14,15 @@
 namespace memtrace {
 namespace {
 
-uint64_t AddressKey(uint32_t layer, uint64_t addr) {
-  return addr ^ (uint64_t{layer} << 56);
-}
-
 // Estimated bytes for a recorded size under a sample weight.
 uint64_t Scaled(uint64_t size, double weight) {
-  return weight == 1.0 ? size : static_cast<uint64_t>(std::llround(static_cast<double>(size) * weight));
+  return weight == 1.0 ? size
+                       : static_cast<uint64_t>(std::llround(static_cast<double>(size) * weight));
 }
 
 }  // namespace
 
-Analyzer::Analyzer() : ledger_(std::make_unique<AllocationLedger>(SiteTable::kOtherSites - 1)) {}
+Analyzer::Analyzer() : ledger_(std::make_unique<ReplayLedger>(SiteTable::kOtherSites - 1)) {}
 Analyzer::~Analyzer() = default;
 Analyzer::Analyzer(Analyzer&&) noexcept = default;
 Analyzer& Analyzer::operator=(Analyzer&&) noexcept = default;
@@ -164,16 +161,14 @@ uint64_t Analyzer::SampledCount(const AttributionKey& key, double weight) {
   return static_cast<uint64_t>(std::llround(sum) - before);
 }
 
-void Analyzer::AddNote(uint32_t layer, uint64_t addr, const Note& note) {
-  const StoredNote stored{note.id, note.ticket48, note.size, note.thread_event, note.thread};
-  auto [at, added] = notes_.try_emplace(AddressKey(layer, addr), stored);
-  if (!added) more_notes_[at->first].push_back(stored);
+runtime_internal::BlockNote Analyzer::AddNote(const Note& note) {
   if (note.weight != 1.0) sampled_[note.id] = Sample{note.count, note.weight};
   live_blocks_ += note.count;
+  return runtime_internal::BlockNote{note.id, note.thread_event, note.thread};
 }
 
-Analyzer::Note Analyzer::Expand(const StoredNote& n) const {
-  Note out{n.id, n.ticket48, n.size, n.thread_event, n.thread, 1, 1.0};
+Analyzer::Note Analyzer::Expand(const runtime_internal::BlockNote& n, uint64_t size) const {
+  Note out{n.id, size, n.thread_event, n.thread, 1, 1.0};
   if (!sampled_.empty()) {
     if (auto it = sampled_.find(n.id); it != sampled_.end()) {
       out.count = it->second.count;
@@ -183,55 +178,25 @@ Analyzer::Note Analyzer::Expand(const StoredNote& n) const {
   return out;
 }
 
-template <typename Match>
-Analyzer::StoredNote* Analyzer::FindStored(uint64_t address_key, Match match) {
-  auto at = notes_.find(address_key);
-  if (at == notes_.end()) return nullptr;
-  if (match(at->second)) return &at->second;
-  if (more_notes_.empty()) return nullptr;
-  auto more = more_notes_.find(address_key);
-  if (more == more_notes_.end()) return nullptr;
-  for (StoredNote& n : more->second) {
-    if (match(n)) return &n;
-  }
-  return nullptr;
-}
-
 Analyzer::Note Analyzer::TakeNote(const Released& r) {
-  const uint64_t key = AddressKey(r.block.layer, r.block.address);
-  Note out;
-  out.size = r.block.size;
-  StoredNote* found =
-      FindStored(key, [&](const StoredNote& n) { return n.ticket48 == r.ticket48; });
-  if (found == nullptr) return out;  // not reached: every block the ledger holds has one
-  out = Expand(*found);
-  auto at = notes_.find(key);
-  auto more = more_notes_.empty() ? more_notes_.end() : more_notes_.find(key);
-  if (found == &at->second) {
-    // The oldest went: the next oldest, if any, takes its place.
-    if (more == more_notes_.end()) {
-      notes_.erase(at);
-    } else {
-      at->second = more->second.front();
-      more->second.erase(more->second.begin());
-    }
-  } else {
-    more->second.erase(more->second.begin() + (found - more->second.data()));
-  }
-  if (more != more_notes_.end() && more->second.empty()) more_notes_.erase(more);
+  const Note out = Expand(r.note, r.block.size);
   if (out.weight != 1.0) sampled_.erase(out.id);
   live_blocks_ -= out.count;
   if (!moved_to_.empty()) moved_to_.erase(out.id);
   return out;
 }
 
-std::optional<Analyzer::Note> Analyzer::FindNote(uint64_t address_key, uint64_t id) {
+std::optional<Analyzer::Note> Analyzer::FindNote(const BlockAt& block) {
+  uint64_t address = block.address;
   if (!moved_to_.empty()) {
-    if (auto moved = moved_to_.find(id); moved != moved_to_.end()) address_key = moved->second;
+    if (auto moved = moved_to_.find(block.id); moved != moved_to_.end()) address = moved->second;
   }
-  const StoredNote* n = FindStored(address_key, [id](const StoredNote& s) { return s.id == id; });
+  uint64_t size = 0;
+  const runtime_internal::BlockNote* n = ledger_->FindNote(
+      static_cast<LayerId>(block.layer), address,
+      [id = block.id](const runtime_internal::BlockNote& s) { return s.id == id; }, &size);
   if (n == nullptr) return std::nullopt;
-  return Expand(*n);
+  return Expand(*n, size);
 }
 
 void Analyzer::SettleEpoch() {
@@ -307,25 +272,23 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       if (rec.weight != 1.0) main_.summary.sampled = true;
       const uint64_t size = Scaled(rec.size, rec.weight);
       const LayerId layer = static_cast<LayerId>(rec.layer);
-      ledger_->Alloc(layer, rec.addr, size, rec.ticket, rec.scope, rec.site);
       const Note note{next_id_++,
-                      CompactTicket(rec.ticket),
                       size,
                       static_cast<uint32_t>(thread_events_[rec.thread]),
                       rec.thread,
                       SampledCount({rec.site, rec.scope, rec.layer}, rec.weight),
                       rec.weight};
-      AddNote(rec.layer, rec.addr, note);
+      ledger_->Alloc(layer, rec.addr, size, rec.ticket, rec.scope, rec.site, AddNote(note));
       Account(size, rec.scope, rec.site, rec.layer, note.count, /*allocate=*/true, rec.thread);
-      NoteAllocation(rec.thread, AddressKey(rec.layer, rec.addr), note.id);
+      NoteAllocation(rec.thread, BlockAt{rec.addr, note.id, rec.layer});
       last_allocation_[rec.thread] = note.id;
       break;
     }
     case LineType::kFree: {
       Released r;
       const auto outcome = ledger_->Free(static_cast<LayerId>(rec.layer), rec.addr, rec.of, &r);
-      if (outcome == AllocationLedger::Outcome::kUnknown ||
-          outcome == AllocationLedger::Outcome::kDoubleFree) {
+      if (outcome == LedgerOutcome::kUnknown ||
+          outcome == LedgerOutcome::kDoubleFree) {
         ++main_.summary.unmatched_releases;
         break;
       }
@@ -339,15 +302,11 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       const LayerId layer = static_cast<LayerId>(rec.layer);
       Released before;
       if (ledger_->Resize(layer, rec.addr, rec.of, rec.size, rec.ticket, &before) ==
-          AllocationLedger::Outcome::kUnknown) {
+          LedgerOutcome::kUnknown) {
         ++main_.summary.unmatched_releases;
         break;
       }
-      StoredNote* stored = FindStored(AddressKey(rec.layer, rec.addr), [&](const StoredNote& n) {
-        return n.ticket48 == before.ticket48;
-      });
-      // Not reached without a note: every block the ledger holds has one.
-      const Note note = stored != nullptr ? Expand(*stored) : Note{};
+      const Note note = Expand(before.note, before.block.size);
       const uint64_t new_size = Scaled(rec.size, note.weight);
       // A sampled block's new size is the recorded one times its weight: the ledger has it
       // as the block's size (it names the block by the resize's ticket now).
@@ -363,10 +322,6 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
                     note.count);
         if (view_live_change_hook_) view_live_change_hook_(view, scope_id, rec.layer);
       }
-      if (stored != nullptr) {
-        stored->size = new_size;
-        stored->ticket48 = CompactTicket(rec.ticket);
-      }
       last_allocation_[rec.thread] = note.id;
       break;
     }
@@ -376,13 +331,13 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       m.active = true;
       const auto outcome = ledger_->MoveOut(static_cast<LayerId>(rec.layer), rec.addr, rec.of,
                                             &m.moved);
-      if (outcome == AllocationLedger::Outcome::kUnknown) {
+      if (outcome == LedgerOutcome::kUnknown) {
         ++main_.summary.unmatched_releases;
         break;
       }
       const AllocationRecord old{rec.addr, m.moved.size, m.moved.scope, m.moved.site,
                                  static_cast<LayerId>(rec.layer)};
-      m.note = TakeNote(Released{old, m.moved.ticket48});
+      m.note = TakeNote(Released{old, m.moved.ticket48, m.moved.note});
       Account(old.size, old.scope, static_cast<uint32_t>(old.site), old.layer, m.note.count,
               /*allocate=*/false, m.note.thread);
       break;
@@ -398,19 +353,16 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       const uint64_t size = Scaled(rec.size, weight);
       const uint32_t scope = known ? m.moved.scope : rec.scope;
       const uint32_t site = known ? static_cast<uint32_t>(m.moved.site) : rec.site;
-      ledger_->MoveIn(static_cast<LayerId>(rec.layer),
-                      m.active ? m.moved : AllocationLedger::Moved{}, rec.addr, size,
-                      rec.ticket, rec.scope, rec.site);
       // The moved block: the same allocation, under its first id and of its first thread,
       // at its new address.
-      Note note{known ? m.note.id : next_id_++, CompactTicket(rec.ticket), size, 0, 0, 1, weight};
+      Note note{known ? m.note.id : next_id_++, size, 0, 0, 1, weight};
       note.thread = known ? m.note.thread : rec.thread;
       note.thread_event = known ? m.note.thread_event
                                 : static_cast<uint32_t>(thread_events_[rec.thread]);
       note.count = SampledCount({site, scope, rec.layer}, weight);
-      const uint64_t key = AddressKey(rec.layer, rec.addr);
-      if (known) moved_to_[note.id] = key;
-      AddNote(rec.layer, rec.addr, note);
+      if (known) moved_to_[note.id] = rec.addr;
+      ledger_->MoveIn(static_cast<LayerId>(rec.layer), m.active ? m.moved : ReplayLedger::Moved{},
+                      rec.addr, size, rec.ticket, rec.scope, rec.site, AddNote(note));
       Account(size, scope, site, rec.layer, note.count, /*allocate=*/true, note.thread);
       last_allocation_[rec.thread] = note.id;
       m = Moving{};
@@ -485,10 +437,10 @@ void Analyzer::CountFreed(Tally& t, const AttributionKey& key, uint64_t bytes, u
   }
 }
 
-void Analyzer::NoteAllocation(uint32_t thread, uint64_t address_key, uint64_t id) {
+void Analyzer::NoteAllocation(uint32_t thread, const BlockAt& block) {
   auto it = open_scopes_.find(thread);
   if (it != open_scopes_.end() && !it->second.empty()) {
-    it->second.back().blocks.emplace_back(address_key, id);
+    it->second.back().blocks.push_back(block);
   }
 }
 
@@ -504,12 +456,12 @@ void Analyzer::CloseScope(uint32_t thread, uint32_t scope) {
     r.scope = open.scope;
     ++r.exits;
     uint64_t blocks = 0, bytes = 0;
-    std::vector<std::pair<uint64_t, uint64_t>> survivors;
-    for (const auto& [address_key, id] : open.blocks) {
-      if (const std::optional<Note> live = FindNote(address_key, id)) {
+    std::vector<BlockAt> survivors;
+    for (const BlockAt& block : open.blocks) {
+      if (const std::optional<Note> live = FindNote(block)) {
         blocks += live->count;
         bytes += live->size;
-        survivors.emplace_back(address_key, id);
+        survivors.push_back(block);
       }
     }
     // What outlived this scope was also allocated inside the enclosing one.

@@ -3,15 +3,16 @@
 // analyzer.h: rebuilds a capture's ledger from its events and answers with totals.
 //
 // Analyzer replays a capture (capture_reader.h) in file order, which is the order the
-// drainer applied the records in, through the runtime's own AllocationLedger
-// (runtime/internal/allocation_ledger.h): one set of matching rules. Releases are paired
+// drainer applied the records in, through the runtime's own ledger (ReplayLedger,
+// runtime/internal/allocation_ledger.h): one set of matching rules. Releases are paired
 // with allocations by ticket (`of`), then by address; a block set aside at a reused
 // address is settled when its epoch ends (the `epoch` field changes, and at the end), as
 // the drainer settles it. So the totals, per-scope and per-layer counters and high-water
 // marks equal the runtime's own Snapshot taken at the end of the capture (the round-trip
 // test checks this). The analyzer keeps its own counters (a sampled block stands for
-// several allocations, which the ledger's do not know) and a note per live block beside
-// the ledger's (who allocated it, when, its weight). Memory is bounded by the live
+// several allocations, which the ledger's do not know) and a note per live block in the
+// ledger's own slot for it (its id, who allocated it, when; a sampled block's weight
+// apart), so a release finds its block and its note in one lookup. Memory is bounded by the live
 // allocations, not by the file.
 //
 // Snapshots: a SnapshotPoint stops the replay after an event count, at a time (every
@@ -69,7 +70,6 @@
 #include "runtime/allocation_record.h"
 #include "runtime/internal/allocation_ledger.h"
 #include "runtime/usage_counters.h"
-#include "transport/huge_page_allocator.h"
 
 namespace memtrace {
 
@@ -200,7 +200,6 @@ class Analyzer {
   struct Note {
     uint64_t id = 0;            // the block's number in the replay, kept through resizes
                                 // and moves (what retention and temporaries follow)
-    uint64_t ticket48 = 0;      // the ledger's (AllocationLedger::Released::ticket48)
     uint64_t size = 0;          // estimated bytes: the recorded size times the weight
     // The low 32 bits of the allocating thread's event count at allocation: short-lived
     // blocks ask only for differences of a few events, which wrap correctly.
@@ -209,23 +208,14 @@ class Analyzer {
     uint64_t count = 1;         // allocations this block stands for (SampledCount())
     double weight = 1.0;
   };
-  // A note as the table keeps it, 32 bytes: a sampled block's count and weight are kept
-  // apart (sampled_), as most captures have none.
-  struct StoredNote {
-    uint64_t id;
-    uint64_t ticket48;
-    uint64_t size;
-    uint32_t thread_event;
-    uint32_t thread;
-  };
   struct Sample {
     uint64_t count;
     double weight;
   };
-  using Released = AllocationLedger::Released;
+  using Released = ReplayLedger::Released;
   struct Moving {
     bool active = false;  // between a remap and its target on this thread
-    AllocationLedger::Moved moved;
+    ReplayLedger::Moved moved;
     Note note;  // the moved block's, when moved.known
   };
   // Whether `rec` (an event) lies beyond the snapshot point; updates the point's state.
@@ -233,13 +223,14 @@ class Analyzer {
   PeakComposition CompositionOf(const std::function<bool(const AllocationRecord&)>& keep) const;
 
   absl::Status ApplyLine(const CaptureRecord& rec);
-  void AddNote(uint32_t layer, uint64_t addr, const Note& note);
-  // Removes and returns the note of the block the ledger released.
+  // The note a new block carries in the ledger (its id, thread and thread event), and what
+  // the analyzer keeps apart of it (a sampled block's count and weight, in sampled_, as
+  // most captures have none).
+  runtime_internal::BlockNote AddNote(const Note& note);
+  // The note of the block the ledger released, which the analyzer forgets.
   Note TakeNote(const Released& r);
-  // The note stored at `address_key` that `match` picks first (oldest first), or null.
-  template <typename Match>
-  StoredNote* FindStored(uint64_t address_key, Match match);
-  Note Expand(const StoredNote& n) const;
+  // A block's note, as the ledger keeps it (`size`: its size), expanded.
+  Note Expand(const runtime_internal::BlockNote& n, uint64_t size) const;
   // Counts a block in or out of the totals, its layer, its scope and its attribution, if
   // the thread filter keeps `thread`, the thread that allocated it, and in its thread
   // view's counters, if it has one.
@@ -249,16 +240,21 @@ class Analyzer {
   // End of an epoch: the ledger settles the blocks set aside (AllocationLedger).
   void SettleEpoch();
 
-  // An open scope instance on a thread, and the blocks allocated directly inside it (their
-  // ids, and where their notes were then).
+  // A block by its id, and where it was when seen (a move keeps its layer).
+  struct BlockAt {
+    uint64_t address;
+    uint64_t id;
+    uint32_t layer;
+  };
+  // An open scope instance on a thread, and the blocks allocated directly inside it.
   struct OpenScope {
     uint32_t scope;
-    std::vector<std::pair<uint64_t, uint64_t>> blocks;  // (address key, id)
+    std::vector<BlockAt> blocks;
   };
-  void NoteAllocation(uint32_t thread, uint64_t address_key, uint64_t id);
+  void NoteAllocation(uint32_t thread, const BlockAt& block);
   void CloseScope(uint32_t thread, uint32_t scope);
-  // The note of the live block `id`, last seen at `address_key`, or null.
-  std::optional<Note> FindNote(uint64_t address_key, uint64_t id);
+  // The note of the live block `block.id`, seen at `block.address`, or null.
+  std::optional<Note> FindNote(const BlockAt& block);
 
   absl::flat_hash_map<uint32_t, std::vector<OpenScope>> open_scopes_;  // by thread
   absl::flat_hash_map<uint32_t, uint64_t> thread_events_;             // events per thread
@@ -332,19 +328,11 @@ class Analyzer {
   uint32_t epoch_ = 0;            // of the last event applied
   uint64_t next_id_ = 1;          // Note::id
 
-  // The live blocks and the rules that match releases to them: the drainer's.
-  std::unique_ptr<AllocationLedger> ledger_;
-  // The notes, by layer<<56^address: the oldest block's in notes_ (almost always the only
-  // one), any others in more_notes_, oldest first. A large table goes in huge pages
-  // (transport/huge_page_allocator.h).
-  template <typename V>
-  using LiveTable =
-      absl::flat_hash_map<uint64_t, V, absl::Hash<uint64_t>, std::equal_to<uint64_t>,
-                          HugePageAllocator<std::pair<const uint64_t, V>>>;
-  LiveTable<StoredNote> notes_;
-  absl::flat_hash_map<uint64_t, std::vector<StoredNote>> more_notes_;
+  // The live blocks, each with its note, and the rules that match releases to them: the
+  // drainer's.
+  std::unique_ptr<ReplayLedger> ledger_;
   absl::flat_hash_map<uint64_t, Sample> sampled_;  // by note id: blocks of weight != 1
-  // Id -> address key, for blocks a remap moved from where an open scope saw them.
+  // Id -> address, for blocks a remap moved from where an open scope saw them.
   absl::flat_hash_map<uint64_t, uint64_t> moved_to_;
   uint64_t live_blocks_ = 0;  // the notes' counts, summed
   absl::flat_hash_map<uint32_t, Moving> moving_;  // by thread, between remap halves

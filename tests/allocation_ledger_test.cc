@@ -499,5 +499,136 @@ TEST(AllocationLedgerTest, PerLayerAndPerScopeCountersStayExactWhenASecondContex
   }
 }
 
+// A replay's ledger carries a note in each block's slot (analysis/analyzer.h). Random
+// operations at a few reused addresses (so blocks are set aside and settled), with right,
+// missing and wrong tickets, resizes, moves and arena resets, applied to a ReplayLedger
+// and to an AllocationLedger: the outcomes and every counter agree, and each block the
+// replay ledger lets go of carries the note given to that very block. The test knows
+// which block that is from the ticket the ledger names: every ticket here is used once,
+// and a resize or a move hands the block's note on to its new ticket.
+TEST(ReplayLedgerTest, EveryReleasedBlockCarriesItsOwnNote) {
+  using runtime_internal::BlockNote;
+  std::mt19937_64 rng(7);
+  AllocationLedger plain(64);
+  ReplayLedger noted(64);
+  std::map<uint64_t, uint64_t> note_of;  // ticket48 -> the note id its block carries
+  struct Live {
+    LayerId layer;
+    uint64_t address;
+    uint64_t ticket;
+  };
+  std::vector<Live> live;  // what the test allocated and has not released
+  uint64_t next_ticket = 1;
+  uint64_t next_id = 1000;
+  uint64_t checked = 0;
+  auto check = [&](const ReplayLedger::Released& r) {
+    auto it = note_of.find(r.ticket48);
+    ASSERT_NE(it, note_of.end()) << "a released block with a ticket never given";
+    EXPECT_EQ(r.note.id, it->second);
+    EXPECT_EQ(r.note.thread, static_cast<uint32_t>(it->second % 7));
+    ++checked;
+  };
+  auto forget = [&](LayerId layer, uint64_t ticket48) {
+    for (size_t i = 0; i < live.size(); ++i) {
+      if (live[i].layer == layer && CompactTicket(live[i].ticket) == ticket48) {
+        live.erase(live.begin() + static_cast<ptrdiff_t>(i));
+        return;
+      }
+    }
+  };
+  for (int step = 0; step < 200'000; ++step) {
+    const LayerId layer = rng() % 8 == 0 ? layers::kFrameArena : kHeap;
+    const uint32_t op = rng() % 100;
+    if (op < 40 || live.empty()) {
+      const uint64_t address = 16 * (1 + rng() % 64);
+      const uint64_t ticket = T(1, next_ticket++);
+      const uint64_t id = next_id++;
+      const uint64_t size = 1 + rng() % 1000;
+      const uint32_t scope = static_cast<uint32_t>(rng() % 3);
+      note_of[CompactTicket(ticket)] = id;
+      plain.Alloc(layer, address, size, ticket, scope, 0x40 + scope);
+      noted.Alloc(layer, address, size, ticket, scope, 0x40 + scope,
+                  BlockNote{id, static_cast<uint32_t>(step), static_cast<uint32_t>(id % 7)});
+      live.push_back(Live{layer, address, ticket});
+      continue;
+    }
+    const Live pick = live[rng() % live.size()];
+    // The block's own ticket, none, or a wrong one.
+    const uint32_t how = rng() % 10;
+    const uint64_t ticket = how < 7 ? pick.ticket : how < 9 ? 0 : T(9, rng() % 1000);
+    if (op < 70) {
+      ReplayLedger::Released r;
+      const Outcome o = noted.Free(pick.layer, pick.address, ticket, &r);
+      ASSERT_EQ(plain.Free(pick.layer, pick.address, ticket), o);
+      if (o != Outcome::kUnknown && o != Outcome::kDoubleFree) {
+        check(r);
+        forget(pick.layer, r.ticket48);
+      }
+    } else if (op < 85) {
+      const uint64_t new_ticket = T(1, next_ticket++);
+      const uint64_t size = 1 + rng() % 1000;
+      ReplayLedger::Released before;
+      const Outcome o =
+          noted.Resize(pick.layer, pick.address, ticket, size, new_ticket, &before);
+      ASSERT_EQ(plain.Resize(pick.layer, pick.address, ticket, size, new_ticket), o);
+      if (o != Outcome::kUnknown) {
+        check(before);
+        note_of[CompactTicket(new_ticket)] = before.note.id;
+        for (Live& l : live) {
+          if (l.layer == pick.layer && CompactTicket(l.ticket) == before.ticket48) {
+            l.ticket = new_ticket;
+          }
+        }
+      }
+    } else if (op < 97) {
+      const uint64_t new_ticket = T(1, next_ticket++);
+      const uint64_t to = 16 * (1 + rng() % 64);
+      ReplayLedger::Moved moved;
+      AllocationLedger::Moved plain_moved;
+      const Outcome o = noted.MoveOut(pick.layer, pick.address, ticket, &moved);
+      ASSERT_EQ(plain.MoveOut(pick.layer, pick.address, ticket, &plain_moved), o);
+      BlockNote note{next_id++, 0, 0};
+      if (moved.known) {
+        check(ReplayLedger::Released{{}, moved.ticket48, moved.note});
+        forget(pick.layer, moved.ticket48);
+        note = moved.note;
+      }
+      note.thread = static_cast<uint32_t>(note.id % 7);
+      note_of[CompactTicket(new_ticket)] = note.id;
+      plain.MoveIn(pick.layer, plain_moved, to, 64, new_ticket, 1, 0x41);
+      noted.MoveIn(pick.layer, moved, to, 64, new_ticket, 1, 0x41, note);
+      live.push_back(Live{pick.layer, to, new_ticket});
+    } else if (op < 99) {
+      ASSERT_EQ(plain.SettleDisplaced(), noted.SettleDisplaced([&](const auto& r) {
+        check(r);
+        forget(r.block.layer, r.ticket48);
+      }));
+    } else {
+      ASSERT_EQ(plain.ResetLayer(layers::kFrameArena),
+                noted.ResetLayer(layers::kFrameArena, [&](const auto& r) {
+                  check(r);
+                  forget(r.block.layer, r.ticket48);
+                }));
+    }
+    ASSERT_EQ(plain.totals().live_bytes, noted.totals().live_bytes) << "step " << step;
+  }
+  EXPECT_GT(checked, 50'000u);
+  EXPECT_EQ(plain.LiveBlocks(), noted.LiveBlocks());
+  for (uint32_t scope = 0; scope < 3; ++scope) {
+    EXPECT_EQ(plain.scope_usage(scope).high_water_bytes,
+              noted.scope_usage(scope).high_water_bytes);
+  }
+  // Every block the test still holds is found by its note, with its size.
+  for (const Live& l : live) {
+    const uint64_t id = note_of.at(CompactTicket(l.ticket));
+    uint64_t size = 0;
+    const BlockNote* n = noted.FindNote(
+        l.layer, l.address, [id](const BlockNote& b) { return b.id == id; }, &size);
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(n->id, id);
+    EXPECT_GT(size, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace memtrace

@@ -3,7 +3,8 @@
 // address_table.h: the compact open-addressing table behind AllocationLedger.
 //
 // Keys are block addresses (never 0, which marks an empty slot). Each slot is a 24-byte
-// LiveBlock, so the ledger's cost per live allocation is 24 / load factor bytes. Linear
+// LiveBlock, so the ledger's cost per live allocation is 24 / load factor bytes (a
+// replay's blocks carry a 16-byte BlockNote more in the same slot). Linear
 // probing with backward-shift deletion (no tombstones); the table grows by 1.4x when it
 // passes 75% full, so the load factor stays in [0.54, 0.75] once it has grown, and the
 // cost per live allocation stays between 32 and 45 bytes. (Linear probing's expected run
@@ -19,11 +20,12 @@
 // LiveBlocks() sorts by address). A seed per table would also break the order, but it
 // puts a load in front of every lookup's multiply: 5% of the drainer's ledger time.
 //
-// Thread safety: none. The drainer owns every table.
+// Thread safety: none. The drainer (or a replay) owns every table.
 
 #ifndef MEMTRACE_RUNTIME_INTERNAL_ADDRESS_TABLE_H_
 #define MEMTRACE_RUNTIME_INTERNAL_ADDRESS_TABLE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -34,21 +36,36 @@
 
 namespace memtrace::runtime_internal {
 
+// What a block carries beside the ledger's 24 bytes: nothing, for the drainer's ledger.
+struct NoNote {};
+
+// What a capture's replay keeps of each live block beside its size, scope, site and ticket
+// (analysis/analyzer.h): kept in the block's slot, so that finding the block finds it too.
+struct BlockNote {
+  uint64_t id = 0;            // the block's number in the replay
+  uint32_t thread_event = 0;  // the low 32 bits of its thread's event count at allocation
+  uint32_t thread = 0;        // the thread that allocated it
+};
+
 // One live allocation as the ledger keeps it.
 //   word0: address
 //   word1: size (48) | ticket bits 0..15 (16)
 //   word2: ticket bits 16..47 (32) | context id (32: interned scope + site)
-struct LiveBlock {
+//   then `note`: empty (NoNote) for the drainer's ledger
+template <typename Note>
+struct BasicLiveBlock {
   uint64_t address;
   uint64_t size_ticket;
   uint64_t ticket_context;
+  [[no_unique_address]] Note note;
 
   static constexpr uint64_t kSizeMask = (uint64_t{1} << 48) - 1;
 
-  static LiveBlock Make(uint64_t address, uint64_t size, uint64_t ticket48,
-                        uint32_t context) noexcept {
-    return LiveBlock{address, (size & kSizeMask) | ((ticket48 & 0xffff) << 48),
-                     ((ticket48 >> 16) & 0xffffffffull) | (uint64_t{context} << 32)};
+  static BasicLiveBlock Make(uint64_t address, uint64_t size, uint64_t ticket48,
+                             uint32_t context, const Note& note = Note{}) noexcept {
+    return BasicLiveBlock{address, (size & kSizeMask) | ((ticket48 & 0xffff) << 48),
+                          ((ticket48 >> 16) & 0xffffffffull) | (uint64_t{context} << 32),
+                          note};
   }
   uint64_t size() const noexcept { return size_ticket & kSizeMask; }
   uint64_t ticket48() const noexcept {
@@ -64,28 +81,43 @@ struct LiveBlock {
   }
 };
 
+using LiveBlock = BasicLiveBlock<NoNote>;
 static_assert(sizeof(LiveBlock) == 24, "24 bytes per live allocation before load factor");
 static_assert(std::is_trivially_copyable_v<LiveBlock>);
+static_assert(sizeof(BasicLiveBlock<BlockNote>) == 40);
+
+namespace address_table_internal {
+// Asks for transparent huge pages for the whole 2 MiB pages inside [memory, memory +
+// bytes), before they are first written. A hint: failure changes nothing.
+void AdviseHugePages(void* memory, size_t bytes) noexcept;
+// Tables from this size on ask for transparent huge pages (two whole ones at least).
+inline constexpr size_t kHugePagesFrom = size_t{4} << 20;
+inline constexpr size_t kInitialCapacity = 16;
+}  // namespace address_table_internal
 
 // A table owns its cache line: the ledger keeps 16 of them side by side, and the drainer
 // updates a table's size with every record it applies.
-class alignas(kCacheLineSize) AddressTable {
+template <typename Block>
+class alignas(kCacheLineSize) BasicAddressTable {
  public:
-  AddressTable() = default;
+  BasicAddressTable() = default;
 
   size_t size() const noexcept { return size_; }
   size_t capacity() const noexcept { return capacity_; }
-  size_t memory_bytes() const noexcept { return slots_.capacity() * sizeof(LiveBlock); }
+  size_t memory_bytes() const noexcept { return slots_.capacity() * sizeof(Block); }
 
   // The block at `address`, or nullptr. The pointer is valid until the next Insert/Erase.
   // Find, FindOrInsert and Erase are the drainer's per-event work: defined here, inline.
-  LiveBlock* Find(uint64_t address) noexcept {
+  Block* Find(uint64_t address) noexcept {
     if (size_ == 0) return nullptr;
     for (size_t i = Home(address);; i = Next(i)) {
-      LiveBlock& b = slots_[i];
+      Block& b = slots_[i];
       if (b.address == address) return &b;
       if (b.address == 0) return nullptr;
     }
+  }
+  const Block* Find(uint64_t address) const noexcept {
+    return const_cast<BasicAddressTable*>(this)->Find(address);
   }
 
   // Asks the CPU for the slot where a lookup of `address` starts, so that a Find() or
@@ -96,17 +128,17 @@ class alignas(kCacheLineSize) AddressTable {
   }
 
   // Inserts a block whose address is not present. Returns the stored block.
-  LiveBlock* Insert(const LiveBlock& block);
+  Block* Insert(const Block& block);
 
   // The slot of the block at `address` if there is one (*added = false, nothing changed),
   // else a new slot for it (*added = true): its address is set, the rest is zero, and the
   // caller fills it in place. One probe instead of Find() then Insert(), and the block is
   // written once, where it lives.
-  LiveBlock* FindOrAdd(uint64_t address, bool* added) {
+  Block* FindOrAdd(uint64_t address, bool* added) {
     if (__builtin_expect(Full(), 0)) Grow();
     size_t i = Home(address);
     for (;; i = Next(i)) {
-      LiveBlock& b = slots_[i];
+      Block& b = slots_[i];
       if (b.address == address) {
         *added = false;
         return &b;
@@ -120,14 +152,14 @@ class alignas(kCacheLineSize) AddressTable {
   }
 
   // Removes `block` (a pointer from Find()).
-  void Erase(LiveBlock* block) noexcept {
+  void Erase(Block* block) noexcept {
     // Backward-shift deletion: pull later members of the probe run into the hole so that
     // lookups never need tombstones.
     size_t hole = static_cast<size_t>(block - slots_.data());
     size_t i = hole;
     for (;;) {
       i = Next(i);
-      LiveBlock& b = slots_[i];
+      Block& b = slots_[i];
       if (b.address == 0) break;
       const size_t home = Home(b.address);
       // b may move into the hole if its home is not in the cyclic range (hole, i].
@@ -138,14 +170,14 @@ class alignas(kCacheLineSize) AddressTable {
         hole = i;
       }
     }
-    slots_[hole] = LiveBlock{};
+    slots_[hole] = Block{};
     --size_;
   }
 
-  // Calls fn(const LiveBlock&) for every block, in no particular order.
+  // Calls fn(const Block&) for every block, in no particular order.
   template <typename Fn>
   void ForEach(Fn&& fn) const {
-    for (const LiveBlock& b : slots_) {
+    for (const Block& b : slots_) {
       if (b.address != 0) fn(b);
     }
   }
@@ -168,12 +200,67 @@ class alignas(kCacheLineSize) AddressTable {
   void Grow();
 
   // Line-aligned (transport/cache_line.h): the drainer writes slots for every record.
-  LineAlignedVector<LiveBlock> slots_;
+  LineAlignedVector<Block> slots_;
   // slots_.size(), kept apart: the vector's size is (end - begin) / 24, a multiply on
   // the path of every lookup.
   size_t capacity_ = 0;
   size_t size_ = 0;
 };
+
+template <typename Block>
+Block* BasicAddressTable<Block>::Insert(const Block& block) {
+  if (Full()) Grow();
+  size_t i = Home(block.address);
+  while (slots_[i].address != 0) i = Next(i);
+  slots_[i] = block;
+  ++size_;
+  return &slots_[i];
+}
+
+template <typename Block>
+void BasicAddressTable<Block>::Grow() {
+  LineAlignedVector<Block> old;
+  old.swap(slots_);
+  const size_t capacity = old.empty() ? address_table_internal::kInitialCapacity
+                                      : old.size() + old.size() * 2 / 5;
+  // A large table in huge pages: zero-filling it faults each 2 MiB once, not 512 times
+  // (each fault 3-11 us on these VMs), and its random lookups miss the TLB less.
+  slots_.reserve(capacity);
+  if (capacity * sizeof(Block) >= address_table_internal::kHugePagesFrom) {
+    address_table_internal::AdviseHugePages(slots_.data(), capacity * sizeof(Block));
+  }
+  slots_.assign(capacity, Block{});
+  capacity_ = capacity;
+  size_ = 0;
+  for (const Block& b : old) {
+    if (b.address == 0) continue;
+    size_t i = Home(b.address);
+    while (slots_[i].address != 0) i = Next(i);
+    slots_[i] = b;
+    ++size_;
+  }
+}
+
+template <typename Block>
+void BasicAddressTable<Block>::Clear() noexcept {
+  LineAlignedVector<Block>().swap(slots_);
+  capacity_ = 0;
+  size_ = 0;
+}
+
+template <typename Block>
+size_t BasicAddressTable<Block>::LongestRun() const noexcept {
+  size_t longest = 0;
+  size_t run = 0;
+  // Twice around, so that a run that wraps past the last slot is counted whole.
+  for (size_t k = 0; k < 2 * capacity_; ++k) {
+    run = slots_[k % capacity_].address != 0 ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return std::min(longest, capacity_);
+}
+
+using AddressTable = BasicAddressTable<LiveBlock>;
 
 }  // namespace memtrace::runtime_internal
 

@@ -18,27 +18,30 @@ constexpr size_t kGraveyardSlots = size_t{1} << kGraveyardBits;
 
 }  // namespace
 
-AllocationLedger::AllocationLedger(uint32_t site_capacity)
-    : tables_(256),
-      sites_(site_capacity),
-      context_cache_(kContextCacheSets * 2),
-      graveyard_(kGraveyardSlots) {
+template <typename Note>
+BasicLedger<Note>::BasicLedger(uint32_t site_capacity)
+                               : tables_(256),
+                               sites_(site_capacity),
+                               context_cache_(kContextCacheSets * 2),
+                               graveyard_(kGraveyardSlots) {
   scopes_.resize(1);  // scope 0: (unscoped)
 }
 
-AllocationLedger::~AllocationLedger() = default;
+template <typename Note>
+BasicLedger<Note>::~BasicLedger() = default;
 
-// The per-event helpers below are forced inline: they are small, and each event passes
-// through several of them (measured with callgrind on the drainer's rounds).
-__attribute__((always_inline)) inline runtime_internal::AddressTable& AllocationLedger::Shard(
-    LayerId layer, uint64_t address) {
+// The per-event helpers below are forced inline (on their declarations: the header says
+// why).
+template <typename Note>
+inline typename BasicLedger<Note>::Table& BasicLedger<Note>::Shard(LayerId layer,
+                                                                 uint64_t address) {
   auto& shards = tables_[layer];
   if (!shards) shards = std::make_unique<Shards>();
   return (*shards)[ShardIndex(address)];
 }
 
-__attribute__((always_inline)) inline uint32_t AllocationLedger::Context(uint32_t scope,
-                                                                        uint64_t site) {
+template <typename Note>
+inline uint32_t BasicLedger<Note>::Context(uint32_t scope, uint64_t site) {
   ContextCacheEntry* set =
       &context_cache_[FibonacciIndex(site ^ (uint64_t{scope} << 40), kContextCacheSetBits) * 2];
   if (__builtin_expect(set[0].site == site && set[0].scope == scope, 1)) return set[0].context;
@@ -46,7 +49,8 @@ __attribute__((always_inline)) inline uint32_t AllocationLedger::Context(uint32_
   return NewContext(scope, site, set);
 }
 
-uint32_t AllocationLedger::NewContext(uint32_t scope, uint64_t site, ContextCacheEntry* set) {
+template <typename Note>
+uint32_t BasicLedger<Note>::NewContext(uint32_t scope, uint64_t site, ContextCacheEntry* set) {
   const uint32_t site_id = sites_.Intern(site);
   const uint64_t key = (uint64_t{scope} << 32) | site_id;
   auto it = context_ids_.find(key);
@@ -68,18 +72,20 @@ uint32_t AllocationLedger::NewContext(uint32_t scope, uint64_t site, ContextCach
   return id;
 }
 
-AllocationRecord AllocationLedger::Expand(LayerId layer, const LiveBlock& b) const noexcept {
+template <typename Note>
+AllocationRecord BasicLedger<Note>::Expand(LayerId layer, const LiveBlock& b) const noexcept {
   const auto& [scope, site_id] = contexts_[b.context()];
   return AllocationRecord{b.address, b.size(), scope, sites_.value(site_id), layer};
 }
 
-UsageCounters& AllocationLedger::ScopeCounters(uint32_t scope) {
+template <typename Note>
+UsageCounters& BasicLedger<Note>::ScopeCounters(uint32_t scope) {
   if (scope >= scopes_.size()) scopes_.resize(size_t{scope} + 1);
   return scopes_[scope];
 }
 
-__attribute__((always_inline)) inline bool AllocationLedger::InSoleContext(LayerId layer,
-                                                                         uint32_t scope) {
+template <typename Note>
+inline bool BasicLedger<Note>::InSoleContext(LayerId layer, uint32_t scope) {
   if (__builtin_expect(sole_ == Sole::kNamed, 1)) {
     if (__builtin_expect(layer == sole_layer_ && scope == sole_scope_, 1)) return true;
     // Another layer or scope: the sole pair's counters are the totals up to here.
@@ -97,17 +103,17 @@ __attribute__((always_inline)) inline bool AllocationLedger::InSoleContext(Layer
   return false;
 }
 
-void AllocationLedger::SyncSoleContext() const noexcept {
+template <typename Note>
+void BasicLedger<Note>::SyncSoleContext() const noexcept {
   if (sole_ != Sole::kNamed) return;
   layer_usage_[sole_layer_] = totals_;
   // Every scope that reaches Account() has a context, which sized scopes_ (Context()).
   scopes_[sole_scope_] = totals_;
 }
 
-__attribute__((always_inline)) inline void AllocationLedger::Account(LayerId layer,
-                                                                    uint32_t scope,
-                                                                    uint64_t bytes,
-                                                                    bool allocate) {
+template <typename Note>
+inline void BasicLedger<Note>::Account(LayerId layer, uint32_t scope, uint64_t bytes,
+                                       bool allocate) {
   if (__builtin_expect(!counting_, 0)) return;
   // Asked first: a change that ends the sole mode must not be in the sole pair's copy.
   const bool sole = InSoleContext(layer, scope);
@@ -131,8 +137,9 @@ __attribute__((always_inline)) inline void AllocationLedger::Account(LayerId lay
   apply(scopes_[scope]);
 }
 
-void AllocationLedger::AccountResize(LayerId layer, uint32_t scope, uint64_t from,
-                                     uint64_t to) {
+template <typename Note>
+void BasicLedger<Note>::AccountResize(LayerId layer, uint32_t scope, uint64_t from,
+                                      uint64_t to) {
   if (!counting_) return;
   // Asked first: a change that ends the sole mode must not be in the sole pair's copy.
   const bool sole = InSoleContext(layer, scope);
@@ -146,7 +153,8 @@ void AllocationLedger::AccountResize(LayerId layer, uint32_t scope, uint64_t fro
   ScopeCounters(scope).Resize(from, to, ordered_);
 }
 
-UsageCounters& AllocationLedger::CountersOf(uint64_t key) {
+template <typename Note>
+UsageCounters& BasicLedger<Note>::CountersOf(uint64_t key) {
   // The sole pair's counters are copies of the totals (SyncSoleContext): bring them up to
   // date first, so that the copy made at the next read carries the totals' interval.
   SyncSoleContext();
@@ -155,40 +163,45 @@ UsageCounters& AllocationLedger::CountersOf(uint64_t key) {
                                         : ScopeCounters(PeakTracker::KeyId(key));
 }
 
-std::pair<int64_t, int64_t> AllocationLedger::StartAndLowerBound(uint64_t key, int64_t net) {
+template <typename Note>
+std::pair<int64_t, int64_t> BasicLedger<Note>::StartAndLowerBound(uint64_t key, int64_t net) {
   const UsageCounters& c = CountersOf(key);
   return {static_cast<int64_t>(c.live_bytes) - net,
           static_cast<int64_t>(c.high_water_low_bytes)};
 }
 
-void AllocationLedger::BoundHighWater(uint64_t key, int64_t low, int64_t high, int64_t net) {
+template <typename Note>
+void BasicLedger<Note>::BoundHighWater(uint64_t key, int64_t low, int64_t high, int64_t net) {
   UsageCounters& c = CountersOf(key);
   const int64_t start = static_cast<int64_t>(c.live_bytes) - net;
   auto bytes = [](int64_t v) { return v < 0 ? uint64_t{0} : static_cast<uint64_t>(v); };
   c.BoundHighWater(bytes(start + low), bytes(start + high));
 }
 
-__attribute__((always_inline)) inline void AllocationLedger::Bury(LayerId layer,
-                                                                  uint64_t address,
-                                                                  uint64_t ticket48) {
+template <typename Note>
+inline void BasicLedger<Note>::Bury(LayerId layer, uint64_t address, uint64_t ticket48) {
   const uint64_t key = address ^ (uint64_t{layer} << 56);
   graveyard_[FibonacciIndex(key, kGraveyardBits)] = Grave{key, ticket48};
 }
 
-bool AllocationLedger::InGraveyard(LayerId layer, uint64_t address,
-                                   uint64_t ticket48) const {
+template <typename Note>
+bool BasicLedger<Note>::InGraveyard(LayerId layer, uint64_t address,
+                                    uint64_t ticket48) const {
   const uint64_t key = address ^ (uint64_t{layer} << 56);
   const Grave& g = graveyard_[FibonacciIndex(key, kGraveyardBits)];
   return g.key == key && g.ticket48 == ticket48;
 }
 
-bool AllocationLedger::InGraveyardAt(LayerId layer, uint64_t address) const {
+template <typename Note>
+bool BasicLedger<Note>::InGraveyardAt(LayerId layer, uint64_t address) const {
   const uint64_t key = address ^ (uint64_t{layer} << 56);
   return graveyard_[FibonacciIndex(key, kGraveyardBits)].key == key;
 }
 
-bool AllocationLedger::Alloc(LayerId layer, uint64_t address, uint64_t size,
-                             uint64_t ticket, uint32_t scope, uint64_t site) {
+template <typename Note>
+bool BasicLedger<Note>::Alloc(LayerId layer, uint64_t address, uint64_t size,
+                              uint64_t ticket, uint32_t scope, uint64_t site,
+                              const Note& note) {
   auto& shard = Shard(layer, address);
   bool added = false;
   LiveBlock* slot = shard.FindOrAdd(address, &added);
@@ -197,13 +210,15 @@ bool AllocationLedger::Alloc(LayerId layer, uint64_t address, uint64_t size,
     // Another block is live at this address: set it aside (see the header).
     displaced_[Key{layer, address}].push_back(*slot);
   }
-  *slot = LiveBlock::Make(address, size, CompactTicket(ticket), Context(scope, site));
+  *slot = LiveBlock::Make(address, size, CompactTicket(ticket), Context(scope, site), note);
   Account(layer, scope, size, /*allocate=*/true);
   return displaced;
 }
 
-__attribute__((always_inline)) inline AllocationLedger::Location AllocationLedger::Locate(
-    LayerId layer, uint64_t address, uint64_t ticket) {
+template <typename Note>
+inline typename BasicLedger<Note>::Location BasicLedger<Note>::Locate(LayerId layer,
+                                                                     uint64_t address,
+                                                                     uint64_t ticket) {
   const uint64_t t48 = CompactTicket(ticket);
   Location loc;
   auto dit = displaced_.empty() ? displaced_.end() : displaced_.find(Key{layer, address});
@@ -215,7 +230,7 @@ __attribute__((always_inline)) inline AllocationLedger::Location AllocationLedge
       }
     }
   }
-  runtime_internal::AddressTable& shard = Shard(layer, address);
+  Table& shard = Shard(layer, address);
   LiveBlock* main = shard.Find(address);
   if (main == nullptr) {
     // The block that displaced the others is gone already; a release without a usable
@@ -232,8 +247,10 @@ __attribute__((always_inline)) inline AllocationLedger::Location AllocationLedge
   return Location{main, false, false, -1, &shard};
 }
 
-__attribute__((always_inline)) inline AllocationLedger::Found AllocationLedger::Take(
-    LayerId layer, uint64_t address, uint64_t ticket) {
+template <typename Note>
+inline typename BasicLedger<Note>::Found BasicLedger<Note>::Take(LayerId layer,
+                                                                uint64_t address,
+                                                                uint64_t ticket) {
   const Location loc = Locate(layer, address, ticket);
   if (loc.block == nullptr) return Found{};
   const Found out{*loc.block, true, loc.by_ticket, loc.ambiguous};
@@ -248,14 +265,15 @@ __attribute__((always_inline)) inline AllocationLedger::Found AllocationLedger::
   return out;
 }
 
-__attribute__((always_inline)) inline AllocationLedger::Outcome AllocationLedger::MatchOutcome(
-    const Found& f) noexcept {
+template <typename Note>
+inline LedgerOutcome BasicLedger<Note>::MatchOutcome(const Found& f) noexcept {
   if (f.by_ticket) return Outcome::kApplied;
   return f.ambiguous ? Outcome::kAmbiguous : Outcome::kMatchedByAddress;
 }
 
-AllocationLedger::Outcome AllocationLedger::Free(LayerId layer, uint64_t address,
-                                                 uint64_t ticket, Released* released) {
+template <typename Note>
+LedgerOutcome BasicLedger<Note>::Free(LayerId layer, uint64_t address,
+                                      uint64_t ticket, Released* released) {
   const Found f = Take(layer, address, ticket);
   if (!f.found) {
     // A release of a block released before: the same ticket again, or no ticket at an
@@ -268,17 +286,22 @@ AllocationLedger::Outcome AllocationLedger::Free(LayerId layer, uint64_t address
   const auto scope = contexts_[f.block.context()].first;
   Account(layer, scope, f.block.size(), /*allocate=*/false);
   Bury(layer, address, f.block.ticket48());
-  if (released != nullptr) *released = Released{Expand(layer, f.block), f.block.ticket48()};
+  if (released != nullptr) {
+    *released = Released{Expand(layer, f.block), f.block.ticket48(), f.block.note};
+  }
   return MatchOutcome(f);
 }
 
-AllocationLedger::Outcome AllocationLedger::Resize(LayerId layer, uint64_t address,
-                                                   uint64_t ticket, uint64_t new_size,
-                                                   uint64_t new_ticket, Released* before) {
+template <typename Note>
+LedgerOutcome BasicLedger<Note>::Resize(LayerId layer, uint64_t address,
+                                        uint64_t ticket, uint64_t new_size,
+                                        uint64_t new_ticket, Released* before) {
   const Location loc = Locate(layer, address, ticket);
   if (loc.block == nullptr) return Outcome::kUnknown;
   LiveBlock* target = loc.block;
-  if (before != nullptr) *before = Released{Expand(layer, *target), target->ticket48()};
+  if (before != nullptr) {
+    *before = Released{Expand(layer, *target), target->ticket48(), target->note};
+  }
   const auto scope = contexts_[target->context()].first;
   AccountResize(layer, scope, target->size(), new_size);  // scope has a context already
   target->set_size(new_size);
@@ -286,8 +309,9 @@ AllocationLedger::Outcome AllocationLedger::Resize(LayerId layer, uint64_t addre
   return MatchOutcome(Found{*target, true, loc.by_ticket, loc.ambiguous});
 }
 
-AllocationLedger::Outcome AllocationLedger::MoveOut(LayerId layer, uint64_t old_address,
-                                                    uint64_t old_ticket, Moved* moved) {
+template <typename Note>
+LedgerOutcome BasicLedger<Note>::MoveOut(LayerId layer, uint64_t old_address,
+                                         uint64_t old_ticket, Moved* moved) {
   const Found f = Take(layer, old_address, old_ticket);
   if (!f.found) {
     *moved = Moved{};
@@ -296,40 +320,45 @@ AllocationLedger::Outcome AllocationLedger::MoveOut(LayerId layer, uint64_t old_
   const auto [scope, site_id] = contexts_[f.block.context()];
   Account(layer, scope, f.block.size(), /*allocate=*/false);
   Bury(layer, old_address, f.block.ticket48());
-  *moved = Moved{true, scope, sites_.value(site_id), f.block.size(), f.block.ticket48()};
+  *moved = Moved{true, scope, sites_.value(site_id), f.block.size(), f.block.ticket48(),
+                 f.block.note};
   return MatchOutcome(f);
 }
 
-void AllocationLedger::MoveIn(LayerId layer, const Moved& moved, uint64_t new_address,
-                              uint64_t new_size, uint64_t new_ticket, uint32_t scope,
-                              uint64_t site) {
+template <typename Note>
+void BasicLedger<Note>::MoveIn(LayerId layer, const Moved& moved, uint64_t new_address,
+                               uint64_t new_size, uint64_t new_ticket, uint32_t scope,
+                               uint64_t site, const Note& note) {
   if (moved.known) {
-    Alloc(layer, new_address, new_size, new_ticket, moved.scope, moved.site);
+    Alloc(layer, new_address, new_size, new_ticket, moved.scope, moved.site, note);
   } else {
-    Alloc(layer, new_address, new_size, new_ticket, scope, site);
+    Alloc(layer, new_address, new_size, new_ticket, scope, site, note);
   }
 }
 
-AllocationLedger::Outcome AllocationLedger::Remap(LayerId layer, uint64_t old_address,
-                                                  uint64_t old_ticket,
-                                                  uint64_t new_address, uint64_t new_size,
-                                                  uint64_t new_ticket, uint32_t scope,
-                                                  uint64_t site) {
+template <typename Note>
+LedgerOutcome BasicLedger<Note>::Remap(LayerId layer, uint64_t old_address,
+                                       uint64_t old_ticket,
+                                       uint64_t new_address, uint64_t new_size,
+                                       uint64_t new_ticket, uint32_t scope,
+                                       uint64_t site) {
   Moved moved;
   const Outcome o = MoveOut(layer, old_address, old_ticket, &moved);
   MoveIn(layer, moved, new_address, new_size, new_ticket, scope, site);
   return o;
 }
 
-uint64_t AllocationLedger::ResetLayer(LayerId layer) {
+template <typename Note>
+uint64_t BasicLedger<Note>::ResetLayer(LayerId layer) {
   return ResetLayer(layer, [](const Released&) {});
 }
 
-uint64_t AllocationLedger::ResetLayer(LayerId layer, ReleaseFn on_release) {
+template <typename Note>
+uint64_t BasicLedger<Note>::ResetLayer(LayerId layer, ReleaseFn on_release) {
   uint64_t released = 0;
   auto release = [&](const LiveBlock& b) {
     Account(layer, contexts_[b.context()].first, b.size(), /*allocate=*/false);
-    on_release(Released{Expand(layer, b), b.ticket48()});
+    on_release(Released{Expand(layer, b), b.ticket48(), b.note});
     ++released;
   };
   if (tables_[layer]) {
@@ -349,11 +378,13 @@ uint64_t AllocationLedger::ResetLayer(LayerId layer, ReleaseFn on_release) {
   return released;
 }
 
-uint64_t AllocationLedger::SettleDisplaced() {
+template <typename Note>
+uint64_t BasicLedger<Note>::SettleDisplaced() {
   return SettleDisplaced([](const Released&) {});
 }
 
-uint64_t AllocationLedger::SettleDisplaced(ReleaseFn on_release) {
+template <typename Note>
+uint64_t BasicLedger<Note>::SettleDisplaced(ReleaseFn on_release) {
   // Every operation of the epoch has been applied. Operations on one address are ordered
   // by happens-before, so at most one block can really be live at an address now; the
   // others' releases were lost. If the main slot was released, the block set aside is the
@@ -372,7 +403,7 @@ uint64_t AllocationLedger::SettleDisplaced(ReleaseFn on_release) {
       }
       Account(layer, contexts_[blocks[i].context()].first, blocks[i].size(),
               /*allocate=*/false);
-      on_release(Released{Expand(layer, blocks[i]), blocks[i].ticket48()});
+      on_release(Released{Expand(layer, blocks[i]), blocks[i].ticket48(), blocks[i].note});
       ++settled;
     }
   }
@@ -380,17 +411,20 @@ uint64_t AllocationLedger::SettleDisplaced(ReleaseFn on_release) {
   return settled;
 }
 
-UsageCounters AllocationLedger::layer_usage(LayerId layer) const noexcept {
+template <typename Note>
+UsageCounters BasicLedger<Note>::layer_usage(LayerId layer) const noexcept {
   SyncSoleContext();
   return layer_usage_[layer];
 }
 
-UsageCounters AllocationLedger::scope_usage(uint32_t scope) const noexcept {
+template <typename Note>
+UsageCounters BasicLedger<Note>::scope_usage(uint32_t scope) const noexcept {
   SyncSoleContext();
   return scope < scopes_.size() ? scopes_[scope] : UsageCounters{};
 }
 
-std::vector<AllocationRecord> AllocationLedger::LiveBlocks() const {
+template <typename Note>
+std::vector<AllocationRecord> BasicLedger<Note>::LiveBlocks() const {
   std::vector<AllocationRecord> out;
   out.reserve(totals_.live_count);
   ForEachLive([&](const AllocationRecord& r) { out.push_back(r); });
@@ -403,7 +437,8 @@ std::vector<AllocationRecord> AllocationLedger::LiveBlocks() const {
   return out;
 }
 
-std::vector<AllocationLedger::ContextLive> AllocationLedger::LiveByContext() const {
+template <typename Note>
+std::vector<typename BasicLedger<Note>::ContextLive> BasicLedger<Note>::LiveByContext() const {
   std::vector<std::pair<uint64_t, uint64_t>> sums(contexts_.size());  // bytes, blocks
   ForEachBlock([&](LayerId, const LiveBlock& b) {
     auto& [bytes, count] = sums[b.context()];
@@ -419,18 +454,20 @@ std::vector<AllocationLedger::ContextLive> AllocationLedger::LiveByContext() con
   return out;
 }
 
-size_t AllocationLedger::LongestRun() const noexcept {
+template <typename Note>
+size_t BasicLedger<Note>::LongestRun() const noexcept {
   size_t longest = 0;
   for (const std::unique_ptr<Shards>& shards : tables_) {
     if (!shards) continue;
-    for (const runtime_internal::AddressTable& t : *shards) {
+    for (const Table& t : *shards) {
       longest = std::max(longest, t.LongestRun());
     }
   }
   return longest;
 }
 
-uint64_t AllocationLedger::memory_bytes() const noexcept {
+template <typename Note>
+uint64_t BasicLedger<Note>::memory_bytes() const noexcept {
   uint64_t bytes = sizeof(*this);
   for (const auto& shards : tables_) {
     if (!shards) continue;
@@ -445,8 +482,12 @@ uint64_t AllocationLedger::memory_bytes() const noexcept {
   return bytes + site_table_bytes();
 }
 
-uint64_t AllocationLedger::site_table_bytes() const noexcept {
+template <typename Note>
+uint64_t BasicLedger<Note>::site_table_bytes() const noexcept {
   return sites_.size() * (sizeof(uint64_t) * 2 + sizeof(uint32_t) + 1);
 }
+
+template class BasicLedger<runtime_internal::NoNote>;
+template class BasicLedger<runtime_internal::BlockNote>;
 
 }  // namespace memtrace

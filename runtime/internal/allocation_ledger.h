@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
@@ -55,38 +56,46 @@
 
 namespace memtrace {
 
-class AllocationLedger {
+// What a release (or resize, or move) found.
+enum class LedgerOutcome : uint8_t {
+  kApplied,           // matched the allocation its ticket names
+  kMatchedByAddress,  // the ticket named no live block; matched the block at the address
+  kAmbiguous,         // as above, but the ticket named a different block (not "unknown")
+                      // while other blocks were set aside at the address
+  kUnknown,           // no live block at that address
+  kDoubleFree,        // that very allocation was already released
+};
+
+// `Note`: what each live block carries beside its size, scope, site and ticket, in its
+// own slot (address_table.h): nothing for the drainer (AllocationLedger), a BlockNote for
+// a capture's replay (ReplayLedger), which so finds a released block's note with the
+// block, in one lookup.
+template <typename Note>
+class BasicLedger {
  public:
-  enum class Outcome : uint8_t {
-    kApplied,           // matched the allocation its ticket names
-    kMatchedByAddress,  // the ticket named no live block; matched the block at the address
-    kAmbiguous,         // as above, but the ticket named a different block (not "unknown")
-                        // while other blocks were set aside at the address
-    kUnknown,           // no live block at that address
-    kDoubleFree,        // that very allocation was already released
-  };
+  using Outcome = LedgerOutcome;
 
   static constexpr int kShards = 16;
 
-  explicit AllocationLedger(uint32_t site_capacity);
-  ~AllocationLedger();
+  explicit BasicLedger(uint32_t site_capacity);
+  ~BasicLedger();
 
-  AllocationLedger(const AllocationLedger&) = delete;
-  AllocationLedger& operator=(const AllocationLedger&) = delete;
+  BasicLedger(const BasicLedger&) = delete;
+  BasicLedger& operator=(const BasicLedger&) = delete;
 
   // A block the ledger let go of: where it was, what it was charged to, and the 48 bits
-  // of its ticket (CompactTicket) that tell it apart from other blocks at its address.
-  // Replaying a capture (analysis/analyzer.h) keeps its own notes beside each block and
-  // finds them by these.
+  // of its ticket (CompactTicket) that tell it apart from other blocks at its address,
+  // and its note.
   struct Released {
     AllocationRecord block;
     uint64_t ticket48 = 0;
+    [[no_unique_address]] Note note{};
   };
   using ReleaseFn = absl::FunctionRef<void(const Released&)>;
 
   // A new block. Returns true when it displaced a block still live at the same address.
   bool Alloc(LayerId layer, uint64_t address, uint64_t size, uint64_t ticket,
-             uint32_t scope, uint64_t site);
+             uint32_t scope, uint64_t site, const Note& note = Note{});
 
   // Releases the block `ticket` names at `address`; with `released`, says which block
   // that was (left untouched when none was: kUnknown, kDoubleFree).
@@ -95,7 +104,7 @@ class AllocationLedger {
 
   // Changes the size of a block in place; the block answers to `new_ticket` afterwards
   // (the resize record's own ticket, which later releases carry). With `before`, says
-  // which block that was, as it was before the resize.
+  // which block that was, as it was before the resize. The block keeps its note.
   Outcome Resize(LayerId layer, uint64_t address, uint64_t ticket, uint64_t new_size,
                  uint64_t new_ticket, Released* before = nullptr);
 
@@ -113,13 +122,15 @@ class AllocationLedger {
     bool known = false;  // the old block was found
     uint32_t scope = 0;
     uint64_t site = 0;
-    uint64_t size = 0;      // the old block's, and its ticket's 48 bits (Released)
+    uint64_t size = 0;      // the old block's, its ticket's 48 bits and its note (Released)
     uint64_t ticket48 = 0;
+    [[no_unique_address]] Note note{};
   };
   Outcome MoveOut(LayerId layer, uint64_t old_address, uint64_t old_ticket, Moved* moved);
-  // If the old block was unknown, the new one is recorded in `scope` at `site`.
+  // If the old block was unknown, the new one is recorded in `scope` at `site`. The new
+  // block carries `note`.
   void MoveIn(LayerId layer, const Moved& moved, uint64_t new_address, uint64_t new_size,
-              uint64_t new_ticket, uint32_t scope, uint64_t site);
+              uint64_t new_ticket, uint32_t scope, uint64_t site, const Note& note = Note{});
 
   // Both steps at once.
   Outcome Remap(LayerId layer, uint64_t old_address, uint64_t old_ticket,
@@ -171,9 +182,29 @@ class AllocationLedger {
   // Calls fn(const AllocationRecord&) for every live block.
   template <typename Fn>
   void ForEachLive(Fn&& fn) const {
-    ForEachBlock([&](LayerId layer, const runtime_internal::LiveBlock& b) {
-      fn(Expand(layer, b));
-    });
+    ForEachBlock([&](LayerId layer, const LiveBlock& b) { fn(Expand(layer, b)); });
+  }
+
+  // The note of a live block at (layer, address) that pred(const Note&) picks, or null;
+  // with `size`, that block's size. The pointer is valid until the next change.
+  template <typename Pred>
+  const Note* FindNote(LayerId layer, uint64_t address, Pred&& pred,
+                       uint64_t* size = nullptr) const {
+    auto found = [&](const LiveBlock& b) {
+      if (size != nullptr) *size = b.size();
+      return &b.note;
+    };
+    if (const std::unique_ptr<Shards>& shards = tables_[layer]) {
+      const LiveBlock* b = (*shards)[ShardIndex(address)].Find(address);
+      if (b != nullptr && pred(b->note)) return found(*b);
+    }
+    if (displaced_.empty()) return nullptr;
+    auto it = displaced_.find(Key{layer, address});
+    if (it == displaced_.end()) return nullptr;
+    for (const LiveBlock& b : it->second) {
+      if (pred(b.note)) return found(b);
+    }
+    return nullptr;
   }
 
   // What one call site holds live in one scope (its blocks in every layer).
@@ -203,8 +234,9 @@ class AllocationLedger {
   uint64_t site_table_bytes() const noexcept;
 
  private:
-  using LiveBlock = runtime_internal::LiveBlock;
-  using Shards = std::array<runtime_internal::AddressTable, kShards>;
+  using LiveBlock = runtime_internal::BasicLiveBlock<Note>;
+  using Table = runtime_internal::BasicAddressTable<LiveBlock>;
+  using Shards = std::array<Table, kShards>;
   using Key = std::pair<LayerId, uint64_t>;
 
   struct Found {
@@ -233,8 +265,11 @@ class AllocationLedger {
       for (const auto& b : blocks) fn(key.first, b);
     }
   }
-  runtime_internal::AddressTable& Shard(LayerId layer, uint64_t address);
-  uint32_t Context(uint32_t scope, uint64_t site);
+  // The per-event helpers are forced inline, on their declarations: they are small, each
+  // event passes through several of them, and GCC does not take the attribute from the
+  // definition of a class template's member outside the class.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE Table& Shard(LayerId layer, uint64_t address);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE uint32_t Context(uint32_t scope, uint64_t site);
   struct ContextCacheEntry;
   uint32_t NewContext(uint32_t scope, uint64_t site, ContextCacheEntry* set);
   AllocationRecord Expand(LayerId layer, const LiveBlock& b) const noexcept;
@@ -244,24 +279,26 @@ class AllocationLedger {
     bool by_ticket = false;
     bool ambiguous = false;
     ptrdiff_t displaced_index = -1;  // index in displaced_[{layer, address}], or -1: main
-    runtime_internal::AddressTable* shard = nullptr;  // where `block` is, when main
+    Table* shard = nullptr;  // where `block` is, when main
   };
-  Location Locate(LayerId layer, uint64_t address, uint64_t ticket);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE Location Locate(LayerId layer, uint64_t address,
+                                               uint64_t ticket);
 
-  static Outcome MatchOutcome(const Found& f) noexcept;
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static Outcome MatchOutcome(const Found& f) noexcept;
   // Removes and returns the block a release of (address, ticket) refers to.
-  Found Take(LayerId layer, uint64_t address, uint64_t ticket);
-  void Account(LayerId layer, uint32_t scope, uint64_t bytes, bool allocate);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE Found Take(LayerId layer, uint64_t address, uint64_t ticket);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Account(LayerId layer, uint32_t scope, uint64_t bytes,
+                                            bool allocate);
   void AccountResize(LayerId layer, uint32_t scope, uint64_t from, uint64_t to);
   // Whether a change in (layer, scope) may go to the totals alone (see sole_ below); the
   // first change names the pair, and one in another pair ends the sole mode for good.
-  bool InSoleContext(LayerId layer, uint32_t scope);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool InSoleContext(LayerId layer, uint32_t scope);
   // Copies the totals into the sole layer's and scope's counters while the mode lasts.
   void SyncSoleContext() const noexcept;
   UsageCounters& ScopeCounters(uint32_t scope);
   // The counters PeakTracker's `key` names, synced first when in the sole mode.
   UsageCounters& CountersOf(uint64_t key);
-  void Bury(LayerId layer, uint64_t address, uint64_t ticket48);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE void Bury(LayerId layer, uint64_t address, uint64_t ticket48);
   bool InGraveyard(LayerId layer, uint64_t address, uint64_t ticket48) const;
   bool InGraveyardAt(LayerId layer, uint64_t address) const;
 
@@ -314,6 +351,12 @@ class AllocationLedger {
   bool counting_ = true;            // set_counting()
   PeakTracker* tracker_ = nullptr;  // set_peak_tracker()
 };
+
+// The drainer's ledger, and a capture replay's (analysis/analyzer.h).
+using AllocationLedger = BasicLedger<runtime_internal::NoNote>;
+using ReplayLedger = BasicLedger<runtime_internal::BlockNote>;
+extern template class BasicLedger<runtime_internal::NoNote>;
+extern template class BasicLedger<runtime_internal::BlockNote>;
 
 // The 48 bits of a ticket the ledger keeps (Ticket::Truncate): enough to tell apart the
 // allocations that can be live at one address at once.
