@@ -20,6 +20,34 @@ uint64_t Scaled(uint64_t size, double weight) {
                        : static_cast<uint64_t>(std::llround(static_cast<double>(size) * weight));
 }
 
+// Copies what Apply() reads of an event: every scalar field. Events carry no names, paths
+// or frames, and copying the strings and the vector (empty) cost more than the rest.
+void CopyEvent(const CaptureRecord& from, CaptureRecord* to) {
+  to->type = from.type;
+  to->line = from.line;
+  to->t = from.t;
+  to->epoch = from.epoch;
+  to->thread = from.thread;
+  to->addr = from.addr;
+  to->size = from.size;
+  to->ticket = from.ticket;
+  to->of = from.of;
+  to->layer = from.layer;
+  to->scope = from.scope;
+  to->outer = from.outer;
+  to->site = from.site;
+  to->label = from.label;
+  to->has_delta = from.has_delta;
+  to->delta = from.delta;
+  to->bytes = from.bytes;
+  to->mono_ns = from.mono_ns;
+  to->category = from.category;
+  to->id = from.id;
+  to->parent = from.parent;
+  to->weight = from.weight;
+  to->has_weight = from.has_weight;
+}
+
 }  // namespace
 
 Analyzer::Analyzer() : ledger_(std::make_unique<ReplayLedger>(SiteTable::kOtherSites - 1)) {}
@@ -54,9 +82,10 @@ absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
       path,
       [&](const CaptureRecord& rec) {
         if (options.progress) options.progress(stats.bytes);
-        return analyzer.Apply(rec);
+        return analyzer.ApplyAhead(rec);
       },
       &stats);
+  if (s.ok()) s = analyzer.FlushAhead();
   if (!s.ok()) return s;
   return analyzer.FinishFile(path, stats);
 }
@@ -248,6 +277,34 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
     }
   }
   return s;
+}
+
+absl::Status Analyzer::ApplyAhead(const CaptureRecord& rec) {
+  const bool is_event = rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd;
+  if (!is_event) {
+    if (absl::Status s = FlushAhead(); !s.ok()) return s;
+    return Apply(rec);
+  }
+  ledger_->Prefetch(static_cast<LayerId>(rec.layer), rec.addr);
+  if (!ahead_) ahead_ = std::make_unique<CaptureRecord[]>(kAheadEvents);
+  absl::Status s = absl::OkStatus();
+  if (ahead_size_ == kAheadEvents) {
+    s = Apply(ahead_[ahead_begin_]);
+    ahead_begin_ = (ahead_begin_ + 1) % kAheadEvents;
+    --ahead_size_;
+  }
+  CopyEvent(rec, &ahead_[(ahead_begin_ + ahead_size_) % kAheadEvents]);
+  ++ahead_size_;
+  return s;
+}
+
+absl::Status Analyzer::FlushAhead() {
+  for (; ahead_size_ > 0; --ahead_size_) {
+    const CaptureRecord& rec = ahead_[ahead_begin_];
+    ahead_begin_ = (ahead_begin_ + 1) % kAheadEvents;
+    if (absl::Status s = Apply(rec); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {

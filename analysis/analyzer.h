@@ -160,6 +160,13 @@ class Analyzer {
   }
 
   absl::Status Apply(const CaptureRecord& rec);
+  // Apply(), a few events behind: each event's block is asked of memory when it is read,
+  // and applied kAheadEvents events later, by when the ledger's slot for it has arrived
+  // (a large live set's lookups miss every cache). A record that is not an event first
+  // applies those waiting, so the order is kept; but the state lags the records read, so
+  // a caller that reads it between records calls Apply(). FlushAhead() applies the rest.
+  absl::Status ApplyAhead(const CaptureRecord& rec);
+  absl::Status FlushAhead();
   // The summary; with `views`, also each thread view's (SetThreadViews()), in their order:
   // the same as the summary of a replay whose thread filter keeps that view's threads.
   CaptureSummary Finish(const CaptureReadStats& stats,
@@ -327,6 +334,13 @@ class Analyzer {
   int64_t last_t_ = 0;
   uint32_t epoch_ = 0;            // of the last event applied
   uint64_t next_id_ = 1;          // Note::id
+
+  // ApplyAhead()'s events, read and not yet applied: ahead_[ahead_begin_ ... ) modulo
+  // kAheadEvents, ahead_size_ of them.
+  static constexpr size_t kAheadEvents = 16;
+  std::unique_ptr<CaptureRecord[]> ahead_;
+  size_t ahead_begin_ = 0;
+  size_t ahead_size_ = 0;
 
   // The live blocks, each with its note, and the rules that match releases to them: the
   // drainer's.

@@ -1192,5 +1192,40 @@ TEST(AnalyzerTest, EachScopePeakIsItsOwnHighWaterComposition) {
       << stale.status();
 }
 
+// ApplyAhead() applies each event a few events after reading it (so that its block is
+// fetched meanwhile): the summary is that of Apply() record by record, at the end and at
+// snapshot points inside the capture, with cross-thread frees, resizes, moves, census
+// changes and scope instances whose blocks outlive them.
+TEST(AnalyzerTest, ApplyingEventsAFewBehindGivesApplysSummary) {
+  std::string text = FourThreadCapture() + ScopeLine(9, "outer");
+  uint64_t t = 100000;
+  for (uint64_t i = 0; i < 40; ++i) {
+    text += ScopeEvent("scope_enter", 9, ++t);
+    const uint64_t ticket = ++t;
+    text += Alloc(500000 + i, 64 + i, 9, 1, ticket);
+    if (i % 2 == 1) text += Free(500000 + i, ticket, ++t);
+    text += ScopeEvent("scope_exit", 9, ++t);
+  }
+  for (const char* point : {"end", "event=1", "event=250", "event=600", "scope-exit=outer#7"}) {
+    const absl::StatusOr<SnapshotPoint> p = ParseSnapshotPoint(point);
+    ASSERT_TRUE(p.ok()) << p.status();
+    auto replay = [&](bool ahead) {
+      Analyzer a;
+      a.StopAt(*p);
+      CaptureReadStats stats;
+      absl::Status s = ReadCaptureText(
+          text, "ahead.jsonl",
+          [&](const CaptureRecord& r) { return ahead ? a.ApplyAhead(r) : a.Apply(r); },
+          &stats);
+      if (ahead && s.ok()) s = a.FlushAhead();
+      EXPECT_TRUE(s.ok()) << s;
+      return a.Finish(stats);
+    };
+    const CaptureSummary want = replay(false);
+    EXPECT_GT(want.events_applied, 0u) << point;
+    ExpectSameSummary(replay(true), want, point);
+  }
+}
+
 }  // namespace
 }  // namespace memtrace
