@@ -257,8 +257,7 @@ bool Analyzer::BeyondPoint(const CaptureRecord& rec) {
 }
 
 absl::Status Analyzer::Apply(const CaptureRecord& rec) {
-  const bool is_event = rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd;
-  if (is_event) {
+  if (IsEvent(rec.type)) {
     if (BeyondPoint(rec)) return absl::OkStatus();
     // The drainer settles the blocks set aside at reused addresses when an epoch's records
     // are all applied, before the next epoch's.
@@ -280,8 +279,7 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
 }
 
 absl::Status Analyzer::ApplyAhead(const CaptureRecord& rec) {
-  const bool is_event = rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd;
-  if (!is_event) {
+  if (!IsEvent(rec.type)) {
     if (absl::Status s = FlushAhead(); !s.ok()) return s;
     return Apply(rec);
   }

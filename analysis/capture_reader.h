@@ -57,6 +57,12 @@ enum class LineType : uint8_t {
   kTrailer,
 };
 
+// Whether a line of this type is an event (counted in `events`, replayed in order), not a
+// table, the header or the trailer.
+inline bool IsEvent(LineType type) {
+  return type >= LineType::kAlloc && type <= LineType::kIntervalEnd;
+}
+
 // One decoded line. Fields a line type does not carry are zero or empty.
 struct CaptureRecord {
   LineType type = LineType::kHeader;

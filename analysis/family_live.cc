@@ -12,20 +12,6 @@
 namespace memtrace {
 namespace {
 
-bool IsEvent(LineType type) {
-  switch (type) {
-    case LineType::kHeader:
-    case LineType::kLayer:
-    case LineType::kScope:
-    case LineType::kSite:
-    case LineType::kModule:
-    case LineType::kTrailer:
-      return false;
-    default:
-      return true;
-  }
-}
-
 // The number after "finished_unix_ns" in a trailer line; 0 when absent.
 int64_t FinishedAt(const std::string& trailer) {
   static constexpr std::string_view kKey = "\"finished_unix_ns\":";

@@ -86,12 +86,21 @@ absl::StatusOr<Analyzer::Peaks> Analyzer::PeaksOf(const std::string& path,
     global_taken = true;
   }
   auto next = moments.begin();
+  // Events are applied a few behind (ApplyAhead), and all of them at each moment: then the
+  // replay's state is that after the moment's event.
+  uint64_t read = 0;
   CaptureReadStats stats;
   absl::Status s = ReadCapture(
       path,
       [&](const CaptureRecord& rec) {
         if (progress) progress(stats.bytes);
-        absl::Status applied = replay.Apply(rec);
+        absl::Status applied = replay.ApplyAhead(rec);
+        if (!applied.ok() || !IsEvent(rec.type)) return applied;
+        ++read;
+        if ((global_taken || read != global) && (next == moments.end() || read != next->first)) {
+          return applied;
+        }
+        applied = replay.FlushAhead();
         const uint64_t at = replay.events_applied();
         if (!global_taken && at == global) {
           out.global = replay.Composition();
@@ -108,6 +117,7 @@ absl::StatusOr<Analyzer::Peaks> Analyzer::PeaksOf(const std::string& path,
         return applied;
       },
       &stats);
+  if (s.ok()) s = replay.FlushAhead();
   if (!s.ok()) return s;
   // A moment the replay never reached (the file changed since `summary` was made) is
   // left out rather than reported from the wrong state.
