@@ -18,32 +18,24 @@ constexpr size_t kMaxEpochBytes = 1 + 5 + 10;
 
 uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
 
-// Reads records field by field from [p, end); remembers the first problem.
+// Reads records field by field from [p, end); writes the first problem to `*error`.
 class FieldReader {
  public:
-  FieldReader(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
+  FieldReader(const uint8_t* p, const uint8_t* end, std::string* error)
+      : p_(p), end_(end), error_(error) {}
 
+  // Most fields are one byte: that case is inline, the rest in VarintSlow().
   bool Varint(uint64_t* out) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
-      if (p_ == end_) {
-        need_more_ = true;
-        return false;
-      }
-      const uint8_t b = *p_++;
-      if (shift == 63 && b > 1) return Fail("a varint overflows 64 bits");
-      v |= uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80) == 0) {
-        *out = v;
-        return true;
-      }
+    if (__builtin_expect(p_ != end_ && *p_ < 0x80, 1)) {
+      *out = *p_++;
+      return true;
     }
-    return Fail("a varint is longer than 10 bytes");
+    return VarintSlow(out);
   }
   bool U32(const char* field, uint32_t* out) {
     uint64_t v;
     if (!Varint(&v)) return false;
-    if (v > 0xffffffffu) return Fail(absl::StrCat("field '", field, "' is out of range (", v, ")"));
+    if (__builtin_expect(v > 0xffffffffu, 0)) return OutOfRange(field, v);
     *out = static_cast<uint32_t>(v);
     return true;
   }
@@ -65,19 +57,43 @@ class FieldReader {
     return true;
   }
   bool Fail(std::string what) {
-    error_ = std::move(what);
+    *error_ = std::move(what);
+    failed_ = true;
     return false;
   }
 
   const uint8_t* position() const { return p_; }
   bool need_more() const { return need_more_; }
-  const std::string& error() const { return error_; }
+  // Fail() was called: `*error` says why.
+  bool failed() const { return failed_; }
 
  private:
+  __attribute__((noinline)) bool VarintSlow(uint64_t* out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      if (p_ == end_) {
+        need_more_ = true;
+        return false;
+      }
+      const uint8_t b = *p_++;
+      if (shift == 63 && b > 1) return Fail("a varint overflows 64 bits");
+      v |= uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80) == 0) {
+        *out = v;
+        return true;
+      }
+    }
+    return Fail("a varint is longer than 10 bytes");
+  }
+  __attribute__((noinline)) bool OutOfRange(const char* field, uint64_t v) {
+    return Fail(absl::StrCat("field '", field, "' is out of range (", v, ")"));
+  }
+
   const uint8_t* p_;
   const uint8_t* const end_;
+  std::string* const error_;
   bool need_more_ = false;
-  std::string error_;
+  bool failed_ = false;
 };
 
 }  // namespace
@@ -189,18 +205,14 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
   const uint8_t* const end = begin + in.size();
   if (begin == end) return Result::kNeedMore;
   const uint8_t tag = *begin;
-  FieldReader r(begin + 1, end);
+  FieldReader r(begin + 1, end, error);
   // Each branch decodes into locals and commits state only once the record is whole.
   auto finish = [&](bool ok) {
     if (ok) {
       *used = static_cast<size_t>(r.position() - begin);
       return Result::kRecord;
     }
-    if (!r.error().empty()) {
-      *error = r.error();
-      return Result::kError;
-    }
-    return Result::kNeedMore;
+    return r.failed() ? Result::kError : Result::kNeedMore;
   };
   *out = BinaryRecord{};
   if (tag == kBinaryTagJson ||
@@ -270,7 +282,9 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
   } else {
     e.thread = context_.thread;
   }
-  const BinaryThreadState before = threads_.Get(e.thread);
+  // Nothing else looks a thread up before the commit below, so the reference holds.
+  BinaryThreadState& state = threads_.Get(e.thread);
+  const BinaryThreadState before = state;
   BinaryThreadState after = before;
   bool ok = true;
   auto addr = [&] {
@@ -355,7 +369,7 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
       break;
   }
   if (!ok) return finish(false);
-  threads_.Get(e.thread) = after;
+  state = after;
   if (IsAllocation(type)) {
     context_.Allocation(e.thread, e.layer, e.scope);
   } else if (release) {

@@ -334,7 +334,9 @@ struct BinaryRecord {
   enum class Kind : uint8_t { kJson, kEpoch, kEvent, kSkipped };
   Kind kind = Kind::kJson;
   std::string_view json;  // kJson: points into the bytes given to Next()
-  CaptureEvent event;     // kEvent
+  // kEvent. The fields its type's JSONL line does not carry are CaptureEvent's defaults,
+  // so a reader may copy them all.
+  CaptureEvent event;
   int64_t t = 0;          // the current epoch's, for every kind
   uint32_t epoch = 0;
 };
