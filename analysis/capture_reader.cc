@@ -361,22 +361,23 @@ class StructureChecker {
       return parser_.Error(line_, "the first record is not a header; is this a memtrace "
                                   "capture?");
     }
-    CaptureRecord rec;
     switch (record.kind) {
       case BinaryRecord::Kind::kEpoch:
       case BinaryRecord::Kind::kSkipped:
         return absl::OkStatus();
-      case BinaryRecord::Kind::kJson:
+      case BinaryRecord::Kind::kJson: {
         if (record.json.empty()) return parser_.Error(line_, "an empty JSON record");
+        CaptureRecord rec;
         if (absl::Status s = parser_.Parse(record.json, line_, &rec); !s.ok()) return s;
         if (rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd) {
           return parser_.Error(line_, "a JSON record holds an event; JSON records hold only "
                                       "the header, table lines and the trailer");
         }
         return Deliver(rec);
+      }
       case BinaryRecord::Kind::kEvent:
-        EventRecord(record, &rec);
-        return Deliver(rec);
+        EventRecord(record, &event_);
+        return Deliver(event_);
     }
     return absl::OkStatus();
   }
@@ -433,7 +434,11 @@ class StructureChecker {
     return fn_(rec);
   }
 
-  // The fields a JSONL line of the event's type has, and only those.
+  // The fields a JSONL line of the event's type has, and only those: every field an
+  // event may carry is copied, as the decoder leaves those its type does not carry at
+  // their defaults (BinaryRecord::event), which are CaptureRecord's too. The fields only
+  // tables, the header and the trailer carry are never written, and stay empty in the
+  // record reused for every event.
   void EventRecord(const BinaryRecord& record, CaptureRecord* rec) const {
     const CaptureEvent& e = record.event;
     rec->type = static_cast<LineType>(static_cast<uint8_t>(LineType::kAlloc) +
@@ -442,55 +447,31 @@ class StructureChecker {
     rec->t = record.t;
     rec->epoch = record.epoch;
     rec->thread = e.thread;
-    switch (e.type) {
-      case CaptureEventType::kAlloc:
-      case CaptureEventType::kRemapTarget:
-        rec->addr = e.addr;
-        rec->size = e.size;
-        rec->layer = e.layer;
-        rec->scope = e.scope;
-        rec->site = e.site;
-        rec->ticket = e.ticket;
-        rec->has_weight = e.has_weight;
-        if (e.has_weight) rec->weight = e.weight;
-        break;
-      case CaptureEventType::kResize:
-        rec->size = e.size;
-        [[fallthrough]];
-      case CaptureEventType::kFree:
-      case CaptureEventType::kRemap:
-        rec->addr = e.addr;
-        rec->layer = e.layer;
-        rec->of = e.of;
-        rec->ticket = e.ticket;
-        break;
-      case CaptureEventType::kArenaReset:
-        rec->layer = e.layer;
-        break;
-      case CaptureEventType::kScopeEnter:
-      case CaptureEventType::kScopeExit:
-        rec->scope = e.scope;
-        rec->outer = e.outer;
-        rec->mono_ns = e.mono_ns;
-        break;
-      case CaptureEventType::kCensus:
-        rec->label = e.label;
-        rec->has_delta = e.has_delta;
-        rec->delta = e.delta;
-        rec->bytes = e.bytes;
-        break;
-      case CaptureEventType::kIntervalBegin:
-      case CaptureEventType::kIntervalEnd:
-        rec->category = e.category;
-        rec->mono_ns = e.mono_ns;
-        break;
-    }
+    rec->addr = e.addr;
+    rec->size = e.size;
+    rec->ticket = e.ticket;
+    rec->of = e.of;
+    rec->layer = e.layer;
+    rec->scope = e.scope;
+    rec->outer = e.outer;
+    rec->site = e.site;
+    rec->label = e.label;
+    rec->has_delta = e.has_delta;
+    rec->delta = e.delta;
+    rec->bytes = e.bytes;
+    rec->mono_ns = e.mono_ns;
+    rec->category = e.category;
+    rec->has_weight = e.has_weight;
+    rec->weight = e.weight;
   }
 
   LineParser parser_;
   const std::function<absl::Status(const CaptureRecord&)>& fn_;
   CaptureReadStats* stats_;
   uint64_t line_ = 0;
+  // Every binary event is decoded into this one (EventRecord()), so that an event
+  // neither builds nor destroys the strings and the vector a CaptureRecord holds.
+  CaptureRecord event_;
 };
 
 static_assert(static_cast<uint8_t>(LineType::kIntervalEnd) -
