@@ -214,7 +214,10 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
     }
     return r.failed() ? Result::kError : Result::kNeedMore;
   };
-  *out = BinaryRecord{};
+  // From a constant: a BinaryRecord{} built on the stack and copied was read back before
+  // its stores had landed, a stall a record.
+  static constexpr BinaryRecord kBlank{};
+  *out = kBlank;
   if (tag == kBinaryTagJson ||
       (tag >= kBinarySkippableFirst && tag <= kBinarySkippableLast)) {
     uint64_t length = 0;
@@ -287,11 +290,13 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
   const BinaryThreadState before = state;
   BinaryThreadState after = before;
   bool ok = true;
-  auto addr = [&] {
+  // Inlined, so that `after` stays in registers (out of line, the lambdas took it by
+  // address, and the commit below read it back from memory still being written).
+  auto addr = [&]() __attribute__((always_inline)) {
     ok = ok && r.Delta(before.addr, &e.addr);
     after.addr = e.addr;
   };
-  auto ticket_and_of = [&](bool with_of) {
+  auto ticket_and_of = [&](bool with_of) __attribute__((always_inline)) {
     if (full) {
       ok = ok && r.Delta(before.ticket, &e.ticket);
     } else {
@@ -303,7 +308,7 @@ BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
       if (e.of == e.ticket) e.of = 0;  // no ticket (BinaryEncoder::OfDelta)
     }
   };
-  auto mono = [&] {
+  auto mono = [&]() __attribute__((always_inline)) {
     uint64_t now = 0;
     ok = ok && r.Delta(before.mono_ns, &now);
     e.mono_ns = static_cast<int64_t>(now);
