@@ -341,6 +341,70 @@ struct BinaryRecord {
   uint32_t epoch = 0;
 };
 
+namespace sinks_internal {
+
+// Reads a binary record field by field from [p, end) (BinaryDecoder::Next()); writes the
+// first problem to `*error`.
+class BinaryFieldReader {
+ public:
+  BinaryFieldReader(const uint8_t* p, const uint8_t* end, std::string* error)
+      : p_(p), end_(end), error_(error) {}
+
+  // Most fields are one byte: that case is inline, the rest in VarintSlow().
+  bool Varint(uint64_t* out) {
+    if (__builtin_expect(p_ != end_ && *p_ < 0x80, 1)) {
+      *out = *p_++;
+      return true;
+    }
+    return VarintSlow(out);
+  }
+  bool U32(const char* field, uint32_t* out) {
+    uint64_t v;
+    if (!Varint(&v)) return false;
+    if (__builtin_expect(v > 0xffffffffu, 0)) return OutOfRange(field, v);
+    *out = static_cast<uint32_t>(v);
+    return true;
+  }
+  bool Delta(uint64_t base, uint64_t* out) {
+    uint64_t v;
+    if (!Varint(&v)) return false;
+    *out = base + UnZigZag(v);
+    return true;
+  }
+  bool Fixed64(uint64_t* out) {
+    if (end_ - p_ < 8) {
+      need_more_ = true;
+      return false;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{p_[i]} << (8 * i);
+    p_ += 8;
+    *out = v;
+    return true;
+  }
+  __attribute__((noinline)) bool Fail(std::string what);
+
+  const uint8_t* position() const { return p_; }
+  bool need_more() const { return need_more_; }
+  // Fail() was called: `*error` says why.
+  bool failed() const { return failed_; }
+
+  // BinaryEncoder::ZigZag() undone.
+  static uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
+
+ private:
+  __attribute__((noinline)) bool VarintSlow(uint64_t* out);
+  __attribute__((noinline)) bool OutOfRange(const char* field, uint64_t v);
+
+  const uint8_t* p_;
+  const uint8_t* const end_;
+  std::string* const error_;
+  bool need_more_ = false;
+  bool failed_ = false;
+};
+
+}  // namespace sinks_internal
+
 class BinaryDecoder {
  public:
   enum class Result : uint8_t { kRecord, kNeedMore, kError };
@@ -354,15 +418,206 @@ class BinaryDecoder {
   // Decodes the record at the start of `in` (after the magic). kRecord: `*out` holds it
   // and `*used` is its length. kNeedMore: `in` ends inside the record (at the end of the
   // file, the capture was cut off); nothing changed. kError: `*error` says what is wrong.
-  Result Next(std::string_view in, size_t* used, BinaryRecord* out, std::string* error);
+  // Defined below, in the header, so that a reader's loop inlines it: a capture is read a
+  // record of a few bytes at a time, and a call with its spills costs as much as a field.
+  __attribute__((always_inline)) Result Next(std::string_view in, size_t* used,
+                                             BinaryRecord* out, std::string* error);
 
  private:
+  // The messages of the errors Next() finds, out of its way.
+  __attribute__((noinline, cold)) static std::string PayloadError(uint64_t length);
+  __attribute__((noinline, cold)) std::string TagError(uint8_t tag) const;
+  __attribute__((noinline, cold)) static std::string ShortFirstError(CaptureEventType type,
+                                                                     uint8_t tag);
+
   int version_;
   int64_t t_ = 0;
   uint32_t epoch_ = 0;
   BinaryThreadStates threads_;
   BinaryEventContext context_;
 };
+
+inline BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
+                                                 BinaryRecord* out, std::string* error) {
+  const auto* begin = reinterpret_cast<const uint8_t*>(in.data());
+  const uint8_t* const end = begin + in.size();
+  if (begin == end) return Result::kNeedMore;
+  const uint8_t tag = *begin;
+  sinks_internal::BinaryFieldReader r(begin + 1, end, error);
+  // Each branch decodes into locals and commits state only once the record is whole.
+  auto finish = [&](bool ok) {
+    if (ok) {
+      *used = static_cast<size_t>(r.position() - begin);
+      return Result::kRecord;
+    }
+    return r.failed() ? Result::kError : Result::kNeedMore;
+  };
+  // From a constant: a BinaryRecord{} built on the stack and copied was read back before
+  // its stores had landed, a stall a record.
+  static constexpr BinaryRecord kBlank{};
+  *out = kBlank;
+  if (tag == kBinaryTagJson ||
+      (tag >= kBinarySkippableFirst && tag <= kBinarySkippableLast)) {
+    uint64_t length = 0;
+    if (!r.Varint(&length)) return finish(false);
+    if (length > kBinaryMaxPayload) {
+      *error = PayloadError(length);
+      return Result::kError;
+    }
+    const auto available = static_cast<uint64_t>(end - r.position());
+    if (length > available) return Result::kNeedMore;
+    out->kind = tag == kBinaryTagJson ? BinaryRecord::Kind::kJson : BinaryRecord::Kind::kSkipped;
+    out->json = std::string_view(reinterpret_cast<const char*>(r.position()), length);
+    out->t = t_;
+    out->epoch = epoch_;
+    *used = static_cast<size_t>(r.position() - begin) + length;
+    return Result::kRecord;
+  }
+  if (tag == kBinaryTagEpoch) {
+    uint32_t epoch = 0;
+    uint64_t t = 0;
+    if (!r.U32("epoch", &epoch) || !r.Delta(static_cast<uint64_t>(t_), &t)) {
+      return finish(false);
+    }
+    t_ = static_cast<int64_t>(t);
+    epoch_ = epoch;
+    out->kind = BinaryRecord::Kind::kEpoch;
+    out->t = t_;
+    out->epoch = epoch_;
+    return finish(true);
+  }
+  // Bit 0x80: a weight on an allocation, a change on a census record (version 3).
+  static_assert(kBinaryWeightFlag == kBinaryCensusDeltaFlag);
+  const bool flagged = (tag & kBinaryWeightFlag) != 0;
+  const uint8_t base = tag & static_cast<uint8_t>(~kBinaryWeightFlag);
+  // Version 2's short records: an alloc, free, remap or remap_target whose thread and
+  // layer (and scope) are the context's (BinaryEventContext).
+  const bool full = base < kBinaryShortTagBase;
+  const auto type = static_cast<CaptureEventType>(
+      base - (full ? kBinaryEventTagBase : kBinaryShortTagBase));
+  const bool release = type == CaptureEventType::kFree || type == CaptureEventType::kRemap;
+  const bool known =
+      full ? base >= kBinaryEventTagBase && base < kBinaryEventTagBase + kCaptureEventTypes
+           : version_ >= 2 && base < kBinaryShortTagBase + kCaptureEventTypes &&
+                 (IsAllocation(type) || release);
+  const bool census_delta = flagged && full && type == CaptureEventType::kCensus;
+  const bool weighted = flagged && !census_delta;
+  if (!known || (weighted && !IsAllocation(type)) || (census_delta && version_ < 3)) {
+    *error = TagError(tag);
+    return Result::kError;
+  }
+  if (!full && !(IsAllocation(type) ? context_.scope_valid : context_.valid)) {
+    *error = ShortFirstError(type, tag);
+    return Result::kError;
+  }
+  CaptureEvent& e = out->event;
+  e.type = type;
+  if (full) {
+    if (!r.U32("thread", &e.thread)) return finish(false);
+  } else {
+    e.thread = context_.thread;
+  }
+  // Nothing else looks a thread up before the commit below, so the reference holds.
+  BinaryThreadState& state = threads_.Get(e.thread);
+  const BinaryThreadState before = state;
+  BinaryThreadState after = before;
+  bool ok = true;
+  // Inlined, so that `after` stays in registers (out of line, the lambdas took it by
+  // address, and the commit below read it back from memory still being written).
+  auto addr = [&]() __attribute__((always_inline)) {
+    ok = ok && r.Delta(before.addr, &e.addr);
+    after.addr = e.addr;
+  };
+  auto ticket_and_of = [&](bool with_of) __attribute__((always_inline)) {
+    if (full) {
+      ok = ok && r.Delta(before.ticket, &e.ticket);
+    } else {
+      e.ticket = before.ticket + 1;  // a short record's (BinaryEventContext)
+    }
+    after.ticket = e.ticket;
+    if (with_of) {
+      ok = ok && r.Delta(e.ticket, &e.of);
+      if (e.of == e.ticket) e.of = 0;  // no ticket (BinaryEncoder::OfDelta)
+    }
+  };
+  auto mono = [&]() __attribute__((always_inline)) {
+    uint64_t now = 0;
+    ok = ok && r.Delta(before.mono_ns, &now);
+    e.mono_ns = static_cast<int64_t>(now);
+    after.mono_ns = now;
+  };
+  switch (type) {
+    case CaptureEventType::kAlloc:
+    case CaptureEventType::kRemapTarget:
+      addr();
+      ok = ok && r.Varint(&e.size);
+      if (full) {
+        ok = ok && r.U32("layer", &e.layer) && r.U32("scope", &e.scope);
+      } else {
+        e.layer = context_.layer;
+        e.scope = context_.scope;
+      }
+      ok = ok && r.U32("site", &e.site);
+      ticket_and_of(false);
+      if (ok && weighted) {
+        uint64_t bits = 0;
+        ok = r.Fixed64(&bits);
+        e.has_weight = true;
+        e.weight = std::bit_cast<double>(bits);
+        if (ok && !(e.weight >= 1.0 && e.weight <= 1e15)) {
+          ok = r.Fail("field 'weight' must be a number from 1 to 1e15");
+        }
+      }
+      break;
+    case CaptureEventType::kFree:
+    case CaptureEventType::kRemap:
+      addr();
+      if (full) {
+        ok = ok && r.U32("layer", &e.layer);
+      } else {
+        e.layer = context_.layer;
+      }
+      ticket_and_of(true);
+      break;
+    case CaptureEventType::kResize:
+      addr();
+      ok = ok && r.Varint(&e.size) && r.U32("layer", &e.layer);
+      ticket_and_of(true);
+      break;
+    case CaptureEventType::kArenaReset:
+      ok = r.U32("layer", &e.layer);
+      break;
+    case CaptureEventType::kScopeEnter:
+    case CaptureEventType::kScopeExit:
+      ok = r.U32("scope", &e.scope) && r.U32("outer", &e.outer);
+      mono();
+      break;
+    case CaptureEventType::kCensus: {
+      uint64_t bytes = 0;
+      ok = r.U32("label", &e.label) && r.Varint(&bytes);
+      e.has_delta = census_delta;
+      (census_delta ? e.delta : e.bytes) =
+          static_cast<int64_t>(sinks_internal::BinaryFieldReader::UnZigZag(bytes));
+      break;
+    }
+    case CaptureEventType::kIntervalBegin:
+    case CaptureEventType::kIntervalEnd:
+      ok = r.U32("category", &e.category);
+      mono();
+      break;
+  }
+  if (!ok) return finish(false);
+  state = after;
+  if (IsAllocation(type)) {
+    context_.Allocation(e.thread, e.layer, e.scope);
+  } else if (release) {
+    context_.Release(e.thread, e.layer);
+  }
+  out->kind = BinaryRecord::Kind::kEvent;
+  out->t = t_;
+  out->epoch = epoch_;
+  return finish(true);
+}
 
 }  // namespace memtrace
 
