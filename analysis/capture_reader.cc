@@ -377,7 +377,7 @@ class StructureChecker {
       }
       case BinaryRecord::Kind::kEvent:
         EventRecord(record, &event_);
-        return Deliver(event_);
+        return DeliverAfterHeader(event_);
     }
     return absl::OkStatus();
   }
@@ -415,6 +415,12 @@ class StructureChecker {
     } else if (rec.type == LineType::kHeader) {
       return parser_.Error(line_, "a second header (two captures concatenated?)");
     }
+    return DeliverAfterHeader(rec);
+  }
+
+  // The rest of Deliver(), for a record that is not the header and comes after it: all of
+  // it for a binary event, which Binary() has checked comes after the header.
+  __attribute__((always_inline)) absl::Status DeliverAfterHeader(CaptureRecord& rec) {
     // The runtime has 256 layers (LayerId) and numbers scopes densely up to
     // ScopeTable::kMaxPaths; a record beyond them was not written by it (and a replay
     // sizes its tables by these ids).
