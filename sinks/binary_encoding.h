@@ -350,10 +350,15 @@ class BinaryFieldReader {
   BinaryFieldReader(const uint8_t* p, const uint8_t* end, std::string* error)
       : p_(p), end_(end), error_(error) {}
 
-  // Most fields are one byte: that case is inline, the rest in VarintSlow().
+  // Most fields are one or two bytes: those cases are inline, the rest in VarintSlow().
   bool Varint(uint64_t* out) {
     if (__builtin_expect(p_ != end_ && *p_ < 0x80, 1)) {
       *out = *p_++;
+      return true;
+    }
+    if (end_ - p_ >= 2 && p_[1] < 0x80) {
+      *out = (p_[0] & 0x7fu) | (uint64_t{p_[1]} << 7);
+      p_ += 2;
       return true;
     }
     return VarintSlow(out);
