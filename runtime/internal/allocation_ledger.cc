@@ -123,7 +123,7 @@ inline void BasicLedger<Note>::Account(LayerId layer, uint32_t scope, uint64_t b
                      !sole);
   }
   const bool ordered = ordered_;
-  auto apply = [&](UsageCounters& c) {
+  auto apply = [&](UsageCounters& c) ABSL_ATTRIBUTE_ALWAYS_INLINE {
     if (allocate) {
       c.Allocate(bytes, ordered);
     } else {
