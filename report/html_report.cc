@@ -667,9 +667,10 @@ absl::StatusOr<CaptureSummary> FirstPass(const std::string& capture_path,
           default:
             break;
         }
-        return first.Apply(rec);
+        return first.ApplyAhead(rec);  // the state is read only at the end
       },
       &tables->stats);
+  if (read.ok()) read = first.FlushAhead();
   if (!read.ok()) return read;
   return first.Finish(tables->stats);
 }
@@ -710,7 +711,9 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
     counters.SetThreadViews(timeline_options.views);
     CaptureReadStats stats;
     absl::Status read = ReadCapture(
-        capture_path, [&](const CaptureRecord& rec) { return counters.Apply(rec); }, &stats);
+        capture_path, [&](const CaptureRecord& rec) { return counters.ApplyAhead(rec); },
+        &stats);
+    if (read.ok()) read = counters.FlushAhead();
     if (!read.ok()) return read;
     counters.Finish(stats, &view_summaries);
   }
