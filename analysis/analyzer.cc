@@ -108,6 +108,8 @@ absl::StatusOr<CaptureSummary> Analyzer::SummarizeText(std::string_view text,
 
 void Analyzer::Account(uint64_t size, uint32_t scope_id, uint32_t site, uint32_t layer,
                        uint64_t count, bool allocate, uint32_t thread) {
+  const int64_t bytes = static_cast<int64_t>(size);
+  LogLiveChange(scope_id, site, allocate ? bytes : -bytes, allocate ? 1 : -1);
   if (Counted(thread)) {
     Count(main_, size, scope_id, site, layer, count, allocate);
     if (live_change_hook_) live_change_hook_(scope_id, layer);
@@ -159,12 +161,21 @@ void Analyzer::CountResize(Tally& t, uint64_t before, uint64_t after, uint32_t s
 
 void Analyzer::NotePeaks(Tally& t, uint32_t scope_id, const UsageCounters& scope,
                          uint64_t scope_high_water, uint64_t high_water) {
+  // A new moment's log starts empty: what the ledger holds now is its composition.
+  auto moment = [&](MomentLog& log) {
+    ++log.generation;
+    log.event_index = events_seen_;
+    log.t = last_t_;
+    log.total_live_bytes = ledger_->totals().live_bytes;
+  };
   if (scope.high_water_bytes > scope_high_water) {
     t.summary.scope_peak_event[scope_id] = events_seen_;
+    if (moments_ != nullptr && &t == &main_) moment(moments_->scopes[scope_id]);
   }
   if (t.summary.totals.high_water_bytes > high_water) {
     t.summary.peak_event_index = events_seen_;
     t.summary.peak_t = last_t_;
+    if (moments_ != nullptr && &t == &main_) moment(moments_->global);
   }
 }
 
@@ -368,6 +379,8 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       if (new_size != rec.size) ledger_->Resize(layer, rec.addr, rec.ticket, new_size, rec.ticket);
       const uint32_t scope_id = before.block.scope;
       const uint32_t site = static_cast<uint32_t>(before.block.site);
+      LogLiveChange(scope_id, site,
+                    static_cast<int64_t>(new_size) - static_cast<int64_t>(before.block.size), 0);
       if (Counted(note.thread)) {
         CountResize(main_, before.block.size, new_size, scope_id, site, rec.layer, note.count);
         if (live_change_hook_) live_change_hook_(scope_id, rec.layer);

@@ -108,19 +108,20 @@ class Analyzer {
   static absl::StatusOr<CaptureSummary> Summarize(const std::string& path,
                                                   const AnalysisSummaryOptions& options);
 
-  // The composition of live memory at the capture's global high-water moment: reads the
-  // capture twice (find the moment, then replay up to it).
+  // The composition of live memory at the capture's global high-water moment, in one
+  // reading (SummarizeWithPeaks()).
   static absl::StatusOr<PeakComposition> Peak(const std::string& path);
 
   // Each scope's own high-water moment (ScopePeak), for the scopes in `scopes` (all that
-  // allocated when empty), ordered by the scope's high-water bytes, largest first. Reads
-  // the capture twice.
+  // allocated when empty), ordered by the scope's high-water bytes, largest first, in one
+  // reading.
   static absl::StatusOr<std::vector<ScopePeak>> ScopePeaks(const std::string& path,
                                                            const std::vector<uint32_t>& scopes);
 
   // Both of the above for a capture already summarized (`summary`: Summarize() of the
-  // same file, which finds the moments), in one more reading of it. `progress` as for
-  // Summarize().
+  // same file, which finds the moments), in one more reading of it that stops at each
+  // moment and takes the live set there (what SummarizeWithPeaks() gets from its logs).
+  // `progress` as for Summarize().
   struct Peaks {
     PeakComposition global;
     std::vector<ScopePeak> scopes;
@@ -128,6 +129,17 @@ class Analyzer {
   static absl::StatusOr<Peaks> PeaksOf(const std::string& path, const CaptureSummary& summary,
                                        const std::vector<uint32_t>& scopes,
                                        const Progress& progress = Progress());
+
+  // The summary (Summarize()) and both kinds of peak, every scope's that allocated, in one
+  // reading. Each moment's composition is the live set at the end less what changed after
+  // the moment: the replay logs each change of the live set by scope and call site, and a
+  // new high-water mark starts its moment's log anew.
+  struct SummaryAndPeaks {
+    CaptureSummary summary;
+    Peaks peaks;
+  };
+  static absl::StatusOr<SummaryAndPeaks> SummarizeWithPeaks(
+      const std::string& path, const Progress& progress = Progress());
 
   // Counts only the blocks whose allocating thread `keep` accepts (see Threads above).
   // Call before the first Apply(); an empty function counts every thread.
@@ -230,6 +242,39 @@ class Analyzer {
   PeakComposition CompositionOf(const std::function<bool(const AllocationRecord&)>& keep) const;
 
   absl::Status ApplyLine(const CaptureRecord& rec);
+
+  // SummarizeWithPeaks()'s logs: the changes of the live set since each high-water
+  // moment, the whole capture's by (scope, site) and each scope's by site. A change is
+  // logged before it is counted, so the change that makes a moment is not in its log.
+  struct LiveChange {
+    int64_t bytes = 0;
+    int64_t blocks = 0;
+    uint64_t generation = 0;  // the log's generation when last changed; older: zero
+  };
+  struct MomentLog {
+    uint64_t generation = 1;  // a new moment starts the next one
+    uint64_t event_index = 0;
+    int64_t t = 0;
+    uint64_t total_live_bytes = 0;
+    absl::flat_hash_map<uint64_t, LiveChange> changes;
+    void Change(uint64_t key, int64_t bytes, int64_t blocks) {
+      LiveChange& c = changes[key];
+      if (c.generation != generation) c = LiveChange{0, 0, generation};
+      c.bytes += bytes;
+      c.blocks += blocks;
+    }
+  };
+  struct MomentLogs {
+    MomentLog global;                                // by scope << 32 | site
+    absl::flat_hash_map<uint32_t, MomentLog> scopes;  // by site
+  };
+  void LogLiveChange(uint32_t scope, uint32_t site, int64_t bytes, int64_t blocks) {
+    if (moments_ == nullptr) return;
+    moments_->global.Change((uint64_t{scope} << 32) | site, bytes, blocks);
+    moments_->scopes[scope].Change(site, bytes, blocks);
+  }
+  // The moments' compositions from the live set now and the logs.
+  Peaks MomentPeaks() const;
   // The note a new block carries in the ledger (its id, thread and thread event), and what
   // the analyzer keeps apart of it (a sampled block's count and weight, in sampled_, as
   // most captures have none).
@@ -334,6 +379,8 @@ class Analyzer {
   int64_t last_t_ = 0;
   uint32_t epoch_ = 0;            // of the last event applied
   uint64_t next_id_ = 1;          // Note::id
+
+  std::unique_ptr<MomentLogs> moments_;  // SummarizeWithPeaks() only
 
   // ApplyAhead()'s events, read and not yet applied: ahead_[ahead_begin_ ... ) modulo
   // kAheadEvents, ahead_size_ of them.

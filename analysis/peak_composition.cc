@@ -12,6 +12,22 @@
 #include "analysis/analyzer.h"
 
 namespace memtrace {
+namespace {
+
+// A composition's bytes by scope and by site, largest first (ties: the smaller id).
+void SetLargestFirst(const absl::flat_hash_map<uint32_t, uint64_t>& scopes,
+                     const absl::flat_hash_map<uint32_t, uint64_t>& sites,
+                     PeakComposition* out) {
+  out->by_scope.assign(scopes.begin(), scopes.end());
+  out->by_site.assign(sites.begin(), sites.end());
+  auto larger = [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  };
+  std::sort(out->by_scope.begin(), out->by_scope.end(), larger);
+  std::sort(out->by_site.begin(), out->by_site.end(), larger);
+}
+
+}  // namespace
 
 PeakComposition Analyzer::Composition() const {
   return CompositionOf([](const AllocationRecord&) { return true; });
@@ -34,31 +50,105 @@ PeakComposition Analyzer::CompositionOf(
     sites[static_cast<uint32_t>(b.site)] += b.size;
     out.live_bytes += b.size;
   });
-  out.by_scope.assign(scopes.begin(), scopes.end());
-  out.by_site.assign(sites.begin(), sites.end());
-  auto larger = [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
-  };
-  std::sort(out.by_scope.begin(), out.by_scope.end(), larger);
-  std::sort(out.by_site.begin(), out.by_site.end(), larger);
+  SetLargestFirst(scopes, sites, &out);
   return out;
 }
 
 absl::StatusOr<PeakComposition> Analyzer::Peak(const std::string& path) {
-  auto summary = Summarize(path);
-  if (!summary.ok()) return summary.status();
-  auto peaks = PeaksOf(path, *summary, {});
-  if (!peaks.ok()) return peaks.status();
-  return std::move(peaks->global);
+  auto read = SummarizeWithPeaks(path);
+  if (!read.ok()) return read.status();
+  return std::move(read->peaks.global);
 }
 
 absl::StatusOr<std::vector<ScopePeak>> Analyzer::ScopePeaks(const std::string& path,
                                                            const std::vector<uint32_t>& scopes) {
-  auto summary = Summarize(path);
-  if (!summary.ok()) return summary.status();
-  auto peaks = PeaksOf(path, *summary, scopes);
-  if (!peaks.ok()) return peaks.status();
-  return std::move(peaks->scopes);
+  auto read = SummarizeWithPeaks(path);
+  if (!read.ok()) return read.status();
+  std::vector<ScopePeak> out = std::move(read->peaks.scopes);
+  if (!scopes.empty()) {
+    std::erase_if(out, [&](const ScopePeak& p) {
+      return std::find(scopes.begin(), scopes.end(), p.scope) == scopes.end();
+    });
+  }
+  return out;
+}
+
+absl::StatusOr<Analyzer::SummaryAndPeaks> Analyzer::SummarizeWithPeaks(
+    const std::string& path, const Progress& progress) {
+  Analyzer analyzer;
+  analyzer.moments_ = std::make_unique<MomentLogs>();
+  CaptureReadStats stats;
+  absl::Status s = ReadCapture(
+      path,
+      [&](const CaptureRecord& rec) {
+        if (progress) progress(stats.bytes);
+        return analyzer.ApplyAhead(rec);
+      },
+      &stats);
+  if (s.ok()) s = analyzer.FlushAhead();
+  if (!s.ok()) return s;
+  // Before Finish(): it settles the last epoch (a change after every moment, which the
+  // live set and the logs would both take in) and gives the summary away.
+  SummaryAndPeaks out;
+  out.peaks = analyzer.MomentPeaks();
+  out.summary = analyzer.FinishFile(path, stats);
+  return out;
+}
+
+Analyzer::Peaks Analyzer::MomentPeaks() const {
+  // The live set now, by (scope, site): bytes and blocks.
+  struct Live {
+    int64_t bytes = 0;
+    int64_t blocks = 0;
+  };
+  absl::flat_hash_map<uint64_t, Live> now;
+  ledger_->ForEachLive([&](const AllocationRecord& b) {
+    Live& l = now[(uint64_t{b.scope} << 32) | static_cast<uint32_t>(b.site)];
+    l.bytes += static_cast<int64_t>(b.size);
+    ++l.blocks;
+  });
+  // What was live at a moment: now, less what changed since (the log's current entries).
+  // A (scope, site) held something then when it held a block then, whatever its bytes.
+  auto composition = [&](const MomentLog& log, bool one_scope, uint32_t only_scope) {
+    absl::flat_hash_map<uint64_t, Live> then;
+    for (const auto& [key, l] : now) {
+      if (!one_scope || key >> 32 == only_scope) then[key] = l;
+    }
+    for (const auto& [key, c] : log.changes) {
+      if (c.generation != log.generation) continue;
+      const uint64_t full = one_scope ? (uint64_t{only_scope} << 32) | key : key;
+      Live& l = then[full];
+      l.bytes -= c.bytes;
+      l.blocks -= c.blocks;
+    }
+    PeakComposition out;
+    out.event_index = log.event_index;
+    out.t = log.t;
+    absl::flat_hash_map<uint32_t, uint64_t> scopes, sites;
+    for (const auto& [key, l] : then) {
+      if (l.blocks <= 0) continue;
+      const uint64_t bytes = static_cast<uint64_t>(l.bytes);
+      scopes[static_cast<uint32_t>(key >> 32)] += bytes;
+      sites[static_cast<uint32_t>(key)] += bytes;
+      out.live_bytes += bytes;
+    }
+    SetLargestFirst(scopes, sites, &out);
+    return out;
+  };
+  Peaks out;
+  out.global = composition(moments_->global, false, 0);
+  for (const auto& [scope, event] : main_.summary.scope_peak_event) {
+    auto log = moments_->scopes.find(scope);
+    if (log == moments_->scopes.end()) continue;  // not reached: a peak was logged
+    out.scopes.push_back(ScopePeak{scope, event, log->second.t, log->second.total_live_bytes,
+                                   composition(log->second, true, scope)});
+  }
+  std::sort(out.scopes.begin(), out.scopes.end(), [](const ScopePeak& a, const ScopePeak& b) {
+    return a.composition.live_bytes != b.composition.live_bytes
+               ? a.composition.live_bytes > b.composition.live_bytes
+               : a.scope < b.scope;
+  });
+  return out;
 }
 
 absl::StatusOr<Analyzer::Peaks> Analyzer::PeaksOf(const std::string& path,

@@ -10,7 +10,9 @@
 # them, 1,000,000 by default) with `memtrace run` (binary capture) and with heaptrack, then
 # times each reader --runs times (5 by default) and prints the median wall time, the events
 # per second it comes to, and the largest resident set. `summary` reads a clean capture's
-# trailer; `summary --replay`, `top`, `peak` and `verify` replay its events (peak twice).
+# trailer; `summary --replay`, `top`, `peak` and `verify` replay its events (peak twice),
+# and so does `report`, twice for a capture where one thread allocated (totals and tables,
+# then the time series and the peak's composition).
 set -euo pipefail
 
 runs=5
@@ -70,4 +72,5 @@ row "memtrace summary --replay" "$memtrace" summary --replay "$work/p.mtb"
 row "memtrace top" "$memtrace" top "$work/p.mtb"
 row "memtrace peak" "$memtrace" peak "$work/p.mtb"
 row "memtrace verify" "$memtrace" verify "$work/p.mtb"
+row "memtrace report" "$memtrace" report -o "$work/p.html" "$work/p.mtb"
 row "heaptrack_print" heaptrack_print "$ht_file"

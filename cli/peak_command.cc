@@ -60,8 +60,14 @@ int PeakCommand(int argc, char** argv) {
   AllocatorFunctions allocators;
   if (auto exit = ParseAllocators(kPeakSpec, &allocators)) return *exit;
   const std::string& path = args.positional[0];
-  const auto s = Load(path);
-  if (!s.ok()) return InputError(kPeakSpec, std::string(s.status().message()));
+  // One reading gives the summary and every moment's composition.
+  absl::StatusOr<Analyzer::SummaryAndPeaks> read;
+  {
+    ProgressBar bar(path, "reading");
+    read = Analyzer::SummarizeWithPeaks(path, [&bar](uint64_t bytes) { bar.Update(bytes); });
+  }
+  if (!read.ok()) return InputError(kPeakSpec, std::string(read.status().message()));
+  const CaptureSummary* const s = &read->summary;
   if (s->snapshot_of.taken) {
     // Its events are one moment's live blocks: the high-water moment, before it, is not
     // among them.
@@ -88,13 +94,12 @@ int PeakCommand(int argc, char** argv) {
                                                 " (its scopes: ", absl::StrJoin(known, ", "), ")"));
     }
   }
-  // One more reading finds the global moment's composition and each scope's.
-  absl::StatusOr<Analyzer::Peaks> peaks;
-  {
-    ProgressBar bar(path, "finding the peaks");
-    peaks = Analyzer::PeaksOf(path, *s, only, [&bar](uint64_t bytes) { bar.Update(bytes); });
+  Analyzer::Peaks* const peaks = &read->peaks;
+  if (!only.empty()) {
+    std::erase_if(peaks->scopes, [&](const ScopePeak& p) {
+      return std::find(only.begin(), only.end(), p.scope) == only.end();
+    });
   }
-  if (!peaks.ok()) return InputError(kPeakSpec, std::string(peaks.status().message()));
   const PeakComposition* const peak = &peaks->global;
   const std::vector<ScopePeak>* const scope_peaks = &peaks->scopes;
   // The peaks' intervals (the Analyzer gives the replayed counters the trailer's). The

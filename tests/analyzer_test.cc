@@ -1192,20 +1192,27 @@ TEST(AnalyzerTest, EachScopePeakIsItsOwnHighWaterComposition) {
       << stale.status();
 }
 
-// ApplyAhead() applies each event a few events after reading it (so that its block is
-// fetched meanwhile): the summary is that of Apply() record by record, at the end and at
-// snapshot points inside the capture, with cross-thread frees, resizes, moves, census
-// changes and scope instances whose blocks outlive them.
-TEST(AnalyzerTest, ApplyingEventsAFewBehindGivesApplysSummary) {
+// FourThreadCapture(), then 40 instances of a scope on thread 1, each allocating at one of
+// three sites and half of them leaving their block live (retention, scope peaks).
+std::string ScopedFourThreadCapture() {
   std::string text = FourThreadCapture() + ScopeLine(9, "outer");
   uint64_t t = 100000;
   for (uint64_t i = 0; i < 40; ++i) {
     text += ScopeEvent("scope_enter", 9, ++t);
     const uint64_t ticket = ++t;
-    text += Alloc(500000 + i, 64 + i, 9, 1, ticket);
+    text += Alloc(500000 + i, 64 + (i * 13) % 50, 9, static_cast<uint32_t>(i % 3), ticket);
     if (i % 2 == 1) text += Free(500000 + i, ticket, ++t);
     text += ScopeEvent("scope_exit", 9, ++t);
   }
+  return text;
+}
+
+// ApplyAhead() applies each event a few events after reading it (so that its block is
+// fetched meanwhile): the summary is that of Apply() record by record, at the end and at
+// snapshot points inside the capture, with cross-thread frees, resizes, moves, census
+// changes and scope instances whose blocks outlive them.
+TEST(AnalyzerTest, ApplyingEventsAFewBehindGivesApplysSummary) {
+  const std::string text = ScopedFourThreadCapture();
   for (const char* point : {"end", "event=1", "event=250", "event=600", "scope-exit=outer#7"}) {
     const absl::StatusOr<SnapshotPoint> p = ParseSnapshotPoint(point);
     ASSERT_TRUE(p.ok()) << p.status();
@@ -1224,6 +1231,39 @@ TEST(AnalyzerTest, ApplyingEventsAFewBehindGivesApplysSummary) {
     const CaptureSummary want = replay(false);
     EXPECT_GT(want.events_applied, 0u) << point;
     ExpectSameSummary(replay(true), want, point);
+  }
+}
+
+// SummarizeWithPeaks() gives in one reading what Summarize() and PeaksOf() give in two:
+// the summary, the global moment's composition and every scope's, on a capture with
+// cross-thread frees, resizes, moves, census changes and scope instances.
+TEST(AnalyzerTest, OneReadingGivesThePeaksOfTwo) {
+  const std::string path = WriteFile("one_reading.jsonl", ScopedFourThreadCapture());
+  const absl::StatusOr<CaptureSummary> summary = Analyzer::Summarize(path);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  const absl::StatusOr<Analyzer::Peaks> two = Analyzer::PeaksOf(path, *summary, {});
+  ASSERT_TRUE(two.ok()) << two.status();
+  const absl::StatusOr<Analyzer::SummaryAndPeaks> one = Analyzer::SummarizeWithPeaks(path);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ExpectSameSummary(one->summary, *summary, "summary");
+  auto same = [](const PeakComposition& got, const PeakComposition& want,
+                 const std::string& what) {
+    EXPECT_EQ(std::tie(got.event_index, got.t, got.live_bytes, got.by_scope, got.by_site),
+              std::tie(want.event_index, want.t, want.live_bytes, want.by_scope, want.by_site))
+        << what;
+  };
+  EXPECT_GT(two->global.by_scope.size(), 1u);
+  same(one->peaks.global, two->global, "global");
+  ASSERT_EQ(one->peaks.scopes.size(), two->scopes.size());
+  ASSERT_GT(two->scopes.size(), 2u);
+  for (size_t i = 0; i < two->scopes.size(); ++i) {
+    const ScopePeak& got = one->peaks.scopes[i];
+    const ScopePeak& want = two->scopes[i];
+    const std::string what = absl::StrCat("scope ", want.scope);
+    EXPECT_EQ(std::tie(got.scope, got.event_index, got.t, got.total_live_bytes),
+              std::tie(want.scope, want.event_index, want.t, want.total_live_bytes))
+        << what;
+    same(got.composition, want.composition, what);
   }
 }
 
