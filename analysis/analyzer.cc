@@ -227,13 +227,13 @@ Analyzer::Note Analyzer::TakeNote(const Released& r) {
 }
 
 std::optional<Analyzer::Note> Analyzer::FindNote(const BlockAt& block) {
-  uint64_t address = block.address;
+  BlockAt at = block;
   if (!moved_to_.empty()) {
-    if (auto moved = moved_to_.find(block.id); moved != moved_to_.end()) address = moved->second;
+    if (auto moved = moved_to_.find(block.id); moved != moved_to_.end()) at = moved->second;
   }
   uint64_t size = 0;
   const runtime_internal::BlockNote* n = ledger_->FindNote(
-      static_cast<LayerId>(block.layer), address,
+      static_cast<LayerId>(at.layer), at.address,
       [id = block.id](const runtime_internal::BlockNote& s) { return s.id == id; }, &size);
   if (n == nullptr) return std::nullopt;
   return Expand(*n, size);
@@ -428,7 +428,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       note.thread_event = known ? m.note.thread_event
                                 : static_cast<uint32_t>(thread_events_[rec.thread]);
       note.count = SampledCount({site, scope, rec.layer}, weight);
-      if (known) moved_to_[note.id] = rec.addr;
+      if (known) moved_to_[note.id] = BlockAt{rec.addr, note.id, rec.layer};
       ledger_->MoveIn(static_cast<LayerId>(rec.layer), m.active ? m.moved : ReplayLedger::Moved{},
                       rec.addr, size, rec.ticket, rec.scope, rec.site, AddNote(note));
       Account(size, scope, site, rec.layer, note.count, /*allocate=*/true, note.thread);

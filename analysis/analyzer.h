@@ -292,7 +292,7 @@ class Analyzer {
   // End of an epoch: the ledger settles the blocks set aside (AllocationLedger).
   void SettleEpoch();
 
-  // A block by its id, and where it was when seen (a move keeps its layer).
+  // A block by its id, and where it was when seen.
   struct BlockAt {
     uint64_t address;
     uint64_t id;
@@ -393,8 +393,9 @@ class Analyzer {
   // drainer's.
   std::unique_ptr<ReplayLedger> ledger_;
   absl::flat_hash_map<uint64_t, Sample> sampled_;  // by note id: blocks of weight != 1
-  // Id -> address, for blocks a remap moved from where an open scope saw them.
-  absl::flat_hash_map<uint64_t, uint64_t> moved_to_;
+  // Id -> where a remap moved a block (its target's address and layer, which a capture
+  // may give as another layer) from where an open scope saw it; `id` unused.
+  absl::flat_hash_map<uint64_t, BlockAt> moved_to_;
   uint64_t live_blocks_ = 0;  // the notes' counts, summed
   absl::flat_hash_map<uint32_t, Moving> moving_;  // by thread, between remap halves
   LiveChangeHook live_change_hook_;

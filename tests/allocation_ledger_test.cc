@@ -630,5 +630,17 @@ TEST(ReplayLedgerTest, EveryReleasedBlockCarriesItsOwnNote) {
   }
 }
 
+TEST(ReplayLedgerTest, ARemapKeepsTheBlocksNote) {
+  ReplayLedger ledger(16);
+  ledger.Alloc(kHeap, 0x1000, 100, T(1, 0), 4, 0x77, runtime_internal::BlockNote{7, 3, 2});
+  ASSERT_EQ(ledger.Remap(kHeap, 0x1000, T(1, 0), 0x5000, 400, T(2, 1), 9, 0x99),
+            Outcome::kApplied);
+  ReplayLedger::Released r;
+  ASSERT_EQ(ledger.Free(kHeap, 0x5000, T(2, 1), &r), Outcome::kApplied);
+  EXPECT_EQ(r.note.id, 7u);
+  EXPECT_EQ(r.note.thread_event, 3u);
+  EXPECT_EQ(r.note.thread, 2u);
+}
+
 }  // namespace
 }  // namespace memtrace

@@ -1267,5 +1267,24 @@ TEST(AnalyzerTest, OneReadingGivesThePeaksOfTwo) {
   }
 }
 
+// A block allocated inside a scope and moved by a remap whose target a capture puts in
+// another layer is still live when the scope exits: retention follows it into that layer.
+TEST(AnalyzerTest, RetentionFollowsAMoveIntoAnotherLayer) {
+  std::string text = std::string(kHeader) + ScopeLine(1, "s") + ScopeEvent("scope_enter", 1, 1);
+  text += Alloc(16, 64, 1, 0, 2);
+  text += "{\"type\":\"remap\",\"t\":3,\"thread\":1,\"addr\":\"0x16\",\"layer\":0,\"of\":2,"
+          "\"ticket\":3}\n";
+  text += "{\"type\":\"remap_target\",\"t\":4,\"thread\":1,\"addr\":\"0x32\",\"size\":64,"
+          "\"layer\":1,\"scope\":1,\"site\":0,\"ticket\":4}\n";
+  text += ScopeEvent("scope_exit", 1, 5);
+  const absl::StatusOr<CaptureSummary> s = Analyzer::SummarizeText(text, "moved.jsonl");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->totals.live_bytes, 64u);
+  EXPECT_EQ(s->unmatched_releases, 0u);
+  ASSERT_EQ(s->retention.size(), 1u);
+  EXPECT_EQ(s->retention[0].retained_blocks, 1u);
+  EXPECT_EQ(s->retention[0].retained_bytes, 64u);
+}
+
 }  // namespace
 }  // namespace memtrace

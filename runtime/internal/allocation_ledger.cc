@@ -344,7 +344,8 @@ LedgerOutcome BasicLedger<Note>::Remap(LayerId layer, uint64_t old_address,
                                        uint64_t site) {
   Moved moved;
   const Outcome o = MoveOut(layer, old_address, old_ticket, &moved);
-  MoveIn(layer, moved, new_address, new_size, new_ticket, scope, site);
+  MoveIn(layer, moved, new_address, new_size, new_ticket, scope, site,
+         moved.known ? moved.note : Note{});
   return o;
 }
 

@@ -132,7 +132,7 @@ class BasicLedger {
   void MoveIn(LayerId layer, const Moved& moved, uint64_t new_address, uint64_t new_size,
               uint64_t new_ticket, uint32_t scope, uint64_t site, const Note& note = Note{});
 
-  // Both steps at once.
+  // Both steps at once: the moved block keeps its note (an unknown one gets none).
   Outcome Remap(LayerId layer, uint64_t old_address, uint64_t old_ticket,
                 uint64_t new_address, uint64_t new_size, uint64_t new_ticket,
                 uint32_t scope, uint64_t site);
