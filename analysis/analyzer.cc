@@ -366,17 +366,21 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
     }
     case LineType::kResize: {
       const LayerId layer = static_cast<LayerId>(rec.layer);
+      // A sampled block's new size is the recorded one times the block's weight, which
+      // the ledger's one resize takes: the block is found first, as the resize finds it.
+      uint64_t new_size = rec.size;
+      if (!sampled_.empty()) {
+        if (const runtime_internal::BlockNote* n = ledger_->PeekNote(layer, rec.addr, rec.of)) {
+          new_size = Scaled(rec.size, Expand(*n, 0).weight);
+        }
+      }
       Released before;
-      if (ledger_->Resize(layer, rec.addr, rec.of, rec.size, rec.ticket, &before) ==
+      if (ledger_->Resize(layer, rec.addr, rec.of, new_size, rec.ticket, &before) ==
           LedgerOutcome::kUnknown) {
         ++main_.summary.unmatched_releases;
         break;
       }
       const Note note = Expand(before.note, before.block.size);
-      const uint64_t new_size = Scaled(rec.size, note.weight);
-      // A sampled block's new size is the recorded one times its weight: the ledger has it
-      // as the block's size (it names the block by the resize's ticket now).
-      if (new_size != rec.size) ledger_->Resize(layer, rec.addr, rec.ticket, new_size, rec.ticket);
       const uint32_t scope_id = before.block.scope;
       const uint32_t site = static_cast<uint32_t>(before.block.site);
       LogLiveChange(scope_id, site,

@@ -1286,5 +1286,33 @@ TEST(AnalyzerTest, RetentionFollowsAMoveIntoAnotherLayer) {
   EXPECT_EQ(s->retention[0].retained_bytes, 64u);
 }
 
+// A sampled block resized by a record that names it by ticket, while an older block is set
+// aside at its address, and whose own ticket is 0 (a hand-written capture): the new size
+// times the block's weight goes to that block, not to the one set aside.
+TEST(AnalyzerTest, ASampledResizeScalesTheBlockItNames) {
+  std::string text =
+      "{\"type\":\"header\",\"schema_version\":1,\"source\":\"preload\",\"interposer\":"
+      "{\"sample_interval_bytes\":4096,\"stack_depth\":0}}\n" +
+      ScopeLine(1, "s") + ScopeEvent("scope_enter", 1, 1);
+  text += "{\"type\":\"alloc\",\"t\":2,\"thread\":1,\"addr\":\"0x10\",\"size\":10,\"layer\":0,"
+          "\"scope\":1,\"site\":0,\"ticket\":1,\"weight\":2}\n";
+  text += "{\"type\":\"alloc\",\"t\":3,\"thread\":1,\"addr\":\"0x10\",\"size\":10,\"layer\":0,"
+          "\"scope\":1,\"site\":0,\"ticket\":2,\"weight\":2}\n";
+  text += "{\"type\":\"resize\",\"t\":4,\"thread\":1,\"addr\":\"0x10\",\"size\":30,\"layer\":0,"
+          "\"of\":2,\"ticket\":0}\n";
+  text += ScopeEvent("scope_exit", 1, 5);
+  const absl::StatusOr<CaptureSummary> s = Analyzer::SummarizeText(text, "resize.jsonl");
+  ASSERT_TRUE(s.ok()) << s.status();
+  // At the scope's exit, 10 x 2 bytes for the block set aside and 30 x 2 for the one
+  // resized, each standing for 2 allocations; at the end only the resized one is live (the
+  // other is settled as a missed free: one block at an address once its epoch ends).
+  EXPECT_EQ(s->totals.high_water_bytes, 80u);
+  ASSERT_EQ(s->retention.size(), 1u);
+  EXPECT_EQ(s->retention[0].retained_blocks, 4u);
+  EXPECT_EQ(s->retention[0].retained_bytes, 80u);
+  EXPECT_EQ(s->missed_frees, 1u);
+  EXPECT_EQ(s->totals.live_bytes, 60u);
+}
+
 }  // namespace
 }  // namespace memtrace

@@ -293,6 +293,12 @@ LedgerOutcome BasicLedger<Note>::Free(LayerId layer, uint64_t address,
 }
 
 template <typename Note>
+const Note* BasicLedger<Note>::PeekNote(LayerId layer, uint64_t address, uint64_t ticket) {
+  const Location loc = Locate(layer, address, ticket);
+  return loc.block == nullptr ? nullptr : &loc.block->note;
+}
+
+template <typename Note>
 LedgerOutcome BasicLedger<Note>::Resize(LayerId layer, uint64_t address,
                                         uint64_t ticket, uint64_t new_size,
                                         uint64_t new_ticket, Released* before) {

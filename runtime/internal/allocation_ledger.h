@@ -108,6 +108,10 @@ class BasicLedger {
   Outcome Resize(LayerId layer, uint64_t address, uint64_t ticket, uint64_t new_size,
                  uint64_t new_ticket, Released* before = nullptr);
 
+  // The note of the block a release or resize of (address, ticket) would act on, or null.
+  // Changes no block.
+  const Note* PeekNote(LayerId layer, uint64_t address, uint64_t ticket);
+
   // Brings in what a record of a block at (layer, address) will look up; the drainer
   // calls it a few records ahead of applying one. A hint: it changes nothing.
   void Prefetch(LayerId layer, uint64_t address) const noexcept {
