@@ -316,6 +316,10 @@ std::string Free(uint64_t addr, uint64_t of, uint64_t ticket) {
 }
 
 const char kHeader[] = "{\"type\":\"header\",\"schema_version\":1}\n";
+// The header of a sampled capture, as the interposer writes it.
+const char kSampledHeader[] =
+    "{\"type\":\"header\",\"schema_version\":1,\"source\":\"preload\",\"interposer\":"
+    "{\"sample_interval_bytes\":4096,\"stack_depth\":0}}\n";
 
 // A resize in place, and the two halves of a move, on thread 1 in layer 0, addresses
 // spelled as Alloc() spells them.
@@ -1045,9 +1049,7 @@ TEST(AnalyzerTest, SnapshotAtATimeAndAtAScopeExit) {
 }
 
 TEST(AnalyzerTest, SampledCapturesAreScaledByWeight) {
-  std::string text =
-      "{\"type\":\"header\",\"schema_version\":1,\"source\":\"preload\",\"interposer\":"
-      "{\"sample_interval_bytes\":4096,\"stack_depth\":0}}\n";
+  std::string text = kSampledHeader;
   text += "{\"type\":\"alloc\",\"t\":1,\"thread\":1,\"addr\":\"0x10\",\"size\":100,\"layer\":0,"
           "\"scope\":0,\"site\":0,\"ticket\":1,\"weight\":40.96}\n";
   text += Alloc(20, 8192, 0, 1, 2);  // weight 1: recorded as it is
@@ -1074,9 +1076,7 @@ TEST(AnalyzerTest, SampledCapturesAreScaledByWeight) {
 // strays more than half an allocation from its sum. A moved block keeps its site and
 // scope and carries its own weight (the interposer drew it anew on its new size).
 TEST(AnalyzerTest, SampledCountsFollowTheSumOfWeights) {
-  const std::string header =
-      "{\"type\":\"header\",\"schema_version\":1,\"source\":\"preload\",\"interposer\":"
-      "{\"sample_interval_bytes\":4096,\"stack_depth\":0}}\n";
+  const std::string header = kSampledHeader;
   auto weighted = [](const char* type, uint64_t addr, uint64_t size, uint32_t site,
                      uint64_t ticket, double weight) {
     return absl::StrCat("{\"type\":\"", type, "\",\"t\":", ticket,
@@ -1272,8 +1272,7 @@ TEST(AnalyzerTest, OneReadingGivesThePeaksOfTwo) {
 TEST(AnalyzerTest, RetentionFollowsAMoveIntoAnotherLayer) {
   std::string text = std::string(kHeader) + ScopeLine(1, "s") + ScopeEvent("scope_enter", 1, 1);
   text += Alloc(16, 64, 1, 0, 2);
-  text += "{\"type\":\"remap\",\"t\":3,\"thread\":1,\"addr\":\"0x16\",\"layer\":0,\"of\":2,"
-          "\"ticket\":3}\n";
+  text += Remap(16, 2, 3);
   text += "{\"type\":\"remap_target\",\"t\":4,\"thread\":1,\"addr\":\"0x32\",\"size\":64,"
           "\"layer\":1,\"scope\":1,\"site\":0,\"ticket\":4}\n";
   text += ScopeEvent("scope_exit", 1, 5);
@@ -1290,14 +1289,12 @@ TEST(AnalyzerTest, RetentionFollowsAMoveIntoAnotherLayer) {
 // aside at its address, and whose own ticket is 0 (a hand-written capture): the new size
 // times the block's weight goes to that block, not to the one set aside.
 TEST(AnalyzerTest, ASampledResizeScalesTheBlockItNames) {
-  std::string text =
-      "{\"type\":\"header\",\"schema_version\":1,\"source\":\"preload\",\"interposer\":"
-      "{\"sample_interval_bytes\":4096,\"stack_depth\":0}}\n" +
-      ScopeLine(1, "s") + ScopeEvent("scope_enter", 1, 1);
+  std::string text = kSampledHeader + ScopeLine(1, "s") + ScopeEvent("scope_enter", 1, 1);
   text += "{\"type\":\"alloc\",\"t\":2,\"thread\":1,\"addr\":\"0x10\",\"size\":10,\"layer\":0,"
           "\"scope\":1,\"site\":0,\"ticket\":1,\"weight\":2}\n";
   text += "{\"type\":\"alloc\",\"t\":3,\"thread\":1,\"addr\":\"0x10\",\"size\":10,\"layer\":0,"
           "\"scope\":1,\"site\":0,\"ticket\":2,\"weight\":2}\n";
+  // Resize() would write t = 0, the ticket: kept in time order by hand.
   text += "{\"type\":\"resize\",\"t\":4,\"thread\":1,\"addr\":\"0x10\",\"size\":30,\"layer\":0,"
           "\"of\":2,\"ticket\":0}\n";
   text += ScopeEvent("scope_exit", 1, 5);
