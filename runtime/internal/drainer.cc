@@ -68,7 +68,7 @@ constexpr size_t kObservedPrefetchAhead = 24;
 
 Drainer::Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
                  StackFrameTable* stacks, absl::Duration period, absl::Duration idle_period,
-                 uint32_t slice_records, CpuList cpus)
+                 uint32_t slice_records, CpuList cpus, int appliers)
     : clock_(clock),
       registry_(registry),
       ledger_(ledger),
@@ -76,7 +76,8 @@ Drainer::Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* le
       period_(period),
       idle_period_(idle_period),
       slice_records_(slice_records),
-      cpus_(std::move(cpus)) {
+      cpus_(std::move(cpus)),
+      appliers_(appliers < 1 ? 1 : appliers) {
   counters_.ring_capacity = uint64_t{1} << registry->capacity_log2();
   counters_.uses_membarrier = clock_->UsesMembarrier();
   ledger_->set_peak_tracker(&tracker_);

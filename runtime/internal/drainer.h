@@ -104,9 +104,12 @@ class Drainer {
   // `slice_records`: Config::drain_slice_records (the header, "slices").
   // `stacks`: where the frames of kStackFrames records are kept
   // (Config::keep_stack_frames), or nullptr to keep none.
+  // `appliers`: the threads that apply records to the ledger (Config::tracer_threads,
+  // resolved by TracerThreadsFor()): 1, the drainer thread itself; more: the drainer and
+  // appliers - 1 threads of its own (sharded_apply.h).
   Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* ledger,
           StackFrameTable* stacks, absl::Duration period, absl::Duration idle_period,
-          uint32_t slice_records, CpuList cpus = {});
+          uint32_t slice_records, CpuList cpus = {}, int appliers = 1);
   ~Drainer();
 
   Drainer(const Drainer&) = delete;
@@ -314,6 +317,7 @@ class Drainer {
   const absl::Duration idle_period_;
   const uint32_t slice_records_;
   const CpuList cpus_;  // where the drainer thread runs (empty: anywhere)
+  const int appliers_;  // the constructor's `appliers`, at least 1
 
   // Drainer-thread state. The vectors are line-aligned (transport/cache_line.h): the
   // drainer writes a cursor with every record it applies.
