@@ -22,10 +22,12 @@
 //                              time, the writer's backlog included
 //   BM_EncodeReplay            the binary encoder alone on one thread: each event's
 //                              record, the bytes dropped at every 1 MiB
-//   BM_ShardedReplay/K         the events, epoch by epoch, through K appliers that own
-//                              parts of the addresses (runtime/internal/sharded_apply.h),
-//                              with the in-order accounting on the calling thread; K = 1
-//                              is the same code on one thread, the ratio's baseline
+//   BM_ShardedReplay/K         the events, epoch by epoch, into one ledger through K
+//                              appliers that own its shards by address, as the drainer
+//                              applies them with Config::tracer_threads = K
+//                              (runtime/internal/sharded_apply.h), the in-order accounting
+//                              on the calling thread; K = 1 is the same code on one thread,
+//                              the ratio's baseline
 //
 // Reports ns per event and events/s. Without --capture it says what it needs and exits 2.
 
@@ -277,66 +279,50 @@ void BM_EncodeReplay(benchmark::State& state) {
 
 BENCHMARK(BM_EncodeReplay)->Unit(benchmark::kMillisecond);
 
-// The capture's memory events as ShardedApply's batches, one per epoch; a move's target
-// takes the slot of its first half, the last kRemap of the same ring.
-struct ApplyBatch {
-  std::vector<ApplyRecord> records;
-  uint32_t moves = 0;
-};
-
-std::vector<ApplyBatch> ApplyBatches() {
-  std::vector<ApplyBatch> batches;
-  absl::flat_hash_map<uint32_t, uint32_t> last_remap;  // ring -> slot
-  uint32_t epoch = ~0u;
-  for (const ReplayEvent& e : Events()) {
-    if (batches.empty() || e.epoch != epoch) {
-      batches.emplace_back();
-      last_remap.clear();
-      epoch = e.epoch;
-    }
-    std::vector<ApplyRecord>& batch = batches.back().records;
-    const auto ring = static_cast<uint32_t>(Ticket::RingId(e.ticket));
-    ApplyRecord r{EventKind::kInvalid, e.layer, e.scope, ApplyRecord::kNoPair,
-                  e.addr, e.size, e.ticket, e.of, e.site};
-    switch (e.type) {
-      case LineType::kAlloc: r.kind = EventKind::kAlloc; break;
-      case LineType::kFree: r.kind = EventKind::kFree; break;
-      case LineType::kResize: r.kind = EventKind::kResize; break;
-      case LineType::kRemap:
-        r.kind = EventKind::kRemap;
-        r.pair = batches.back().moves++;
-        last_remap[ring] = r.pair;
-        break;
-      case LineType::kRemapTarget: {
-        r.kind = EventKind::kRemapTarget;
-        auto it = last_remap.find(ring);
-        if (it != last_remap.end()) {
-          r.pair = it->second;
-          last_remap.erase(it);
-        }
-        break;
-      }
-      case LineType::kArenaReset: r.kind = EventKind::kArenaReset; break;
-      default: continue;
-    }
-    batch.push_back(r);
-  }
-  return batches;
-}
-
+// The capture's memory events through a fresh ledger and K appliers as the drainer
+// hands them over with appliers (Drainer::Apply): each added with its context interned,
+// a batch applied when full and at each epoch's end, then the epoch's blocks set aside
+// settled. A move's halves are paired per ring.
 void BM_ShardedReplay(benchmark::State& state) {
-  const std::vector<ApplyBatch> batches = ApplyBatches();
   uint64_t live = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto apply = std::make_unique<ShardedApply>(static_cast<int>(state.range(0)),
-                                                kDefaultSiteCapacity);
+    auto ledger = std::make_unique<AllocationLedger>(kDefaultSiteCapacity);
+    auto apply = std::make_unique<ShardedApply>(ledger.get(), static_cast<int>(state.range(0)));
+    absl::flat_hash_map<uint32_t, ShardedApply::PendingMove> moves;  // by ring
     state.ResumeTiming();
-    for (const ApplyBatch& batch : batches) apply->Apply(batch.records, batch.moves);
-    live = apply->totals().live_count;
+    auto flush = [&] {
+      apply->Apply();
+      for (auto& [ring, move] : moves) apply->Collect(&move);
+    };
+    uint32_t epoch = Events().empty() ? 0 : Events().front().epoch;
+    for (const ReplayEvent& e : Events()) {
+      if (e.epoch != epoch) {
+        flush();
+        apply->Settle();
+        epoch = e.epoch;
+      }
+      EventKind kind;
+      switch (e.type) {
+        case LineType::kAlloc: kind = EventKind::kAlloc; break;
+        case LineType::kFree: kind = EventKind::kFree; break;
+        case LineType::kResize: kind = EventKind::kResize; break;
+        case LineType::kRemap: kind = EventKind::kRemap; break;
+        case LineType::kRemapTarget: kind = EventKind::kRemapTarget; break;
+        case LineType::kArenaReset: kind = EventKind::kArenaReset; break;
+        default: continue;
+      }
+      apply->AddEvent(kind, e.layer, e.scope, e.addr, e.size, e.ticket, e.of, e.site,
+                      /*sole=*/false, &moves[static_cast<uint32_t>(Ticket::RingId(e.ticket))]);
+      if (apply->full()) flush();
+    }
+    flush();
+    apply->Settle();
+    live = ledger->totals().live_count;
     benchmark::DoNotOptimize(live);
     state.PauseTiming();
     apply.reset();  // joins its threads, untimed
+    ledger.reset();
     state.ResumeTiming();
   }
   state.counters["live_at_end"] = static_cast<double>(live);

@@ -15,6 +15,8 @@ namespace {
 // (1 - 2^-14)^k (AllocationLedgerTest.ADoubleFreeIsToldWhileItsReleaseIsRemembered).
 constexpr int kGraveyardBits = 14;
 constexpr size_t kGraveyardSlots = size_t{1} << kGraveyardBits;
+// Each shard's part (GraveIndex): the shard picks the top bits of the slot.
+constexpr int kGraveyardShardBits = 4;
 
 }  // namespace
 
@@ -70,6 +72,38 @@ uint32_t BasicLedger<Note>::NewContext(uint32_t scope, uint64_t site, ContextCac
     set[0] = ContextCacheEntry{site, scope, id};
   }
   return id;
+}
+
+template <typename Note>
+uint32_t BasicLedger<Note>::ContextOf(uint32_t scope, uint64_t site) {
+  return Context(scope, site);
+}
+
+template <typename Note>
+uint32_t BasicLedger<Note>::ProvisionalContext(uint32_t scope) {
+  ScopeCounters(scope);  // sized here, as NewContext() does
+  uint32_t id;
+  if (!provisional_free_.empty()) {
+    id = provisional_free_.back();
+    provisional_free_.pop_back();
+  } else {
+    id = static_cast<uint32_t>(contexts_.size());
+    contexts_.emplace_back();
+  }
+  contexts_[id] = {scope, SiteTable::kOtherSites};  // named by ResolveProvisional()
+  return id;
+}
+
+template <typename Note>
+void BasicLedger<Note>::GiveBackProvisional(uint32_t context) {
+  provisional_free_.push_back(context);
+}
+
+template <typename Note>
+void BasicLedger<Note>::ResolveProvisional(uint32_t context, uint64_t site) {
+  const uint32_t real = Context(contexts_[context].first, site);
+  contexts_[context] = contexts_[real];
+  resolved_.emplace(context, real);
 }
 
 template <typename Note>
@@ -154,6 +188,18 @@ void BasicLedger<Note>::AccountResize(LayerId layer, uint32_t scope, uint64_t fr
 }
 
 template <typename Note>
+void BasicLedger<Note>::CountChange(LayerId layer, uint32_t scope, uint64_t bytes,
+                                    bool allocate) {
+  Account(layer, scope, bytes, allocate);
+}
+
+template <typename Note>
+void BasicLedger<Note>::CountResize(LayerId layer, uint32_t scope, uint64_t from,
+                                    uint64_t to) {
+  AccountResize(layer, scope, from, to);
+}
+
+template <typename Note>
 UsageCounters& BasicLedger<Note>::CountersOf(uint64_t key) {
   // The sole pair's counters are copies of the totals (SyncSoleContext): bring them up to
   // date first, so that the copy made at the next read carries the totals' interval.
@@ -179,39 +225,53 @@ void BasicLedger<Note>::BoundHighWater(uint64_t key, int64_t low, int64_t high, 
 }
 
 template <typename Note>
+inline size_t BasicLedger<Note>::GraveIndex(uint64_t key, uint64_t address) noexcept {
+  static_assert(kShards == 1 << kGraveyardShardBits, "one part per shard");
+  return (ShardIndex(address) << (kGraveyardBits - kGraveyardShardBits)) |
+         FibonacciIndex(key, kGraveyardBits - kGraveyardShardBits);
+}
+
+template <typename Note>
 inline void BasicLedger<Note>::Bury(LayerId layer, uint64_t address, uint64_t ticket48) {
   const uint64_t key = address ^ (uint64_t{layer} << 56);
-  graveyard_[FibonacciIndex(key, kGraveyardBits)] = Grave{key, ticket48};
+  graveyard_[GraveIndex(key, address)] = Grave{key, ticket48};
 }
 
 template <typename Note>
 bool BasicLedger<Note>::InGraveyard(LayerId layer, uint64_t address,
                                     uint64_t ticket48) const {
   const uint64_t key = address ^ (uint64_t{layer} << 56);
-  const Grave& g = graveyard_[FibonacciIndex(key, kGraveyardBits)];
+  const Grave& g = graveyard_[GraveIndex(key, address)];
   return g.key == key && g.ticket48 == ticket48;
 }
 
 template <typename Note>
 bool BasicLedger<Note>::InGraveyardAt(LayerId layer, uint64_t address) const {
   const uint64_t key = address ^ (uint64_t{layer} << 56);
-  return graveyard_[FibonacciIndex(key, kGraveyardBits)].key == key;
+  return graveyard_[GraveIndex(key, address)].key == key;
 }
 
 template <typename Note>
 bool BasicLedger<Note>::Alloc(LayerId layer, uint64_t address, uint64_t size,
                               uint64_t ticket, uint32_t scope, uint64_t site,
                               const Note& note) {
+  const bool displaced = Place(layer, address, size, ticket, Context(scope, site), note);
+  Account(layer, scope, size, /*allocate=*/true);
+  return displaced;
+}
+
+template <typename Note>
+bool BasicLedger<Note>::Place(LayerId layer, uint64_t address, uint64_t size,
+                              uint64_t ticket, uint32_t context, const Note& note) {
   auto& shard = Shard(layer, address);
   bool added = false;
   LiveBlock* slot = shard.FindOrAdd(address, &added);
   const bool displaced = !added;
   if (displaced) {
     // Another block is live at this address: set it aside (see the header).
-    displaced_[Key{layer, address}].push_back(*slot);
+    displaced_[ShardIndex(address)][Key{layer, address}].push_back(*slot);
   }
-  *slot = LiveBlock::Make(address, size, CompactTicket(ticket), Context(scope, site), note);
-  Account(layer, scope, size, /*allocate=*/true);
+  *slot = LiveBlock::Make(address, size, CompactTicket(ticket), context, note);
   return displaced;
 }
 
@@ -221,8 +281,9 @@ inline typename BasicLedger<Note>::Location BasicLedger<Note>::Locate(LayerId la
                                                                      uint64_t ticket) {
   const uint64_t t48 = CompactTicket(ticket);
   Location loc;
-  auto dit = displaced_.empty() ? displaced_.end() : displaced_.find(Key{layer, address});
-  if (dit != displaced_.end() && ticket != 0) {
+  Displaced& displaced = displaced_[ShardIndex(address)];
+  auto dit = displaced.empty() ? displaced.end() : displaced.find(Key{layer, address});
+  if (dit != displaced.end() && ticket != 0) {
     auto& blocks = dit->second;
     for (size_t i = 0; i < blocks.size(); ++i) {
       if (blocks[i].ticket48() == t48) {
@@ -235,11 +296,11 @@ inline typename BasicLedger<Note>::Location BasicLedger<Note>::Locate(LayerId la
   if (main == nullptr) {
     // The block that displaced the others is gone already; a release without a usable
     // ticket refers to the oldest one still set aside here.
-    if (dit != displaced_.end()) return Location{&dit->second.front(), false, ticket != 0, 0};
+    if (dit != displaced.end()) return Location{&dit->second.front(), false, ticket != 0, 0};
     return loc;
   }
   if (ticket != 0 && main->ticket48() == t48) return Location{main, true, false, -1, &shard};
-  if (dit != displaced_.end()) {
+  if (dit != displaced.end()) {
     // The ticket matched nothing: the oldest block set aside at this address is the one
     // a release without a usable ticket refers to.
     return Location{&dit->second.front(), false, ticket != 0, 0};
@@ -257,10 +318,11 @@ inline typename BasicLedger<Note>::Found BasicLedger<Note>::Take(LayerId layer,
   if (loc.displaced_index < 0) {
     loc.shard->Erase(loc.block);
   } else {
-    auto dit = displaced_.find(Key{layer, address});
+    Displaced& displaced = displaced_[ShardIndex(address)];
+    auto dit = displaced.find(Key{layer, address});
     auto& blocks = dit->second;
     blocks.erase(blocks.begin() + loc.displaced_index);
-    if (blocks.empty()) displaced_.erase(dit);
+    if (blocks.empty()) displaced.erase(dit);
   }
   return out;
 }
@@ -326,8 +388,8 @@ LedgerOutcome BasicLedger<Note>::MoveOut(LayerId layer, uint64_t old_address,
   const auto [scope, site_id] = contexts_[f.block.context()];
   Account(layer, scope, f.block.size(), /*allocate=*/false);
   Bury(layer, old_address, f.block.ticket48());
-  *moved = Moved{true, scope, sites_.value(site_id), f.block.size(), f.block.ticket48(),
-                 f.block.note};
+  *moved = Moved{true, scope, f.block.context(), sites_.value(site_id), f.block.size(),
+                 f.block.ticket48(), f.block.note};
   return MatchOutcome(f);
 }
 
@@ -336,7 +398,8 @@ void BasicLedger<Note>::MoveIn(LayerId layer, const Moved& moved, uint64_t new_a
                                uint64_t new_size, uint64_t new_ticket, uint32_t scope,
                                uint64_t site, const Note& note) {
   if (moved.known) {
-    Alloc(layer, new_address, new_size, new_ticket, moved.scope, moved.site, note);
+    Place(layer, new_address, new_size, new_ticket, moved.context, note);
+    Account(layer, moved.scope, new_size, /*allocate=*/true);
   } else {
     Alloc(layer, new_address, new_size, new_ticket, scope, site, note);
   }
@@ -362,6 +425,11 @@ uint64_t BasicLedger<Note>::ResetLayer(LayerId layer) {
 
 template <typename Note>
 uint64_t BasicLedger<Note>::ResetLayer(LayerId layer, ReleaseFn on_release) {
+  return ResetLayer(layer, kAllShards, on_release);
+}
+
+template <typename Note>
+uint64_t BasicLedger<Note>::ResetLayer(LayerId layer, ShardMask shards, ReleaseFn on_release) {
   uint64_t released = 0;
   auto release = [&](const LiveBlock& b) {
     Account(layer, contexts_[b.context()].first, b.size(), /*allocate=*/false);
@@ -369,17 +437,23 @@ uint64_t BasicLedger<Note>::ResetLayer(LayerId layer, ReleaseFn on_release) {
     ++released;
   };
   if (tables_[layer]) {
-    for (auto& shard : *tables_[layer]) {
+    for (int i = 0; i < kShards; ++i) {
+      if ((shards >> i & 1) == 0) continue;
+      Table& shard = (*tables_[layer])[i];
       shard.ForEach(release);
       shard.Clear();
     }
   }
-  for (auto it = displaced_.begin(); it != displaced_.end();) {
-    if (it->first.first == layer) {
-      for (const auto& b : it->second) release(b);
-      displaced_.erase(it++);
-    } else {
-      ++it;
+  for (int i = 0; i < kShards; ++i) {
+    if ((shards >> i & 1) == 0) continue;
+    Displaced& displaced = displaced_[i];
+    for (auto it = displaced.begin(); it != displaced.end();) {
+      if (it->first.first == layer) {
+        for (const auto& b : it->second) release(b);
+        displaced.erase(it++);
+      } else {
+        ++it;
+      }
     }
   }
   return released;
@@ -392,29 +466,38 @@ uint64_t BasicLedger<Note>::SettleDisplaced() {
 
 template <typename Note>
 uint64_t BasicLedger<Note>::SettleDisplaced(ReleaseFn on_release) {
+  return SettleDisplaced(kAllShards, on_release);
+}
+
+template <typename Note>
+uint64_t BasicLedger<Note>::SettleDisplaced(ShardMask shards, ReleaseFn on_release) {
   // Every operation of the epoch has been applied. Operations on one address are ordered
   // by happens-before, so at most one block can really be live at an address now; the
   // others' releases were lost. If the main slot was released, the block set aside is the
   // live one (it was set aside by an allocation that really came before it, applied after
   // it because the drainer reached that thread's ring later): put it back.
   uint64_t settled = 0;
-  for (auto& [key, blocks] : displaced_) {
-    const auto& [layer, address] = key;
-    size_t keep = blocks.size();  // index to restore, or none
-    auto& shard = Shard(layer, address);
-    if (shard.Find(address) == nullptr) keep = blocks.size() - 1;
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      if (i == keep) {
-        shard.Insert(blocks[i]);
-        continue;
+  for (int s = 0; s < kShards; ++s) {
+    if ((shards >> s & 1) == 0) continue;
+    Displaced& displaced = displaced_[s];
+    for (auto& [key, blocks] : displaced) {
+      const auto& [layer, address] = key;
+      size_t keep = blocks.size();  // index to restore, or none
+      auto& shard = Shard(layer, address);
+      if (shard.Find(address) == nullptr) keep = blocks.size() - 1;
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        if (i == keep) {
+          shard.Insert(blocks[i]);
+          continue;
+        }
+        Account(layer, contexts_[blocks[i].context()].first, blocks[i].size(),
+                /*allocate=*/false);
+        on_release(Released{Expand(layer, blocks[i]), blocks[i].ticket48(), blocks[i].note});
+        ++settled;
       }
-      Account(layer, contexts_[blocks[i].context()].first, blocks[i].size(),
-              /*allocate=*/false);
-      on_release(Released{Expand(layer, blocks[i]), blocks[i].ticket48(), blocks[i].note});
-      ++settled;
     }
+    displaced.clear();
   }
-  displaced_.clear();
   return settled;
 }
 
@@ -452,6 +535,12 @@ std::vector<typename BasicLedger<Note>::ContextLive> BasicLedger<Note>::LiveByCo
     bytes += b.size();
     ++count;
   });
+  // A resolved provisional context's blocks are its real context's.
+  for (const auto& [provisional, real] : resolved_) {
+    sums[real].first += sums[provisional].first;
+    sums[real].second += sums[provisional].second;
+    sums[provisional] = {0, 0};
+  }
   std::vector<ContextLive> out;
   for (size_t id = 0; id < sums.size(); ++id) {
     if (sums[id].second == 0) continue;
@@ -484,8 +573,12 @@ uint64_t BasicLedger<Note>::memory_bytes() const noexcept {
   bytes += contexts_.capacity() * sizeof(contexts_[0]);
   bytes += context_ids_.capacity() * (sizeof(uint64_t) + sizeof(uint32_t) + 1);
   bytes += context_cache_.capacity() * sizeof(ContextCacheEntry);
+  bytes += provisional_free_.capacity() * sizeof(uint32_t);
+  bytes += resolved_.capacity() * (sizeof(uint32_t) * 2 + 1);
   bytes += scopes_.capacity() * sizeof(UsageCounters);
-  bytes += displaced_.size() * (sizeof(Key) + sizeof(LiveBlock) * 2);
+  for (const Displaced& displaced : displaced_) {
+    bytes += displaced.size() * (sizeof(Key) + sizeof(LiveBlock) * 2);
+  }
   return bytes + site_table_bytes();
 }
 

@@ -28,7 +28,17 @@
 //   - A release that names no live block is an unknown free, or a double free when the
 //     last block released at that address had the same ticket.
 //
-// Thread safety: none. The drainer owns the ledger; others read copies (Snapshot).
+// Sharing the work. Every record acts on the blocks at one address (a move on two), and
+// everything the ledger keeps per address (the tables, the blocks set aside, the last
+// releases) is split into kShards shards by address, the same split in every layer. So
+// threads that each own whole shards (ShardedApply, sharded_apply.h) can apply one batch
+// together, each its own shards' records in the batch's order, while the ledger's shared
+// parts stay still: contexts are interned beforehand (ContextOf, Place), tables made
+// beforehand (Reserve), and counting is off (set_counting), the counters being kept by
+// one thread afterwards in the batch's order.
+//
+// Thread safety: none, but for the shard-by-shard sharing above. The drainer owns the
+// ledger; others read it under the drainer's lock, or copies (Snapshot).
 
 #ifndef MEMTRACE_RUNTIME_INTERNAL_ALLOCATION_LEDGER_H_
 #define MEMTRACE_RUNTIME_INTERNAL_ALLOCATION_LEDGER_H_
@@ -97,6 +107,35 @@ class BasicLedger {
   bool Alloc(LayerId layer, uint64_t address, uint64_t size, uint64_t ticket,
              uint32_t scope, uint64_t site, const Note& note = Note{});
 
+  // ---- Shard by shard (the header, "sharing the work") ----------------------------------
+  // The shard of an address, in every layer.
+  static int ShardOf(uint64_t address) noexcept { return static_cast<int>(ShardIndex(address)); }
+  // A set of shards: bit i is shard i.
+  using ShardMask = uint32_t;
+  static constexpr ShardMask kAllShards = (ShardMask{1} << kShards) - 1;
+  // The context id of (scope, site), interned if new; what Place() takes. Not while
+  // threads share the ledger.
+  uint32_t ContextOf(uint32_t scope, uint64_t site);
+  // Makes `layer`'s tables, which Place() and the releases would otherwise make on first
+  // use. Not while threads share the ledger.
+  void Reserve(LayerId layer) {
+    if (!tables_[layer]) tables_[layer] = std::make_unique<Shards>();
+  }
+  // Alloc() of a block whose context ContextOf() gave, without counting it: the caller
+  // counts (the scope is the context's).
+  bool Place(LayerId layer, uint64_t address, uint64_t size, uint64_t ticket,
+             uint32_t context, const Note& note = Note{});
+  // A move's second half whose first half is applied in the same batch, by another
+  // thread perhaps, takes the old block's context, or, when there was none, its own
+  // (scope, site): interned then, as MoveIn() would, which cannot happen while threads
+  // share the ledger. So such a record gets a provisional context of its scope, made
+  // beforehand without touching the site table; afterwards, in the batch's order, it is
+  // given back unused, or resolved: made to name the record's own (scope, site), the
+  // context it stands for (in LiveByContext() too). Not while threads share the ledger.
+  uint32_t ProvisionalContext(uint32_t scope);
+  void GiveBackProvisional(uint32_t context);
+  void ResolveProvisional(uint32_t context, uint64_t site);
+
   // Releases the block `ticket` names at `address`; with `released`, says which block
   // that was (left untouched when none was: kUnknown, kDoubleFree).
   Outcome Free(LayerId layer, uint64_t address, uint64_t ticket,
@@ -125,6 +164,7 @@ class BasicLedger {
   struct Moved {
     bool known = false;  // the old block was found
     uint32_t scope = 0;
+    uint32_t context = 0;  // the old block's (scope, site): where MoveIn() puts the new one
     uint64_t site = 0;
     uint64_t size = 0;      // the old block's, its ticket's 48 bits and its note (Released)
     uint64_t ticket48 = 0;
@@ -145,11 +185,15 @@ class BasicLedger {
   // `on_release`, calls it with each.
   uint64_t ResetLayer(LayerId layer);
   uint64_t ResetLayer(LayerId layer, ReleaseFn on_release);
+  // The same for the blocks of the shards in `shards` only.
+  uint64_t ResetLayer(LayerId layer, ShardMask shards, ReleaseFn on_release);
 
   // End of an epoch: resolves displaced blocks (see above). Returns how many were released
   // as missed frees; with `on_release`, calls it with each.
   uint64_t SettleDisplaced();
   uint64_t SettleDisplaced(ReleaseFn on_release);
+  // The same for the addresses of the shards in `shards` only.
+  uint64_t SettleDisplaced(ShardMask shards, ReleaseFn on_release);
 
   // High-water marks (usage_counters.h). `ordered`: the changes applied from now on come
   // in their real order (one ring's records), so every value they reach is a real one
@@ -202,9 +246,10 @@ class BasicLedger {
       const LiveBlock* b = (*shards)[ShardIndex(address)].Find(address);
       if (b != nullptr && pred(b->note)) return found(*b);
     }
-    if (displaced_.empty()) return nullptr;
-    auto it = displaced_.find(Key{layer, address});
-    if (it == displaced_.end()) return nullptr;
+    const Displaced& displaced = displaced_[ShardIndex(address)];
+    if (displaced.empty()) return nullptr;
+    auto it = displaced.find(Key{layer, address});
+    if (it == displaced.end()) return nullptr;
     for (const LiveBlock& b : it->second) {
       if (pred(b.note)) return found(b);
     }
@@ -242,6 +287,7 @@ class BasicLedger {
   using Table = runtime_internal::BasicAddressTable<LiveBlock>;
   using Shards = std::array<Table, kShards>;
   using Key = std::pair<LayerId, uint64_t>;
+  using Displaced = absl::flat_hash_map<Key, absl::InlinedVector<LiveBlock, 1>>;
 
   struct Found {
     LiveBlock block;
@@ -265,10 +311,17 @@ class BasicLedger {
         shard.ForEach([&](const LiveBlock& b) { fn(static_cast<LayerId>(layer), b); });
       }
     }
-    for (const auto& [key, blocks] : displaced_) {
-      for (const auto& b : blocks) fn(key.first, b);
+    for (const Displaced& displaced : displaced_) {
+      for (const auto& [key, blocks] : displaced) {
+        for (const auto& b : blocks) fn(key.first, b);
+      }
     }
   }
+  // ShardedApply counts in a batch's order what its threads applied, with these.
+  friend class ShardedApply;
+  void CountChange(LayerId layer, uint32_t scope, uint64_t bytes, bool allocate);
+  void CountResize(LayerId layer, uint32_t scope, uint64_t from, uint64_t to);
+
   // The per-event helpers are forced inline, on their declarations: they are small, each
   // event passes through several of them, and GCC does not take the attribute from the
   // definition of a class template's member outside the class.
@@ -302,6 +355,8 @@ class BasicLedger {
   UsageCounters& ScopeCounters(uint32_t scope);
   // The counters PeakTracker's `key` names, synced first when in the sole mode.
   UsageCounters& CountersOf(uint64_t key);
+  // The graveyard's slot for (layer, address): in its shard's part of the table.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE static size_t GraveIndex(uint64_t key, uint64_t address) noexcept;
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Bury(LayerId layer, uint64_t address, uint64_t ticket48);
   bool InGraveyard(LayerId layer, uint64_t address, uint64_t ticket48) const;
   bool InGraveyardAt(LayerId layer, uint64_t address) const;
@@ -310,7 +365,8 @@ class BasicLedger {
   // (transport/cache_line.h): the ledger is made on a program thread, so a plain
   // vector's storage would share its first and last lines with the program's blocks.
   LineAlignedVector<std::unique_ptr<Shards>> tables_;  // by layer id, created on first use
-  absl::flat_hash_map<Key, absl::InlinedVector<LiveBlock, 1>> displaced_;
+  // Blocks set aside, by the shard of their address.
+  std::array<Displaced, kShards> displaced_;
 
   SiteTable sites_;
   // Context id -> (scope, site id), and its inverse, with a small 2-way set-associative
@@ -325,8 +381,13 @@ class BasicLedger {
   static constexpr int kContextCacheSetBits = 11;
   static constexpr size_t kContextCacheSets = size_t{1} << kContextCacheSetBits;  // 64 KiB
   LineAlignedVector<ContextCacheEntry> context_cache_;
+  // Provisional contexts (ProvisionalContext) free for reuse, and the resolved ones, each
+  // with the context it stands for.
+  std::vector<uint32_t> provisional_free_;
+  absl::flat_hash_map<uint32_t, uint32_t> resolved_;
 
-  // Last ticket released at each (hashed) address, to tell double frees from unknown ones.
+  // Last ticket released at each (hashed) address, to tell double frees from unknown ones;
+  // each shard's addresses in a part of their own (GraveIndex).
   // Key 0 is an empty slot, so the table lives in mapped zero pages, each faulted in when
   // a slot on it is first written: a new ledger writes none of its 256 KiB. A forked
   // child that traces on makes a new ledger and frees few blocks, and its cost is page

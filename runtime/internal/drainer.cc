@@ -52,6 +52,21 @@ bool LooksUpBlock(EventKind kind) {
 // record takes tens of nanoseconds to apply), near enough to stay in the cache.
 constexpr uint64_t kPrefetchAhead = 8;
 
+// Whether a record of `kind` changes the ledger (with appliers: goes to the batch).
+bool ChangesLedger(EventKind kind) {
+  switch (kind) {
+    case EventKind::kAlloc:
+    case EventKind::kResize:
+    case EventKind::kRemap:
+    case EventKind::kRemapTarget:
+    case EventKind::kFree:
+    case EventKind::kArenaReset:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Below this many live blocks the ledger's tables stay in the caches and reading ahead is
 // only extra work; above it, a lookup misses the caches and the prefetch hides the miss
 // (BM_DrainerThroughput, bench/README.md).
@@ -77,7 +92,8 @@ Drainer::Drainer(EpochClock* clock, RingRegistry* registry, AllocationLedger* le
       idle_period_(idle_period),
       slice_records_(slice_records),
       cpus_(std::move(cpus)),
-      appliers_(appliers < 1 ? 1 : appliers) {
+      appliers_(std::clamp(appliers, 1, AllocationLedger::kShards)),
+      applier_cpu_(std::make_unique<ThreadCpuTime[]>(static_cast<size_t>(appliers_ - 1))) {
   counters_.ring_capacity = uint64_t{1} << registry->capacity_log2();
   counters_.uses_membarrier = clock_->UsesMembarrier();
   ledger_->set_peak_tracker(&tracker_);
@@ -95,6 +111,9 @@ void Drainer::Start() {
   open_epoch_started_ns_ = SteadyNowNs();
   open_epoch_started_unix_ns_ = UnixNowNs();
   clock_->Reopen(open_epoch_);
+  if (appliers_ > 1 && parallel_ == nullptr) {
+    parallel_ = std::make_unique<ShardedApply>(ledger_, appliers_, cpus_, applier_cpu_.get());
+  }
   // Release: pairs with the acquire load in running(); the thread below sees the state.
   running_.store(true, std::memory_order_release);
   thread_ = StartMemtraceThread([this] { Run(); });  // signals blocked: memtrace_thread.h
@@ -162,6 +181,12 @@ uint64_t Drainer::ApplyPublishedInForkedChild() {
   // the thread that forked, which is this one. No other thread exists to race with.
   observer_ = nullptr;
   observed_.clear();
+  // The appliers are the parent's: this thread applies alone. The batch is empty: the
+  // parent's drainer applies one under the hold.
+  if (parallel_ != nullptr) {
+    parallel_->AbandonAfterFork();
+    parallel_.reset();
+  }
   // The parent's drainer may have been between two slices of an epoch: its rest is
   // applied below with the epochs after it.
   applying_ = false;
@@ -375,11 +400,48 @@ void Drainer::OpenSegment(Cursor& c) {
   // published yet (its records may go on in a later epoch). A stamp on every record
   // (Config::order_stamp_log2 = 0) is the record's own time: its window is that instant.
   const uint64_t lo = c.ring->ReadStamp(k);
-  tracker_.Begin(&c.open, c.ring->id(), k, lo, shift == 0 && lo != 0 ? lo : WindowEnd(c, k));
+  const uint64_t hi = shift == 0 && lo != 0 ? lo : WindowEnd(c, k);
+  if (parallel_ != nullptr) {
+    parallel_->BeginSegment(&c.open, c.ring->id(), k, lo, hi);
+  } else {
+    tracker_.Begin(&c.open, c.ring->id(), k, lo, hi);
+  }
+  c.segment_open = true;
+  c.segment = k;
+}
+
+void Drainer::UseSegment(Cursor& c) {
+  if (parallel_ == nullptr) {
+    tracker_.Use(&c.open);
+  } else if (batch_open_ != &c.open) {
+    parallel_->UseSegment(&c.open);
+    batch_open_ = &c.open;
+  }
+}
+
+void Drainer::CloseSegment(Cursor& c) {
+  tracker_.Close(&c.open);
+  c.segment_open = false;
+}
+
+void Drainer::FlushBatch() {
+  ShardedApply& p = *parallel_;
+  p.Apply();
+  const ApplyOutcomes o = p.TakeOutcomes();
+  counters_.unknown_frees += o.unknown_frees;
+  counters_.unknown_resizes += o.unknown_resizes;
+  counters_.unknown_remaps += o.unknown_remaps;
+  counters_.double_frees += o.double_frees;
+  counters_.ticket_misses += o.ticket_misses;
+  counters_.ambiguous_matches += o.ambiguous_matches;
+  counters_.missed_frees += o.missed_frees;
+  // A move whose first half was in this batch and whose second is not yet added: what
+  // the first found goes with its ring.
+  for (Cursor& c : cursors_) p.Collect(&c.move);
 }
 
 void Drainer::BoundPeaks() {
-  for (Cursor& c : cursors_) tracker_.Close(&c.open);
+  for (Cursor& c : cursors_) CloseSegment(c);
   tracker_.EndEpoch(
       [this](uint64_t key, int64_t net) { return ledger_->StartAndLowerBound(key, net); },
       [this](uint64_t key, int64_t low, int64_t high, int64_t net) {
@@ -442,14 +504,21 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     over = ApplyEpoch(epoch, whole ? ~uint64_t{0} : SliceShare(slice_records_, cursors_.size()));
+    if (parallel_ != nullptr) FlushBatch();
     tracker_.Use(nullptr);  // cursors may move before the next slice
+    batch_open_ = nullptr;
     if (over) {
       // Before SettleDisplaced: its releases come after every record of the epoch.
       if (bounded_) BoundPeaks();
       // Records of this epoch that the unfenced round could not see yet are applied with
       // the next one, in their ring's order (ApplyEpoch counts them as on time then).
       unfenced_epoch_ = pending_fenced_ ? 0 : epoch;
-      counters_.missed_frees += ledger_->SettleDisplaced();
+      if (parallel_ != nullptr) {
+        parallel_->Settle();
+        counters_.missed_frees += parallel_->TakeOutcomes().missed_frees;
+      } else {
+        counters_.missed_frees += ledger_->SettleDisplaced();
+      }
       ++counters_.epochs;
       if (pending_fenced_) ++counters_.fenced_epochs;
       counters_.max_drainer_lag_ns =
@@ -499,7 +568,7 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
         std::lock_guard<std::mutex> lock(state_mu_);
         counters_.events_dropped += abandoned;
       }
-      tracker_.Close(&c.open);
+      CloseSegment(c);
       registry_->Reclaim(c.ring);
       RemoveCursor(i);
       continue;
@@ -527,7 +596,7 @@ void Drainer::PollRegistry() {
       ++registrations_seen_;
       const uint64_t start = n.ring->LoadTail();
       cursor_of_ring_[id] = static_cast<int32_t>(cursors_.size());
-      cursors_.push_back(Cursor{n.ring, start, start, false, false, false, {}, {}, 0, 0});
+      cursors_.push_back(Cursor{n.ring, start, start, false, false, {}, {}, 0, 0});
       // The first ring the recorder handed out is always the first cursor, applied first
       // in every epoch: its thread records without tickets while it is alone
       // (Recorder::SoleRing()), and another ring's release of its blocks relies on this
@@ -635,6 +704,15 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
     ObservedEvent& o = observed_.emplace_back(ObservedEvent{e, ticket});
     if (sole) o.event.word2 = 0;
   }
+  if (parallel_ != nullptr && ChangesLedger(e.kind())) {
+    if (!parallel_->AddEvent(e.kind(), e.layer(), e.scope(), e.address(), e.size(), ticket,
+                             of, e.word2, sole, &c.move)) {
+      ++counters_.order_conflicts;  // a target always follows its kRemap in the same ring
+    }
+    if (parallel_->full()) FlushBatch();
+    ++counters_.events_applied;
+    return;
+  }
   using Outcome = AllocationLedger::Outcome;
   auto count = [&](Outcome o, uint64_t* unknown) {
     switch (o) {
@@ -662,17 +740,18 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
             &counters_.unknown_resizes);
       break;
     case EventKind::kRemap:
-      count(ledger_->MoveOut(e.layer(), e.address(), of, &c.moved),
+      count(ledger_->MoveOut(e.layer(), e.address(), of, &c.move.moved),
             &counters_.unknown_remaps);
-      c.moving = true;
+      c.move.moving = true;
       break;
     case EventKind::kRemapTarget:
-      if (!c.moving) {  // a target always follows its kRemap in the same ring
+      if (!c.move.moving) {  // a target always follows its kRemap in the same ring
         ++counters_.order_conflicts;
-        c.moved = AllocationLedger::Moved{};
+        c.move.moved = AllocationLedger::Moved{};
       }
-      ledger_->MoveIn(e.layer(), c.moved, e.address(), e.size(), ticket, e.scope(), e.word2);
-      c.moving = false;
+      ledger_->MoveIn(e.layer(), c.move.moved, e.address(), e.size(), ticket, e.scope(),
+                      e.word2);
+      c.move.moving = false;
       break;
     case EventKind::kArenaReset:
       ledger_->ResetLayer(e.layer());
@@ -694,7 +773,8 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
 }
 
 bool Drainer::ApplyEpoch(uint32_t epoch, uint64_t share) {
-  const bool prefetch = ledger_->totals().live_count >= kPrefetchLiveBlocks;
+  const bool prefetch =
+      parallel_ == nullptr && ledger_->totals().live_count >= kPrefetchLiveBlocks;
   if (merged_) {
     const uint64_t rings = cursors_.size();
     ApplyMerged(epoch, share > ~uint64_t{0} / rings ? ~uint64_t{0} : share * rings, prefetch);
@@ -872,10 +952,10 @@ void Drainer::ApplyFrom(size_t base, uint64_t base_target, uint32_t epoch, bool 
       }
       if (bounded_) {
         // The tracker follows the record's segment (peak_tracker.h).
-        if (!c.open.active || c.open.segment != (c.pos >> c.ring->stamp_log2())) {
+        if (!c.segment_open || c.segment != (c.pos >> c.ring->stamp_log2())) {
           OpenSegment(c);
         }
-        tracker_.Use(&c.open);
+        UseSegment(c);
       }
       Apply(c, e);
     }

@@ -89,6 +89,7 @@
 #include "runtime/internal/cpu_list.h"
 #include "runtime/event_observer.h"
 #include "runtime/internal/peak_tracker.h"
+#include "runtime/internal/sharded_apply.h"
 #include "runtime/internal/stack_frame_table.h"
 #include "runtime/internal/thread_cpu_time.h"
 #include "transport/cache_line.h"
@@ -153,8 +154,12 @@ class Drainer {
   }
 
   // CPU time (user + system) of the drainer's threads, in ns: every thread this drainer
-  // has run, the running one up to now. Any thread.
-  uint64_t CpuNs() const { return cpu_.TotalNs(); }
+  // has run, the running ones up to now, its appliers included. Any thread.
+  uint64_t CpuNs() const {
+    uint64_t ns = cpu_.TotalNs();
+    for (int i = 0; i + 1 < appliers_; ++i) ns += applier_cpu_[i].TotalNs();
+    return ns;
+  }
 
   // ---- fork() ---------------------------------------------------------------------------
   //
@@ -212,15 +217,20 @@ class Drainer {
     bool retired;
     bool on_stack;
     // Between a kRemap and its kRemapTarget (the next record of this ring, perhaps in the
-    // next epoch): the moved block's scope and site.
-    bool moving;
-    AllocationLedger::Moved moved;
+    // next epoch): the moved block's scope and site (`moved`). With appliers (parallel_),
+    // also the batch and slot of the kRemap, `moved` being filled once that batch is
+    // applied (FlushBatch).
+    ShardedApply::PendingMove move;
     // The order-stamp segment being applied, while the epoch is bounded (peak_tracker.h).
     PeakTracker::Open open{};
     // A record being written that a round stopped waiting for (AwaitClaims): the head
     // and claim it saw then. Not waited for again while both stay.
     uint64_t stalled_head = 0;
     uint64_t stalled_claim = 0;
+    // The segment `open` will be in once the tracker has done what is asked of it: with
+    // appliers, a Begin waits in the batch (ShardedApply::BeginSegment).
+    bool segment_open = false;
+    uint64_t segment = 0;
   };
   // What the waits of one round found, for counters_ (written under the state lock).
   struct ClaimWaits {
@@ -307,6 +317,12 @@ class Drainer {
   int Dependency(const Event& e, uint32_t epoch, uint64_t* position) const;
   // Applies `e`, the record at c.pos.
   void Apply(Cursor& c, const Event& e);
+  // Applies the batch (parallel_), its outcomes into counters_, and the moves it began
+  // into their cursors. Under state_mu_; before anything reads the ledger.
+  void FlushBatch();
+  // The tracker's segment changes: at once, or in the batch at their place.
+  void UseSegment(Cursor& c);
+  void CloseSegment(Cursor& c);
   void RemoveCursor(size_t index);
 
   EpochClock* const clock_;
@@ -318,6 +334,13 @@ class Drainer {
   const uint32_t slice_records_;
   const CpuList cpus_;  // where the drainer thread runs (empty: anywhere)
   const int appliers_;  // the constructor's `appliers`, at least 1
+  // With appliers_ > 1, from Start() on: the memory records of a slice are added to a
+  // batch, applied by appliers_ threads together (sharded_apply.h) when it is full and at
+  // the slice's end. Each applier thread's CPU time, by applier index - 1.
+  std::unique_ptr<ShardedApply> parallel_;
+  std::unique_ptr<ThreadCpuTime[]> applier_cpu_;
+  // The segment the batch's last UseSegment named (what the tracker will be using).
+  PeakTracker::Open* batch_open_ = nullptr;
 
   // Drainer-thread state. The vectors are line-aligned (transport/cache_line.h): the
   // drainer writes a cursor with every record it applies.

@@ -4,19 +4,38 @@
 
 #include <immintrin.h>
 
-namespace memtrace {
+#include <algorithm>
+#include <utility>
 
-ShardedApply::ShardedApply(int appliers, uint32_t site_capacity) {
-  if (appliers < 1) appliers = 1;
-  for (int i = 0; i < appliers; ++i) {
-    appliers_.push_back(std::make_unique<Applier>(site_capacity));
-    appliers_.back()->ledger.set_counting(false);  // Account() counts, in order
+#include "runtime/internal/memtrace_thread.h"
+#include "runtime/internal/thread_state.h"
+
+namespace memtrace {
+namespace {
+
+// How many of its own records ahead an applier asks for the ledger slot of the next.
+constexpr size_t kPrefetchAhead = 8;
+
+}  // namespace
+
+ShardedApply::ShardedApply(AllocationLedger* ledger, int appliers, const CpuList& cpus,
+                           ThreadCpuTime* cpu)
+    : ledger_(ledger) {
+  appliers = std::clamp(appliers, 1, AllocationLedger::kShards);
+  for (int i = 0; i < appliers; ++i) appliers_.push_back(std::make_unique<Applier>());
+  for (int s = 0; s < AllocationLedger::kShards; ++s) {
+    owner_of_shard_[s] = s % appliers;
+    appliers_[s % appliers]->shards |= AllocationLedger::ShardMask{1} << s;
   }
-  scopes_.resize(1);
-  for (int i = 1; i < appliers; ++i) appliers_[i]->thread = std::thread([this, i] { Run(i); });
+  records_.reserve(kBatchRecords + 1);
+  for (int i = 1; i < appliers; ++i) {
+    appliers_[i]->thread = StartMemtraceThread(
+        [this, i, cpus, cpu] { Run(i, cpus, cpu == nullptr ? nullptr : &cpu[i - 1]); });
+  }
 }
 
 ShardedApply::~ShardedApply() {
+  if (abandoned_) return;
   stopping_.store(true, std::memory_order_relaxed);
   // Release: pairs with Run()'s acquire load; the stop flag above is seen with it.
   generation_.fetch_add(1, std::memory_order_release);
@@ -26,100 +45,207 @@ ShardedApply::~ShardedApply() {
   }
 }
 
-void ShardedApply::Run(int index) {
+void ShardedApply::AbandonAfterFork() noexcept {
+  // The objects name threads of the parent: neither joined nor destroyed (a joinable
+  // std::thread's destructor terminates). Kept reachable, so no leak checker counts them.
+  static std::vector<std::thread>* const abandoned = new std::vector<std::thread>;
+  for (auto& a : appliers_) {
+    if (a->thread.joinable()) {
+      try {
+        abandoned->push_back(std::move(a->thread));
+      } catch (...) {
+        new std::thread(std::move(a->thread));  // no room: let go of it all the same
+      }
+    }
+  }
+  abandoned_ = true;
+}
+
+void ShardedApply::Run(int index, const CpuList& cpus, ThreadCpuTime* cpu) {
+  runtime_internal::MarkInternalThread();
+  PlaceMemtraceThread("memtrace-apply", cpus);
+  if (cpu != nullptr) cpu->Attach();
   uint64_t seen = 0;
   for (;;) {
     generation_.wait(seen, std::memory_order_acquire);
-    // Acquire: pairs with Apply()'s (and the destructor's) release increment, so the batch
-    // and the results array it set up are visible here.
+    // Acquire: pairs with RunAll()'s (and the destructor's) release increment, so the
+    // batch, the ledger's state and settling_ are visible here.
     const uint64_t now = generation_.load(std::memory_order_acquire);
     if (now == seen) continue;  // a spurious wake
     seen = now;
-    if (stopping_.load(std::memory_order_relaxed)) return;
-    ApplyOwn(index, now);
-    // Release: pairs with Apply()'s acquire load of finished_; every result and release
-    // this applier wrote for the batch happens-before the accounting reads them.
+    if (stopping_.load(std::memory_order_relaxed)) break;
+    if (settling_) {
+      SettleOwn(index);
+    } else {
+      ApplyOwn(index, batch_number_);
+    }
+    // Release: pairs with RunAll()'s acquire load of finished_; every result, release
+    // and ledger change this applier made happens-before the accounting reads them.
     finished_.fetch_add(1, std::memory_order_release);
     finished_.notify_one();
   }
+  if (cpu != nullptr) cpu->Detach();
 }
 
-void ShardedApply::Apply(const std::vector<ApplyRecord>& records, uint32_t moves) {
-  if (moves > moves_size_) {
-    // Fresh words read 0, which no batch number is.
-    moves_size_ = moves + moves / 2;
-    moves_ = std::make_unique<Move[]>(moves_size_);
-  }
-  batch_ = &records;
-  for (auto& a : appliers_) {
-    a->own.clear();
-    a->results.clear();
-    a->releases.clear();
-  }
-  // Each applier's records, by index, in one pass here: an applier then reads only its
-  // own (reading every record in every applier cost more than applying half of them). An
-  // arena reset is everyone's.
-  const int k = static_cast<int>(appliers_.size());
-  for (uint32_t i = 0; i < records.size(); ++i) {
-    const ApplyRecord& r = records[i];
-    if (r.kind == EventKind::kArenaReset) {
-      for (auto& a : appliers_) a->own.push_back(i);
-    } else {
-      appliers_[k == 1 ? 0 : Owner(r.layer, r.address, k)]->own.push_back(i);
-    }
-  }
+void ShardedApply::RunAll(bool settle) {
   const uint32_t helpers = static_cast<uint32_t>(appliers_.size() - 1);
+  settling_ = settle;
   finished_.store(0, std::memory_order_relaxed);
-  // Release: pairs with Run()'s acquire load (see the header comment).
-  const uint64_t batch = generation_.fetch_add(1, std::memory_order_release) + 1;
-  if (helpers > 0) generation_.notify_all();
-  ApplyOwn(0, batch);
+  if (helpers > 0) {
+    // Release: pairs with Run()'s acquire load (see the header comment).
+    generation_.fetch_add(1, std::memory_order_release);
+    generation_.notify_all();
+  }
+  if (settle) {
+    SettleOwn(0);
+  } else {
+    ApplyOwn(0, batch_number_);
+  }
   if (helpers > 0) {
     for (uint32_t done = finished_.load(std::memory_order_acquire); done != helpers;
          done = finished_.load(std::memory_order_acquire)) {
       finished_.wait(done, std::memory_order_acquire);
     }
   }
+}
+
+bool ShardedApply::AddEvent(EventKind kind, LayerId layer, uint32_t scope, uint64_t address,
+                            uint64_t size, uint64_t ticket, uint64_t of, uint64_t site,
+                            bool sole, PendingMove* move) {
+  using Op = ApplyRecord::Op;
+  ApplyRecord r;
+  r.layer = layer;
+  r.sole = sole;
+  r.address = address;
+  r.ticket = ticket;
+  r.of = of;
+  bool in_order = true;
+  switch (kind) {
+    case EventKind::kAlloc:
+      r.op = Op::kAlloc;
+      r.size = size;
+      r.scope = scope;
+      r.context = ledger_->ContextOf(scope, site);
+      Add(r);
+      break;
+    case EventKind::kFree:
+      r.op = Op::kFree;
+      Add(r);
+      break;
+    case EventKind::kResize:
+      r.op = Op::kResize;
+      r.size = size;
+      Add(r);
+      break;
+    case EventKind::kRemap:
+      move->slot = AddMoveOut(r);
+      move->batch = batch_number_;
+      move->moving = true;
+      break;
+    case EventKind::kRemapTarget:
+      r.op = Op::kMoveIn;
+      r.size = size;
+      r.scope = scope;
+      if (move->moving && move->batch == batch_number_) {
+        // The first half is in this batch: what it finds is known once it is applied.
+        r.pair = move->slot;
+        r.site = site;
+        r.context = ledger_->ProvisionalContext(scope);
+      } else {
+        if (!move->moving) {
+          in_order = false;
+          move->moved = AllocationLedger::Moved{};
+        }
+        // The first half was applied with an earlier batch (Collect).
+        if (move->moved.known) {
+          r.scope = move->moved.scope;
+          r.context = move->moved.context;
+        } else {
+          r.context = ledger_->ContextOf(scope, site);
+        }
+      }
+      move->moving = false;
+      Add(r);
+      break;
+    case EventKind::kArenaReset:
+      r.op = Op::kReset;
+      Add(r);
+      break;
+    default:
+      break;
+  }
+  return in_order;
+}
+
+void ShardedApply::Apply() {
+  if (moves_added_ > moves_size_) {
+    moves_size_ = moves_added_ + moves_added_ / 2;
+    moves_ = std::make_unique<Move[]>(moves_size_);  // fresh words read 0: no batch
+  }
+  if (!records_.empty()) {
+    ledger_->set_counting(false);  // Account() counts, in order
+    RunAll(/*settle=*/false);
+    ledger_->set_counting(true);
+  }
   Account();
+  records_.clear();
+  markers_.clear();
+  moves_added_ = 0;
+  for (auto& a : appliers_) {
+    a->own.clear();
+    a->results.clear();
+    a->releases.clear();
+  }
+  ++batch_number_;
 }
 
 void ShardedApply::ApplyOwn(int index, uint64_t batch) {
+  using Op = ApplyRecord::Op;
   Applier& me = *appliers_[index];
-  const std::vector<ApplyRecord>& records = *batch_;
-  for (const uint32_t i : me.own) {
+  const std::vector<ApplyRecord>& records = records_;
+  AllocationLedger& ledger = *ledger_;
+  const std::vector<uint32_t>& own = me.own;
+  for (size_t k = 0; k < own.size(); ++k) {
+    // The ledger's lookups miss the caches once its tables outgrow them.
+    if (k + kPrefetchAhead < own.size()) {
+      const ApplyRecord& ahead = records[own[k + kPrefetchAhead]];
+      ledger.Prefetch(ahead.layer, ahead.address);
+    }
+    const uint32_t i = own[k];
     const ApplyRecord& r = records[i];
-    switch (r.kind) {
-      case EventKind::kArenaReset:
-        me.ledger.ResetLayer(r.layer, [&](const AllocationLedger::Released& b) {
+    switch (r.op) {
+      case Op::kReset:
+        ledger.ResetLayer(r.layer, me.shards, [&](const AllocationLedger::Released& b) {
           me.releases.push_back(Release{i, r.layer, b.block.scope, b.block.size});
         });
         break;
-      case EventKind::kAlloc:
-        me.ledger.Alloc(r.layer, r.address, r.size, r.ticket, r.scope, r.site);
+      case Op::kAlloc:
+        ledger.Place(r.layer, r.address, r.size, r.ticket, r.context);
         break;
-      case EventKind::kFree: {
+      case Op::kFree: {
         AllocationLedger::Released b;
-        const auto outcome = me.ledger.Free(r.layer, r.address, r.of, &b);
+        const LedgerOutcome outcome = ledger.Free(r.layer, r.address, r.of, &b);
         me.results.push_back(Result{outcome, b.block.scope, b.block.size});
         break;
       }
-      case EventKind::kResize: {
+      case Op::kResize: {
         AllocationLedger::Released b;
-        const auto outcome = me.ledger.Resize(r.layer, r.address, r.of, r.size, r.ticket, &b);
+        const LedgerOutcome outcome =
+            ledger.Resize(r.layer, r.address, r.of, r.size, r.ticket, &b);
         me.results.push_back(Result{outcome, b.block.scope, b.block.size});
         break;
       }
-      case EventKind::kRemap: {
+      case Op::kMoveOut: {
         Move& out = moves_[r.pair];
-        me.ledger.MoveOut(r.layer, r.address, r.of, &out.moved);
+        out.outcome = ledger.MoveOut(r.layer, r.address, r.of, &out.moved);
         // Release: pairs with the target owner's acquire load below.
         out.ready.store(batch, std::memory_order_release);
         break;
       }
-      case EventKind::kRemapTarget: {
-        AllocationLedger::Moved moved;
+      case Op::kMoveIn: {
+        uint32_t context = r.context;
         if (r.pair != ApplyRecord::kNoPair) {
-          Move& first = moves_[r.pair];
+          const Move& first = moves_[r.pair];
           // Acquire: pairs with the release store of the first half's owner. The first half
           // is an earlier record, so its owner reaches it without waiting on this one.
           for (int spins = 0; first.ready.load(std::memory_order_acquire) != batch; ++spins) {
@@ -130,138 +256,138 @@ void ShardedApply::ApplyOwn(int index, uint64_t batch) {
               std::this_thread::yield();
             }
           }
-          moved = first.moved;
+          if (first.moved.known) context = first.moved.context;
         }
-        me.ledger.MoveIn(r.layer, moved, r.address, r.size, r.ticket, r.scope, r.site);
+        ledger.Place(r.layer, r.address, r.size, r.ticket, context);
         break;
       }
-      default:
-        break;
     }
   }
-  me.ledger.SettleDisplaced([&](const AllocationLedger::Released& b) {
-    me.releases.push_back(Release{~0u, b.block.layer, b.block.scope, b.block.size});
+}
+
+void ShardedApply::SettleOwn(int index) {
+  Applier& me = *appliers_[index];
+  ledger_->SettleDisplaced(me.shards, [&](const AllocationLedger::Released& b) {
+    me.releases.push_back(Release{0, b.block.layer, b.block.scope, b.block.size});
   });
 }
 
-UsageCounters& ShardedApply::ScopeCounters(uint32_t scope) {
-  if (scope >= scopes_.size()) scopes_.resize(size_t{scope} + 1);
-  return scopes_[scope];
-}
-
-bool ShardedApply::Sole(LayerId layer, uint32_t scope) {
-  if (__builtin_expect(sole_ && sole_named_ && layer == sole_layer_ && scope == sole_scope_, 1)) {
-    return true;
-  }
-  if (!sole_) return false;
-  if (!sole_named_) {
-    sole_named_ = true;
-    sole_layer_ = layer;
-    sole_scope_ = scope;
-    return true;
-  }
-  // Another pair: the sole pair's counters are the totals up to here.
-  layers_[sole_layer_] = totals_;
-  ScopeCounters(sole_scope_) = totals_;
-  sole_ = false;
-  return false;
-}
-
-void ShardedApply::Change(LayerId layer, uint32_t scope, int64_t delta) {
-  auto apply = [delta](UsageCounters& c) {
-    if (delta >= 0) {
-      c.Allocate(static_cast<uint64_t>(delta));
-    } else {
-      c.Free(static_cast<uint64_t>(-delta));
+void ShardedApply::Settle() {
+  ledger_->set_counting(false);
+  RunAll(/*settle=*/true);
+  ledger_->set_counting(true);
+  // Each applier's in its shards' order; the order of releases changes no high-water mark.
+  for (auto& a : appliers_) {
+    for (const Release& r : a->releases) {
+      ledger_->CountChange(r.layer, r.scope, r.bytes, /*allocate=*/false);
+      ++outcomes_.missed_frees;
     }
-  };
-  const bool sole = Sole(layer, scope);  // asked first: see Sole()
-  apply(totals_);
-  if (sole) return;
-  apply(layers_[layer]);
-  apply(ScopeCounters(scope));
+    a->releases.clear();
+  }
 }
 
-void ShardedApply::ChangeResize(LayerId layer, uint32_t scope, uint64_t from, uint64_t to) {
-  const bool sole = Sole(layer, scope);
-  totals_.Resize(from, to);
-  if (sole) return;
-  layers_[layer].Resize(from, to);
-  ScopeCounters(scope).Resize(from, to);
+void ShardedApply::Count(LedgerOutcome outcome, bool sole, uint64_t* unknown) noexcept {
+  switch (outcome) {
+    case LedgerOutcome::kApplied: break;
+    case LedgerOutcome::kMatchedByAddress:
+      if (!sole) ++outcomes_.ticket_misses;
+      break;
+    case LedgerOutcome::kAmbiguous:
+      ++outcomes_.ticket_misses;
+      ++outcomes_.ambiguous_matches;
+      break;
+    case LedgerOutcome::kUnknown: ++*unknown; break;
+    case LedgerOutcome::kDoubleFree: ++outcomes_.double_frees; break;
+  }
 }
 
 void ShardedApply::Account() {
-  using Outcome = AllocationLedger::Outcome;
-  const std::vector<ApplyRecord>& records = *batch_;
-  const int k = static_cast<int>(appliers_.size());
+  using Op = ApplyRecord::Op;
+  AllocationLedger& ledger = *ledger_;
+  PeakTracker* const tracker = ledger.tracker_;
   cursor_.assign(appliers_.size(), 0);
   result_cursor_.assign(appliers_.size(), 0);
-  std::vector<size_t>& cursor = cursor_;
-  auto released = [](Outcome o) { return o != Outcome::kUnknown && o != Outcome::kDoubleFree; };
+  size_t next_marker = 0;
+  auto markers_before = [&](size_t i) {
+    for (; next_marker < markers_.size() && markers_[next_marker].before <= i; ++next_marker) {
+      const Marker& m = markers_[next_marker];
+      if (tracker == nullptr) continue;
+      if (m.begin) {
+        tracker->Begin(m.open, m.ring, m.segment, m.lo, m.hi);
+      } else {
+        tracker->Use(m.open);
+      }
+    }
+  };
+  auto released = [](LedgerOutcome o) {
+    return o != LedgerOutcome::kUnknown && o != LedgerOutcome::kDoubleFree;
+  };
   // The next result of the owner of `r` (a kFree or kResize): owners list theirs in order.
   auto result_of = [&](const ApplyRecord& r) -> const Result& {
-    const int owner = k > 1 ? Owner(r.layer, r.address, k) : 0;
+    const int owner = Owner(r.address);
     return appliers_[owner]->results[result_cursor_[owner]++];
   };
-  for (uint32_t i = 0; i < records.size(); ++i) {
-    const ApplyRecord& r = records[i];
-    switch (r.kind) {
-      case EventKind::kAlloc:
-        Change(r.layer, r.scope, static_cast<int64_t>(r.size));
+  for (uint32_t i = 0; i < records_.size(); ++i) {
+    if (next_marker < markers_.size()) markers_before(i);
+    const ApplyRecord& r = records_[i];
+    switch (r.op) {
+      case Op::kAlloc:
+        ledger.CountChange(r.layer, r.scope, r.size, /*allocate=*/true);
         break;
-      case EventKind::kFree: {
+      case Op::kFree: {
         const Result& out = result_of(r);
         if (released(out.outcome)) {
-          Change(r.layer, out.scope, -static_cast<int64_t>(out.bytes));
-        } else {
-          ++unknown_;
+          ledger.CountChange(r.layer, out.scope, out.bytes, /*allocate=*/false);
         }
+        Count(out.outcome, r.sole, &outcomes_.unknown_frees);
         break;
       }
-      case EventKind::kResize: {
+      case Op::kResize: {
         const Result& out = result_of(r);
-        if (out.outcome != Outcome::kUnknown) {
-          ChangeResize(r.layer, out.scope, out.bytes, r.size);
-        } else {
-          ++unknown_;
+        if (out.outcome != LedgerOutcome::kUnknown) {
+          ledger.CountResize(r.layer, out.scope, out.bytes, r.size);
         }
+        Count(out.outcome, r.sole, &outcomes_.unknown_resizes);
         break;
       }
-      case EventKind::kRemap: {
+      case Op::kMoveOut: {
         const Move& out = moves_[r.pair];
         if (out.moved.known) {
-          Change(r.layer, out.moved.scope, -static_cast<int64_t>(out.moved.size));
+          ledger.CountChange(r.layer, out.moved.scope, out.moved.size, /*allocate=*/false);
+        }
+        Count(out.outcome, r.sole, &outcomes_.unknown_remaps);
+        break;
+      }
+      case Op::kMoveIn: {
+        if (r.pair == ApplyRecord::kNoPair) {
+          ledger.CountChange(r.layer, r.scope, r.size, /*allocate=*/true);
+          break;
+        }
+        const AllocationLedger::Moved& moved = moves_[r.pair].moved;
+        if (moved.known) {
+          ledger.GiveBackProvisional(r.context);  // the block took the old one's
+          ledger.CountChange(r.layer, moved.scope, r.size, /*allocate=*/true);
         } else {
-          ++unknown_;
+          // The block placed with the provisional context now has the record's own. It
+          // is interned here, after the sites of the batch's later allocations (Add):
+          // only the site table's order can differ from one thread's, and with it, once
+          // the table is full, which sites share its overflow bucket.
+          ledger.ResolveProvisional(r.context, r.site);
+          ledger.CountChange(r.layer, r.scope, r.size, /*allocate=*/true);
         }
         break;
       }
-      case EventKind::kRemapTarget: {
-        const bool known = r.pair != ApplyRecord::kNoPair && moves_[r.pair].moved.known;
-        Change(r.layer, known ? moves_[r.pair].moved.scope : r.scope,
-               static_cast<int64_t>(r.size));
-        break;
-      }
-      case EventKind::kArenaReset:
+      case Op::kReset:
         for (size_t a = 0; a < appliers_.size(); ++a) {
           const std::vector<Release>& list = appliers_[a]->releases;
-          for (size_t& c = cursor[a]; c < list.size() && list[c].record == i; ++c) {
-            Change(list[c].layer, list[c].scope, -static_cast<int64_t>(list[c].bytes));
+          for (size_t& c = cursor_[a]; c < list.size() && list[c].record == i; ++c) {
+            ledger.CountChange(list[c].layer, list[c].scope, list[c].bytes, /*allocate=*/false);
           }
         }
         break;
-      default:
-        break;
     }
   }
-  // Blocks settled at the batch's end, after every record (as the drainer settles them).
-  for (size_t a = 0; a < appliers_.size(); ++a) {
-    const std::vector<Release>& list = appliers_[a]->releases;
-    for (size_t c = cursor[a]; c < list.size(); ++c) {
-      Change(list[c].layer, list[c].scope, -static_cast<int64_t>(list[c].bytes));
-      ++missed_;
-    }
-  }
+  markers_before(records_.size());
 }
 
 }  // namespace memtrace
