@@ -2,6 +2,10 @@
 
 #include "runtime/config.h"
 
+#include <sched.h>
+
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "transport/spsc_ring.h"
 #include "transport/ticket_table.h"
@@ -63,10 +67,29 @@ absl::Status Config::Validate() const {
         "stamp on every record) and ", SpscRing::kMaxStampLog2, "; the default is ",
         SpscRing::kDefaultStampLog2));
   }
+  if (tracer_threads > kMaxTracerThreads) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Config.tracer_threads is ", tracer_threads, "; it must be at most ",
+        kMaxTracerThreads, " (0: chosen from the CPU count)"));
+  }
   if (absl::Status s = CheckOnline(thread_cpus); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("Config.thread_cpus: ", s.message()));
   }
   return absl::OkStatus();
+}
+
+uint32_t TracerThreadsFor(uint32_t configured, size_t cpus) {
+  if (configured != 0) return configured;
+  if (cpus < 8) return 1;
+  return static_cast<uint32_t>(std::min<size_t>(4, cpus / 4));
+}
+
+size_t TracerCpuCount(const CpuList& cpus) {
+  if (!cpus.empty()) return cpus.cpus.size();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return static_cast<size_t>(std::max(1, CPU_COUNT(&set)));
 }
 
 }  // namespace memtrace

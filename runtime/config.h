@@ -23,6 +23,7 @@
 #ifndef MEMTRACE_RUNTIME_CONFIG_H_
 #define MEMTRACE_RUNTIME_CONFIG_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -37,6 +38,9 @@ namespace memtrace {
 enum class OverflowPolicy : uint8_t { kFail, kWaitThenFail };
 
 struct Config {
+  // The most threads that may apply records (tracer_threads below).
+  static constexpr uint32_t kMaxTracerThreads = 64;
+
   // Records per thread ring: 2^ring_capacity_log2, each 32 bytes.
   uint32_t ring_capacity_log2 = 14;
   // Slots in the ticket table: 2^ticket_table_log2, 16 bytes of address space each
@@ -102,6 +106,12 @@ struct Config {
   // The CPUs the drainer thread may run on (cpu_list.h); empty: wherever the kernel puts
   // it. Validate() checks that each is online.
   CpuList thread_cpus;
+  // The threads that apply ring records to the ledger, the drainer among them
+  // (runtime/internal/sharded_apply.h). 0: chosen from the CPUs the tracer's threads may
+  // use (TracerThreadsFor()). More than 1 pays off only with CPUs to spare beyond the
+  // program's, the drainer's and the capture writer's: an applier that waits for a CPU
+  // holds up the whole epoch. At most kMaxTracerThreads.
+  uint32_t tracer_threads = 0;
   // How epochs are fenced (transport/epoch_clock.h). kMembarrier (default): the drainer
   // calls membarrier() as it closes an epoch while more than one thread records, which
   // interrupts each CPU running a thread of the process (about 500 times a second, more
@@ -138,6 +148,16 @@ struct Config {
 
   absl::Status Validate() const;
 };
+
+// The threads that apply records (Config::tracer_threads) for a tracer whose threads may
+// use `cpus` CPUs: `configured` when it is not 0; otherwise 1 below 8 CPUs, where a second
+// applier would take a CPU from the program, else a quarter of them, at most 4.
+uint32_t TracerThreadsFor(uint32_t configured, size_t cpus);
+
+// The CPUs the tracer's threads may use: the size of `cpus` (Config::thread_cpus) when it
+// is not empty, else the CPUs the calling thread may run on (sched_getaffinity), which
+// the threads it starts inherit. At least 1.
+size_t TracerCpuCount(const CpuList& cpus);
 
 }  // namespace memtrace
 

@@ -2,7 +2,8 @@
 //
 // CPU lists (runtime/internal/cpu_list.h): parsing and its errors, the check against the CPUs that
 // are online, and memtrace's own threads named and placed where a Config or
-// JsonlSinkOptions asks, read back from /proc/self/task, not from memtrace.
+// JsonlSinkOptions asks, read back from /proc/self/task, not from memtrace; and how many
+// threads apply records for the CPUs the tracer may use (TracerThreadsFor, config.h).
 
 #include "runtime/internal/cpu_list.h"
 
@@ -19,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/config.h"
 #include "runtime/internal/recorder.h"
 #include "sinks/jsonl_sink.h"
 
@@ -165,6 +167,52 @@ TEST(CpuListTest, CpusThatAreNotOnlineAreRefusedUpFront) {
   EXPECT_NE(sink.status().message().find("writer_cpus: CPU"), std::string::npos)
       << sink.status();
   EXPECT_NE(access(path.c_str(), F_OK), 0) << "no capture file is created";
+}
+
+// Config::tracer_threads: a configured count is taken as it is; 0 gives one applier below
+// 8 CPUs and a quarter of the CPUs above, at most 4.
+TEST(CpuListTest, TracerThreadsComeFromTheCpuCountUnlessConfigured) {
+  struct Case {
+    uint32_t configured;
+    size_t cpus;
+    uint32_t want;
+  };
+  const Case cases[] = {{0, 0, 1},  {0, 1, 1},  {0, 2, 1},  {0, 7, 1},   {0, 8, 2},
+                        {0, 11, 2}, {0, 12, 3}, {0, 15, 3}, {0, 16, 4},  {0, 64, 4},
+                        {0, 1024, 4}, {3, 2, 3}, {1, 64, 1}, {64, 1, 64}};
+  for (const Case& c : cases) {
+    EXPECT_EQ(TracerThreadsFor(c.configured, c.cpus), c.want)
+        << "configured " << c.configured << ", " << c.cpus << " CPUs";
+  }
+}
+
+// The CPUs counted are Config::thread_cpus when given, else the calling thread's affinity
+// (what the drainer, started by it, inherits), read here from a thread pinned to one CPU.
+TEST(CpuListTest, TracerCpuCountIsTheListOrTheCallersAffinity) {
+  EXPECT_EQ(TracerCpuCount(CpuList{{0, 2, 5}}), 3u);
+  const CpuList allowed = AllowedCpus();
+  EXPECT_EQ(TracerCpuCount(CpuList{}), allowed.cpus.size());
+  size_t pinned = 0;
+  std::thread([&] {
+    ASSERT_TRUE(PinCallingThread(CpuList{{allowed.cpus.back()}}).ok());
+    pinned = TracerCpuCount(CpuList{});
+  }).join();
+  EXPECT_EQ(pinned, 1u);
+}
+
+TEST(CpuListTest, MoreTracerThreadsThanSixtyFourAreRefused) {
+  Config config;
+  config.tracer_threads = 64;
+  EXPECT_TRUE(config.Validate().ok()) << config.Validate();
+  config.tracer_threads = 65;
+  const absl::Status refused = config.Validate();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(),
+            "Config.tracer_threads is 65; it must be at most 64 (0: chosen from the CPU "
+            "count)");
+  const auto recorder = Recorder::Create(config);
+  ASSERT_FALSE(recorder.ok());
+  EXPECT_EQ(recorder.status(), refused);
 }
 
 }  // namespace

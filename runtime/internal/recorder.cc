@@ -46,7 +46,9 @@ Recorder::Recorder(const Config& config)
                   ? std::make_unique<StackFrameTable>(config.request_site_capacity_max)
                   : nullptr),
       drainer_(&clock_, &registry_, &ledger_, stacks_.get(), config.drain_period,
-               config.idle_drain_period, config.drain_slice_records, config.thread_cpus) {
+               config.idle_drain_period, config.drain_slice_records, config.thread_cpus,
+               static_cast<int>(TracerThreadsFor(config.tracer_threads,
+                                                 TracerCpuCount(config.thread_cpus)))) {
   drainer_.set_timeline_period(config.timeline_period);
   const runtime_internal::SlotLease lease =
       runtime_internal::AcquireRecorderSlot(&registry_);
