@@ -163,6 +163,9 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
   uint64_t sites = c.site_capacity;
   number("MEMTRACE_SITE_CAPACITY", 1, kMaxPreloadSiteCapacity, &sites);
   c.site_capacity = static_cast<uint32_t>(sites);
+  uint64_t threads = c.tracer_threads;
+  number("MEMTRACE_TRACER_THREADS", 0, kMaxPreloadTracerThreads, &threads);
+  c.tracer_threads = static_cast<uint32_t>(threads);
   if (const char* v = lookup("MEMTRACE_TRACER_CPUS"); v != nullptr) {
     absl::StatusOr<CpuList> cpus = ParseCpuList(v);
     absl::Status usable = cpus.ok() ? CheckOnline(*cpus) : cpus.status();

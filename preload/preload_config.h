@@ -55,6 +55,10 @@
 //   MEMTRACE_LIVE            "1": serve the ledger on a Unix socket while the program
 //                            runs, for `memtrace live PID` (Config::live,
 //                            runtime/internal/live_server.h); "0" (default): no socket
+//   MEMTRACE_TRACER_THREADS  threads that apply records to the ledger, the drainer
+//                            among them, 0..64 (Config::tracer_threads); 0 (default):
+//                            chosen from the CPUs memtrace's threads may use
+//                            (TracerThreadsFor)
 //
 // A value that cannot be used is never fatal: the problem is written to stderr, naming
 // the variable, the value and the accepted range, and the documented default is used. A
@@ -71,6 +75,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/config.h"
 #include "runtime/internal/cpu_list.h"
 #include "runtime/internal/site_table.h"
 #include "transport/epoch_clock.h"
@@ -91,6 +96,8 @@ struct PreloadConfig {
   bool mmap = false;
   // MEMTRACE_TRACER_CPUS: where memtrace's drainer and writer threads run (empty: anywhere).
   CpuList tracer_cpus;
+  // MEMTRACE_TRACER_THREADS: Config::tracer_threads, up to kMaxPreloadTracerThreads.
+  uint32_t tracer_threads = 0;
   FenceMode fence = FenceMode::kMembarrier;
   bool exact_order = false;  // MEMTRACE_EXACT_ORDER
   bool live = false;         // MEMTRACE_LIVE
@@ -110,6 +117,8 @@ inline constexpr uint32_t kMaxPreloadStackDepth = 64;
 // Each site costs the drainer and the writer a table entry and, with stacks, its frames
 // (about 150 bytes at depth 16, in each): 16M sites would be gigabytes.
 inline constexpr uint32_t kMaxPreloadSiteCapacity = uint32_t{1} << 24;
+// Config::Validate() refuses more.
+inline constexpr uint32_t kMaxPreloadTracerThreads = Config::kMaxTracerThreads;
 
 // Reads the settings through `lookup` (getenv, or a table in tests). Every problem is
 // appended to `warnings` as one line naming the variable and what was used instead.
@@ -123,7 +132,7 @@ inline constexpr std::string_view kPreloadSettingNames[] = {
     "MEMTRACE_SAMPLE_BYTES", "MEMTRACE_RING_LOG2",  "MEMTRACE_MMAP",
     "MEMTRACE_FENCE",       "MEMTRACE_TRACER_CPUS", "MEMTRACE_MAX_BYTES",
     "MEMTRACE_SITE_CAPACITY", "MEMTRACE_EXACT_ORDER",
-    "MEMTRACE_LIVE"};
+    "MEMTRACE_LIVE",        "MEMTRACE_TRACER_THREADS"};
 
 // One warning for each variable of the environment `env` (null-terminated "NAME=value"
 // strings, or null) whose name starts with "MEMTRACE_" and is no setting: a misspelt

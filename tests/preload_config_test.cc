@@ -42,6 +42,7 @@ TEST(PreloadConfigTest, DefaultsMirrorTheSeed) {
   EXPECT_EQ(c.ring_capacity_log2, 15u);
   EXPECT_FALSE(c.mmap) << "mappings are opt-in";
   EXPECT_TRUE(c.tracer_cpus.empty()) << "memtrace's threads go where the kernel puts them";
+  EXPECT_EQ(c.tracer_threads, 0u) << "chosen from the CPU count";
   EXPECT_EQ(c.fence, FenceMode::kMembarrier);
   EXPECT_EQ(c.max_bytes, 0u) << "no size limit";
   EXPECT_EQ(c.site_capacity, kDefaultSiteCapacity);
@@ -61,6 +62,7 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
                                  {"MEMTRACE_SAMPLE_BYTES", "524288"},
                                  {"MEMTRACE_MMAP", "1"},
                                  {"MEMTRACE_TRACER_CPUS", AllowedCpus().ToString()},
+                                 {"MEMTRACE_TRACER_THREADS", "3"},
                                  {"MEMTRACE_FENCE", "seq_cst"},
                                  {"MEMTRACE_MAX_BYTES", "3G"},
                                  {"MEMTRACE_SITE_CAPACITY", "1000000"},
@@ -78,12 +80,14 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
   EXPECT_EQ(c.sample_bytes, 524288u);
   EXPECT_TRUE(c.mmap);
   EXPECT_EQ(c.tracer_cpus, AllowedCpus());
+  EXPECT_EQ(c.tracer_threads, 3u);
   EXPECT_EQ(c.fence, FenceMode::kSeqCst);
   EXPECT_EQ(c.max_bytes, uint64_t{3} << 30);
   EXPECT_EQ(c.site_capacity, 1000000u);
   EXPECT_TRUE(c.exact_order);
   EXPECT_TRUE(c.live);
   EXPECT_EQ(Parse({{"MEMTRACE_FENCE", "membarrier"}}, &warnings).fence, FenceMode::kMembarrier);
+  EXPECT_EQ(Parse({{"MEMTRACE_TRACER_THREADS", "64"}}, &warnings).tracer_threads, 64u);
   EXPECT_TRUE(warnings.empty());
 }
 
@@ -147,6 +151,10 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
       {"MEMTRACE_SITE_CAPACITY", "33554432",
        "MEMTRACE_SITE_CAPACITY=\"33554432\" is not a whole number from 1 to 16777216; using "
        "65536"},
+      {"MEMTRACE_TRACER_THREADS", "65",
+       "MEMTRACE_TRACER_THREADS=\"65\" is not a whole number from 0 to 64; using 0"},
+      {"MEMTRACE_TRACER_THREADS", "4x",
+       "MEMTRACE_TRACER_THREADS=\"4x\" is not a whole number from 0 to 64; using 0"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> warnings;
@@ -156,6 +164,7 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
     EXPECT_EQ(parsed.stack_depth, 16u);
     EXPECT_EQ(parsed.output, "memtrace-%p.mtb");
     EXPECT_EQ(parsed.fence, FenceMode::kMembarrier);
+    EXPECT_EQ(parsed.tracer_threads, 0u);
   }
 }
 
