@@ -171,6 +171,7 @@ std::vector<SettingFromFlag> SettingsFromFlags(const RunOptions& o) {
           {"MEMTRACE_TRACE_FORKS", "--forks", on_off(o.forks)},
           {"MEMTRACE_MMAP", "--mmap", on_off(o.mmap)},
           {"MEMTRACE_TRACER_CPUS", "--tracer-cpus", o.tracer_cpus},
+          {"MEMTRACE_TRACER_THREADS", "--tracer-threads", o.tracer_threads},
           {"MEMTRACE_FENCE", "--fence", o.fence},
           {"MEMTRACE_EXACT_ORDER", "--exact-order", on_off(o.exact_order)},
           {"MEMTRACE_LIVE", "--live", on_off(o.live)}};
@@ -326,6 +327,7 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
       {"children", nullptr, &o->children},    {"forks", nullptr, &o->forks},
       {"mmap", nullptr, &o->mmap},            {"exact_order", nullptr, &o->exact_order},
       {"live", nullptr, &o->live},            {"quiet", nullptr, &o->quiet},
+      {"tracer_threads", &o->tracer_threads, nullptr},
   };
   int i = 1;
   for (; i < argc; ++i) {
@@ -367,6 +369,13 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
       (!absl::SimpleAtoi(o->site_capacity, &n) || n < 1 || n > kMaxPreloadSiteCapacity)) {
     *error = absl::StrCat("--site-capacity=", o->site_capacity,
                           " is not a whole number from 1 to ", kMaxPreloadSiteCapacity);
+    return false;
+  }
+  if (!o->tracer_threads.empty() &&
+      (!absl::SimpleAtoi(o->tracer_threads, &n) || n > kMaxPreloadTracerThreads)) {
+    *error = absl::StrCat("--tracer-threads=", o->tracer_threads,
+                          " is not a whole number from 0 to ", kMaxPreloadTracerThreads,
+                          " (0: chosen from the CPU count)");
     return false;
   }
   uint64_t bytes = 0;
@@ -436,6 +445,8 @@ const char* RunUsage() {
          "  --tracer-cpus=LIST  run memtrace's own threads (drainer, writer, exit) only\n"
          "                      on these CPUs, a list like 2-3,6 (default: wherever the\n"
          "                      kernel puts them)\n"
+         "  --tracer-threads=K  threads that apply records (default: 1 below 8 CPUs,\n"
+         "                      else CPUs/4 up to 4)\n"
          "  --fence=membarrier|seq_cst\n"
          "                      how epochs are closed while several threads record:\n"
          "                      membarrier() from memtrace's thread, which interrupts\n"

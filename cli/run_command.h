@@ -59,6 +59,7 @@ struct RunOptions {
   std::string site_capacity;  // distinct call sites kept, or empty: the interposer's default
   std::string preload;
   std::string tracer_cpus;  // a CPU list (runtime/internal/cpu_list.h), or empty
+  std::string tracer_threads;  // threads that apply records, 0..64, or empty: 0 (chosen)
   std::string fence;        // "membarrier", "seq_cst", or empty (the interposer's default)
   bool children = false;
   bool forks = false;

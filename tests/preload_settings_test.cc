@@ -3,13 +3,14 @@
 // The settings of `memtrace run` (and their MEMTRACE_* variables) as the interposer
 // (preload/) applies them to a real program, tests/preload_target.cc: the capture's
 // encoding, --exact-order, --fence, byte sampling, --max-size, the site table's capacity,
-// --tracer-cpus; settings that would not be used are named, and bad ones warn and fall
+// --tracer-cpus, --tracer-threads; settings that would not be used are named, and bad ones warn and fall
 // back. Each test replays the capture independently and compares it with the program's
 // own counts.
 
 #include <sys/stat.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -143,13 +144,14 @@ TEST_F(PreloadTest, DefaultCaptureIsBinary) {
   }
 }
 
-// The target's "basic" mode under `memtrace run --quiet FLAG`, into `capture`, and that
-// capture replayed (has_trailer false when the run or the capture failed, said as a
-// test failure).
+// The target's "basic" mode under `memtrace run --quiet FLAG` (no FLAG when empty), into
+// `capture`, and that capture replayed (has_trailer false when the run or the capture
+// failed, said as a test failure).
 Replay TracedBasicRun(const std::string& flag, const std::string& capture, Result* run) {
-  *run = RunProgram({Cli(), "run", "--quiet", flag, "--output=" + capture, "--", Target(),
-                     "basic"},
-                    {});
+  std::vector<std::string> argv = {Cli(), "run", "--quiet", "--output=" + capture, "--",
+                                   Target(), "basic"};
+  if (!flag.empty()) argv.insert(argv.begin() + 3, flag);
+  *run = RunProgram(argv, {});
   EXPECT_EQ(run->status, 0) << run->err;
   absl::Status s;
   Replay r = ReplayCapture(capture, &s);
@@ -335,6 +337,32 @@ TEST_F(PreloadTest, TracerThreadsRunOnTheCpusAsked) {
                            "position 3"),
             std::string::npos)
       << usage.err;
+}
+
+// `memtrace run --tracer-threads=K` (MEMTRACE_TRACER_THREADS): the setting reaches the
+// interposer, whose header records it, and the program's counts still match its own; a
+// run without the flag records 0 (chosen from the CPU count). A value out of range is a
+// usage error that names the flag, the value and the range.
+TEST_F(PreloadTest, TracerThreadsAreTakenRecordedAndRangeChecked) {
+  const std::string capture = TempDir() + "/tracer_threads.mtb";
+  for (const auto& [flag, recorded] : {std::pair{"--tracer-threads=2", "2"}, {"", "0"}}) {
+    Result run;
+    const Replay r = TracedBasicRun(flag, capture, &run);
+    ASSERT_TRUE(r.has_trailer) << flag;
+    ExpectMarkersMatch(r, ParseCounts(run.out));
+    EXPECT_EQ(Field(r.header, "tracer_threads"), recorded) << r.header;
+  }
+
+  for (const std::string value : {"65", "-1", "two"}) {
+    const Result bad =
+        RunProgram({Cli(), "run", "--tracer-threads=" + value, "--", Target(), "basic"}, {});
+    EXPECT_EQ(bad.status, 2) << value;
+    EXPECT_NE(bad.err.find("--tracer-threads=" + value +
+                           " is not a whole number from 0 to 64 (0: chosen from the CPU "
+                           "count)"),
+              std::string::npos)
+        << bad.err;
+  }
 }
 
 }  // namespace
