@@ -109,8 +109,7 @@ struct Config {
   // The threads that apply ring records to the ledger, the drainer among them
   // (runtime/internal/sharded_apply.h). 0: chosen from the CPUs the tracer's threads may
   // use (TracerThreadsFor()). More than 1 pays off only with CPUs to spare beyond the
-  // program's, the drainer's and the capture writer's: an applier that waits for a CPU
-  // holds up the whole epoch. At most kMaxTracerThreads.
+  // program's, the drainer's and the capture writer's. At most kMaxTracerThreads.
   uint32_t tracer_threads = 0;
   // How epochs are fenced (transport/epoch_clock.h). kMembarrier (default): the drainer
   // calls membarrier() as it closes an epoch while more than one thread records, which
