@@ -66,10 +66,12 @@ constexpr LayerId kLayer = layers::kCpuHeap;
 
 // For `workers` threads recording at once.
 Config StressConfig(int workers, FenceMode fence = FenceMode::kMembarrier,
-                    uint32_t slice_records = Config{}.drain_slice_records) {
+                    uint32_t slice_records = Config{}.drain_slice_records,
+                    uint32_t appliers = 1) {
   Config config;
   config.fence = fence;
   config.drain_slice_records = slice_records;
+  config.tracer_threads = appliers;
   config.ring_capacity_log2 = 12;
   // Above the largest live set here (~300k blocks in the phased test with 8 workers), as
   // config.h advises; twice as large for each doubling of the workers.
@@ -140,6 +142,7 @@ struct DrainerShape {
   FenceMode fence;
   uint32_t slice_records;
   const char* name;
+  uint32_t appliers = 1;  // Config::tracer_threads
 };
 
 // The watermark's two fences (transport/epoch_clock.h): membarrier() where the kernel
@@ -147,11 +150,15 @@ struct DrainerShape {
 // The tests below that depend on the watermark run under each, and once more with epochs
 // applied in slices of 64 records (8 a ring; drainer.h), so that an epoch's records are
 // applied, handed on and released a few at a time, between its releases' dependencies.
+// Then with the records applied by several threads (Config::tracer_threads,
+// sharded_apply.h), more of them than this machine may have cores, in whole epochs and in
+// slices.
 class GroundTruthFenceTest : public ::testing::TestWithParam<DrainerShape> {
  protected:
   std::unique_ptr<Recorder> MakeRecorder(int workers) {
     auto recorder =
-        Recorder::Create(StressConfig(workers, GetParam().fence, GetParam().slice_records))
+        Recorder::Create(StressConfig(workers, GetParam().fence, GetParam().slice_records,
+                                      GetParam().appliers))
             .value();
     // kSeqCst is always what it says; kMembarrier falls back to seq_cst fences where the
     // kernel has no membarrier(), so only the first can be checked everywhere.
@@ -175,7 +182,9 @@ INSTANTIATE_TEST_SUITE_P(
     Fences, GroundTruthFenceTest,
     ::testing::Values(DrainerShape{FenceMode::kMembarrier, 65536, "Membarrier"},
                       DrainerShape{FenceMode::kSeqCst, 65536, "SeqCst"},
-                      DrainerShape{FenceMode::kMembarrier, 64, "MembarrierSlices"}),
+                      DrainerShape{FenceMode::kMembarrier, 64, "MembarrierSlices"},
+                      DrainerShape{FenceMode::kMembarrier, 65536, "ThreeAppliers", 3},
+                      DrainerShape{FenceMode::kMembarrier, 64, "TwoAppliersSlices", 2}),
     [](const ::testing::TestParamInfo<DrainerShape>& info) { return info.param.name; });
 
 // 8 threads (MEMTRACE_STRESS_THREADS), 1M operations each (MEMTRACE_STRESS_OPS):

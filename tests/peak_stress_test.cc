@@ -259,9 +259,25 @@ TEST(PeakStressTest, ProducerConsumerPipelineWithALinearizedTruth) {
   }
 }
 
+// The same with the records applied by three threads (Config::tracer_threads): the peak
+// tracker's segments ride in their batches (sharded_apply.h).
+TEST(PeakStressTest, ProducerConsumerPipelineWithThreeAppliers) {
+  Config config;
+  config.tracer_threads = 3;
+  int overlapped = 0;
+  for (int run = 0; run < kRuns / 2; ++run) {
+    Peaks truth;
+    Snapshot snap;
+    RunPipeline(config, run, &truth, &snap);
+    ExpectPeaksInside(snap, truth, run);
+    if (snap.integrity.bounded_epochs > 0) ++overlapped;
+  }
+  EXPECT_GT(overlapped, 0) << "the threads never recorded at once in " << kRuns / 2 << " runs";
+}
+
 // With a stamp on every record (`memtrace run --exact-order`), each record has its own
 // time: records made one after another under the test's mutex are applied in that order,
-// and every peak is exact and equal to the truth.
+// and every peak is exact and equal to the truth, with one applier or three.
 TEST(PeakStressTest, AStampOnEveryRecordMakesThePeaksExact) {
   if (!EpochClock().HasStamps()) {
     GTEST_SKIP() << "this machine's clocksource is not the TSC: stamps would not compare";
@@ -270,6 +286,7 @@ TEST(PeakStressTest, AStampOnEveryRecordMakesThePeaksExact) {
   config.order_stamp_log2 = 0;
   int overlapped = 0;  // as in OneThreadAloneThenOthersJoining
   for (int run = 0; run < kRuns / 4; ++run) {
+    config.tracer_threads = run % 2 == 0 ? 1 : 3;
     Peaks truth;
     Snapshot snap;
     RunPipeline(config, run, &truth, &snap);

@@ -403,6 +403,9 @@ void Drainer::OpenSegment(Cursor& c) {
   const uint64_t hi = shift == 0 && lo != 0 ? lo : WindowEnd(c, k);
   if (parallel_ != nullptr) {
     parallel_->BeginSegment(&c.open, c.ring->id(), k, lo, hi);
+    // Beginning a segment closes the one before, which stops the tracker using it
+    // (PeakTracker::Close): the next UseSegment must be added.
+    if (batch_open_ == &c.open) batch_open_ = nullptr;
   } else {
     tracker_.Begin(&c.open, c.ring->id(), k, lo, hi);
   }

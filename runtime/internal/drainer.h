@@ -334,11 +334,13 @@ class Drainer {
   const uint32_t slice_records_;
   const CpuList cpus_;  // where the drainer thread runs (empty: anywhere)
   const int appliers_;  // the constructor's `appliers`, at least 1
+  // Each applier thread's CPU time, by applier index - 1. Declared before parallel_,
+  // whose threads write it until they are joined.
+  std::unique_ptr<ThreadCpuTime[]> applier_cpu_;
   // With appliers_ > 1, from Start() on: the memory records of a slice are added to a
   // batch, applied by appliers_ threads together (sharded_apply.h) when it is full and at
-  // the slice's end. Each applier thread's CPU time, by applier index - 1.
+  // the slice's end.
   std::unique_ptr<ShardedApply> parallel_;
-  std::unique_ptr<ThreadCpuTime[]> applier_cpu_;
   // The segment the batch's last UseSegment named (what the tracker will be using).
   PeakTracker::Open* batch_open_ = nullptr;
 
