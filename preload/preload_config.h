@@ -56,7 +56,7 @@
 //                            runs, for `memtrace live PID` (Config::live,
 //                            runtime/internal/live_server.h); "0" (default): no socket
 //   MEMTRACE_TRACER_THREADS  threads that apply records to the ledger, the drainer
-//                            among them, 0..64 (Config::tracer_threads); 0 (default):
+//                            among them, 0..16 (Config::tracer_threads); 0 (default):
 //                            chosen from the CPUs memtrace's threads may use
 //                            (TracerThreadsFor)
 //

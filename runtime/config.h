@@ -38,8 +38,9 @@ namespace memtrace {
 enum class OverflowPolicy : uint8_t { kFail, kWaitThenFail };
 
 struct Config {
-  // The most threads that may apply records (tracer_threads below).
-  static constexpr uint32_t kMaxTracerThreads = 64;
+  // The most threads that may apply records (tracer_threads below): one per shard of the
+  // ledger (AllocationLedger::kShards), which each owns whole.
+  static constexpr uint32_t kMaxTracerThreads = 16;
 
   // Records per thread ring: 2^ring_capacity_log2, each 32 bytes.
   uint32_t ring_capacity_log2 = 14;

@@ -202,13 +202,13 @@ TEST(CpuListTest, TracerCpuCountIsTheListOrTheCallersAffinity) {
 
 TEST(CpuListTest, MoreTracerThreadsThanSixtyFourAreRefused) {
   Config config;
-  config.tracer_threads = 64;
+  config.tracer_threads = 16;
   EXPECT_TRUE(config.Validate().ok()) << config.Validate();
-  config.tracer_threads = 65;
+  config.tracer_threads = 17;
   const absl::Status refused = config.Validate();
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(refused.message(),
-            "Config.tracer_threads is 65; it must be at most 64 (0: chosen from the CPU "
+            "Config.tracer_threads is 17; it must be at most 16 (0: chosen from the CPU "
             "count)");
   const auto recorder = Recorder::Create(config);
   ASSERT_FALSE(recorder.ok());

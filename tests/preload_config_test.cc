@@ -87,7 +87,7 @@ TEST(PreloadConfigTest, GoodValuesAreTaken) {
   EXPECT_TRUE(c.exact_order);
   EXPECT_TRUE(c.live);
   EXPECT_EQ(Parse({{"MEMTRACE_FENCE", "membarrier"}}, &warnings).fence, FenceMode::kMembarrier);
-  EXPECT_EQ(Parse({{"MEMTRACE_TRACER_THREADS", "64"}}, &warnings).tracer_threads, 64u);
+  EXPECT_EQ(Parse({{"MEMTRACE_TRACER_THREADS", "16"}}, &warnings).tracer_threads, 16u);
   EXPECT_TRUE(warnings.empty());
 }
 
@@ -151,10 +151,10 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
       {"MEMTRACE_SITE_CAPACITY", "33554432",
        "MEMTRACE_SITE_CAPACITY=\"33554432\" is not a whole number from 1 to 16777216; using "
        "65536"},
-      {"MEMTRACE_TRACER_THREADS", "65",
-       "MEMTRACE_TRACER_THREADS=\"65\" is not a whole number from 0 to 64; using 0"},
+      {"MEMTRACE_TRACER_THREADS", "17",
+       "MEMTRACE_TRACER_THREADS=\"17\" is not a whole number from 0 to 16; using 0"},
       {"MEMTRACE_TRACER_THREADS", "4x",
-       "MEMTRACE_TRACER_THREADS=\"4x\" is not a whole number from 0 to 64; using 0"},
+       "MEMTRACE_TRACER_THREADS=\"4x\" is not a whole number from 0 to 16; using 0"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> warnings;

@@ -73,6 +73,40 @@ TEST_F(PreloadTest, ForkedChildRunsUntracedAndLeavesTheParentsCaptureIntact) {
   EXPECT_NE(summary.out.find("`memtrace run --forks`"), std::string::npos) << summary.out;
 }
 
+// The child of `fork-traced`, whose capture is `child` and the run's output `out`: complete,
+// every free of an inherited block matched, and its marker counts its own.
+void ExpectChildTracedOn(const Replay& child, const std::string& out) {
+  ASSERT_TRUE(child.has_trailer);
+  EXPECT_EQ(Field(child.trailer, "complete"), "true") << child.trailer;
+  EXPECT_EQ(child.unknown_releases, 0) << "a free of an inherited block went unmatched";
+  const size_t line = out.find("child allocs=");
+  ASSERT_NE(line, std::string::npos) << out;
+  const Counts counts = ParseCounts(out.substr(line + strlen("child ")));
+  EXPECT_EQ(counts.allocs, 300 + 30);
+  EXPECT_EQ(counts.frees, 290 + 10);
+  ExpectMarkersMatch(child, counts);
+}
+
+// With three threads applying records (--tracer-threads=3), the child, which has none of
+// the parent's threads, applies what it inherited on its one thread and traces on with
+// appliers of its own: its capture is as complete and matched as with one.
+TEST_F(PreloadTest, WithForksAndAppliersTheChildAppliesAloneAndTracesOn) {
+  const std::string dir = TempDir() + "/forks_appliers";
+  mkdir(dir.c_str(), 0755);
+  const Result run =
+      RunProgram({Cli(), "run", "--quiet", "--forks", "--tracer-threads=3",
+                  "--output=" + dir + "/cap.mtb", "--", Target(), "fork-traced"},
+                 {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const std::vector<std::string> files = FilesIn(dir);
+  ASSERT_EQ(files.size(), 2u) << absl::StrJoin(files, " ");
+  ExpectCompleteAndMatching(dir + "/cap.mtb", run.out);
+  absl::Status s;
+  const Replay child = ReplayCapture(dir + "/" + files[0], &s);
+  ASSERT_TRUE(s.ok()) << s;
+  ExpectChildTracedOn(child, run.out);
+}
+
 // With --forks (MEMTRACE_TRACE_FORKS=1) a forked child traces on into a capture of its
 // own that starts with the blocks it inherited: every free of one of them matches (none is
 // unknown, including those of a thread that ended just before the fork, whose records the
@@ -98,15 +132,7 @@ TEST_F(PreloadTest, WithForksAForkedChildTracesOnFromTheBlocksItInherited) {
 
   const Replay child = ReplayCapture(child_capture, &s);
   ASSERT_TRUE(s.ok()) << s;
-  ASSERT_TRUE(child.has_trailer);
-  EXPECT_EQ(Field(child.trailer, "complete"), "true") << child.trailer;
-  EXPECT_EQ(child.unknown_releases, 0) << "a free of an inherited block went unmatched";
-  const size_t line = run.out.find("child allocs=");
-  ASSERT_NE(line, std::string::npos) << run.out;
-  const Counts counts = ParseCounts(run.out.substr(line + strlen("child ")));
-  EXPECT_EQ(counts.allocs, 300 + 30);
-  EXPECT_EQ(counts.frees, 290 + 10);
-  ExpectMarkersMatch(child, counts);
+  ExpectChildTracedOn(child, run.out);
   EXPECT_EQ(Field(child.header, "parent_pid"), Field(parent.header, "pid")) << child.header;
   EXPECT_NE(child.header.find("\"trace_forks\":true"), std::string::npos) << child.header;
   // Every inherited block is at the stack the parent allocated it at, not at site 0 ("no

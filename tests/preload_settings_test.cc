@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/capture_reader.h"
+#include "runtime/config.h"
 #include "runtime/internal/cpu_list.h"
 #include "tests/preload_test_support.h"
 #include "tests/run_program.h"
@@ -340,12 +341,15 @@ TEST_F(PreloadTest, TracerThreadsRunOnTheCpusAsked) {
 }
 
 // `memtrace run --tracer-threads=K` (MEMTRACE_TRACER_THREADS): the setting reaches the
-// interposer, whose header records it, and the program's counts still match its own; a
-// run without the flag records 0 (chosen from the CPU count). A value out of range is a
-// usage error that names the flag, the value and the range.
+// interposer, whose header records the threads that applied records, and the program's
+// counts still match its own; a run without the flag records the count chosen for the
+// CPUs this test (and so the program) may use. A value out of range is a usage error that
+// names the flag, the value and the range.
 TEST_F(PreloadTest, TracerThreadsAreTakenRecordedAndRangeChecked) {
   const std::string capture = TempDir() + "/tracer_threads.mtb";
-  for (const auto& [flag, recorded] : {std::pair{"--tracer-threads=2", "2"}, {"", "0"}}) {
+  const std::string chosen = std::to_string(TracerThreadsFor(0, TracerCpuCount(CpuList{})));
+  for (const auto& [flag, recorded] :
+       {std::pair<std::string, std::string>{"--tracer-threads=2", "2"}, {"", chosen}}) {
     Result run;
     const Replay r = TracedBasicRun(flag, capture, &run);
     ASSERT_TRUE(r.has_trailer) << flag;
@@ -353,12 +357,12 @@ TEST_F(PreloadTest, TracerThreadsAreTakenRecordedAndRangeChecked) {
     EXPECT_EQ(Field(r.header, "tracer_threads"), recorded) << r.header;
   }
 
-  for (const std::string value : {"65", "-1", "two"}) {
+  for (const std::string value : {"17", "-1", "two"}) {
     const Result bad =
         RunProgram({Cli(), "run", "--tracer-threads=" + value, "--", Target(), "basic"}, {});
     EXPECT_EQ(bad.status, 2) << value;
     EXPECT_NE(bad.err.find("--tracer-threads=" + value +
-                           " is not a whole number from 0 to 64 (0: chosen from the CPU "
+                           " is not a whole number from 0 to 16 (0: chosen from the CPU "
                            "count)"),
               std::string::npos)
         << bad.err;
