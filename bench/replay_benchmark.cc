@@ -289,11 +289,11 @@ void BM_ShardedReplay(benchmark::State& state) {
     state.PauseTiming();
     auto ledger = std::make_unique<AllocationLedger>(kDefaultSiteCapacity);
     auto apply = std::make_unique<ShardedApply>(ledger.get(), static_cast<int>(state.range(0)));
-    absl::flat_hash_map<uint32_t, ShardedApply::PendingMove> moves;  // by ring
+    std::vector<ShardedApply::PendingMove> moves;  // by ring id, as the drainer's cursors
     state.ResumeTiming();
     auto flush = [&] {
       apply->Apply();
-      for (auto& [ring, move] : moves) apply->Collect(&move);
+      for (ShardedApply::PendingMove& move : moves) apply->Collect(&move);
     };
     uint32_t epoch = Events().empty() ? 0 : Events().front().epoch;
     for (const ReplayEvent& e : Events()) {
@@ -312,8 +312,10 @@ void BM_ShardedReplay(benchmark::State& state) {
         case LineType::kArenaReset: kind = EventKind::kArenaReset; break;
         default: continue;
       }
+      const uint32_t ring = Ticket::RingId(e.ticket);
+      if (ring >= moves.size()) moves.resize(ring + 1);
       apply->AddEvent(kind, e.layer, e.scope, e.addr, e.size, e.ticket, e.of, e.site,
-                      /*sole=*/false, &moves[static_cast<uint32_t>(Ticket::RingId(e.ticket))]);
+                      /*sole=*/false, &moves[ring]);
       if (apply->full()) flush();
     }
     flush();

@@ -247,7 +247,9 @@ class OneLedger {
 // every `batch` records and at each epoch's end.
 class Sharded {
  public:
-  explicit Sharded(int appliers) : ledger(kSiteCapacity), apply(&ledger, appliers) {}
+  // `solo`: the batches the adding thread applies alone (ShardedApply::kSoloRecords).
+  explicit Sharded(int appliers, size_t solo = 0)
+      : ledger(kSiteCapacity), apply(&ledger, appliers, {}, nullptr, solo) {}
   void Run(const std::vector<std::vector<Step>>& epochs, bool bounded, size_t batch) {
     if (bounded) {
       ledger.set_peak_tracker(&tracker);
@@ -313,7 +315,7 @@ TEST(ShardedApplyTest, AHistoryInItsRealOrderEndsWithTheTestsOwnCounts) {
       if (epochs.back().size() >= 700) epochs.emplace_back();
     }
     for (int k : {1, 2, 3, 4}) {
-      Sharded sharded(k);
+      Sharded sharded(k);  // every batch shared by the appliers
       sharded.Run(epochs, /*bounded=*/false, /*batch=*/256);
       const std::string what = "seed " + std::to_string(seed) + ", " + std::to_string(k) +
                                " appliers";
@@ -334,7 +336,8 @@ TEST(ShardedApplyTest, AHistoryInItsRealOrderEndsWithTheTestsOwnCounts) {
 // Epochs whose records come ring by ring, as the drainer reads them, each ring's in
 // segments of a few records, with some releases lost (never recorded), some naming
 // nothing, some repeated, and moves of blocks nobody allocated: the appliers must end
-// where one ledger ends, whatever the batches.
+// where one ledger ends, whatever the batches, shared or applied by the adding thread
+// alone.
 TEST(ShardedApplyTest, EpochsReadRingByRingWithLostAndBadReleasesEndAsOneLedgerEnds) {
   for (uint32_t seed = 11; seed <= 13; ++seed) {
     const History h = MakeHistory(seed, 20000, 4);
@@ -382,11 +385,13 @@ TEST(ShardedApplyTest, EpochsReadRingByRingWithLostAndBadReleasesEndAsOneLedgerE
       ASSERT_GT(one.outcomes.double_frees, 0u);
       const std::vector<AllocationRecord> live = one.ledger.LiveBlocks();
       for (const int k : {1, 2, 4}) {
-        for (const size_t batch : {size_t{7}, size_t{100000}}) {
-          Sharded sharded(k);
+        for (const auto& [batch, solo] : {std::pair<size_t, size_t>{7, 0}, {100000, 0},
+                                          {100000, 300}, {100000, 100000}}) {
+          Sharded sharded(k, solo);
           sharded.Run(epochs, bounded, batch);
           const std::string what = "seed " + std::to_string(seed) + ", " + std::to_string(k) +
                                    " appliers, batches of " + std::to_string(batch) +
+                                   ", alone up to " + std::to_string(solo) +
                                    (bounded ? ", bounded" : "");
           const AllocationLedger& got = sharded.ledger;
           ExpectSame(got.totals(), one.ledger.totals(), what + ": totals");
@@ -439,7 +444,7 @@ TEST(ShardedApplyTest, EpochsReadRingByRingWithLostAndBadReleasesEndAsOneLedgerE
 // one that finds it keeps the block's, when both halves are in one batch, on two appliers.
 TEST(ShardedApplyTest, AMoveOfAnUnknownBlockInOneBatchGetsItsOwnSite) {
   AllocationLedger ledger(kSiteCapacity);
-  ShardedApply apply(&ledger, 2);
+  ShardedApply apply(&ledger, 2, {}, nullptr, /*solo_records=*/0);
   // Addresses whose halves fall to different appliers.
   uint64_t from = 0x100000, to = 0x200000;
   while (apply.Owner(to) == apply.Owner(from)) to += 64;

@@ -252,17 +252,14 @@ bool BasicLedger<Note>::InGraveyardAt(LayerId layer, uint64_t address) const {
 }
 
 template <typename Note>
-bool BasicLedger<Note>::Alloc(LayerId layer, uint64_t address, uint64_t size,
-                              uint64_t ticket, uint32_t scope, uint64_t site,
-                              const Note& note) {
-  const bool displaced = Place(layer, address, size, ticket, Context(scope, site), note);
-  Account(layer, scope, size, /*allocate=*/true);
-  return displaced;
+bool BasicLedger<Note>::Place(LayerId layer, uint64_t address, uint64_t size,
+                              uint64_t ticket, uint32_t context, const Note& note) {
+  return Put(layer, address, size, ticket, context, note);
 }
 
 template <typename Note>
-bool BasicLedger<Note>::Place(LayerId layer, uint64_t address, uint64_t size,
-                              uint64_t ticket, uint32_t context, const Note& note) {
+inline bool BasicLedger<Note>::Put(LayerId layer, uint64_t address, uint64_t size,
+                                   uint64_t ticket, uint32_t context, const Note& note) {
   auto& shard = Shard(layer, address);
   bool added = false;
   LiveBlock* slot = shard.FindOrAdd(address, &added);
@@ -272,6 +269,15 @@ bool BasicLedger<Note>::Place(LayerId layer, uint64_t address, uint64_t size,
     displaced_[ShardIndex(address)][Key{layer, address}].push_back(*slot);
   }
   *slot = LiveBlock::Make(address, size, CompactTicket(ticket), context, note);
+  return displaced;
+}
+
+template <typename Note>
+bool BasicLedger<Note>::Alloc(LayerId layer, uint64_t address, uint64_t size,
+                              uint64_t ticket, uint32_t scope, uint64_t site,
+                              const Note& note) {
+  const bool displaced = Put(layer, address, size, ticket, Context(scope, site), note);
+  Account(layer, scope, size, /*allocate=*/true);
   return displaced;
 }
 
@@ -398,7 +404,7 @@ void BasicLedger<Note>::MoveIn(LayerId layer, const Moved& moved, uint64_t new_a
                                uint64_t new_size, uint64_t new_ticket, uint32_t scope,
                                uint64_t site, const Note& note) {
   if (moved.known) {
-    Place(layer, new_address, new_size, new_ticket, moved.context, note);
+    Put(layer, new_address, new_size, new_ticket, moved.context, note);
     Account(layer, moved.scope, new_size, /*allocate=*/true);
   } else {
     Alloc(layer, new_address, new_size, new_ticket, scope, site, note);
@@ -466,20 +472,13 @@ uint64_t BasicLedger<Note>::SettleDisplaced() {
 
 template <typename Note>
 uint64_t BasicLedger<Note>::SettleDisplaced(ReleaseFn on_release) {
-  return SettleDisplaced(kAllShards, on_release);
-}
-
-template <typename Note>
-uint64_t BasicLedger<Note>::SettleDisplaced(ShardMask shards, ReleaseFn on_release) {
   // Every operation of the epoch has been applied. Operations on one address are ordered
   // by happens-before, so at most one block can really be live at an address now; the
   // others' releases were lost. If the main slot was released, the block set aside is the
   // live one (it was set aside by an allocation that really came before it, applied after
   // it because the drainer reached that thread's ring later): put it back.
   uint64_t settled = 0;
-  for (int s = 0; s < kShards; ++s) {
-    if ((shards >> s & 1) == 0) continue;
-    Displaced& displaced = displaced_[s];
+  for (Displaced& displaced : displaced_) {
     for (auto& [key, blocks] : displaced) {
       const auto& [layer, address] = key;
       size_t keep = blocks.size();  // index to restore, or none

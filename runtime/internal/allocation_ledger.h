@@ -192,8 +192,6 @@ class BasicLedger {
   // as missed frees; with `on_release`, calls it with each.
   uint64_t SettleDisplaced();
   uint64_t SettleDisplaced(ReleaseFn on_release);
-  // The same for the addresses of the shards in `shards` only.
-  uint64_t SettleDisplaced(ShardMask shards, ReleaseFn on_release);
 
   // High-water marks (usage_counters.h). `ordered`: the changes applied from now on come
   // in their real order (one ring's records), so every value they reach is a real one
@@ -326,6 +324,9 @@ class BasicLedger {
   // event passes through several of them, and GCC does not take the attribute from the
   // definition of a class template's member outside the class.
   ABSL_ATTRIBUTE_ALWAYS_INLINE Table& Shard(LayerId layer, uint64_t address);
+  // Place(), inline for Alloc() and MoveIn().
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool Put(LayerId layer, uint64_t address, uint64_t size,
+                                        uint64_t ticket, uint32_t context, const Note& note);
   ABSL_ATTRIBUTE_ALWAYS_INLINE uint32_t Context(uint32_t scope, uint64_t site);
   struct ContextCacheEntry;
   uint32_t NewContext(uint32_t scope, uint64_t site, ContextCacheEntry* set);

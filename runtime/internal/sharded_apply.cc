@@ -19,8 +19,8 @@ constexpr size_t kPrefetchAhead = 8;
 }  // namespace
 
 ShardedApply::ShardedApply(AllocationLedger* ledger, int appliers, const CpuList& cpus,
-                           ThreadCpuTime* cpu)
-    : ledger_(ledger) {
+                           ThreadCpuTime* cpu, size_t solo_records)
+    : ledger_(ledger), solo_records_(solo_records) {
   appliers = std::clamp(appliers, 1, AllocationLedger::kShards);
   for (int i = 0; i < appliers; ++i) appliers_.push_back(std::make_unique<Applier>());
   for (int s = 0; s < AllocationLedger::kShards; ++s) {
@@ -69,16 +69,12 @@ void ShardedApply::Run(int index, const CpuList& cpus, ThreadCpuTime* cpu) {
   for (;;) {
     generation_.wait(seen, std::memory_order_acquire);
     // Acquire: pairs with RunAll()'s (and the destructor's) release increment, so the
-    // batch, the ledger's state and settling_ are visible here.
+    // batch and the ledger's state are visible here.
     const uint64_t now = generation_.load(std::memory_order_acquire);
     if (now == seen) continue;  // a spurious wake
     seen = now;
     if (stopping_.load(std::memory_order_relaxed)) break;
-    if (settling_) {
-      SettleOwn(index);
-    } else {
-      ApplyOwn(index, batch_number_);
-    }
+    ApplyOwn(index, batch_number_);
     // Release: pairs with RunAll()'s acquire load of finished_; every result, release
     // and ledger change this applier made happens-before the accounting reads them.
     finished_.fetch_add(1, std::memory_order_release);
@@ -87,20 +83,15 @@ void ShardedApply::Run(int index, const CpuList& cpus, ThreadCpuTime* cpu) {
   if (cpu != nullptr) cpu->Detach();
 }
 
-void ShardedApply::RunAll(bool settle) {
+void ShardedApply::RunAll() {
   const uint32_t helpers = static_cast<uint32_t>(appliers_.size() - 1);
-  settling_ = settle;
   finished_.store(0, std::memory_order_relaxed);
   if (helpers > 0) {
     // Release: pairs with Run()'s acquire load (see the header comment).
     generation_.fetch_add(1, std::memory_order_release);
     generation_.notify_all();
   }
-  if (settle) {
-    SettleOwn(0);
-  } else {
-    ApplyOwn(0, batch_number_);
-  }
+  ApplyOwn(0, batch_number_);
   if (helpers > 0) {
     for (uint32_t done = finished_.load(std::memory_order_acquire); done != helpers;
          done = finished_.load(std::memory_order_acquire)) {
@@ -184,7 +175,11 @@ void ShardedApply::Apply() {
   }
   if (!records_.empty()) {
     ledger_->set_counting(false);  // Account() counts, in order
-    RunAll(/*settle=*/false);
+    if (records_.size() <= solo_records_ || appliers_.size() == 1) {
+      ApplySolo(batch_number_);
+    } else {
+      RunAll();
+    }
     ledger_->set_counting(true);
   }
   Account();
@@ -200,90 +195,94 @@ void ShardedApply::Apply() {
 }
 
 void ShardedApply::ApplyOwn(int index, uint64_t batch) {
-  using Op = ApplyRecord::Op;
   Applier& me = *appliers_[index];
-  const std::vector<ApplyRecord>& records = records_;
-  AllocationLedger& ledger = *ledger_;
   const std::vector<uint32_t>& own = me.own;
   for (size_t k = 0; k < own.size(); ++k) {
     // The ledger's lookups miss the caches once its tables outgrow them.
     if (k + kPrefetchAhead < own.size()) {
-      const ApplyRecord& ahead = records[own[k + kPrefetchAhead]];
-      ledger.Prefetch(ahead.layer, ahead.address);
+      const ApplyRecord& ahead = records_[own[k + kPrefetchAhead]];
+      ledger_->Prefetch(ahead.layer, ahead.address);
     }
-    const uint32_t i = own[k];
-    const ApplyRecord& r = records[i];
-    switch (r.op) {
-      case Op::kReset:
-        ledger.ResetLayer(r.layer, me.shards, [&](const AllocationLedger::Released& b) {
-          me.releases.push_back(Release{i, r.layer, b.block.scope, b.block.size});
-        });
-        break;
-      case Op::kAlloc:
-        ledger.Place(r.layer, r.address, r.size, r.ticket, r.context);
-        break;
-      case Op::kFree: {
-        AllocationLedger::Released b;
-        const LedgerOutcome outcome = ledger.Free(r.layer, r.address, r.of, &b);
-        me.results.push_back(Result{outcome, b.block.scope, b.block.size});
-        break;
-      }
-      case Op::kResize: {
-        AllocationLedger::Released b;
-        const LedgerOutcome outcome =
-            ledger.Resize(r.layer, r.address, r.of, r.size, r.ticket, &b);
-        me.results.push_back(Result{outcome, b.block.scope, b.block.size});
-        break;
-      }
-      case Op::kMoveOut: {
-        Move& out = moves_[r.pair];
-        out.outcome = ledger.MoveOut(r.layer, r.address, r.of, &out.moved);
-        // Release: pairs with the target owner's acquire load below.
-        out.ready.store(batch, std::memory_order_release);
-        break;
-      }
-      case Op::kMoveIn: {
-        uint32_t context = r.context;
-        if (r.pair != ApplyRecord::kNoPair) {
-          const Move& first = moves_[r.pair];
-          // Acquire: pairs with the release store of the first half's owner. The first half
-          // is an earlier record, so its owner reaches it without waiting on this one.
-          for (int spins = 0; first.ready.load(std::memory_order_acquire) != batch; ++spins) {
-            // The owner may not be on a CPU (more appliers than cores): let it run.
-            if (spins < 64) {
-              _mm_pause();
-            } else {
-              std::this_thread::yield();
-            }
-          }
-          if (first.moved.known) context = first.moved.context;
-        }
-        ledger.Place(r.layer, r.address, r.size, r.ticket, context);
-        break;
-      }
+    ApplyOne(me, own[k], batch);
+  }
+}
+
+void ShardedApply::ApplySolo(uint64_t batch) {
+  const uint32_t n = static_cast<uint32_t>(records_.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n) {
+      const ApplyRecord& ahead = records_[i + kPrefetchAhead];
+      ledger_->Prefetch(ahead.layer, ahead.address);
+    }
+    const ApplyRecord& r = records_[i];
+    if (r.op == ApplyRecord::Op::kReset) {
+      for (auto& a : appliers_) ApplyOne(*a, i, batch);
+    } else {
+      ApplyOne(*appliers_[Owner(r.address)], i, batch);
     }
   }
 }
 
-void ShardedApply::SettleOwn(int index) {
-  Applier& me = *appliers_[index];
-  ledger_->SettleDisplaced(me.shards, [&](const AllocationLedger::Released& b) {
-    me.releases.push_back(Release{0, b.block.layer, b.block.scope, b.block.size});
-  });
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void ShardedApply::ApplyOne(Applier& me, uint32_t i,
+                                                                uint64_t batch) {
+  using Op = ApplyRecord::Op;
+  AllocationLedger& ledger = *ledger_;
+  const ApplyRecord& r = records_[i];
+  switch (r.op) {
+    case Op::kReset:
+      ledger.ResetLayer(r.layer, me.shards, [&](const AllocationLedger::Released& b) {
+        me.releases.push_back(Release{i, r.layer, b.block.scope, b.block.size});
+      });
+      break;
+    case Op::kAlloc:
+      ledger.Place(r.layer, r.address, r.size, r.ticket, r.context);
+      break;
+    case Op::kFree: {
+      AllocationLedger::Released b;
+      const LedgerOutcome outcome = ledger.Free(r.layer, r.address, r.of, &b);
+      me.results.push_back(Result{outcome, b.block.scope, b.block.size});
+      break;
+    }
+    case Op::kResize: {
+      AllocationLedger::Released b;
+      const LedgerOutcome outcome = ledger.Resize(r.layer, r.address, r.of, r.size, r.ticket, &b);
+      me.results.push_back(Result{outcome, b.block.scope, b.block.size});
+      break;
+    }
+    case Op::kMoveOut: {
+      Move& out = moves_[r.pair];
+      out.outcome = ledger.MoveOut(r.layer, r.address, r.of, &out.moved);
+      // Release: pairs with the target owner's acquire load below.
+      out.ready.store(batch, std::memory_order_release);
+      break;
+    }
+    case Op::kMoveIn: {
+      uint32_t context = r.context;
+      if (r.pair != ApplyRecord::kNoPair) {
+        const Move& first = moves_[r.pair];
+        // Acquire: pairs with the release store of the first half's owner. The first half
+        // is an earlier record, so its owner reaches it without waiting on this one (and
+        // ApplySolo() has applied it already).
+        for (int spins = 0; first.ready.load(std::memory_order_acquire) != batch; ++spins) {
+          // The owner may not be on a CPU (more appliers than cores): let it run.
+          if (spins < 64) {
+            _mm_pause();
+          } else {
+            std::this_thread::yield();
+          }
+        }
+        if (first.moved.known) context = first.moved.context;
+      }
+      ledger.Place(r.layer, r.address, r.size, r.ticket, context);
+      break;
+    }
+  }
 }
 
 void ShardedApply::Settle() {
-  ledger_->set_counting(false);
-  RunAll(/*settle=*/true);
-  ledger_->set_counting(true);
-  // Each applier's in its shards' order; the order of releases changes no high-water mark.
-  for (auto& a : appliers_) {
-    for (const Release& r : a->releases) {
-      ledger_->CountChange(r.layer, r.scope, r.bytes, /*allocate=*/false);
-      ++outcomes_.missed_frees;
-    }
-    a->releases.clear();
-  }
+  // Blocks set aside are few, and most epochs have none: no need to wake the appliers.
+  // The ledger counts these releases itself, as one thread would.
+  outcomes_.missed_frees += ledger_->SettleDisplaced();
 }
 
 void ShardedApply::Count(LedgerOutcome outcome, bool sole, uint64_t* unknown) noexcept {

@@ -18,7 +18,10 @@
 //     half found (the old block's context and size): it waits until the first half's
 //     owner marks that record done. Waits only ever point to an earlier record of another
 //     applier, so the earliest record not yet applied never waits: no deadlock.
-//   - Settle() at an epoch's end: each applier settles its own shards' blocks set aside.
+//   - Settle() at an epoch's end: the adding thread settles the blocks set aside itself
+//     (few, and most epochs have none).
+//   - A batch of at most kSoloRecords records is applied by the adding thread alone, in
+//     order, each record for its owner: waking the others would cost more.
 //   - What is shared stays still meanwhile: contexts are interned and tables made by the
 //     thread that adds the records (Add), and the ledger counts nothing.
 //
@@ -107,13 +110,19 @@ class ShardedApply {
  public:
   // Records added before Apply() is due (full()): about 3 MiB of records and results.
   static constexpr size_t kBatchRecords = 32768;
+  // A batch this small is applied by the adding thread alone, the other appliers left
+  // asleep: waking them costs a system call and a wait for each to be scheduled (tens of
+  // microseconds, more on a busy machine), more than they would save on a few thousand
+  // records. The result is the same (every member below keeps its promises whoever
+  // applies), since the others touch nothing while asleep.
+  static constexpr size_t kSoloRecords = 4096;
 
   // `appliers` >= 1 threads (the caller being one, up to AllocationLedger::kShards) that
   // apply to `ledger`. The others are memtrace threads named "memtrace-apply", on `cpus`
   // (empty: anywhere), each followed by cpu[i - 1] (the caller keeps `cpu` alive, with
-  // appliers - 1 entries).
+  // appliers - 1 entries). `solo_records`: kSoloRecords, or another bound (tests).
   ShardedApply(AllocationLedger* ledger, int appliers, const CpuList& cpus = {},
-               ThreadCpuTime* cpu = nullptr);
+               ThreadCpuTime* cpu = nullptr, size_t solo_records = kSoloRecords);
   ~ShardedApply();
 
   ShardedApply(const ShardedApply&) = delete;
@@ -183,8 +192,8 @@ class ShardedApply {
   const AllocationLedger::Moved& MovedOf(uint32_t slot) const noexcept {
     return moves_[slot].moved;
   }
-  // An epoch's end, after Apply(): every applier settles the blocks set aside in its
-  // shards (AllocationLedger::SettleDisplaced), counted as missed frees.
+  // An epoch's end, after Apply(): settles the blocks set aside
+  // (AllocationLedger::SettleDisplaced), counted as missed frees.
   void Settle();
   // The outcomes since the last call.
   ApplyOutcomes TakeOutcomes() noexcept {
@@ -219,8 +228,7 @@ class ShardedApply {
     LedgerOutcome outcome = LedgerOutcome::kApplied;
     AllocationLedger::Moved moved;
   };
-  // A block an applier released without a record of its own (an arena reset's, or one
-  // settled at an epoch's end).
+  // A block an applier released without a record of its own (an arena reset's).
   struct Release {
     uint32_t record;  // the reset's index
     LayerId layer;
@@ -245,16 +253,19 @@ class ShardedApply {
   };
 
   void Run(int index, const CpuList& cpus, ThreadCpuTime* cpu);  // an applier's loop
-  // Applier `index`'s share of batch number `batch` (generation_'s value for it), or of
-  // the settling (`settle`).
+  // Applier `index`'s share of batch number `batch` (generation_'s value for it).
   void ApplyOwn(int index, uint64_t batch);
-  void SettleOwn(int index);
-  // Runs `work` on every applier, the caller as applier 0, and returns when all are done.
-  void RunAll(bool settle);
+  // Record `i` of the batch, applied for applier `me` (its shards, its lists).
+  void ApplyOne(Applier& me, uint32_t i, uint64_t batch);
+  // The whole batch in its order on the calling thread, each record for its owner.
+  void ApplySolo(uint64_t batch);
+  // Every applier's share, the caller's as applier 0; returns when all are done.
+  void RunAll();
   void Account();  // the caller's replay of the batch's changes
   void Count(LedgerOutcome outcome, bool sole, uint64_t* unknown) noexcept;
 
   AllocationLedger* const ledger_;
+  const size_t solo_records_;
   std::vector<std::unique_ptr<Applier>> appliers_;
   int owner_of_shard_[AllocationLedger::kShards] = {};
   std::vector<ApplyRecord> records_;
@@ -268,7 +279,6 @@ class ShardedApply {
   // Written by the caller, read by the appliers (see the header comment).
   alignas(kCacheLineSize) std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stopping_{false};
-  bool settling_ = false;  // what the generation asks for, written before it
   // Written by the appliers, read by the caller.
   alignas(kCacheLineSize) std::atomic<uint32_t> finished_{0};
 
