@@ -40,24 +40,28 @@ TEST_F(PreloadTest, ExitFromAnotherThreadWritesTheTrailer) {
 // unshare(CLONE_NEWUSER) needs a process with one thread, and memtrace's would be the
 // others: the interposer finishes the capture and stops them first, and the program goes
 // on untraced. Before, the call failed with EINVAL (`memtrace run -- unshare -U true`).
+// Also with threads that apply records (--tracer-threads=3), which stop with the drainer.
 TEST_F(PreloadTest, UnshareOfAUserNamespaceFinishesTheCaptureAndSucceeds) {
   const Result untraced = RunProgram({Target(), "unshare"}, {});
   if (untraced.status != 0) {
     GTEST_SKIP() << "no user namespaces here, even untraced: " << untraced.out;
   }
-  const std::string capture = TempDir() + "/unshare.mtb";
-  const Result run =
-      RunProgram({Cli(), "run", "--output=" + capture, "--", Target(), "unshare"}, {});
-  ASSERT_EQ(run.status, 0) << run.out << run.err;
-  EXPECT_NE(run.out.find("unshared"), std::string::npos) << run.out;
-  ExpectCompleteAndMatching(capture, run.out);  // the markers allocated before
-  absl::Status s;
-  const Replay r = ReplayCapture(capture, &s);
-  EXPECT_EQ(Field(r.trailer, "ended_by"), "unshare(CLONE_NEWUSER)") << r.trailer;
-  EXPECT_NE(run.err.find("note: the capture ends where the program called "
-                         "unshare(CLONE_NEWUSER)"),
-            std::string::npos)
-      << run.err;
+  for (const std::string threads : {"--tracer-threads=0", "--tracer-threads=3"}) {
+    SCOPED_TRACE(threads);
+    const std::string capture = TempDir() + "/unshare.mtb";
+    const Result run = RunProgram(
+        {Cli(), "run", threads, "--output=" + capture, "--", Target(), "unshare"}, {});
+    ASSERT_EQ(run.status, 0) << run.out << run.err;
+    EXPECT_NE(run.out.find("unshared"), std::string::npos) << run.out;
+    ExpectCompleteAndMatching(capture, run.out);  // the markers allocated before
+    absl::Status s;
+    const Replay r = ReplayCapture(capture, &s);
+    EXPECT_EQ(Field(r.trailer, "ended_by"), "unshare(CLONE_NEWUSER)") << r.trailer;
+    EXPECT_NE(run.err.find("note: the capture ends where the program called "
+                           "unshare(CLONE_NEWUSER)"),
+              std::string::npos)
+        << run.err;
+  }
 }
 
 // With a thread of the program's own running, unshare(CLONE_NEWUSER) fails whatever

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/event_observer.h"
+#include "runtime/internal/memtrace_thread.h"
 #include "tests/recorder_test_support.h"
 
 namespace memtrace {
@@ -272,6 +273,42 @@ TEST(RecorderTest, RestartContinuesTheSameCapture) {
   const Snapshot snap = recorder->TakeSnapshot();
   EXPECT_EQ(snap.totals.live_count, 0u);
   EXPECT_EQ(snap.totals.freed_count, 1u);
+  EXPECT_TRUE(snap.integrity.clean()) << snap.integrity.Counters();
+}
+
+// With three threads applying records (Config::tracer_threads), a stop ends the appliers
+// with the drainer, a start starts them again, and the counts are exact across it: enough
+// records that batches are shared (ShardedApply::kSoloRecords), moves among them.
+TEST(RecorderTest, RestartWithAppliersEndsAndStartsThemAndCountsStayExact) {
+  Config config;
+  config.tracer_threads = 3;
+  auto recorder = Make(config);
+  const int before = RunningMemtraceThreads();
+  ASSERT_TRUE(recorder->Start().ok());
+  EXPECT_EQ(RunningMemtraceThreads(), before + 3) << "the drainer and two appliers";
+  constexpr uint64_t kBlocks = 20000;
+  for (int round = 0; round < 2; ++round) {
+    for (uint64_t i = 0; i < kBlocks; ++i) {
+      ASSERT_EQ(recorder->RecordAlloc(kHeap, 0x100000 + 64 * i, 10, 7), RecordResult::kRecorded);
+    }
+    for (uint64_t i = 0; i < kBlocks; i += 2) {  // half of them moved
+      ASSERT_EQ(recorder->RecordRemap(kHeap, 0x100000 + 64 * i, 0x10000000 + 64 * i, 30, 8),
+                RecordResult::kRecorded);
+    }
+    ASSERT_TRUE(recorder->Stop().ok());
+    EXPECT_EQ(RunningMemtraceThreads(), before) << "a stopped recorder runs no thread";
+    ASSERT_TRUE(recorder->Start().ok());
+    for (uint64_t i = 0; i < kBlocks; ++i) {
+      const uint64_t at = i % 2 == 0 ? 0x10000000 + 64 * i : 0x100000 + 64 * i;
+      ASSERT_EQ(recorder->RecordFree(kHeap, at), RecordResult::kRecorded);
+    }
+  }
+  ASSERT_TRUE(recorder->Flush().ok());
+  const Snapshot snap = recorder->TakeSnapshot();
+  EXPECT_EQ(snap.totals.live_count, 0u);
+  EXPECT_EQ(snap.totals.allocated_count, 2 * (kBlocks + kBlocks / 2));
+  EXPECT_EQ(snap.totals.allocated_bytes, 2 * (kBlocks * 10 + kBlocks / 2 * 30));
+  EXPECT_EQ(snap.totals.freed_count, 2 * (kBlocks + kBlocks / 2));
   EXPECT_TRUE(snap.integrity.clean()) << snap.integrity.Counters();
 }
 

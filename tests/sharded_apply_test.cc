@@ -171,15 +171,16 @@ struct Step {
 
 // The integrity outcomes one ledger's own results give (the drainer's way of counting).
 struct Outcomes {
-  uint64_t unknown = 0, double_frees = 0, ticket_misses = 0, missed = 0;
+  uint64_t unknown = 0, double_frees = 0, ticket_misses = 0, ambiguous = 0, missed = 0;
   bool operator==(const Outcomes& o) const {
-    return std::tie(unknown, double_frees, ticket_misses, missed) ==
-           std::tie(o.unknown, o.double_frees, o.ticket_misses, o.missed);
+    return std::tie(unknown, double_frees, ticket_misses, ambiguous, missed) ==
+           std::tie(o.unknown, o.double_frees, o.ticket_misses, o.ambiguous, o.missed);
   }
   void Count(LedgerOutcome o) {
     unknown += o == LedgerOutcome::kUnknown;
     double_frees += o == LedgerOutcome::kDoubleFree;
     ticket_misses += o == LedgerOutcome::kMatchedByAddress || o == LedgerOutcome::kAmbiguous;
+    ambiguous += o == LedgerOutcome::kAmbiguous;
   }
 };
 
@@ -266,8 +267,16 @@ class Sharded {
       if (bounded) OneLedger::EndEpoch(&tracker, &opens, &ledger);
       apply.Settle();
       Take();
+      if (toggle_threads) {  // as a recorder stopped and started again
+        if (apply.threads_running()) {
+          apply.StopThreads();
+        } else {
+          apply.StartThreads();
+        }
+      }
     }
   }
+  bool toggle_threads = false;
   AllocationLedger ledger;
   PeakTracker tracker;
   ShardedApply apply;
@@ -289,6 +298,7 @@ class Sharded {
     outcomes.unknown += o.unknown_frees + o.unknown_resizes + o.unknown_remaps;
     outcomes.double_frees += o.double_frees;
     outcomes.ticket_misses += o.ticket_misses;
+    outcomes.ambiguous += o.ambiguous_matches;
     outcomes.missed += o.missed_frees;
   }
   void Add(const Record& e) {
@@ -386,8 +396,9 @@ TEST(ShardedApplyTest, EpochsReadRingByRingWithLostAndBadReleasesEndAsOneLedgerE
       const std::vector<AllocationRecord> live = one.ledger.LiveBlocks();
       for (const int k : {1, 2, 4}) {
         for (const auto& [batch, solo] : {std::pair<size_t, size_t>{7, 0}, {100000, 0},
-                                          {100000, 300}, {100000, 100000}}) {
+                                          {100000, 300}, {100000, 100000}, {101, 0}}) {
           Sharded sharded(k, solo);
+          sharded.toggle_threads = batch == 101;  // threads ended and started, epoch by epoch
           sharded.Run(epochs, bounded, batch);
           const std::string what = "seed " + std::to_string(seed) + ", " + std::to_string(k) +
                                    " appliers, batches of " + std::to_string(batch) +
@@ -480,6 +491,7 @@ TEST(ShardedApplyTest, AMoveOfAnUnknownBlockInOneBatchGetsItsOwnSite) {
   EXPECT_EQ(std::tie(live[1].address, live[1].size, live[1].scope, live[1].site),
             std::make_tuple(to + 0x10000, uint64_t{300}, uint32_t{2}, uint64_t{0x2222}));
   EXPECT_EQ(apply.TakeOutcomes().unknown_remaps, 1u);
+  EXPECT_EQ(ledger.LiveByContext().size(), 2u) << "one row per (scope, site)";
   EXPECT_EQ(ledger.scope_usage(1).live_bytes, 300u);
   EXPECT_EQ(ledger.scope_usage(2).live_bytes, 300u);
 }

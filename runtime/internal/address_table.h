@@ -76,6 +76,9 @@ struct BasicLiveBlock {
     size_ticket = (size_ticket & kSizeMask) | ((ticket48 & 0xffff) << 48);
     ticket_context = (ticket_context & ~0xffffffffull) | ((ticket48 >> 16) & 0xffffffffull);
   }
+  void set_context(uint32_t context) noexcept {
+    ticket_context = (ticket_context & 0xffffffffull) | (uint64_t{context} << 32);
+  }
   void set_size(uint64_t size) noexcept {
     size_ticket = (size_ticket & ~kSizeMask) | (size & kSizeMask);
   }

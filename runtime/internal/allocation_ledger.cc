@@ -100,8 +100,16 @@ void BasicLedger<Note>::GiveBackProvisional(uint32_t context) {
 }
 
 template <typename Note>
-void BasicLedger<Note>::ResolveProvisional(uint32_t context, uint64_t site) {
+void BasicLedger<Note>::ResolveProvisional(uint32_t context, uint64_t site, LayerId layer,
+                                           uint64_t address, uint64_t ticket) {
   const uint32_t real = Context(contexts_[context].first, site);
+  const Location loc = Locate(layer, address, ticket);
+  if (loc.block != nullptr && loc.by_ticket && loc.block->context() == context) {
+    // Only a move takes a context to another block, and a move takes the block away.
+    loc.block->set_context(real);
+    GiveBackProvisional(context);
+    return;
+  }
   contexts_[context] = contexts_[real];
   resolved_.emplace(context, real);
 }

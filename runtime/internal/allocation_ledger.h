@@ -130,11 +130,15 @@ class BasicLedger {
   // (scope, site): interned then, as MoveIn() would, which cannot happen while threads
   // share the ledger. So such a record gets a provisional context of its scope, made
   // beforehand without touching the site table; afterwards, in the batch's order, it is
-  // given back unused, or resolved: made to name the record's own (scope, site), the
-  // context it stands for (in LiveByContext() too). Not while threads share the ledger.
+  // given back unused, or resolved to the record's own (scope, site): the block placed
+  // with it, still at `address` with `ticket`, takes that context, and the provisional
+  // one is given back; a block gone from there (moved on, resized, released) leaves it
+  // standing for that context for good (in LiveByContext() too). Not while threads share
+  // the ledger.
   uint32_t ProvisionalContext(uint32_t scope);
   void GiveBackProvisional(uint32_t context);
-  void ResolveProvisional(uint32_t context, uint64_t site);
+  void ResolveProvisional(uint32_t context, uint64_t site, LayerId layer, uint64_t address,
+                          uint64_t ticket);
 
   // Releases the block `ticket` names at `address`; with `released`, says which block
   // that was (left untouched when none was: kUnknown, kDoubleFree).

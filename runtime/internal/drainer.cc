@@ -113,6 +113,8 @@ void Drainer::Start() {
   clock_->Reopen(open_epoch_);
   if (appliers_ > 1 && parallel_ == nullptr) {
     parallel_ = std::make_unique<ShardedApply>(ledger_, appliers_, cpus_, applier_cpu_.get());
+  } else if (parallel_ != nullptr) {
+    parallel_->StartThreads();
   }
   // Release: pairs with the acquire load in running(); the thread below sees the state.
   running_.store(true, std::memory_order_release);
@@ -130,6 +132,9 @@ void Drainer::Stop() {
   }
   wake_cv_.notify_all();
   thread_.join();
+  // The final round applied its last batch: the appliers end too, so that a stopped
+  // recorder leaves no thread of memtrace's running (Start() starts them again).
+  if (parallel_ != nullptr) parallel_->StopThreads();
   std::lock_guard<std::mutex> lock(mu_);
   // Release: pairs with the acquire load in running().
   running_.store(false, std::memory_order_release);

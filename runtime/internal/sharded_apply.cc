@@ -20,7 +20,7 @@ constexpr size_t kPrefetchAhead = 8;
 
 ShardedApply::ShardedApply(AllocationLedger* ledger, int appliers, const CpuList& cpus,
                            ThreadCpuTime* cpu, size_t solo_records)
-    : ledger_(ledger), solo_records_(solo_records) {
+    : ledger_(ledger), solo_records_(solo_records), cpus_(cpus), cpu_(cpu) {
   appliers = std::clamp(appliers, 1, AllocationLedger::kShards);
   for (int i = 0; i < appliers; ++i) appliers_.push_back(std::make_unique<Applier>());
   for (int s = 0; s < AllocationLedger::kShards; ++s) {
@@ -28,14 +28,35 @@ ShardedApply::ShardedApply(AllocationLedger* ledger, int appliers, const CpuList
     appliers_[s % appliers]->shards |= AllocationLedger::ShardMask{1} << s;
   }
   records_.reserve(kBatchRecords + 1);
-  for (int i = 1; i < appliers; ++i) {
-    appliers_[i]->thread = StartMemtraceThread(
-        [this, i, cpus, cpu] { Run(i, cpus, cpu == nullptr ? nullptr : &cpu[i - 1]); });
-  }
+  StartThreads();
 }
 
 ShardedApply::~ShardedApply() {
-  if (abandoned_) return;
+  if (!abandoned_) StopThreads();
+}
+
+void ShardedApply::StartThreads() {
+  if (threads_running_ || appliers_.size() == 1) return;
+  // The generation the new threads start from: they wait for the next.
+  const uint64_t start = generation_.load(std::memory_order_relaxed);
+  for (size_t i = 1; i < appliers_.size(); ++i) {
+    ThreadCpuTime* const cpu = cpu_ == nullptr ? nullptr : &cpu_[i - 1];
+    try {
+      appliers_[i]->thread = StartMemtraceThread(
+          [this, i, start, cpu] { Run(static_cast<int>(i), start, cpu); });
+    } catch (...) {
+      // No thread to be had (resources, or the process's limits): the ones made are
+      // ended, and the adding thread applies every batch alone.
+      threads_running_ = true;
+      StopThreads();
+      return;
+    }
+  }
+  threads_running_ = true;
+}
+
+void ShardedApply::StopThreads() {
+  if (!threads_running_) return;
   stopping_.store(true, std::memory_order_relaxed);
   // Release: pairs with Run()'s acquire load; the stop flag above is seen with it.
   generation_.fetch_add(1, std::memory_order_release);
@@ -43,6 +64,8 @@ ShardedApply::~ShardedApply() {
   for (auto& a : appliers_) {
     if (a->thread.joinable()) a->thread.join();
   }
+  stopping_.store(false, std::memory_order_relaxed);  // no thread is left to read it
+  threads_running_ = false;
 }
 
 void ShardedApply::AbandonAfterFork() noexcept {
@@ -59,13 +82,13 @@ void ShardedApply::AbandonAfterFork() noexcept {
     }
   }
   abandoned_ = true;
+  threads_running_ = false;
 }
 
-void ShardedApply::Run(int index, const CpuList& cpus, ThreadCpuTime* cpu) {
+void ShardedApply::Run(int index, uint64_t seen, ThreadCpuTime* cpu) {
   runtime_internal::MarkInternalThread();
-  PlaceMemtraceThread("memtrace-apply", cpus);
+  PlaceMemtraceThread("memtrace-apply", cpus_);
   if (cpu != nullptr) cpu->Attach();
-  uint64_t seen = 0;
   for (;;) {
     generation_.wait(seen, std::memory_order_acquire);
     // Acquire: pairs with RunAll()'s (and the destructor's) release increment, so the
@@ -175,7 +198,7 @@ void ShardedApply::Apply() {
   }
   if (!records_.empty()) {
     ledger_->set_counting(false);  // Account() counts, in order
-    if (records_.size() <= solo_records_ || appliers_.size() == 1) {
+    if (records_.size() <= solo_records_ || !threads_running_) {
       ApplySolo(batch_number_);
     } else {
       RunAll();
@@ -198,10 +221,12 @@ void ShardedApply::ApplyOwn(int index, uint64_t batch) {
   Applier& me = *appliers_[index];
   const std::vector<uint32_t>& own = me.own;
   for (size_t k = 0; k < own.size(); ++k) {
-    // The ledger's lookups miss the caches once its tables outgrow them.
+    // The ledger's lookups miss the caches once its tables outgrow them. (An arena reset
+    // is every applier's, and its address names nobody's table: another may be growing
+    // the one it would read.)
     if (k + kPrefetchAhead < own.size()) {
       const ApplyRecord& ahead = records_[own[k + kPrefetchAhead]];
-      ledger_->Prefetch(ahead.layer, ahead.address);
+      if (ahead.op != ApplyRecord::Op::kReset) ledger_->Prefetch(ahead.layer, ahead.address);
     }
     ApplyOne(me, own[k], batch);
   }
@@ -371,7 +396,7 @@ void ShardedApply::Account() {
           // is interned here, after the sites of the batch's later allocations (Add):
           // only the site table's order can differ from one thread's, and with it, once
           // the table is full, which sites share its overflow bucket.
-          ledger.ResolveProvisional(r.context, r.site);
+          ledger.ResolveProvisional(r.context, r.site, r.layer, r.address, r.ticket);
           ledger.CountChange(r.layer, r.scope, r.size, /*allocate=*/true);
         }
         break;

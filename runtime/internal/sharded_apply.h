@@ -120,7 +120,8 @@ class ShardedApply {
   // `appliers` >= 1 threads (the caller being one, up to AllocationLedger::kShards) that
   // apply to `ledger`. The others are memtrace threads named "memtrace-apply", on `cpus`
   // (empty: anywhere), each followed by cpu[i - 1] (the caller keeps `cpu` alive, with
-  // appliers - 1 entries). `solo_records`: kSoloRecords, or another bound (tests).
+  // appliers - 1 entries). `solo_records`: kSoloRecords, or another bound (tests). The
+  // threads start here (StartThreads).
   ShardedApply(AllocationLedger* ledger, int appliers, const CpuList& cpus = {},
                ThreadCpuTime* cpu = nullptr, size_t solo_records = kSoloRecords);
   ~ShardedApply();
@@ -203,6 +204,15 @@ class ShardedApply {
   }
   int appliers() const noexcept { return static_cast<int>(appliers_.size()); }
 
+  // Ends the applier threads, between batches; until StartThreads(), the adding thread
+  // applies every batch alone (the result is the same). A recorder stopped has no thread
+  // of memtrace's left (preload/finish.inc relies on it before unshare()).
+  void StopThreads();
+  // Starts them again. If one cannot be made, the ones made are ended, and the adding
+  // thread goes on alone.
+  void StartThreads();
+  bool threads_running() const noexcept { return threads_running_; }
+
   // In a child of fork(), whose copy of this has no applier threads: the threads' objects
   // are let go of without a join, and the destructor then joins nothing. Nothing else may
   // be called afterwards. On the child's one thread.
@@ -252,7 +262,8 @@ class ShardedApply {
     std::thread thread;
   };
 
-  void Run(int index, const CpuList& cpus, ThreadCpuTime* cpu);  // an applier's loop
+  // An applier's loop, from generation `seen` on.
+  void Run(int index, uint64_t seen, ThreadCpuTime* cpu);
   // Applier `index`'s share of batch number `batch` (generation_'s value for it).
   void ApplyOwn(int index, uint64_t batch);
   // Record `i` of the batch, applied for applier `me` (its shards, its lists).
@@ -266,6 +277,9 @@ class ShardedApply {
 
   AllocationLedger* const ledger_;
   const size_t solo_records_;
+  const CpuList cpus_;
+  ThreadCpuTime* const cpu_;
+  bool threads_running_ = false;
   std::vector<std::unique_ptr<Applier>> appliers_;
   int owner_of_shard_[AllocationLedger::kShards] = {};
   std::vector<ApplyRecord> records_;
