@@ -6,7 +6,8 @@
 #
 #   1. bench/side_by_side --threads=1,2,4,..,N on churn and server: throughput of the
 #      untraced workload, the wrapped-allocator API, the preload (fp16 with each fence,
-#      dwarf16), and heaptrack when it is installed.
+#      fp16 with one thread applying records against the default's CPUs/4, dwarf16), and
+#      heaptrack when it is installed.
 #   2. bench/overhead_benchmark with MEMTRACE_BENCH_MAX_THREADS=N: a malloc+free pair's
 #      cost per thread with each fence, and whether the one drainer keeps up with N
 #      paced producers at 5M-40M allocations/s (BM_SustainedRate: dropped must be 0).
@@ -33,7 +34,7 @@ for arg in "$@"; do
     --max-threads=*) max_threads=${arg#--max-threads=} ;;
     --scale=*) scale=${arg#--scale=} ;;
     --repeat=*) repeat=${arg#--repeat=} ;;
-    -h|--help) sed -n '4,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '4,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "thread_scaling.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,7 +71,7 @@ status=0
 echo "== $(nproc) CPUs; $(uname -r); threads $threads; scale $scale; repeat $repeat"
 echo "== 1. side_by_side"
 python3 "$here/side_by_side" --threads="$threads" --workloads=churn,server \
-    --variants=untraced,memtrace-api,preload-fp16,preload-fp16-seqcst,preload-dwarf16,heaptrack \
+    --variants=untraced,memtrace-api,preload-fp16,preload-fp16-seqcst,preload-fp16-k1,preload-dwarf16,heaptrack \
     --scale="$scale" --repeat="$repeat" \
     --workload-bin="$bin/side_by_side_workload" --preload="$bin/libmemtrace_preload.so" ||
   status=1

@@ -42,14 +42,6 @@ inline typename BasicLedger<Note>::Table& BasicLedger<Note>::Shard(LayerId layer
   return (*shards)[ShardIndex(address)];
 }
 
-template <typename Note>
-inline uint32_t BasicLedger<Note>::Context(uint32_t scope, uint64_t site) {
-  ContextCacheEntry* set =
-      &context_cache_[FibonacciIndex(site ^ (uint64_t{scope} << 40), kContextCacheSetBits) * 2];
-  if (__builtin_expect(set[0].site == site && set[0].scope == scope, 1)) return set[0].context;
-  if (set[1].site == site && set[1].scope == scope) return set[1].context;
-  return NewContext(scope, site, set);
-}
 
 template <typename Note>
 uint32_t BasicLedger<Note>::NewContext(uint32_t scope, uint64_t site, ContextCacheEntry* set) {
@@ -74,10 +66,6 @@ uint32_t BasicLedger<Note>::NewContext(uint32_t scope, uint64_t site, ContextCac
   return id;
 }
 
-template <typename Note>
-uint32_t BasicLedger<Note>::ContextOf(uint32_t scope, uint64_t site) {
-  return Context(scope, site);
-}
 
 template <typename Note>
 uint32_t BasicLedger<Note>::ProvisionalContext(uint32_t scope) {
@@ -126,24 +114,6 @@ UsageCounters& BasicLedger<Note>::ScopeCounters(uint32_t scope) {
   return scopes_[scope];
 }
 
-template <typename Note>
-inline bool BasicLedger<Note>::InSoleContext(LayerId layer, uint32_t scope) {
-  if (__builtin_expect(sole_ == Sole::kNamed, 1)) {
-    if (__builtin_expect(layer == sole_layer_ && scope == sole_scope_, 1)) return true;
-    // Another layer or scope: the sole pair's counters are the totals up to here.
-    SyncSoleContext();
-    sole_ = Sole::kEnded;
-    if (tracker_ != nullptr) tracker_->SoleEnded(sole_layer_, sole_scope_);
-    return false;
-  }
-  if (sole_ == Sole::kUnnamed) {
-    sole_ = Sole::kNamed;
-    sole_layer_ = layer;
-    sole_scope_ = scope;
-    return true;
-  }
-  return false;
-}
 
 template <typename Note>
 void BasicLedger<Note>::SyncSoleContext() const noexcept {
@@ -153,31 +123,6 @@ void BasicLedger<Note>::SyncSoleContext() const noexcept {
   scopes_[sole_scope_] = totals_;
 }
 
-template <typename Note>
-inline void BasicLedger<Note>::Account(LayerId layer, uint32_t scope, uint64_t bytes,
-                                       bool allocate) {
-  if (__builtin_expect(!counting_, 0)) return;
-  // Asked first: a change that ends the sole mode must not be in the sole pair's copy.
-  const bool sole = InSoleContext(layer, scope);
-  if (tracker_ != nullptr) {
-    tracker_->Change(layer, scope,
-                     allocate ? static_cast<int64_t>(bytes) : -static_cast<int64_t>(bytes),
-                     !sole);
-  }
-  const bool ordered = ordered_;
-  auto apply = [&](UsageCounters& c) ABSL_ATTRIBUTE_ALWAYS_INLINE {
-    if (allocate) {
-      c.Allocate(bytes, ordered);
-    } else {
-      c.Free(bytes);
-    }
-  };
-  apply(totals_);
-  if (sole) return;
-  apply(layer_usage_[layer]);
-  // Every scope that reaches here has a context, which sized scopes_ (Context()).
-  apply(scopes_[scope]);
-}
 
 template <typename Note>
 void BasicLedger<Note>::AccountResize(LayerId layer, uint32_t scope, uint64_t from,
@@ -195,11 +140,6 @@ void BasicLedger<Note>::AccountResize(LayerId layer, uint32_t scope, uint64_t fr
   ScopeCounters(scope).Resize(from, to, ordered_);
 }
 
-template <typename Note>
-void BasicLedger<Note>::CountChange(LayerId layer, uint32_t scope, uint64_t bytes,
-                                    bool allocate) {
-  Account(layer, scope, bytes, allocate);
-}
 
 template <typename Note>
 void BasicLedger<Note>::CountResize(LayerId layer, uint32_t scope, uint64_t from,
@@ -350,7 +290,30 @@ inline LedgerOutcome BasicLedger<Note>::MatchOutcome(const Found& f) noexcept {
 template <typename Note>
 LedgerOutcome BasicLedger<Note>::Free(LayerId layer, uint64_t address,
                                       uint64_t ticket, Released* released) {
-  const Found f = Take(layer, address, ticket);
+  Found f;
+  const Outcome outcome = Release(layer, address, ticket, &f);
+  if (released != nullptr && f.found) {
+    *released = Released{Expand(layer, f.block), f.block.ticket48(), f.block.note};
+  }
+  return outcome;
+}
+
+template <typename Note>
+LedgerOutcome BasicLedger<Note>::Free(LayerId layer, uint64_t address, uint64_t ticket,
+                                      uint32_t* scope, uint64_t* size) {
+  Found f;
+  const Outcome outcome = Release(layer, address, ticket, &f);
+  if (f.found) {
+    *scope = contexts_[f.block.context()].first;
+    *size = f.block.size();
+  }
+  return outcome;
+}
+
+template <typename Note>
+inline LedgerOutcome BasicLedger<Note>::Release(LayerId layer, uint64_t address,
+                                                uint64_t ticket, Found* found) {
+  const Found& f = *found = Take(layer, address, ticket);
   if (!f.found) {
     // A release of a block released before: the same ticket again, or no ticket at an
     // address whose last block was released (the first release took the ticket from the
@@ -362,9 +325,6 @@ LedgerOutcome BasicLedger<Note>::Free(LayerId layer, uint64_t address,
   const auto scope = contexts_[f.block.context()].first;
   Account(layer, scope, f.block.size(), /*allocate=*/false);
   Bury(layer, address, f.block.ticket48());
-  if (released != nullptr) {
-    *released = Released{Expand(layer, f.block), f.block.ticket48(), f.block.note};
-  }
   return MatchOutcome(f);
 }
 

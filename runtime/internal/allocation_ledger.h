@@ -61,6 +61,7 @@
 #include "runtime/usage_counters.h"
 #include "transport/cache_line.h"
 #include "transport/event.h"
+#include "transport/fibonacci_index.h"
 #include "transport/ticket.h"
 #include "transport/zeroed_array.h"
 
@@ -144,6 +145,10 @@ class BasicLedger {
   // that was (left untouched when none was: kUnknown, kDoubleFree).
   Outcome Free(LayerId layer, uint64_t address, uint64_t ticket,
                Released* released = nullptr);
+  // The same, saying only the released block's scope and size (left untouched when none
+  // was): what ShardedApply's accounting needs, without the site's lookup.
+  Outcome Free(LayerId layer, uint64_t address, uint64_t ticket, uint32_t* scope,
+               uint64_t* size);
 
   // Changes the size of a block in place; the block answers to `new_ticket` afterwards
   // (the resize record's own ticket, which later releases carry). With `before`, says
@@ -349,6 +354,9 @@ class BasicLedger {
   ABSL_ATTRIBUTE_ALWAYS_INLINE static Outcome MatchOutcome(const Found& f) noexcept;
   // Removes and returns the block a release of (address, ticket) refers to.
   ABSL_ATTRIBUTE_ALWAYS_INLINE Found Take(LayerId layer, uint64_t address, uint64_t ticket);
+  // Free()'s work: the block taken, counted and remembered as released, into *found.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE Outcome Release(LayerId layer, uint64_t address,
+                                               uint64_t ticket, Found* found);
   ABSL_ATTRIBUTE_ALWAYS_INLINE void Account(LayerId layer, uint32_t scope, uint64_t bytes,
                                             bool allocate);
   void AccountResize(LayerId layer, uint32_t scope, uint64_t from, uint64_t to);
@@ -421,6 +429,73 @@ class BasicLedger {
   bool counting_ = true;            // set_counting()
   PeakTracker* tracker_ = nullptr;  // set_peak_tracker()
 };
+
+// The per-record helpers that ShardedApply's accounting and batching call as well: here,
+// so that they inline there too.
+template <typename Note>
+inline uint32_t BasicLedger<Note>::Context(uint32_t scope, uint64_t site) {
+  ContextCacheEntry* set =
+      &context_cache_[FibonacciIndex(site ^ (uint64_t{scope} << 40), kContextCacheSetBits) * 2];
+  if (__builtin_expect(set[0].site == site && set[0].scope == scope, 1)) return set[0].context;
+  if (set[1].site == site && set[1].scope == scope) return set[1].context;
+  return NewContext(scope, site, set);
+}
+
+template <typename Note>
+inline uint32_t BasicLedger<Note>::ContextOf(uint32_t scope, uint64_t site) {
+  return Context(scope, site);
+}
+
+template <typename Note>
+inline bool BasicLedger<Note>::InSoleContext(LayerId layer, uint32_t scope) {
+  if (__builtin_expect(sole_ == Sole::kNamed, 1)) {
+    if (__builtin_expect(layer == sole_layer_ && scope == sole_scope_, 1)) return true;
+    // Another layer or scope: the sole pair's counters are the totals up to here.
+    SyncSoleContext();
+    sole_ = Sole::kEnded;
+    if (tracker_ != nullptr) tracker_->SoleEnded(sole_layer_, sole_scope_);
+    return false;
+  }
+  if (sole_ == Sole::kUnnamed) {
+    sole_ = Sole::kNamed;
+    sole_layer_ = layer;
+    sole_scope_ = scope;
+    return true;
+  }
+  return false;
+}
+
+template <typename Note>
+inline void BasicLedger<Note>::Account(LayerId layer, uint32_t scope, uint64_t bytes,
+                                       bool allocate) {
+  if (__builtin_expect(!counting_, 0)) return;
+  // Asked first: a change that ends the sole mode must not be in the sole pair's copy.
+  const bool sole = InSoleContext(layer, scope);
+  if (tracker_ != nullptr) {
+    tracker_->Change(layer, scope,
+                     allocate ? static_cast<int64_t>(bytes) : -static_cast<int64_t>(bytes),
+                     !sole);
+  }
+  const bool ordered = ordered_;
+  auto apply = [&](UsageCounters& c) ABSL_ATTRIBUTE_ALWAYS_INLINE {
+    if (allocate) {
+      c.Allocate(bytes, ordered);
+    } else {
+      c.Free(bytes);
+    }
+  };
+  apply(totals_);
+  if (sole) return;
+  apply(layer_usage_[layer]);
+  // Every scope that reaches here has a context, which sized scopes_ (Context()).
+  apply(scopes_[scope]);
+}
+
+template <typename Note>
+inline void BasicLedger<Note>::CountChange(LayerId layer, uint32_t scope, uint64_t bytes,
+                                           bool allocate) {
+  Account(layer, scope, bytes, allocate);
+}
 
 // The drainer's ledger, and a capture replay's (analysis/analyzer.h).
 using AllocationLedger = BasicLedger<runtime_internal::NoNote>;

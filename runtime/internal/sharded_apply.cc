@@ -107,6 +107,16 @@ void ShardedApply::Run(int index, uint64_t seen, ThreadCpuTime* cpu) {
 }
 
 void ShardedApply::RunAll() {
+  // Each applier's records, by index, in one pass here: an applier then reads only its
+  // own. An arena reset is everyone's.
+  for (uint32_t i = 0; i < records_.size(); ++i) {
+    const ApplyRecord& r = records_[i];
+    if (r.op == ApplyRecord::Op::kReset) {
+      for (auto& a : appliers_) a->own.push_back(i);
+    } else {
+      appliers_[Owner(r.address)]->own.push_back(i);
+    }
+  }
   const uint32_t helpers = static_cast<uint32_t>(appliers_.size() - 1);
   finished_.store(0, std::memory_order_relaxed);
   if (helpers > 0) {
@@ -263,9 +273,8 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void ShardedApply::ApplyOne(Applier& me, uin
       ledger.Place(r.layer, r.address, r.size, r.ticket, r.context);
       break;
     case Op::kFree: {
-      AllocationLedger::Released b;
-      const LedgerOutcome outcome = ledger.Free(r.layer, r.address, r.of, &b);
-      me.results.push_back(Result{outcome, b.block.scope, b.block.size});
+      Result& out = me.results.emplace_back();
+      out.outcome = ledger.Free(r.layer, r.address, r.of, &out.scope, &out.bytes);
       break;
     }
     case Op::kResize: {

@@ -154,13 +154,7 @@ class ShardedApply {
   // Adds a record to the batch (not a kMoveOut: AddMoveOut). Makes its layer's tables.
   void Add(const ApplyRecord& r) {
     ledger_->Reserve(r.layer);
-    const uint32_t index = static_cast<uint32_t>(records_.size());
     records_.push_back(r);
-    if (r.op == ApplyRecord::Op::kReset) {
-      for (auto& a : appliers_) a->own.push_back(index);
-    } else {
-      appliers_[Owner(r.address)]->own.push_back(index);
-    }
   }
   // Adds a move's first half; returns its slot, for the second half's `pair`.
   uint32_t AddMoveOut(ApplyRecord r) {
@@ -256,7 +250,7 @@ class ShardedApply {
   };
   struct alignas(kCacheLineSize) Applier {
     AllocationLedger::ShardMask shards = 0;
-    std::vector<uint32_t> own;      // the indexes of this batch's records it owns (Add())
+    std::vector<uint32_t> own;      // the indexes of this batch's records it owns (RunAll())
     std::vector<Result> results;    // this batch's, for its kFree and kResize records
     std::vector<Release> releases;  // this batch's, in order
     std::thread thread;
