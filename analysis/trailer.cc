@@ -290,6 +290,7 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
   }
   if (absl::Status s = ReadCountBlock(trailer, "memtrace_cpu_ns",
                                       {{"drainer", &TrailerBlocks::drainer_cpu_ns},
+                                       {"appliers", &TrailerBlocks::applier_cpu_ns},
                                        {"writer", &TrailerBlocks::writer_cpu_ns}},
                                       &t.has_memtrace_cpu, &t.memtrace_cpu_json, &t);
       !s.ok()) {

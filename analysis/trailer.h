@@ -96,6 +96,7 @@ struct TrailerBlocks {
   // capture's writer. Captures written before the trailer carried it have none.
   bool has_memtrace_cpu = false;
   uint64_t drainer_cpu_ns = 0;
+  uint64_t applier_cpu_ns = 0;  // the appliers beside the drainer; 0 when it had none
   uint64_t writer_cpu_ns = 0;
   std::string memtrace_cpu_json;  // the object as written (minified), or empty
   std::string ended_by;              // interposer captures: "exit", "exec", "signal N"

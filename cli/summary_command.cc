@@ -200,7 +200,8 @@ void PrintIntegrity(const CaptureSummary& s, const std::optional<TrailerBlocks>&
   }
   if (blocks->has_memtrace_cpu) {
     printf("%s", FormatOwnCpuLine(blocks->drainer_cpu_ns, blocks->writer_cpu_ns,
-                                  blocks->has_integrity ? blocks->integrity.events_applied : 0)
+                                  blocks->has_integrity ? blocks->integrity.events_applied : 0,
+                                  blocks->applier_cpu_ns)
                      .c_str());
   }
 }

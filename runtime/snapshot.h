@@ -74,6 +74,9 @@ struct Snapshot {
   // CPU time (user + system) the recorder's drainer thread has used so far
   // (runtime/internal/thread_cpu_time.h). Not in it: the hot path on the recording threads.
   uint64_t drainer_cpu_ns = 0;
+  // The same for the threads that applied records beside the drainer
+  // (Config::tracer_threads > 1); 0 without.
+  uint64_t applier_cpu_ns = 0;
 
   // With top_sites: the (site, scope) pairs holding the most live bytes, the largest
   // first, and what the pairs left out hold (nothing is dropped silently). The live

@@ -74,6 +74,7 @@ std::string JsonTrailerLine(const Snapshot& snap, bool complete, const CaptureSi
       snap.memtrace_memory.rings, ",\"tickets\":", snap.memtrace_memory.tickets,
       ",\"ledger\":", snap.memtrace_memory.ledger, ",\"sites\":", snap.memtrace_memory.sites,
       "},\"memtrace_cpu_ns\":{\"drainer\":", snap.drainer_cpu_ns,
+      snap.applier_cpu_ns != 0 ? absl::StrCat(",\"appliers\":", snap.applier_cpu_ns) : "",
       ",\"writer\":", s.writer_cpu_ns, "}", extra_fields.empty() ? "" : ",",
       std::string(extra_fields), "}");
 }

@@ -203,7 +203,8 @@ std::string FormatSummaryTable(const Snapshot& snapshot, const SummaryOptions& o
   }
   absl::StrAppend(&out, "\n",
                   FormatIntegrityBlock(in, snapshot.memtrace_bytes, in.fence()),
-                  FormatOwnCpuLine(snapshot.drainer_cpu_ns, std::nullopt, in.events_applied));
+                  FormatOwnCpuLine(snapshot.drainer_cpu_ns, std::nullopt, in.events_applied,
+                                   snapshot.applier_cpu_ns));
   return out;
 }
 
@@ -222,17 +223,19 @@ std::string FormatCleanIntegrityLine(uint64_t events, const CaptureIntegrity& in
 }
 
 std::string FormatOwnCpuLine(uint64_t drainer_ns, std::optional<uint64_t> writer_ns,
-                             uint64_t records) {
+                             uint64_t records, uint64_t applier_ns) {
   auto ms = [](uint64_t ns) { return absl::StrFormat("%.1f ms", static_cast<double>(ns) / 1e6); };
   auto per = [&](uint64_t ns) {
     return absl::StrFormat("%.1f ns", static_cast<double>(ns) / static_cast<double>(records));
   };
   std::string out = absl::StrCat(
       "  memtrace's own CPU: drainer ", ms(drainer_ns),
+      applier_ns != 0 ? absl::StrCat(", appliers ", ms(applier_ns)) : std::string(),
       writer_ns ? absl::StrCat(", writer ", ms(*writer_ns)) : std::string(),
       " (not counted: the hot path, on the program's threads)");
   if (records > 0) {
     absl::StrAppend(&out, "; per record: drainer ", per(drainer_ns),
+                    applier_ns != 0 ? absl::StrCat(", appliers ", per(applier_ns)) : std::string(),
                     writer_ns ? absl::StrCat(", writer ", per(*writer_ns)) : std::string());
   }
   return out + "\n";

@@ -68,15 +68,16 @@ std::string FormatIntegrityBlock(const CaptureIntegrity& integrity, uint64_t mem
                                  std::string_view filter_lines = {});
 
 // The line on memtrace's own threads' CPU time (runtime/internal/thread_cpu_time.h) that follows
-// the integrity block: the drainer's, and the capture writer's when `writer_ns` is given
-// (a capture's trailer has it; the runtime's own summary has no writer).
+// the integrity block: the drainer's, its appliers' when `applier_ns` is not 0, and the
+// capture writer's when `writer_ns` is given (a capture's trailer has it; the runtime's own
+// summary has no writer).
 //
 //     memtrace's own CPU: drainer 62.5 ms, writer 34.9 ms (not counted: the hot path, ...);
 //     per record: drainer 24.8 ns, writer 14.9 ns
 // `records`: the records the threads handled (the integrity's applied), for the per-record
 // figures; 0 leaves them out.
 std::string FormatOwnCpuLine(uint64_t drainer_ns, std::optional<uint64_t> writer_ns,
-                             uint64_t records = 0);
+                             uint64_t records = 0, uint64_t applier_ns = 0);
 
 // A high-water mark's interval (usage_counters.h), for the summary's "peak bound" column:
 // "exact"; how far below and above the value the real peak may lie, "-1.2%/+0.4%" (of

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sinks/summary_table.h"
+
 namespace memtrace {
 namespace {
 
@@ -145,6 +147,21 @@ TEST(TrailerTest, MemtraceThreadsCpuTimeIsReadAndDamageIsNamed) {
   EXPECT_EQ(t->drainer_cpu_ns, 62500000u);
   EXPECT_EQ(t->writer_cpu_ns, 34900000u);
   EXPECT_EQ(t->memtrace_cpu_json, R"({"drainer":62500000,"writer":34900000})");
+  EXPECT_EQ(t->applier_cpu_ns, 0u) << "no appliers named: none ran";
+  EXPECT_EQ(FormatOwnCpuLine(t->drainer_cpu_ns, t->writer_cpu_ns, 1000000, t->applier_cpu_ns),
+            "  memtrace's own CPU: drainer 62.5 ms, writer 34.9 ms (not counted: the hot path, "
+            "on the program's threads); per record: drainer 62.5 ns, writer 34.9 ns\n");
+
+  // With threads applying records beside the drainer (Config::tracer_threads > 1).
+  const absl::StatusOr<TrailerBlocks> k = ParseTrailer(
+      R"({"type":"trailer","complete":true,"memtrace_cpu_ns":{"drainer":62500000,)"
+      R"("appliers":20000000,"writer":34900000}})");
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->applier_cpu_ns, 20000000u);
+  EXPECT_EQ(FormatOwnCpuLine(k->drainer_cpu_ns, k->writer_cpu_ns, 1000000, k->applier_cpu_ns),
+            "  memtrace's own CPU: drainer 62.5 ms, appliers 20.0 ms, writer 34.9 ms (not "
+            "counted: the hot path, on the program's threads); per record: drainer 62.5 ns, "
+            "appliers 20.0 ns, writer 34.9 ns\n");
 
   const absl::StatusOr<TrailerBlocks> bad = ParseTrailer(
       R"({"type":"trailer","complete":true,"memtrace_cpu_ns":{"drainer":-1,"writer":2}})");

@@ -341,6 +341,7 @@ void Recorder::BeginSnapshot(Snapshot* snap) const {
   snap->memtrace_memory = memory();
   snap->memtrace_bytes = snap->memtrace_memory.total();
   snap->drainer_cpu_ns = drainer_.CpuNs();
+  snap->applier_cpu_ns = drainer_.ApplierCpuNs();
 }
 
 void Recorder::CopyCounters(const AllocationLedger& ledger, Snapshot* snap) {
