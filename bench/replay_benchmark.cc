@@ -299,7 +299,7 @@ void BM_ShardedReplay(benchmark::State& state) {
     for (const ReplayEvent& e : Events()) {
       if (e.epoch != epoch) {
         flush();
-        apply->Settle();
+        ledger->SettleDisplaced();
         epoch = e.epoch;
       }
       EventKind kind;
@@ -319,7 +319,7 @@ void BM_ShardedReplay(benchmark::State& state) {
       if (apply->full()) flush();
     }
     flush();
-    apply->Settle();
+    ledger->SettleDisplaced();
     live = ledger->totals().live_count;
     benchmark::DoNotOptimize(live);
     state.PauseTiming();

@@ -265,8 +265,7 @@ class Sharded {
       }
       Flush();
       if (bounded) OneLedger::EndEpoch(&tracker, &opens, &ledger);
-      apply.Settle();
-      Take();
+      outcomes.missed += ledger.SettleDisplaced();  // as the drainer settles
       if (toggle_threads) {  // as a recorder stopped and started again
         if (apply.threads_running()) {
           apply.StopThreads();
@@ -299,7 +298,6 @@ class Sharded {
     outcomes.double_frees += o.double_frees;
     outcomes.ticket_misses += o.ticket_misses;
     outcomes.ambiguous += o.ambiguous_matches;
-    outcomes.missed += o.missed_frees;
   }
   void Add(const Record& e) {
     apply.AddEvent(e.kind, e.layer, e.scope, e.address, e.size, e.ticket, e.of, e.site,

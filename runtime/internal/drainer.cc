@@ -442,7 +442,6 @@ void Drainer::FlushBatch() {
   counters_.double_frees += o.double_frees;
   counters_.ticket_misses += o.ticket_misses;
   counters_.ambiguous_matches += o.ambiguous_matches;
-  counters_.missed_frees += o.missed_frees;
   // A move whose first half was in this batch and whose second is not yet added: what
   // the first found goes with its ring.
   for (Cursor& c : cursors_) p.Collect(&c.move);
@@ -521,12 +520,8 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
       // Records of this epoch that the unfenced round could not see yet are applied with
       // the next one, in their ring's order (ApplyEpoch counts them as on time then).
       unfenced_epoch_ = pending_fenced_ ? 0 : epoch;
-      if (parallel_ != nullptr) {
-        parallel_->Settle();
-        counters_.missed_frees += parallel_->TakeOutcomes().missed_frees;
-      } else {
-        counters_.missed_frees += ledger_->SettleDisplaced();
-      }
+      // With appliers too: the batch is applied (FlushBatch), and they are asleep.
+      counters_.missed_frees += ledger_->SettleDisplaced();
       ++counters_.epochs;
       if (pending_fenced_) ++counters_.fenced_epochs;
       counters_.max_drainer_lag_ns =
@@ -721,35 +716,21 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
     ++counters_.events_applied;
     return;
   }
-  using Outcome = AllocationLedger::Outcome;
-  auto count = [&](Outcome o, uint64_t* unknown) {
-    switch (o) {
-      case Outcome::kApplied: break;
-      case Outcome::kMatchedByAddress:
-        if (!sole) ++counters_.ticket_misses;
-        break;
-      case Outcome::kAmbiguous:
-        ++counters_.ticket_misses;
-        ++counters_.ambiguous_matches;
-        break;
-      case Outcome::kUnknown: ++*unknown; break;
-      case Outcome::kDoubleFree: ++counters_.double_frees; break;
-    }
-  };
   switch (e.kind()) {
     case EventKind::kAlloc:
       ledger_->Alloc(e.layer(), e.address(), e.size(), ticket, e.scope(), e.word2);
       break;
     case EventKind::kFree:
-      count(ledger_->Free(e.layer(), e.address(), of), &counters_.unknown_frees);
+      CountOutcome(ledger_->Free(e.layer(), e.address(), of), sole, &counters_.unknown_frees,
+                   &counters_);
       break;
     case EventKind::kResize:
-      count(ledger_->Resize(e.layer(), e.address(), of, e.size(), ticket),
-            &counters_.unknown_resizes);
+      CountOutcome(ledger_->Resize(e.layer(), e.address(), of, e.size(), ticket), sole,
+                   &counters_.unknown_resizes, &counters_);
       break;
     case EventKind::kRemap:
-      count(ledger_->MoveOut(e.layer(), e.address(), of, &c.move.moved),
-            &counters_.unknown_remaps);
+      CountOutcome(ledger_->MoveOut(e.layer(), e.address(), of, &c.move.moved), sole,
+                   &counters_.unknown_remaps, &counters_);
       c.move.moving = true;
       break;
     case EventKind::kRemapTarget:

@@ -313,27 +313,6 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void ShardedApply::ApplyOne(Applier& me, uin
   }
 }
 
-void ShardedApply::Settle() {
-  // Blocks set aside are few, and most epochs have none: no need to wake the appliers.
-  // The ledger counts these releases itself, as one thread would.
-  outcomes_.missed_frees += ledger_->SettleDisplaced();
-}
-
-void ShardedApply::Count(LedgerOutcome outcome, bool sole, uint64_t* unknown) noexcept {
-  switch (outcome) {
-    case LedgerOutcome::kApplied: break;
-    case LedgerOutcome::kMatchedByAddress:
-      if (!sole) ++outcomes_.ticket_misses;
-      break;
-    case LedgerOutcome::kAmbiguous:
-      ++outcomes_.ticket_misses;
-      ++outcomes_.ambiguous_matches;
-      break;
-    case LedgerOutcome::kUnknown: ++*unknown; break;
-    case LedgerOutcome::kDoubleFree: ++outcomes_.double_frees; break;
-  }
-}
-
 void ShardedApply::Account() {
   using Op = ApplyRecord::Op;
   AllocationLedger& ledger = *ledger_;
@@ -372,7 +351,7 @@ void ShardedApply::Account() {
         if (released(out.outcome)) {
           ledger.CountChange(r.layer, out.scope, out.bytes, /*allocate=*/false);
         }
-        Count(out.outcome, r.sole, &outcomes_.unknown_frees);
+        CountOutcome(out.outcome, r.sole, &outcomes_.unknown_frees, &outcomes_);
         break;
       }
       case Op::kResize: {
@@ -380,7 +359,7 @@ void ShardedApply::Account() {
         if (out.outcome != LedgerOutcome::kUnknown) {
           ledger.CountResize(r.layer, out.scope, out.bytes, r.size);
         }
-        Count(out.outcome, r.sole, &outcomes_.unknown_resizes);
+        CountOutcome(out.outcome, r.sole, &outcomes_.unknown_resizes, &outcomes_);
         break;
       }
       case Op::kMoveOut: {
@@ -388,7 +367,7 @@ void ShardedApply::Account() {
         if (out.moved.known) {
           ledger.CountChange(r.layer, out.moved.scope, out.moved.size, /*allocate=*/false);
         }
-        Count(out.outcome, r.sole, &outcomes_.unknown_remaps);
+        CountOutcome(out.outcome, r.sole, &outcomes_.unknown_remaps, &outcomes_);
         break;
       }
       case Op::kMoveIn: {

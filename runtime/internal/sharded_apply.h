@@ -18,8 +18,9 @@
 //     half found (the old block's context and size): it waits until the first half's
 //     owner marks that record done. Waits only ever point to an earlier record of another
 //     applier, so the earliest record not yet applied never waits: no deadlock.
-//   - Settle() at an epoch's end: the adding thread settles the blocks set aside itself
-//     (few, and most epochs have none).
+//   - At an epoch's end, after Apply(), the adding thread settles the blocks set aside
+//     itself (AllocationLedger::SettleDisplaced(): they are few, and most epochs have
+//     none), the appliers asleep.
 //   - A batch of at most kSoloRecords records is applied by the adding thread alone, in
 //     order, each record for its owner: waking the others would cost more.
 //   - What is shared stays still meanwhile: contexts are interned and tables made by the
@@ -103,8 +104,28 @@ struct ApplyOutcomes {
   uint64_t double_frees = 0;
   uint64_t ticket_misses = 0;
   uint64_t ambiguous_matches = 0;
-  uint64_t missed_frees = 0;  // blocks settled as missed frees (Settle)
 };
+
+// Counts what a release, resize or move found (`outcome`) into `counts`, a CaptureIntegrity
+// or an ApplyOutcomes: a record without a live block into *unknown (the counter of its
+// kind), a match by address into ticket_misses unless the release is `sole` (the
+// recorder's sole ring records without tickets by design).
+template <typename Counts>
+inline void CountOutcome(LedgerOutcome outcome, bool sole, uint64_t* unknown,
+                         Counts* counts) noexcept {
+  switch (outcome) {
+    case LedgerOutcome::kApplied: break;
+    case LedgerOutcome::kMatchedByAddress:
+      if (!sole) ++counts->ticket_misses;
+      break;
+    case LedgerOutcome::kAmbiguous:
+      ++counts->ticket_misses;
+      ++counts->ambiguous_matches;
+      break;
+    case LedgerOutcome::kUnknown: ++*unknown; break;
+    case LedgerOutcome::kDoubleFree: ++counts->double_frees; break;
+  }
+}
 
 class ShardedApply {
  public:
@@ -187,9 +208,6 @@ class ShardedApply {
   const AllocationLedger::Moved& MovedOf(uint32_t slot) const noexcept {
     return moves_[slot].moved;
   }
-  // An epoch's end, after Apply(): settles the blocks set aside
-  // (AllocationLedger::SettleDisplaced), counted as missed frees.
-  void Settle();
   // The outcomes since the last call.
   ApplyOutcomes TakeOutcomes() noexcept {
     const ApplyOutcomes out = outcomes_;
@@ -267,7 +285,6 @@ class ShardedApply {
   // Every applier's share, the caller's as applier 0; returns when all are done.
   void RunAll();
   void Account();  // the caller's replay of the batch's changes
-  void Count(LedgerOutcome outcome, bool sole, uint64_t* unknown) noexcept;
 
   AllocationLedger* const ledger_;
   const size_t solo_records_;
