@@ -7,6 +7,7 @@
 #include <optional>
 #include <tuple>
 
+#include "analysis/batch_reader.h"
 #include "analysis/trailer.h"
 #include "runtime/internal/site_table.h"
 #include "sinks/capture_lock.h"
@@ -18,34 +19,6 @@ namespace {
 uint64_t Scaled(uint64_t size, double weight) {
   return weight == 1.0 ? size
                        : static_cast<uint64_t>(std::llround(static_cast<double>(size) * weight));
-}
-
-// Copies what Apply() reads of an event: every scalar field. Events carry no names, paths
-// or frames, and copying the strings and the vector (empty) cost more than the rest.
-void CopyEvent(const CaptureRecord& from, CaptureRecord* to) {
-  to->type = from.type;
-  to->line = from.line;
-  to->t = from.t;
-  to->epoch = from.epoch;
-  to->thread = from.thread;
-  to->addr = from.addr;
-  to->size = from.size;
-  to->ticket = from.ticket;
-  to->of = from.of;
-  to->layer = from.layer;
-  to->scope = from.scope;
-  to->outer = from.outer;
-  to->site = from.site;
-  to->label = from.label;
-  to->has_delta = from.has_delta;
-  to->delta = from.delta;
-  to->bytes = from.bytes;
-  to->mono_ns = from.mono_ns;
-  to->category = from.category;
-  to->id = from.id;
-  to->parent = from.parent;
-  to->weight = from.weight;
-  to->has_weight = from.has_weight;
 }
 
 }  // namespace
@@ -60,8 +33,12 @@ absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
   Analyzer analyzer;
   analyzer.StopAfter(stop_after);
   CaptureReadStats stats;
-  absl::Status s = ReadCapture(
-      path, [&](const CaptureRecord& rec) { return analyzer.Apply(rec); }, &stats);
+  absl::Status s = ReadCaptureBatches(
+      path,
+      [&](std::span<const CaptureRecord> batch, const CaptureReadStats&) {
+        return analyzer.ApplyBatch(batch);
+      },
+      &stats);
   if (!s.ok()) return s;
   return analyzer.FinishFile(path, stats);
 }
@@ -78,14 +55,13 @@ absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
   Analyzer analyzer;
   analyzer.StopAt(options.point);
   CaptureReadStats stats;
-  absl::Status s = ReadCapture(
+  absl::Status s = ReadCaptureBatches(
       path,
-      [&](const CaptureRecord& rec) {
-        if (options.progress) options.progress(stats.bytes);
-        return analyzer.ApplyAhead(rec);
+      [&](std::span<const CaptureRecord> batch, const CaptureReadStats& read) {
+        if (options.progress) options.progress(read.bytes);
+        return analyzer.ApplyBatch(batch);
       },
       &stats);
-  if (s.ok()) s = analyzer.FlushAhead();
   if (!s.ok()) return s;
   return analyzer.FinishFile(path, stats);
 }
@@ -122,11 +98,11 @@ void Analyzer::Account(uint64_t size, uint32_t scope_id, uint32_t site, uint32_t
 
 void Analyzer::Count(Tally& t, uint64_t size, uint32_t scope_id, uint32_t site, uint32_t layer,
                      uint64_t count, bool allocate) {
-  UsageCounters& scope = t.summary.scopes[scope_id];
+  Row& row = t.RowOf(AttributionKey{site, scope_id, layer});
+  const UsageCounters& scope = *row.scope;
   const uint64_t scope_high_water = scope.high_water_bytes;
   const uint64_t high_water = t.summary.totals.high_water_bytes;
-  UsageCounters* all[] = {&t.summary.totals, &t.summary.layers[layer], &scope,
-                          &t.attribution[AttributionKey{site, scope_id, layer}]};
+  UsageCounters* all[] = {&t.summary.totals, row.layer, row.scope, &row.attribution};
   // A sampled block stands for `count` allocations: the counters' own step is one.
   const uint64_t extra = count - 1;
   for (UsageCounters* c : all) {
@@ -146,11 +122,11 @@ void Analyzer::Count(Tally& t, uint64_t size, uint32_t scope_id, uint32_t site, 
 
 void Analyzer::CountResize(Tally& t, uint64_t before, uint64_t after, uint32_t scope_id,
                            uint32_t site, uint32_t layer, uint64_t count) {
-  UsageCounters& scope = t.summary.scopes[scope_id];
+  Row& row = t.RowOf(AttributionKey{site, scope_id, layer});
+  const UsageCounters& scope = *row.scope;
   const uint64_t scope_high_water = scope.high_water_bytes;
   const uint64_t high_water = t.summary.totals.high_water_bytes;
-  UsageCounters* all[] = {&t.summary.totals, &t.summary.layers[layer], &scope,
-                          &t.attribution[AttributionKey{site, scope_id, layer}]};
+  UsageCounters* all[] = {&t.summary.totals, row.layer, row.scope, &row.attribution};
   // One call, as Resize() counts it; a sampled block's resize stands for `count`.
   for (UsageCounters* c : all) {
     c->Resize(before, after);
@@ -180,7 +156,8 @@ void Analyzer::NotePeaks(Tally& t, uint32_t scope_id, const UsageCounters& scope
 }
 
 void Analyzer::SetThreadViews(ThreadViews views) {
-  views_.assign(views.count, Tally{});
+  views_.clear();
+  views_.resize(views.count);
   thread_views_ = std::move(views);
 }
 
@@ -276,7 +253,7 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
     epoch_ = rec.epoch;
     ++events_seen_;
     last_t_ = rec.t;
-    ++thread_events_[rec.thread];
+    ++ThreadOf(rec.thread).events;
   }
   absl::Status s = ApplyLine(rec);
   if (rec.type == LineType::kScopeExit && point_.kind == SnapshotPoint::Kind::kScopeExit) {
@@ -302,7 +279,7 @@ absl::Status Analyzer::ApplyAhead(const CaptureRecord& rec) {
     ahead_begin_ = (ahead_begin_ + 1) % kAheadEvents;
     --ahead_size_;
   }
-  CopyEvent(rec, &ahead_[(ahead_begin_ + ahead_size_) % kAheadEvents]);
+  CopyEventFields(rec, &ahead_[(ahead_begin_ + ahead_size_) % kAheadEvents]);
   ++ahead_size_;
   return s;
 }
@@ -312,6 +289,21 @@ absl::Status Analyzer::FlushAhead() {
     const CaptureRecord& rec = ahead_[ahead_begin_];
     ahead_begin_ = (ahead_begin_ + 1) % kAheadEvents;
     if (absl::Status s = Apply(rec); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Analyzer::ApplyBatch(std::span<const CaptureRecord> batch) {
+  const size_t n = batch.size();
+  auto prefetch = [&](const CaptureRecord& rec) {
+    if (rec.type >= LineType::kAlloc && rec.type <= LineType::kRemapTarget) {
+      ledger_->Prefetch(static_cast<LayerId>(rec.layer), rec.addr);
+    }
+  };
+  for (size_t i = 0; i < std::min(n, kAheadEvents); ++i) prefetch(batch[i]);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAheadEvents < n) prefetch(batch[i + kAheadEvents]);
+    if (absl::Status s = Apply(batch[i]); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -338,16 +330,17 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       if (rec.weight != 1.0) main_.summary.sampled = true;
       const uint64_t size = Scaled(rec.size, rec.weight);
       const LayerId layer = static_cast<LayerId>(rec.layer);
+      ThreadState& thread = ThreadOf(rec.thread);
       const Note note{next_id_++,
                       size,
-                      static_cast<uint32_t>(thread_events_[rec.thread]),
+                      static_cast<uint32_t>(thread.events),
                       rec.thread,
                       SampledCount({rec.site, rec.scope, rec.layer}, rec.weight),
                       rec.weight};
       ledger_->Alloc(layer, rec.addr, size, rec.ticket, rec.scope, rec.site, AddNote(note));
       Account(size, rec.scope, rec.site, rec.layer, note.count, /*allocate=*/true, rec.thread);
-      NoteAllocation(rec.thread, BlockAt{rec.addr, note.id, rec.layer});
-      last_allocation_[rec.thread] = note.id;
+      NoteAllocation(thread, BlockAt{rec.addr, note.id, rec.layer});
+      thread.last_allocation = note.id;
       break;
     }
     case LineType::kFree: {
@@ -394,11 +387,11 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
                     note.count);
         if (view_live_change_hook_) view_live_change_hook_(view, scope_id, rec.layer);
       }
-      last_allocation_[rec.thread] = note.id;
+      ThreadOf(rec.thread).last_allocation = note.id;
       break;
     }
     case LineType::kRemap: {
-      Moving& m = moving_[rec.thread];
+      Moving& m = ThreadOf(rec.thread).moving;
       m = Moving{};
       m.active = true;
       const auto outcome = ledger_->MoveOut(static_cast<LayerId>(rec.layer), rec.addr, rec.of,
@@ -415,7 +408,8 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       break;
     }
     case LineType::kRemapTarget: {
-      Moving& m = moving_[rec.thread];
+      ThreadState& thread = ThreadOf(rec.thread);
+      Moving& m = thread.moving;
       // The moved block keeps the site and scope of the block it came from, and carries
       // its own weight: in a sampled capture the interposer draws a moved block anew, on
       // its new size (preload/byte_sampler.h).
@@ -430,13 +424,13 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       Note note{known ? m.note.id : next_id_++, size, 0, 0, 1, weight};
       note.thread = known ? m.note.thread : rec.thread;
       note.thread_event = known ? m.note.thread_event
-                                : static_cast<uint32_t>(thread_events_[rec.thread]);
+                                : static_cast<uint32_t>(thread.events);
       note.count = SampledCount({site, scope, rec.layer}, weight);
       if (known) moved_to_[note.id] = BlockAt{rec.addr, note.id, rec.layer};
       ledger_->MoveIn(static_cast<LayerId>(rec.layer), m.active ? m.moved : ReplayLedger::Moved{},
                       rec.addr, size, rec.ticket, rec.scope, rec.site, AddNote(note));
       Account(size, scope, site, rec.layer, note.count, /*allocate=*/true, note.thread);
-      last_allocation_[rec.thread] = note.id;
+      thread.last_allocation = note.id;
       m = Moving{};
       break;
     }
@@ -448,10 +442,10 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       });
       break;
     case LineType::kScopeEnter:
-      open_scopes_[rec.thread].push_back(OpenScope{rec.scope, {}});
+      ThreadOf(rec.thread).open_scopes.push_back(OpenScope{rec.scope, {}});
       break;
     case LineType::kScopeExit:
-      CloseScope(rec.thread, rec.scope);
+      CloseScope(ThreadOf(rec.thread), rec.scope);
       break;
     case LineType::kCensus:
       // A change adds up in any order (runtime/census.h); a value, from a capture written
@@ -479,11 +473,11 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
 
 void Analyzer::NoteFreed(uint32_t thread, const Note& note, const AllocationRecord& block) {
   // The thread's last allocation call was on this block: no other allocation between.
-  auto last = last_allocation_.find(thread);
-  const bool temporary = last != last_allocation_.end() && last->second == note.id;
+  const ThreadState& state = ThreadOf(thread);
+  const bool temporary = state.last_allocation == note.id;
   const bool short_lived =
       note.thread == thread &&
-      static_cast<uint32_t>(thread_events_[thread]) - note.thread_event <= kShortLivedEvents;
+      static_cast<uint32_t>(state.events) - note.thread_event <= kShortLivedEvents;
   if (!temporary && !short_lived) return;
   const AttributionKey key{static_cast<uint32_t>(block.site), block.scope, block.layer};
   if (Counted(note.thread)) {
@@ -496,7 +490,7 @@ void Analyzer::NoteFreed(uint32_t thread, const Note& note, const AllocationReco
 
 void Analyzer::CountFreed(Tally& t, const AttributionKey& key, uint64_t bytes, uint64_t count,
                           bool temporary, bool short_lived) {
-  FreedAtOnce& at = t.freed_at_once[key];
+  FreedAtOnce& at = t.RowOf(key).freed;
   if (temporary) {
     t.summary.temporaries += count;
     t.summary.temporary_bytes += bytes;
@@ -509,17 +503,12 @@ void Analyzer::CountFreed(Tally& t, const AttributionKey& key, uint64_t bytes, u
   }
 }
 
-void Analyzer::NoteAllocation(uint32_t thread, const BlockAt& block) {
-  auto it = open_scopes_.find(thread);
-  if (it != open_scopes_.end() && !it->second.empty()) {
-    it->second.back().blocks.push_back(block);
-  }
+void Analyzer::NoteAllocation(ThreadState& thread, const BlockAt& block) {
+  if (!thread.open_scopes.empty()) thread.open_scopes.back().blocks.push_back(block);
 }
 
-void Analyzer::CloseScope(uint32_t thread, uint32_t scope) {
-  auto it = open_scopes_.find(thread);
-  if (it == open_scopes_.end()) return;
-  auto& stack = it->second;
+void Analyzer::CloseScope(ThreadState& thread, uint32_t scope) {
+  auto& stack = thread.open_scopes;
   // Exits are recorded innermost first; close up to and including `scope`.
   while (!stack.empty()) {
     OpenScope open = std::move(stack.back());
@@ -606,14 +595,11 @@ CaptureSummary Analyzer::Finish(const CaptureReadStats& stats,
 
 void Analyzer::FinishTally(Tally& t, const TrailerBlocks* trailer) {
   CaptureSummary& summary = t.summary;
-  for (const auto& [key, usage] : t.attribution) {
+  for (const auto& [key, row] : t.rows) {
     auto it = summary.site_addrs.find(key.site);
-    auto at_once = t.freed_at_once.find(key);
-    const FreedAtOnce freed =
-        at_once != t.freed_at_once.end() ? at_once->second : FreedAtOnce{};
     summary.attribution.push_back(AllocationAttribution{
         key.site, it != summary.site_addrs.end() ? it->second : 0, key.scope, key.layer,
-        usage, freed.temporaries, freed.short_lived});
+        row->attribution, row->freed.temporaries, row->freed.short_lived});
   }
   // The hash map's order changes from process to process (abseil seeds its hash), and
   // exports follow this vector: sort it so that the same capture always gives the same

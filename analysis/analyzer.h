@@ -57,6 +57,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,10 @@ class Analyzer {
   // a caller that reads it between records calls Apply(). FlushAhead() applies the rest.
   absl::Status ApplyAhead(const CaptureRecord& rec);
   absl::Status FlushAhead();
+  // Apply() of every record of `batch` in order (ReadCaptureBatches(), batch_reader.h),
+  // each event's block asked of memory kAheadEvents events before it is applied, as
+  // ApplyAhead() does without its copies; the state is current when it returns.
+  absl::Status ApplyBatch(std::span<const CaptureRecord> batch);
   // The summary; with `views`, also each thread view's (SetThreadViews()), in their order:
   // the same as the summary of a replay whose thread filter keeps that view's threads.
   CaptureSummary Finish(const CaptureReadStats& stats,
@@ -303,18 +308,36 @@ class Analyzer {
     uint32_t scope;
     std::vector<BlockAt> blocks;
   };
-  void NoteAllocation(uint32_t thread, const BlockAt& block);
-  void CloseScope(uint32_t thread, uint32_t scope);
   // The note of the live block `block.id`, seen at `block.address`, or null.
   std::optional<Note> FindNote(const BlockAt& block);
 
-  absl::flat_hash_map<uint32_t, std::vector<OpenScope>> open_scopes_;  // by thread
-  absl::flat_hash_map<uint32_t, uint64_t> thread_events_;             // events per thread
-  std::map<uint32_t, int64_t> census_;                                // label -> value
+  // What the replay follows per thread (a capture's `thread`, the ring it came from).
+  struct ThreadState {
+    uint64_t events = 0;  // events so far
+    // The id of the block the thread's last allocation call (an allocation, a resize, a
+    // move) made or changed, 0 for none (ids start at 1): a free of that block by the
+    // thread is a temporary.
+    uint64_t last_allocation = 0;
+    Moving moving;                      // between a remap's halves
+    std::vector<OpenScope> open_scopes;  // innermost last
+  };
+  // `thread`'s state, made on first use. Events come in runs of one thread (a ring's
+  // records are applied together), so the last thread asked for is kept at hand.
+  ThreadState& ThreadOf(uint32_t thread) {
+    if (last_thread_state_ != nullptr && last_thread_ == thread) return *last_thread_state_;
+    std::unique_ptr<ThreadState>& state = threads_[thread];
+    if (state == nullptr) state = std::make_unique<ThreadState>();
+    last_thread_ = thread;
+    last_thread_state_ = state.get();
+    return *state;
+  }
+  void NoteAllocation(ThreadState& thread, const BlockAt& block);
+  void CloseScope(ThreadState& thread, uint32_t scope);
+  absl::flat_hash_map<uint32_t, std::unique_ptr<ThreadState>> threads_;
+  uint32_t last_thread_ = 0;
+  ThreadState* last_thread_state_ = nullptr;  // threads_[last_thread_], or null
+  std::map<uint32_t, int64_t> census_;        // label -> value
   std::map<uint32_t, Retention> retention_;
-  // Per thread, the id of the block its last allocation call (an allocation, a resize, a
-  // move) made or changed: a free of that block by the thread is a temporary.
-  absl::flat_hash_map<uint32_t, uint64_t> last_allocation_;
 
   struct AttributionKey {
     uint32_t site, scope, layer;
@@ -341,10 +364,35 @@ class Analyzer {
   // scope_peak_event, temporaries, short_lived and peak_event_index (filled in during the
   // replay; Finish() adds the attribution and coverage they make), and its attribution
   // while the replay goes on.
+  //
+  // Every count of a block changes the counters of its (site, scope, layer): a Row holds
+  // that attribution's own and points at its scope's and layer's in the summary (nodes of
+  // std::map, which stay where they are), so one lookup finds all three.
+  struct Row {
+    UsageCounters attribution;
+    FreedAtOnce freed;
+    UsageCounters* scope = nullptr;
+    UsageCounters* layer = nullptr;
+  };
   struct Tally {
     CaptureSummary summary;
-    absl::flat_hash_map<AttributionKey, UsageCounters> attribution;
-    absl::flat_hash_map<AttributionKey, FreedAtOnce> freed_at_once;
+    absl::flat_hash_map<AttributionKey, std::unique_ptr<Row>> rows;
+    // The row asked for last (blocks of one site come in runs), or null.
+    AttributionKey last_key{};
+    Row* last_row = nullptr;
+
+    Row& RowOf(const AttributionKey& key) {
+      if (last_row != nullptr && last_key == key) return *last_row;
+      std::unique_ptr<Row>& row = rows[key];
+      if (row == nullptr) {
+        row = std::make_unique<Row>();
+        row->scope = &summary.scopes[key.scope];
+        row->layer = &summary.layers[key.layer];
+      }
+      last_key = key;
+      last_row = row.get();
+      return *row;
+    }
   };
   // Counts one block in or out of `t` (Account()); a resize of one (the counters' one
   // call); one freed at once (NoteFreed()).
@@ -397,7 +445,6 @@ class Analyzer {
   // may give as another layer) from where an open scope saw it; `id` unused.
   absl::flat_hash_map<uint64_t, BlockAt> moved_to_;
   uint64_t live_blocks_ = 0;  // the notes' counts, summed
-  absl::flat_hash_map<uint32_t, Moving> moving_;  // by thread, between remap halves
   LiveChangeHook live_change_hook_;
   ThreadFilter counted_thread_;
 };

@@ -118,6 +118,34 @@ struct CaptureRecord {
   std::string raw;  // the whole line, for the header and the trailer
 };
 
+// Copies every field an event record carries (the scalars; events carry no names, paths
+// or frames), which is all a consumer of events reads, for much less than a whole copy.
+inline void CopyEventFields(const CaptureRecord& from, CaptureRecord* to) {
+  to->type = from.type;
+  to->line = from.line;
+  to->t = from.t;
+  to->epoch = from.epoch;
+  to->thread = from.thread;
+  to->addr = from.addr;
+  to->size = from.size;
+  to->ticket = from.ticket;
+  to->of = from.of;
+  to->layer = from.layer;
+  to->scope = from.scope;
+  to->outer = from.outer;
+  to->site = from.site;
+  to->label = from.label;
+  to->has_delta = from.has_delta;
+  to->delta = from.delta;
+  to->bytes = from.bytes;
+  to->mono_ns = from.mono_ns;
+  to->category = from.category;
+  to->id = from.id;
+  to->parent = from.parent;
+  to->weight = from.weight;
+  to->has_weight = from.has_weight;
+}
+
 struct CaptureReadStats {
   uint64_t lines = 0;
   uint64_t bytes = 0;

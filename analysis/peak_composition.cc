@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
+#include "analysis/batch_reader.h"
 
 namespace memtrace {
 namespace {
@@ -78,14 +79,13 @@ absl::StatusOr<Analyzer::SummaryAndPeaks> Analyzer::SummarizeWithPeaks(
   Analyzer analyzer;
   analyzer.moments_ = std::make_unique<MomentLogs>();
   CaptureReadStats stats;
-  absl::Status s = ReadCapture(
+  absl::Status s = ReadCaptureBatches(
       path,
-      [&](const CaptureRecord& rec) {
-        if (progress) progress(stats.bytes);
-        return analyzer.ApplyAhead(rec);
+      [&](std::span<const CaptureRecord> batch, const CaptureReadStats& read) {
+        if (progress) progress(read.bytes);
+        return analyzer.ApplyBatch(batch);
       },
       &stats);
-  if (s.ok()) s = analyzer.FlushAhead();
   if (!s.ok()) return s;
   // Before Finish(): it settles the last epoch (a change after every moment, which the
   // live set and the logs would both take in) and gives the summary away.

@@ -9,6 +9,8 @@
 //                         their sizes: the decode path alone, without a replay
 //   BM_ReadCaptureFile    with --capture=FILE: that capture (either encoding, plain or
 //                         zstd) read from the file with ReadCapture(), to the same consumer
+//   BM_SummarizeFile      with --capture=FILE: Analyzer::Summarize() of it, the replay that
+//                         summary --replay, top, verify and report run (events/s, ns an event)
 //
 // The synthetic capture is made in memory in the exact format the JSONL sink writes (or,
 // for the binary one, by the sink's BinaryEncoder): 1M events (alloc/free pairs with
@@ -158,6 +160,21 @@ void BM_ReadCaptureFile(benchmark::State& state) {
   tally.Report(state, bytes_read);
 }
 
+void BM_SummarizeFile(benchmark::State& state) {
+  uint64_t events = 0;
+  for (auto _ : state) {
+    const auto summary = Analyzer::Summarize(CapturePath(), AnalysisSummaryOptions{});
+    if (!summary.ok()) {
+      state.SkipWithError(std::string(summary.status().message()).c_str());
+      return;
+    }
+    events += summary->events;
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(events));
+  state.counters["ns_per_event"] = benchmark::Counter(
+      static_cast<double>(events), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 void BM_ReadCapture(benchmark::State& state) {
   const std::string& text = Capture();
   uint64_t events = 0;
@@ -203,6 +220,9 @@ int main(int argc, char** argv) {
   if (!memtrace::CapturePath().empty()) {
     benchmark::RegisterBenchmark("BM_ReadCaptureFile", memtrace::BM_ReadCaptureFile)
         ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_SummarizeFile", memtrace::BM_SummarizeFile)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();  // it reads on a second thread (analysis/batch_reader.h)
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

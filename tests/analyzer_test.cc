@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <span>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -1231,6 +1232,27 @@ TEST(AnalyzerTest, ApplyingEventsAFewBehindGivesApplysSummary) {
     const CaptureSummary want = replay(false);
     EXPECT_GT(want.events_applied, 0u) << point;
     ExpectSameSummary(replay(true), want, point);
+    // ApplyBatch() over batches cut anywhere: every batch's events are fetched ahead
+    // inside it, and the state is current at its end.
+    std::vector<CaptureRecord> records;
+    CaptureReadStats stats;
+    ASSERT_TRUE(ReadCaptureText(
+                    text, "batches.jsonl",
+                    [&](const CaptureRecord& r) {
+                      records.push_back(r);
+                      return absl::OkStatus();
+                    },
+                    &stats)
+                    .ok());
+    for (size_t cut : {size_t{1}, size_t{7}, size_t{17}, size_t{100}, records.size()}) {
+      Analyzer a;
+      a.StopAt(*p);
+      for (size_t i = 0; i < records.size(); i += cut) {
+        const size_t n = std::min(cut, records.size() - i);
+        ASSERT_TRUE(a.ApplyBatch(std::span<const CaptureRecord>(&records[i], n)).ok());
+      }
+      ExpectSameSummary(a.Finish(stats), want, absl::StrCat(point, ", batches of ", cut));
+    }
   }
 }
 

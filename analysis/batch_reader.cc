@@ -1,0 +1,221 @@
+// Copyright 2026 The memtrace Authors.
+
+#include "analysis/batch_reader.h"
+
+#include <sched.h>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace memtrace {
+namespace {
+
+// Records in order, and the stats as of the last of them.
+struct Batch {
+  std::vector<CaptureRecord> records = std::vector<CaptureRecord>(kCaptureBatchRecords);
+  // Slots last filled with a record that is not an event, whose names, paths and frames
+  // an event's copy (CopyEventFields(), the scalars only) would leave behind.
+  std::vector<bool> holds_strings = std::vector<bool>(kCaptureBatchRecords, false);
+  size_t size = 0;
+  CaptureReadStats read;
+
+  bool full() const { return size == kCaptureBatchRecords; }
+  void Add(const CaptureRecord& rec) {
+    CaptureRecord& slot = records[size];
+    if (IsEvent(rec.type) && !holds_strings[size]) {
+      CopyEventFields(rec, &slot);
+    } else {
+      slot = rec;
+      holds_strings[size] = !IsEvent(rec.type);
+    }
+    ++size;
+  }
+};
+
+// The batches the two threads share (batch_reader.h, "Threads"): each is at any time free
+// (the reader's to fill), full (the caller's to consume, in order) or held by one side.
+class BatchQueue {
+ public:
+  BatchQueue() {
+    for (size_t i = 0; i < kCaptureBatches; ++i) {
+      storage_.push_back(std::make_unique<Batch>());
+      free_.push_back(storage_.back().get());
+    }
+  }
+
+  // Reader: a free batch, emptied; null once the caller has stopped.
+  Batch* TakeFree() {
+    std::unique_lock lock(mu_);
+    if (free_.empty() && !stopped_) {
+      reader_waiting_ = true;
+      reader_cv_.wait(lock, [&] { return free_.size() >= kRefill || stopped_; });
+      reader_waiting_ = false;
+    }
+    if (stopped_) return nullptr;
+    Batch* b = free_.front();
+    free_.pop_front();
+    b->size = 0;
+    return b;
+  }
+  // Reader: a filled batch, for the caller.
+  void Publish(Batch* b) {
+    std::lock_guard lock(mu_);
+    full_.push_back(b);
+    if (caller_waiting_) caller_cv_.notify_one();
+  }
+  // Reader: nothing more comes; `status` and `stats` are ReadCapture()'s.
+  void Finish(absl::Status status, const CaptureReadStats& stats) {
+    std::lock_guard lock(mu_);
+    finished_ = true;
+    status_ = std::move(status);
+    stats_ = stats;
+    if (caller_waiting_) caller_cv_.notify_one();
+  }
+
+  // Caller: the next full batch, or null once the reader has finished and all are taken.
+  Batch* TakeFull() {
+    std::unique_lock lock(mu_);
+    if (full_.empty() && !finished_) {
+      caller_waiting_ = true;
+      caller_cv_.wait(lock, [&] { return !full_.empty() || finished_; });
+      caller_waiting_ = false;
+    }
+    if (full_.empty()) return nullptr;
+    Batch* b = full_.front();
+    full_.pop_front();
+    return b;
+  }
+  // Caller: a batch consumed.
+  void Recycle(Batch* b) {
+    std::lock_guard lock(mu_);
+    free_.push_back(b);
+    if (reader_waiting_ && free_.size() >= kRefill) reader_cv_.notify_one();
+  }
+  // Caller: wants no more; the reader stops at its next batch.
+  void Stop() {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    if (reader_waiting_) reader_cv_.notify_one();
+  }
+
+  // After the reader has finished (joined).
+  const absl::Status& status() const { return status_; }
+  const CaptureReadStats& stats() const { return stats_; }
+
+ private:
+  static constexpr size_t kRefill = kCaptureBatches / 2;
+
+  std::vector<std::unique_ptr<Batch>> storage_;
+  std::mutex mu_;
+  std::condition_variable reader_cv_;
+  std::condition_variable caller_cv_;
+  std::deque<Batch*> free_;  // guarded by mu_
+  std::deque<Batch*> full_;  // guarded by mu_, in the capture's order
+  bool reader_waiting_ = false;
+  bool caller_waiting_ = false;
+  bool stopped_ = false;
+  bool finished_ = false;
+  absl::Status status_;
+  CaptureReadStats stats_;
+};
+
+// The reading thread's side: ReadCapture() into batches, published as they fill.
+absl::Status ReadInto(const std::string& path, BatchQueue& queue, CaptureReadStats* stats) {
+  Batch* batch = queue.TakeFree();
+  if (batch == nullptr) return absl::CancelledError("stopped");
+  absl::Status s = ReadCapture(
+      path,
+      [&](const CaptureRecord& rec) {
+        batch->Add(rec);
+        if (!batch->full()) return absl::OkStatus();
+        batch->read = *stats;
+        queue.Publish(batch);
+        batch = queue.TakeFree();
+        return batch != nullptr ? absl::OkStatus() : absl::CancelledError("stopped");
+      },
+      stats);
+  if (batch != nullptr && batch->size > 0) {
+    batch->read = *stats;
+    queue.Publish(batch);
+  }
+  return s;
+}
+
+// The caller's thread alone: a batch is consumed as soon as it is full.
+absl::Status ReadOnOneThread(const std::string& path, const CaptureBatchFn& fn,
+                             CaptureReadStats* stats) {
+  Batch batch;
+  absl::Status s = ReadCapture(
+      path,
+      [&](const CaptureRecord& rec) {
+        batch.Add(rec);
+        if (!batch.full()) return absl::OkStatus();
+        absl::Status consumed = fn(std::span<const CaptureRecord>(batch.records), *stats);
+        batch.size = 0;
+        return consumed;
+      },
+      stats);
+  // What precedes an error of the reading is consumed before it (ReadCapture()'s order);
+  // an error of fn's has stopped everything already.
+  if (batch.size > 0) {
+    absl::Status consumed =
+        fn(std::span<const CaptureRecord>(batch.records.data(), batch.size), *stats);
+    if (!consumed.ok()) return consumed;
+  }
+  return s;
+}
+
+bool TwoCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return false;
+  return CPU_COUNT(&set) >= 2;
+}
+
+}  // namespace
+
+absl::Status ReadCaptureBatches(const std::string& path, const CaptureBatchFn& fn,
+                                CaptureReadStats* stats, ReadThreads threads) {
+  CaptureReadStats local;
+  if (stats == nullptr) stats = &local;
+  if (threads == ReadThreads::kOne || (threads == ReadThreads::kAuto && !TwoCpus())) {
+    return ReadOnOneThread(path, fn, stats);
+  }
+  BatchQueue queue;
+  std::thread reader;
+  try {
+    reader = std::thread([&path, &queue] {
+      CaptureReadStats read;
+      absl::Status s = ReadInto(path, queue, &read);
+      queue.Finish(std::move(s), read);
+    });
+  } catch (const std::system_error&) {
+    return ReadOnOneThread(path, fn, stats);  // no thread to be had: read here
+  }
+  absl::Status consumed;
+  CaptureReadStats last;
+  while (Batch* b = queue.TakeFull()) {
+    consumed = fn(std::span<const CaptureRecord>(b->records.data(), b->size), b->read);
+    last = b->read;
+    queue.Recycle(b);
+    if (!consumed.ok()) {
+      queue.Stop();
+      break;
+    }
+  }
+  reader.join();
+  if (!consumed.ok()) {
+    *stats = last;
+    return consumed;
+  }
+  *stats = queue.stats();
+  return queue.status();
+}
+
+}  // namespace memtrace
