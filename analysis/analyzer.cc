@@ -266,34 +266,8 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
   return s;
 }
 
-absl::Status Analyzer::ApplyAhead(const CaptureRecord& rec) {
-  if (!IsEvent(rec.type)) {
-    if (absl::Status s = FlushAhead(); !s.ok()) return s;
-    return Apply(rec);
-  }
-  ledger_->Prefetch(static_cast<LayerId>(rec.layer), rec.addr);
-  if (!ahead_) ahead_ = std::make_unique<CaptureRecord[]>(kAheadEvents);
-  absl::Status s = absl::OkStatus();
-  if (ahead_size_ == kAheadEvents) {
-    s = Apply(ahead_[ahead_begin_]);
-    ahead_begin_ = (ahead_begin_ + 1) % kAheadEvents;
-    --ahead_size_;
-  }
-  CopyEventFields(rec, &ahead_[(ahead_begin_ + ahead_size_) % kAheadEvents]);
-  ++ahead_size_;
-  return s;
-}
-
-absl::Status Analyzer::FlushAhead() {
-  for (; ahead_size_ > 0; --ahead_size_) {
-    const CaptureRecord& rec = ahead_[ahead_begin_];
-    ahead_begin_ = (ahead_begin_ + 1) % kAheadEvents;
-    if (absl::Status s = Apply(rec); !s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Analyzer::ApplyBatch(std::span<const CaptureRecord> batch) {
+absl::Status Analyzer::ApplyBatch(std::span<const CaptureRecord> batch,
+                                  const AfterRecord& after) {
   const size_t n = batch.size();
   auto prefetch = [&](const CaptureRecord& rec) {
     if (rec.type >= LineType::kAlloc && rec.type <= LineType::kRemapTarget) {
@@ -304,6 +278,9 @@ absl::Status Analyzer::ApplyBatch(std::span<const CaptureRecord> batch) {
   for (size_t i = 0; i < n; ++i) {
     if (i + kAheadEvents < n) prefetch(batch[i + kAheadEvents]);
     if (absl::Status s = Apply(batch[i]); !s.ok()) return s;
+    if (after) {
+      if (absl::Status s = after(batch[i]); !s.ok()) return s;
+    }
   }
   return absl::OkStatus();
 }

@@ -173,17 +173,15 @@ class Analyzer {
   }
 
   absl::Status Apply(const CaptureRecord& rec);
-  // Apply(), a few events behind: each event's block is asked of memory when it is read,
-  // and applied kAheadEvents events later, by when the ledger's slot for it has arrived
-  // (a large live set's lookups miss every cache). A record that is not an event first
-  // applies those waiting, so the order is kept; but the state lags the records read, so
-  // a caller that reads it between records calls Apply(). FlushAhead() applies the rest.
-  absl::Status ApplyAhead(const CaptureRecord& rec);
-  absl::Status FlushAhead();
   // Apply() of every record of `batch` in order (ReadCaptureBatches(), batch_reader.h),
-  // each event's block asked of memory kAheadEvents events before it is applied, as
-  // ApplyAhead() does without its copies; the state is current when it returns.
-  absl::Status ApplyBatch(std::span<const CaptureRecord> batch);
+  // each event's block asked of memory kAheadEvents events before it is applied (a large
+  // live set's lookups miss every cache; by then the ledger's slot has arrived). The
+  // state is current when it returns, and when `after` (if any) is called with each
+  // record, right after that record is applied. The first error, of Apply() or of
+  // `after`, stops it.
+  using AfterRecord = std::function<absl::Status(const CaptureRecord& rec)>;
+  absl::Status ApplyBatch(std::span<const CaptureRecord> batch,
+                          const AfterRecord& after = AfterRecord());
   // The summary; with `views`, also each thread view's (SetThreadViews()), in their order:
   // the same as the summary of a replay whose thread filter keeps that view's threads.
   CaptureSummary Finish(const CaptureReadStats& stats,
@@ -430,12 +428,8 @@ class Analyzer {
 
   std::unique_ptr<MomentLogs> moments_;  // SummarizeWithPeaks() only
 
-  // ApplyAhead()'s events, read and not yet applied: ahead_[ahead_begin_ ... ) modulo
-  // kAheadEvents, ahead_size_ of them.
+  // How far ahead ApplyBatch() asks for an event's ledger slot.
   static constexpr size_t kAheadEvents = 16;
-  std::unique_ptr<CaptureRecord[]> ahead_;
-  size_t ahead_begin_ = 0;
-  size_t ahead_size_ = 0;
 
   // The live blocks, each with its note, and the rules that match releases to them: the
   // drainer's.

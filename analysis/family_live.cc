@@ -7,6 +7,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "analysis/batch_reader.h"
 #include "analysis/capture_reader.h"
 
 namespace memtrace {
@@ -30,24 +31,26 @@ absl::StatusOr<CaptureSummary> SummarizeWithSteps(const std::string& path,
   steps->steps.clear();
   steps->ended_unix_ns = 0;
   int64_t last_t = 0;
-  absl::Status s = ReadCapture(
+  // After each record is applied: the live bytes after the last event at each time.
+  auto step = [&](const CaptureRecord& rec) {
+    if (rec.type == LineType::kTrailer) {
+      steps->ended_unix_ns = FinishedAt(rec.raw);
+    } else if (IsEvent(rec.type)) {
+      const uint64_t live = analyzer.state().totals.live_bytes;
+      if (!steps->steps.empty() && steps->steps.back().first == rec.t) {
+        steps->steps.back().second = live;  // the value after the last event at t
+      } else {
+        steps->steps.emplace_back(rec.t, live);
+      }
+      last_t = std::max(last_t, rec.t);
+    }
+    return absl::OkStatus();
+  };
+  absl::Status s = ReadCaptureBatches(
       path,
-      [&](const CaptureRecord& rec) {
-        if (progress) progress(stats.bytes);
-        absl::Status applied = analyzer.Apply(rec);
-        if (!applied.ok()) return applied;
-        if (rec.type == LineType::kTrailer) {
-          steps->ended_unix_ns = FinishedAt(rec.raw);
-        } else if (IsEvent(rec.type)) {
-          const uint64_t live = analyzer.state().totals.live_bytes;
-          if (!steps->steps.empty() && steps->steps.back().first == rec.t) {
-            steps->steps.back().second = live;  // the value after the last event at t
-          } else {
-            steps->steps.emplace_back(rec.t, live);
-          }
-          last_t = std::max(last_t, rec.t);
-        }
-        return absl::OkStatus();
+      [&](std::span<const CaptureRecord> batch, const CaptureReadStats& read) {
+        if (progress) progress(read.bytes);
+        return analyzer.ApplyBatch(batch, step);
       },
       &stats);
   if (!s.ok()) return s;

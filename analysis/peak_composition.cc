@@ -176,38 +176,37 @@ absl::StatusOr<Analyzer::Peaks> Analyzer::PeaksOf(const std::string& path,
     global_taken = true;
   }
   auto next = moments.begin();
-  // Events are applied a few behind (ApplyAhead), and all of them at each moment: then the
-  // replay's state is that after the moment's event.
+  // Right after each event is applied, the replay's state is that after the event.
   uint64_t read = 0;
+  auto at_moment = [&](const CaptureRecord& rec) {
+    if (!IsEvent(rec.type)) return absl::OkStatus();
+    ++read;
+    if ((global_taken || read != global) && (next == moments.end() || read != next->first)) {
+      return absl::OkStatus();
+    }
+    const uint64_t at = replay.events_applied();
+    if (!global_taken && at == global) {
+      out.global = replay.Composition();
+      global_taken = true;
+    }
+    while (next != moments.end() && at == next->first) {
+      const uint64_t total = replay.Composition().live_bytes;
+      for (uint32_t scope : next->second) {
+        out.scopes.push_back(
+            ScopePeak{scope, next->first, replay.last_t_, total, replay.Composition(scope)});
+      }
+      ++next;
+    }
+    return absl::OkStatus();
+  };
   CaptureReadStats stats;
-  absl::Status s = ReadCapture(
+  absl::Status s = ReadCaptureBatches(
       path,
-      [&](const CaptureRecord& rec) {
-        if (progress) progress(stats.bytes);
-        absl::Status applied = replay.ApplyAhead(rec);
-        if (!applied.ok() || !IsEvent(rec.type)) return applied;
-        ++read;
-        if ((global_taken || read != global) && (next == moments.end() || read != next->first)) {
-          return applied;
-        }
-        applied = replay.FlushAhead();
-        const uint64_t at = replay.events_applied();
-        if (!global_taken && at == global) {
-          out.global = replay.Composition();
-          global_taken = true;
-        }
-        while (next != moments.end() && at == next->first) {
-          const uint64_t total = replay.Composition().live_bytes;
-          for (uint32_t scope : next->second) {
-            out.scopes.push_back(
-                ScopePeak{scope, next->first, replay.last_t_, total, replay.Composition(scope)});
-          }
-          ++next;
-        }
-        return applied;
+      [&](std::span<const CaptureRecord> batch, const CaptureReadStats& read_so_far) {
+        if (progress) progress(read_so_far.bytes);
+        return replay.ApplyBatch(batch, at_moment);
       },
       &stats);
-  if (s.ok()) s = replay.FlushAhead();
   if (!s.ok()) return s;
   // A moment the replay never reached (the file changed since `summary` was made) is
   // left out rather than reported from the wrong state.

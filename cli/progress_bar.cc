@@ -28,7 +28,8 @@ ProgressBar::ProgressBar(const std::string& path, const std::string& what)
 }
 
 void ProgressBar::Update(uint64_t bytes_read) {
-  if (!enabled_ || (++calls_ & 4095) != 0) return;
+  if (!enabled_ || bytes_read < next_check_) return;
+  next_check_ = bytes_read + kCheckBytes;
   const auto now = std::chrono::steady_clock::now();
   if (now < next_draw_) return;
   next_draw_ = now + kRedraw;

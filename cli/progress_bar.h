@@ -6,7 +6,8 @@
 // A ProgressBar is enabled when stderr is a terminal (isatty(2)) and the file is at least
 // kMinBytes; otherwise every call is a no-op and nothing is ever written, so stderr stays
 // clean when piped or redirected (tests check this). Update() is cheap: it looks at the
-// clock once every 4096 calls and redraws at most every kRedraw. For a zstd capture the
+// clock once every kCheckBytes read, however often it is called (a record at a time, or
+// a batch: analysis/batch_reader.h), and redraws at most every kRedraw. For a zstd capture the
 // bytes read are decompressed bytes, so the bar shows bytes without a percentage. The
 // line is erased by Done() and by the destructor.
 //
@@ -25,6 +26,7 @@ class ProgressBar {
  public:
   static constexpr uint64_t kMinBytes = uint64_t{32} << 20;
   static constexpr std::chrono::milliseconds kRedraw{250};
+  static constexpr uint64_t kCheckBytes = uint64_t{1} << 20;
 
   // `what` names the pass ("reading", "finding the peak").
   ProgressBar(const std::string& path, const std::string& what);
@@ -42,7 +44,7 @@ class ProgressBar {
   bool compressed_ = false;
   bool enabled_ = false;
   bool drawn_ = false;
-  uint32_t calls_ = 0;
+  uint64_t next_check_ = 0;  // bytes read by the next look at the clock
   std::chrono::steady_clock::time_point next_draw_;
 };
 

@@ -12,12 +12,14 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
+#include "analysis/batch_reader.h"
 #include "analysis/capture_filters.h"
 #include "analysis/capture_reader.h"
 #include "analysis/difference.h"
@@ -644,33 +646,36 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
 absl::StatusOr<CaptureSummary> FirstPass(const std::string& capture_path,
                                          CaptureTables* tables) {
   Analyzer first;
-  absl::Status read = ReadCapture(
+  // The tables the report needs beside the summary.
+  auto note_tables = [&](const CaptureRecord& rec) {
+    switch (rec.type) {
+      case LineType::kHeader:
+        tables->header = rec.raw.empty() ? "{}" : rec.raw;
+        break;
+      case LineType::kSite:
+        if (rec.other) tables->other_sites.insert(rec.id);
+        if (!rec.frames.empty()) tables->site_frames[rec.id] = rec.frames;
+        break;
+      case LineType::kModule:
+        tables->modules.push_back({rec.start, rec.end, rec.offset, rec.path});
+        tables->module_records.push_back(rec);
+        break;
+      case LineType::kAlloc:
+        // As the Analyzer counts a sampled block: its size times its weight.
+        tables->thread_bytes[rec.thread] += static_cast<uint64_t>(
+            std::llround(static_cast<double>(rec.size) * rec.weight));
+        break;
+      default:
+        break;
+    }
+  };
+  absl::Status read = ReadCaptureBatches(
       capture_path,
-      [&](const CaptureRecord& rec) {
-        switch (rec.type) {
-          case LineType::kHeader:
-            tables->header = rec.raw.empty() ? "{}" : rec.raw;
-            break;
-          case LineType::kSite:
-            if (rec.other) tables->other_sites.insert(rec.id);
-            if (!rec.frames.empty()) tables->site_frames[rec.id] = rec.frames;
-            break;
-          case LineType::kModule:
-            tables->modules.push_back({rec.start, rec.end, rec.offset, rec.path});
-            tables->module_records.push_back(rec);
-            break;
-          case LineType::kAlloc:
-            // As the Analyzer counts a sampled block: its size times its weight.
-            tables->thread_bytes[rec.thread] += static_cast<uint64_t>(
-                std::llround(static_cast<double>(rec.size) * rec.weight));
-            break;
-          default:
-            break;
-        }
-        return first.ApplyAhead(rec);  // the state is read only at the end
+      [&](std::span<const CaptureRecord> batch, const CaptureReadStats&) {
+        for (const CaptureRecord& rec : batch) note_tables(rec);
+        return first.ApplyBatch(batch);  // the state is read only at the end
       },
       &tables->stats);
-  if (read.ok()) read = first.FlushAhead();
   if (!read.ok()) return read;
   return first.Finish(tables->stats);
 }
@@ -710,10 +715,12 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
     Analyzer counters;
     counters.SetThreadViews(timeline_options.views);
     CaptureReadStats stats;
-    absl::Status read = ReadCapture(
-        capture_path, [&](const CaptureRecord& rec) { return counters.ApplyAhead(rec); },
+    absl::Status read = ReadCaptureBatches(
+        capture_path,
+        [&](std::span<const CaptureRecord> batch, const CaptureReadStats&) {
+          return counters.ApplyBatch(batch);
+        },
         &stats);
-    if (read.ok()) read = counters.FlushAhead();
     if (!read.ok()) return read;
     counters.Finish(stats, &view_summaries);
   }
@@ -723,14 +730,17 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
   TimelineBuilder builder(timeline_options, summary, view_summaries);
   PeakComposition peak;
   bool peak_taken = summary.peak_event_index == 0;
-  absl::Status read = ReadCapture(capture_path, [&](const CaptureRecord& rec) {
-    if (absl::Status s = builder.Apply(rec); !s.ok()) return s;
-    if (!peak_taken && builder.analyzer().events_seen() == summary.peak_event_index) {
-      peak = builder.analyzer().Composition();
-      peak_taken = true;
-    }
-    return absl::OkStatus();
-  });
+  absl::Status read = ReadCaptureBatches(
+      capture_path, [&](std::span<const CaptureRecord> batch, const CaptureReadStats&) {
+        for (const CaptureRecord& rec : batch) {
+          if (absl::Status s = builder.Apply(rec); !s.ok()) return s;
+          if (!peak_taken && builder.analyzer().events_seen() == summary.peak_event_index) {
+            peak = builder.analyzer().Composition();
+            peak_taken = true;
+          }
+        }
+        return absl::OkStatus();
+      });
   if (!read.ok()) return read;
   std::vector<Timeline> view_timelines;
   const Timeline timeline = builder.Finish(&view_timelines);
