@@ -23,7 +23,11 @@ uint64_t Scaled(uint64_t size, double weight) {
 
 }  // namespace
 
-Analyzer::Analyzer() : ledger_(std::make_unique<ReplayLedger>(SiteTable::kOtherSites - 1)) {}
+Analyzer::Analyzer() : ledger_(std::make_unique<ReplayLedger>(SiteTable::kOtherSites - 1)) {
+  // The Analyzer keeps every counter it reports (they scale sampled blocks, and count
+  // some threads' blocks or each view's); the ledger only matches.
+  ledger_->set_counting(false);
+}
 Analyzer::~Analyzer() = default;
 Analyzer::Analyzer(Analyzer&&) noexcept = default;
 Analyzer& Analyzer::operator=(Analyzer&&) noexcept = default;
@@ -85,6 +89,7 @@ absl::StatusOr<CaptureSummary> Analyzer::SummarizeText(std::string_view text,
 void Analyzer::Account(uint64_t size, uint32_t scope_id, uint32_t site, uint32_t layer,
                        uint64_t count, bool allocate, uint32_t thread) {
   const int64_t bytes = static_cast<int64_t>(size);
+  live_bytes_ = allocate ? live_bytes_ + size : live_bytes_ - size;
   LogLiveChange(scope_id, site, allocate ? bytes : -bytes, allocate ? 1 : -1);
   if (Counted(thread)) {
     Count(main_, size, scope_id, site, layer, count, allocate);
@@ -142,7 +147,7 @@ void Analyzer::NotePeaks(Tally& t, uint32_t scope_id, const UsageCounters& scope
     ++log.generation;
     log.event_index = events_seen_;
     log.t = last_t_;
-    log.total_live_bytes = ledger_->totals().live_bytes;
+    log.total_live_bytes = live_bytes_;
   };
   if (scope.high_water_bytes > scope_high_water) {
     t.summary.scope_peak_event[scope_id] = events_seen_;
@@ -269,8 +274,9 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
 absl::Status Analyzer::ApplyBatch(std::span<const CaptureRecord> batch,
                                   const AfterRecord& after) {
   const size_t n = batch.size();
+  const bool ahead = live_blocks_ >= kAheadFromBlocks;
   auto prefetch = [&](const CaptureRecord& rec) {
-    if (rec.type >= LineType::kAlloc && rec.type <= LineType::kRemapTarget) {
+    if (ahead && rec.type >= LineType::kAlloc && rec.type <= LineType::kRemapTarget) {
       ledger_->Prefetch(static_cast<LayerId>(rec.layer), rec.addr);
     }
   };
@@ -351,6 +357,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
         break;
       }
       const Note note = Expand(before.note, before.block.size);
+      live_bytes_ = live_bytes_ - before.block.size + new_size;
       const uint32_t scope_id = before.block.scope;
       const uint32_t site = static_cast<uint32_t>(before.block.site);
       LogLiveChange(scope_id, site,

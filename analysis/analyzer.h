@@ -428,8 +428,10 @@ class Analyzer {
 
   std::unique_ptr<MomentLogs> moments_;  // SummarizeWithPeaks() only
 
-  // How far ahead ApplyBatch() asks for an event's ledger slot.
+  // How far ahead ApplyBatch() asks for an event's ledger slot, and from how many live
+  // blocks on (fewer fit in the caches, and asking costs more than it saves).
   static constexpr size_t kAheadEvents = 16;
+  static constexpr uint64_t kAheadFromBlocks = 16384;
 
   // The live blocks, each with its note, and the rules that match releases to them: the
   // drainer's.
@@ -439,6 +441,9 @@ class Analyzer {
   // may give as another layer) from where an open scope saw it; `id` unused.
   absl::flat_hash_map<uint64_t, BlockAt> moved_to_;
   uint64_t live_blocks_ = 0;  // the notes' counts, summed
+  // Every live block's bytes, whatever the thread filter and views: what the ledger's own
+  // totals would say, which it does not keep here (the Analyzer counts for itself).
+  uint64_t live_bytes_ = 0;
   LiveChangeHook live_change_hook_;
   ThreadFilter counted_thread_;
 };
