@@ -103,12 +103,6 @@ void BasicLedger<Note>::ResolveProvisional(uint32_t context, uint64_t site, Laye
 }
 
 template <typename Note>
-AllocationRecord BasicLedger<Note>::Expand(LayerId layer, const LiveBlock& b) const noexcept {
-  const auto& [scope, site_id] = contexts_[b.context()];
-  return AllocationRecord{b.address, b.size(), scope, sites_.value(site_id), layer};
-}
-
-template <typename Note>
 UsageCounters& BasicLedger<Note>::ScopeCounters(uint32_t scope) {
   if (scope >= scopes_.size()) scopes_.resize(size_t{scope} + 1);
   return scopes_[scope];

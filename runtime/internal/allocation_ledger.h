@@ -339,7 +339,10 @@ class BasicLedger {
   ABSL_ATTRIBUTE_ALWAYS_INLINE uint32_t Context(uint32_t scope, uint64_t site);
   struct ContextCacheEntry;
   uint32_t NewContext(uint32_t scope, uint64_t site, ContextCacheEntry* set);
-  AllocationRecord Expand(LayerId layer, const LiveBlock& b) const noexcept;
+  // Inline (below): out of line, its record came back through memory that the caller
+  // read before the stores had landed, a stall every release.
+  ABSL_ATTRIBUTE_ALWAYS_INLINE AllocationRecord Expand(LayerId layer,
+                                                       const LiveBlock& b) const noexcept;
   // The block a release or resize of (address, ticket) refers to, and where it is.
   struct Location {
     LiveBlock* block = nullptr;  // null: no live block there
@@ -489,6 +492,13 @@ inline void BasicLedger<Note>::Account(LayerId layer, uint32_t scope, uint64_t b
   apply(layer_usage_[layer]);
   // Every scope that reaches here has a context, which sized scopes_ (Context()).
   apply(scopes_[scope]);
+}
+
+template <typename Note>
+inline AllocationRecord BasicLedger<Note>::Expand(LayerId layer,
+                                                  const LiveBlock& b) const noexcept {
+  const auto& [scope, site_id] = contexts_[b.context()];
+  return AllocationRecord{b.address, b.size(), scope, sites_.value(site_id), layer};
 }
 
 template <typename Note>
