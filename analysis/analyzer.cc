@@ -410,7 +410,10 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       note.thread_event = known ? m.note.thread_event
                                 : static_cast<uint32_t>(thread.events);
       note.count = SampledCount({site, scope, rec.layer}, weight);
-      if (known) moved_to_[note.id] = BlockAt{rec.addr, note.id, rec.layer};
+      // Only an open scope's list can hold the block (CloseScope() looks it up there).
+      if (known && open_scope_instances_ > 0) {
+        moved_to_[note.id] = BlockAt{rec.addr, note.id, rec.layer};
+      }
       ledger_->MoveIn(static_cast<LayerId>(rec.layer), m.active ? m.moved : ReplayLedger::Moved{},
                       rec.addr, size, rec.ticket, rec.scope, rec.site, AddNote(note));
       Account(size, scope, site, rec.layer, note.count, /*allocate=*/true, note.thread);
@@ -427,6 +430,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       break;
     case LineType::kScopeEnter:
       ThreadOf(rec.thread).open_scopes.push_back(OpenScope{rec.scope, {}});
+      ++open_scope_instances_;
       break;
     case LineType::kScopeExit:
       CloseScope(ThreadOf(rec.thread), rec.scope);
@@ -497,6 +501,7 @@ void Analyzer::CloseScope(ThreadState& thread, uint32_t scope) {
   while (!stack.empty()) {
     OpenScope open = std::move(stack.back());
     stack.pop_back();
+    --open_scope_instances_;
     Retention& r = retention_[open.scope];
     r.scope = open.scope;
     ++r.exits;

@@ -52,6 +52,7 @@
 #ifndef MEMTRACE_ANALYSIS_ANALYZER_H_
 #define MEMTRACE_ANALYSIS_ANALYZER_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -375,20 +376,27 @@ class Analyzer {
   struct Tally {
     CaptureSummary summary;
     absl::flat_hash_map<AttributionKey, std::unique_ptr<Row>> rows;
-    // The row asked for last (blocks of one site come in runs), or null.
-    AttributionKey last_key{};
-    Row* last_row = nullptr;
+    // Rows asked for lately, by a hash of their key: a program allocates at a few sites
+    // at a time, whose rows one compare finds here.
+    struct Recent {
+      AttributionKey key{};
+      Row* row = nullptr;
+    };
+    static constexpr size_t kRecent = 64;
+    std::array<Recent, kRecent> recent{};
 
     Row& RowOf(const AttributionKey& key) {
-      if (last_row != nullptr && last_key == key) return *last_row;
+      const uint64_t h =
+          (uint64_t{key.site} * 0x9E3779B97F4A7C15ull) ^ (uint64_t{key.scope} << 8) ^ key.layer;
+      Recent& r = recent[(h >> 32) % kRecent];
+      if (r.row != nullptr && r.key == key) return *r.row;
       std::unique_ptr<Row>& row = rows[key];
       if (row == nullptr) {
         row = std::make_unique<Row>();
         row->scope = &summary.scopes[key.scope];
         row->layer = &summary.layers[key.layer];
       }
-      last_key = key;
-      last_row = row.get();
+      r = Recent{key, row.get()};
       return *row;
     }
   };
@@ -440,6 +448,9 @@ class Analyzer {
   // Id -> where a remap moved a block (its target's address and layer, which a capture
   // may give as another layer) from where an open scope saw it; `id` unused.
   absl::flat_hash_map<uint64_t, BlockAt> moved_to_;
+  // Scope instances open on every thread: while there are none, no scope's list holds a
+  // block, and a move need not say where its block went.
+  uint64_t open_scope_instances_ = 0;
   uint64_t live_blocks_ = 0;  // the notes' counts, summed
   // Every live block's bytes, whatever the thread filter and views: what the ledger's own
   // totals would say, which it does not keep here (the Analyzer counts for itself).
