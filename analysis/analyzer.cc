@@ -166,7 +166,7 @@ void Analyzer::SetThreadViews(ThreadViews views) {
   thread_views_ = std::move(views);
 }
 
-size_t Analyzer::ViewOf(uint32_t thread) const {
+size_t Analyzer::ViewOfThread(uint32_t thread) const {
   if (views_.empty()) return kNoView;
   if (auto it = thread_views_.view_of.find(thread); it != thread_views_.view_of.end()) {
     return it->second;

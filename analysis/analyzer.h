@@ -292,7 +292,7 @@ class Analyzer {
   // view's counters, if it has one.
   void Account(uint64_t size, uint32_t scope, uint32_t site, uint32_t layer, uint64_t count,
                bool allocate, uint32_t thread);
-  bool Counted(uint32_t thread) const { return !counted_thread_ || counted_thread_(thread); }
+  bool Counted(uint32_t thread) { return ThreadOf(thread).counted; }
   // End of an epoch: the ledger settles the blocks set aside (AllocationLedger).
   void SettleEpoch();
 
@@ -319,13 +319,22 @@ class Analyzer {
     uint64_t last_allocation = 0;
     Moving moving;                      // between a remap's halves
     std::vector<OpenScope> open_scopes;  // innermost last
+    // Whether the thread filter counts the blocks this thread allocates, and the view that
+    // counts them (kNoView: none): the filter and the views are set before the first
+    // record, so each thread asks them once.
+    bool counted = true;
+    size_t view = 0;
   };
   // `thread`'s state, made on first use. Events come in runs of one thread (a ring's
   // records are applied together), so the last thread asked for is kept at hand.
   ThreadState& ThreadOf(uint32_t thread) {
     if (last_thread_state_ != nullptr && last_thread_ == thread) return *last_thread_state_;
     std::unique_ptr<ThreadState>& state = threads_[thread];
-    if (state == nullptr) state = std::make_unique<ThreadState>();
+    if (state == nullptr) {
+      state = std::make_unique<ThreadState>();
+      state->counted = !counted_thread_ || counted_thread_(thread);
+      state->view = ViewOfThread(thread);
+    }
     last_thread_ = thread;
     last_thread_state_ = state.get();
     return *state;
@@ -416,7 +425,8 @@ class Analyzer {
   void FinishTally(Tally& t, const TrailerBlocks* trailer);
   // The view that counts the blocks of `thread`, or kNoView.
   static constexpr size_t kNoView = ~size_t{0};
-  size_t ViewOf(uint32_t thread) const;
+  size_t ViewOf(uint32_t thread) { return ThreadOf(thread).view; }
+  size_t ViewOfThread(uint32_t thread) const;  // asks thread_views_ (ThreadState::view)
 
   // The counters of the blocks the thread filter keeps, beside everything the replay
   // knows of the whole capture (its tables, retention, releases unmatched): state().
