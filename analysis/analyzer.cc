@@ -91,11 +91,12 @@ void Analyzer::Account(uint64_t size, uint32_t scope_id, uint32_t site, uint32_t
   const int64_t bytes = static_cast<int64_t>(size);
   live_bytes_ = allocate ? live_bytes_ + size : live_bytes_ - size;
   LogLiveChange(scope_id, site, allocate ? bytes : -bytes, allocate ? 1 : -1);
-  if (Counted(thread)) {
+  const ThreadState& allocating = ThreadOf(thread);
+  if (allocating.counted) {
     Count(main_, size, scope_id, site, layer, count, allocate);
     if (live_change_hook_) live_change_hook_(scope_id, layer);
   }
-  if (const size_t view = ViewOf(thread); view != kNoView) {
+  if (const size_t view = allocating.view; view != kNoView) {
     Count(views_[view], size, scope_id, site, layer, count, allocate);
     if (view_live_change_hook_) view_live_change_hook_(view, scope_id, layer);
   }
@@ -108,21 +109,29 @@ void Analyzer::Count(Tally& t, uint64_t size, uint32_t scope_id, uint32_t site, 
   const uint64_t scope_high_water = scope.high_water_bytes;
   const uint64_t high_water = t.summary.totals.high_water_bytes;
   UsageCounters* all[] = {&t.summary.totals, row.layer, row.scope, &row.attribution};
-  // A sampled block stands for `count` allocations: the counters' own step is one.
-  const uint64_t extra = count - 1;
-  for (UsageCounters* c : all) {
-    if (allocate) {
-      c->Allocate(size);
-      c->allocated_count += extra;
-      c->allocation_calls += extra;
-      c->live_count += extra;
-    } else {
-      c->Free(size);
-      c->freed_count += extra;
-      c->live_count -= extra;
+  if (!allocate) {  // raises no high-water mark
+    for (UsageCounters* c : all) c->Free(size);
+  } else {
+    for (UsageCounters* c : all) c->Allocate(size);
+  }
+  if (count != 1) {
+    // A sampled block stands for `count` allocations: the counters' own step is one.
+    const uint64_t extra = count - 1;
+    for (UsageCounters* c : all) {
+      if (allocate) {
+        c->allocated_count += extra;
+        c->allocation_calls += extra;
+        c->live_count += extra;
+      } else {
+        c->freed_count += extra;
+        c->live_count -= extra;
+      }
     }
   }
-  NotePeaks(t, scope_id, scope, scope_high_water, high_water);
+  if (scope.high_water_bytes > scope_high_water ||
+      t.summary.totals.high_water_bytes > high_water) {
+    NotePeaks(t, scope_id, scope, scope_high_water, high_water);
+  }
 }
 
 void Analyzer::CountResize(Tally& t, uint64_t before, uint64_t after, uint32_t scope_id,
