@@ -173,6 +173,14 @@ void Analyzer::SetThreadViews(ThreadViews views) {
   views_.clear();
   views_.resize(views.count);
   thread_views_ = std::move(views);
+  for (auto& [thread, state] : threads_) state->view = ViewOfThread(thread);
+}
+
+void Analyzer::SetThreadFilter(ThreadFilter keep) {
+  counted_thread_ = std::move(keep);
+  for (auto& [thread, state] : threads_) {
+    state->counted = !counted_thread_ || counted_thread_(thread);
+  }
 }
 
 size_t Analyzer::ViewOfThread(uint32_t thread) const {

@@ -78,8 +78,8 @@ namespace memtrace {
 struct TrailerBlocks;  // analysis/trailer.h
 
 // How Analyzer::Summarize() reads a capture: where to stop (the end by default, or a
-// snapshot point), and a hook called with the bytes read so far after every line (may be
-// empty; the CLI's progress bar).
+// snapshot point), and a hook called with the bytes read so far after every batch of
+// records (may be empty; the CLI's progress bar).
 struct AnalysisSummaryOptions {
   SnapshotPoint point;
   std::function<void(uint64_t bytes_read)> progress;
@@ -93,7 +93,7 @@ class Analyzer {
 
   Analyzer();
   ~Analyzer();
-  Analyzer(Analyzer&&) noexcept;
+  Analyzer(Analyzer&&) noexcept;  // the moved-from Analyzer is only destroyed
   Analyzer& operator=(Analyzer&&) noexcept;
 
   // Reads and replays a capture file; with `stop_after` (an event count), the state right
@@ -146,7 +146,7 @@ class Analyzer {
   // Counts only the blocks whose allocating thread `keep` accepts (see Threads above).
   // Call before the first Apply(); an empty function counts every thread.
   using ThreadFilter = std::function<bool(uint32_t thread)>;
-  void SetThreadFilter(ThreadFilter keep) { counted_thread_ = std::move(keep); }
+  void SetThreadFilter(ThreadFilter keep);
 
   // Thread views (see Threads above): `count` more sets of counters, view i counting the
   // blocks allocated on the threads `view_of` maps to i, and view `others`, if any, those
@@ -185,6 +185,7 @@ class Analyzer {
                           const AfterRecord& after = AfterRecord());
   // The summary; with `views`, also each thread view's (SetThreadViews()), in their order:
   // the same as the summary of a replay whose thread filter keeps that view's threads.
+  // Finish() ends the replay: nothing is applied after it.
   CaptureSummary Finish(const CaptureReadStats& stats,
                         std::vector<CaptureSummary>* views = nullptr);
   // Finish() for a capture read from `path`: also whether it is still being written.

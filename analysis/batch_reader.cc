@@ -19,20 +19,21 @@ namespace {
 // Records in order, and the stats as of the last of them.
 struct Batch {
   std::vector<CaptureRecord> records = std::vector<CaptureRecord>(kCaptureBatchRecords);
-  // Slots last filled with a record that is not an event, whose names, paths and frames
-  // an event's copy (CopyEventFields(), the scalars only) would leave behind.
-  std::vector<bool> holds_strings = std::vector<bool>(kCaptureBatchRecords, false);
+  // Slots last filled with a record that holds text (HasText(): a table line, the
+  // header), which a copy of anything else but the text would leave behind.
+  std::vector<bool> holds_text = std::vector<bool>(kCaptureBatchRecords, false);
   size_t size = 0;
   CaptureReadStats read;
 
   bool full() const { return size == kCaptureBatchRecords; }
   void Add(const CaptureRecord& rec) {
     CaptureRecord& slot = records[size];
-    if (IsEvent(rec.type) && !holds_strings[size]) {
-      CopyEventFields(rec, &slot);
+    const bool text = HasText(rec);
+    if (!text && !holds_text[size]) {
+      CopyAllButText(rec, &slot);  // every event of a binary capture
     } else {
       slot = rec;
-      holds_strings[size] = !IsEvent(rec.type);
+      holds_text[size] = text;
     }
     ++size;
   }
@@ -174,7 +175,8 @@ absl::Status ReadOnOneThread(const std::string& path, const CaptureBatchFn& fn,
 bool TwoCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return false;
+  // It fails on machines of more CPUs than a cpu_set_t holds (1,024), which have two.
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return true;
   return CPU_COUNT(&set) >= 2;
 }
 
@@ -198,18 +200,26 @@ absl::Status ReadCaptureBatches(const std::string& path, const CaptureBatchFn& f
   } catch (const std::system_error&) {
     return ReadOnOneThread(path, fn, stats);  // no thread to be had: read here
   }
+  // The reader ends and is joined on every way out, an exception from fn's included.
+  struct Joiner {
+    BatchQueue& queue;
+    std::thread& reader;
+    ~Joiner() {
+      queue.Stop();
+      reader.join();
+    }
+  };
   absl::Status consumed;
   CaptureReadStats last;
-  while (Batch* b = queue.TakeFull()) {
-    consumed = fn(std::span<const CaptureRecord>(b->records.data(), b->size), b->read);
-    last = b->read;
-    queue.Recycle(b);
-    if (!consumed.ok()) {
-      queue.Stop();
-      break;
+  {
+    Joiner joiner{queue, reader};
+    while (Batch* b = queue.TakeFull()) {
+      consumed = fn(std::span<const CaptureRecord>(b->records.data(), b->size), b->read);
+      last = b->read;
+      queue.Recycle(b);
+      if (!consumed.ok()) break;
     }
   }
-  reader.join();
   if (!consumed.ok()) {
     *stats = last;
     return consumed;

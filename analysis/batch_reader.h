@@ -14,8 +14,9 @@
 // as ReadCapture() returns it; `*stats` at the end is ReadCapture()'s. A batch's records
 // stay valid while fn runs, so a consumer may look ahead inside a batch (the Analyzer asks
 // memory for the ledger slots of the events a few places ahead). fn's first error stops
-// the reading and is what the call returns; `read`, fn's second argument, is the stats as
-// of the batch's last record (the bytes read so far, for a progress bar).
+// the reading and is what the call returns, with `*stats` as of the end of the batch fn
+// failed on; `read`, fn's second argument, is the stats as of the batch's last record
+// (the bytes read so far, for a progress bar).
 //
 // Threads. ReadThreads::kAuto reads on a second thread when the caller may run on two
 // CPUs or more (sched_getaffinity), otherwise on the caller's thread, which then calls fn

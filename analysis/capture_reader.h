@@ -118,9 +118,17 @@ struct CaptureRecord {
   std::string raw;  // the whole line, for the header and the trailer
 };
 
-// Copies every field an event record carries (the scalars; events carry no names, paths
-// or frames), which is all a consumer of events reads, for much less than a whole copy.
-inline void CopyEventFields(const CaptureRecord& from, CaptureRecord* to) {
+// Whether `rec` holds any text: a name, path, frames or the like. A binary capture's
+// events never do; a JSONL event line may, as the reader keeps known fields on any line.
+inline bool HasText(const CaptureRecord& rec) {
+  return !rec.name.empty() || !rec.path.empty() || !rec.source.empty() ||
+         !rec.malloc_from.empty() || !rec.frames.empty() || !rec.build_id.empty() ||
+         !rec.raw.empty();
+}
+
+// Copies every field of `from` but its texts (HasText()), which `to` must not hold
+// either: then `*to` equals `from`, for much less than a whole copy.
+inline void CopyAllButText(const CaptureRecord& from, CaptureRecord* to) {
   to->type = from.type;
   to->line = from.line;
   to->t = from.t;
@@ -142,8 +150,15 @@ inline void CopyEventFields(const CaptureRecord& from, CaptureRecord* to) {
   to->category = from.category;
   to->id = from.id;
   to->parent = from.parent;
+  to->schema_version = from.schema_version;
+  to->pid = from.pid;
+  to->other = from.other;
+  to->start = from.start;
+  to->end = from.end;
+  to->offset = from.offset;
   to->weight = from.weight;
   to->has_weight = from.has_weight;
+  to->complete = from.complete;
 }
 
 struct CaptureReadStats {

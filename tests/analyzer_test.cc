@@ -6,6 +6,7 @@
 // captures. The reader's own tests are in capture_reader_test.cc.
 
 #include "analysis/analyzer.h"
+#include "analysis/batch_reader.h"
 #include "analysis/difference.h"
 #include "analysis/timeline.h"
 #include "analysis/trailer.h"
@@ -1261,6 +1262,45 @@ TEST(AnalyzerTest, ApplyingBatchesGivesApplysSummary) {
       ExpectSameSummary(a.Finish(stats), want, what);
     }
   }
+}
+
+// The same over a live set large enough (more than Analyzer::kAheadFromBlocks blocks) for
+// ApplyBatch() to ask for each event's slot ahead: 40,000 blocks, then half of them
+// released in another order, resized or freed twice, at addresses that come back.
+TEST(AnalyzerTest, ApplyingBatchesOverALargeLiveSetGivesApplysSummary) {
+  std::string text = kHeader;
+  uint64_t ticket = 0;
+  std::vector<uint64_t> tickets;
+  for (uint64_t i = 0; i < 40000; ++i) {
+    tickets.push_back(++ticket);
+    text += Alloc(0x100000 + 64 * i, 16 + i % 48, 0, static_cast<uint32_t>(i % 7), ticket);
+  }
+  for (uint64_t i = 0; i < 40000; i += 2) {
+    const uint64_t j = (i * 7919) % 40000;  // another order
+    text += Free(0x100000 + 64 * j, tickets[j], ++ticket);
+    if (j % 3 == 0) text += Free(0x100000 + 64 * j, tickets[j], ++ticket);  // twice
+    if (j % 5 == 0) text += Alloc(0x100000 + 64 * j, 24, 0, 1, ++ticket);   // reused
+  }
+  std::vector<CaptureRecord> records;
+  CaptureReadStats stats;
+  Analyzer one;
+  ASSERT_TRUE(ReadCaptureText(
+                  text, "large.jsonl",
+                  [&](const CaptureRecord& r) {
+                    records.push_back(r);
+                    return one.Apply(r);
+                  },
+                  &stats)
+                  .ok());
+  const CaptureSummary want = one.Finish(stats);
+  ASSERT_GT(want.live_blocks, 20000u);
+  ASSERT_GT(want.unmatched_releases, 0u);
+  Analyzer batched;
+  for (size_t i = 0; i < records.size(); i += kCaptureBatchRecords) {
+    const size_t n = std::min(kCaptureBatchRecords, records.size() - i);
+    ASSERT_TRUE(batched.ApplyBatch(std::span<const CaptureRecord>(&records[i], n)).ok());
+  }
+  ExpectSameSummary(batched.Finish(stats), want, "large live set");
 }
 
 // SummarizeWithPeaks() gives in one reading what Summarize() and PeaksOf() give in two:

@@ -1,17 +1,20 @@
 // Copyright 2026 The memtrace Authors.
 //
 // ReadCaptureBatches() (analysis/batch_reader.h) against ReadCapture() on the same files,
-// on one thread and on two: the same records, field for field, in the same order (table
-// lines with names, paths and frames between events, so that batch slots are reused
+// on one thread and on two, in JSONL, binary and zstd-compressed binary: the same
+// records, field for field, in the same order (table lines with names, paths and frames
+// between events, and event lines that carry a name, so that batch slots are reused
 // across kinds), the same stats at the end, the same error after the same records (a bad
 // line mid-capture), a capture cut inside its last line, the consumer's error stopping
-// the reading, and a missing file.
+// the reading (also while the reader waits for a free batch), and a missing file.
 
 #include "analysis/batch_reader.h"
 
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -19,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/capture_reader.h"
+#include "analysis/capture_writer.h"
 
 namespace memtrace {
 namespace {
@@ -68,11 +72,14 @@ std::string Capture(uint64_t events, uint64_t bad_line = 0) {
     switch (i % 6) {
       case 0:
       case 1:
+        // A field of table lines on an event line: kept by the reader, a text in a slot.
         lines.push_back(absl::StrCat("{\"type\":\"alloc\",\"t\":", t, ",\"epoch\":", i / 50,
                                      ",\"thread\":", i % 3, ",\"addr\":\"0x",
                                      absl::Hex(addr), "\",\"size\":", 8 + i % 200,
                                      ",\"layer\":", i % 2, ",\"scope\":", i % 5,
-                                     ",\"site\":", i % 9, ",\"ticket\":", i + 1, "}"));
+                                     ",\"site\":", i % 9, ",\"ticket\":", i + 1,
+                                     i % 1000 == 0 ? absl::StrCat(",\"name\":\"n", i, "\"") : "",
+                                     "}"));
         break;
       case 2:
         lines.push_back(absl::StrCat("{\"type\":\"free\",\"t\":", t, ",\"thread\":", i % 3,
@@ -172,6 +179,24 @@ TEST(BatchReaderTest, GivesReadCapturesRecordsAndStats) {
   }
 }
 
+TEST(BatchReaderTest, BinaryAndCompressedCapturesToo) {
+  const std::string jsonl = WriteFile("to_convert.jsonl", Capture(12 * kCaptureBatchRecords));
+  for (const char* name : {"converted.mtb", "converted.mtb.zst"}) {
+    const std::string path = absl::StrCat(::testing::TempDir(), "/", name);
+    absl::StatusOr<std::unique_ptr<CaptureWriter>> writer = CaptureWriter::Open(path);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE(ReadCapture(jsonl, [&](const CaptureRecord& r) { return (*writer)->Write(r); })
+                    .ok());
+    ASSERT_TRUE((*writer)->Finish().ok());
+    const Read want = ByRecord(path);
+    ASSERT_TRUE(want.status.ok()) << want.status;
+    ASSERT_GT(want.stats.events, 12 * kCaptureBatchRecords - 1) << name;
+    for (ReadThreads threads : kBoth) {
+      ExpectSameRead(ByBatch(path, threads), want, absl::StrCat(name, ", ", Name(threads)));
+    }
+  }
+}
+
 TEST(BatchReaderTest, AnErrorComesAfterTheRecordsBeforeIt) {
   for (uint64_t bad : {uint64_t{2}, uint64_t{kCaptureBatchRecords},
                        uint64_t{kCaptureBatchRecords + 1}, uint64_t{5000}}) {
@@ -207,6 +232,23 @@ TEST(BatchReaderTest, TheConsumersErrorStopsTheReading) {
       EXPECT_LE(got.stats.lines, stop_at + kCaptureBatchRecords) << Name(threads);
     }
   }
+}
+
+// The consumer is slow on its first batch, so the reader fills every batch and waits for
+// a free one; the consumer's error must then stop it (the call returns, no hang).
+TEST(BatchReaderTest, AnErrorStopsAReaderWaitingForAFreeBatch) {
+  const std::string path = WriteFile("waiting.jsonl", Capture(40 * kCaptureBatchRecords));
+  size_t batches = 0;
+  const absl::Status s = ReadCaptureBatches(
+      path,
+      [&](std::span<const CaptureRecord>, const CaptureReadStats&) {
+        ++batches;
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        return absl::CancelledError("enough");
+      },
+      nullptr, ReadThreads::kTwo);
+  EXPECT_EQ(s, absl::CancelledError("enough"));
+  EXPECT_EQ(batches, 1u);
 }
 
 TEST(BatchReaderTest, AMissingFileIsNotFound) {
