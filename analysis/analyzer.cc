@@ -160,7 +160,7 @@ void Analyzer::NotePeaks(Tally& t, uint32_t scope_id, const UsageCounters& scope
   };
   if (scope.high_water_bytes > scope_high_water) {
     t.summary.scope_peak_event[scope_id] = events_seen_;
-    if (moments_ != nullptr && &t == &main_) moment(moments_->scopes[scope_id]);
+    if (moments_ != nullptr && &t == &main_) moment(moments_->Scope(scope_id));
   }
   if (t.summary.totals.high_water_bytes > high_water) {
     t.summary.peak_event_index = events_seen_;

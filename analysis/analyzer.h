@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "analysis/capture_reader.h"
@@ -256,14 +257,24 @@ class Analyzer {
     int64_t blocks = 0;
     uint64_t generation = 0;  // the log's generation when last changed; older: zero
   };
+  // Changes are logged for every block counted, so the logs are found through small
+  // tables of the entries used lately (a program allocates at a few sites at a time),
+  // whose pointers hold: node maps never move their entries.
   struct MomentLog {
     uint64_t generation = 1;  // a new moment starts the next one
     uint64_t event_index = 0;
     int64_t t = 0;
     uint64_t total_live_bytes = 0;
-    absl::flat_hash_map<uint64_t, LiveChange> changes;
+    absl::node_hash_map<uint64_t, LiveChange> changes;
+    struct Recent {
+      uint64_t key = 0;
+      LiveChange* change = nullptr;
+    };
+    std::array<Recent, 64> recent{};
     void Change(uint64_t key, int64_t bytes, int64_t blocks) {
-      LiveChange& c = changes[key];
+      Recent& r = recent[((key * 0x9E3779B97F4A7C15ull) >> 32) % recent.size()];
+      if (r.change == nullptr || r.key != key) r = Recent{key, &changes[key]};
+      LiveChange& c = *r.change;
       if (c.generation != generation) c = LiveChange{0, 0, generation};
       c.bytes += bytes;
       c.blocks += blocks;
@@ -271,12 +282,21 @@ class Analyzer {
   };
   struct MomentLogs {
     MomentLog global;                                // by scope << 32 | site
-    absl::flat_hash_map<uint32_t, MomentLog> scopes;  // by site
+    absl::node_hash_map<uint32_t, MomentLog> scopes;  // by site
+    uint32_t last_scope = 0;
+    MomentLog* last_scope_log = nullptr;  // scopes[last_scope], or null
+    MomentLog& Scope(uint32_t scope) {
+      if (last_scope_log == nullptr || last_scope != scope) {
+        last_scope = scope;
+        last_scope_log = &scopes[scope];
+      }
+      return *last_scope_log;
+    }
   };
   void LogLiveChange(uint32_t scope, uint32_t site, int64_t bytes, int64_t blocks) {
     if (moments_ == nullptr) return;
     moments_->global.Change((uint64_t{scope} << 32) | site, bytes, blocks);
-    moments_->scopes[scope].Change(site, bytes, blocks);
+    moments_->Scope(scope).Change(site, bytes, blocks);
   }
   // The moments' compositions from the live set now and the logs.
   Peaks MomentPeaks() const;

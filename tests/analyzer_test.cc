@@ -1306,33 +1306,58 @@ TEST(AnalyzerTest, ApplyingBatchesOverALargeLiveSetGivesApplysSummary) {
 // SummarizeWithPeaks() gives in one reading what Summarize() and PeaksOf() give in two:
 // the summary, the global moment's composition and every scope's, on a capture with
 // cross-thread frees, resizes, moves, census changes and scope instances.
+//
+// The second capture adds 300 call sites in three scopes, more than the logs' tables of
+// recent entries hold, allocated and freed in an order that keeps them apart.
+std::string ManySitesCapture() {
+  std::string text = ScopedFourThreadCapture() + ScopeLine(10, "a") + ScopeLine(11, "b");
+  uint64_t t = 200000;
+  std::vector<std::pair<uint64_t, uint64_t>> live;  // address, ticket
+  for (uint64_t i = 0; i < 900; ++i) {
+    const uint64_t ticket = ++t;
+    const uint64_t addr = 700000 + 16 * i;
+    text += Alloc(addr, 32 + (i * 31) % 300, static_cast<uint32_t>(9 + i % 3),
+                  static_cast<uint32_t>((i * 37) % 300), ticket);
+    live.emplace_back(addr, ticket);
+    if (i % 4 == 3) {  // free one from far back
+      const auto [a, k] = live[(i * 53) % live.size()];
+      text += Free(a, k, ++t);
+    }
+  }
+  return text;
+}
+
 TEST(AnalyzerTest, OneReadingGivesThePeaksOfTwo) {
-  const std::string path = WriteFile("one_reading.jsonl", ScopedFourThreadCapture());
-  const absl::StatusOr<CaptureSummary> summary = Analyzer::Summarize(path);
-  ASSERT_TRUE(summary.ok()) << summary.status();
-  const absl::StatusOr<Analyzer::Peaks> two = Analyzer::PeaksOf(path, *summary, {});
-  ASSERT_TRUE(two.ok()) << two.status();
-  const absl::StatusOr<Analyzer::SummaryAndPeaks> one = Analyzer::SummarizeWithPeaks(path);
-  ASSERT_TRUE(one.ok()) << one.status();
-  ExpectSameSummary(one->summary, *summary, "summary");
-  auto same = [](const PeakComposition& got, const PeakComposition& want,
-                 const std::string& what) {
-    EXPECT_EQ(std::tie(got.event_index, got.t, got.live_bytes, got.by_scope, got.by_site),
-              std::tie(want.event_index, want.t, want.live_bytes, want.by_scope, want.by_site))
-        << what;
-  };
-  EXPECT_GT(two->global.by_scope.size(), 1u);
-  same(one->peaks.global, two->global, "global");
-  ASSERT_EQ(one->peaks.scopes.size(), two->scopes.size());
-  ASSERT_GT(two->scopes.size(), 2u);
-  for (size_t i = 0; i < two->scopes.size(); ++i) {
-    const ScopePeak& got = one->peaks.scopes[i];
-    const ScopePeak& want = two->scopes[i];
-    const std::string what = absl::StrCat("scope ", want.scope);
-    EXPECT_EQ(std::tie(got.scope, got.event_index, got.t, got.total_live_bytes),
-              std::tie(want.scope, want.event_index, want.t, want.total_live_bytes))
-        << what;
-    same(got.composition, want.composition, what);
+  for (const auto& [name, text] : {std::pair{"four threads", ScopedFourThreadCapture()},
+                                   std::pair{"many sites", ManySitesCapture()}}) {
+    SCOPED_TRACE(name);
+    const std::string path = WriteFile("one_reading.jsonl", text);
+    const absl::StatusOr<CaptureSummary> summary = Analyzer::Summarize(path);
+    ASSERT_TRUE(summary.ok()) << summary.status();
+    const absl::StatusOr<Analyzer::Peaks> two = Analyzer::PeaksOf(path, *summary, {});
+    ASSERT_TRUE(two.ok()) << two.status();
+    const absl::StatusOr<Analyzer::SummaryAndPeaks> one = Analyzer::SummarizeWithPeaks(path);
+    ASSERT_TRUE(one.ok()) << one.status();
+    ExpectSameSummary(one->summary, *summary, "summary");
+    auto same = [](const PeakComposition& got, const PeakComposition& want,
+                   const std::string& what) {
+      EXPECT_EQ(std::tie(got.event_index, got.t, got.live_bytes, got.by_scope, got.by_site),
+                std::tie(want.event_index, want.t, want.live_bytes, want.by_scope, want.by_site))
+          << what;
+    };
+    EXPECT_GT(two->global.by_scope.size(), 1u);
+    same(one->peaks.global, two->global, "global");
+    ASSERT_EQ(one->peaks.scopes.size(), two->scopes.size());
+    ASSERT_GT(two->scopes.size(), 2u);
+    for (size_t i = 0; i < two->scopes.size(); ++i) {
+      const ScopePeak& got = one->peaks.scopes[i];
+      const ScopePeak& want = two->scopes[i];
+      const std::string what = absl::StrCat("scope ", want.scope);
+      EXPECT_EQ(std::tie(got.scope, got.event_index, got.t, got.total_live_bytes),
+                std::tie(want.scope, want.event_index, want.t, want.total_live_bytes))
+          << what;
+      same(got.composition, want.composition, what);
+    }
   }
 }
 
