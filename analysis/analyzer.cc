@@ -37,13 +37,7 @@ absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
   Analyzer analyzer;
   analyzer.StopAfter(stop_after);
   CaptureReadStats stats;
-  absl::Status s = ReadCaptureBatches(
-      path,
-      [&](std::span<const CaptureRecord> batch, const CaptureReadStats&) {
-        return analyzer.ApplyBatch(batch);
-      },
-      &stats);
-  if (!s.ok()) return s;
+  if (absl::Status s = analyzer.ApplyFile(path, &stats); !s.ok()) return s;
   return analyzer.FinishFile(path, stats);
 }
 
@@ -59,14 +53,7 @@ absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
   Analyzer analyzer;
   analyzer.StopAt(options.point);
   CaptureReadStats stats;
-  absl::Status s = ReadCaptureBatches(
-      path,
-      [&](std::span<const CaptureRecord> batch, const CaptureReadStats& read) {
-        if (options.progress) options.progress(read.bytes);
-        return analyzer.ApplyBatch(batch);
-      },
-      &stats);
-  if (!s.ok()) return s;
+  if (absl::Status s = analyzer.ApplyFile(path, &stats, options.progress); !s.ok()) return s;
   return analyzer.FinishFile(path, stats);
 }
 
@@ -306,6 +293,17 @@ absl::Status Analyzer::ApplyBatch(std::span<const CaptureRecord> batch,
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status Analyzer::ApplyFile(const std::string& path, CaptureReadStats* stats,
+                                 const Progress& progress, const AfterRecord& after) {
+  return ReadCaptureBatches(
+      path,
+      [&](std::span<const CaptureRecord> batch, const CaptureReadStats& read) {
+        if (progress) progress(read.bytes);
+        return ApplyBatch(batch, after);
+      },
+      stats);
 }
 
 absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {

@@ -184,6 +184,12 @@ class Analyzer {
   using AfterRecord = std::function<absl::Status(const CaptureRecord& rec)>;
   absl::Status ApplyBatch(std::span<const CaptureRecord> batch,
                           const AfterRecord& after = AfterRecord());
+  // Reads `path` on the batch reader (ReadCaptureBatches()) and applies every record
+  // (ApplyBatch(), `after` as there), calling `progress` (if any) with the bytes read
+  // before each batch. `*stats`: the reading's, for Finish().
+  absl::Status ApplyFile(const std::string& path, CaptureReadStats* stats,
+                         const Progress& progress = Progress(),
+                         const AfterRecord& after = AfterRecord());
   // The summary; with `views`, also each thread view's (SetThreadViews()), in their order:
   // the same as the summary of a replay whose thread filter keeps that view's threads.
   // Finish() ends the replay: nothing is applied after it.

@@ -7,7 +7,6 @@
 #include <string_view>
 #include <tuple>
 
-#include "analysis/batch_reader.h"
 #include "analysis/capture_reader.h"
 
 namespace memtrace {
@@ -46,13 +45,7 @@ absl::StatusOr<CaptureSummary> SummarizeWithSteps(const std::string& path,
     }
     return absl::OkStatus();
   };
-  absl::Status s = ReadCaptureBatches(
-      path,
-      [&](std::span<const CaptureRecord> batch, const CaptureReadStats& read) {
-        if (progress) progress(read.bytes);
-        return analyzer.ApplyBatch(batch, step);
-      },
-      &stats);
+  absl::Status s = analyzer.ApplyFile(path, &stats, progress, step);
   if (!s.ok()) return s;
   if (steps->ended_unix_ns == 0) steps->ended_unix_ns = last_t;
   return analyzer.FinishFile(path, stats);

@@ -10,7 +10,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
-#include "analysis/batch_reader.h"
 
 namespace memtrace {
 namespace {
@@ -79,14 +78,7 @@ absl::StatusOr<Analyzer::SummaryAndPeaks> Analyzer::SummarizeWithPeaks(
   Analyzer analyzer;
   analyzer.moments_ = std::make_unique<MomentLogs>();
   CaptureReadStats stats;
-  absl::Status s = ReadCaptureBatches(
-      path,
-      [&](std::span<const CaptureRecord> batch, const CaptureReadStats& read) {
-        if (progress) progress(read.bytes);
-        return analyzer.ApplyBatch(batch);
-      },
-      &stats);
-  if (!s.ok()) return s;
+  if (absl::Status s = analyzer.ApplyFile(path, &stats, progress); !s.ok()) return s;
   // Before Finish(): it settles the last epoch (a change after every moment, which the
   // live set and the logs would both take in) and gives the summary away.
   SummaryAndPeaks out;
@@ -200,13 +192,7 @@ absl::StatusOr<Analyzer::Peaks> Analyzer::PeaksOf(const std::string& path,
     return absl::OkStatus();
   };
   CaptureReadStats stats;
-  absl::Status s = ReadCaptureBatches(
-      path,
-      [&](std::span<const CaptureRecord> batch, const CaptureReadStats& read_so_far) {
-        if (progress) progress(read_so_far.bytes);
-        return replay.ApplyBatch(batch, at_moment);
-      },
-      &stats);
+  absl::Status s = replay.ApplyFile(path, &stats, progress, at_moment);
   if (!s.ok()) return s;
   // A moment the replay never reached (the file changed since `summary` was made) is
   // left out rather than reported from the wrong state.

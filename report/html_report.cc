@@ -668,15 +668,13 @@ absl::StatusOr<CaptureSummary> FirstPass(const std::string& capture_path,
       default:
         break;
     }
+    return absl::OkStatus();
   };
-  absl::Status read = ReadCaptureBatches(
-      capture_path,
-      [&](std::span<const CaptureRecord> batch, const CaptureReadStats&) {
-        for (const CaptureRecord& rec : batch) note_tables(rec);
-        return first.ApplyBatch(batch);  // the state is read only at the end
-      },
-      &tables->stats);
-  if (!read.ok()) return read;
+  // The state is read only at the end.
+  if (absl::Status s = first.ApplyFile(capture_path, &tables->stats, {}, note_tables);
+      !s.ok()) {
+    return s;
+  }
   return first.Finish(tables->stats);
 }
 
@@ -715,13 +713,7 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
     Analyzer counters;
     counters.SetThreadViews(timeline_options.views);
     CaptureReadStats stats;
-    absl::Status read = ReadCaptureBatches(
-        capture_path,
-        [&](std::span<const CaptureRecord> batch, const CaptureReadStats&) {
-          return counters.ApplyBatch(batch);
-        },
-        &stats);
-    if (!read.ok()) return read;
+    if (absl::Status s = counters.ApplyFile(capture_path, &stats); !s.ok()) return s;
     counters.Finish(stats, &view_summaries);
   }
 
