@@ -224,6 +224,29 @@ class Analyzer {
   int64_t last_t() const noexcept { return last_t_; }
 
  private:
+  // Pointers to the entries of a map found lately, in N slots by a hash of their key:
+  // every event looks up its thread, its call site's counters and, for `peak`, its logs,
+  // and a program allocates on one thread, at a few sites, at a time, so one compare
+  // finds most. `find` gives the map's entry for a key not at hand; the map must never
+  // move its entries (node maps, or unique_ptr values).
+  template <typename Key, typename Value, size_t N>
+  class Recent {
+   public:
+    template <typename Find>
+    Value& Get(const Key& key, uint64_t hash, const Find& find) {
+      Slot& s = slots_[N == 1 ? 0 : (hash >> 32) % N];
+      if (s.value == nullptr || !(s.key == key)) s = Slot{key, &find()};
+      return *s.value;
+    }
+
+   private:
+    struct Slot {
+      Key key{};
+      Value* value = nullptr;
+    };
+    std::array<Slot, N> slots_{};
+  };
+
   // What the replay keeps of a live block beside the ledger's size, scope, site and ticket,
   // under the same (layer, address) and in the same order as the ledger holds the blocks
   // at one address (the oldest first), so the first note with the ticket the ledger names
@@ -263,24 +286,18 @@ class Analyzer {
     int64_t blocks = 0;
     uint64_t generation = 0;  // the log's generation when last changed; older: zero
   };
-  // Changes are logged for every block counted, so the logs are found through small
-  // tables of the entries used lately (a program allocates at a few sites at a time),
-  // whose pointers hold: node maps never move their entries.
+  // Changes are logged for every block counted, so the logs are found through Recent
+  // tables (node maps: their entries stay put).
   struct MomentLog {
     uint64_t generation = 1;  // a new moment starts the next one
     uint64_t event_index = 0;
     int64_t t = 0;
     uint64_t total_live_bytes = 0;
     absl::node_hash_map<uint64_t, LiveChange> changes;
-    struct Recent {
-      uint64_t key = 0;
-      LiveChange* change = nullptr;
-    };
-    std::array<Recent, 64> recent{};
+    Recent<uint64_t, LiveChange, 64> recent;
     void Change(uint64_t key, int64_t bytes, int64_t blocks) {
-      Recent& r = recent[((key * 0x9E3779B97F4A7C15ull) >> 32) % recent.size()];
-      if (r.change == nullptr || r.key != key) r = Recent{key, &changes[key]};
-      LiveChange& c = *r.change;
+      LiveChange& c = recent.Get(key, key * 0x9E3779B97F4A7C15ull,
+                                 [&]() -> LiveChange& { return changes[key]; });
       if (c.generation != generation) c = LiveChange{0, 0, generation};
       c.bytes += bytes;
       c.blocks += blocks;
@@ -289,14 +306,9 @@ class Analyzer {
   struct MomentLogs {
     MomentLog global;                                // by scope << 32 | site
     absl::node_hash_map<uint32_t, MomentLog> scopes;  // by site
-    uint32_t last_scope = 0;
-    MomentLog* last_scope_log = nullptr;  // scopes[last_scope], or null
+    Recent<uint32_t, MomentLog, 1> recent_scope;
     MomentLog& Scope(uint32_t scope) {
-      if (last_scope_log == nullptr || last_scope != scope) {
-        last_scope = scope;
-        last_scope_log = &scopes[scope];
-      }
-      return *last_scope_log;
+      return recent_scope.Get(scope, 0, [&]() -> MomentLog& { return scopes[scope]; });
     }
   };
   void LogLiveChange(uint32_t scope, uint32_t site, int64_t bytes, int64_t blocks) {
@@ -355,22 +367,20 @@ class Analyzer {
   // `thread`'s state, made on first use. Events come in runs of one thread (a ring's
   // records are applied together), so the last thread asked for is kept at hand.
   ThreadState& ThreadOf(uint32_t thread) {
-    if (last_thread_state_ != nullptr && last_thread_ == thread) return *last_thread_state_;
-    std::unique_ptr<ThreadState>& state = threads_[thread];
-    if (state == nullptr) {
-      state = std::make_unique<ThreadState>();
-      state->counted = !counted_thread_ || counted_thread_(thread);
-      state->view = ViewOfThread(thread);
-    }
-    last_thread_ = thread;
-    last_thread_state_ = state.get();
-    return *state;
+    return recent_thread_.Get(thread, 0, [&]() -> ThreadState& {
+      std::unique_ptr<ThreadState>& state = threads_[thread];
+      if (state == nullptr) {
+        state = std::make_unique<ThreadState>();
+        state->counted = !counted_thread_ || counted_thread_(thread);
+        state->view = ViewOfThread(thread);
+      }
+      return *state;
+    });
   }
   void NoteAllocation(ThreadState& thread, const BlockAt& block);
   void CloseScope(ThreadState& thread, uint32_t scope);
   absl::flat_hash_map<uint32_t, std::unique_ptr<ThreadState>> threads_;
-  uint32_t last_thread_ = 0;
-  ThreadState* last_thread_state_ = nullptr;  // threads_[last_thread_], or null
+  Recent<uint32_t, ThreadState, 1> recent_thread_;
   std::map<uint32_t, int64_t> census_;        // label -> value
   std::map<uint32_t, Retention> retention_;
 
@@ -412,28 +422,20 @@ class Analyzer {
   struct Tally {
     CaptureSummary summary;
     absl::flat_hash_map<AttributionKey, std::unique_ptr<Row>> rows;
-    // Rows asked for lately, by a hash of their key: a program allocates at a few sites
-    // at a time, whose rows one compare finds here.
-    struct Recent {
-      AttributionKey key{};
-      Row* row = nullptr;
-    };
-    static constexpr size_t kRecent = 64;
-    std::array<Recent, kRecent> recent{};
+    Recent<AttributionKey, Row, 64> recent;
 
     Row& RowOf(const AttributionKey& key) {
-      const uint64_t h =
+      const uint64_t hash =
           (uint64_t{key.site} * 0x9E3779B97F4A7C15ull) ^ (uint64_t{key.scope} << 8) ^ key.layer;
-      Recent& r = recent[(h >> 32) % kRecent];
-      if (r.row != nullptr && r.key == key) return *r.row;
-      std::unique_ptr<Row>& row = rows[key];
-      if (row == nullptr) {
-        row = std::make_unique<Row>();
-        row->scope = &summary.scopes[key.scope];
-        row->layer = &summary.layers[key.layer];
-      }
-      r = Recent{key, row.get()};
-      return *row;
+      return recent.Get(key, hash, [&]() -> Row& {
+        std::unique_ptr<Row>& row = rows[key];
+        if (row == nullptr) {
+          row = std::make_unique<Row>();
+          row->scope = &summary.scopes[key.scope];
+          row->layer = &summary.layers[key.layer];
+        }
+        return *row;
+      });
     }
   };
   // Counts one block in or out of `t` (Account()); a resize of one (the counters' one
