@@ -16,42 +16,19 @@
 namespace memtrace {
 namespace {
 
-// Records in order, and the stats as of the last of them.
-struct Batch {
-  std::vector<CaptureRecord> records = std::vector<CaptureRecord>(kCaptureBatchRecords);
-  // Slots last filled with a record that holds text (HasText(): a table line, the
-  // header), which a copy of anything else but the text would leave behind.
-  std::vector<bool> holds_text = std::vector<bool>(kCaptureBatchRecords, false);
-  size_t size = 0;
-  CaptureReadStats read;
-
-  bool full() const { return size == kCaptureBatchRecords; }
-  void Add(const CaptureRecord& rec) {
-    CaptureRecord& slot = records[size];
-    const bool text = HasText(rec);
-    if (!text && !holds_text[size]) {
-      CopyAllButText(rec, &slot);  // every event of a binary capture
-    } else {
-      slot = rec;
-      holds_text[size] = text;
-    }
-    ++size;
-  }
-};
-
 // The batches the two threads share (batch_reader.h, "Threads"): each is at any time free
 // (the reader's to fill), full (the caller's to consume, in order) or held by one side.
 class BatchQueue {
  public:
   BatchQueue() {
     for (size_t i = 0; i < kCaptureBatches; ++i) {
-      storage_.push_back(std::make_unique<Batch>());
+      storage_.push_back(std::make_unique<CaptureBatch>(kCaptureBatchRecords));
       free_.push_back(storage_.back().get());
     }
   }
 
   // Reader: a free batch, emptied; null once the caller has stopped.
-  Batch* TakeFree() {
+  CaptureBatch* TakeFree() {
     std::unique_lock lock(mu_);
     if (free_.empty() && !stopped_) {
       reader_waiting_ = true;
@@ -59,13 +36,13 @@ class BatchQueue {
       reader_waiting_ = false;
     }
     if (stopped_) return nullptr;
-    Batch* b = free_.front();
+    CaptureBatch* b = free_.front();
     free_.pop_front();
     b->size = 0;
     return b;
   }
   // Reader: a filled batch, for the caller.
-  void Publish(Batch* b) {
+  void Publish(CaptureBatch* b) {
     std::lock_guard lock(mu_);
     full_.push_back(b);
     if (caller_waiting_) caller_cv_.notify_one();
@@ -80,7 +57,7 @@ class BatchQueue {
   }
 
   // Caller: the next full batch, or null once the reader has finished and all are taken.
-  Batch* TakeFull() {
+  CaptureBatch* TakeFull() {
     std::unique_lock lock(mu_);
     if (full_.empty() && !finished_) {
       caller_waiting_ = true;
@@ -88,12 +65,12 @@ class BatchQueue {
       caller_waiting_ = false;
     }
     if (full_.empty()) return nullptr;
-    Batch* b = full_.front();
+    CaptureBatch* b = full_.front();
     full_.pop_front();
     return b;
   }
   // Caller: a batch consumed.
-  void Recycle(Batch* b) {
+  void Recycle(CaptureBatch* b) {
     std::lock_guard lock(mu_);
     free_.push_back(b);
     if (reader_waiting_ && free_.size() >= kRefill) reader_cv_.notify_one();
@@ -112,12 +89,12 @@ class BatchQueue {
  private:
   static constexpr size_t kRefill = kCaptureBatches / 2;
 
-  std::vector<std::unique_ptr<Batch>> storage_;
+  std::vector<std::unique_ptr<CaptureBatch>> storage_;
   std::mutex mu_;
   std::condition_variable reader_cv_;
   std::condition_variable caller_cv_;
-  std::deque<Batch*> free_;  // guarded by mu_
-  std::deque<Batch*> full_;  // guarded by mu_, in the capture's order
+  std::deque<CaptureBatch*> free_;  // guarded by mu_
+  std::deque<CaptureBatch*> full_;  // guarded by mu_, in the capture's order
   bool reader_waiting_ = false;
   bool caller_waiting_ = false;
   bool stopped_ = false;
@@ -126,50 +103,35 @@ class BatchQueue {
   CaptureReadStats stats_;
 };
 
-// The reading thread's side: ReadCapture() into batches, published as they fill.
+// The reading thread's side: ReadCaptureInBatches() into the queue's batches, each
+// published as it fills.
 absl::Status ReadInto(const std::string& path, BatchQueue& queue, CaptureReadStats* stats) {
-  Batch* batch = queue.TakeFree();
+  CaptureBatch* batch = queue.TakeFree();
   if (batch == nullptr) return absl::CancelledError("stopped");
-  absl::Status s = ReadCapture(
-      path,
-      [&](const CaptureRecord& rec) {
-        batch->Add(rec);
-        if (!batch->full()) return absl::OkStatus();
-        batch->read = *stats;
-        queue.Publish(batch);
-        batch = queue.TakeFree();
-        return batch != nullptr ? absl::OkStatus() : absl::CancelledError("stopped");
+  return ReadCaptureInBatches(
+      path, batch,
+      [&](CaptureBatch* full) -> absl::StatusOr<CaptureBatch*> {
+        queue.Publish(full);
+        CaptureBatch* next = queue.TakeFree();
+        if (next == nullptr) return absl::CancelledError("stopped");
+        return next;
       },
       stats);
-  if (batch != nullptr && batch->size > 0) {
-    batch->read = *stats;
-    queue.Publish(batch);
-  }
-  return s;
 }
 
 // The caller's thread alone: a batch is consumed as soon as it is full.
 absl::Status ReadOnOneThread(const std::string& path, const CaptureBatchFn& fn,
                              CaptureReadStats* stats) {
-  Batch batch;
-  absl::Status s = ReadCapture(
-      path,
-      [&](const CaptureRecord& rec) {
-        batch.Add(rec);
-        if (!batch.full()) return absl::OkStatus();
-        absl::Status consumed = fn(std::span<const CaptureRecord>(batch.records), *stats);
-        batch.size = 0;
-        return consumed;
+  CaptureBatch batch(kCaptureBatchRecords);
+  return ReadCaptureInBatches(
+      path, &batch,
+      [&](CaptureBatch* full) -> absl::StatusOr<CaptureBatch*> {
+        absl::Status consumed =
+            fn(std::span<const CaptureRecord>(full->records.data(), full->size), full->read);
+        if (!consumed.ok()) return consumed;
+        return full;
       },
       stats);
-  // What precedes an error of the reading is consumed before it (ReadCapture()'s order);
-  // an error of fn's has stopped everything already.
-  if (batch.size > 0) {
-    absl::Status consumed =
-        fn(std::span<const CaptureRecord>(batch.records.data(), batch.size), *stats);
-    if (!consumed.ok()) return consumed;
-  }
-  return s;
 }
 
 bool TwoCpus() {
@@ -213,7 +175,7 @@ absl::Status ReadCaptureBatches(const std::string& path, const CaptureBatchFn& f
   CaptureReadStats last;
   {
     Joiner joiner{queue, reader};
-    while (Batch* b = queue.TakeFull()) {
+    while (CaptureBatch* b = queue.TakeFull()) {
       consumed = fn(std::span<const CaptureRecord>(b->records.data(), b->size), b->read);
       last = b->read;
       queue.Recycle(b);

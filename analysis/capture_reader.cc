@@ -17,6 +17,35 @@
 #include "sinks/binary_encoding.h"
 
 namespace memtrace {
+
+// BinaryDecoder::Next()'s way into a CaptureRecord (sinks/binary_encoding.h), which
+// decodes a binary event straight into its record: every field an event line may carry,
+// at CaptureEvent's default, which is CaptureRecord's too. The fields only tables, the
+// header and the trailer carry are not written.
+static void ResetDecodedEvent(CaptureRecord& r) {
+  r.thread = 0;
+  r.addr = 0;
+  r.size = 0;
+  r.ticket = 0;
+  r.of = 0;
+  r.layer = 0;
+  r.scope = 0;
+  r.outer = 0;
+  r.site = 0;
+  r.label = 0;
+  r.category = 0;
+  r.has_delta = false;
+  r.delta = 0;
+  r.bytes = 0;
+  r.mono_ns = 0;
+  r.has_weight = false;
+  r.weight = 1.0;
+}
+static void SetDecodedType(CaptureRecord& r, CaptureEventType type) {
+  r.type = static_cast<LineType>(static_cast<uint8_t>(LineType::kAlloc) +
+                                 static_cast<uint8_t>(type));
+}
+
 namespace {
 
 constexpr uint32_t kKnownSchema = 1;
@@ -316,13 +345,19 @@ class LineParser {
   std::string type_storage_;
 };
 
-// Shared by the file and text readers: takes records in order and checks the structure.
+// Shared by the file and text readers: takes records in order, checks the structure,
+// and hands each record to a callback or puts it in a batch (ReadCaptureInBatches()).
 class StructureChecker {
  public:
   StructureChecker(std::string name,
                    const std::function<absl::Status(const CaptureRecord&)>& fn,
                    CaptureReadStats* stats)
-      : parser_(std::move(name)), fn_(fn), stats_(stats) {}
+      : parser_(std::move(name)), fn_(&fn), stats_(stats) {}
+  StructureChecker(std::string name, CaptureBatch* first, const CaptureBatchSwap& swap,
+                   CaptureReadStats* stats)
+      : parser_(std::move(name)), batch_(first), swap_(&swap), stats_(stats) {
+    batch_->size = 0;
+  }
 
   // One JSONL line, without its newline. `last`: the capture's last line, which has no
   // newline: a line like any other, or, when it does not parse, a line cut off while it
@@ -348,8 +383,10 @@ class StructureChecker {
     return Deliver(rec);
   }
 
-  // One record of a binary capture that begins at byte `offset` and is `size` bytes long.
-  absl::Status Binary(const BinaryRecord& record, uint64_t offset, size_t size) {
+  // One record of a binary capture that begins at byte `offset` and is `size` bytes long;
+  // an event's fields decoded into `event`, which EventSlot() gave.
+  absl::Status Binary(const BinaryRecord& record, CaptureRecord& event, uint64_t offset,
+                      size_t size) {
     ++line_;
     stats_->lines = line_;
     stats_->bytes = offset + size;
@@ -376,8 +413,10 @@ class StructureChecker {
         return Deliver(rec);
       }
       case BinaryRecord::Kind::kEvent:
-        EventRecord(record, &event_);
-        return DeliverAfterHeader(event_);
+        event.line = line_;
+        event.t = record.t;
+        event.epoch = record.epoch;
+        return DeliverAfterHeader(event);
     }
     return absl::OkStatus();
   }
@@ -397,6 +436,28 @@ class StructureChecker {
 
   LineParser& parser() { return parser_; }
   uint64_t records() const { return line_; }
+
+  // Batches: the last batch, partly filled, to swap_ when the reading has ended; `read`
+  // is how it ended. swap_'s error, if any, comes before the reading's.
+  absl::Status Finish(absl::Status read) {
+    if (batch_ == nullptr || swap_failed_ || batch_->size == 0) return read;
+    batch_->read = *stats_;
+    absl::StatusOr<CaptureBatch*> next = (*swap_)(batch_);
+    return next.ok() ? read : next.status();
+  }
+
+  // Where a binary event is decoded: the record reused for every event, or its slot in
+  // the batch (cleared first if it held a whole record, as the decoder writes only the
+  // fields events carry).
+  __attribute__((always_inline)) CaptureRecord& EventSlot() {
+    if (batch_ == nullptr) return event_;
+    const size_t i = batch_->size;
+    if (__builtin_expect(batch_->whole[i], 0)) {
+      batch_->records[i] = CaptureRecord{};
+      batch_->whole[i] = false;
+    }
+    return batch_->records[i];
+  }
 
  private:
   absl::Status Deliver(CaptureRecord& rec) {
@@ -428,55 +489,54 @@ class StructureChecker {
       return parser_.Error(line_, absl::StrCat("layer ", std::max(rec.layer, rec.id),
                                                " is out of range: layers are 0 to 255"));
     }
-    const uint32_t scope = std::max({rec.scope, rec.outer,
-                                     rec.type == LineType::kScope ? rec.id : 0u,
-                                     rec.type == LineType::kScope ? rec.parent : 0u});
+    // Two by two: std::max of a list went through memory, a stall every record.
+    uint32_t scope = std::max(rec.scope, rec.outer);
+    if (rec.type == LineType::kScope) scope = std::max(scope, std::max(rec.id, rec.parent));
     if (scope > ScopeTable::kMaxPaths) {
       return parser_.Error(line_, absl::StrCat("scope ", scope, " is out of range: scopes are 0 to ",
                                                ScopeTable::kMaxPaths));
     }
     if (rec.type == LineType::kTrailer) stats_->has_trailer = true;
     if (rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd) ++stats_->events;
-    return fn_(rec);
+    return Emit(rec);
   }
 
-  // The fields a JSONL line of the event's type has, and only those: every field an
-  // event may carry is copied, as the decoder leaves those its type does not carry at
-  // their defaults (BinaryRecord::event), which are CaptureRecord's too. The fields only
-  // tables, the header and the trailer carry are never written, and stay empty in the
-  // record reused for every event.
-  void EventRecord(const BinaryRecord& record, CaptureRecord* rec) const {
-    const CaptureEvent& e = record.event;
-    rec->type = static_cast<LineType>(static_cast<uint8_t>(LineType::kAlloc) +
-                                      static_cast<uint8_t>(e.type));
-    rec->line = line_;
-    rec->t = record.t;
-    rec->epoch = record.epoch;
-    rec->thread = e.thread;
-    rec->addr = e.addr;
-    rec->size = e.size;
-    rec->ticket = e.ticket;
-    rec->of = e.of;
-    rec->layer = e.layer;
-    rec->scope = e.scope;
-    rec->outer = e.outer;
-    rec->site = e.site;
-    rec->label = e.label;
-    rec->has_delta = e.has_delta;
-    rec->delta = e.delta;
-    rec->bytes = e.bytes;
-    rec->mono_ns = e.mono_ns;
-    rec->category = e.category;
-    rec->has_weight = e.has_weight;
-    rec->weight = e.weight;
+  // `rec`, checked, to fn_, or into the batch: an event decoded in its slot (EventSlot())
+  // is there already, any other record is moved there.
+  __attribute__((always_inline)) absl::Status Emit(CaptureRecord& rec) {
+    if (batch_ == nullptr) return (*fn_)(rec);
+    const size_t i = batch_->size;
+    if (&rec != &batch_->records[i]) {
+      batch_->records[i] = std::move(rec);
+      batch_->whole[i] = true;
+    }
+    ++batch_->size;
+    if (__builtin_expect(!batch_->full(), 1)) return absl::OkStatus();
+    return Swap();
+  }
+
+  __attribute__((noinline)) absl::Status Swap() {
+    batch_->read = *stats_;
+    absl::StatusOr<CaptureBatch*> next = (*swap_)(batch_);
+    if (!next.ok()) {
+      swap_failed_ = true;
+      return next.status();
+    }
+    batch_ = *next;
+    batch_->size = 0;
+    return absl::OkStatus();
   }
 
   LineParser parser_;
-  const std::function<absl::Status(const CaptureRecord&)>& fn_;
+  // Either fn_, or batch_ and swap_.
+  const std::function<absl::Status(const CaptureRecord&)>* fn_ = nullptr;
+  CaptureBatch* batch_ = nullptr;
+  const CaptureBatchSwap* swap_ = nullptr;
+  bool swap_failed_ = false;
   CaptureReadStats* stats_;
   uint64_t line_ = 0;
-  // Every binary event is decoded into this one (EventRecord()), so that an event
-  // neither builds nor destroys the strings and the vector a CaptureRecord holds.
+  // Without a batch, every binary event is decoded into this one (EventSlot()), so that
+  // an event neither builds nor destroys the strings and the vector a CaptureRecord holds.
   CaptureRecord event_;
 };
 
@@ -630,13 +690,15 @@ class CaptureBytes {
     absl::Status status;
     while (pos < data.size()) {
       size_t used = 0;
-      const BinaryDecoder::Result r = decoder_.Next(data.substr(pos), &used, &record, &error);
+      CaptureRecord& event = checker_.EventSlot();
+      const BinaryDecoder::Result r =
+          decoder_.Next(data.substr(pos), &used, &record, &event, &error);
       if (r == BinaryDecoder::Result::kNeedMore) break;
       if (r == BinaryDecoder::Result::kError) {
         checker_.parser().set_binary_offset(static_cast<int64_t>(offset_));
         return checker_.parser().Error(checker_.records() + 1, error);
       }
-      status = checker_.Binary(record, offset_, used);
+      status = checker_.Binary(record, event, offset_, used);
       if (!status.ok()) return status;
       pos += used;
       offset_ += used;
@@ -708,14 +770,8 @@ absl::Status ReadZstd(FILE* f, const std::string& path, CaptureBytes& bytes) {
   return end;
 }
 
-}  // namespace
-
-absl::Status ReadCapture(const std::string& path,
-                         const std::function<absl::Status(const CaptureRecord&)>& fn,
-                         CaptureReadStats* stats) {
-  CaptureReadStats local;
-  if (stats == nullptr) stats = &local;
-  *stats = CaptureReadStats{};
+// Reads the file at `path` into `checker`.
+absl::Status ReadFile(const std::string& path, StructureChecker& checker) {
   FILE* f = fopen(path.c_str(), "r");
   if (f == nullptr) {
     const int err = errno;
@@ -729,7 +785,6 @@ absl::Status ReadCapture(const std::string& path,
         absl::StrCat("'", path, "' is a directory, not a capture: name a capture file in it "
                      "(`memtrace run` writes memtrace-<pid>.mtb)"));
   }
-  StructureChecker checker(path, fn, stats);
   CaptureBytes bytes(path, checker);
   // zstd frames start with the magic number 0xFD2FB528 (little-endian).
   unsigned char magic[4] = {};
@@ -755,6 +810,27 @@ absl::Status ReadCapture(const std::string& path,
   fclose(f);
   if (!status.ok()) return status;
   return checker.End(path);
+}
+
+}  // namespace
+
+absl::Status ReadCapture(const std::string& path,
+                         const std::function<absl::Status(const CaptureRecord&)>& fn,
+                         CaptureReadStats* stats) {
+  CaptureReadStats local;
+  if (stats == nullptr) stats = &local;
+  *stats = CaptureReadStats{};
+  StructureChecker checker(path, fn, stats);
+  return ReadFile(path, checker);
+}
+
+absl::Status ReadCaptureInBatches(const std::string& path, CaptureBatch* first,
+                                  const CaptureBatchSwap& swap, CaptureReadStats* stats) {
+  CaptureReadStats local;
+  if (stats == nullptr) stats = &local;
+  *stats = CaptureReadStats{};
+  StructureChecker checker(path, first, swap, stats);
+  return checker.Finish(ReadFile(path, checker));
 }
 
 absl::Status ReadCaptureText(std::string_view text, const std::string& name,

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace memtrace {
 
@@ -118,49 +119,6 @@ struct CaptureRecord {
   std::string raw;  // the whole line, for the header and the trailer
 };
 
-// Whether `rec` holds any text: a name, path, frames or the like. A binary capture's
-// events never do; a JSONL event line may, as the reader keeps known fields on any line.
-inline bool HasText(const CaptureRecord& rec) {
-  return !rec.name.empty() || !rec.path.empty() || !rec.source.empty() ||
-         !rec.malloc_from.empty() || !rec.frames.empty() || !rec.build_id.empty() ||
-         !rec.raw.empty();
-}
-
-// Copies every field of `from` but its texts (HasText()), which `to` must not hold
-// either: then `*to` equals `from`, for much less than a whole copy.
-inline void CopyAllButText(const CaptureRecord& from, CaptureRecord* to) {
-  to->type = from.type;
-  to->line = from.line;
-  to->t = from.t;
-  to->epoch = from.epoch;
-  to->thread = from.thread;
-  to->addr = from.addr;
-  to->size = from.size;
-  to->ticket = from.ticket;
-  to->of = from.of;
-  to->layer = from.layer;
-  to->scope = from.scope;
-  to->outer = from.outer;
-  to->site = from.site;
-  to->label = from.label;
-  to->has_delta = from.has_delta;
-  to->delta = from.delta;
-  to->bytes = from.bytes;
-  to->mono_ns = from.mono_ns;
-  to->category = from.category;
-  to->id = from.id;
-  to->parent = from.parent;
-  to->schema_version = from.schema_version;
-  to->pid = from.pid;
-  to->other = from.other;
-  to->start = from.start;
-  to->end = from.end;
-  to->offset = from.offset;
-  to->weight = from.weight;
-  to->has_weight = from.has_weight;
-  to->complete = from.complete;
-}
-
 struct CaptureReadStats {
   uint64_t lines = 0;
   uint64_t bytes = 0;
@@ -177,6 +135,34 @@ struct CaptureReadStats {
 absl::Status ReadCapture(const std::string& path,
                          const std::function<absl::Status(const CaptureRecord&)>& fn,
                          CaptureReadStats* stats = nullptr);
+
+// Records in order, which ReadCaptureInBatches() puts in place.
+struct CaptureBatch {
+  explicit CaptureBatch(size_t capacity) : records(capacity), whole(capacity, false) {}
+
+  bool full() const { return size == records.size(); }
+
+  std::vector<CaptureRecord> records;  // the first `size` are the batch
+  // Slots last given a whole record (the header, a table line, any line of a JSONL
+  // capture). A binary event is decoded into its slot, writing only the fields events
+  // carry, so such a slot is cleared first.
+  std::vector<bool> whole;
+  size_t size = 0;
+  CaptureReadStats read;  // the stats as of the batch's last record
+};
+
+// Takes a batch that is full, or the last one, and gives the empty batch to fill next; an
+// error stops the reading, and is what ReadCaptureInBatches() returns.
+using CaptureBatchSwap = std::function<absl::StatusOr<CaptureBatch*>(CaptureBatch* full)>;
+
+// ReadCapture() with each record put straight in its place in a batch: a binary event is
+// decoded into its slot, with no call and no copy per record. `first` is the batch to
+// fill first; `swap` is called with each batch once it is full, and with the last one,
+// which is partly filled, when the reading ends (before an error of the reading, which
+// comes after every record before it, as ReadCapture() returns it; not after an error of
+// swap's). A batch's slots are overwritten when it is filled again.
+absl::Status ReadCaptureInBatches(const std::string& path, CaptureBatch* first,
+                                  const CaptureBatchSwap& swap, CaptureReadStats* stats = nullptr);
 
 // The same over a capture in memory, either encoding but not compressed (tests, fuzzers).
 // `name` stands in for the file name.

@@ -9,6 +9,9 @@
 //                         their sizes: the decode path alone, without a replay
 //   BM_ReadCaptureFile    with --capture=FILE: that capture (either encoding, plain or
 //                         zstd) read from the file with ReadCapture(), to the same consumer
+//   BM_ReadBatchesFile    with --capture=FILE: the same read as a replay reads it, into
+//                         batches (ReadCaptureBatches() on one thread), each batch given
+//                         to the same consumer: a replay's reading half
 //   BM_SummarizeFile      with --capture=FILE: Analyzer::Summarize() of it, the replay that
 //                         summary --replay, top, verify and report run (events/s, ns an event)
 //
@@ -28,6 +31,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
+#include "analysis/batch_reader.h"
 #include "analysis/capture_reader.h"
 #include "sinks/binary_encoding.h"
 #include "sinks/capture_event.h"
@@ -160,6 +164,24 @@ void BM_ReadCaptureFile(benchmark::State& state) {
   tally.Report(state, bytes_read);
 }
 
+void BM_ReadBatchesFile(benchmark::State& state) {
+  Tally tally;
+  uint64_t bytes_read = 0;
+  for (auto _ : state) {
+    CaptureReadStats stats;
+    const absl::Status s = ReadCaptureBatches(
+        CapturePath(),
+        [&](std::span<const CaptureRecord> batch, const CaptureReadStats&) {
+          for (const CaptureRecord& r : batch) tally(r).IgnoreError();
+          return absl::OkStatus();
+        },
+        &stats, ReadThreads::kOne);
+    if (!s.ok()) state.SkipWithError(std::string(s.message()).c_str());
+    bytes_read += stats.bytes;
+  }
+  tally.Report(state, bytes_read);
+}
+
 void BM_SummarizeFile(benchmark::State& state) {
   uint64_t events = 0;
   for (auto _ : state) {
@@ -219,6 +241,8 @@ int main(int argc, char** argv) {
   argc = kept;
   if (!memtrace::CapturePath().empty()) {
     benchmark::RegisterBenchmark("BM_ReadCaptureFile", memtrace::BM_ReadCaptureFile)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("BM_ReadBatchesFile", memtrace::BM_ReadBatchesFile)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("BM_SummarizeFile", memtrace::BM_SummarizeFile)
         ->Unit(benchmark::kMillisecond)

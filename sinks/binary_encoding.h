@@ -423,10 +423,23 @@ class BinaryDecoder {
   // Decodes the record at the start of `in` (after the magic). kRecord: `*out` holds it
   // and `*used` is its length. kNeedMore: `in` ends inside the record (at the end of the
   // file, the capture was cut off); nothing changed. kError: `*error` says what is wrong.
+  Result Next(std::string_view in, size_t* used, BinaryRecord* out, std::string* error) {
+    out->event = CaptureEvent{};
+    return Next(in, used, out, &out->event, error);
+  }
+
+  // The same, with an event's fields written to `*event` instead of out->event, so that a
+  // reader decodes an event straight into its own record. `Event` has CaptureEvent's
+  // fields, by their names; ResetDecodedEvent(Event&) sets every one of them to
+  // CaptureEvent's default and SetDecodedType(Event&, CaptureEventType) sets the type
+  // (both found by argument-dependent lookup). `*event` is written only when the record
+  // is an event, and may be left half written when the result is not kRecord.
   // Defined below, in the header, so that a reader's loop inlines it: a capture is read a
   // record of a few bytes at a time, and a call with its spills costs as much as a field.
+  template <typename Event>
   __attribute__((always_inline)) Result Next(std::string_view in, size_t* used,
-                                             BinaryRecord* out, std::string* error);
+                                             BinaryRecord* out, Event* event,
+                                             std::string* error);
 
  private:
   // The messages of the errors Next() finds, out of its way.
@@ -442,8 +455,14 @@ class BinaryDecoder {
   BinaryEventContext context_;
 };
 
+// BinaryDecoder::Next()'s way into a CaptureEvent.
+inline void ResetDecodedEvent(CaptureEvent& e) { e = CaptureEvent{}; }
+inline void SetDecodedType(CaptureEvent& e, CaptureEventType type) { e.type = type; }
+
+template <typename Event>
 inline BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
-                                                 BinaryRecord* out, std::string* error) {
+                                                 BinaryRecord* out, Event* event,
+                                                 std::string* error) {
   const auto* begin = reinterpret_cast<const uint8_t*>(in.data());
   const uint8_t* const end = begin + in.size();
   if (begin == end) return Result::kNeedMore;
@@ -457,10 +476,7 @@ inline BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* us
     }
     return r.failed() ? Result::kError : Result::kNeedMore;
   };
-  // From a constant: a BinaryRecord{} built on the stack and copied was read back before
-  // its stores had landed, a stall a record.
-  static constexpr BinaryRecord kBlank{};
-  *out = kBlank;
+  out->json = std::string_view();
   if (tag == kBinaryTagJson ||
       (tag >= kBinarySkippableFirst && tag <= kBinarySkippableLast)) {
     uint64_t length = 0;
@@ -515,8 +531,9 @@ inline BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* us
     *error = ShortFirstError(type, tag);
     return Result::kError;
   }
-  CaptureEvent& e = out->event;
-  e.type = type;
+  Event& e = *event;
+  ResetDecodedEvent(e);
+  SetDecodedType(e, type);
   if (full) {
     if (!r.U32("thread", &e.thread)) return finish(false);
   } else {
