@@ -94,6 +94,48 @@ TEST(AddressTableTest, StaysUnder48BytesPerLiveBlockAtEverySize) {
   }
 }
 
+TEST(AddressTableTest, AReservedTableKeepsItsBlocksAndDoesNotGrowUntilFull) {
+  AddressTable table;
+  for (uint64_t n = 1; n <= 100; ++n) table.Insert(LiveBlock::Make(n * 16, n, n, 0));
+  table.Reserve(50'000);
+  const size_t capacity = table.capacity();
+  EXPECT_GE(capacity * 15, 50'000u * 20) << "room for 50,000 at the table's 75% load";
+  for (uint64_t n = 1; n <= 100; ++n) {
+    const LiveBlock* b = table.Find(n * 16);
+    ASSERT_NE(b, nullptr) << "block " << n << " lost by the reservation";
+    EXPECT_EQ(b->size(), n);
+  }
+  for (uint64_t n = 101; n <= 50'000; ++n) table.Insert(LiveBlock::Make(n * 16, n, n, 0));
+  EXPECT_EQ(table.capacity(), capacity) << "grew before the reserved blocks were in";
+  table.Insert(LiveBlock::Make(16 * 50'001, 1, 1, 0));
+  for (int i = 0; i < 20'000; ++i) table.Insert(LiveBlock::Make(16 * (60'000 + i), 1, 1, 0));
+  EXPECT_GT(table.capacity(), capacity) << "grows past the reservation as before";
+  EXPECT_EQ(table.size(), 70'001u);
+  table.Reserve(10);  // smaller than it is: changes nothing
+  EXPECT_EQ(table.size(), 70'001u);
+  EXPECT_NE(table.Find(16 * 777), nullptr);
+}
+
+TEST(AddressTableTest, ReservingNothingStillLetsTheTableGrow) {
+  for (size_t reserve : {0, 1, 2, 3}) {
+    AddressTable table;
+    table.Reserve(reserve);
+    for (uint64_t n = 1; n <= 1'000; ++n) table.Insert(LiveBlock::Make(n * 16, n, n, 0));
+    EXPECT_EQ(table.size(), 1'000u) << "reserve " << reserve;
+  }
+}
+
+TEST(AllocationLedgerTest, ALayerReservedForItsPeakHoldsItWithoutGrowing) {
+  AllocationLedger ledger(16);
+  ledger.Reserve(kHeap, 200'000);
+  ledger.Alloc(kHeap, 48, 8, T(1, 1), 0, 0x1234);  // the site and context tables' first
+  const uint64_t reserved = ledger.memory_bytes();
+  for (uint64_t n = 2; n <= 200'000; ++n) ledger.Alloc(kHeap, n * 48, 8, T(1, n), 0, 0x1234);
+  EXPECT_EQ(ledger.memory_bytes(), reserved) << "a shard grew: the spread over shards "
+                                                "needs more than the reservation's margin";
+  EXPECT_EQ(ledger.totals().live_count, 200'000u);
+}
+
 // One table's blocks, inserted into a new one in the order it holds them, pile up: that
 // order is sorted by home slot, and each block of the growing table lands at the end of
 // one run that holds all the others (address_table.h). The runs are looked at on the

@@ -192,6 +192,14 @@ class alignas(kCacheLineSize) BasicAddressTable {
     }
   }
 
+  // Makes room for `blocks` blocks in all, so that the table does not grow until it
+  // holds more (a replay that knows its capture's peak).
+  void Reserve(size_t blocks) {
+    const size_t capacity = std::max(address_table_internal::kInitialCapacity,
+                                     blocks * 20 / 15 + 1);
+    if (capacity > capacity_) Rehash(capacity);
+  }
+
   // Removes every block and releases the memory.
   void Clear() noexcept;
 
@@ -208,6 +216,8 @@ class alignas(kCacheLineSize) BasicAddressTable {
   // One more block would pass 75% of capacity.
   bool Full() const noexcept { return (size_ + 1) * 20 > capacity_ * 15; }
   void Grow();
+  // Moves every block into a table of `capacity` slots.
+  void Rehash(size_t capacity);
 
   // Line-aligned (transport/cache_line.h): the drainer writes slots for every record.
   LineAlignedVector<Block> slots_;
@@ -229,10 +239,14 @@ Block* BasicAddressTable<Block>::Insert(const Block& block) {
 
 template <typename Block>
 void BasicAddressTable<Block>::Grow() {
+  Rehash(capacity_ == 0 ? address_table_internal::kInitialCapacity
+                        : capacity_ + capacity_ * 2 / 5);
+}
+
+template <typename Block>
+void BasicAddressTable<Block>::Rehash(size_t capacity) {
   LineAlignedVector<Block> old;
   old.swap(slots_);
-  const size_t capacity = old.empty() ? address_table_internal::kInitialCapacity
-                                      : old.size() + old.size() * 2 / 5;
   // A large table in huge pages: zero-filling it faults each 2 MiB once, not 512 times
   // (each fault 3-11 us on these VMs), and its random lookups miss the TLB less.
   slots_.reserve(capacity);
