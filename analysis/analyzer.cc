@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "analysis/batch_reader.h"
+#include "analysis/capture_file_ends.h"
 #include "analysis/trailer.h"
 #include "runtime/internal/site_table.h"
 #include "sinks/capture_lock.h"
@@ -278,7 +279,7 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
 absl::Status Analyzer::ApplyBatch(std::span<const CaptureRecord> batch,
                                   const AfterRecord& after) {
   const size_t n = batch.size();
-  const bool ahead = live_blocks_ >= kAheadFromBlocks;
+  const bool ahead = reserved_ || live_blocks_ >= kAheadFromBlocks;
   auto prefetch = [&](const CaptureRecord& rec) {
     if (ahead && rec.type >= LineType::kAlloc && rec.type <= LineType::kRemapTarget) {
       ledger_->Prefetch(static_cast<LayerId>(rec.layer), rec.addr);
@@ -295,8 +296,40 @@ absl::Status Analyzer::ApplyBatch(std::span<const CaptureRecord> batch,
   return absl::OkStatus();
 }
 
+void Analyzer::ReserveForPeak(const std::string& path) {
+  const CaptureFileEnds ends = ReadCaptureFileEnds(path);
+  if (!ends.trailer) return;
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(*ends.trailer);
+  if (!t.ok() || !t->has_totals) return;
+  // Samples can miss the peak itself: this is at most the peak's count.
+  uint64_t most = t->totals.live_count;
+  if (const int column = t->timeline.Column("live_count"); column >= 0) {
+    for (const std::vector<int64_t>& row : t->timeline.rows) {
+      if (static_cast<size_t>(column) < row.size() && row[column] > 0) {
+        most = std::max(most, static_cast<uint64_t>(row[column]));
+      }
+    }
+  }
+  // A block takes an allocation record of 4 bytes at least: a trailer that says more
+  // (written by hand, or damaged) sizes no table beyond what the file can hold.
+  most = std::min(most, ends.file_bytes / 4);
+  uint64_t allocations = 0;
+  for (const auto& [layer, usage] : t->layer_usage) allocations += usage.allocated_count;
+  if (most < kAheadFromBlocks || allocations == 0) return;  // small tables grow in the caches
+  for (const auto& [layer, usage] : t->layer_usage) {
+    const auto blocks = static_cast<uint64_t>(static_cast<double>(most) *
+                                              static_cast<double>(usage.allocated_count) /
+                                              static_cast<double>(allocations));
+    if (layer <= 0xff && blocks >= kAheadFromBlocks) {
+      ledger_->Reserve(static_cast<LayerId>(layer), blocks);
+      reserved_ = true;
+    }
+  }
+}
+
 absl::Status Analyzer::ApplyFile(const std::string& path, CaptureReadStats* stats,
                                  const Progress& progress, const AfterRecord& after) {
+  if (events_seen_ == 0 && live_blocks_ == 0) ReserveForPeak(path);
   return ReadCaptureBatches(
       path,
       [&](std::span<const CaptureRecord> batch, const CaptureReadStats& read) {

@@ -186,7 +186,10 @@ class Analyzer {
                           const AfterRecord& after = AfterRecord());
   // Reads `path` on the batch reader (ReadCaptureBatches()) and applies every record
   // (ApplyBatch(), `after` as there), calling `progress` (if any) with the bytes read
-  // before each batch. `*stats`: the reading's, for Finish().
+  // before each batch. `*stats`: the reading's, for Finish(). Into an Analyzer that has
+  // applied nothing yet, an uncompressed capture with a trailer is replayed with the
+  // ledger's tables sized for the most blocks the trailer says were live at once
+  // (ReserveForPeak()).
   absl::Status ApplyFile(const std::string& path, CaptureReadStats* stats,
                          const Progress& progress = Progress(),
                          const AfterRecord& after = AfterRecord());
@@ -476,9 +479,19 @@ class Analyzer {
   std::unique_ptr<MomentLogs> moments_;  // SummarizeWithPeaks() only
 
   // How far ahead ApplyBatch() asks for an event's ledger slot, and from how many live
-  // blocks on (fewer fit in the caches, and asking costs more than it saves).
+  // blocks on (fewer fit in the caches, and asking costs more than it saves), or once the
+  // tables were sized for that many (ReserveForPeak()).
   static constexpr size_t kAheadEvents = 16;
   static constexpr uint64_t kAheadFromBlocks = 16384;
+  bool reserved_ = false;
+
+  // Sizes the ledger's tables from the trailer of the capture at `path` (if it has one
+  // that can be read from the file's end): for the most blocks it shows live at once, at
+  // its samples of memory over time and at the end, each layer by its share of the
+  // allocations. The tables then need not grow during the replay: growing moves every
+  // block again and again, each move a cache miss once the tables pass the caches, into
+  // memory the kernel zeroes anew. A hint: a replay gives the same results without it.
+  void ReserveForPeak(const std::string& path);
 
   // The live blocks, each with its note, and the rules that match releases to them: the
   // drainer's.

@@ -2,120 +2,21 @@
 
 #include "analysis/trailer_summary.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <cstring>
-#include <string_view>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "analysis/analyzer.h"
+#include "analysis/capture_file_ends.h"
 #include "analysis/trailer.h"
 
 namespace memtrace {
-namespace {
-
-// The most of each end of the file read: a header or a trailer beyond it (a program with
-// very many scopes) is left to the replay.
-constexpr size_t kEndBytes = size_t{4} << 20;
-
-constexpr std::string_view kBinaryMagic = "MTRACEB";
-constexpr std::string_view kTrailerStart = "{\"type\":\"trailer\"";
-
-// Reads `n` bytes at `offset`, or fewer at the end of the file.
-std::string ReadAt(int fd, uint64_t offset, size_t n) {
-  std::string out(n, '\0');
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t r = pread(fd, out.data() + got, n - got, static_cast<off_t>(offset + got));
-    if (r <= 0) break;
-    got += static_cast<size_t>(r);
-  }
-  out.resize(got);
-  return out;
-}
-
-// The varint at text[at..end), or nullopt when it is not exactly one well-formed varint.
-std::optional<uint64_t> VarintSpanning(std::string_view text, size_t at, size_t end) {
-  uint64_t v = 0;
-  int shift = 0;
-  for (size_t i = at; i < end; ++i) {
-    const auto byte = static_cast<uint8_t>(text[i]);
-    v |= uint64_t{byte & 0x7fu} << shift;
-    shift += 7;
-    const bool last = (byte & 0x80) == 0;
-    if (last != (i + 1 == end)) return std::nullopt;
-  }
-  return v;
-}
-
-// The header's JSON text: a JSONL capture's first line, a binary one's first record.
-std::optional<std::string> HeaderText(std::string_view head) {
-  if (!head.empty() && head[0] == '{') {
-    const size_t end = head.find('\n');
-    if (end == std::string_view::npos) return std::nullopt;
-    return std::string(head.substr(0, end));
-  }
-  if (head.substr(0, kBinaryMagic.size()) != kBinaryMagic || head.size() < 10) {
-    return std::nullopt;
-  }
-  size_t at = 8;
-  if (static_cast<uint8_t>(head[at++]) != 0x01) return std::nullopt;  // a JSON record
-  uint64_t len = 0;
-  for (int shift = 0; at < head.size() && shift < 64; shift += 7) {
-    const auto byte = static_cast<uint8_t>(head[at++]);
-    len |= uint64_t{byte & 0x7fu} << shift;
-    if ((byte & 0x80) == 0) {
-      if (len > head.size() - at) return std::nullopt;
-      return std::string(head.substr(at, len));
-    }
-  }
-  return std::nullopt;
-}
-
-// The trailer's JSON text: the last record of the file, whose end `tail` is.
-std::optional<std::string> TrailerText(std::string_view tail, bool binary) {
-  if (!binary) {
-    if (tail.empty() || tail.back() != '\n') return std::nullopt;
-    tail.remove_suffix(1);
-    const size_t start = tail.rfind('\n');
-    if (start == std::string_view::npos) return std::nullopt;
-    const std::string_view line = tail.substr(start + 1);
-    if (line.substr(0, kTrailerStart.size()) != kTrailerStart) return std::nullopt;
-    return std::string(line);
-  }
-  // A JSON record: tag 0x01, the length varint, then the text, which ends the file.
-  const size_t start = tail.rfind(kTrailerStart);
-  if (start == std::string_view::npos || start < 2) return std::nullopt;
-  for (size_t width = 1; width <= 10 && width < start; ++width) {
-    if (static_cast<uint8_t>(tail[start - width - 1]) != 0x01) continue;
-    const std::optional<uint64_t> len = VarintSpanning(tail, start - width, start);
-    if (len && *len == tail.size() - start) return std::string(tail.substr(start));
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 std::optional<CaptureSummary> SummaryFromTrailer(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  struct stat st;
-  std::string head, tail;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    const auto size = static_cast<uint64_t>(st.st_size);
-    head = ReadAt(fd, 0, static_cast<size_t>(std::min<uint64_t>(size, kEndBytes)));
-    const uint64_t tail_bytes = std::min<uint64_t>(size, kEndBytes);
-    tail = ReadAt(fd, size - tail_bytes, static_cast<size_t>(tail_bytes));
-  }
-  close(fd);
-  const bool binary = head.substr(0, kBinaryMagic.size()) == kBinaryMagic;
-  const std::optional<std::string> header = HeaderText(head);
+  const CaptureFileEnds ends = ReadCaptureFileEnds(path);
+  const std::optional<std::string>& header = ends.header;
   if (!header) return std::nullopt;
-  const std::optional<std::string> trailer = TrailerText(tail, binary);
+  const std::optional<std::string>& trailer = ends.trailer;
   if (!trailer) return std::nullopt;
 
   // The header and the trailer as a capture of no events: the header's fields, and the

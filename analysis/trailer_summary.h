@@ -15,10 +15,7 @@
 // (tests/trailer_summary_test.cc checks both ways on the same captures); anywhere else
 // SummaryFromTrailer() says no and the caller replays.
 //
-// Only an uncompressed capture is read from its end (a zstd stream must be read through).
-// The trailer is the file's last record: the last line of a JSONL capture; in a binary
-// one, a JSON record whose length prefix ends right before its text and whose text ends
-// the file.
+// Only an uncompressed capture is read from its ends (capture_file_ends.h).
 
 #ifndef MEMTRACE_ANALYSIS_TRAILER_SUMMARY_H_
 #define MEMTRACE_ANALYSIS_TRAILER_SUMMARY_H_

@@ -1267,8 +1267,10 @@ TEST(AnalyzerTest, ApplyingBatchesGivesApplysSummary) {
 // The same over a live set large enough (more than Analyzer::kAheadFromBlocks blocks) for
 // ApplyBatch() to ask for each event's slot ahead: 40,000 blocks, then half of them
 // released in another order, resized or freed twice, at addresses that come back.
-TEST(AnalyzerTest, ApplyingBatchesOverALargeLiveSetGivesApplysSummary) {
-  std::string text = kHeader;
+// 40,000 allocations, half of them freed in another order, some twice, some of their
+// addresses reused: more blocks live than ApplyBatch() prefetches from. No header.
+std::string LargeLiveSetEvents() {
+  std::string text;
   uint64_t ticket = 0;
   std::vector<uint64_t> tickets;
   for (uint64_t i = 0; i < 40000; ++i) {
@@ -1281,6 +1283,11 @@ TEST(AnalyzerTest, ApplyingBatchesOverALargeLiveSetGivesApplysSummary) {
     if (j % 3 == 0) text += Free(0x100000 + 64 * j, tickets[j], ++ticket);  // twice
     if (j % 5 == 0) text += Alloc(0x100000 + 64 * j, 24, 0, 1, ++ticket);   // reused
   }
+  return text;
+}
+
+TEST(AnalyzerTest, ApplyingBatchesOverALargeLiveSetGivesApplysSummary) {
+  const std::string text = kHeader + LargeLiveSetEvents();
   std::vector<CaptureRecord> records;
   CaptureReadStats stats;
   Analyzer one;
@@ -1301,6 +1308,43 @@ TEST(AnalyzerTest, ApplyingBatchesOverALargeLiveSetGivesApplysSummary) {
     ASSERT_TRUE(batched.ApplyBatch(std::span<const CaptureRecord>(&records[i], n)).ok());
   }
   ExpectSameSummary(batched.Finish(stats), want, "large live set");
+}
+
+// Replaying a file sizes the ledger's tables for the most blocks its trailer shows live
+// (Analyzer::ReserveForPeak()). That is a hint: the summary is the one a replay without it
+// gives, whether the trailer's count is right, in its timeline only, or far too large (a
+// damaged trailer, which must not size tables beyond what the file can hold).
+TEST(AnalyzerTest, TablesSizedFromTheTrailerLeaveTheSummaryAsItIs) {
+  const std::string events = LargeLiveSetEvents();
+  const auto trailer = [](uint64_t live_count, uint64_t sampled_count) {
+    return absl::StrCat(
+        "{\"type\":\"trailer\",\"complete\":true,\"totals\":{\"live_count\":", live_count,
+        ",\"allocated_count\":44000},\"layers\":[{\"id\":0,\"name\":\"heap\",\"usage\":{"
+        "\"live_count\":", live_count, ",\"allocated_count\":44000}}],\"timeline\":{\"columns\":"
+        "[\"t\",\"rss_bytes\",\"live_bytes\",\"live_count\"],\"every\":1,\"rows\":[[1,0,0,",
+        sampled_count, "]]}}\n");
+  };
+  const std::string path = TempPath("sized_from_trailer.jsonl");
+  for (const auto& [what, live_count, sampled_count] :
+       {std::tuple{"the peak at the end", uint64_t{40000}, uint64_t{0}},
+        std::tuple{"the peak in the timeline", uint64_t{24000}, uint64_t{40000}},
+        std::tuple{"a damaged trailer", uint64_t{1} << 50, uint64_t{1} << 52},
+        std::tuple{"a small peak", uint64_t{100}, uint64_t{100}}}) {
+    const std::string text = kHeader + events + trailer(live_count, sampled_count);
+    const absl::StatusOr<TrailerBlocks> t = ParseTrailer(text.substr(text.rfind("{\"type\"")));
+    ASSERT_TRUE(t.ok()) << what << ": " << t.status();
+    ASSERT_TRUE(t->has_totals && t->layer_usage.count(0) == 1 && t->timeline.rows.size() == 1)
+        << what << ": the trailer does not say what the test means it to";
+    const absl::StatusOr<CaptureSummary> want = Analyzer::SummarizeText(text, "text");
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_GT(want->live_blocks, 20000u);
+    std::ofstream(path) << text;
+    const absl::StatusOr<CaptureSummary> got = Analyzer::Summarize(path);
+    ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+    ExpectSameSummary(*got, *want, what);
+    EXPECT_EQ(got->live_blocks, want->live_blocks) << what;
+    EXPECT_EQ(got->unmatched_releases, want->unmatched_releases) << what;
+  }
 }
 
 // SummarizeWithPeaks() gives in one reading what Summarize() and PeaksOf() give in two:

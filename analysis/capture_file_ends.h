@@ -1,0 +1,36 @@
+// Copyright 2026 The memtrace Authors.
+//
+// capture_file_ends.h: a capture's header and trailer, read from the two ends of its file
+// without reading what lies between.
+//
+// The header is the file's first record (a JSONL capture's first line, a binary one's
+// first record after the magic); the trailer its last (the last line; in a binary
+// capture, a JSON record whose length prefix ends right before its text and whose text
+// ends the file). Only an uncompressed capture can be read from its end: a zstd stream
+// must be read through. Users: the summary from the trailer (trailer_summary.h), and a
+// replay that sizes its tables from the trailer's peak (Analyzer::ApplyFile()).
+
+#ifndef MEMTRACE_ANALYSIS_CAPTURE_FILE_ENDS_H_
+#define MEMTRACE_ANALYSIS_CAPTURE_FILE_ENDS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace memtrace {
+
+struct CaptureFileEnds {
+  uint64_t file_bytes = 0;
+  bool binary = false;                 // the file starts with the binary magic
+  std::optional<std::string> header;   // the header's JSON text, if the file starts with one
+  std::optional<std::string> trailer;  // the trailer's JSON text, if the file ends with one
+};
+
+// The ends of the capture at `path`: up to 4 MiB of each end are read, so a header or a
+// trailer longer than that (a program with very many scopes) is not found. Nothing is
+// found in a file that cannot be read, is not a regular file, or is compressed.
+CaptureFileEnds ReadCaptureFileEnds(const std::string& path);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_ANALYSIS_CAPTURE_FILE_ENDS_H_
