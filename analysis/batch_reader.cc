@@ -110,8 +110,9 @@ absl::Status ReadInto(const std::string& path, BatchQueue& queue, CaptureReadSta
   if (batch == nullptr) return absl::CancelledError("stopped");
   return ReadCaptureInBatches(
       path, batch,
-      [&](CaptureBatch* full) -> absl::StatusOr<CaptureBatch*> {
+      [&](CaptureBatch* full, bool last) -> absl::StatusOr<CaptureBatch*> {
         queue.Publish(full);
+        if (last) return nullptr;
         CaptureBatch* next = queue.TakeFree();
         if (next == nullptr) return absl::CancelledError("stopped");
         return next;
@@ -125,7 +126,7 @@ absl::Status ReadOnOneThread(const std::string& path, const CaptureBatchFn& fn,
   CaptureBatch batch(kCaptureBatchRecords);
   return ReadCaptureInBatches(
       path, &batch,
-      [&](CaptureBatch* full) -> absl::StatusOr<CaptureBatch*> {
+      [&](CaptureBatch* full, bool /*last*/) -> absl::StatusOr<CaptureBatch*> {
         absl::Status consumed =
             fn(std::span<const CaptureRecord>(full->records.data(), full->size), full->read);
         if (!consumed.ok()) return consumed;

@@ -442,8 +442,8 @@ class StructureChecker {
   absl::Status Finish(absl::Status read) {
     if (batch_ == nullptr || swap_failed_ || batch_->size == 0) return read;
     batch_->read = *stats_;
-    absl::StatusOr<CaptureBatch*> next = (*swap_)(batch_);
-    return next.ok() ? read : next.status();
+    absl::StatusOr<CaptureBatch*> none = (*swap_)(batch_, /*last=*/true);
+    return none.ok() ? read : none.status();
   }
 
   // Where a binary event is decoded: the record reused for every event, or its slot in
@@ -517,7 +517,7 @@ class StructureChecker {
 
   __attribute__((noinline)) absl::Status Swap() {
     batch_->read = *stats_;
-    absl::StatusOr<CaptureBatch*> next = (*swap_)(batch_);
+    absl::StatusOr<CaptureBatch*> next = (*swap_)(batch_, /*last=*/false);
     if (!next.ok()) {
       swap_failed_ = true;
       return next.status();

@@ -27,6 +27,8 @@
 #ifndef MEMTRACE_ANALYSIS_CAPTURE_READER_H_
 #define MEMTRACE_ANALYSIS_CAPTURE_READER_H_
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -138,7 +140,9 @@ absl::Status ReadCapture(const std::string& path,
 
 // Records in order, which ReadCaptureInBatches() puts in place.
 struct CaptureBatch {
-  explicit CaptureBatch(size_t capacity) : records(capacity), whole(capacity, false) {}
+  // At least one record.
+  explicit CaptureBatch(size_t capacity)
+      : records(std::max<size_t>(capacity, 1)), whole(records.size(), false) {}
 
   bool full() const { return size == records.size(); }
 
@@ -151,16 +155,19 @@ struct CaptureBatch {
   CaptureReadStats read;  // the stats as of the batch's last record
 };
 
-// Takes a batch that is full, or the last one, and gives the empty batch to fill next; an
-// error stops the reading, and is what ReadCaptureInBatches() returns.
-using CaptureBatchSwap = std::function<absl::StatusOr<CaptureBatch*>(CaptureBatch* full)>;
+// Takes a batch that is full and gives the empty batch to fill next; or, with `last`, the
+// last batch, when the reading has ended, and gives nothing (nullptr). An error stops the
+// reading, and is what ReadCaptureInBatches() returns. The records are the reader's to
+// reuse: a consumer reads them and leaves them as they are.
+using CaptureBatchSwap =
+    std::function<absl::StatusOr<CaptureBatch*>(CaptureBatch* full, bool last)>;
 
 // ReadCapture() with each record put straight in its place in a batch: a binary event is
-// decoded into its slot, with no call and no copy per record. `first` is the batch to
-// fill first; `swap` is called with each batch once it is full, and with the last one,
-// which is partly filled, when the reading ends (before an error of the reading, which
+// decoded into its slot, with no call and no copy per record. `first` (not null) is the
+// batch to fill first; `swap` is called with each batch once it is full, and with the
+// last one, partly filled, when the reading ends (before an error of the reading, which
 // comes after every record before it, as ReadCapture() returns it; not after an error of
-// swap's). A batch's slots are overwritten when it is filled again.
+// swap's). A batch's records are written again when it is filled again.
 absl::Status ReadCaptureInBatches(const std::string& path, CaptureBatch* first,
                                   const CaptureBatchSwap& swap, CaptureReadStats* stats = nullptr);
 

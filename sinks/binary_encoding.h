@@ -334,8 +334,8 @@ struct BinaryRecord {
   enum class Kind : uint8_t { kJson, kEpoch, kEvent, kSkipped };
   Kind kind = Kind::kJson;
   std::string_view json;  // kJson: points into the bytes given to Next()
-  // kEvent. The fields its type's JSONL line does not carry are CaptureEvent's defaults,
-  // so a reader may copy them all.
+  // kEvent, from the Next() that takes no `event` of its own. The fields its type's JSONL
+  // line does not carry are CaptureEvent's defaults, so a reader may copy them all.
   CaptureEvent event;
   int64_t t = 0;          // the current epoch's, for every kind
   uint32_t epoch = 0;
@@ -422,7 +422,8 @@ class BinaryDecoder {
 
   // Decodes the record at the start of `in` (after the magic). kRecord: `*out` holds it
   // and `*used` is its length. kNeedMore: `in` ends inside the record (at the end of the
-  // file, the capture was cut off); nothing changed. kError: `*error` says what is wrong.
+  // file, the capture was cut off); the decoder's state did not change, `*out` may have.
+  // kError: `*error` says what is wrong.
   Result Next(std::string_view in, size_t* used, BinaryRecord* out, std::string* error) {
     out->event = CaptureEvent{};
     return Next(in, used, out, &out->event, error);
@@ -468,7 +469,8 @@ inline BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* us
   if (begin == end) return Result::kNeedMore;
   const uint8_t tag = *begin;
   sinks_internal::BinaryFieldReader r(begin + 1, end, error);
-  // Each branch decodes into locals and commits state only once the record is whole.
+  // Each branch commits the decoder's state only once the record is whole (an event's
+  // fields go straight to `*event`, which a record cut short may leave half written).
   auto finish = [&](bool ok) {
     if (ok) {
       *used = static_cast<size_t>(r.position() - begin);
