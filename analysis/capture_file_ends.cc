@@ -94,22 +94,26 @@ std::optional<std::string> TrailerText(std::string_view tail, bool binary) {
 
 }  // namespace
 
-CaptureFileEnds ReadCaptureFileEnds(const std::string& path) {
+CaptureFileEnds ReadCaptureFileEnds(const std::string& path, bool with_header) {
   CaptureFileEnds ends;
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ends;
+  // Only a regular file is opened: opening a pipe would take the first reader's place
+  // (its writer then writes to nobody), and its bytes cannot be read from their end.
   struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return ends;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return ends;
   std::string head, tail;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
     const auto size = static_cast<uint64_t>(st.st_size);
     ends.file_bytes = size;
-    head = ReadAt(fd, 0, static_cast<size_t>(std::min<uint64_t>(size, kEndBytes)));
+    const uint64_t head_bytes = with_header ? kEndBytes : kBinaryMagic.size();
+    head = ReadAt(fd, 0, static_cast<size_t>(std::min<uint64_t>(size, head_bytes)));
     const uint64_t tail_bytes = std::min<uint64_t>(size, kEndBytes);
     tail = ReadAt(fd, size - tail_bytes, static_cast<size_t>(tail_bytes));
   }
   close(fd);
   ends.binary = head.substr(0, kBinaryMagic.size()) == kBinaryMagic;
-  ends.header = HeaderText(head);
+  if (with_header) ends.header = HeaderText(head);
   ends.trailer = TrailerText(tail, ends.binary);
   return ends;
 }

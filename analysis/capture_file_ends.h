@@ -27,9 +27,11 @@ struct CaptureFileEnds {
 };
 
 // The ends of the capture at `path`: up to 4 MiB of each end are read, so a header or a
-// trailer longer than that (a program with very many scopes) is not found. Nothing is
-// found in a file that cannot be read, is not a regular file, or is compressed.
-CaptureFileEnds ReadCaptureFileEnds(const std::string& path);
+// trailer longer than that (a program with very many scopes) is not found; without
+// `with_header`, only the first bytes (the binary magic) and the trailer. Nothing is
+// found in a file that cannot be read, is not a regular file (a pipe is not even opened),
+// or is compressed.
+CaptureFileEnds ReadCaptureFileEnds(const std::string& path, bool with_header = true);
 
 }  // namespace memtrace
 

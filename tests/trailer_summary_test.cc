@@ -7,8 +7,14 @@
 
 #include "analysis/trailer_summary.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <string>
 #include <thread>
@@ -17,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "analysis/analyzer.h"
+#include "analysis/capture_file_ends.h"
 #include "runtime/frame_arena.h"
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
@@ -198,6 +205,26 @@ TEST(TrailerSummaryTest, ACutACompressedAnOlderOrAnEditedCaptureIsReplayed) {
   ASSERT_TRUE(Analyzer::Summarize(zst).ok());
   EXPECT_FALSE(SummaryFromTrailer(zst).has_value());
   EXPECT_FALSE(SummaryFromTrailer(TempPath("no such capture")).has_value());
+}
+
+// A pipe has no end to read from. Opening one for reading would wait for a writer, or
+// take the place of the reader the writer waits for: it is not opened at all.
+TEST(CaptureFileEndsTest, APipeIsNotOpened) {
+  const std::string fifo = TempPath("capture.fifo");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto ends = std::async(std::launch::async, [&] { return ReadCaptureFileEnds(fifo); });
+  const bool returned = ends.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  if (!returned) {
+    // It waits in open(): a writer lets it go, so that the test can end.
+    const int fd = open(fifo.c_str(), O_WRONLY);
+    if (fd >= 0) close(fd);
+  }
+  EXPECT_TRUE(returned) << "ReadCaptureFileEnds waited on a pipe";
+  const CaptureFileEnds got = ends.get();
+  EXPECT_FALSE(got.header.has_value());
+  EXPECT_FALSE(got.trailer.has_value());
+  EXPECT_FALSE(SummaryFromTrailer(fifo).has_value());
 }
 
 }  // namespace
