@@ -297,7 +297,7 @@ absl::Status Analyzer::ApplyBatch(std::span<const CaptureRecord> batch,
 }
 
 void Analyzer::ReserveForPeak(const std::string& path) {
-  const CaptureFileEnds ends = ReadCaptureFileEnds(path);
+  const CaptureFileEnds ends = ReadCaptureFileEnds(path, /*with_header=*/false);
   if (!ends.trailer) return;
   const absl::StatusOr<TrailerBlocks> t = ParseTrailer(*ends.trailer);
   if (!t.ok() || !t->has_totals) return;
@@ -310,18 +310,29 @@ void Analyzer::ReserveForPeak(const std::string& path) {
       }
     }
   }
-  // A block takes an allocation record of 4 bytes at least: a trailer that says more
-  // (written by hand, or damaged) sizes no table beyond what the file can hold.
-  most = std::min(most, ends.file_bytes / 4);
-  uint64_t allocations = 0;
-  for (const auto& [layer, usage] : t->layer_usage) allocations += usage.allocated_count;
-  if (most < kAheadFromBlocks || allocations == 0) return;  // small tables grow in the caches
+  // No more blocks than the capture's allocations, nor than its file can hold: an
+  // allocation takes at least 4 bytes in a binary capture and 64 in a JSONL one. So a
+  // trailer written by hand or damaged sizes no table beyond what a replay of a file that
+  // size could need anyway.
+  most = std::min({most, t->totals.allocated_count, ends.file_bytes / (ends.binary ? 4 : 64)});
+  if (most < kAheadFromBlocks) return;  // small tables grow in the caches
+  // Each layer by the larger of its shares: of the allocations, and of the blocks live at
+  // the end (a layer of long-lived blocks may make few of the allocations). In doubles:
+  // a damaged trailer's counts may add up past 2^64.
+  double allocations = 0;
+  double live = 0;
   for (const auto& [layer, usage] : t->layer_usage) {
-    const auto blocks = static_cast<uint64_t>(static_cast<double>(most) *
-                                              static_cast<double>(usage.allocated_count) /
-                                              static_cast<double>(allocations));
+    allocations += static_cast<double>(usage.allocated_count);
+    live += static_cast<double>(usage.live_count);
+  }
+  for (const auto& [layer, usage] : t->layer_usage) {
+    double share = 0;
+    if (allocations > 0) share = static_cast<double>(usage.allocated_count) / allocations;
+    if (live > 0) share = std::max(share, static_cast<double>(usage.live_count) / live);
+    const auto blocks =
+        static_cast<uint64_t>(static_cast<double>(most) * std::clamp(share, 0.0, 1.0));
     if (layer <= 0xff && blocks >= kAheadFromBlocks) {
-      ledger_->Reserve(static_cast<LayerId>(layer), blocks);
+      ledger_->Reserve(static_cast<LayerId>(layer), std::min(blocks, most));
       reserved_ = true;
     }
   }

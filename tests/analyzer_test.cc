@@ -1316,21 +1316,35 @@ TEST(AnalyzerTest, ApplyingBatchesOverALargeLiveSetGivesApplysSummary) {
 // damaged trailer, which must not size tables beyond what the file can hold).
 TEST(AnalyzerTest, TablesSizedFromTheTrailerLeaveTheSummaryAsItIs) {
   const std::string events = LargeLiveSetEvents();
-  const auto trailer = [](uint64_t live_count, uint64_t sampled_count) {
+  // The trailer's totals; layer 0's counts, and those of a layer 1 when `other` is not 0.
+  const auto trailer = [](uint64_t live_count, uint64_t sampled_count, uint64_t allocations,
+                          uint64_t other) {
+    const auto layer = [&](int id, uint64_t count) {
+      return absl::StrCat("{\"id\":", id, ",\"name\":\"heap\",\"usage\":{\"live_count\":",
+                          live_count, ",\"allocated_count\":", count, "}}");
+    };
     return absl::StrCat(
         "{\"type\":\"trailer\",\"complete\":true,\"totals\":{\"live_count\":", live_count,
-        ",\"allocated_count\":44000},\"layers\":[{\"id\":0,\"name\":\"heap\",\"usage\":{"
-        "\"live_count\":", live_count, ",\"allocated_count\":44000}}],\"timeline\":{\"columns\":"
+        ",\"allocated_count\":", allocations, "},\"layers\":[", layer(0, allocations),
+        other != 0 ? "," + layer(1, other) : "", "],\"timeline\":{\"columns\":"
         "[\"t\",\"rss_bytes\",\"live_bytes\",\"live_count\"],\"every\":1,\"rows\":[[1,0,0,",
         sampled_count, "]]}}\n");
   };
   const std::string path = TempPath("sized_from_trailer.jsonl");
-  for (const auto& [what, live_count, sampled_count] :
-       {std::tuple{"the peak at the end", uint64_t{40000}, uint64_t{0}},
-        std::tuple{"the peak in the timeline", uint64_t{24000}, uint64_t{40000}},
-        std::tuple{"a damaged trailer", uint64_t{1} << 50, uint64_t{1} << 52},
-        std::tuple{"a small peak", uint64_t{100}, uint64_t{100}}}) {
-    const std::string text = kHeader + events + trailer(live_count, sampled_count);
+  constexpr uint64_t kHuge = uint64_t{1} << 62;
+  for (const auto& [what, live_count, sampled_count, allocations, other] :
+       {std::tuple{"the peak at the end", uint64_t{40000}, uint64_t{0}, uint64_t{44000},
+                   uint64_t{0}},
+        std::tuple{"the peak in the timeline", uint64_t{24000}, uint64_t{40000},
+                   uint64_t{44000}, uint64_t{0}},
+        std::tuple{"a small peak", uint64_t{100}, uint64_t{100}, uint64_t{44000},
+                   uint64_t{0}},
+        // Damaged: more blocks than the file can hold, and layers whose allocations add
+        // up past 2^64.
+        std::tuple{"a damaged trailer", kHuge, kHuge, kHuge, uint64_t{0}},
+        std::tuple{"damaged layers", uint64_t{40000}, kHuge, kHuge, ~uint64_t{0} - 5}}) {
+    const std::string text =
+        kHeader + events + trailer(live_count, sampled_count, allocations, other);
     const absl::StatusOr<TrailerBlocks> t = ParseTrailer(text.substr(text.rfind("{\"type\"")));
     ASSERT_TRUE(t.ok()) << what << ": " << t.status();
     ASSERT_TRUE(t->has_totals && t->layer_usage.count(0) == 1 && t->timeline.rows.size() == 1)

@@ -195,6 +195,8 @@ class alignas(kCacheLineSize) BasicAddressTable {
   // Makes room for `blocks` blocks in all, so that the table does not grow until it
   // holds more (a replay that knows its capture's peak).
   void Reserve(size_t blocks) {
+    // More than memory could ever hold would overflow the capacity's arithmetic.
+    blocks = std::min(blocks, ~size_t{0} / 64);
     const size_t capacity = std::max(address_table_internal::kInitialCapacity,
                                      blocks * 20 / 15 + 1);
     if (capacity > capacity_) Rehash(capacity);
