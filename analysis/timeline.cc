@@ -295,22 +295,41 @@ void TimelineBuilder::Chart::RecordChanges(const CaptureSummary& state) {
   if (total != current_[0]) Record(0, total);
 }
 
+void TimelineBuilder::Start() {
+  if (started_) return;
+  started_ = true;
+  analyzer_.SetLiveChangeHook(
+      [this](uint32_t scope, uint32_t layer) { charts_[0]->Changed(scope, layer); });
+  analyzer_.SetViewLiveChangeHook([this](size_t view, uint32_t scope, uint32_t layer) {
+    charts_[1 + view]->Changed(scope, layer);
+  });
+}
+
 absl::Status TimelineBuilder::Apply(const CaptureRecord& rec) {
-  if (!started_) {
-    started_ = true;
-    analyzer_.SetLiveChangeHook(
-        [this](uint32_t scope, uint32_t layer) { charts_[0]->Changed(scope, layer); });
-    analyzer_.SetViewLiveChangeHook([this](size_t view, uint32_t scope, uint32_t layer) {
-      charts_[1 + view]->Changed(scope, layer);
-    });
-  }
-  const uint64_t before = analyzer_.events_seen();
-  // A line that is not an event changes no counter; one past a snapshot point neither.
-  // (The last epoch's settling, in Analyzer::Finish(), is after the last event: not drawn.)
+  Start();
   absl::Status s = analyzer_.Apply(rec);
   if (!s.ok()) return s;
-  if (analyzer_.events_seen() == before) return absl::OkStatus();  // not an event
+  RecordApplied(rec);
+  return absl::OkStatus();
+}
+
+absl::Status TimelineBuilder::ApplyFile(const std::string& path,
+                                        const Analyzer::AfterRecord& after) {
+  Start();
+  CaptureReadStats stats;
+  return analyzer_.ApplyFile(path, &stats, Analyzer::Progress(),
+                             [&](const CaptureRecord& rec) {
+                               RecordApplied(rec);
+                               return after ? after(rec) : absl::OkStatus();
+                             });
+}
+
+void TimelineBuilder::RecordApplied(const CaptureRecord& rec) {
+  // A line that is not an event changes no counter; one past a snapshot point neither.
+  // (The last epoch's settling, in Analyzer::Finish(), is after the last event: not drawn.)
   const uint64_t event = analyzer_.events_seen();
+  if (event == events_recorded_) return;
+  events_recorded_ = event;
   if (!samples_.empty()) {
     if (epoch_ends_.empty() || epoch_ends_.back().first != rec.t) {
       epoch_ends_.emplace_back(rec.t, event);
@@ -328,7 +347,6 @@ absl::Status TimelineBuilder::Apply(const CaptureRecord& rec) {
   for (size_t i = 1; i < charts_.size(); ++i) {
     charts_[i]->RecordChanges(analyzer_.view_state(i - 1));
   }
-  return absl::OkStatus();
 }
 
 Timeline TimelineBuilder::Finish(std::vector<Timeline>* views) {

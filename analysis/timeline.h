@@ -134,6 +134,11 @@ class TimelineBuilder {
 
   // Replays one line (in file order) and records the values it changed.
   absl::Status Apply(const CaptureRecord& rec);
+  // Apply() of every line of the capture at `path`, in the Analyzer's file replay
+  // (Analyzer::ApplyFile(): read on a second thread, tables sized from the trailer, ledger
+  // slots asked for ahead); `after` (if any) sees the state right after each line.
+  absl::Status ApplyFile(const std::string& path,
+                         const Analyzer::AfterRecord& after = Analyzer::AfterRecord());
   // The replay's state right now, e.g. for Analyzer::Composition() at the peak.
   const Analyzer& analyzer() const noexcept { return analyzer_; }
 
@@ -144,6 +149,11 @@ class TimelineBuilder {
   // The series of one set of blocks (all those options.threads keeps, or a thread view's)
   // and their buckets: timeline.cc.
   class Chart;
+
+  // Before the first line: the analyzer's hooks into the charts.
+  void Start();
+  // The values `rec`, just applied, changed.
+  void RecordApplied(const CaptureRecord& rec);
 
   TimelineOptions options_;
   Analyzer analyzer_;
@@ -158,6 +168,7 @@ class TimelineBuilder {
   // Per distinct event time (an epoch), the last event at it: where a sample falls.
   std::vector<std::pair<int64_t, uint64_t>> epoch_ends_;
   bool started_ = false;
+  uint64_t events_recorded_ = 0;  // the analyzer's events_seen() at the last RecordApplied()
 };
 
 }  // namespace memtrace

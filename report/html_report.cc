@@ -12,14 +12,12 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <span>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
-#include "analysis/batch_reader.h"
 #include "analysis/capture_filters.h"
 #include "analysis/capture_reader.h"
 #include "analysis/difference.h"
@@ -722,17 +720,13 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
   TimelineBuilder builder(timeline_options, summary, view_summaries);
   PeakComposition peak;
   bool peak_taken = summary.peak_event_index == 0;
-  absl::Status read = ReadCaptureBatches(
-      capture_path, [&](std::span<const CaptureRecord> batch, const CaptureReadStats&) {
-        for (const CaptureRecord& rec : batch) {
-          if (absl::Status s = builder.Apply(rec); !s.ok()) return s;
-          if (!peak_taken && builder.analyzer().events_seen() == summary.peak_event_index) {
-            peak = builder.analyzer().Composition();
-            peak_taken = true;
-          }
-        }
-        return absl::OkStatus();
-      });
+  absl::Status read = builder.ApplyFile(capture_path, [&](const CaptureRecord&) {
+    if (!peak_taken && builder.analyzer().events_seen() == summary.peak_event_index) {
+      peak = builder.analyzer().Composition();
+      peak_taken = true;
+    }
+    return absl::OkStatus();
+  });
   if (!read.ok()) return read;
   std::vector<Timeline> view_timelines;
   const Timeline timeline = builder.Finish(&view_timelines);
