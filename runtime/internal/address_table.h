@@ -193,12 +193,14 @@ class alignas(kCacheLineSize) BasicAddressTable {
   }
 
   // Makes room for `blocks` blocks in all, so that the table does not grow until it
-  // holds more (a replay that knows its capture's peak).
+  // holds more (a replay that knows its capture's peak). The capacity is the step of
+  // Grow()'s ladder that holds them: a table reserved for fewer blocks than it comes to
+  // hold grows on to the capacity a table that was never reserved would end at, no more.
   void Reserve(size_t blocks) {
     // More than memory could ever hold would overflow the capacity's arithmetic.
     blocks = std::min(blocks, ~size_t{0} / 64);
-    const size_t capacity = std::max(address_table_internal::kInitialCapacity,
-                                     blocks * 20 / 15 + 1);
+    size_t capacity = std::max(capacity_, address_table_internal::kInitialCapacity);
+    while (capacity * 15 < blocks * 20) capacity = NextCapacity(capacity);
     if (capacity > capacity_) Rehash(capacity);
   }
 
@@ -217,6 +219,8 @@ class alignas(kCacheLineSize) BasicAddressTable {
   size_t Next(size_t i) const noexcept { return i + 1 == capacity_ ? 0 : i + 1; }
   // One more block would pass 75% of capacity.
   bool Full() const noexcept { return (size_ + 1) * 20 > capacity_ * 15; }
+  // The ladder every table's capacity climbs: 16, then 1.4x the step before.
+  static size_t NextCapacity(size_t capacity) noexcept { return capacity + capacity * 2 / 5; }
   void Grow();
   // Moves every block into a table of `capacity` slots.
   void Rehash(size_t capacity);
@@ -241,8 +245,7 @@ Block* BasicAddressTable<Block>::Insert(const Block& block) {
 
 template <typename Block>
 void BasicAddressTable<Block>::Grow() {
-  Rehash(capacity_ == 0 ? address_table_internal::kInitialCapacity
-                        : capacity_ + capacity_ * 2 / 5);
+  Rehash(capacity_ == 0 ? address_table_internal::kInitialCapacity : NextCapacity(capacity_));
 }
 
 template <typename Block>

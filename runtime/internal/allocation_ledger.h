@@ -122,15 +122,15 @@ class BasicLedger {
   void Reserve(LayerId layer) {
     if (!tables_[layer]) tables_[layer] = std::make_unique<Shards>();
   }
-  // The same, with room for about `blocks` blocks live at once in `layer`: its tables do
-  // not grow until then. A replay that knows its capture's peak saves the growing, which
-  // moves every block again and again (a miss each, once the tables pass the caches)
-  // into memory the kernel zeroes anew each time.
+  // The same, with room for about `blocks` blocks live at once in `layer`: its tables
+  // start at the capacity they would grow to for that many, spread evenly over the shards
+  // (a shard that comes to hold more grows on, as it would have). A replay that knows its
+  // capture's peak saves the growing, which moves every block again and again (a miss
+  // each, once the tables pass the caches) into memory the kernel zeroes anew each time,
+  // and ends with the tables it would have had.
   void Reserve(LayerId layer, uint64_t blocks) {
     Reserve(layer);
-    // Addresses spread evenly over the shards; an eighth more for the unevenness.
-    const uint64_t per_shard = blocks / kShards + blocks / kShards / 8;
-    for (Table& table : *tables_[layer]) table.Reserve(per_shard);
+    for (Table& table : *tables_[layer]) table.Reserve(blocks / kShards);
   }
   // Alloc() of a block whose context ContextOf() gave, without counting it: the caller
   // counts (the scope is the context's).
