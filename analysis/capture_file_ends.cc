@@ -10,13 +10,14 @@
 #include <cstdint>
 #include <string_view>
 
+#include "sinks/binary_encoding.h"
+
 namespace memtrace {
 namespace {
 
 // The most of each end of the file read.
 constexpr size_t kEndBytes = size_t{4} << 20;
 
-constexpr std::string_view kBinaryMagic = "MTRACEB";
 constexpr std::string_view kTrailerStart = "{\"type\":\"trailer\"";
 
 // Reads `n` bytes at `offset`, or fewer at the end of the file.
@@ -53,10 +54,10 @@ std::optional<std::string> HeaderText(std::string_view head) {
     if (end == std::string_view::npos) return std::nullopt;
     return std::string(head.substr(0, end));
   }
-  if (head.substr(0, kBinaryMagic.size()) != kBinaryMagic || head.size() < 10) {
+  if (!head.starts_with(kBinaryMagicStem) || head.size() < kBinaryMagicSize + 2) {
     return std::nullopt;
   }
-  size_t at = 8;
+  size_t at = kBinaryMagicSize;
   if (static_cast<uint8_t>(head[at++]) != 0x01) return std::nullopt;  // a JSON record
   uint64_t len = 0;
   for (int shift = 0; at < head.size() && shift < 64; shift += 7) {
@@ -106,13 +107,13 @@ CaptureFileEnds ReadCaptureFileEnds(const std::string& path, bool with_header) {
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
     const auto size = static_cast<uint64_t>(st.st_size);
     ends.file_bytes = size;
-    const uint64_t head_bytes = with_header ? kEndBytes : kBinaryMagic.size();
+    const uint64_t head_bytes = with_header ? kEndBytes : kBinaryMagicStem.size();
     head = ReadAt(fd, 0, static_cast<size_t>(std::min<uint64_t>(size, head_bytes)));
     const uint64_t tail_bytes = std::min<uint64_t>(size, kEndBytes);
     tail = ReadAt(fd, size - tail_bytes, static_cast<size_t>(tail_bytes));
   }
   close(fd);
-  ends.binary = head.substr(0, kBinaryMagic.size()) == kBinaryMagic;
+  ends.binary = head.starts_with(kBinaryMagicStem);
   if (with_header) ends.header = HeaderText(head);
   ends.trailer = TrailerText(tail, ends.binary);
   return ends;

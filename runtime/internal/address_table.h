@@ -200,7 +200,7 @@ class alignas(kCacheLineSize) BasicAddressTable {
     // More than memory could ever hold would overflow the capacity's arithmetic.
     blocks = std::min(blocks, ~size_t{0} / 64);
     size_t capacity = std::max(capacity_, address_table_internal::kInitialCapacity);
-    while (capacity * 15 < blocks * 20) capacity = NextCapacity(capacity);
+    while (!Holds(capacity, blocks)) capacity = NextCapacity(capacity);
     if (capacity > capacity_) Rehash(capacity);
   }
 
@@ -217,8 +217,12 @@ class alignas(kCacheLineSize) BasicAddressTable {
                                 capacity_) >> 64);
   }
   size_t Next(size_t i) const noexcept { return i + 1 == capacity_ ? 0 : i + 1; }
+  // Whether `blocks` blocks fit in `capacity` slots: at most 75% of them full.
+  static bool Holds(size_t capacity, size_t blocks) noexcept {
+    return blocks * 20 <= capacity * 15;
+  }
   // One more block would pass 75% of capacity.
-  bool Full() const noexcept { return (size_ + 1) * 20 > capacity_ * 15; }
+  bool Full() const noexcept { return !Holds(capacity_, size_ + 1); }
   // The ladder every table's capacity climbs: 16, then 1.4x the step before.
   static size_t NextCapacity(size_t capacity) noexcept { return capacity + capacity * 2 / 5; }
   void Grow();
