@@ -488,9 +488,10 @@ class Analyzer {
   // Sizes the ledger's tables from the trailer of the capture at `path` (if it has one
   // that can be read from the file's end): for the most blocks it shows live at once, at
   // its samples of memory over time and at the end (never more than the file could hold),
-  // each layer by its share. A replay that stops early sizes them for the whole capture. The tables then need not grow during the replay: growing moves every
-  // block again and again, each move a cache miss once the tables pass the caches, into
-  // memory the kernel zeroes anew. A hint: a replay gives the same results without it.
+  // each layer by its share. A replay that stops early sizes them for the whole capture.
+  // The tables then grow less, or not at all: growing moves every block again and again,
+  // each move a cache miss once the tables pass the caches, into memory the kernel zeroes
+  // anew. A hint: a replay gives the same results without it.
   void ReserveForPeak(const std::string& path);
 
   // The live blocks, each with its note, and the rules that match releases to them: the

@@ -97,9 +97,9 @@ int NoSuchCommand(const char* said, const std::string& message) {
 int main(int argc, char** argv) {
   // A replay's tables are large and live for one pass (report makes three). glibc raises
   // its mmap threshold to the size of each mapped block it frees, after which tables come
-  // from the heap and stay in the process once freed: report held 300 MiB over a replay
-  // of 150. With the threshold fixed, each large block is mapped on its own and returned
-  // when freed. (This process only: a traced program is another, after exec.)
+  // from the heap and stay in the process once freed, so that one pass's pile up under
+  // the next's. With the threshold fixed, each large block is mapped on its own and
+  // returned when freed. (This process only: a traced program is another, after exec.)
   mallopt(M_MMAP_THRESHOLD, 128 << 10);
   if (argc < 2) {
     return NoSuchCommand("memtrace", "which command? memtrace <command> [flags] ARGS...");
