@@ -279,7 +279,7 @@ absl::Status Analyzer::Apply(const CaptureRecord& rec) {
 absl::Status Analyzer::ApplyBatch(std::span<const CaptureRecord> batch,
                                   const AfterRecord& after) {
   const size_t n = batch.size();
-  const bool ahead = reserved_ || live_blocks_ >= kAheadFromBlocks;
+  const bool ahead = reserved_ || live_blocks_ >= kReplayTablesFromBlocks;
   auto prefetch = [&](const CaptureRecord& rec) {
     if (ahead && rec.type >= LineType::kAlloc && rec.type <= LineType::kRemapTarget) {
       ledger_->Prefetch(static_cast<LayerId>(rec.layer), rec.addr);
@@ -296,11 +296,12 @@ absl::Status Analyzer::ApplyBatch(std::span<const CaptureRecord> batch,
   return absl::OkStatus();
 }
 
-void Analyzer::ReserveForPeak(const std::string& path) {
+std::vector<LayerBlocks> ReplayTableSizes(const std::string& path) {
+  std::vector<LayerBlocks> out;
   const CaptureFileEnds ends = ReadCaptureFileEnds(path, /*with_header=*/false);
-  if (!ends.trailer) return;
+  if (!ends.trailer) return out;
   const absl::StatusOr<TrailerBlocks> t = ParseTrailer(*ends.trailer);
-  if (!t.ok() || !t->has_totals) return;
+  if (!t.ok() || !t->has_totals) return out;
   // Samples can miss the peak itself: this is at most the peak's count.
   uint64_t most = t->totals.live_count;
   if (const int column = t->timeline.Column("live_count"); column >= 0) {
@@ -315,7 +316,7 @@ void Analyzer::ReserveForPeak(const std::string& path) {
   // trailer written by hand or damaged sizes no table beyond what a replay of a file that
   // size could need anyway.
   most = std::min({most, t->totals.allocated_count, ends.file_bytes / (ends.binary ? 4 : 64)});
-  if (most < kAheadFromBlocks) return;  // small tables grow in the caches
+  if (most < kReplayTablesFromBlocks) return out;  // small tables grow in the caches
   // Each layer by the larger of its shares: of the allocations, and of the blocks live at
   // the end (a layer of long-lived blocks may make few of the allocations). In doubles:
   // a damaged trailer's counts may add up past 2^64.
@@ -331,10 +332,17 @@ void Analyzer::ReserveForPeak(const std::string& path) {
     if (live > 0) share = std::max(share, static_cast<double>(usage.live_count) / live);
     const auto blocks =
         static_cast<uint64_t>(static_cast<double>(most) * std::clamp(share, 0.0, 1.0));
-    if (layer <= 0xff && blocks >= kAheadFromBlocks) {
-      ledger_->Reserve(static_cast<LayerId>(layer), std::min(blocks, most));
-      reserved_ = true;
+    if (layer <= 0xff && blocks >= kReplayTablesFromBlocks) {
+      out.push_back(LayerBlocks{static_cast<LayerId>(layer), std::min(blocks, most)});
     }
+  }
+  return out;
+}
+
+void Analyzer::ReserveForPeak(const std::string& path) {
+  for (const LayerBlocks& l : ReplayTableSizes(path)) {
+    ledger_->Reserve(l.layer, l.blocks);
+    reserved_ = true;
   }
 }
 

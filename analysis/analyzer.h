@@ -86,6 +86,27 @@ struct AnalysisSummaryOptions {
   std::function<void(uint64_t bytes_read)> progress;
 };
 
+// From how many live blocks on a replay sizes its ledger's tables ahead and asks memory
+// for each event's ledger slot kReplayAheadEvents events before it applies it: fewer fit
+// in the caches, and asking costs more than it saves.
+inline constexpr uint64_t kReplayTablesFromBlocks = 16384;
+inline constexpr size_t kReplayAheadEvents = 16;
+
+// The blocks a replay's ledger table for one layer is sized for (Reserve()).
+struct LayerBlocks {
+  LayerId layer;
+  uint64_t blocks;
+};
+// The tables a replay of the capture at `path` sizes before its first record, from its
+// trailer (if it has one that can be read from the file's end): for the most blocks it
+// shows live at once, at its samples of memory over time and at the end (never more than
+// the capture's allocations, nor than the file could hold), each layer by the larger of
+// its shares of the allocations and of the blocks live at the end; only layers of at
+// least kReplayTablesFromBlocks. The tables then grow less, or not at all: growing moves
+// every block again and again, each move a cache miss once the tables pass the caches,
+// into memory the kernel zeroes anew. A hint: a replay gives the same results without it.
+std::vector<LayerBlocks> ReplayTableSizes(const std::string& path);
+
 class Analyzer {
  public:
   // A block freed by the thread that allocated it, within this many of that thread's
@@ -478,20 +499,14 @@ class Analyzer {
 
   std::unique_ptr<MomentLogs> moments_;  // SummarizeWithPeaks() only
 
-  // How far ahead ApplyBatch() asks for an event's ledger slot, and from how many live
-  // blocks on (fewer fit in the caches, and asking costs more than it saves), or once the
-  // tables were sized for that many (ReserveForPeak()).
-  static constexpr size_t kAheadEvents = 16;
-  static constexpr uint64_t kAheadFromBlocks = 16384;
+  // How far ahead ApplyBatch() asks for an event's ledger slot: from
+  // kReplayTablesFromBlocks live blocks on, or once the tables were sized for that many
+  // (ReserveForPeak()).
+  static constexpr size_t kAheadEvents = kReplayAheadEvents;
   bool reserved_ = false;
 
-  // Sizes the ledger's tables from the trailer of the capture at `path` (if it has one
-  // that can be read from the file's end): for the most blocks it shows live at once, at
-  // its samples of memory over time and at the end (never more than the file could hold),
-  // each layer by its share. A replay that stops early sizes them for the whole capture.
-  // The tables then grow less, or not at all: growing moves every block again and again,
-  // each move a cache miss once the tables pass the caches, into memory the kernel zeroes
-  // anew. A hint: a replay gives the same results without it.
+  // Sizes the ledger's tables as ReplayTableSizes(path) says. A replay that stops early
+  // sizes them for the whole capture.
   void ReserveForPeak(const std::string& path);
 
   // The live blocks, each with its note, and the rules that match releases to them: the

@@ -14,8 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/capture_filters.h"
+#include "analysis/capture_matcher.h"
 #include "analysis/trailer.h"
 #include "cli/internal/analysis_common.h"
+#include "cli/progress_bar.h"
 #include "sinks/json_text.h"
 #include "sinks/summary_table.h"
 
@@ -29,7 +31,6 @@ using cli_internal::CleanIntegrity;
 using cli_internal::FiltersOf;
 using cli_internal::IntegrityFindings;
 using cli_internal::JsonHead;
-using cli_internal::Load;
 using cli_internal::OneCapture;
 
 const CommandSpec kVerifySpec = {
@@ -52,7 +53,9 @@ namespace {
 
 // One capture's verdict (VerifyCommand): 0 complete, 1 a finding, 2 unreadable.
 int VerifyCapture(const std::string& path) {
-  const auto s = Load(path);
+  // A verdict needs the releases matched, not a summary's counters (capture_matcher.h).
+  ProgressBar bar(path, "reading");
+  const auto s = MatchCapture(path, [&bar](uint64_t bytes) { bar.Update(bytes); });
   if (!s.ok()) return InputError(kVerifySpec, std::string(s.status().message()));
   std::vector<std::string> problems;
   const bool preload = s->source == "preload";

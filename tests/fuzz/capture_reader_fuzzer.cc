@@ -4,7 +4,8 @@
 // trailer's blocks (`memtrace summary`): any input must end in an OK status or a clear
 // error, never a crash, a hang or undefined behaviour. The input is also replayed as a
 // file, which reads it in batches on a second thread and sizes the replay's tables from
-// its trailer (Analyzer::ApplyFile()).
+// its trailer (Analyzer::ApplyFile()), and matched as `memtrace verify` matches it
+// (MatchCapture()): each must agree with the text replay.
 // Built and run by tools/fuzz (clang 14, -fsanitize=fuzzer,address,undefined).
 
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <string_view>
 
 #include "analysis/analyzer.h"
+#include "analysis/capture_matcher.h"
 #include "analysis/trailer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -47,6 +49,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (fclose(f) == 0 && written) {
         const auto from_file = memtrace::Analyzer::Summarize(file.path);
         if (!from_file.ok() || from_file->totals.live_bytes != summary->totals.live_bytes) {
+          __builtin_trap();
+        }
+        const auto matched = memtrace::MatchCapture(file.path);
+        if (!matched.ok() || matched->unmatched_releases != summary->unmatched_releases ||
+            matched->events != summary->events || matched->cut != summary->cut ||
+            matched->sampled != summary->sampled ||
+            matched->has_trailer != summary->has_trailer) {
           __builtin_trap();
         }
       }
