@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string>
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include "preload/interposer_state.h"
@@ -70,7 +71,26 @@ int UnshareSingleThreaded(int flags);
 [[noreturn]] void QuickExitAfterCapture(ExitFn RealFunctions::*which, int status);
 
 // Finishes the capture at a fatal or stopping signal the program has no handler for.
+//
+// The handler stands in for the signal's default action: it has the capture finished,
+// then sets the default action and raises the signal again, so the process ends by it.
+// It is installed at start for each such signal whose disposition is the default, and
+// again each time the program asks for the default itself (ProgramSigaction()).
 void InstallSignalHandlers();
+
+// sigaction() as the program calls it. For a fatal or stopping signal, a request for the
+// default action installs memtrace's stand-in instead, while tracing in the traced
+// process (dash sets SIGTERM's default itself; so does a program that calls
+// signal(SIGTERM, SIG_DFL) before raise(SIGTERM)); a handler of the program's, or
+// SIG_IGN, is installed as asked. The program is told what it would be told untraced:
+// the stand-in reads back as the default action (no flags, an empty mask), so a shell
+// that saves the disposition it found at start and restores it to end by a signal
+// restores the stand-in, which then ends the process by the default action whatever
+// flags the shell restored it with. Async-signal-safe, as sigaction() is.
+int ProgramSigaction(int sig, const struct sigaction* act, struct sigaction* oldact);
+// signal() and bsd_signal() (glibc's: restarting system calls, the signal blocked in its
+// handler), through ProgramSigaction().
+sighandler_t ProgramSignal(int sig, sighandler_t handler);
 
 }  // namespace memtrace::preload_internal
 

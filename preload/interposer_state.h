@@ -69,7 +69,8 @@
 //   - A signal sent to stop the program (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE,
 //     SIGUSR1, SIGUSR2) with no handler of the program's: the capture is finished,
 //     complete, with "ended_by":"signal N" (by memtrace-exit, as for _exit()), then the
-//     signal is raised again.
+//     signal is raised again. The handler stands in for the default action, also when
+//     the program asks for the default itself (sigaction() and signal(): finish.h).
 //
 // Overflow: a record that cannot be written (the thread's ring stayed full past the
 // bounded wait) never fails the program's malloc; the loss is counted in the capture's
@@ -100,6 +101,7 @@
 #define MEMTRACE_PRELOAD_INTERPOSER_STATE_H_
 
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/types.h>
 
@@ -144,6 +146,7 @@ using DlcloseFn = int (*)(void*);
 using ExitFn = void (*)(int);
 using GetattrFn = int (*)(pthread_t, pthread_attr_t*);
 using UnshareFn = int (*)(int);
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 // noexcept (glibc's never throws), so that a noexcept caller can pass a call on with a
 // jump instead of keeping its frame for std::terminate().
 using CxaAtexitFn = int (*)(void (*)(void*), void*, void*) noexcept;
@@ -174,6 +177,7 @@ struct RealFunctions {
   GetattrFn pthread_getattr_np;
   UnshareFn unshare;
   CxaAtexitFn cxa_atexit;
+  SigactionFn sigaction;
 };
 
 extern RealFunctions real;

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -268,6 +270,82 @@ TEST_F(PreloadTest, ASignalThatStopsTheProgramFinishesTheCaptureFirst) {
     EXPECT_NE(summary.out.find(absl::StrCat("the program was ended by signal ", sig)),
               std::string::npos)
         << summary.out;
+  }
+}
+
+
+// Runs argv (traced by the CLI) and waits at most 30 s; a program still running then is
+// killed and reported as status -1.
+Result RunBounded(const std::vector<std::string>& argv, const std::string& name) {
+  const std::string out = absl::StrCat(TempDir(), "/", name, ".out");
+  const pid_t pid = Spawn(argv, {}, out, out);
+  Result r;
+  if (pid <= 0) return r;
+  int status = 0;
+  for (int i = 0; i < 3000; ++i) {
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      r.out = ReadFile(out);
+      return r;
+    }
+    usleep(10000);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  r.out = ReadFile(out) + " (still running after 30 s: killed)";
+  return r;
+}
+
+// The default action a program asks for itself (dash sets SIGTERM's; signal(SIGTERM,
+// SIG_DFL) before raise()) is still "left to the default action": the capture is
+// finished first, and the disposition reads back as the program set it.
+TEST_F(PreloadTest, ASignalWhoseDefaultTheProgramSetItselfFinishesTheCaptureFirst) {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    for (const char* how : {"signal", "sigaction"}) {
+      SCOPED_TRACE(absl::StrCat(strsignal(sig), " set by ", how));
+      const std::string capture = absl::StrCat(TempDir(), "/default", sig, how, ".mtb");
+      const Result run = RunBounded({Cli(), "run", "--quiet", "--output=" + capture, "--",
+                                     Target(), "raise-after-default", std::to_string(sig), how},
+                                    absl::StrCat("default", sig, how));
+      ASSERT_EQ(run.status, 128 + sig) << "8: it did not read back as the default; " << run.out;
+      ExpectCompleteAndMatching(capture, run.out);
+      absl::Status s;
+      const Replay r = ReplayCapture(capture, &s);
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_EQ(Field(r.trailer, "ended_by"), absl::StrCat("signal ", sig)) << r.trailer;
+    }
+  }
+}
+
+// A shell ends by a signal it caught by putting back the disposition it found at start
+// and sending the signal again, with flags of its own: the process ends by the signal
+// (before, bash under `memtrace run` re-raised SIGINT into memtrace's handler forever).
+TEST_F(PreloadTest, AProgramThatPutsBackTheDispositionItFoundEndsByTheSignal) {
+  for (const int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(strsignal(sig));
+    const std::string capture = absl::StrCat(TempDir(), "/shell", sig, ".mtb");
+    const Result run = RunBounded({Cli(), "run", "--quiet", "--output=" + capture, "--",
+                                   Target(), "raise-like-a-shell", std::to_string(sig)},
+                                  absl::StrCat("shell", sig));
+    ASSERT_EQ(run.status, 128 + sig) << run.out;
+    ExpectCompleteAndMatching(capture, run.out);
+  }
+  // The shells themselves, where they are: bash catches SIGINT and ends by it as above;
+  // dash asks for SIGTERM's default action itself.
+  for (const auto& [shell, sig] : {std::pair{"/bin/bash", SIGINT}, std::pair{"/bin/dash", SIGTERM}}) {
+    if (access(shell, X_OK) != 0) continue;
+    SCOPED_TRACE(shell);
+    const std::string capture = absl::StrCat(TempDir(), "/", sig, ".shell.mtb");
+    const Result run =
+        RunBounded({Cli(), "run", "--quiet", "--output=" + capture, "--", shell, "-c",
+                    absl::StrCat("kill -", sig, " $$")},
+                   absl::StrCat("realshell", sig));
+    ASSERT_EQ(run.status, 128 + sig) << run.out;
+    const Result verify = RunProgram({Cli(), "verify", capture}, {});
+    EXPECT_EQ(verify.status, 0) << verify.out;
+    absl::Status s;
+    const Replay r = ReplayCapture(capture, &s);
+    EXPECT_EQ(Field(r.trailer, "ended_by"), absl::StrCat("signal ", sig)) << r.trailer;
   }
 }
 

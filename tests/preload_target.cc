@@ -45,6 +45,11 @@
 //   crash       allocates, prints its counts, then dereferences a null pointer
 //   raise N     allocates, prints its counts, then raises signal N (left to its default
 //               action: it ends the process); exit 9 if it returns
+//   raise-after-default N HOW   the same after asking for N's default action itself (HOW:
+//               signal or sigaction); exit 8 if it does not read back as the default
+//   raise-like-a-shell N   the same, N caught by a handler that puts back the disposition
+//               found at start, with no flags, and sends N again; exit 8 if what was
+//               found does not read back as the default
 //   stack       allocates through nested functions and prints their addresses
 //   two-callers allocates through Inner() from two callers, FromLeft() three times and
 //               FromRight() twice (blocks of 50,023 bytes, kept live): two stacks with
@@ -540,6 +545,51 @@ void RaiseSignal(int sig) {
   PrintCounts();
   raise(sig);
   exit(9);
+}
+
+// Whether `sig`'s disposition reads back as the default action, as a program untraced
+// would find it.
+bool ReadsBackAsDefault(int sig) {
+  struct sigaction now {};
+  return sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_DFL && now.sa_flags == 0;
+}
+
+// Asks for `sig`'s default action itself (`how`: "signal" or "sigaction"), as dash does
+// for SIGTERM, then raises it. Exits 8 if the disposition does not read back as asked.
+void RaiseAfterSettingTheDefault(int sig, const char* how) {
+  if (strcmp(how, "signal") == 0) {
+    if (signal(sig, SIG_DFL) != SIG_DFL) exit(8);
+  } else {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    struct sigaction old {};
+    if (sigaction(sig, &dfl, &old) != 0 || old.sa_handler != SIG_DFL) exit(8);
+  }
+  if (!ReadsBackAsDefault(sig)) exit(8);
+  RaiseSignal(sig);
+}
+
+// As a shell ends by a signal it caught: the disposition found at start is saved, a
+// handler of the program's installed, and from it the saved disposition is put back with
+// the shell's own flags (none) before the signal is sent again. Exits 8 if what was found
+// at start does not read back as the default action.
+struct sigaction saved_at_start;
+void RestoreTheSavedAndRaiseAgain(int sig) {
+  struct sigaction restore = saved_at_start;
+  restore.sa_flags = 0;
+  sigaction(sig, &restore, nullptr);
+  kill(getpid(), sig);
+}
+void RaiseLikeAShell(int sig) {
+  if (sigaction(sig, nullptr, &saved_at_start) != 0 || saved_at_start.sa_handler != SIG_DFL) {
+    exit(8);
+  }
+  struct sigaction mine {};
+  mine.sa_handler = &RestoreTheSavedAndRaiseAgain;
+  sigemptyset(&mine.sa_mask);
+  sigaction(sig, &mine, nullptr);
+  RaiseSignal(sig);
 }
 
 // A real fault, so the interposer's SIGSEGV path runs: UBSan's null check (this program is
@@ -1058,6 +1108,10 @@ int main(int argc, char** argv) {
     Crash();
   } else if (mode == "raise" && argc > 2) {
     RaiseSignal(atoi(argv[2]));
+  } else if (mode == "raise-after-default" && argc > 3) {
+    RaiseAfterSettingTheDefault(atoi(argv[2]), argv[3]);
+  } else if (mode == "raise-like-a-shell" && argc > 2) {
+    RaiseLikeAShell(atoi(argv[2]));
   } else if (mode == "two-callers") {
     TwoCallers();
   } else if (mode == "stack") {
