@@ -240,7 +240,8 @@ absl::Status CheckHeader(const std::string& path) {
 
 
 // Why no process could create a capture at `pattern` (a --output value), or "" when its
-// directory is one this user may create files in. Checked before the program runs: an
+// directory is one this user may create files in and the path is not a directory or a
+// file this user may not write. Checked before the program runs: an
 // interposer that cannot create its capture traces nothing, and a long run would be
 // wasted. A directory that itself holds "%p" is not known yet, so not checked.
 std::string CaptureDirectoryProblem(const std::string& pattern) {
@@ -260,6 +261,18 @@ std::string CaptureDirectoryProblem(const std::string& pattern) {
   if (access(directory.c_str(), W_OK | X_OK) != 0) {
     return absl::StrCat("no file can be created in '", directory, "' (", strerror(errno),
                         "); pass another --output");
+  }
+  // The path itself: a directory there cannot be the capture, nor a file this user may
+  // not write. (A device, /dev/null, is written as asked.)
+  if (pattern.find("%p") == std::string::npos && stat(pattern.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return absl::StrCat("it is a directory; name a file in it (--output=", pattern,
+                          pattern.back() == '/' ? "" : "/", "NAME.mtb)");
+    }
+    if (access(pattern.c_str(), W_OK) != 0) {
+      return absl::StrCat("the file exists and cannot be written (", strerror(errno),
+                          "); pass another --output");
+    }
   }
   return "";
 }

@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -148,7 +150,7 @@ JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
     zstd_ = std::make_unique<ZstdFileStream>(options_.zstd_level, /*checksum=*/true);
     if (!zstd_->ok()) status_ = absl::ResourceExhaustedError("memtrace: zstd context");
   }
-  // The header is the writer's first line (written on its thread, like every line).
+  // The header is the writer's first line.
   if (options_.encoding == CaptureEncoding::kBinary) binary_.Magic();
   Emit(JsonHeaderLine(getpid(), CaptureNowNs(), options_.source, options_.header_fields));
   // The modules loaded now, right after the header, so that a capture that never gets
@@ -160,7 +162,29 @@ JsonlSink::JsonlSink(FILE* stream, bool owned, std::string name,
     Emit(line);
     initial_module_lines_.insert(std::move(line));
   }
+  FlushFirstLines();
   writer_ = StartMemtraceThread([this] { WriterLoop(); });  // signals blocked
+}
+
+void JsonlSink::FlushFirstLines() {
+  // SIGPIPE blocked for the write, so that a closed pipe fails it (counted, as the
+  // writer's failures are) instead of ending the program; a SIGPIPE the write raised is
+  // taken back, one that was pending already is left for the program.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  sigset_t old;
+  pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  sigset_t pending;
+  sigpending(&pending);
+  const bool pending_before = sigismember(&pending, SIGPIPE) == 1;
+  FlushOutput();
+  sigpending(&pending);
+  if (!pending_before && sigismember(&pending, SIGPIPE) == 1) {
+    const timespec now{};
+    sigtimedwait(&pipe, nullptr, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 JsonlSink::~JsonlSink() {
@@ -247,7 +271,6 @@ void JsonlSink::WriterLoop() {
   // A closed pipe becomes EPIPE from write(), not SIGPIPE killing the program: the signal
   // goes to the thread that wrote, and this one started with it blocked, as with every
   // asynchronous signal (StartMemtraceThread).
-  FlushOutput();  // the header and the modules
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

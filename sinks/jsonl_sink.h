@@ -236,9 +236,14 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   uint32_t SiteIdSlow(uint64_t site);
   void AddStackFrames(const ObservedEvent& o);
   // Writes a header, table, module or trailer line (JSON text, no newline) in the
-  // capture's encoding. Writer thread only.
+  // capture's encoding. Writer thread only (and the constructor, before it starts).
   void Emit(const std::string& line);
   void FlushOutput();
+  // The header and the modules loaded at start, written by the constructor on the thread
+  // that opens the sink, before the writer starts: a process killed right after it
+  // starts (SIGKILL, a shell's `kill -9 $$`) still leaves a capture that says what it
+  // was and symbolizes.
+  void FlushFirstLines();
   void CloseOutput();
   // False, with the status set, when the stream must not be written: its descriptor no
   // longer refers to the file it was opened on (the program closed it, and the number

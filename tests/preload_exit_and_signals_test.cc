@@ -229,6 +229,28 @@ TEST_F(PreloadTest, AKilledProcesssCaptureIsStillSymbolized) {
       << verify.out;
 }
 
+// Killed the moment it starts, before memtrace's writer thread has run: the header and
+// the modules are written when the capture is opened, so the capture still says what it
+// is and why it has no trailer.
+TEST_F(PreloadTest, AProcessKilledAsItStartsLeavesACaptureWithItsHeader) {
+  for (int i = 0; i < 5; ++i) {
+    const std::string capture = absl::StrCat(TempDir(), "/killed_at_start", i, ".mtb");
+    const Result run = RunProgram({Cli(), "run", "--quiet", "--output=" + capture, "--",
+                                   "/bin/sh", "-c", "kill -KILL $$"},
+                                  {});
+    EXPECT_EQ(run.status, 128 + SIGKILL) << run.err;
+    absl::Status s;
+    const Replay r = ReplayCapture(capture, &s);
+    EXPECT_EQ(r.source, "preload") << "run " << i << ": " << s;
+    EXPECT_FALSE(r.has_trailer);
+    const Result verify = RunProgram({Cli(), "verify", capture}, {});
+    EXPECT_EQ(verify.status, 1) << verify.out;
+    EXPECT_NE(verify.out.find("it was killed (SIGKILL, the OOM killer)"), std::string::npos)
+        << "run " << i << ": " << verify.out;
+    EXPECT_EQ(verify.out.find("recorded no allocations"), std::string::npos) << verify.out;
+  }
+}
+
 TEST_F(PreloadTest, CrashKeepsEverythingRecordedAndIsPartial) {
   const std::string capture = TempDir() + "/crash.mtb";
   const Result run =

@@ -48,8 +48,17 @@ TEST_F(PreloadTest, CaptureDirectoryThatCannotHoldItIsRefusedBeforeTheProgramRun
     std::string output;
     std::string reason;
   };
-  for (const Case& c : {Case{TempDir() + "/no_such_dir/x.mtb", "does not exist"},
-                        Case{file + "/x.mtb", "is not a directory"}}) {
+  const std::string directory = TempDir() + "/refused_is_a_directory";
+  mkdir(directory.c_str(), 0755);
+  const std::string read_only = TempDir() + "/refused_read_only.mtb";
+  ASSERT_EQ(RunProgram({"/bin/sh", "-c", "echo > " + read_only}, {}).status, 0);
+  ASSERT_EQ(chmod(read_only.c_str(), 0444), 0);
+  std::vector<Case> cases = {Case{TempDir() + "/no_such_dir/x.mtb", "does not exist"},
+                             Case{file + "/x.mtb", "is not a directory"},
+                             Case{directory, "it is a directory; name a file in it"}};
+  // root writes a file whatever its mode.
+  if (geteuid() != 0) cases.push_back(Case{read_only, "the file exists and cannot be written"});
+  for (const Case& c : cases) {
     const Result run = RunProgram({Cli(), "run", "--output=" + c.output, "--", "/bin/sh", "-c",
                                    "echo > " + ran},
                                   {});

@@ -75,7 +75,9 @@ std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
         "interposer by other calls, and the frees of those blocks may be missing. Preload "
         "libmemtrace_preload.so first, or trace a build of the program that uses the C "
         "library's malloc"));
-  } else if (s.events == 0) {
+  } else if (s.events == 0 && (s.has_trailer || !preload)) {
+    // (An interposer's capture cut short says why below: the events may never have been
+    // written.)
     problems.push_back(
         preload ? "the interposer was loaded but recorded no allocations (did the program "
                   "allocate above the interposer's min_size, in a process it traces?)"
