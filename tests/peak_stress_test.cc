@@ -150,101 +150,142 @@ TEST(PeakStressTest, BarrierPhasesWithoutFlush) {
 // goes on; they free its blocks, made without tickets, as well as their own. Every
 // traced operation and the test's counters change together under one mutex, whose order
 // is therefore the real one.
-TEST(PeakStressTest, OneThreadAloneThenOthersJoining) {
+// One run of it: the true peaks and the snapshot taken at the end.
+void RunAloneThenJoining(const Config& config, int run, Peaks* truth, Snapshot* snapshot) {
   constexpr int kJoining = 3;
   constexpr int kAlone = 3000;
   constexpr int kTogether = 4000;
+  TracedRun t(config);
+  ASSERT_TRUE(t.started);
+  struct Block {
+    void* p;
+    size_t size;
+    int layer;
+  };
+  std::mutex mu;
+  Peaks live, peak;
+  std::deque<Block> handed;  // the first thread's blocks, for the others to free
+  auto change = [&](int layer, int64_t delta) {
+    for (const std::string& n : {std::string("total"), "layer:" + std::to_string(kLayers[layer])}) {
+      live[n] += static_cast<uint64_t>(delta);
+      peak[n] = std::max(peak[n], live[n]);
+    }
+  };
+  auto allocate = [&](int layer, size_t size) {
+    std::lock_guard<std::mutex> lock(mu);
+    void* p = t.traced[layer].Alloc(size, 16, 0);
+    change(layer, static_cast<int64_t>(size));
+    return Block{p, size, layer};
+  };
+  auto release = [&](const Block& b) {
+    std::lock_guard<std::mutex> lock(mu);
+    t.traced[b.layer].Free(AsMemory(b.p, b.size), 16, 0);
+    change(b.layer, -static_cast<int64_t>(b.size));
+  };
+  auto hand = [&](const Block& b) {
+    std::lock_guard<std::mutex> lock(mu);
+    handed.push_back(b);
+  };
+  auto take = [&](Block* b) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (handed.empty()) return false;
+    *b = handed.front();
+    handed.pop_front();
+    return true;
+  };
+  std::mt19937_64 rng(7000 + run);
+  auto size_of = [](std::mt19937_64& r) { return 16 + r() % 4096; };
+  // The first thread: allocates, hands every `hand_every`-th block over, and keeps up to
+  // 500 of its own.
+  std::vector<Block> mine;
+  auto first_thread = [&](int operations, int hand_every) {
+    for (int i = 0; i < operations; ++i) {
+      const Block b = allocate(i % 2, size_of(rng));
+      if (i % hand_every == 0) {
+        hand(b);
+      } else {
+        mine.push_back(b);
+      }
+      if (mine.size() > 500) {
+        release(mine.front());
+        mine.erase(mine.begin());
+      }
+    }
+  };
+  first_thread(kAlone, 3);
+  std::vector<std::thread> others;
+  for (int w = 0; w < kJoining; ++w) {
+    others.emplace_back([&, w] {
+      std::mt19937_64 r(run * 10 + w);
+      std::vector<Block> own;
+      for (int i = 0; i < kTogether; ++i) {
+        own.push_back(allocate(w % 2, size_of(r)));
+        Block b;
+        if (i % 2 == 0 && take(&b)) release(b);
+        if (own.size() > 200) {
+          release(own.front());
+          own.erase(own.begin());
+        }
+      }
+      for (const Block& b : own) release(b);
+    });
+  }
+  first_thread(kTogether, 2);
+  for (std::thread& o : others) o.join();
+  for (const Block& b : mine) release(b);
+  Block b;
+  while (take(&b)) release(b);
+  *snapshot = t.tracer->TakeSnapshot();
+  *truth = peak;
+  EXPECT_EQ(snapshot->totals.live_bytes, 0u);
+  ASSERT_TRUE(t.tracer->Stop().ok());
+}
+
+TEST(PeakStressTest, OneThreadAloneThenOthersJoining) {
   // Runs whose threads recorded in one epoch at once: a loaded machine may run them one at
   // a time in some runs, but not in all (the test must reach the interleaved case).
   int overlapped = 0;
   for (int run = 0; run < kRuns; ++run) {
-    TracedRun t;
-    ASSERT_TRUE(t.started);
-    struct Block {
-      void* p;
-      size_t size;
-      int layer;
-    };
-    std::mutex mu;
-    Peaks live, peak;
-    std::deque<Block> handed;  // the first thread's blocks, for the others to free
-    auto change = [&](int layer, int64_t delta) {
-      for (const std::string& n : {std::string("total"), "layer:" + std::to_string(kLayers[layer])}) {
-        live[n] += static_cast<uint64_t>(delta);
-        peak[n] = std::max(peak[n], live[n]);
-      }
-    };
-    auto allocate = [&](int layer, size_t size) {
-      std::lock_guard<std::mutex> lock(mu);
-      void* p = t.traced[layer].Alloc(size, 16, 0);
-      change(layer, static_cast<int64_t>(size));
-      return Block{p, size, layer};
-    };
-    auto release = [&](const Block& b) {
-      std::lock_guard<std::mutex> lock(mu);
-      t.traced[b.layer].Free(AsMemory(b.p, b.size), 16, 0);
-      change(b.layer, -static_cast<int64_t>(b.size));
-    };
-    auto hand = [&](const Block& b) {
-      std::lock_guard<std::mutex> lock(mu);
-      handed.push_back(b);
-    };
-    auto take = [&](Block* b) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (handed.empty()) return false;
-      *b = handed.front();
-      handed.pop_front();
-      return true;
-    };
-    std::mt19937_64 rng(7000 + run);
-    auto size_of = [](std::mt19937_64& r) { return 16 + r() % 4096; };
-    // The first thread: allocates, hands every `hand_every`-th block over, and keeps up to
-    // 500 of its own.
-    std::vector<Block> mine;
-    auto first_thread = [&](int operations, int hand_every) {
-      for (int i = 0; i < operations; ++i) {
-        const Block b = allocate(i % 2, size_of(rng));
-        if (i % hand_every == 0) {
-          hand(b);
-        } else {
-          mine.push_back(b);
-        }
-        if (mine.size() > 500) {
-          release(mine.front());
-          mine.erase(mine.begin());
-        }
-      }
-    };
-    first_thread(kAlone, 3);
-    std::vector<std::thread> others;
-    for (int w = 0; w < kJoining; ++w) {
-      others.emplace_back([&, w] {
-        std::mt19937_64 r(run * 10 + w);
-        std::vector<Block> own;
-        for (int i = 0; i < kTogether; ++i) {
-          own.push_back(allocate(w % 2, size_of(r)));
-          Block b;
-          if (i % 2 == 0 && take(&b)) release(b);
-          if (own.size() > 200) {
-            release(own.front());
-            own.erase(own.begin());
-          }
-        }
-        for (const Block& b : own) release(b);
-      });
-    }
-    first_thread(kTogether, 2);
-    for (std::thread& o : others) o.join();
-    for (const Block& b : mine) release(b);
-    Block b;
-    while (take(&b)) release(b);
-    const Snapshot snap = t.tracer->TakeSnapshot();
-    ExpectPeaksInside(snap, peak, run);
+    Peaks truth;
+    Snapshot snap;
+    RunAloneThenJoining(Config{}, run, &truth, &snap);
+    ExpectPeaksInside(snap, truth, run);
     if (snap.integrity.bounded_epochs > 0) ++overlapped;
-    EXPECT_EQ(snap.totals.live_bytes, 0u);
-    ASSERT_TRUE(t.tracer->Stop().ok());
   }
   EXPECT_GT(overlapped, 0) << "the threads never recorded at once in " << kRuns << " runs";
+}
+
+// With a stamp on every record (`memtrace run --exact-order`), the first thread's records
+// made while it was alone are stamped too, so the peaks stay exact when the others join
+// it in the same epoch (before, those records had no stamp, and their windows reached
+// back to the epoch's start: `--exact-order` gave intervals).
+TEST(PeakStressTest, AStampOnEveryRecordKeepsPeaksExactWhenOthersJoinAThreadAlone) {
+  if (!EpochClock().HasStamps()) {
+    GTEST_SKIP() << "this machine's clocksource is not the TSC: stamps would not compare";
+  }
+  Config config;
+  config.order_stamp_log2 = 0;
+  int overlapped = 0;
+  for (int run = 0; run < kRuns / 4; ++run) {
+    Peaks truth;
+    Snapshot snap;
+    RunAloneThenJoining(config, run, &truth, &snap);
+    ExpectPeaksInside(snap, truth, run);
+    if (snap.integrity.bounded_epochs > 0) ++overlapped;
+    for (const auto& [name, usage] :
+         {std::pair{std::string("total"), snap.totals}}) {
+      EXPECT_TRUE(usage.high_water_exact())
+          << name << ": [" << usage.high_water_low_bytes << ", " << usage.high_water_high_bytes
+          << "], run " << run;
+    }
+    for (const LayerUsage& l : snap.layers) {
+      EXPECT_TRUE(l.usage.high_water_exact())
+          << "layer " << int{l.layer} << ": [" << l.usage.high_water_low_bytes << ", "
+          << l.usage.high_water_high_bytes << "], run " << run;
+    }
+    EXPECT_EQ(snap.totals.high_water_bytes, truth["total"]) << "run " << run;
+  }
+  EXPECT_GT(overlapped, 0) << "the threads never recorded at once in " << kRuns / 4 << " runs";
 }
 
 // The pipeline: returns the true peaks and the snapshot taken at the end.

@@ -496,9 +496,12 @@ class Recorder {
   // order nothing and costs about as much as an allocation. The first ring's segments
   // stamped so before a second ring appeared start "earlier than any" in the drainer,
   // which is where their records lie (the drainer applies the first ring first for a few
-  // epochs then, drainer.h); their windows are only wider.
+  // epochs then, drainer.h); their windows are only wider. Except with a stamp on every
+  // record (Config::order_stamp_log2 = 0, which asks for exact peaks): a window that
+  // reached back to the epoch's start would let other threads' records of that epoch come
+  // before the first thread's, and the peak would be an interval again.
   __attribute__((always_inline)) uint64_t OrderStamp() const noexcept {
-    return SoleRing() ? 0 : clock_.StampNow();
+    return SoleRing() && config_.order_stamp_log2 != 0 ? 0 : clock_.StampNow();
   }
 
   // The ticket table under that rule, after Begin(): a release's ticket (kSoleRingTicket
