@@ -17,10 +17,12 @@ namespace {
 
 // The matching half of Analyzer::Apply(): the same ledger calls on the same records, in
 // the same order, with the same epoch ends. A release the ledger finds no block for (or
-// finds released already) is one with no allocation in the capture.
+// finds released already) is one with no allocation in the capture. The ledger counts as
+// the recording process's did, sizes as recorded (a sampled block unscaled, as there).
 class Matcher {
  public:
-  Matcher() : ledger_(SiteTable::kOtherSites - 1) { ledger_.set_counting(false); }
+  // Counting as the drainer counts: in the capture's order, which is the order it applied.
+  Matcher() : ledger_(SiteTable::kOtherSites - 1) {}
 
   void Reserve(const std::string& path) {
     for (const LayerBlocks& l : ReplayTableSizes(path)) {
@@ -50,6 +52,17 @@ class Matcher {
     summary_.events_applied = events_seen_;
     summary_.cut = stats.cut;
     summary_.being_written = !summary_.has_trailer && CaptureBeingWritten(path);
+    summary_.totals = ledger_.totals();
+    for (size_t layer = 0; layer < ledger_.layers().size(); ++layer) {
+      if (ledger_.layers()[layer].allocated_count != 0) {
+        summary_.layers[static_cast<uint32_t>(layer)] = ledger_.layers()[layer];
+      }
+    }
+    for (size_t scope = 0; scope < ledger_.scopes().size(); ++scope) {
+      if (ledger_.scopes()[scope].allocated_count != 0) {
+        summary_.scopes[static_cast<uint32_t>(scope)] = ledger_.scopes()[scope];
+      }
+    }
     return std::move(summary_);
   }
 

@@ -8,13 +8,17 @@
 // last needs a replay, and only its matching: each release paired with its allocation by
 // the drainer's rules. MatchCapture() reads every record (checked as any reading checks
 // them, on the batch reader: batch_reader.h) and applies the memory events to the
-// drainer's own ledger (AllocationLedger, 24 bytes a live block, counting nothing), in
-// the order and with the epoch ends Analyzer::Apply() uses. It keeps no notes, call
-// sites, counters or per-thread state, which are most of a full replay's work per event.
+// drainer's own ledger (AllocationLedger, 24 bytes a live block), in the order and with
+// the epoch ends Analyzer::Apply() uses. It keeps no notes, call sites or per-thread
+// state, which are most of a full replay's work per event.
 //
 // The summary it returns has the fields above, as Analyzer::Summarize() gives them for
-// the same file (capture_matcher_test and the capture_reader fuzzer compare the two); its
-// counters, tables and attribution are left empty.
+// the same file (capture_matcher_test and the capture_reader fuzzer compare the two). Its
+// totals, and the layers and scopes that allocated, are the drainer's ledger's counters
+// over the records in the capture's order: what the recording process's own ledger
+// counted (its trailer's `totals`, `layers` and `scopes`) when every record it applied is
+// in the file as written. Sizes are the recorded ones (a sampled block counts unscaled,
+// as the recording ledger counted it). Its tables and attribution are left empty.
 //
 // Thread safety: one call per thread; it reads on a second thread of its own.
 

@@ -37,7 +37,8 @@ const CommandSpec kVerifySpec = {
     "verify", "memtrace verify [flags] CAPTURE...",
     "Checks that CAPTURE has at least one memory event, ends with a trailer (it was not cut\n"
     "off), that the trailer says nothing was lost, that the file holds every event record\n"
-    "the trailer says was written (none removed or added since), and that its integrity\n"
+    "the trailer says was written (none removed or added since), that they replay to the\n"
+    "counters in its trailer (none changed since), and that its integrity\n"
     "block reports\n"
     "nothing more (no release matched inexactly or to no block, no refused misuse, no full\n"
     "table): the capture is clean, and passes with the one line `memtrace summary` prints\n"
@@ -50,6 +51,50 @@ const CommandSpec kVerifySpec = {
     {"json", "expect_preload"}};
 
 namespace {
+
+// Where the counters replayed from a complete capture's records (MatchCapture(): the
+// drainer's ledger over them, in their order) differ from its trailer's, which the
+// recording process's ledger counted over the same records: the first difference, or
+// nothing. A snapshot's records are one moment's live blocks, so it is not compared.
+std::optional<std::string> ReplayDisagreement(const CaptureSummary& s) {
+  if (!s.has_trailer || !s.trailer_complete || s.snapshot_of.taken) return std::nullopt;
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s.trailer);
+  if (!t.ok() || !t->has_totals) return std::nullopt;
+  const auto differ = [](const std::string& what, const UsageCounters& replayed,
+                         const UsageCounters& trailer) -> std::optional<std::string> {
+    const std::pair<const char*, uint64_t UsageCounters::*> fields[] = {
+        {"bytes allocated", &UsageCounters::allocated_bytes},
+        {"allocations", &UsageCounters::allocated_count},
+        {"allocation calls", &UsageCounters::allocation_calls},
+        {"bytes freed", &UsageCounters::freed_bytes},
+        {"frees", &UsageCounters::freed_count},
+        {"bytes live", &UsageCounters::live_bytes},
+        {"blocks live", &UsageCounters::live_count},
+        {"high-water bytes", &UsageCounters::high_water_bytes}};
+    for (const auto& [name, field] : fields) {
+      if (replayed.*field != trailer.*field) {
+        return absl::StrCat(what, " ", name, ": replaying its records gives ", replayed.*field,
+                            ", its trailer says ", trailer.*field);
+      }
+    }
+    return std::nullopt;
+  };
+  std::optional<std::string> d = differ("the totals'", s.totals, t->totals);
+  const UsageCounters none;
+  for (const auto& [id, usage] : t->layer_usage) {
+    if (d) break;
+    const auto it = s.layers.find(id);
+    d = differ(absl::StrCat("layer ", id, "'s"), it != s.layers.end() ? it->second : none, usage);
+  }
+  for (const auto& [id, usage] : t->scope_usage) {
+    if (d) break;
+    const auto it = s.scopes.find(id);
+    d = differ(absl::StrCat("scope ", id, "'s"), it != s.scopes.end() ? it->second : none, usage);
+  }
+  if (!d) return std::nullopt;
+  return absl::StrCat("it is damaged: ", *d, ". Records were changed after it was written "
+                      "(an edited or spliced file); record it again");
+}
 
 // One capture's verdict (VerifyCommand): 0 complete, 1 a finding, 2 unreadable.
 int VerifyCapture(const std::string& path) {
@@ -74,6 +119,9 @@ int VerifyCapture(const std::string& path) {
         "this process, and the parent's capture has them)"));
   }
   for (std::string& p : CaptureProblems(*s)) problems.push_back(std::move(p));
+  if (problems.empty()) {
+    if (std::optional<std::string> d = ReplayDisagreement(*s)) problems.push_back(*std::move(d));
+  }
   const std::optional<std::string> clean = CleanIntegrity(*s);
   if (problems.empty() && !clean) {
     problems.push_back(absl::StrCat(

@@ -8,7 +8,7 @@
 //   - random captures of every memory event on several threads, layers and epochs, with
 //     addresses that come back while their blocks are live (set aside, settled at the
 //     epoch's end), in JSONL and binary, whole, cut and without a trailer: every verdict
-//     field equals the full replay's.
+//     field equals the full replay's, and so do its counters where nothing is sampled.
 
 #include <cstdint>
 #include <fstream>
@@ -252,6 +252,17 @@ TEST(CaptureMatcherTest, EveryVerdictFieldIsTheFullReplaysOnRandomCaptures) {
         continue;
       }
       ExpectSameVerdictFields(*got, *want, what);
+      if (!sampled) {
+        // Unscaled, the ledger's counters are the full replay's.
+        EXPECT_EQ(got->totals.allocated_bytes, want->totals.allocated_bytes) << what;
+        EXPECT_EQ(got->totals.allocated_count, want->totals.allocated_count) << what;
+        EXPECT_EQ(got->totals.freed_bytes, want->totals.freed_bytes) << what;
+        EXPECT_EQ(got->totals.live_bytes, want->totals.live_bytes) << what;
+        EXPECT_EQ(got->totals.live_count, want->totals.live_count) << what;
+        EXPECT_EQ(got->totals.high_water_bytes, want->totals.high_water_bytes) << what;
+        EXPECT_EQ(got->totals.allocation_calls, want->totals.allocation_calls) << what;
+        EXPECT_EQ(got->layers.size(), want->layers.size()) << what;
+      }
       if (kind == "binary") {
         EXPECT_EQ(got->sampled, sampled) << what;
         EXPECT_EQ(got->has_trailer, trailer) << what;

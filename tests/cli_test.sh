@@ -101,6 +101,24 @@ sed "${first_free}d" "$dir/c.jsonl" > "$dir/edited.jsonl"
 [[ $? -eq 1 ]] || fail "verify of an edited capture must exit 1: $(cat "$dir/ve.txt")"
 grep -q "FAILED: it is damaged: the file holds [0-9]* event records, and its trailer says [0-9]* were written" \
   "$dir/ve.txt" || fail "verify of an edited capture: $(cat "$dir/ve.txt")"
+# An event record changed after the capture was written (an allocation's size): the
+# file holds as many records as the trailer says, but they replay to other totals.
+python3 - "$dir/c.jsonl" "$dir/resized.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+for i, line in enumerate(lines):
+    r = json.loads(line)
+    if r.get("type") == "alloc":
+        r["size"] += 1000
+        lines[i] = json.dumps(r, separators=(",", ":"))
+        break
+open(sys.argv[2], "w").write("\n".join(lines) + "\n")
+PY
+"$memtrace" verify "$dir/c.jsonl" > /dev/null || fail "verify of the capture before its edit"
+"$memtrace" verify "$dir/resized.jsonl" > "$dir/vr.txt"
+[[ $? -eq 1 ]] || fail "verify of a capture with a size changed must exit 1: $(cat "$dir/vr.txt")"
+grep -q "FAILED: it is damaged: the totals' bytes allocated: replaying its records gives [0-9]*, its trailer says [0-9]*" \
+  "$dir/vr.txt" || fail "verify of a capture with a size changed: $(cat "$dir/vr.txt")"
 # A damaged trailer: exit 2, naming the field.
 head -n -1 "$dir/c.jsonl" > "$dir/damaged.jsonl"
 echo '{"type":"trailer","complete":true,"integrity":{"events_dropped":-1}}' >> "$dir/damaged.jsonl"
