@@ -14,16 +14,23 @@ namespace memtrace {
 namespace {
 
 // Names that are allocators only as themselves ("malloc", not "malloc_trim").
-constexpr std::array<std::string_view, 22> kExact = {
+constexpr std::array<std::string_view, 28> kExact = {
     "malloc",    "calloc",   "realloc",  "reallocarray", "posix_memalign", "aligned_alloc",
     "memalign",  "valloc",   "pvalloc",  "strdup",       "strndup",        "__strdup",
     "__strndup", "xmalloc",  "xcalloc",  "xrealloc",     "xstrdup",        "xzalloc",
     "xmemdup",   "xstrndup",
     // The C++ runtime's storage for a thrown exception: the throw is the call site.
-    "__cxa_allocate_exception", "__cxa_allocate_dependent_exception"};
+    "__cxa_allocate_exception", "__cxa_allocate_dependent_exception",
+    // include/memtrace/markers.h's static inline functions, compiled into the program. A
+    // block reported with memtrace_alloc() is recorded at the return address of its call
+    // of the interposer's memtrace_marker_alloc(), so its stack begins inside
+    // memtrace_alloc (inlined or not): the program's code that called it is the site. The
+    // others are listed too, so that no function of the header ever names a site.
+    "memtrace_alloc", "memtrace_free", "memtrace_layer", "memtrace_scope_enter",
+    "memtrace_scope_exit", "memtrace_census_set"};
 
 // Families: any name that begins with one of these.
-constexpr std::array<std::string_view, 46> kPrefixes = {
+constexpr std::array<std::string_view, 48> kPrefixes = {
     // C++ (demangled): operator new and new[], the standard allocators.
     "operator new", "std::allocator", "std::__new_allocator", "__gnu_cxx::new_allocator",
     "std::allocator_traits", "__gnu_cxx::__alloc_traits",
@@ -46,7 +53,10 @@ constexpr std::array<std::string_view, 46> kPrefixes = {
     // 1.8x mangled into a __rustc crate) and the alloc crate's functions over them.
     "__rust_", "__rdl_", "__rg_", "__rustc::", "alloc::alloc::",
     "<alloc::alloc::Global as core::alloc::Allocator>::",
-    "<std::alloc::System as core::alloc::global::GlobalAlloc>::"};
+    "<std::alloc::System as core::alloc::global::GlobalAlloc>::",
+    // include/memtrace/markers.h: the interposer's functions it calls, and its C++ scope
+    // guard (memtrace_markers::ScopeGuard).
+    "memtrace_marker_", "memtrace_markers::"};
 
 // Whether `s` begins with one of `prefixes`.
 template <typename Prefixes>
@@ -98,6 +108,37 @@ bool Listed(std::string_view function, const Names& names, const Prefixes& prefi
     if (function == name) return true;
   }
   return BeginsWithAny(function, prefixes);
+}
+
+// One function of a stack, inlined ones included: each return address gives the functions
+// inlined there, innermost first, then the one they were inlined into.
+struct LogicalFrame {
+  std::string_view function;  // Resolve() keeps its answers for the Symbolizer's lifetime
+  size_t frame;               // its return address's index in the stack
+  size_t inlined;             // its index in SymbolizedFrame::inlined, or their number: the
+                              // frame's own function
+  const InlinedFrame* in;     // null: the frame's own function
+};
+
+// The stack's functions innermost first (`frames`: return addresses, innermost first).
+std::vector<LogicalFrame> LogicalFrames(Symbolizer& symbolizer,
+                                        const std::vector<uint64_t>& frames) {
+  std::vector<LogicalFrame> logical;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const SymbolizedFrame& f = symbolizer.Resolve(frames[i]);
+    for (size_t k = 0; k < f.inlined.size(); ++k) {
+      logical.push_back(LogicalFrame{f.inlined[k].function, i, k, &f.inlined[k]});
+    }
+    logical.push_back(LogicalFrame{f.function, i, f.inlined.size(), nullptr});
+  }
+  return logical;
+}
+
+std::vector<std::string_view> Functions(const std::vector<LogicalFrame>& logical) {
+  std::vector<std::string_view> functions;
+  functions.reserve(logical.size());
+  for (const LogicalFrame& l : logical) functions.push_back(l.function);
+  return functions;
 }
 
 }  // namespace
@@ -167,30 +208,23 @@ size_t CallerFrame(const std::vector<std::string_view>& functions,
   return functions.empty() ? 0 : std::min(caller, functions.size() - 1);
 }
 
+StackCaller FindCaller(Symbolizer& symbolizer, const std::vector<uint64_t>& frames,
+                       const AllocatorFunctions& allocators) {
+  if (frames.empty()) return {};
+  const std::vector<LogicalFrame> logical = LogicalFrames(symbolizer, frames);
+  const LogicalFrame& caller = logical[CallerFrame(Functions(logical), allocators)];
+  return StackCaller{caller.frame, caller.inlined};
+}
+
 std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frames,
                       const AllocatorFunctions& allocators) {
   if (frames.empty()) return {};
-  // The stack's functions innermost first, inlined ones included: each return address
-  // gives the functions inlined there, innermost first, then the one they were inlined
-  // into. Resolve() keeps its answers for the Symbolizer's lifetime: the views stay valid.
-  struct Logical {
-    std::string_view function;
-    uint64_t pc;
-    const InlinedFrame* inlined;  // null: the frame's own function
-  };
-  std::vector<Logical> logical;
-  std::vector<std::string_view> functions;
-  for (uint64_t pc : frames) {
-    const SymbolizedFrame& f = symbolizer.Resolve(pc);
-    for (const InlinedFrame& in : f.inlined) logical.push_back(Logical{in.function, pc, &in});
-    logical.push_back(Logical{f.function, pc, nullptr});
-  }
-  functions.reserve(logical.size());
-  for (const Logical& l : logical) functions.push_back(l.function);
+  const std::vector<LogicalFrame> logical = LogicalFrames(symbolizer, frames);
+  const std::vector<std::string_view> functions = Functions(logical);
   const size_t caller = CallerFrame(functions, allocators);
-  const Logical& named = logical[caller];
-  std::string label = named.inlined != nullptr ? DescribeInlined(*named.inlined)
-                                               : symbolizer.Describe(named.pc);
+  const LogicalFrame& named = logical[caller];
+  std::string label = named.in != nullptr ? DescribeInlined(*named.in)
+                                          : symbolizer.Describe(frames[named.frame]);
   if (functions[caller] == kUnknownFunction) {
     // The first named frame further out: where to start reading.
     for (size_t i = caller + 1; i < functions.size(); ++i) {

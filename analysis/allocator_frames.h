@@ -21,12 +21,17 @@
 //   "Parser::Grow() (parser.cc:88) via std::vector::push_back"
 //
 // The list (IsAllocatorFunction) covers the C allocation functions, C++'s operator new
-// and standard allocators, Rust's global allocator (__rust_alloc, alloc::alloc), and the
+// and standard allocators, Rust's global allocator (__rust_alloc, alloc::alloc), the
 // wrappers of GLib, CPython, Perl, Redis, SQLite and the JVM (HotSpot's os::malloc and
-// AllocateHeap). A program's own wrappers (a game engine's `Engine::Alloc`, a server's
-// `pool_alloc`) are added by name with AllocatorFunctions::Parse, from the CLI's
-// --allocator flag. The list only changes names; `memtrace top --stacks` and the exports
-// keep every frame.
+// AllocateHeap), and memtrace's own markers header (include/memtrace/markers.h), whose
+// memtrace_alloc() reports a block of a program's own allocator:
+//
+//   "LoadLevel() (level.cc:40) via memtrace_alloc"
+//
+// A program's own wrappers (a game engine's `Engine::Alloc`, a server's `pool_alloc`) are
+// added by name with AllocatorFunctions::Parse, from the CLI's --allocator flag. The list
+// changes names and what the pprof export leaves out (FindCaller); `memtrace top --stacks`
+// and the other exports keep every frame.
 //
 // A caller without a name ("??": a static function of a stripped library) says nothing on
 // its own; its label adds the nearest named frame further out:
@@ -35,7 +40,8 @@
 //    sqlite3Malloc"
 //
 // Thread safety: IsAllocatorFunction is a pure function, and an AllocatorFunctions is
-// read-only once parsed; SiteLabel uses the Symbolizer, which one thread uses at a time.
+// read-only once parsed; SiteLabel and FindCaller use the Symbolizer, which one thread uses
+// at a time.
 //
 // Example:
 //
@@ -111,6 +117,20 @@ size_t CallerFrame(const std::vector<std::string_view>& functions,
 // frame, and Parse() at the line that called it names the site.
 std::string SiteLabel(Symbolizer& symbolizer, const std::vector<uint64_t>& frames,
                       const AllocatorFunctions& allocators = AllocatorFunctions());
+
+// Where the frame SiteLabel names a site after is in its stack (`frames`: return
+// addresses, innermost first): at frames[frame], the function inlined there at index
+// `inlined` of SymbolizedFrame::inlined (innermost first), or the frame's own function
+// when `inlined` is their number. Inward of it lie the frames SiteLabel passes over (the
+// allocator's and the container library's); the pprof export (analysis/exports.h) leaves
+// them out, so that its leaf is the function `memtrace top` names the site after. {0, 0}
+// for an empty stack.
+struct StackCaller {
+  size_t frame = 0;
+  size_t inlined = 0;
+};
+StackCaller FindCaller(Symbolizer& symbolizer, const std::vector<uint64_t>& frames,
+                       const AllocatorFunctions& allocators = AllocatorFunctions());
 
 }  // namespace memtrace
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -290,10 +291,15 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
     }
     return 0;
   };
-  absl::flat_hash_map<uint64_t, uint64_t> location_ids;   // pc -> id
+  // A location is a pc and how many of the functions inlined there it leaves out: a
+  // stack's innermost location starts at the function its site is named after (FindCaller),
+  // which may be inlined, with the allocator's and the library's inlined functions left out.
+  // pprof tells locations of one address apart by their lines.
+  absl::flat_hash_map<std::pair<uint64_t, size_t>, uint64_t> location_ids;  // -> id
   absl::flat_hash_map<std::string, uint64_t> function_ids;  // name + file -> id
-  auto location = [&](uint64_t pc) {
-    auto [it, added] = location_ids.emplace(pc, location_ids.size() + 1);
+  auto location = [&](uint64_t pc, size_t inlined_left_out) {
+    auto [it, added] =
+        location_ids.emplace(std::make_pair(pc, inlined_left_out), location_ids.size() + 1);
     if (!added) return it->second;
     const SymbolizedFrame& f = symbolizer.Resolve(pc);
     ProtoWriter loc;
@@ -317,7 +323,9 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
       line.Int64(2, at);
       loc.Message(4, line);
     };
-    for (const InlinedFrame& in : f.inlined) add_line(in.function, in.file, in.line);
+    for (size_t k = inlined_left_out; k < f.inlined.size(); ++k) {
+      add_line(f.inlined[k].function, f.inlined[k].file, f.inlined[k].line);
+    }
     add_line(FrameName(symbolizer, pc), f.file, f.line);
     profile.Message(kLocation, loc);
     return it->second;
@@ -328,13 +336,13 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
     ProtoWriter sample;
     std::vector<uint64_t> ids;
     const std::vector<uint64_t> frames = SiteFrames(summary, a.site, a.site_addr);
-    // The innermost allocator frames left out, the outermost frame always kept.
-    size_t first = 0;
-    while (first + 1 < frames.size() &&
-           allocators.Contains(symbolizer.Resolve(frames[first]).function)) {
-      ++first;
+    // Left out: the frames `top` passes over to name the site (allocator functions, then
+    // the container library's), inlined ones included, so that the leaf is the function
+    // the site is named after.
+    const StackCaller caller = FindCaller(symbolizer, frames, allocators);
+    for (size_t i = caller.frame; i < frames.size(); ++i) {
+      ids.push_back(location(frames[i], i == caller.frame ? caller.inlined : 0));
     }
-    for (size_t i = first; i < frames.size(); ++i) ids.push_back(location(frames[i]));
     sample.Packed(1, ids);
     sample.Packed(2, {a.usage.allocated_count, a.usage.allocated_bytes, a.usage.live_count,
                       a.usage.live_bytes});

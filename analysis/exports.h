@@ -14,10 +14,11 @@
 //                    included, as heaptrack counts them: UsageCounters::allocation_calls).
 //   PprofProfile()   a gzip-compressed profile.proto heap profile with sample types
 //                    alloc_objects/count, alloc_space/bytes, inuse_objects/count and
-//                    inuse_space/bytes (inuse: live at the end), for `go tool pprof`. A
-//                    stack's innermost frames that are allocator functions (malloc,
-//                    operator new, a program's own wrappers: allocator_frames.h) are left
-//                    out, so the leaf is the code that asked for memory.
+//                    inuse_space/bytes (inuse: live at the end), for `go tool pprof`. The
+//                    frames a site's name passes over (FindCaller: allocator functions
+//                    such as malloc, operator new or a program's own wrappers, then the
+//                    container library's, inlined ones included) are left out, so the leaf
+//                    is the function `memtrace top` names the site after.
 //
 // Frames are symbolized through the capture's module lines (analysis/symbolizer.h); a
 // site without a captured stack is the one frame of its return address. Sampled captures
@@ -51,9 +52,10 @@ std::string FoldedStacks(const CaptureSummary& summary, Symbolizer& symbolizer,
                          FoldedWeight weight);
 
 // The gzip-compressed profile.proto bytes. Each (site, scope, layer) is a sample labelled
-// with its scope and layer, its stack without its innermost allocator frames (`allocators`:
-// the built-in list and the program's own); a stack of allocator frames only keeps its
-// outermost.
+// with its scope and layer, its stack from the frame SiteLabel names it after
+// (FindCaller with `allocators`: the built-in list and the program's own), that frame's
+// location without the functions inlined inward of it; a stack of allocator frames only
+// keeps its outermost.
 absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symbolizer& symbolizer,
                                          const AllocatorFunctions& allocators = {});
 

@@ -12,7 +12,18 @@
 
 #include <gtest/gtest.h>
 
+#include "memtrace/markers.h"
 #include "tests/self_modules.h"
+
+// What the interposer defines for include/memtrace/markers.h, here without it: the
+// return address the interposer records a reported block's stack from.
+namespace {
+uint64_t reported_at = 0;
+}  // namespace
+
+extern "C" void memtrace_marker_alloc(int, const void*, size_t) {
+  reported_at = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+}
 
 // Named functions of this test's own binary, for stacks the symbolizer resolves.
 namespace memtrace_allocator_frames_test {
@@ -35,6 +46,18 @@ __attribute__((noinline)) uint64_t TypedPoolAlloc() {
 }
 template uint64_t TypedPoolAlloc<int>();
 
+// A pool of the program's own that reports its blocks with the markers header, as
+// `memtrace run` records them: the return address of memtrace_alloc()'s call of
+// memtrace_marker_alloc(), inside memtrace_alloc (inlined here, or not).
+char pool_memory[64];
+const int kReportLine = __LINE__ + 3;
+__attribute__((noinline)) uint64_t ReportPoolBlock() {
+  asm volatile("");
+  memtrace_alloc(3, pool_memory, sizeof(pool_memory));
+  asm volatile("" : : : "memory");  // a call, not a tail call
+  return reported_at;
+}
+
 }  // namespace memtrace_allocator_frames_test
 
 namespace memtrace {
@@ -53,7 +76,8 @@ TEST(AllocatorFramesTest, KnowsTheAllocatorsFunctions) {
         "ztrymalloc_usable_internal", "sqlite3MallocZero", "sqlite3DbMallocRawNN",
         "os::malloc(unsigned long, MEMFLAGS, NativeCallStack const&)",
         "AllocateHeap(unsigned long, MEMFLAGS, AllocFailStrategy::AllocFailEnum)",
-        "CHeapObj<(MEMFLAGS)5>::operator new(unsigned long)"}) {
+        "CHeapObj<(MEMFLAGS)5>::operator new(unsigned long)", "memtrace_alloc",
+        "memtrace_marker_alloc"}) {
     EXPECT_TRUE(IsAllocatorFunction(f)) << f;
   }
   for (std::string_view f : {"malloc_trim", "mallinfo2", "Parser::Grow()", "??", "",
@@ -248,6 +272,44 @@ TEST(AllocatorFramesTest, AnUnnamedCallerIsPlacedUnderTheNextNamedFrame) {
   EXPECT_EQ(SiteLabel(symbolizer, {typed, load_level}, *typed_pool),
             symbolizer.Describe(load_level) +
                 " via memtrace_allocator_frames_test::TypedPoolAlloc");
+}
+
+// A block a program reports with include/memtrace/markers.h's memtrace_alloc() is named
+// after the code that called it, as a malloc wrapper's is: the header's functions are
+// the allocator's from the program's side.
+TEST(AllocatorFramesTest, TheMarkersHeadersAllocIsAnAllocatorFunction) {
+  for (std::string_view f : {"memtrace_alloc", "memtrace_free", "memtrace_layer",
+                             "memtrace_scope_enter", "memtrace_scope_exit",
+                             "memtrace_census_set", "memtrace_marker_alloc",
+                             "memtrace_markers::ScopeGuard::ScopeGuard(char const*)"}) {
+    EXPECT_TRUE(IsAllocatorFunction(f)) << f;
+  }
+  EXPECT_FALSE(IsAllocatorFunction("memtrace_allocations_report"));
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(CallerFrame(V{"memtrace_alloc", "Pool::Grow()", "main"}), 1u);
+
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : SelfExecutableModules()) symbolizer.AddModule(m);
+  const uint64_t reported = memtrace_allocator_frames_test::ReportPoolBlock();
+  const uint64_t load_level = memtrace_allocator_frames_test::LoadLevel();
+  // The stack begins inside memtrace_alloc, as its own frame or inlined into the caller.
+  const SymbolizedFrame& f = symbolizer.Resolve(reported);
+  ASSERT_TRUE(f.function == "memtrace_alloc" ||
+              (!f.inlined.empty() && f.inlined[0].function == "memtrace_alloc"))
+      << symbolizer.Describe(reported);
+  const std::string label = SiteLabel(symbolizer, {reported, load_level});
+  const std::string caller = "memtrace_allocator_frames_test::ReportPoolBlock() (";
+  const std::string line_via =
+      "allocator_frames_test.cc:" + std::to_string(memtrace_allocator_frames_test::kReportLine) +
+      ") via memtrace_alloc";
+  EXPECT_EQ(label.substr(0, caller.size()), caller) << label;
+  ASSERT_GE(label.size(), line_via.size()) << label;
+  EXPECT_EQ(label.substr(label.size() - line_via.size()), line_via) << label;
+  // The caller's frame is where the pprof export's stack begins: the frame ReportPoolBlock()
+  // owns, with none of the functions inlined into it left out.
+  const StackCaller at = FindCaller(symbolizer, {reported, load_level});
+  EXPECT_EQ(at.frame, f.function == "memtrace_alloc" ? 1u : 0u);
+  EXPECT_EQ(at.inlined, f.function == "memtrace_alloc" ? 0u : f.inlined.size());
 }
 
 }  // namespace

@@ -2,25 +2,102 @@
 //
 // Exports over a hand-built summary whose stack points into this test binary, symbolized
 // through module lines made from /proc/self/maps: folded stacks are outermost first, with
-// symbolized names, ';' replaced, and merged.
+// symbolized names, ';' replaced, and merged; pprof's stacks begin at the function the
+// site is named after.
 
 #include "analysis/exports.h"
 
 #include <zlib.h>
 
+#include <cstddef>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "memtrace/markers.h"
 #include "tests/inline_frames.h"
 #include "tests/self_modules.h"
 
 namespace memtrace_exports_test {
 __attribute__((noinline)) int Inner() { return 1; }
 __attribute__((noinline)) int Outer() { return Inner() + 1; }
+
+// The return addresses of the calls that led to the function whose frame is `fp`
+// (its __builtin_frame_address(0)), innermost first, `depth` at most: read through the
+// saved frame pointers, which the build keeps (-fno-omit-frame-pointer).
+std::vector<uint64_t> ReturnAddresses(const void* fp, int depth) {
+  std::vector<uint64_t> out;
+  for (auto* frame = static_cast<void* const*>(fp); frame != nullptr && depth-- > 0;
+       frame = static_cast<void* const*>(frame[0])) {
+    out.push_back(reinterpret_cast<uint64_t>(frame[1]));
+  }
+  return out;
+}
+
+// The stack of the last block allocated through RecordingAllocator or reported with
+// memtrace_alloc(), as a capture has it: from the return address of the call of the
+// function that recorded it, as the interposer's malloc and memtrace_marker_alloc() do.
+std::vector<uint64_t> recorded;
+
+// A standard allocator that records its callers' stack, three frames deep: a vector's
+// growth reaches it through std::allocator_traits, _Vector_base::_M_allocate and
+// vector::reserve, inlined or not.
+template <typename T>
+struct RecordingAllocator {
+  using value_type = T;
+  RecordingAllocator() = default;
+  template <typename U>
+  RecordingAllocator(const RecordingAllocator<U>&) {}  // implicit, as an allocator's must be
+  __attribute__((noinline)) T* allocate(size_t n) {
+    recorded = ReturnAddresses(__builtin_frame_address(0), 3);
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, size_t n) { std::allocator<T>().deallocate(p, n); }
+  bool operator==(const RecordingAllocator&) const { return true; }
+};
+
+using RecordedInts = std::vector<int, RecordingAllocator<int>>;
+
+__attribute__((noinline)) RecordedInts ReserveInts(size_t n) {
+  RecordedInts v;
+  v.reserve(n);
+  return v;
+}
+
+__attribute__((noinline)) size_t LoadLevel() {
+  RecordedInts v = ReserveInts(100);
+  asm volatile("" : : "r"(v.data()) : "memory");  // a call, not a tail call
+  return v.capacity();
+}
+
+// The same growth with vector::reserve a frame of its own, as at -O0: called through a
+// pointer the compiler cannot see through, so it is not inlined here.
+__attribute__((noinline)) size_t ReserveOutOfLine() {
+  static void (RecordedInts::*volatile reserve)(size_t) = &RecordedInts::reserve;
+  RecordedInts v;
+  (v.*reserve)(100);
+  asm volatile("" : : "r"(v.data()) : "memory");
+  return v.capacity();
+}
+
+// A pool of the program's own that reports its blocks with the markers header.
+char pool_memory[64];
+__attribute__((noinline)) void ReportPoolBlock() {
+  asm volatile("");
+  memtrace_alloc(3, pool_memory, sizeof(pool_memory));
+  asm volatile("" : : : "memory");  // a call, not a tail call
+}
+
 }  // namespace memtrace_exports_test
+
+// What the interposer defines for include/memtrace/markers.h, here without it.
+extern "C" void memtrace_marker_alloc(int, const void*, size_t) {
+  memtrace_exports_test::recorded =
+      memtrace_exports_test::ReturnAddresses(__builtin_frame_address(0), 1);
+}
 
 namespace memtrace {
 namespace {
@@ -129,6 +206,22 @@ uint64_t VarintField(const std::string& message, int number) {
   return 0;
 }
 
+// The values of a packed repeated varint field.
+std::vector<uint64_t> PackedVarints(const std::string& bytes) {
+  std::vector<uint64_t> out;
+  size_t i = 0;
+  while (i < bytes.size()) {
+    uint64_t v = 0;
+    for (int shift = 0; i < bytes.size(); shift += 7) {
+      const auto byte = static_cast<unsigned char>(bytes[i++]);
+      v |= uint64_t{byte & 0x7fu} << shift;
+      if ((byte & 0x80) == 0) break;
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
 // The profile.proto bytes of a gzip-compressed profile.
 std::string Inflate(const std::string& data) {
   z_stream z{};
@@ -193,14 +286,7 @@ std::vector<std::vector<std::string>> SampleStacks(const std::string& profile) {
     std::vector<std::string> stack;
     for (const Field& f : Fields(sample)) {
       if (f.number != 1) continue;  // location_id, packed
-      size_t i = 0;
-      while (i < f.bytes.size()) {
-        uint64_t id = 0;
-        for (int shift = 0; i < f.bytes.size(); shift += 7) {
-          const auto byte = static_cast<unsigned char>(f.bytes[i++]);
-          id |= uint64_t{byte & 0x7fu} << shift;
-          if ((byte & 0x80) == 0) break;
-        }
+      for (uint64_t id : PackedVarints(f.bytes)) {
         stack.push_back(strings.at(function_names.at(location_functions.at(id))));
       }
     }
@@ -240,6 +326,112 @@ TEST(ExportsTest, PprofLeavesOutTheInnermostAllocatorFrames) {
   EXPECT_EQ(stacks(""), (Stacks{{kInner, kOuter}}));
   EXPECT_EQ(stacks("memtrace_exports_test::Inner"), (Stacks{{kOuter}}));
   EXPECT_EQ(stacks("memtrace_exports_test::*"), (Stacks{{kOuter}}));
+}
+
+// Each sample's stack as `go tool pprof -traces` lists it, innermost first: every line of
+// its locations, in order (a location's inlined functions before its own).
+std::vector<std::vector<std::string>> SampleLines(const std::string& profile) {
+  std::vector<std::string> strings;
+  std::map<uint64_t, uint64_t> function_names;  // function id -> string index
+  std::map<uint64_t, std::vector<uint64_t>> location_lines;  // location id -> function ids
+  std::vector<std::string> samples;
+  for (const Field& f : Fields(profile)) {
+    if (f.number == 2) samples.push_back(f.bytes);
+    if (f.number == 5) function_names[VarintField(f.bytes, 1)] = VarintField(f.bytes, 2);
+    if (f.number == 6) strings.push_back(f.bytes);
+    if (f.number == 4) {
+      std::vector<uint64_t>& lines = location_lines[VarintField(f.bytes, 1)];
+      for (const Field& line : Fields(f.bytes)) {
+        if (line.number == 4) lines.push_back(VarintField(line.bytes, 1));
+      }
+    }
+  }
+  std::vector<std::vector<std::string>> stacks;
+  for (const std::string& sample : samples) {
+    std::vector<std::string> stack;
+    for (const Field& f : Fields(sample)) {
+      if (f.number != 1) continue;  // location_id, packed
+      for (uint64_t id : PackedVarints(f.bytes)) {
+        for (uint64_t function : location_lines.at(id)) {
+          stack.push_back(strings.at(function_names.at(function)));
+        }
+      }
+    }
+    stacks.push_back(stack);
+  }
+  return stacks;
+}
+
+// pprof's flat leader is the function `memtrace top` names the site after: the frames
+// the site's name passes over are left out, the container library's after the allocator's
+// (std::vector::reserve's growth), and memtrace_alloc() of include/memtrace/markers.h,
+// inlined functions included. --allocator still moves the leader outward.
+TEST(ExportsTest, PprofLeaderIsTheFunctionTheSiteIsNamedAfter) {
+  const std::string kReserveInts = "memtrace_exports_test::ReserveInts(unsigned long)";
+  const std::string kLoadLevel = "memtrace_exports_test::LoadLevel()";
+  const std::string kReportPoolBlock = "memtrace_exports_test::ReportPoolBlock()";
+  const std::string kReserveOutOfLine = "memtrace_exports_test::ReserveOutOfLine()";
+  memtrace_exports_test::LoadLevel();
+  const std::vector<uint64_t> reserved = memtrace_exports_test::recorded;
+  memtrace_exports_test::ReportPoolBlock();
+  const std::vector<uint64_t> reported = memtrace_exports_test::recorded;
+  memtrace_exports_test::ReserveOutOfLine();
+  const std::vector<uint64_t> out_of_line = memtrace_exports_test::recorded;
+  CaptureSummary s;
+  s.modules = SelfExecutableModules();
+  for (const auto& [site, frames] : {std::make_pair(1u, reserved), std::make_pair(2u, reported),
+                                     std::make_pair(3u, out_of_line)}) {
+    s.site_addrs[site] = frames.at(0);
+    s.site_frames[site] = frames;
+    AllocationAttribution a;
+    a.site = site;
+    a.site_addr = frames[0];
+    a.usage.Allocate(64);
+    s.attribution.push_back(a);
+  }
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : s.modules) symbolizer.AddModule(m);
+
+  // What `top` names them: the premise, that the stacks pass through those functions.
+  const std::string reserve_site = SiteLabel(symbolizer, reserved);
+  EXPECT_EQ(reserve_site.substr(0, kReserveInts.size() + 2), kReserveInts + " (") << reserve_site;
+  EXPECT_NE(reserve_site.find(") via std::vector::reserve"), std::string::npos) << reserve_site;
+  const std::string pool_site = SiteLabel(symbolizer, reported);
+  EXPECT_EQ(pool_site.substr(0, kReportPoolBlock.size() + 2), kReportPoolBlock + " (")
+      << pool_site;
+  EXPECT_NE(pool_site.find(") via memtrace_alloc"), std::string::npos) << pool_site;
+  const std::string out_of_line_site = SiteLabel(symbolizer, out_of_line);
+  EXPECT_EQ(symbolizer.Resolve(out_of_line.at(0)).function,
+            "std::vector<int, memtrace_exports_test::RecordingAllocator<int> >::reserve("
+            "unsigned long)");
+  EXPECT_EQ(out_of_line_site.substr(0, kReserveOutOfLine.size() + 2), kReserveOutOfLine + " (")
+      << out_of_line_site;
+
+  auto stacks = [&](const char* allocators) {
+    absl::StatusOr<AllocatorFunctions> list = AllocatorFunctions::Parse(allocators);
+    EXPECT_TRUE(list.ok()) << list.status();
+    const auto data = PprofProfile(s, symbolizer, *list);
+    EXPECT_TRUE(data.ok()) << data.status();
+    return SampleLines(Inflate(*data));
+  };
+  const std::vector<std::vector<std::string>> built_in = stacks("");
+  ASSERT_EQ(built_in.size(), 3u);
+  ASSERT_GE(built_in[0].size(), 2u);
+  EXPECT_EQ(built_in[0][0], kReserveInts);
+  EXPECT_EQ(built_in[0][1], kLoadLevel);
+  EXPECT_EQ(built_in[1], (std::vector<std::string>{kReportPoolBlock}));
+  ASSERT_FALSE(built_in[2].empty());
+  EXPECT_EQ(built_in[2][0], kReserveOutOfLine);
+
+  // The program's own list, as `--allocator` gives it: ReserveInts() is an allocator too.
+  const std::vector<std::vector<std::string>> own = stacks("memtrace_exports_test::ReserveI*");
+  ASSERT_EQ(own.size(), 3u);
+  ASSERT_FALSE(own[0].empty());
+  EXPECT_EQ(own[0][0], kLoadLevel);
+  const AllocatorFunctions reserve_too =
+      *AllocatorFunctions::Parse("memtrace_exports_test::ReserveI*");
+  const std::string own_site = SiteLabel(symbolizer, reserved, reserve_too);
+  EXPECT_EQ(own_site.substr(0, kLoadLevel.size() + 2), kLoadLevel + " (") << own_site;
 }
 
 TEST(ExportsTest, PprofIsGzip) {
