@@ -51,6 +51,13 @@ namespace {
 constexpr uint32_t kKnownSchema = 1;
 // The most frames a site may carry (the interposer's depth is capped well below this).
 constexpr size_t kMaxFrames = 256;
+// The longest JSONL line, without its newline: what one JSON record of a binary capture
+// may hold, as every line converts to one. Tables and events are short, but the trailer is
+// not: it lists every scope (a few hundred bytes each, up to ScopeTable::kMaxPaths) and
+// a timeline of up to JsonlSink::kMaxTimelineSamples rows, and the header carries any
+// fields JsonlSinkOptions::header_fields adds. The bound is what keeps memory bounded on
+// input without newlines (/dev/zero through a pipe, a damaged file).
+constexpr uint64_t kMaxLineBytes = kBinaryMaxPayload;
 
 // Bits for the fields a line carries, to check each type's required fields.
 enum Field : uint32_t {
@@ -365,6 +372,7 @@ class StructureChecker {
   absl::Status Line(std::string_view text, bool last = false) {
     ++line_;
     stats_->lines = line_;
+    json_record_start_ = stats_->bytes;
     stats_->bytes += text.size() + 1;
     if (text.empty()) return parser_.Error(line_, "empty line");
     if (stats_->has_trailer) {
@@ -404,6 +412,7 @@ class StructureChecker {
         return absl::OkStatus();
       case BinaryRecord::Kind::kJson: {
         if (record.json.empty()) return parser_.Error(line_, "an empty JSON record");
+        json_record_start_ = offset;
         CaptureRecord rec;
         if (absl::Status s = parser_.Parse(record.json, line_, &rec); !s.ok()) return s;
         if (rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd) {
@@ -434,8 +443,32 @@ class StructureChecker {
     if (stats_->cut.empty()) stats_->cut = std::move(what);
   }
 
+  // A zstd stream's trailer waits for the end of the frame that holds it: a frame that
+  // does not end was not finished, whatever it decompressed to, and a capture with a
+  // trailer reads as finished. The trailer is the last record (anything after it is an
+  // error, which holding it does not change), so nothing comes after it either way.
+  void HoldTrailer() { hold_trailer_ = true; }
+  // The frame ended: the trailer held, if any, goes to fn_ or the batch.
+  absl::Status ReleaseTrailer() {
+    if (!held_trailer_) return absl::OkStatus();
+    held_trailer_ = false;
+    return Emit(trailer_);
+  }
+  // The frame did not end: the trailer held, if any, is left out, as a record cut off is
+  // (not counted as read). Its number, or 0 when none was held.
+  uint64_t DropTrailer() {
+    if (!held_trailer_) return 0;
+    held_trailer_ = false;
+    stats_->has_trailer = false;
+    stats_->lines = trailer_.line - 1;
+    stats_->bytes = trailer_start_;
+    return trailer_.line;
+  }
+
   LineParser& parser() { return parser_; }
   uint64_t records() const { return line_; }
+  // JSONL: the byte offset of the next line, every line so far counted with its newline.
+  uint64_t bytes() const { return stats_->bytes; }
 
   // Batches: the last batch, partly filled, to swap_ when the reading has ended; `read`
   // is how it ended. swap_'s error, if any, comes before the reading's.
@@ -496,9 +529,21 @@ class StructureChecker {
       return parser_.Error(line_, absl::StrCat("scope ", scope, " is out of range: scopes are 0 to ",
                                                ScopeTable::kMaxPaths));
     }
-    if (rec.type == LineType::kTrailer) stats_->has_trailer = true;
+    if (rec.type == LineType::kTrailer) {
+      stats_->has_trailer = true;
+      if (hold_trailer_) return Hold(rec);
+    }
     if (rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd) ++stats_->events;
     return Emit(rec);
+  }
+
+  // HoldTrailer()'s: the trailer, and where it begins, kept for ReleaseTrailer() or
+  // DropTrailer().
+  __attribute__((noinline)) absl::Status Hold(CaptureRecord& trailer) {
+    trailer_ = std::move(trailer);
+    trailer_start_ = json_record_start_;
+    held_trailer_ = true;
+    return absl::OkStatus();
   }
 
   // `rec`, checked, to fn_, or into the batch: an event decoded in its slot (EventSlot())
@@ -535,6 +580,12 @@ class StructureChecker {
   bool swap_failed_ = false;
   CaptureReadStats* stats_;
   uint64_t line_ = 0;
+  uint64_t json_record_start_ = 0;  // the byte offset of the last JSON line or record
+  // HoldTrailer(): the trailer, until the zstd frame that holds it is known to end.
+  bool hold_trailer_ = false;
+  bool held_trailer_ = false;
+  CaptureRecord trailer_;
+  uint64_t trailer_start_ = 0;
   // Without a batch, every binary event is decoded into this one (EventSlot()), so that
   // an event neither builds nor destroys the strings and the vector a CaptureRecord holds.
   CaptureRecord event_;
@@ -615,30 +666,46 @@ class CaptureBytes {
           " bytes: the capture was truncated"));
     }
     if (mode_ == Mode::kUnknown) {
+      // No bytes at all are left to StructureChecker::End() ("empty file").
+      if (pending_.empty()) return absl::OkStatus();
       std::string first = std::move(pending_);
       pending_.clear();
       if (absl::Status s = Decide(first); !s.ok()) return s;
       if (absl::Status s = Feed(first); !s.ok()) return s;
     }
-    if (mode_ == Mode::kText) {
-      if (!pending_.empty()) return checker_.Line(pending_, /*last=*/true);
-      return absl::OkStatus();
-    }
+    if (mode_ == Mode::kText) return EndText();
     if (!pending_.empty()) {
       checker_.NoteCut(absl::StrCat("record ", checker_.records() + 1, " at byte ", offset_,
                                     " is cut off (", pending_.size(),
                                     " bytes of it are there)"));
     }
-    return absl::OkStatus();
+    if (checker_.records() != 0) return absl::OkStatus();
+    // A binary capture holds a record only after its header (StructureChecker::Binary()),
+    // so the cut, if any, is in the header: there is nothing to read.
+    if (pending_.empty()) {
+      return absl::DataLossError(absl::StrCat(
+          name_, ": the capture is cut off right after its magic (its first ",
+          kBinaryMagicSize, " bytes): the header record that comes next is missing, so there "
+          "is nothing to read. It was truncated while it was written (a crash, a kill or a "
+          "full disk); record it again"));
+    }
+    return absl::DataLossError(absl::StrCat(
+        name_, ": the capture is cut off inside its header record (record 1 at byte ", offset_,
+        "; ", pending_.size(), " bytes of it are there), so there is nothing to read. It "
+        "was truncated while it was written (a crash, a kill or a full disk); record it "
+        "again"));
   }
 
   // The bytes stop short of a whole stream (a cut zstd frame).
   void NoteCut(std::string what) { checker_.NoteCut(std::move(what)); }
 
+  bool binary() const { return mode_ == Mode::kBinary; }
+
  private:
   enum class Mode : uint8_t { kUnknown, kText, kBinary };
 
-  // The encoding `first` (the first bytes) begins, or why it is no capture at all.
+  // The encoding `first` (the first bytes, at least one) begins, or why it is no capture
+  // at all.
   absl::Status Decide(std::string_view first) {
     if (const std::string what = ForeignFormat(first); !what.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(name_, ": this is ", what));
@@ -648,14 +715,54 @@ class CaptureBytes {
     if (mode_ == Mode::kBinary) {
       decoder_.set_version(version);
       skip_magic_ = true;
+      return absl::OkStatus();
+    }
+    // No JSON text starts with a control byte (JSON's whitespace aside): binary data, or
+    // the NUL bytes of a hole a crash left, is refused here, not searched for a newline.
+    // Printable text goes on, to fail as a line that is not JSON.
+    const auto byte = static_cast<unsigned char>(first[0]);
+    if ((byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') || byte == 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name_, ": not a memtrace capture: it starts with byte 0x",
+          absl::Hex(byte, absl::kZeroPad2), ", and a capture starts with its header line ('{') "
+          "or, in the binary encoding, with the magic \"", kBinaryMagic, "\". Name a capture "
+          "file (`memtrace run` writes memtrace-<pid>.mtb)"));
     }
     return absl::OkStatus();
   }
 
+  // JSONL: the next line is longer than kMaxLineBytes.
+  absl::Status LineTooLong() {
+    return checker_.parser().Error(
+        checker_.records() + 1,
+        absl::StrCat("the line at byte ", checker_.bytes(), " is longer than ", kMaxLineBytes,
+                     " bytes (", kMaxLineBytes >> 20, " MiB), the most a capture's line "
+                     "may hold: this is not a memtrace capture, or a damaged one"));
+  }
+
+  absl::Status EndText() {
+    if (pending_.empty()) return absl::OkStatus();
+    // A last line that does not parse was cut off while it was written; but a first line
+    // that does not begin as a JSON object does ('{') is other text, and gets the line's
+    // own error.
+    const bool first = checker_.records() == 0;
+    const absl::Status s = checker_.Line(pending_, /*last=*/!first || pending_[0] == '{');
+    if (!s.ok() || checker_.records() != 0) return s;
+    return absl::DataLossError(absl::StrCat(
+        name_, ": the capture is cut off inside its first line, the header (",
+        pending_.size(), " bytes of it are there, without a newline), so there is nothing "
+        "to read. It was truncated while it was written (a crash, a kill or a full disk); "
+        "record it again"));
+  }
+
+  // Every line is checked against kMaxLineBytes before it is kept, so pending_ never
+  // holds more.
   absl::Status FeedText(std::string_view chunk) {
     size_t start = 0;
     if (!pending_.empty()) {
       const size_t nl = chunk.find('\n');
+      const size_t more = nl == std::string_view::npos ? chunk.size() : nl;
+      if (pending_.size() + more > kMaxLineBytes) return LineTooLong();
       if (nl == std::string_view::npos) {
         pending_.append(chunk.data(), chunk.size());
         return absl::OkStatus();
@@ -666,8 +773,10 @@ class CaptureBytes {
       start = nl + 1;
     }
     for (size_t nl; (nl = chunk.find('\n', start)) != std::string_view::npos; start = nl + 1) {
+      if (nl - start > kMaxLineBytes) return LineTooLong();
       if (absl::Status s = checker_.Line(chunk.substr(start, nl - start)); !s.ok()) return s;
     }
+    if (chunk.size() - start > kMaxLineBytes) return LineTooLong();
     pending_.assign(chunk.data() + start, chunk.size() - start);
     return absl::OkStatus();
   }
@@ -731,20 +840,31 @@ absl::Status ReadError(const std::string& path) {
                                           " (errno ", err, ")"));
 }
 
-// Feeds a zstd-compressed capture (one or more frames), decompressed, to `bytes`.
-absl::Status ReadZstd(FILE* f, const std::string& path, CaptureBytes& bytes) {
+// The next bytes of `f` into `chunk`; 0 at the end of the file, or on an error (ferror()).
+size_t ReadMore(FILE* f, std::string& chunk) { return fread(chunk.data(), 1, chunk.size(), f); }
+
+// Feeds a zstd-compressed capture (one or more frames), decompressed, to `bytes`: `chunk`
+// holds its first `n` compressed bytes, and is reused for the rest.
+//
+// zstd decodes a block only whole (its sequences are read from the block's end), so a
+// stream cut short yields what its whole blocks hold, and nothing of the block it is cut
+// in. A frame that does not end was not finished even when its last block is whole (the
+// cut is in the checksum): the capture is cut, and the trailer, if it came, is left out.
+absl::Status ReadZstd(FILE* f, const std::string& path, std::string& chunk, size_t n,
+                      CaptureBytes& bytes, StructureChecker& checker) {
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
   if (dctx == nullptr) return absl::ResourceExhaustedError("cannot create a zstd context");
-  std::string in(ZSTD_DStreamInSize(), '\0');
+  checker.HoldTrailer();
   std::string out(ZSTD_DStreamOutSize(), '\0');
   size_t last = 0;  // ZSTD_decompressStream's last hint: 0 when a frame is complete
+  bool full = false;  // the last call filled `out`: the decoder may hold more of its output
   uint64_t offset = 0;
+  uint64_t decompressed = 0;
   absl::Status status;
-  for (;;) {
-    const size_t n = fread(in.data(), 1, in.size(), f);
-    if (n == 0) break;
-    ZSTD_inBuffer input{in.data(), n, 0};
-    while (input.pos < input.size) {
+  for (;; n = ReadMore(f, chunk)) {
+    ZSTD_inBuffer input{chunk.data(), n, 0};
+    // At the end of the file (n == 0) only what the decoder holds is left to come out.
+    while (input.pos < input.size || full) {
       ZSTD_outBuffer output{out.data(), out.size(), 0};
       last = ZSTD_decompressStream(dctx, &output, &input);
       if (ZSTD_isError(last)) {
@@ -753,32 +873,60 @@ absl::Status ReadZstd(FILE* f, const std::string& path, CaptureBytes& bytes) {
             "capture '", path, "' is not valid zstd data near compressed byte ",
             offset + input.pos, ": ", ZSTD_getErrorName(last)));
       }
+      // A frame's end (0) comes after all its output: asked again, the decoder would take
+      // the call for the start of another frame.
+      full = output.pos == output.size && last != 0;
+      decompressed += output.pos;
       status = bytes.Feed(std::string_view(out.data(), output.pos));
       if (!status.ok()) {
         ZSTD_freeDCtx(dctx);
         return status;
       }
     }
+    if (n == 0) break;
     offset += n;
   }
   ZSTD_freeDCtx(dctx);
   if (ferror(f) != 0) return ReadError(path);
-  // A frame cut short: what it decompressed to is read, and the cut said (the record the
-  // frame ends inside, if any, says it first).
-  absl::Status end = bytes.End();
-  if (last != 0) bytes.NoteCut("the zstd stream is cut off");
-  return end;
+  if (last != 0 && decompressed == 0) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": the zstd stream is cut off at compressed byte ", offset, ", before its "
+        "first block ends, and zstd decodes a block only whole: nothing of the capture can "
+        "be read. It was truncated while it was written (a crash, a kill or a full disk); "
+        "record it again"));
+  }
+  // The record the frame is cut inside, if any, is said first (End()).
+  if (absl::Status s = bytes.End(); !s.ok()) return s;
+  if (last == 0) return checker.ReleaseTrailer();
+  if (const uint64_t trailer = checker.DropTrailer(); trailer != 0) {
+    bytes.NoteCut(absl::StrCat("the zstd stream is cut off at compressed byte ", offset,
+                               ", before its frame's end; the trailer (",
+                               bytes.binary() ? "record " : "line ", trailer,
+                               ") is left out, as the stream that holds it was not finished"));
+  } else {
+    bytes.NoteCut(absl::StrCat("the zstd stream is cut off at compressed byte ", offset,
+                               "; what the zstd block it is cut in holds is lost"));
+  }
+  return absl::OkStatus();
 }
 
 // Reads the file at `path` into `checker`.
 absl::Status ReadFile(const std::string& path, StructureChecker& checker) {
+  // A device is refused unopened (opening one may act on it: a tape rewinds, a terminal
+  // waits for input), and no device holds a capture: /dev/zero would be read forever.
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' is a ", S_ISCHR(st.st_mode) ? "character" : "block",
+        " device, not a capture: name a capture file (`memtrace run` writes "
+        "memtrace-<pid>.mtb), or a pipe that carries one"));
+  }
   FILE* f = fopen(path.c_str(), "r");
   if (f == nullptr) {
     const int err = errno;
     return absl::NotFoundError(absl::StrCat("cannot open capture '", path, "': ",
                                             strerror(err), " (errno ", err, ")"));
   }
-  struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
     fclose(f);
     return absl::InvalidArgumentError(
@@ -786,19 +934,19 @@ absl::Status ReadFile(const std::string& path, StructureChecker& checker) {
                      "(`memtrace run` writes memtrace-<pid>.mtb)"));
   }
   CaptureBytes bytes(path, checker);
-  // zstd frames start with the magic number 0xFD2FB528 (little-endian).
-  unsigned char magic[4] = {};
-  const size_t got = fread(magic, 1, 4, f);
-  rewind(f);
+  // The first chunk tells the form and is then fed like any other: a pipe or a FIFO
+  // cannot be rewound to read it again.
+  std::string chunk(size_t{1} << 20, '\0');
+  size_t n = ReadMore(f, chunk);
   absl::Status status;
-  if (got == 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f &&
-      magic[3] == 0xfd) {
-    status = ReadZstd(f, path, bytes);
+  // zstd frames start with the magic number 0xFD2FB528 (little-endian); a file that ends
+  // inside it is a zstd stream cut off (ReadZstd() says so), as one inside the binary
+  // magic is a binary capture cut off (CaptureBytes::End()).
+  constexpr std::string_view kZstdMagic = "\x28\xb5\x2f\xfd";
+  if (n > 0 && kZstdMagic.starts_with(std::string_view(chunk.data(), std::min<size_t>(n, 4)))) {
+    status = ReadZstd(f, path, chunk, n, bytes, checker);
   } else {
-    std::string chunk(size_t{1} << 20, '\0');
-    for (;;) {
-      const size_t n = fread(chunk.data(), 1, chunk.size(), f);
-      if (n == 0) break;
+    for (; n != 0; n = ReadMore(f, chunk)) {
       status = bytes.Feed(std::string_view(chunk.data(), n));
       if (!status.ok()) break;
     }

@@ -6,12 +6,15 @@
 // ReadCapture() reads a capture one line at a time with simdjson and hands each line to a
 // callback as a CaptureRecord: the line's type and its fields, already decoded (addresses
 // from their hex strings, integers as integers). Memory is bounded by the longest line,
-// never by the file size. The header must come first and name a schema version this
-// reader knows; any line that is not valid JSON, lacks a field its type requires, or has
-// an unknown type is an error that names the line number and the problem. Captures
-// compressed with zstd (the sink's .zst output) are recognised by their magic number and
-// decompressed as they stream; a cut-off zstd stream is reported as truncated. The trailer's
-// object is kept as raw JSON for callers that want it (CaptureRecord::raw).
+// never by the file size, and a line may hold at most 64 MiB (kBinaryMaxPayload, what one
+// JSON record of a binary capture holds): a longer one is an error that names its number
+// and byte offset, so input without newlines is refused, not gathered. The header must
+// come first and name a schema version this reader knows; any line that is not valid
+// JSON, lacks a field its type requires, or has an unknown type is an error that names the
+// line number and the problem. Captures compressed with zstd (the sink's .zst output) are
+// recognised by their magic number and decompressed as they stream. The trailer's object
+// is kept as raw JSON for callers that want it (CaptureRecord::raw). A file is read as it
+// comes, once, so a pipe or a FIFO may carry a capture; a device is refused unopened.
 //
 // A binary capture is recognised by its magic bytes (also inside zstd) and yields exactly
 // the records its JSONL form would, except `line`, which is then the record's number
@@ -20,7 +23,10 @@
 // A capture cut off inside its last record (a crash or a full disk while it was written;
 // a zstd stream cut short) is read up to that record, which is left out and said
 // (CaptureReadStats::cut): what precedes a cut is as good as any capture's, and the
-// verdict calls it truncated. A record that is bad anywhere else is an error.
+// verdict calls it truncated. A record that is bad anywhere else is an error, and so is a
+// capture cut before its header ends, which says where. zstd decodes a block only whole,
+// so a zstd stream cut short yields the records of its whole blocks; one whose frame does
+// not end (its checksum cut) was not finished, so its trailer, if it came, is left out.
 //
 // Thread safety: ReadCapture is reentrant; each call has its own parser.
 
@@ -128,7 +134,8 @@ struct CaptureReadStats {
   bool has_header = false;
   bool has_trailer = false;
   // Where the capture was cut off inside a record, which was left out ("record 17 at byte
-  // 996 is cut off (4 bytes of it are there)"); empty when it ends at a record's end.
+  // 996 is cut off (4 bytes of it are there)"), or where its zstd stream was (between
+  // records, the trailer left out if it came); empty when it ends whole.
   std::string cut;
 };
 

@@ -19,13 +19,28 @@ ZstdFileStream::~ZstdFileStream() { ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(cctx_)
 
 bool ZstdFileStream::Write(std::string_view input, bool end_frame, FILE* file,
                            size_t* written) {
+  // Each piece ends with ZSTD_e_flush, which ends the block: a reader decodes it as soon
+  // as it has it. The last piece ends the frame instead when asked; an empty `input` is
+  // one empty piece.
+  do {
+    const std::string_view piece = input.substr(0, kBlockInputBytes);
+    input.remove_prefix(piece.size());
+    const ZSTD_EndDirective directive =
+        end_frame && input.empty() ? ZSTD_e_end : ZSTD_e_flush;
+    if (!Compress(piece, directive, file, written)) return false;
+  } while (!input.empty());
+  return true;
+}
+
+bool ZstdFileStream::Compress(std::string_view input, int directive, FILE* file,
+                              size_t* written) {
   auto* cctx = static_cast<ZSTD_CCtx*>(cctx_);
   ZSTD_inBuffer in{input.data(), input.size(), 0};
   out_.resize(ZSTD_CStreamOutSize());
   for (;;) {
     ZSTD_outBuffer out{out_.data(), out_.size(), 0};
     const size_t left =
-        ZSTD_compressStream2(cctx, &out, &in, end_frame ? ZSTD_e_end : ZSTD_e_flush);
+        ZSTD_compressStream2(cctx, &out, &in, static_cast<ZSTD_EndDirective>(directive));
     if (ZSTD_isError(left)) {
       errno = EIO;
       return false;
