@@ -72,7 +72,7 @@ void PrintUsage(FILE* out) {
   fputs("usage: memtrace <command> [flags] ARGS...\n\ncommands:\n", out);
   for (const Command& c : kCommands) fprintf(out, "  %-10s %s\n", c.name, c.summary);
   fputs("  help       this text, or `memtrace help COMMAND` (same as COMMAND --help)\n"
-        "  version    print `memtrace VERSION` (also --version)\n\n"
+        "  version    print `memtrace VERSION` (also --version; --json: {\"version\":...})\n\n"
         "Every command takes --help. CAPTURE is a capture written by memtrace\n"
         "(docs/capture-format.md): binary (.mtb) or JSONL, plain or zstd-compressed.\n"
         "Exit status: 0 ok, 1 a finding (verify), 2 bad usage or unreadable input.\n",
@@ -106,7 +106,19 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   if (command == "--version" || command == "version") {
-    printf("memtrace %s\n", memtrace::kMemtraceVersion);
+    // `--json` alone may follow; anything else is a mistake to say, not to ignore.
+    const bool json = argc == 3 && std::string(argv[2]) == "--json";
+    if (argc > 2 && !json) {
+      fprintf(stderr,
+              "memtrace %s: unexpected argument '%s' (it takes only --json)\n",
+              command.c_str(), argv[2]);
+      return 2;
+    }
+    if (json) {
+      printf("{\"version\":\"%s\"}\n", memtrace::kMemtraceVersion);
+    } else {
+      printf("memtrace %s\n", memtrace::kMemtraceVersion);
+    }
     return 0;
   }
   if (command == "help" || command == "--help" || command == "-h") {

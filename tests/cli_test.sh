@@ -273,6 +273,12 @@ for v in --version version; do
   grep -Eq '^memtrace [0-9]+\.[0-9]+\.[0-9]+$' "$dir/ver.txt" || fail "memtrace $v: $(cat "$dir/ver.txt")"
 done
 "$memtrace" help | grep -q -- "--version" || fail "help does not mention --version"
+# With --json, one JSON object; with anything else after it, a usage error.
+"$memtrace" version --json | python3 -c 'import json, sys; assert json.load(sys.stdin)["version"]' \
+  || fail "memtrace version --json: $("$memtrace" version --json)"
+"$memtrace" version extra > /dev/null 2> "$dir/e.txt"
+[[ $? -eq 2 ]] && grep -q "unexpected argument 'extra'" "$dir/e.txt" \
+  || fail "memtrace version extra must be refused: $(cat "$dir/e.txt")"
 
 # A usage error is two lines on stderr, what is wrong and where the help is, never the
 # help itself (which --help prints, on stdout, exit 0).
