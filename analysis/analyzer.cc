@@ -61,6 +61,7 @@ absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
 CaptureSummary Analyzer::FinishFile(const std::string& path, const CaptureReadStats& stats) {
   CaptureSummary summary = Finish(stats);
   summary.being_written = !summary.has_trailer && CaptureBeingWritten(path);
+  summary.checksum_differs = summary.has_trailer && MatchesTrailerChecksum(path) == false;
   return summary;
 }
 

@@ -5,11 +5,13 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
 
+#include "analysis/trailer.h"
 #include "sinks/binary_encoding.h"
 
 namespace memtrace {
@@ -71,8 +73,9 @@ std::optional<std::string> HeaderText(std::string_view head) {
   return std::nullopt;
 }
 
-// The trailer's JSON text: the last record of the file, whose end `tail` is.
-std::optional<std::string> TrailerText(std::string_view tail, bool binary) {
+// The trailer's JSON text: the last record of the file, whose end `tail` is; `*record`
+// is where in `tail` its record starts (a line's first byte, a binary record's tag).
+std::optional<std::string> TrailerText(std::string_view tail, bool binary, size_t* record) {
   if (!binary) {
     if (tail.empty() || tail.back() != '\n') return std::nullopt;
     tail.remove_suffix(1);
@@ -80,6 +83,7 @@ std::optional<std::string> TrailerText(std::string_view tail, bool binary) {
     if (start == std::string_view::npos) return std::nullopt;
     const std::string_view line = tail.substr(start + 1);
     if (line.substr(0, kTrailerStart.size()) != kTrailerStart) return std::nullopt;
+    *record = start + 1;
     return std::string(line);
   }
   // A JSON record: tag 0x01, the length varint, then the text, which ends the file.
@@ -88,7 +92,10 @@ std::optional<std::string> TrailerText(std::string_view tail, bool binary) {
   for (size_t width = 1; width <= 10 && width < start; ++width) {
     if (static_cast<uint8_t>(tail[start - width - 1]) != 0x01) continue;
     const std::optional<uint64_t> len = VarintSpanning(tail, start - width, start);
-    if (len && *len == tail.size() - start) return std::string(tail.substr(start));
+    if (len && *len == tail.size() - start) {
+      *record = start - width - 1;
+      return std::string(tail.substr(start));
+    }
   }
   return std::nullopt;
 }
@@ -115,8 +122,50 @@ CaptureFileEnds ReadCaptureFileEnds(const std::string& path, bool with_header) {
   close(fd);
   ends.binary = head.starts_with(kBinaryMagicStem);
   if (with_header) ends.header = HeaderText(head);
-  ends.trailer = TrailerText(tail, ends.binary);
+  size_t record = 0;
+  ends.trailer = TrailerText(tail, ends.binary, &record);
+  if (ends.trailer) ends.trailer_offset = ends.file_bytes - tail.size() + record;
   return ends;
+}
+
+std::optional<uint32_t> Crc32BeforeTrailer(const std::string& path,
+                                           const CaptureFileEnds& ends) {
+  if (!ends.trailer) return std::nullopt;
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  // The file as it is now must be the one whose ends were read.
+  if (fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != ends.file_bytes) {
+    close(fd);
+    return std::nullopt;
+  }
+  constexpr size_t kChunk = size_t{1} << 20;
+  std::string chunk(kChunk, '\0');
+  uLong crc = crc32_z(0, nullptr, 0);
+  uint64_t at = 0;
+  while (at < ends.trailer_offset) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, ends.trailer_offset - at));
+    const ssize_t r = pread(fd, chunk.data(), want, static_cast<off_t>(at));
+    if (r <= 0) {
+      close(fd);
+      return std::nullopt;
+    }
+    crc = crc32_z(crc, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<size_t>(r));
+    at += static_cast<uint64_t>(r);
+  }
+  close(fd);
+  return static_cast<uint32_t>(crc);
+}
+
+std::optional<bool> MatchesTrailerChecksum(const std::string& path) {
+  const CaptureFileEnds ends = ReadCaptureFileEnds(path, /*with_header=*/false);
+  if (!ends.trailer) return std::nullopt;
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(*ends.trailer);
+  if (!t.ok() || !t->crc32) return std::nullopt;
+  const std::optional<uint32_t> crc = Crc32BeforeTrailer(path, ends);
+  if (!crc) return std::nullopt;
+  return *crc == *t->crc32;
 }
 
 }  // namespace memtrace

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "analysis/analyzer.h"
 #include "analysis/batch_reader.h"
+#include "analysis/capture_file_ends.h"
 #include "runtime/internal/allocation_ledger.h"
 #include "runtime/internal/site_table.h"
 #include "sinks/capture_lock.h"
@@ -52,6 +53,7 @@ class Matcher {
     summary_.events_applied = events_seen_;
     summary_.cut = stats.cut;
     summary_.being_written = !summary_.has_trailer && CaptureBeingWritten(path);
+    summary_.checksum_differs = summary_.has_trailer && MatchesTrailerChecksum(path) == false;
     summary_.totals = ledger_.totals();
     for (size_t layer = 0; layer < ledger_.layers().size(); ++layer) {
       if (ledger_.layers()[layer].allocated_count != 0) {

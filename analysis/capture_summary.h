@@ -140,6 +140,10 @@ struct CaptureSummary {
   // (sinks/capture_lock.h): the capture is being written, not cut short. Set by the
   // Summarize() overloads that read a path.
   bool being_written = false;
+  // The bytes before the trailer differ from those its "crc32" was computed over: the
+  // file was changed after it was written (MatchesTrailerChecksum()). Set where a summary
+  // is read from a path (the trailer's own summary, a replay's FinishFile(), verify's).
+  bool checksum_differs = false;
   bool trailer_complete = false;  // the trailer's own verdict (runtime and sink)
   // Where the capture was cut off inside a record (CaptureReadStats::cut), or empty.
   std::string cut;

@@ -2,10 +2,13 @@
 
 #include "analysis/capture_writer.h"
 
+#include <zlib.h>
+
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "sinks/capture_ends.h"
 #include "sinks/jsonl_encoding.h"
 #include "sinks/zstd_file_stream.h"
 
@@ -84,8 +87,12 @@ absl::Status CaptureWriter::Write(const CaptureRecord& r) {
   }
   switch (r.type) {
     case LineType::kHeader:
-    case LineType::kTrailer:
       Line(r.raw);
+      break;
+    case LineType::kTrailer:
+      // With the CRC-32 of this file's bytes before it, not its source's.
+      if (absl::Status s = Flush(/*end=*/false); !s.ok()) return s;
+      Line(TrailerWithCrc32(r.raw, crc32_));
       break;
     case LineType::kLayer:
       Line(JsonLayerLine(r.id, r.name));
@@ -131,6 +138,10 @@ absl::Status CaptureWriter::Flush(bool end) {
     ok = zstd_->ok() && zstd_->Write(buffer_, end, file_, &written);
   } else {
     ok = fwrite(buffer_.data(), 1, buffer_.size(), file_) == buffer_.size();
+  }
+  if (ok) {
+    crc32_ = static_cast<uint32_t>(
+        crc32_z(crc32_, reinterpret_cast<const Bytef*>(buffer_.data()), buffer_.size()));
   }
   buffer_.clear();
   if (!ok) {

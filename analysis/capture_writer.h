@@ -7,7 +7,8 @@
 // Every line is spelled by the sink's own encoders (sinks/jsonl_encoding.h,
 // sinks/binary_encoding.h), so a capture converted to JSONL has exactly the lines the sink
 // would have written, and JSONL -> binary -> JSONL gives back the same bytes. The header
-// and trailer are copied as they were (CaptureRecord::raw); table and event lines are
+// and trailer are copied as they were (CaptureRecord::raw), the trailer with the CRC-32
+// of this file's bytes before it in place of its source's (TrailerWithCrc32()); table and event lines are
 // written from their decoded fields, so fields the reader does not know are dropped and
 // optional fields a hand-written line left out (`epoch`, `mono_ns`) are written as 0.
 //
@@ -66,6 +67,8 @@ class CaptureWriter {
   uint32_t epoch_ = 0;
   std::string time_fields_;
   bool have_time_ = false;
+  // zlib's CRC-32 of the bytes written so far, before compression: the trailer's "crc32".
+  uint32_t crc32_ = 0;
 };
 
 }  // namespace memtrace

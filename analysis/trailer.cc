@@ -199,6 +199,13 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
     t.has_event_lines = true;
     t.event_lines = lines;
   }
+  if (uint64_t crc = 0; trailer["crc32"].get_uint64().get(crc) == simdjson::SUCCESS) {
+    if (crc > 0xffffffffu) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the trailer's field 'crc32' is ", crc, ", more than a CRC-32 can be"));
+    }
+    t.crc32 = static_cast<uint32_t>(crc);
+  }
   // A usage object's counters, and its interval where it has one.
   auto read_usage = [](simdjson::dom::object usage, const char* block,
                        UsageCounters* out) -> absl::Status {

@@ -55,6 +55,9 @@ struct TrailerBlocks {
   uint64_t write_errors = 0;
   uint64_t stack_collisions = 0;
   std::string sink_json;
+  // zlib's CRC-32 of the file's bytes before the trailer's record, as written (before
+  // compression); absent from captures written before the sink computed it.
+  std::optional<uint32_t> crc32;
 
   // The whole run's totals, as the ledger had them at the end (the trailer's `totals`):
   // every record, also those a size limit kept out of the event stream.

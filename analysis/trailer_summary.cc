@@ -37,6 +37,7 @@ std::optional<CaptureSummary> SummaryFromTrailer(const std::string& path) {
   s->events_applied = t->event_lines;
   s->live_blocks = t->totals.live_count;
   s->missed_frees = t->integrity.missed_frees;
+  s->checksum_differs = MatchesTrailerChecksum(path) == false;
   return *std::move(s);
 }
 

@@ -51,6 +51,23 @@ std::string JsonIntegrity(const CaptureIntegrity& in) {
       ",\"uses_membarrier\":", in.uses_membarrier ? "true" : "false", "}");
 }
 
+std::string TrailerWithCrc32(std::string_view trailer, uint32_t crc) {
+  std::string out(trailer);
+  // An earlier one is the last member, `,"crc32":DIGITS}`, as this function writes it.
+  constexpr std::string_view kKey = ",\"crc32\":";
+  if (!out.empty() && out.back() == '}') {
+    size_t digits = out.size() - 1;
+    while (digits > 0 && out[digits - 1] >= '0' && out[digits - 1] <= '9') --digits;
+    if (digits < out.size() - 1 && digits >= kKey.size() &&
+        std::string_view(out).substr(digits - kKey.size(), kKey.size()) == kKey) {
+      out.erase(digits - kKey.size(), out.size() - 1 - (digits - kKey.size()));
+    }
+  }
+  if (out.empty() || out.back() != '}') return out;
+  out.insert(out.size() - 1, absl::StrCat(std::string(kKey), crc));
+  return out;
+}
+
 std::string JsonTrailerLine(const Snapshot& snap, bool complete, const CaptureSinkCounts& s,
                             std::string_view timeline, std::string_view extra_fields) {
   std::string census;

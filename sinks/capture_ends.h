@@ -57,6 +57,12 @@ struct CaptureSinkCounts {
   uint64_t writer_cpu_ns = 0;
 };
 
+// `trailer` (a trailer's JSON text) with "crc32": `crc` as its last member, in place of
+// one it ends with already (a capture converted to another encoding carries its source's,
+// over other bytes). `crc` is zlib's CRC-32 of every byte of the file before the trailer's
+// record, as written (before compression): the writer's (docs/capture-format.md).
+std::string TrailerWithCrc32(std::string_view trailer, uint32_t crc);
+
 // The trailer line, from the ledger's counters in `snap` (totals, layers, scopes, census,
 // integrity, memtrace's own memory and drainer time) and the writer's own `counts`.
 // `timeline` is the "timeline" member with its leading comma, or empty; `extra_fields`

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -278,7 +279,12 @@ void JsonlSink::WriterLoop() {
       std::vector<std::string> final_lines = std::move(final_lines_);
       lock.unlock();
       if (!final_lines.empty()) {
+        // The trailer, last, carries the CRC-32 of every byte written before it.
+        std::string trailer = std::move(final_lines.back());
+        final_lines.pop_back();
         for (const std::string& line : final_lines) Emit(line);
+        FlushOutput();
+        Emit(TrailerWithCrc32(trailer, crc32_));
         FlushOutput();
       }
       CloseOutput();
@@ -591,6 +597,8 @@ void JsonlSink::FlushOutput() {
                         err, "); records from here on are counted as lost and tracing goes "
                         "on. Free space or choose another path for the next capture"));
     } else {
+      crc32_ = static_cast<uint32_t>(
+          crc32_z(crc32_, reinterpret_cast<const Bytef*>(buffer_.data()), buffer_.size()));
       std::lock_guard<std::mutex> lock(mu_);
       stats_.bytes_written += n;
     }

@@ -300,6 +300,9 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
 
   // Writer-thread state.
   uint64_t encoded_bytes_ = 0;  // bytes handed to the file so far, before compression
+  // zlib's CRC-32 of every byte written so far, before compression (writer thread): the
+  // trailer carries it as "crc32", over the bytes before the trailer's record.
+  uint32_t crc32_ = 0;
   std::string buffer_;
   BinaryEncoder binary_{&buffer_};  // used when options_.encoding is kBinary
   std::vector<bool> scopes_written_;

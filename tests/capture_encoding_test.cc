@@ -122,20 +122,33 @@ void WriteCapture(const std::string& path, JsonlSinkOptions options) {
       << (*sink)->status();
 }
 
-// Every field of a record but `line`, with the times two sinks cannot share (when each
-// opened and finished, and the CPU time each one's writer used) masked when `mask_times`.
-std::string Describe(const CaptureRecord& r, bool mask_times) {
+// What Describe() leaves out of two captures' records that should otherwise be the same.
+enum class Mask {
+  kNothing,
+  // The trailer's checksum of the bytes before it: two files in two encodings.
+  kChecksum,
+  // The times two sinks cannot share (when each opened and finished, and the CPU time
+  // each one's writer used), and the checksum of the bytes that hold them.
+  kTimes,
+};
+
+// Every field of a record but `line`, less what `mask` says.
+std::string Describe(const CaptureRecord& r, Mask mask) {
   std::string raw = r.raw;
   int64_t t = r.t;
-  if (mask_times) {
-    for (const char* key : {"\"started_unix_ns\":", "\"finished_unix_ns\":", "\"writer\":"}) {
+  if (mask != Mask::kNothing) {
+    std::vector<const char*> keys = {"\"crc32\":"};
+    if (mask == Mask::kTimes) {
+      keys.insert(keys.end(), {"\"started_unix_ns\":", "\"finished_unix_ns\":", "\"writer\":"});
+    }
+    for (const char* key : keys) {
       const size_t at = raw.find(key);
       if (at == std::string::npos) continue;
       size_t end = at + strlen(key);
       while (end < raw.size() && isdigit(static_cast<unsigned char>(raw[end]))) ++end;
       raw.replace(at + strlen(key), end - at - strlen(key), "T");
     }
-    if (r.type == LineType::kHeader) t = 0;
+    if (mask == Mask::kTimes && r.type == LineType::kHeader) t = 0;
   }
   std::string frames;
   for (uint64_t f : r.frames) absl::StrAppend(&frames, absl::Hex(f), ",");
@@ -154,11 +167,11 @@ std::string Describe(const CaptureRecord& r, bool mask_times) {
       " raw=", raw);
 }
 
-std::vector<std::string> Records(const std::string& path, bool mask_times,
+std::vector<std::string> Records(const std::string& path, Mask mask,
                                  std::vector<CaptureRecord>* kept = nullptr) {
   std::vector<std::string> out;
   const absl::Status s = ReadCapture(path, [&](const CaptureRecord& r) {
-    out.push_back(Describe(r, mask_times));
+    out.push_back(Describe(r, mask));
     if (kept != nullptr) kept->push_back(r);
     return absl::OkStatus();
   });
@@ -179,8 +192,8 @@ TEST(CaptureEncodingTest, SinkWritesTheSameRecordsInBothEncodings) {
   ASSERT_TRUE(IsBinaryCapture(FileBytes(mtb)));
   ASSERT_EQ(FileBytes(jsonl).front(), '{');
   std::vector<CaptureRecord> records;
-  const std::vector<std::string> from_jsonl = Records(jsonl, true, &records);
-  ExpectSameRecords(from_jsonl, Records(mtb, true));
+  const std::vector<std::string> from_jsonl = Records(jsonl, Mask::kTimes, &records);
+  ExpectSameRecords(from_jsonl, Records(mtb, Mask::kTimes));
   // The capture holds what the test wrote (so the comparison is not of two empty files).
   int allocs = 0, frees = 0, sites = 0, modules = 0, scope_events = 0, other_sites = 0;
   int census = 0, intervals = 0, resets = 0, remaps = 0;
@@ -231,7 +244,7 @@ TEST(CaptureEncodingTest, SampledWeightsSurviveExactly) {
   WriteCapture(jsonl, options);
   WriteCapture(mtb, options);
   std::vector<CaptureRecord> records;
-  ExpectSameRecords(Records(jsonl, true), Records(mtb, true, &records));
+  ExpectSameRecords(Records(jsonl, Mask::kTimes), Records(mtb, Mask::kTimes, &records));
   int weighted = 0;
   for (const CaptureRecord& r : records) {
     if (r.type != LineType::kAlloc && r.type != LineType::kRemapTarget) {
@@ -256,7 +269,7 @@ TEST(CaptureEncodingTest, CompressedBinaryIsReadLikeThePlainOne) {
   const std::string packed = FileBytes(zst);
   ASSERT_GE(packed.size(), 4u);
   EXPECT_EQ(static_cast<unsigned char>(packed[0]), 0x28) << "a zstd frame";
-  ExpectSameRecords(Records(mtb, true), Records(zst, true));
+  ExpectSameRecords(Records(mtb, Mask::kTimes), Records(zst, Mask::kTimes));
 }
 
 absl::Status Convert(const std::string& in, const std::string& out) {
@@ -276,10 +289,11 @@ TEST(CaptureEncodingTest, ConvertRoundTripsByteForByte) {
     const std::string mtb = TempPath("rt.mtb");
     WriteCapture(jsonl, options);
     WriteCapture(mtb, options);
-    // Binary -> JSONL: the reader sees the same records, header and trailer included.
+    // Binary -> JSONL: the reader sees the same records, header and trailer included (the
+    // trailer with the checksum of its own file's bytes).
     const std::string back = TempPath("rt_back.jsonl");
     ASSERT_TRUE(Convert(mtb, back).ok());
-    ExpectSameRecords(Records(mtb, false), Records(back, false));
+    ExpectSameRecords(Records(mtb, Mask::kChecksum), Records(back, Mask::kChecksum));
     // JSONL -> binary -> JSONL: the sink's own lines, byte for byte.
     const std::string there = TempPath("rt_there.mtb.zst");
     const std::string again = TempPath("rt_again.jsonl");
@@ -366,7 +380,7 @@ TEST(CaptureEncodingTest, BinaryIsMuchSmaller) {
   const size_t text = FileBytes(jsonl).size();
   const size_t binary = FileBytes(mtb).size();
   EXPECT_LT(binary * 8, text) << binary << " vs " << text << " bytes";
-  ExpectSameRecords(Records(jsonl, true), Records(mtb, true));
+  ExpectSameRecords(Records(jsonl, Mask::kTimes), Records(mtb, Mask::kTimes));
 }
 
 // Version 2's short records (binary_encoding.h, BinaryEventContext): an alloc, free, remap

@@ -102,10 +102,15 @@ sed "${first_free}d" "$dir/c.jsonl" > "$dir/edited.jsonl"
 grep -q "FAILED: it is damaged: the file holds [0-9]* event records, and its trailer says [0-9]* were written" \
   "$dir/ve.txt" || fail "verify of an edited capture: $(cat "$dir/ve.txt")"
 # An event record changed after the capture was written (an allocation's size): the
-# file holds as many records as the trailer says, but they replay to other totals.
-python3 - "$dir/c.jsonl" "$dir/resized.jsonl" <<'PY'
-import json, sys
+# file holds as many records as the trailer says, but its bytes are not those the
+# trailer's checksum was computed over, and summary and verify say so. Without the
+# checksum (a capture written before the trailer carried one), the records replay to
+# other totals than the trailer's, and verify says that.
+python3 - "$dir/c.jsonl" "$dir/resized.jsonl" "$dir/resized_older.jsonl" <<'PY'
+import json, sys, zlib
 lines = open(sys.argv[1]).read().splitlines()
+trailer = json.loads(lines[-1])
+assert trailer["crc32"] == zlib.crc32(("\n".join(lines[:-1]) + "\n").encode()), "crc32"
 for i, line in enumerate(lines):
     r = json.loads(line)
     if r.get("type") == "alloc":
@@ -113,12 +118,23 @@ for i, line in enumerate(lines):
         lines[i] = json.dumps(r, separators=(",", ":"))
         break
 open(sys.argv[2], "w").write("\n".join(lines) + "\n")
+del trailer["crc32"]
+lines[-1] = json.dumps(trailer, separators=(",", ":"))
+open(sys.argv[3], "w").write("\n".join(lines) + "\n")
 PY
+[[ $? -eq 0 ]] || fail "the trailer's crc32 is not zlib's CRC-32 of the lines before it"
 "$memtrace" verify "$dir/c.jsonl" > /dev/null || fail "verify of the capture before its edit"
 "$memtrace" verify "$dir/resized.jsonl" > "$dir/vr.txt"
 [[ $? -eq 1 ]] || fail "verify of a capture with a size changed must exit 1: $(cat "$dir/vr.txt")"
-grep -q "FAILED: it is damaged: the totals' bytes allocated: replaying its records gives [0-9]*, its trailer says [0-9]*" \
+grep -q "FAILED: it is damaged: its bytes before the trailer differ from those the trailer's checksum (crc32) was computed over" \
   "$dir/vr.txt" || fail "verify of a capture with a size changed: $(cat "$dir/vr.txt")"
+"$memtrace" summary "$dir/resized.jsonl" > "$dir/sr.txt"
+grep -q "capture DAMAGED (its bytes differ from those its trailer's checksum was computed over" \
+  "$dir/sr.txt" || fail "summary of a capture with a size changed: $(head -n 2 "$dir/sr.txt")"
+"$memtrace" verify "$dir/resized_older.jsonl" > "$dir/vo.txt"
+[[ $? -eq 1 ]] || fail "verify of an older capture with a size changed must exit 1: $(cat "$dir/vo.txt")"
+grep -q "FAILED: it is damaged: the totals' bytes allocated: replaying its records gives [0-9]*, its trailer says [0-9]*" \
+  "$dir/vo.txt" || fail "verify of an older capture with a size changed: $(cat "$dir/vo.txt")"
 # A damaged trailer: exit 2, naming the field.
 head -n -1 "$dir/c.jsonl" > "$dir/damaged.jsonl"
 echo '{"type":"trailer","complete":true,"integrity":{"events_dropped":-1}}' >> "$dir/damaged.jsonl"

@@ -17,6 +17,7 @@
 #include <future>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -24,6 +25,10 @@
 
 #include "analysis/analyzer.h"
 #include "analysis/capture_file_ends.h"
+#include "analysis/capture_matcher.h"
+#include "analysis/capture_reader.h"
+#include "analysis/capture_writer.h"
+#include "analysis/trailer.h"
 #include "runtime/frame_arena.h"
 #include "runtime/malloc_allocator.h"
 #include "runtime/tracer.h"
@@ -205,6 +210,81 @@ TEST(TrailerSummaryTest, ACutACompressedAnOlderOrAnEditedCaptureIsReplayed) {
   ASSERT_TRUE(Analyzer::Summarize(zst).ok());
   EXPECT_FALSE(SummaryFromTrailer(zst).has_value());
   EXPECT_FALSE(SummaryFromTrailer(TempPath("no such capture")).has_value());
+}
+
+// CRC-32 as zlib computes it (the reflected polynomial 0xEDB88320), one bit at a time:
+// the test's own, to check the writer's.
+uint32_t BitwiseCrc32(std::string_view bytes) {
+  uint32_t crc = 0xffffffffu;
+  for (const char c : bytes) {
+    crc ^= static_cast<uint8_t>(c);
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+// Where the trailer's record starts: a JSONL capture's last line; in a binary capture the
+// tag (0x01) and the length varint before the trailer's text, which ends the file.
+size_t TrailerRecordStart(const std::string& bytes, bool binary) {
+  const size_t text = bytes.rfind("{\"type\":\"trailer\"");
+  if (!binary || text == std::string::npos) return text;
+  size_t at = text - 1;
+  while (at > 0 && (static_cast<uint8_t>(bytes[at - 1]) & 0x80) != 0) --at;  // varint's first
+  return at - 1;  // the tag
+}
+
+// The trailer carries the CRC-32 of every byte before its record, in JSONL, in binary and
+// in a capture converted from one to the other; a summary read from the trailer, a replay
+// and verify's matching each call a capture with a byte changed since DAMAGED.
+TEST(CaptureChecksumTest, TheTrailersCrc32IsOfTheBytesBeforeItAndAChangedByteIsDamage) {
+  const std::string jsonl = TempPath("crc.jsonl"), binary = TempPath("crc.mtb");
+  Record(jsonl, false);
+  Record(binary, false);
+  // Converted: the trailer carries the new file's checksum, not its source's.
+  const std::string converted = TempPath("crc_converted.jsonl");
+  {
+    auto writer = CaptureWriter::Open(converted);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE(ReadCapture(binary, [&](const CaptureRecord& r) {
+                  return (*writer)->Write(r);
+                }).ok());
+    ASSERT_TRUE((*writer)->Finish().ok());
+  }
+  for (const std::string& path : {jsonl, binary, converted}) {
+    SCOPED_TRACE(path);
+    const bool is_binary = path == binary;
+    const std::string bytes = Contents(path);
+    const size_t start = TrailerRecordStart(bytes, is_binary);
+    ASSERT_NE(start, std::string::npos);
+    const absl::StatusOr<TrailerBlocks> t =
+        ParseTrailer(bytes.substr(bytes.rfind("{\"type\":\"trailer\"")));
+    ASSERT_TRUE(t.ok()) << t.status();
+    ASSERT_TRUE(t->crc32.has_value()) << "no crc32 in the trailer";
+    EXPECT_EQ(*t->crc32, BitwiseCrc32(std::string_view(bytes).substr(0, start)));
+    EXPECT_EQ(MatchesTrailerChecksum(path), std::optional<bool>(true));
+    const std::optional<CaptureSummary> read = SummaryFromTrailer(path);
+    ASSERT_TRUE(read.has_value());
+    EXPECT_FALSE(read->checksum_differs);
+
+    // One bit of an event's bytes changed, a third of the way in. The records may still
+    // read (a size, an address) or not (a tag); either way nothing calls it whole.
+    std::string changed = bytes;
+    changed[bytes.size() / 3] ^= 0x02;
+    const std::string damaged = path + ".damaged";
+    Write(damaged, changed);
+    EXPECT_EQ(MatchesTrailerChecksum(damaged), std::optional<bool>(false));
+    const std::optional<CaptureSummary> fast = SummaryFromTrailer(damaged);
+    ASSERT_TRUE(fast.has_value());
+    EXPECT_TRUE(fast->checksum_differs);
+    const absl::StatusOr<CaptureSummary> replayed = Analyzer::Summarize(damaged);
+    if (replayed.ok()) {
+      EXPECT_TRUE(replayed->checksum_differs);
+    }
+    const absl::StatusOr<CaptureSummary> matched = MatchCapture(damaged);
+    if (matched.ok()) {
+      EXPECT_TRUE(matched->checksum_differs);
+    }
+  }
 }
 
 // A pipe has no end to read from. Opening one for reading would wait for a writer, or

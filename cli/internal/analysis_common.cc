@@ -23,6 +23,10 @@ namespace {
 
 // What was lost, or that nothing was (Verdict() adds the filters).
 std::string VerdictAlone(const CaptureSummary& s) {
+  if (s.checksum_differs) {
+    return "DAMAGED (its bytes differ from those its trailer's checksum was computed over: "
+           "it was changed after it was written; `memtrace verify` says more)";
+  }
   if (s.being_written) {
     return "INCOMPLETE (still being written: the process writing it is running, and its "
            "trailer comes when that process exits)";
@@ -128,6 +132,13 @@ std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
           "; `memtrace summary` prints the whole integrity block"));
     }
   }
+  if (s.checksum_differs) {
+    problems.push_back(
+        "it is damaged: its bytes before the trailer differ from those the trailer's "
+        "checksum (crc32) was computed over: it was changed after it was written (a byte "
+        "flipped on disk, a record edited). Its records may still be read, but no number "
+        "from it can be trusted; record it again");
+  }
   // The sink counted the event records it wrote: a file that holds another number was
   // changed afterwards.
   if (s.has_trailer) {
@@ -171,6 +182,7 @@ std::optional<std::string> CleanIntegrity(const CaptureSummary& s) {
 }
 
 std::string VerdictWord(const CaptureSummary& s) {
+  if (s.checksum_differs) return "damaged";
   if (!s.has_trailer) return s.being_written ? "running" : "truncated";
   return s.trailer_complete ? "complete" : "partial";
 }
