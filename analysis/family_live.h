@@ -14,9 +14,13 @@
 //   process B:      70 ─────────┐         │
 //   sum:        100  170  120   50        0      highest: 170, when both were live
 //
-// Events of different processes stamped with the same time are applied together before
-// the sum is read, so the figure is at epoch resolution: a peak reached only inside one
-// millisecond by two processes' interleaving is not seen, as within one process.
+// Inside one step (the events of one process stamped t) the process passes through values
+// between its lowest and its highest there, in its own order, which its replay knows; how
+// the steps of two processes stamped alike interleave, no capture says. So the highest sum
+// is an interval, as a peak reached by the threads of one process is: at least what one
+// process's highest moment in a step and every other's lowest in its step at that time add
+// up to, at most the sum of their highest. Where at most one process changes at each time
+// the two are equal, and a family's peak is never below its largest process's own.
 // A forked child's capture begins with the blocks it inherited (recorded as allocations):
 // they count in the child as in the parent, since each holds its copy (the kernel shares
 // the pages until one of them writes).
@@ -39,8 +43,15 @@ namespace memtrace {
 
 // One process image's live bytes over time.
 struct ProcessLiveSteps {
-  // (t in unix ns, live bytes after every event stamped t), t ascending, one per t.
-  std::vector<std::pair<int64_t, uint64_t>> steps;
+  // The events stamped t: the live bytes after the last of them (`end`), and the lowest
+  // and highest the process held from before the first of them to after the last.
+  struct Step {
+    int64_t t = 0;  // unix ns
+    uint64_t end = 0;
+    uint64_t lowest = 0;
+    uint64_t highest = 0;
+  };
+  std::vector<Step> steps;  // t ascending, one per t
   // When the image's memory went away: the trailer's finished_unix_ns, or without a
   // trailer (the process was killed) the last event's t.
   int64_t ended_unix_ns = 0;
@@ -53,9 +64,11 @@ absl::StatusOr<CaptureSummary> SummarizeWithSteps(const std::string& path,
                                                   ProcessLiveSteps* steps);
 
 struct FamilyHighWater {
-  uint64_t bytes = 0;    // the highest sum
-  int64_t t = 0;         // its first moment (unix ns); 0 when nothing was ever live
-  size_t processes = 0;  // the images holding memory then
+  uint64_t bytes = 0;       // the highest sum: at least this much was live at once
+  uint64_t bytes_high = 0;  // and at most this much (equal when exact)
+  int64_t t = 0;            // the first moment of `bytes` (unix ns); 0 when nothing was live
+  size_t processes = 0;     // the images holding memory then
+  bool exact() const noexcept { return bytes == bytes_high; }
 };
 
 FamilyHighWater HighestSum(const std::vector<ProcessLiveSteps>& processes);

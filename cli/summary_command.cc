@@ -354,12 +354,15 @@ int FamilySummary(const std::vector<std::string>& paths) {
     }
     printf("{\"command\":\"summary\",\"captures\":[%s],\"processes\":%zu,"
            "\"allocated_bytes\":%llu,\"allocated_count\":%llu,"
-           "\"together_high_water\":{\"bytes\":%llu,\"unix_ns\":%lld,\"processes\":%zu},"
+           "\"together_high_water\":{\"bytes\":%llu,\"bytes_high\":%llu,\"unix_ns\":%lld,"
+           "\"processes\":%zu},"
            "\"largest_high_water_bytes\":%llu,\"events\":%llu}\n",
            out.c_str(), captures.size(),
            static_cast<unsigned long long>(sum.allocated_bytes),
            static_cast<unsigned long long>(sum.allocated_count),
-           static_cast<unsigned long long>(together.bytes), static_cast<long long>(together.t),
+           static_cast<unsigned long long>(together.bytes),
+           static_cast<unsigned long long>(together.bytes_high),
+           static_cast<long long>(together.t),
            together.processes,
            static_cast<unsigned long long>(largest_high_water),
            static_cast<unsigned long long>(events));
@@ -433,12 +436,21 @@ int FamilySummary(const std::vector<std::string>& paths) {
     printf("(the %d largest of %zu by bytes allocated; --limit=0 lists all, as a tree)\n",
            limit, captures.size());
   }
+  // Exact where one process changed at a time; otherwise the interval that holds it.
+  const std::string how_much =
+      together.exact()
+          ? FormatBytes(together.bytes)
+          : absl::StrCat("between ", FormatBytes(together.bytes), " and ",
+                         FormatBytes(together.bytes_high));
   printf("\nall processes together: %s live at their highest moment, %.1f ms after the "
-         "first\n  capture began, in %zu process%s (summed at 1 ms resolution; a forked child "
-         "counts the\n  blocks it inherited, as its parent does)\n",
-         FormatBytes(together.bytes).c_str(),
+         "first\n  capture began, in %zu process%s (summed at their events' epochs; a forked "
+         "child counts\n  the blocks it inherited, as its parent does%s)\n",
+         how_much.c_str(),
          together.t > first_start && first_start != 0 ? (together.t - first_start) / 1e6 : 0.0,
-         together.processes, together.processes == 1 ? "" : "es");
+         together.processes, together.processes == 1 ? "" : "es",
+         together.exact() ? ""
+                          : "; processes that changed in one epoch may have done so in any "
+                            "order");
   printf("\nhow: root: no parent among these captures; forked: a traced fork of its parent\n"
          "  (--forks); exec: the image that replaced the one above it at its level, same pid\n"
          "  (--children); started: a program its parent ran (fork, then exec).\n"

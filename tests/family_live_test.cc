@@ -5,6 +5,7 @@
 
 #include "analysis/family_live.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -14,9 +15,14 @@
 namespace memtrace {
 namespace {
 
+// Steps whose events all rise or all fall: each step's lowest and highest are its ends.
 ProcessLiveSteps Steps(std::vector<std::pair<int64_t, uint64_t>> steps, int64_t ended) {
   ProcessLiveSteps p;
-  p.steps = std::move(steps);
+  uint64_t before = 0;
+  for (const auto& [t, live] : steps) {
+    p.steps.push_back({t, live, std::min(before, live), std::max(before, live)});
+    before = live;
+  }
   p.ended_unix_ns = ended;
   return p;
 }
@@ -27,6 +33,7 @@ TEST(FamilyLiveTest, TheHighestSumIsWhenTheProcessesOverlap) {
   const FamilyHighWater h =
       HighestSum({Steps({{0, 100}, {10, 50}}, 30), Steps({{5, 70}}, 20)});
   EXPECT_EQ(h.bytes, 170u);
+  EXPECT_TRUE(h.exact()) << h.bytes_high;
   EXPECT_EQ(h.t, 5);
   EXPECT_EQ(h.processes, 2u);
 }
@@ -52,12 +59,30 @@ TEST(FamilyLiveTest, PeaksAtDifferentTimesDoNotAddUp) {
 TEST(FamilyLiveTest, AnEndedImageHoldsNothingAndOneTimeIsAppliedWhole) {
   // Old image: 500 until it ends at t=10; the new one (same pid) holds 400 from t=10.
   EXPECT_EQ(HighestSum({Steps({{0, 500}}, 10), Steps({{10, 400}}, 50)}).bytes, 500u);
-  // Two processes both change at t=5: 100 -> 10 and 0 -> 150; the sum at 5 is 160, never
-  // 250.
+  // Two processes both change at t=5: 100 -> 10 and 0 -> 150, in an order no capture
+  // says. At least one of them was at its highest while the other was at no less than its
+  // lowest: 150 + 10; at most both at their highest: 100 + 150.
   const FamilyHighWater h =
       HighestSum({Steps({{0, 100}, {5, 10}}, 50), Steps({{5, 150}}, 50)});
   EXPECT_EQ(h.bytes, 160u);
+  EXPECT_EQ(h.bytes_high, 250u);
   EXPECT_EQ(h.t, 5);
+}
+
+// A process's highest moment inside one step (its events stamped one time, in its own
+// order) counts: the family never held less than its largest process's own peak.
+// A: one step at t=0 that rises to 900 and ends at 100; B: 300 from t=-5 to the end.
+TEST(FamilyLiveTest, APeakInsideOneStepCountsAndTheFamilyIsNeverBelowItsLargestProcess) {
+  ProcessLiveSteps a;
+  a.steps = {{0, 100, 0, 900}};
+  a.ended_unix_ns = 50;
+  const FamilyHighWater h = HighestSum({a, Steps({{-5, 300}}, 50)});
+  EXPECT_EQ(h.bytes, 1200u);  // A at 900 while B holds 300
+  EXPECT_TRUE(h.exact());     // B did not change then
+  EXPECT_EQ(h.t, 0);
+  EXPECT_EQ(h.processes, 2u);
+  // Alone, A's family peak is its own.
+  EXPECT_EQ(HighestSum({a}).bytes, 900u);
 }
 
 TEST(FamilyLiveTest, NothingLiveIsZero) {

@@ -320,6 +320,12 @@ TEST_F(PreloadTest, TheCapturesOfAProcessFamilyAreSummarizedAsATree) {
   // inside the run.
   const std::string together = summary.out.substr(summary.out.find("\"together_high_water\":"));
   EXPECT_GT(std::stoull(Field(together, "bytes")), 0u) << together;
+  EXPECT_GE(std::stoull(Field(together, "bytes_high")), std::stoull(Field(together, "bytes")))
+      << together;
+  // Never below one process's own high-water.
+  EXPECT_GE(std::stoull(Field(together, "bytes")),
+            std::stoull(Field(summary.out, "largest_high_water_bytes")))
+      << summary.out;
   EXPECT_GE(std::stoull(Field(together, "processes")), 1u) << together;
   const Replay root = ReplayCapture(dir + "/fam.mtb", &st);
   EXPECT_GE(std::stoll(Field(together, "unix_ns")),
