@@ -392,12 +392,16 @@ bool ParseRunOptions(int argc, char** argv, RunOptions* o, std::string* error) {
     return false;
   }
   uint64_t bytes = 0;
-  if (!o->min_size.empty() && !absl::SimpleAtoi(o->min_size, &bytes)) {
-    *error = absl::StrCat("--min-size=", o->min_size, " is not a whole number of bytes");
+  if (!o->min_size.empty() && !ParseByteSize(o->min_size, &bytes)) {
+    *error = absl::StrCat("--min-size=", o->min_size,
+                          " is not a size in bytes (a whole number, or with K, M, G or T: "
+                          "--min-size=1K)");
     return false;
   }
-  if (!o->sample.empty() && !absl::SimpleAtoi(o->sample, &bytes)) {
-    *error = absl::StrCat("--sample=", o->sample, " is not a whole number of bytes");
+  if (!o->sample.empty() && !ParseByteSize(o->sample, &bytes)) {
+    *error = absl::StrCat("--sample=", o->sample,
+                          " is not a size in bytes (a whole number, or with K, M, G or T: "
+                          "--sample=64K)");
     return false;
   }
   if (!o->max_size.empty() && !ParseByteSize(o->max_size, &bytes)) {
@@ -444,10 +448,10 @@ const char* RunUsage() {
          "  --depth=N           stack frames per allocation, 0..64 (16); 0 = return address\n"
          "  --unwind=fp|dwarf   frame pointers (code built with them) or the unwind\n"
          "                      tables, .eh_frame (any code; default)\n"
-         "  --min-size=BYTES    do not record blocks smaller than this (0); the verdicts\n"
-         "                      say how many were left out\n"
-         "  --sample=BYTES      record a sample: a block of s bytes with probability\n"
-         "                      1-exp(-s/BYTES); summaries are scaled estimates (0: all)\n"
+         "  --min-size=SIZE     do not record blocks smaller than this (0; 1K, 64K: K, M,\n"
+         "                      G, T); the verdicts say how many were left out\n"
+         "  --sample=SIZE       record a sample: a block of s bytes with probability\n"
+         "                      1-exp(-s/SIZE); summaries are scaled estimates (0: all)\n"
          "  --children          also trace programs it execs, each into its own capture\n"
          "  --forks             also trace the children it forks (a server's workers, a\n"
          "                      daemon that runs on after its first process exits),\n"
@@ -607,7 +611,10 @@ int RunCommand(int argc, char** argv) {
   if (got == static_cast<ssize_t>(sizeof(exec_error))) {
     fprintf(stderr, "memtrace run: cannot run '%s': %s\n", program.c_str(),
             ExecFailure(program, exec_error).c_str());
-    return exec_error == ENOENT ? kProgramNotFound : kProgramNotRunnable;
+    // ENOENT for a file that is there: its #! interpreter (or its ELF one) is missing. It
+    // was found and could not be run, as bash says too.
+    const bool found = exec_error != ENOENT || access(program.c_str(), F_OK) == 0;
+    return found ? kProgramNotRunnable : kProgramNotFound;
   }
   int exit_code = 0;
   std::string ended;

@@ -101,6 +101,20 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
            std::to_string(*out));
     }
   };
+  // A size in bytes: a whole number, or with K, M, G or T (ParseByteSize), at most `hi`.
+  auto size = [&](const char* name, uint64_t hi, uint64_t* out) {
+    const char* v = lookup(name);
+    if (v == nullptr) return;
+    uint64_t parsed;
+    if (ParseByteSize(v, &parsed) && parsed <= hi) {
+      *out = parsed;
+    } else {
+      warn(name, v,
+           "a size in bytes from 0 to " + std::to_string(hi) +
+               " (a whole number, or with K, M, G or T)",
+           std::to_string(*out));
+    }
+  };
   auto flag = [&](const char* name, bool* out) {
     const char* v = lookup(name);
     if (v == nullptr) return;
@@ -134,7 +148,7 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
       c.output = v;
     }
   }
-  number("MEMTRACE_MIN_SIZE", 0, uint64_t{1} << 47, &c.min_size);
+  size("MEMTRACE_MIN_SIZE", uint64_t{1} << 47, &c.min_size);
   uint64_t depth = c.stack_depth;
   number("MEMTRACE_STACK_DEPTH", 0, kMaxPreloadStackDepth, &depth);
   c.stack_depth = static_cast<uint32_t>(depth);
@@ -142,7 +156,7 @@ PreloadConfig ParsePreloadConfig(const std::function<const char*(const char*)>& 
          &c.unwind);
   flag("MEMTRACE_TRACE_CHILDREN", &c.trace_children);
   flag("MEMTRACE_TRACE_FORKS", &c.trace_forks);
-  number("MEMTRACE_SAMPLE_BYTES", 0, uint64_t{1} << 40, &c.sample_bytes);
+  size("MEMTRACE_SAMPLE_BYTES", uint64_t{1} << 40, &c.sample_bytes);
   uint64_t ring = c.ring_capacity_log2;
   number("MEMTRACE_RING_LOG2", 10, 22, &ring);
   c.ring_capacity_log2 = static_cast<uint32_t>(ring);

@@ -118,6 +118,17 @@ TEST(PreloadConfigTest, ATracerCpuListThatCannotBeUsedWarnsAndPinsNothing) {
   }
 }
 
+// Sizes take K, M, G and T (powers of 1024), as --max-size does.
+TEST(PreloadConfigTest, SizesTakeUnits) {
+  std::vector<std::string> warnings;
+  const PreloadConfig c = Parse({{"MEMTRACE_MIN_SIZE", "1K"},
+                                 {"MEMTRACE_SAMPLE_BYTES", "512KiB"}},
+                                &warnings);
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  EXPECT_EQ(c.min_size, 1024u);
+  EXPECT_EQ(c.sample_bytes, 512u * 1024);
+}
+
 TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
   struct Case {
     const char* name;
@@ -129,8 +140,12 @@ TEST(PreloadConfigTest, BadValuesWarnAndKeepTheDefault) {
        "memtrace: MEMTRACE_STACK_DEPTH=\"65\" is not a whole number from 0 to 64; using 16"},
       {"MEMTRACE_STACK_DEPTH", "-1", "MEMTRACE_STACK_DEPTH=\"-1\" is not a whole number"},
       {"MEMTRACE_STACK_DEPTH", "8x", "MEMTRACE_STACK_DEPTH=\"8x\" is not a whole number"},
-      {"MEMTRACE_MIN_SIZE", "big", "MEMTRACE_MIN_SIZE=\"big\" is not a whole number"},
-      {"MEMTRACE_SAMPLE_BYTES", "1e6", "MEMTRACE_SAMPLE_BYTES=\"1e6\" is not a whole number"},
+      {"MEMTRACE_MIN_SIZE", "big",
+       "MEMTRACE_MIN_SIZE=\"big\" is not a size in bytes from 0 to 140737488355328 (a whole "
+       "number, or with K, M, G or T); using 0"},
+      {"MEMTRACE_MIN_SIZE", "1P", "MEMTRACE_MIN_SIZE=\"1P\" is not a size in bytes"},
+      {"MEMTRACE_SAMPLE_BYTES", "1e6", "MEMTRACE_SAMPLE_BYTES=\"1e6\" is not a size in bytes"},
+      {"MEMTRACE_SAMPLE_BYTES", "2T", "MEMTRACE_SAMPLE_BYTES=\"2T\" is not a size in bytes"},
       {"MEMTRACE_UNWIND", "guess",
        "MEMTRACE_UNWIND=\"guess\" is not \"fp\" or \"dwarf\"; using dwarf"},
       {"MEMTRACE_TRACE_CHILDREN", "maybe",

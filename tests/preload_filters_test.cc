@@ -118,6 +118,9 @@ TEST_F(PreloadFiltersTest, EveryVerdictStatesWhatTheMinimumSizeLeftOut) {
 
   const std::string verify = Output({Cli(), "verify", capture});
   EXPECT_TRUE(absl::StrContains(verify, "nothing lost")) << verify;
+  // "exact" never stands alone beside a filter.
+  EXPECT_TRUE(absl::StrContains(verify, "complete, exact for blocks of at least 50000 bytes: "))
+      << verify;
   EXPECT_TRUE(absl::StrContains(verify, "; filtered: " + said)) << verify;
 
   for (const char* command : {"summary", "verify"}) {
@@ -147,6 +150,7 @@ TEST_F(PreloadFiltersTest, SamplingStatesWhatItLeftOutAndThatCountsAreEstimates)
       << json;
   const std::string verify = Output({Cli(), "verify", sampled});
   EXPECT_TRUE(absl::StrContains(verify, "nothing lost")) << verify;
+  EXPECT_TRUE(absl::StrContains(verify, "complete, exact for the sampled blocks: ")) << verify;
   EXPECT_TRUE(absl::StrContains(
       verify, absl::StrCat("; sampled: --sample=4096 left out ",
                            all.allocations - drawn.allocations, " allocations (")))

@@ -136,7 +136,7 @@ TEST_F(PreloadTest, AProgramThatCannotBeRunIsReportedWithTheReason) {
   };
   const std::vector<Case> cases = {
       {dir + "/missing", 127, "No such file or directory"},
-      {dir + "/no_interpreter", 127, "its interpreter '/nonexistent/bin/python9'"},
+      {dir + "/no_interpreter", 126, "its interpreter '/nonexistent/bin/python9'"},
       {dir + "/not_executable", 126, "chmod +x"},
       {dir + "/not_a_program", 126, "Exec format error"},
       {dir, 126, "it is a directory"},

@@ -173,8 +173,12 @@ std::vector<std::string> IntegrityFindings(const CaptureSummary& s) {
 std::optional<std::string> CleanIntegrity(const CaptureSummary& s) {
   if (!CaptureProblems(s).empty() || !IntegrityFindings(s).empty()) return std::nullopt;
   const TrailerBlocks t = *ParseTrailer(s.trailer);
-  // The capture's memory events, as the summary's table and `verify` count them.
-  const std::string line = FormatCleanIntegrityLine(s.events, t.integrity);
+  // The capture's memory events, as the summary's table and `verify` count them. "exact"
+  // says what it holds for where a recording filter left blocks out.
+  std::string line = FormatCleanIntegrityLine(s.events, t.integrity);
+  if (const std::string exact_for = FiltersOf(s).ExactFor(); !exact_for.empty()) {
+    line = absl::StrCat("complete, exact ", exact_for, line.substr(line.find(':')));
+  }
   if (t.has_integrity) return line;
   // An older trailer: no counters to call the capture exact by.
   return absl::StrCat("complete (the trailer has no integrity counters: an older capture)",
