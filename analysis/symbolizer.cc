@@ -446,7 +446,14 @@ const SymbolizedFrame& Symbolizer::Resolve(uint64_t pc) {
                                           nullptr, nullptr);
   if (name == nullptr) name = DwarfFunctionName(file.module, lookup);
   if (name != nullptr && name[0] != '\0') f.function = Demangle(WithoutVersion(name).c_str());
-  if (Dwfl_Line* line = dwfl_module_getsrc(file.module, lookup); line != nullptr) {
+  // Only a compile unit that holds the address gives it a line: libdw answers for an
+  // address in a gap between units (a function without debug info placed after one, as
+  // _start after main in .text.startup) with the last line of the unit before it.
+  Dwarf_Addr cu_bias = 0;
+  Dwarf_Die* cu = dwfl_module_addrdie(file.module, lookup, &cu_bias);
+  const bool in_unit = cu != nullptr && dwarf_haspc(cu, lookup - cu_bias) > 0;
+  if (Dwfl_Line* line = in_unit ? dwfl_module_getsrc(file.module, lookup) : nullptr;
+      line != nullptr) {
     int lineno = 0;
     const char* source = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
     if (source != nullptr && lineno > 0) {
