@@ -77,6 +77,14 @@ std::optional<FlagArgument> ReadFlagArgument(const std::string& arg) {
 bool TakeFlagValue(const FlagArgument& flag, int argc, char** argv, int* i, std::string* value,
                    std::string* error) {
   if (flag.has_value) {
+    // An empty value would read as the flag not given at all: the snapshot point, the
+    // scope or the limit asked for would silently be the default.
+    if (flag.value.empty()) {
+      const std::string dashed = Dashed(flag.name);
+      *error = absl::StrCat("flag --", dashed, "= has an empty value: give one (--", dashed,
+                            "=VALUE), or leave the flag out");
+      return false;
+    }
     *value = flag.value;
     return true;
   }

@@ -477,6 +477,9 @@ int FamilySummary(const std::vector<std::string>& paths) {
 int SummaryCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kSummarySpec, argc, argv, &args)) return *exit;
+  if (absl::GetFlag(FLAGS_limit) < 0) {
+    return UsageError(kSummarySpec, "--limit must be 0 (all rows) or more");
+  }
   if (args.positional.size() > 1 && !args.dashdash) return FamilySummary(args.positional);
   if (auto exit = OneCapture(kSummarySpec, args)) return *exit;
   int exit = 0;

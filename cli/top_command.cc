@@ -195,14 +195,15 @@ int FamilyTop(const std::vector<std::string>& paths, const std::string& by, size
 int TopCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kTopSpec, argc, argv, &args)) return *exit;
-  if (args.positional.size() <= 1 || args.dashdash) {
-    if (auto exit = OneCapture(kTopSpec, args)) return *exit;
-  }
+  // Before the capture: `top --by CAPTURE` took the capture for the ordering.
   const std::string by = absl::GetFlag(FLAGS_by);
   if (by != "bytes" && by != "count" && by != "live" && by != "temporaries" &&
       by != "short-lived") {
     return UsageError(kTopSpec, absl::StrCat("--by must be bytes, count, live, temporaries or "
                                              "short-lived, not '", by, "'"));
+  }
+  if (args.positional.size() <= 1 || args.dashdash) {
+    if (auto exit = OneCapture(kTopSpec, args)) return *exit;
   }
   if (absl::GetFlag(FLAGS_limit) < 1) return UsageError(kTopSpec, "--limit must be at least 1");
   const size_t limit = static_cast<size_t>(absl::GetFlag(FLAGS_limit));

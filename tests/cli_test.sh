@@ -313,6 +313,12 @@ usage_error() {  # usage_error COMMAND WHAT ARGS...: exit 2 and exactly those tw
 usage_error summary "unknown flag '--frob'" summary --frob "$dir/c.jsonl"
 usage_error top "needs a value" top --limit
 usage_error top "bad value for --limit" top --limit=x "$dir/c.jsonl"
+# An empty value is no value: refused, never read as the flag left out.
+usage_error summary "flag --at-time= has an empty value" summary --at-time= "$dir/c.jsonl"
+usage_error peak "flag --scope= has an empty value" peak --scope= "$dir/c.jsonl"
+usage_error summary "--limit must be 0 (all rows) or more" summary --limit=-1 "$dir/c.jsonl"
+# `top --by CAPTURE` took the capture for the ordering: the ordering is what is said.
+usage_error top "--by must be bytes, count, live, temporaries or short-lived, not '$dir/c.jsonl'" top --by "$dir/c.jsonl"
 usage_error summary "which capture" summary
 usage_error convert "give two files" convert "$dir/c.jsonl"
 usage_error export "which format" export "$dir/c.jsonl"
