@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/internal/own_descriptor.h"
 #include "runtime/internal/thread_state.h"
 #include "runtime/layer_table.h"
 #include "runtime/internal/memtrace_thread.h"
@@ -31,23 +32,10 @@
 namespace memtrace {
 namespace {
 
-// The lowest descriptor number a capture file opened by Open() gets (see there).
-constexpr int kHighDescriptor = 512;
 // Emptied batch vectors kept for reuse (JsonlSink::OnEpoch): a few, of ordinary size
 // (64K records, 2.5 MiB), so an outsized epoch's memory is given back.
 constexpr size_t kSpareBatches = 4;
 constexpr size_t kSpareCapacity = kObservedBatchReserve;
-
-// `fd` moved far above the numbers a program's own files get (the lowest free one), so
-// that a program that closes descriptors it did not open and opens files of its own is
-// unlikely to be handed it; CheckStream() catches it if it is. Where the limit on open
-// files is lower, the number stays as it is.
-int AboveProgramDescriptors(int fd) {
-  const int high = fcntl(fd, F_DUPFD_CLOEXEC, kHighDescriptor);
-  if (high < 0) return fd;
-  close(fd);
-  return high;
-}
 
 }  // namespace
 
@@ -67,7 +55,7 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& pa
         "memtrace: cannot create capture file '", path, "': ", strerror(err),
         " (errno ", err, "); check that the directory exists and is writable"));
   }
-  fd = AboveProgramDescriptors(fd);
+  fd = runtime_internal::AboveProgramDescriptors(fd);
   // One writer per capture file (sinks/capture_lock.h): held while the file stays open,
   // in this process and in children forked before they exec or exit.
   if (!LockCapture(fd)) {
@@ -613,7 +601,7 @@ bool JsonlSink::Reopen() {
   if (reopen_path_.empty()) return false;
   int fd = open(reopen_path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) return false;
-  fd = AboveProgramDescriptors(fd);
+  fd = runtime_internal::AboveProgramDescriptors(fd);
   struct stat st {};
   FILE* f = nullptr;
   if (!IsCapture(fd, &st) || !LockCapture(fd) || (f = fdopen(fd, "a")) == nullptr) {

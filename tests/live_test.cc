@@ -419,6 +419,23 @@ TEST_F(LiveTest, OneServerPerProcess) {
   EXPECT_TRUE(third.ok()) << third.status();
 }
 
+// The server's socket and eventfd sit far above the numbers a program's own files get
+// (runtime/internal/own_descriptor.h): the lowest free descriptor, the one the program's
+// next open() gets, is the same before the server starts and while it runs.
+TEST_F(LiveTest, ItsDescriptorsLeaveTheProgramsNumbersFree) {
+  auto lowest_free = [] {
+    const int fd = dup(0);
+    if (fd >= 0) close(fd);
+    return fd;
+  };
+  const int before = lowest_free();
+  ASSERT_GE(before, 0);
+  auto server = LiveServer::Start(absl::StrCat(dir_, "/fds.sock"), [] { return "{}"; });
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(lowest_free(), before);
+  (*server)->Stop();
+}
+
 TEST(LiveRequestTest, TheFirstLineDecidesOnceItEndsOrIsTooLong) {
   using runtime_internal::LiveRequest;
   using runtime_internal::ParseLiveRequest;

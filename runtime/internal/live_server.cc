@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/internal/cpu_list.h"
 #include "runtime/internal/memtrace_thread.h"
+#include "runtime/internal/own_descriptor.h"
 #include "runtime/internal/thread_state.h"
 
 namespace memtrace::runtime_internal {
@@ -117,8 +118,9 @@ absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(std::string path, 
     server_pid.store(0, std::memory_order_relaxed);
     return s;
   };
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return fail(Errno("live socket", errno), -1, -1);
+  const int socket_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (socket_fd < 0) return fail(Errno("live socket", errno), -1, -1);
+  const int fd = AboveProgramDescriptors(socket_fd);
   // A socket left at our path by a process of the same pid that died (pid reuse) is
   // stale: this process runs no other server. Anything else there is not ours to remove.
   if (struct stat st; lstat(path.c_str(), &st) == 0) {
@@ -138,12 +140,13 @@ absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(std::string path, 
     unlink(path.c_str());
     return fail(Errno(absl::StrCat("cannot listen on ", path), err), fd, -1);
   }
-  const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake < 0) {
+  const int wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd < 0) {
     const int err = errno;
     unlink(path.c_str());
     return fail(Errno("live server eventfd", err), fd, -1);
   }
+  const int wake = AboveProgramDescriptors(wake_fd);
   memcpy(exit_unlink_path, path.c_str(), path.size() + 1);
   // Release: publishes exit_unlink_path. Pairs with the acquire load in UnlinkAtExit().
   server_pid.store(getpid(), std::memory_order_release);
