@@ -103,10 +103,15 @@ void PrintTable(const CaptureSummary& s, const std::string& path) {
   line("TOTAL", s.totals);
   printf("\n");
   for (const auto& [id, usage] : s.layers) line("layer " + LayerName(s, id), usage);
-  printf("\n%llu events; %llu blocks live at the end; %llu releases with no allocation in "
-         "the capture%s\n",
-         static_cast<unsigned long long>(s.events), static_cast<unsigned long long>(s.live_blocks),
-         static_cast<unsigned long long>(s.unmatched_releases),
+  // At a snapshot point inside the capture, the counts are those up to it.
+  const bool inside = s.events_applied < s.events;
+  const std::string events =
+      inside ? absl::StrCat(s.events_applied, " of ", s.events, " events applied")
+             : absl::StrCat(s.events, " events");
+  printf("\n%s; %llu blocks live at %s; %llu releases with no allocation in the capture%s%s\n",
+         events.c_str(), static_cast<unsigned long long>(s.live_blocks),
+         inside ? "the snapshot point" : "the end",
+         static_cast<unsigned long long>(s.unmatched_releases), inside ? " up to it" : "",
          s.missed_frees == 0
              ? ""
              : absl::StrCat("; ", s.missed_frees,

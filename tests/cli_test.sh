@@ -155,6 +155,9 @@ grep -q "global high-water" "$dir/p.txt" || fail "peak output: $(cat "$dir/p.txt
 "$memtrace" summary --at-event=10 "$dir/c.jsonl" > "$dir/ae.txt" || fail "summary --at-event"
 grep -q "state at event 10: after event 10 of" "$dir/ae.txt" \
   || fail "summary --at-event output: $(cat "$dir/ae.txt")"
+# The counts under the table are those up to the point, and say so.
+grep -Eq "^10 of [0-9]+ events applied; [0-9]+ blocks live at the snapshot point; [0-9]+ releases with no allocation in the capture up to it$" "$dir/ae.txt" \
+  || fail "summary --at-event counts: $(cat "$dir/ae.txt")"
 "$memtrace" summary --at-event=x "$dir/c.jsonl" 2> /dev/null
 [[ $? -eq 2 ]] || fail "a bad --at-event must exit 2"
 "$memtrace" coverage "$dir/c.jsonl" > "$dir/cov.txt" || fail "coverage"
