@@ -54,7 +54,10 @@ int main(void) {
   memtrace_alloc(pool, pool_memory + 1024, 2000);
   memtrace_free(pool, pool_memory);
   memtrace_census_set("cache", 12345);
+  /* One of memtrace's own layers: refused (-1), and the interposer says so. */
+  const int own = memtrace_layer("interposer");
+  memtrace_alloc(own, pool_memory + 4096, 500);
 
-  printf("pool=%s kept=%p\n", pool >= 0 ? "yes" : "no", (void*)kept);
+  printf("pool=%s own=%d kept=%p\n", pool >= 0 ? "yes" : "no", own, (void*)kept);
   return 0;
 }

@@ -50,7 +50,11 @@ TEST(MarkersTest, UnderMemtraceRunScopesLayersAndCensusAreInTheCapture) {
                                  "--", Runfile("tests/markers_target")},
                                 {});
   ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_TRUE(absl::StartsWith(run.out, "pool=yes ")) << run.out;
+  EXPECT_TRUE(absl::StartsWith(run.out, "pool=yes own=-1 ")) << run.out;
+  // A layer name of memtrace's own is refused, and said: the program may not look at -1.
+  EXPECT_TRUE(absl::StrContains(run.err, "memtrace: memtrace_layer(\"interposer\") is refused: "
+                                         "that name is the layer of memtrace's own"))
+      << run.err;
 
   absl::StatusOr<CaptureSummary> s = Analyzer::Summarize(capture);
   ASSERT_TRUE(s.ok()) << s.status();

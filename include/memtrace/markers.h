@@ -54,7 +54,9 @@ static inline void memtrace_scope_exit(void) {
 }
 
 /* The layer named `name` (the same name gives the same layer), or -1: memtrace is not
- * loaded, or its 256 layers are taken. */
+ * loaded, its 256 layers are taken, or the name is one of memtrace's own layers ("cpu",
+ * "mmap" under --mmap, ...); the interposer says why on stderr. Blocks reported on -1 are
+ * not recorded. */
 static inline int memtrace_layer(const char* name) {
   return memtrace_marker_layer ? memtrace_marker_layer(name) : -1;
 }
