@@ -263,7 +263,7 @@ std::string CaptureDirectoryProblem(const std::string& pattern) {
                         "); pass another --output");
   }
   // The path itself: a directory there cannot be the capture, nor a file this user may
-  // not write. (A device, /dev/null, is written as asked.)
+  // not write. (A device, /dev/null, or a FIFO is written through, never removed.)
   if (pattern.find("%p") == std::string::npos && stat(pattern.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) {
       return absl::StrCat("it is a directory; name a file in it (--output=", pattern,
@@ -546,6 +546,9 @@ int RunCommand(int argc, char** argv) {
   // earlier run can never pass for this one. Unless a live process is writing it (it
   // holds the file's lock: sinks/capture_lock.h): removing that would lose its capture, and
   // this run's program would have to write elsewhere.
+  // Only a regular file is removed: a device (/dev/null), a FIFO or a symbolic link is
+  // written through as it is, and is no file to read back afterwards.
+  bool read_back = true;
   if (o.output.find("%p") == std::string::npos) {
     if (CaptureBeingWritten(o.output)) {
       fprintf(stderr,
@@ -555,7 +558,10 @@ int RunCommand(int argc, char** argv) {
               o.output.c_str());
       return kCaptureFailed;
     }
-    unlink(o.output.c_str());
+    struct stat at;
+    if (lstat(o.output.c_str(), &at) == 0 && S_ISREG(at.st_mode)) unlink(o.output.c_str());
+    struct stat target;
+    read_back = stat(o.output.c_str(), &target) != 0 || S_ISREG(target.st_mode);
   }
   std::vector<std::string> env = ChildEnvironment(o, preload);
   std::vector<char*> envp;
@@ -629,6 +635,14 @@ int RunCommand(int argc, char** argv) {
 
   // The path the program's interposer opens: it is the first (root) traced process.
   const std::string capture = CapturePath(o.output, child, /*root_pid=*/0);
+  if (!read_back) {
+    if (!o.quiet) {
+      fprintf(stderr, "memtrace run: '%s' %s; capture written to '%s', which is not a file "
+              "to read back: no summary\n", o.command[0].c_str(), ended.c_str(),
+              capture.c_str());
+    }
+    return exit_code;
+  }
   if (absl::Status s = CheckHeader(capture); !s.ok()) {
     fprintf(stderr,
             "memtrace run: %s\nEither the interposer was not loaded into '%s' (which %s: a "

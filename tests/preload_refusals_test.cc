@@ -5,6 +5,8 @@
 // capture directory that cannot hold the capture, an interposer that cannot be loaded),
 // and the CLI never tracing itself.
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -68,6 +71,64 @@ TEST_F(PreloadTest, CaptureDirectoryThatCannotHoldItIsRefusedBeforeTheProgramRun
     EXPECT_NE(run.err.find(c.reason), std::string::npos) << run.err;
     EXPECT_NE(access(ran.c_str(), F_OK), 0) << "the program ran: " << c.output;
   }
+}
+
+// `--output` naming a symbolic link or a FIFO: written through, never removed (before,
+// run removed whatever was at the path; as root that took /dev/null with it). A device
+// is the same case as a FIFO; the test leaves the machine's own devices alone.
+TEST_F(PreloadTest, AnOutputThatIsNoRegularFileIsWrittenThroughAndKept) {
+  const std::string dir = TempDir() + "/through";
+  mkdir(dir.c_str(), 0755);
+  const std::string target = dir + "/target.mtb", link = dir + "/link.mtb";
+  unlink(link.c_str());
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  Result run = RunProgram({Cli(), "run", "--quiet", "--output=" + link, "--", Target(), "raise",
+                           "0"},
+                          {});
+  struct stat st;
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the link was replaced";
+  EXPECT_EQ(RunProgram({Cli(), "verify", target}, {}).status, 0) << run.err;
+
+  const std::string fifo = dir + "/capture.fifo";
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // Opened before the run without waiting for a writer, and read until the writer has
+  // come and gone (POLLHUP comes only after a writer), for at most 30 s: a run that
+  // replaced the FIFO leaves nothing to read, and the test fails instead of waiting.
+  std::string read;
+  const int fd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  std::thread reader([&] {
+    char buffer[65536];
+    for (int waited = 0; waited < 300;) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 100) == 0) {
+        ++waited;
+        continue;
+      }
+      const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+      if (n > 0) {
+        read.append(buffer, static_cast<size_t>(n));
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        break;  // the writer closed it
+      }
+    }
+    close(fd);
+  });
+  run = RunProgram({Cli(), "run", "--output=" + fifo, "--", Target(), "raise", "0"}, {});
+  reader.join();
+  EXPECT_EQ(run.status, 9) << run.err;  // `raise 0` sends no signal and exits 9
+  EXPECT_NE(run.err.find("which is not a file to read back"), std::string::npos) << run.err;
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  const std::string copy = dir + "/from_fifo.mtb";
+  FILE* f = fopen(copy.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  fwrite(read.data(), 1, read.size(), f);
+  fclose(f);
+  const Result verify = RunProgram({Cli(), "verify", copy}, {});
+  EXPECT_EQ(verify.status, 0) << verify.out;
 }
 
 // A set-user-ID program of another owner runs in the loader's secure mode, which ignores
