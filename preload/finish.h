@@ -82,15 +82,24 @@ void InstallSignalHandlers();
 // default action installs memtrace's stand-in instead, while tracing in the traced
 // process (dash sets SIGTERM's default itself; so does a program that calls
 // signal(SIGTERM, SIG_DFL) before raise(SIGTERM)); a handler of the program's, or
-// SIG_IGN, is installed as asked. The program is told what it would be told untraced:
-// the stand-in reads back as the default action (no flags, an empty mask), so a shell
-// that saves the disposition it found at start and restores it to end by a signal
-// restores the stand-in, which then ends the process by the default action whatever
-// flags the shell restored it with. Async-signal-safe, as sigaction() is.
+// SIG_IGN, is installed as asked. The stand-in reads back as the default action
+// (SIG_DFL; its flags and mask read back empty, whatever the request for the default
+// gave: they change nothing for a default action), so a shell that saves the disposition
+// it found at start and restores it to end by a signal restores the stand-in, which then
+// ends the process by the default action whatever flags the shell restored it with.
+// Async-signal-safe, as sigaction() is.
+//
+// Not covered: a handler of the program's installed with SA_RESETHAND. The kernel puts
+// the true default back when it runs, so a second such signal ends the process without
+// the trailer, as it would with no memtrace handler at all.
 int ProgramSigaction(int sig, const struct sigaction* act, struct sigaction* oldact);
-// signal() and bsd_signal() (glibc's: restarting system calls, the signal blocked in its
-// handler), through ProgramSigaction().
-sighandler_t ProgramSignal(int sig, sighandler_t handler);
+// signal(), bsd_signal() and sysv_signal() (`which`: the C library's own): the default
+// action of a signal above gets the stand-in, as in ProgramSigaction(); anything else is
+// the C library's call, with its flags (siginterrupt()) and its errors.
+sighandler_t ProgramSignal(SignalFn RealFunctions::*which, int sig, sighandler_t handler);
+// sigset(): the C library's own call (it also changes the thread's mask), then the
+// stand-in over a default it set.
+sighandler_t ProgramSigset(int sig, sighandler_t disposition);
 
 }  // namespace memtrace::preload_internal
 

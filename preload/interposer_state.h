@@ -147,6 +147,7 @@ using ExitFn = void (*)(int);
 using GetattrFn = int (*)(pthread_t, pthread_attr_t*);
 using UnshareFn = int (*)(int);
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+using SignalFn = sighandler_t (*)(int, sighandler_t);
 // noexcept (glibc's never throws), so that a noexcept caller can pass a call on with a
 // jump instead of keeping its frame for std::terminate().
 using CxaAtexitFn = int (*)(void (*)(void*), void*, void*) noexcept;
@@ -178,6 +179,10 @@ struct RealFunctions {
   UnshareFn unshare;
   CxaAtexitFn cxa_atexit;
   SigactionFn sigaction;
+  SignalFn signal;
+  SignalFn bsd_signal;
+  SignalFn sysv_signal;
+  SignalFn sigset;
 };
 
 extern RealFunctions real;

@@ -323,7 +323,7 @@ Result RunBounded(const std::vector<std::string>& argv, const std::string& name)
 // finished first, and the disposition reads back as the program set it.
 TEST_F(PreloadTest, ASignalWhoseDefaultTheProgramSetItselfFinishesTheCaptureFirst) {
   for (const int sig : {SIGTERM, SIGINT}) {
-    for (const char* how : {"signal", "sigaction"}) {
+    for (const char* how : {"signal", "sigaction", "sysv_signal", "sigset"}) {
       SCOPED_TRACE(absl::StrCat(strsignal(sig), " set by ", how));
       const std::string capture = absl::StrCat(TempDir(), "/default", sig, how, ".mtb");
       const Result run = RunBounded({Cli(), "run", "--quiet", "--output=" + capture, "--",
@@ -337,6 +337,17 @@ TEST_F(PreloadTest, ASignalWhoseDefaultTheProgramSetItselfFinishesTheCaptureFirs
       EXPECT_EQ(Field(r.trailer, "ended_by"), absl::StrCat("signal ", sig)) << r.trailer;
     }
   }
+}
+
+// Signals other than a stop signal's default go through the C library's own signal():
+// a read() that siginterrupt() lets an alarm interrupt is interrupted (before, every
+// signal() set SA_RESTART and the read waited forever), and SIG_ERR is refused.
+TEST_F(PreloadTest, SignalIsTheCLibrarysForAnythingButAStopSignalsDefault) {
+  const std::string capture = TempDir() + "/signal_as_libc.mtb";
+  const Result run = RunBounded({Cli(), "run", "--quiet", "--output=" + capture, "--",
+                                 Target(), "signal-as-libc"},
+                                "signal_as_libc");
+  EXPECT_EQ(run.status, 0) << "8: signal() differed from the C library's; " << run.out;
 }
 
 // A shell ends by a signal it caught by putting back the disposition it found at start

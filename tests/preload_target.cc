@@ -46,7 +46,9 @@
 //   raise N     allocates, prints its counts, then raises signal N (left to its default
 //               action: it ends the process); exit 9 if it returns
 //   raise-after-default N HOW   the same after asking for N's default action itself (HOW:
-//               signal or sigaction); exit 8 if it does not read back as the default
+//               signal, sigaction, sysv_signal or sigset); exit 8 if it does not read back
+//               as the default
+//   signal-as-libc  signal() with siginterrupt() and with SIG_ERR, as untraced; exit 8 if not
 //   raise-like-a-shell N   the same, N caught by a handler that puts back the disposition
 //               found at start, with no flags, and sends N again; exit 8 if what was
 //               found does not read back as the default
@@ -559,6 +561,13 @@ bool ReadsBackAsDefault(int sig) {
 void RaiseAfterSettingTheDefault(int sig, const char* how) {
   if (strcmp(how, "signal") == 0) {
     if (signal(sig, SIG_DFL) != SIG_DFL) exit(8);
+  } else if (strcmp(how, "sysv_signal") == 0) {
+    if (sysv_signal(sig, SIG_DFL) != SIG_DFL) exit(8);
+  } else if (strcmp(how, "sigset") == 0) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // programs still call it
+    if (sigset(sig, SIG_DFL) != SIG_DFL) exit(8);
+#pragma GCC diagnostic pop
   } else {
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
@@ -581,6 +590,27 @@ void RestoreTheSavedAndRaiseAgain(int sig) {
   sigaction(sig, &restore, nullptr);
   kill(getpid(), sig);
 }
+// signal() as the C library does it, for everything but a stop signal's default: a
+// signal siginterrupt() marked interrupts a read() (no restart), and SIG_ERR is refused
+// with EINVAL. Exits 0 when both hold, 8 otherwise.
+void InterruptedRead(int) {}
+void SignalAsTheCLibraryDoes() {
+  errno = 0;
+  if (signal(SIGUSR1, SIG_ERR) != SIG_ERR || errno != EINVAL) exit(8);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // programs still call it
+  siginterrupt(SIGALRM, 1);
+#pragma GCC diagnostic pop
+  if (signal(SIGALRM, &InterruptedRead) == SIG_ERR) exit(8);
+  int fds[2];
+  if (pipe(fds) != 0) exit(8);
+  ualarm(100000, 0);
+  char c;
+  const ssize_t n = read(fds[0], &c, 1);  // nothing comes: only the alarm ends it
+  if (n != -1 || errno != EINTR) exit(8);
+  exit(0);
+}
+
 void RaiseLikeAShell(int sig) {
   if (sigaction(sig, nullptr, &saved_at_start) != 0 || saved_at_start.sa_handler != SIG_DFL) {
     exit(8);
@@ -1110,6 +1140,8 @@ int main(int argc, char** argv) {
     RaiseSignal(atoi(argv[2]));
   } else if (mode == "raise-after-default" && argc > 3) {
     RaiseAfterSettingTheDefault(atoi(argv[2]), argv[3]);
+  } else if (mode == "signal-as-libc") {
+    SignalAsTheCLibraryDoes();
   } else if (mode == "raise-like-a-shell" && argc > 2) {
     RaiseLikeAShell(atoi(argv[2]));
   } else if (mode == "two-callers") {
