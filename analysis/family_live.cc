@@ -56,75 +56,115 @@ absl::StatusOr<CaptureSummary> SummarizeWithSteps(const std::string& path,
   return analyzer.FinishFile(path, stats);
 }
 
+namespace {
+
+// One process image's steps with the time each covers: the events stamped t happened
+// between t and the next step's t (the drainer's epochs in between had none), the last
+// step's until the image ended. Windows are taken closed, so that two that touch count
+// as overlapping: the bounds below only widen.
+struct Windows {
+  std::vector<int64_t> start, stop;  // window i is [start[i], stop[i]]
+  std::vector<uint64_t> lowest, highest;
+  // A segment tree over `lowest` (leaves at [size, 2 size)): the least in a range of steps.
+  size_t size = 0;
+  std::vector<uint64_t> tree;
+
+  explicit Windows(const ProcessLiveSteps& p) {
+    const size_t n = p.steps.size();
+    for (size_t i = 0; i < n; ++i) {
+      start.push_back(p.steps[i].t);
+      stop.push_back(i + 1 < n ? p.steps[i + 1].t : std::max(p.ended_unix_ns, p.steps[i].t));
+      lowest.push_back(p.steps[i].lowest);
+      highest.push_back(p.steps[i].highest);
+    }
+    size = 1;
+    while (size < n) size *= 2;
+    tree.assign(2 * size, ~uint64_t{0});
+    for (size_t i = 0; i < n; ++i) tree[size + i] = lowest[i];
+    for (size_t i = size - 1; i > 0; --i) tree[i] = std::min(tree[2 * i], tree[2 * i + 1]);
+  }
+
+  // The least this image surely held at every moment of [a, b]: the lowest of its steps
+  // whose windows meet [a, b]; 0 when the range reaches outside its life.
+  uint64_t LeastIn(int64_t a, int64_t b) const {
+    if (start.empty() || a < start.front() || b > stop.back()) return 0;
+    // The step whose window holds a, through the last that starts by b.
+    size_t lo = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), a) -
+                                    start.begin()) - 1;
+    const size_t hi = static_cast<size_t>(std::upper_bound(start.begin(), start.end(), b) -
+                                          start.begin()) - 1;
+    // The window before also meets a when it ends at a (closed windows).
+    if (lo > 0 && stop[lo - 1] >= a) --lo;
+    uint64_t least = ~uint64_t{0};
+    for (size_t l = lo + size, r = hi + size + 1; l < r; l /= 2, r /= 2) {
+      if (l & 1) least = std::min(least, tree[l++]);
+      if (r & 1) least = std::min(least, tree[--r]);
+    }
+    return least;
+  }
+};
+
+}  // namespace
+
 FamilyHighWater HighestSum(const std::vector<ProcessLiveSteps>& processes) {
-  // Every process's steps, each image's end as a step to 0, in time order. An image that
-  // ends at t ends before the others' steps at t (an exec'd image starts after the one it
-  // replaced), unless its own last step is at t: it ends after that, with them.
-  struct Change {
-    int64_t t;
-    int order;  // at one t: 0, the ends; 1, the steps (and the ends that follow their own)
-    size_t process;
-    ProcessLiveSteps::Step step;
-  };
-  std::vector<Change> changes;
-  for (size_t p = 0; p < processes.size(); ++p) {
-    for (const ProcessLiveSteps::Step& s : processes[p].steps) changes.push_back({s.t, 1, p, s});
-    if (!processes[p].steps.empty()) {
-      const ProcessLiveSteps::Step& last = processes[p].steps.back();
-      const int64_t end = std::max(processes[p].ended_unix_ns, last.t);
-      changes.push_back({end, end == last.t ? 1 : 0, p, {end, 0, 0, last.end}});
+  std::vector<Windows> windows;
+  windows.reserve(processes.size());
+  for (const ProcessLiveSteps& p : processes) windows.emplace_back(p);
+  FamilyHighWater best;
+
+  // At least: one image at its highest in a step while every other held no less than the
+  // least it surely held during that step's window.
+  for (size_t p = 0; p < windows.size(); ++p) {
+    const Windows& w = windows[p];
+    for (size_t i = 0; i < w.start.size(); ++i) {
+      if (w.highest[i] == 0) continue;
+      uint64_t sum = w.highest[i];
+      size_t holding = 1;
+      for (size_t q = 0; q < windows.size(); ++q) {
+        if (q == p) continue;
+        const uint64_t least = windows[q].LeastIn(w.start[i], w.stop[i]);
+        sum += least;
+        holding += least != 0;
+      }
+      if (sum > best.bytes) best = FamilyHighWater{sum, 0, w.start[i], holding};
     }
   }
-  // Stable: a process's own changes at one time keep their order (its last step, then its
-  // end when they share the time).
+
+  // At most: every image at the highest of the steps whose windows hold a moment, at the
+  // moment that sum is largest. Each image's highest over time changes at the starts of
+  // its windows and falls to 0 after its end; at a boundary, both windows count.
+  struct Change {
+    int64_t t;
+    size_t process;
+    uint64_t highest;
+    bool after;  // the change comes just after t (an image's end), not at it
+  };
+  std::vector<Change> changes;
+  for (size_t p = 0; p < windows.size(); ++p) {
+    const Windows& w = windows[p];
+    for (size_t i = 0; i < w.start.size(); ++i) changes.push_back({w.start[i], p, w.highest[i], false});
+    if (!w.start.empty()) changes.push_back({w.stop.back(), p, 0, true});
+  }
   std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
-    return std::tie(a.t, a.order) < std::tie(b.t, b.order);
+    return std::tie(a.t, a.after) < std::tie(b.t, b.after);
   });
-  // At each time t: every process that changes then passes through [lowest, highest] (two
-  // changes of one process at t merge), the others hold their value.
-  std::vector<uint64_t> live(processes.size(), 0);
-  std::vector<ProcessLiveSteps::Step> at(processes.size());
-  std::vector<size_t> changed;
-  uint64_t sum = 0;  // of `live`
-  FamilyHighWater best;
+  std::vector<uint64_t> now(windows.size(), 0);
+  uint64_t sum = 0;
   for (size_t i = 0; i < changes.size();) {
     const int64_t t = changes[i].t;
-    const int order = changes[i].order;
-    changed.clear();
-    for (; i < changes.size() && changes[i].t == t && changes[i].order == order; ++i) {
-      const Change& c = changes[i];
-      ProcessLiveSteps::Step& s = at[c.process];
-      if (changed.empty() || std::find(changed.begin(), changed.end(), c.process) == changed.end()) {
-        changed.push_back(c.process);
-        s = c.step;
-      } else {
-        s.end = c.step.end;
-        s.lowest = std::min(s.lowest, c.step.lowest);
-        s.highest = std::max(s.highest, c.step.highest);
-      }
+    const bool after = changes[i].after;
+    // At the instant itself the old step and the new one both hold.
+    uint64_t during = sum;
+    size_t j = i;
+    for (; j < changes.size() && changes[j].t == t && changes[j].after == after; ++j) {
+      during += changes[j].highest > now[changes[j].process]
+                    ? changes[j].highest - now[changes[j].process]
+                    : 0;
     }
-    // The others' values, and each changed process's lowest and highest.
-    uint64_t lowest = sum, highest = sum, rise = 0;
-    for (const size_t p : changed) {
-      lowest = lowest - live[p] + at[p].lowest;
-      highest = highest - live[p] + at[p].highest;
-      rise = std::max(rise, at[p].highest - at[p].lowest);
-    }
-    // One process at its highest while every other is at no less than its lowest.
-    const uint64_t low = lowest + rise;
-    if (low > best.bytes) {
-      best.bytes = low;
-      best.t = t;
-      best.processes = 0;
-      for (size_t p = 0; p < processes.size(); ++p) {
-        const bool changes_now = std::find(changed.begin(), changed.end(), p) != changed.end();
-        best.processes += (changes_now ? at[p].highest : live[p]) != 0;
-      }
-    }
-    best.bytes_high = std::max(best.bytes_high, highest);
-    for (const size_t p : changed) {
-      sum = sum - live[p] + at[p].end;
-      live[p] = at[p].end;
+    best.bytes_high = std::max(best.bytes_high, during);
+    for (; i < j; ++i) {
+      sum = sum - now[changes[i].process] + changes[i].highest;
+      now[changes[i].process] = changes[i].highest;
     }
   }
   best.bytes_high = std::max(best.bytes_high, best.bytes);

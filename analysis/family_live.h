@@ -5,22 +5,26 @@
 //
 // Each capture's own high-water mark says how much one process held at its worst. A
 // server that forks its workers (`memtrace run --forks`) is sized by what all of them hold
-// at once, and they peak at different times. Each process's live bytes are a step
-// function of time (the events' `t`, which is the start of their drainer epoch: 2 ms
-// resolution by default); an image's memory goes away when it ends (exit) or is replaced (exec).
-// HighestSum() adds the step functions up and finds the highest moment:
+// at once, and they peak at different times. Each process's events carry the start of
+// their drainer epoch (`t`); an image's memory goes away when it ends (exit) or is
+// replaced (exec). Within one step (the events of one process stamped t) the process
+// passes through values between its lowest and highest there, in an order its replay
+// knows; when, within the step's window, no capture says: from t to the process's next
+// step (the epochs between had no events), or to its end. Two processes' steps whose
+// windows meet may have interleaved in any way. So HighestSum() gives an interval:
 //
-//   process A:  100 ──────┐ 50 ───────────┐
-//   process B:      70 ─────────┐         │
-//   sum:        100  170  120   50        0      highest: 170, when both were live
+//   at least: one process at its highest in a step while every other holds no less
+//             than the least it surely held throughout that step's window;
+//   at most:  every process at the highest of its step whose window holds one moment,
+//             at the moment that sum is largest.
 //
-// Inside one step (the events of one process stamped t) the process passes through values
-// between its lowest and its highest there, in its own order, which its replay knows; how
-// the steps of two processes stamped alike interleave, no capture says. So the highest sum
-// is an interval, as a peak reached by the threads of one process is: at least what one
-// process's highest moment in a step and every other's lowest in its step at that time add
-// up to, at most the sum of their highest. Where at most one process changes at each time
-// the two are equal, and a family's peak is never below its largest process's own.
+//   process A:  [0 ..100] ─────┐[100 .. 50] ──────────┐
+//   process B:        [0 .. 70] ──────────┐           │
+//   sum:        at least 100 (A alone at its highest), at most 170 (both at theirs)
+//
+// The two are equal where the windows do not leave the order open (one process changing
+// at a time, the others holding steady values), and the lower end is never below the
+// largest process's own high-water. Windows are taken closed: two that touch meet.
 // A forked child's capture begins with the blocks it inherited (recorded as allocations):
 // they count in the child as in the parent, since each holds its copy (the kernel shares
 // the pages until one of them writes).

@@ -448,14 +448,15 @@ int FamilySummary(const std::vector<std::string>& paths) {
           : absl::StrCat("between ", FormatBytes(together.bytes), " and ",
                          FormatBytes(together.bytes_high));
   printf("\nall processes together: %s live at their highest moment, %.1f ms after the "
-         "first\n  capture began, in %zu process%s (summed at their events' epochs; a forked "
-         "child counts\n  the blocks it inherited, as its parent does%s)\n",
+         "first\n  capture began, %zu process%s holding memory then (each process's events are "
+         "known to\n  their drainer epoch; a forked child counts the blocks it inherited, as its "
+         "parent does)\n",
          how_much.c_str(),
          together.t > first_start && first_start != 0 ? (together.t - first_start) / 1e6 : 0.0,
-         together.processes, together.processes == 1 ? "" : "es",
-         together.exact() ? ""
-                          : "; processes that changed in one epoch may have done so in any "
-                            "order");
+         together.processes, together.processes == 1 ? "" : "es");
+  if (!together.exact()) {
+    printf("  an interval: processes whose epochs overlap may have changed in any order\n");
+  }
   printf("\nhow: root: no parent among these captures; forked: a traced fork of its parent\n"
          "  (--forks); exec: the image that replaced the one above it at its level, same pid\n"
          "  (--children); started: a program its parent ran (fork, then exec).\n"

@@ -236,6 +236,32 @@ TEST_F(PreloadTest, InheritedBlocksWithoutAKeptStackAreCountedAndNamed) {
 // execs the target; it execs the last command itself. (dash would vfork, which no fork
 // handler sees: its children would be "started".) What the shell did is read from the
 // captures' own names and headers (a fork object, the pid), not from the table under test.
+// Two forked children that each hold 1 MiB at one moment (a pipe makes it so): the
+// family's interval holds the 2 MiB they held together, and its lower end is at least one
+// child's own. Each child's whole life may be one drainer epoch, so the order of the
+// two is left open, and the interval says so.
+TEST_F(PreloadTest, AFamilysHighWaterIntervalHoldsWhatItsProcessesHeldAtOnce) {
+  const std::string dir = TempDir() + "/at_once";
+  mkdir(dir.c_str(), 0755);
+  constexpr uint64_t kBytes = uint64_t{1} << 20;
+  const Result run = RunProgram({Cli(), "run", "--quiet", "--forks",
+                                 "--output=" + dir + "/f.mtb", "--", Target(),
+                                 "two-children-at-once", std::to_string(kBytes)},
+                                {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  std::vector<std::string> args = {Cli(), "summary", "--json"};
+  for (const std::string& f : FilesIn(dir)) args.push_back(dir + "/" + f);
+  ASSERT_EQ(args.size(), 6u) << "three captures";
+  const Result summary = RunProgram(args, {});
+  ASSERT_EQ(summary.status, 0) << summary.err;
+  const std::string together = summary.out.substr(summary.out.find("\"together_high_water\":"));
+  const uint64_t low = std::stoull(Field(together, "bytes"));
+  const uint64_t high = std::stoull(Field(together, "bytes_high"));
+  EXPECT_GE(high, 2 * kBytes) << together;
+  EXPECT_GE(low, kBytes) << together;
+  EXPECT_LE(low, high) << together;
+}
+
 TEST_F(PreloadTest, TheCapturesOfAProcessFamilyAreSummarizedAsATree) {
   const std::string dir = TempDir() + "/family";
   mkdir(dir.c_str(), 0755);

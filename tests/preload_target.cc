@@ -43,6 +43,7 @@
 //               (posix_spawn, then waits for the child: exits with its status),
 //               vfork-empty (vfork and execve, then waits likewise)
 //   crash       allocates, prints its counts, then dereferences a null pointer
+//   two-children-at-once N   forks two children that each hold N bytes at one moment
 //   raise N     allocates, prints its counts, then raises signal N (left to its default
 //               action: it ends the process); exit 9 if it returns
 //   raise-after-default N HOW   the same after asking for N's default action itself (HOW:
@@ -786,6 +787,43 @@ void QuickExitUnderSigterm(long delay_us) {
 // A forked child whose pid an earlier capture already has in its name (pids wrap): the
 // files DIR/cap.<pid>.mtb for the next 64 pids are made first, each holding
 // "placeholder\n"; then a child is forked, allocates and exits. Prints "child=PID".
+// Two forked children each hold `bytes` at one moment: each allocates and touches its
+// block, says so on a pipe, and frees it only once the parent has heard from both. The
+// family held 2 * bytes at once (and the parent's own blocks beside them).
+void TwoChildrenAtOnce(size_t bytes) {
+  int ready[2], go[2];
+  if (pipe(ready) != 0 || pipe(go) != 0) exit(8);
+  pid_t children[2];
+  for (pid_t& child : children) {
+    child = fork();
+    if (child < 0) exit(8);
+    if (child == 0) {
+      char* block = static_cast<char*>(malloc(bytes));
+      if (block == nullptr) _exit(8);
+      memset(block, 1, bytes);
+      char c = 'r';
+      if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(8);
+      free(block);
+      exit(0);  // through the exit handlers: the child's capture gets its trailer
+    }
+  }
+  char c;
+  for (int i = 0; i < 2; ++i) {
+    if (read(ready[0], &c, 1) != 1) exit(8);
+  }
+  c = 'g';
+  for (int i = 0; i < 2; ++i) {
+    if (write(go[1], &c, 1) != 1) exit(8);
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      exit(8);
+    }
+  }
+  exit(0);
+}
+
 void ForkOverCaptures(const char* dir) {
   FILE* f = fopen("/proc/sys/kernel/ns_last_pid", "r");
   long last = 0;
@@ -1164,6 +1202,8 @@ int main(int argc, char** argv) {
     InlinedMarker();
   } else if (mode == "std-containers") {
     StdContainers();
+  } else if (mode == "two-children-at-once" && argc > 2) {
+    TwoChildrenAtOnce(static_cast<size_t>(atoll(argv[2])));
   } else if (mode == "fork-over-captures" && argc > 2) {
     ForkOverCaptures(argv[2]);
   } else if (mode == "quick-exit") {
