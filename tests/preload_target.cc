@@ -44,6 +44,8 @@
 //               vfork-empty (vfork and execve, then waits likewise)
 //   crash       allocates, prints its counts, then dereferences a null pointer
 //   two-children-at-once N   forks two children that each hold N bytes at one moment
+//   shrink-below N [same]   blocks of 4N bytes shrunk in place below N (with `same`:
+//               reallocated to their own size) and freed; none of them left
 //   raise N     allocates, prints its counts, then raises signal N (left to its default
 //               action: it ends the process); exit 9 if it returns
 //   raise-after-default N HOW   the same after asking for N's default action itself (HOW:
@@ -787,6 +789,28 @@ void QuickExitUnderSigterm(long delay_us) {
 // A forked child whose pid an earlier capture already has in its name (pids wrap): the
 // files DIR/cap.<pid>.mtb for the next 64 pids are made first, each holding
 // "placeholder\n"; then a child is forked, allocates and exits. Prints "child=PID".
+// Blocks that shrink in place below `min_size` (memtrace run --min-size) and are freed:
+// 100 of 4 * min_size bytes, each reallocated to min_size / 8 (glibc shrinks in place)
+// and freed, then 100 more of 4 * min_size, freed. None of them is left live. With
+// `shrink` false, each is reallocated to its own size instead. Prints how many of the
+// reallocations stayed in place.
+void ShrinkBelow(size_t min_size, bool shrink) {
+  int in_place = 0;
+  for (int i = 0; i < 100; ++i) {
+    void* p = malloc(4 * min_size);
+    if (p == nullptr) exit(8);
+    void* q = realloc(p, shrink ? min_size / 8 : 4 * min_size);
+    if (q == nullptr) exit(8);
+    in_place += q == p;
+    free(q);
+  }
+  void* kept[100];
+  for (void*& k : kept) k = malloc(4 * min_size);
+  for (void* k : kept) free(k);
+  printf("in_place=%d\n", in_place);
+  exit(0);
+}
+
 // Two forked children each hold `bytes` at one moment: each allocates and touches its
 // block, says so on a pipe, and frees it only once the parent has heard from both. The
 // family held 2 * bytes at once (and the parent's own blocks beside them).
@@ -1202,6 +1226,8 @@ int main(int argc, char** argv) {
     InlinedMarker();
   } else if (mode == "std-containers") {
     StdContainers();
+  } else if (mode == "shrink-below" && argc > 2) {
+    ShrinkBelow(static_cast<size_t>(atoll(argv[2])), argc < 4 || strcmp(argv[3], "same") != 0);
   } else if (mode == "two-children-at-once" && argc > 2) {
     TwoChildrenAtOnce(static_cast<size_t>(atoll(argv[2])));
   } else if (mode == "fork-over-captures" && argc > 2) {
