@@ -89,6 +89,10 @@ int ConvertCommand(int argc, char** argv) {
   }
   const std::string& in = args.positional[0];
   const std::string& out = args.positional[1];
+  if (in == "-" || out == "-") {
+    return UsageError(kConvertSpec, "'-' is not standard input or output here: name the "
+                                    "files, or /dev/stdin and /dev/stdout for pipes");
+  }
   if (const std::string problem = OutputNameProblem(in, out); !problem.empty()) {
     return UsageError(kConvertSpec, problem);
   }

@@ -565,9 +565,17 @@ int SummaryCommand(int argc, char** argv) {
     return 0;
   }
   if (at_point) {
-    printf("(state at %s: after event %llu of %llu)\n", PointDescription(*point).c_str(),
+    // A point past the capture's last event is its end: said, not passed over.
+    const bool all = s->events_applied == s->events;
+    const char* end = "";
+    if (all && point->kind == SnapshotPoint::Kind::kEvent && point->event > s->events) {
+      end = ": the capture ends before that event, so this is its end";
+    } else if (all && point->kind == SnapshotPoint::Kind::kTime) {
+      end = ": its last event is at or before that time, so this is its end";
+    }
+    printf("(state at %s: after event %llu of %llu%s)\n", PointDescription(*point).c_str(),
            static_cast<unsigned long long>(s->events_applied),
-           static_cast<unsigned long long>(s->events));
+           static_cast<unsigned long long>(s->events), end);
   }
   PrintTable(*s, path);
   PrintIntegrity(*s, blocks, CaptureFilters::Of(*s, blocks ? &*blocks : nullptr));

@@ -320,6 +320,12 @@ usage_error top "bad value for --limit" top --limit=x "$dir/c.jsonl"
 usage_error summary "flag --at-time= has an empty value" summary --at-time= "$dir/c.jsonl"
 usage_error peak "flag --scope= has an empty value" peak --scope= "$dir/c.jsonl"
 usage_error summary "--limit must be 0 (all rows) or more" summary --limit=-1 "$dir/c.jsonl"
+usage_error summary "'-' is not standard input here" summary -
+usage_error convert "'-' is not standard input or output here" convert "$dir/c.jsonl" -
+# A point past the capture's end is its end, and says so.
+"$memtrace" summary --at-event=999999999 "$dir/c.jsonl" > "$dir/pe.txt" || fail "summary past the end"
+grep -q "the capture ends before that event, so this is its end" "$dir/pe.txt" \
+  || fail "summary past the end: $(head -n 1 "$dir/pe.txt")"
 # `top --by CAPTURE` took the capture for the ordering: the ordering is what is said.
 usage_error top "--by must be bytes, count, live, temporaries or short-lived, not '$dir/c.jsonl'" top --by "$dir/c.jsonl"
 usage_error summary "which capture" summary

@@ -264,6 +264,10 @@ std::optional<int> OneCapture(const CommandSpec& spec, const ParsedArgs& args) {
   if (args.positional.size() > 1 || args.dashdash) {
     return UsageError(spec, "give exactly one CAPTURE file");
   }
+  if (args.positional[0] == "-") {
+    return UsageError(spec, "'-' is not standard input here: name the CAPTURE file, or "
+                            "/dev/stdin to read one from a pipe");
+  }
   return std::nullopt;
 }
 
