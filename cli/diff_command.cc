@@ -48,9 +48,11 @@ const CommandSpec kDiffSpec = {
     "ns; T with a unit, 1.5s, 250ms, 40us, 100ns, or a bare number of ns), scope-exit=PATH\n"
     "or scope-exit=PATH#N.\n"
     "--sites compares call sites instead, matched by name as `top` names them (the caller of\n"
-    "the allocator functions, --allocator adding the program's own), so two runs of a\n"
-    "program compare whatever addresses they ran at: live bytes and allocations, largest\n"
-    "growth in live bytes first.",
+    "the allocator functions, --allocator adding the program's own), so two runs of one\n"
+    "build compare whatever addresses they ran at (a rebuild names sites after its own\n"
+    "files and lines, and needs its old binary kept to name the old capture's): live bytes\n"
+    "and allocations, largest growth in live bytes first. A snapshot capture holds only\n"
+    "the blocks live at its moment: its sites compare by live bytes alone.",
     {"json", "from", "to", "sites", "allocator"}};
 
 namespace {
@@ -115,6 +117,9 @@ int DiffCommand(int argc, char** argv) {
   } else {
     rows = Compare(*before, *after);
   }
+  // A snapshot capture holds only the blocks live at its moment: its call sites' allocations
+  // before then are not in it (its scopes' and layers' are, in its trailer).
+  const bool live_only = sites && (before->snapshot_of.taken || after->snapshot_of.taken);
   auto label = [](const std::string& path, const SnapshotPoint& p) {
     return p.kind == SnapshotPoint::Kind::kEnd ? path
                                                : absl::StrCat(path, " at ", PointDescription(p));
@@ -126,16 +131,21 @@ int DiffCommand(int argc, char** argv) {
                       JsonQuote(d.path), ",\"before\":", JsonUsage(d.before),
                       ",\"after\":", JsonUsage(d.after), ",\"live_delta\":", d.live_delta());
       if (!sites) absl::StrAppend(&out, ",\"high_water_delta\":", d.high_water_delta());
-      absl::StrAppend(&out, ",\"allocated_delta\":", d.allocated_delta(), "}");
+      if (live_only) {
+        absl::StrAppend(&out, ",\"allocated_delta\":null}");
+      } else {
+        absl::StrAppend(&out, ",\"allocated_delta\":", d.allocated_delta(), "}");
+      }
     }
     printf("{\"command\":\"diff\",\"by\":\"%s\",\"before\":%s,\"before_verdict\":\"%s\","
            "\"before_filters\":%s,\"after\":%s,\"after_verdict\":\"%s\",\"after_filters\":%s,"
-           "\"sampled\":%s,\"rows\":[%s]}\n",
+           "\"sampled\":%s,\"allocations_known\":%s,\"rows\":[%s]}\n",
            sites ? "site" : "scope", JsonQuote(label(before_path, *from)).c_str(),
            VerdictWord(*before).c_str(),
            FiltersOf(*before).Json().c_str(), JsonQuote(label(after_path, *to)).c_str(),
            VerdictWord(*after).c_str(), FiltersOf(*after).Json().c_str(),
-           before->sampled || after->sampled ? "true" : "false", out.c_str());
+           before->sampled || after->sampled ? "true" : "false", live_only ? "false" : "true",
+           out.c_str());
     return 0;
   }
   printf("memtrace diff: %s (%s) -> %s (%s)\n", label(before_path, *from).c_str(),
@@ -145,6 +155,17 @@ int DiffCommand(int argc, char** argv) {
   PrintSnapshotNote(*before);
   PrintSnapshotNote(*after);
   printf("\n");
+  if (live_only) {
+    printf("a snapshot holds only the blocks live at its moment: call sites compare by live "
+           "bytes alone\n\n");
+    const char* row = "%12s %12s %12s  %s\n";
+    printf(row, "live before", "live after", "live change", "site");
+    for (const Difference& d : rows) {
+      printf(row, FormatBytes(d.before.live_bytes).c_str(), FormatBytes(d.after.live_bytes).c_str(),
+             Signed(d.live_delta()).c_str(), d.path.c_str());
+    }
+    return 0;
+  }
   if (sites) {
     const char* row = "%12s %12s %12s %12s %12s  %s\n";
     printf(row, "live before", "live after", "live change", "allocs +/-", "allocated +/-",

@@ -212,10 +212,20 @@ int LiveCommand(int argc, char** argv) {
     terminal.emplace();
   }
   std::optional<cli_internal::LiveView> view;
+  pid_t served = 0;  // the process that answered the last request, once one did
   for (;;) {
     pid_t pid = 0;
     const absl::StatusOr<std::string> reply = FetchLiveSnapshot(*socket_path, &pid);
-    if (!reply.ok()) return fail(reply.status());
+    if (!reply.ok()) {
+      // A process that answered before and is gone now ended: that ends the view, and is
+      // no error (the socket goes with it).
+      if (served > 0 && kill(served, 0) != 0 && errno == ESRCH) {
+        fprintf(stderr, "memtrace live: process %d ended\n", static_cast<int>(served));
+        return 0;
+      }
+      return fail(reply.status());
+    }
+    served = pid;
     std::string text = *reply + "\n";
     if (!json) {
       if (!view.has_value()) view.emplace(target, pid);

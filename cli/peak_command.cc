@@ -55,8 +55,13 @@ int PeakCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kPeakSpec, argc, argv, &args)) return *exit;
   if (auto exit = OneCapture(kPeakSpec, args)) return *exit;
-  if (absl::GetFlag(FLAGS_limit) < 1) return UsageError(kPeakSpec, "--limit must be at least 1");
-  const size_t limit = static_cast<size_t>(absl::GetFlag(FLAGS_limit));
+  // 0: every row, as for `summary`.
+  if (absl::GetFlag(FLAGS_limit) < 0) {
+    return UsageError(kPeakSpec, "--limit must be 0 (all rows) or more");
+  }
+  const size_t limit = absl::GetFlag(FLAGS_limit) == 0
+                           ? ~size_t{0}
+                           : static_cast<size_t>(absl::GetFlag(FLAGS_limit));
   AllocatorFunctions allocators;
   if (auto exit = ParseAllocators(kPeakSpec, &allocators)) return *exit;
   const std::string& path = args.positional[0];

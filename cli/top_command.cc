@@ -205,8 +205,13 @@ int TopCommand(int argc, char** argv) {
   if (args.positional.size() <= 1 || args.dashdash) {
     if (auto exit = OneCapture(kTopSpec, args)) return *exit;
   }
-  if (absl::GetFlag(FLAGS_limit) < 1) return UsageError(kTopSpec, "--limit must be at least 1");
-  const size_t limit = static_cast<size_t>(absl::GetFlag(FLAGS_limit));
+  // 0: every row, as for `summary`.
+  if (absl::GetFlag(FLAGS_limit) < 0) {
+    return UsageError(kTopSpec, "--limit must be 0 (all rows) or more");
+  }
+  const size_t limit = absl::GetFlag(FLAGS_limit) == 0
+                           ? ~size_t{0}
+                           : static_cast<size_t>(absl::GetFlag(FLAGS_limit));
   AllocatorFunctions allocators;
   if (auto exit = ParseAllocators(kTopSpec, &allocators)) return *exit;
   if (args.positional.size() > 1) return FamilyTop(args.positional, by, limit, allocators);

@@ -72,13 +72,14 @@ std::string JsonQuote(const std::string& s) {
 }
 
 std::string JsonUsage(const UsageCounters& u) {
-  // An interval with no upper end (a peak that has no bound) is written as null.
-  const std::string high = u.high_water_high_bytes == kNoHighWaterBound
-                               ? std::string("null")
-                               : absl::StrCat(u.high_water_high_bytes);
+  // A peak that has no bound has neither end: both are written as null (a reader of the
+  // trailer then takes it as a capture from before peaks were bounded, which is the same).
+  const bool bounded = u.high_water_high_bytes != kNoHighWaterBound;
+  const std::string low = bounded ? absl::StrCat(u.high_water_low_bytes) : std::string("null");
+  const std::string high = bounded ? absl::StrCat(u.high_water_high_bytes) : std::string("null");
   return absl::StrCat("{\"live_bytes\":", u.live_bytes, ",\"live_count\":", u.live_count,
                       ",\"high_water_bytes\":", u.high_water_bytes,
-                      ",\"high_water_low_bytes\":", u.high_water_low_bytes,
+                      ",\"high_water_low_bytes\":", low,
                       ",\"high_water_high_bytes\":", high,
                       ",\"allocated_bytes\":", u.allocated_bytes,
                       ",\"allocated_count\":", u.allocated_count,

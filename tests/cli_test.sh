@@ -326,6 +326,13 @@ usage_error convert "'-' is not standard input or output here" convert "$dir/c.j
 "$memtrace" summary --at-event=999999999 "$dir/c.jsonl" > "$dir/pe.txt" || fail "summary past the end"
 grep -q "the capture ends before that event, so this is its end" "$dir/pe.txt" \
   || fail "summary past the end: $(head -n 1 "$dir/pe.txt")"
+# --limit=0 is every row, for top and peak as for summary.
+for cmd in top peak; do
+  "$memtrace" $cmd --limit=0 "$dir/c.jsonl" > "$dir/l0.txt" || fail "$cmd --limit=0"
+  "$memtrace" $cmd --limit=1 "$dir/c.jsonl" > "$dir/l1.txt" || fail "$cmd --limit=1"
+  [[ $(wc -l < "$dir/l0.txt") -gt $(wc -l < "$dir/l1.txt") ]] || fail "$cmd --limit=0 printed no more rows than --limit=1"
+done
+usage_error top "--limit must be 0 (all rows) or more" top --limit=-2 "$dir/c.jsonl"
 # `top --by CAPTURE` took the capture for the ordering: the ordering is what is said.
 usage_error top "--by must be bytes, count, live, temporaries or short-lived, not '$dir/c.jsonl'" top --by "$dir/c.jsonl"
 usage_error summary "which capture" summary

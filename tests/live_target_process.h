@@ -140,7 +140,7 @@ class Target {
     return Wait();
   }
 
- private:
+  // Waits for it to end on its own: its exit status, or 128 + the signal that ended it.
   int Wait() {
     int status = 0;
     if (waitpid(pid_, &status, 0) != pid_) return -1;

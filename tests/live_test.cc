@@ -189,6 +189,19 @@ TEST_F(LiveTest, ViewWithoutATerminalPrintsRefreshesWithGrowthUntilInterrupted) 
   EXPECT_EQ(target.Finish("stop"), 0);
 }
 
+// The view ends, with status 0, when the process it watches ends (before, it said
+// "cannot connect ... is the process traced with --live?" and exited 1).
+TEST_F(LiveTest, TheViewEndsWithTheProcessItWatches) {
+  Target target;
+  Truth truth;
+  ASSERT_TRUE(target.WaitReady(&truth));
+  Target view({Runfile("cli/memtrace"), "live", std::to_string(truth.pid)});
+  const std::string first = ReadRefresh(view);
+  EXPECT_NE(first.find("blocks"), std::string::npos) << first;
+  EXPECT_EQ(target.Finish("stop"), 0);
+  EXPECT_EQ(view.Wait(), 0);
+}
+
 // Reads `fd` into *all until what it adds contains `text`, for at most 10 s; returns what
 // it added.
 std::string ReadUntil(int fd, const std::string& text, std::string* all) {

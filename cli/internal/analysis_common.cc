@@ -215,7 +215,8 @@ void PrintSnapshotNote(const CaptureSummary& s) {
          static_cast<unsigned long long>(s.snapshot_of.blocks),
          s.sampled ? "a sampled process's counts before then are not estimated, so allocated "
                      "and high-water are the live blocks' here"
-                   : "allocated, freed and high-water are the process's own counts up to then");
+                   : "allocated, freed and high-water are the process's own counts up to then, "
+                     "by scope and layer (a call site's are its live blocks alone)");
 }
 
 std::string UtcTime(int64_t unix_ns) {
