@@ -23,6 +23,7 @@
 #include "cli/analysis_commands.h"
 #include "cli/command_line.h"
 #include "cli/run_command.h"
+#include "preload/preload_config.h"
 
 namespace {
 
@@ -65,8 +66,8 @@ void FuzzRunOptions(std::vector<char*>& argv) {
   Check(options.depth.empty() || (absl::SimpleAtoi(options.depth, &depth) && depth <= 64),
         "depth is 0..64");
   uint64_t bytes = 0;
-  Check(options.min_size.empty() || absl::SimpleAtoi(options.min_size, &bytes),
-        "min-size is a number");
+  Check(options.min_size.empty() || memtrace::ParseByteSize(options.min_size, &bytes),
+        "min-size is a size (a number, or with K, M, G or T)");
   Check(options.unwind.empty() || options.unwind == "fp" || options.unwind == "dwarf",
         "unwind is fp or dwarf");
 }
