@@ -33,6 +33,7 @@ namespace memtrace {
 using cli_internal::JsonHead;
 using cli_internal::Load;
 using cli_internal::OneCapture;
+using cli_internal::RowLimit;
 using cli_internal::ParseAllocators;
 using cli_internal::PrintSampledNote;
 using cli_internal::PrintUnresolvedNote;
@@ -55,13 +56,8 @@ int PeakCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kPeakSpec, argc, argv, &args)) return *exit;
   if (auto exit = OneCapture(kPeakSpec, args)) return *exit;
-  // 0: every row, as for `summary`.
-  if (absl::GetFlag(FLAGS_limit) < 0) {
-    return UsageError(kPeakSpec, "--limit must be 0 (all rows) or more");
-  }
-  const size_t limit = absl::GetFlag(FLAGS_limit) == 0
-                           ? ~size_t{0}
-                           : static_cast<size_t>(absl::GetFlag(FLAGS_limit));
+  size_t limit = 0;
+  if (auto exit = RowLimit(kPeakSpec, &limit)) return *exit;
   AllocatorFunctions allocators;
   if (auto exit = ParseAllocators(kPeakSpec, &allocators)) return *exit;
   const std::string& path = args.positional[0];

@@ -58,6 +58,7 @@ using cli_internal::PrintFamilyFiltersNote;
 using cli_internal::PrintForkNote;
 using cli_internal::PrintSampledNote;
 using cli_internal::PrintSnapshotNote;
+using cli_internal::RowLimit;
 using cli_internal::PrintShadowNote;
 using cli_internal::PrintSignalNote;
 using cli_internal::PrintSiteOverflowNote;
@@ -256,8 +257,7 @@ int FamilySummary(const std::vector<std::string>& paths) {
     return UsageError(kSummarySpec, "the --at-* snapshot flags take one CAPTURE, not "
                                     "several; summarize the one you want at that point");
   }
-  const int limit = absl::GetFlag(FLAGS_limit);
-  if (limit < 0) return UsageError(kSummarySpec, "--limit must be 0 (all rows) or more");
+  const int limit = absl::GetFlag(FLAGS_limit);  // checked by SummaryCommand()
   struct Loaded {
     std::string path;
     std::optional<CaptureSummary> s;
@@ -483,9 +483,8 @@ int FamilySummary(const std::vector<std::string>& paths) {
 int SummaryCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kSummarySpec, argc, argv, &args)) return *exit;
-  if (absl::GetFlag(FLAGS_limit) < 0) {
-    return UsageError(kSummarySpec, "--limit must be 0 (all rows) or more");
-  }
+  size_t rows = 0;  // 0 is every row here too: FamilySummary() reads the flag
+  if (auto exit = RowLimit(kSummarySpec, &rows)) return *exit;
   if (args.positional.size() > 1 && !args.dashdash) return FamilySummary(args.positional);
   if (auto exit = OneCapture(kSummarySpec, args)) return *exit;
   int exit = 0;

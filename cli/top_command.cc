@@ -38,6 +38,7 @@ using cli_internal::JsonHead;
 using cli_internal::LayerName;
 using cli_internal::Load;
 using cli_internal::OneCapture;
+using cli_internal::RowLimit;
 using cli_internal::ParseAllocators;
 using cli_internal::PrintFamilyFiltersNote;
 using cli_internal::PrintSampledNote;
@@ -205,13 +206,8 @@ int TopCommand(int argc, char** argv) {
   if (args.positional.size() <= 1 || args.dashdash) {
     if (auto exit = OneCapture(kTopSpec, args)) return *exit;
   }
-  // 0: every row, as for `summary`.
-  if (absl::GetFlag(FLAGS_limit) < 0) {
-    return UsageError(kTopSpec, "--limit must be 0 (all rows) or more");
-  }
-  const size_t limit = absl::GetFlag(FLAGS_limit) == 0
-                           ? ~size_t{0}
-                           : static_cast<size_t>(absl::GetFlag(FLAGS_limit));
+  size_t limit = 0;
+  if (auto exit = RowLimit(kTopSpec, &limit)) return *exit;
   AllocatorFunctions allocators;
   if (auto exit = ParseAllocators(kTopSpec, &allocators)) return *exit;
   if (args.positional.size() > 1) return FamilyTop(args.positional, by, limit, allocators);

@@ -272,6 +272,13 @@ std::optional<int> OneCapture(const CommandSpec& spec, const ParsedArgs& args) {
   return std::nullopt;
 }
 
+std::optional<int> RowLimit(const CommandSpec& spec, size_t* rows) {
+  const int32_t limit = absl::GetFlag(FLAGS_limit);
+  if (limit < 0) return UsageError(spec, "--limit must be 0 (all rows) or more");
+  *rows = limit == 0 ? ~size_t{0} : static_cast<size_t>(limit);
+  return std::nullopt;
+}
+
 std::string PointDescription(const SnapshotPoint& p) {
   switch (p.kind) {
     case SnapshotPoint::Kind::kEnd: return "the end";

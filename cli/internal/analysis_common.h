@@ -114,6 +114,10 @@ absl::StatusOr<CaptureSummary> Load(const std::string& path);
 // Exactly one CAPTURE argument, or a usage error.
 std::optional<int> OneCapture(const CommandSpec& spec, const ParsedArgs& args);
 
+// --limit as a row count: the rows to print (0: every row, as the largest size_t), or a
+// usage error of `spec` for a negative one.
+std::optional<int> RowLimit(const CommandSpec& spec, size_t* rows);
+
 // A snapshot point in words: "the end", "event N", "time N ns", "exit N of PATH".
 std::string PointDescription(const SnapshotPoint& p);
 
