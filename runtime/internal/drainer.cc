@@ -375,9 +375,21 @@ bool Drainer::FirstRingMakesBlockAt(const Event& e, uint64_t target) const noexc
   return false;
 }
 
+uint64_t Drainer::SegmentEnd(const Cursor& c, uint64_t k) const noexcept {
+  // A stamp on every record (Config::order_stamp_log2 = 0) is the record's own time: its
+  // window is that instant. Stamp 0 is "no stamp": the window ends at the next one.
+  if (c.ring->stamp_log2() == 0) {
+    const uint64_t lo = c.ring->ReadStamp(k);
+    if (lo != 0) return lo;
+  }
+  return WindowEnd(c, k);
+}
+
 uint64_t Drainer::FirstRingBefore(const Cursor& c, uint32_t epoch) const {
-  // The record's window ends where its segment's does.
-  const uint64_t end = WindowEnd(c, c.pos >> c.ring->stamp_log2());
+  // The record's window ends where its segment's does. Not past it: the first ring's
+  // records made after that window are applied in their own place, or the order applied
+  // would not be one the peak's interval (OpenSegment) describes.
+  const uint64_t end = SegmentEnd(c, c.pos >> c.ring->stamp_log2());
   const Cursor& first = cursors_[0];
   const uint32_t first_shift = first.ring->stamp_log2();
   uint64_t p = first.pos;
@@ -402,10 +414,9 @@ void Drainer::OpenSegment(Cursor& c) {
   const uint64_t k = c.pos >> shift;
   // Stamp 0 is "no stamp" (EpochClock::StampNow()): as a start, earlier than any; as an
   // end, an open window (WindowEnd). So is the end of a segment whose last stamp is not
-  // published yet (its records may go on in a later epoch). A stamp on every record
-  // (Config::order_stamp_log2 = 0) is the record's own time: its window is that instant.
+  // published yet (its records may go on in a later epoch).
   const uint64_t lo = c.ring->ReadStamp(k);
-  const uint64_t hi = shift == 0 && lo != 0 ? lo : WindowEnd(c, k);
+  const uint64_t hi = SegmentEnd(c, k);
   if (parallel_ != nullptr) {
     parallel_->BeginSegment(&c.open, c.ring->id(), k, lo, hi);
     // Beginning a segment closes the one before, which stops the tracker using it

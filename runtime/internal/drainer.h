@@ -290,6 +290,9 @@ class Drainer {
   // or the clock gives none; and the same as a window end, kOpenWindow for 0.
   uint64_t NextStamp(const Cursor& c, uint64_t k) const noexcept;
   uint64_t WindowEnd(const Cursor& c, uint64_t k) const noexcept;
+  // The end of the window of c's segment k: WindowEnd(), or the segment's own stamp when
+  // every record has one (its window is that instant).
+  uint64_t SegmentEnd(const Cursor& c, uint64_t k) const noexcept;
   // The time, by its ring's stamps, at which the record at `position` of `c` was made:
   // between the stamps around it, in proportion to its place in its segment.
   uint64_t EstimateTime(const Cursor& c, uint64_t position) const noexcept;
