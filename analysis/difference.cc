@@ -45,13 +45,24 @@ std::vector<Difference> CompareSites(const CaptureSummary& before, const SiteNam
                                      const CaptureSummary& after, const SiteNameOf& after_name) {
   std::map<std::string, Difference> by_name;
   auto add = [&](const CaptureSummary& s, const SiteNameOf& name,
-                 UsageCounters Difference::*side) {
+                 UsageCounters Difference::*side, bool Difference::*peak_known) {
+    std::map<std::string, int> rows_of;
     for (const AllocationAttribution& a : s.attribution) {
-      (by_name[name(a.site)].*side).AddCounts(a.usage);
+      const std::string n = name(a.site);
+      Difference& d = by_name[n];
+      UsageCounters& u = d.*side;
+      if (++rows_of[n] == 1) {
+        u = a.usage;  // one row: its peak is the name's
+        if (!s.snapshot_of.taken) continue;
+      } else {
+        u.AddCounts(a.usage);
+      }
+      u.high_water_bytes = u.high_water_low_bytes = u.high_water_high_bytes = 0;
+      d.*peak_known = false;
     }
   };
-  add(before, before_name, &Difference::before);
-  add(after, after_name, &Difference::after);
+  add(before, before_name, &Difference::before, &Difference::before_peak_known);
+  add(after, after_name, &Difference::after, &Difference::after_peak_known);
   std::vector<Difference> rows;
   for (auto& [name, d] : by_name) {
     d.path = name;

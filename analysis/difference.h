@@ -23,6 +23,9 @@ struct Difference {
   std::string path;
   UsageCounters before;  // zeros if the scope is new
   UsageCounters after;   // zeros if the scope is gone
+  // Whether each side's high-water mark is a real one (CompareSites()).
+  bool before_peak_known = true;
+  bool after_peak_known = true;
   int64_t live_delta() const {
     return static_cast<int64_t>(after.live_bytes) - static_cast<int64_t>(before.live_bytes);
   }
@@ -46,8 +49,10 @@ using SiteNameOf = std::function<std::string(uint32_t site)>;
 // Each call site's counters in `before` and `after`, matched by the name each capture's
 // namer gives it (so two runs compare whatever addresses they ran at), every (site,
 // scope, layer) of a name summed; `path` is the name. Largest growth in live bytes first,
-// then in bytes allocated, then by name. The high-water marks are left at zero: the rows
-// of one name peak at different moments.
+// then in bytes allocated, then by name. A side's high-water mark is known only where one
+// row of the capture has the name, in a capture that is not a snapshot (which holds only
+// the blocks live at its moment): rows of one name peak at different moments, so their
+// sum's peak is not known (left at zero, before_peak_known or after_peak_known false).
 std::vector<Difference> CompareSites(const CaptureSummary& before, const SiteNameOf& before_name,
                                      const CaptureSummary& after, const SiteNameOf& after_name);
 

@@ -35,7 +35,8 @@ std::vector<SiteGroup> GroupSitesByName(std::vector<AllocationAttribution> rows,
       g.usage = a.usage;  // a group of one is its stack, high-water included
     } else {
       g.usage.AddCounts(a.usage);
-      g.usage.high_water_bytes = 0;  // the stacks' high-water moments differ
+      // The stacks peaked at different moments: the group's peak is not known.
+      g.usage.high_water_bytes = g.usage.high_water_low_bytes = g.usage.high_water_high_bytes = 0;
     }
     g.temporaries += a.temporaries;
     g.short_lived += a.short_lived;

@@ -32,6 +32,7 @@ using cli_internal::CheckReached;
 using cli_internal::FiltersOf;
 using cli_internal::Load;
 using cli_internal::ParseAllocators;
+using cli_internal::PastTheEnd;
 using cli_internal::PointDescription;
 using cli_internal::SiteNamer;
 using cli_internal::PrintSampledNote;
@@ -120,16 +121,19 @@ int DiffCommand(int argc, char** argv) {
   // A snapshot capture holds only the blocks live at its moment: its call sites' allocations
   // before then are not in it (its scopes' and layers' are, in its trailer).
   const bool live_only = sites && (before->snapshot_of.taken || after->snapshot_of.taken);
-  auto label = [](const std::string& path, const SnapshotPoint& p) {
-    return p.kind == SnapshotPoint::Kind::kEnd ? path
-                                               : absl::StrCat(path, " at ", PointDescription(p));
+  // A point past the capture's last event is its end: said, not passed over.
+  auto label = [](const std::string& path, const SnapshotPoint& p, const CaptureSummary& s) {
+    if (p.kind == SnapshotPoint::Kind::kEnd) return path;
+    const std::string past = PastTheEnd(p, s);
+    return absl::StrCat(path, " at ", PointDescription(p), past.empty() ? "" : " (", past,
+                        past.empty() ? "" : ")");
   };
   if (absl::GetFlag(FLAGS_json)) {
     std::string out;
     for (const Difference& d : rows) {
       absl::StrAppend(&out, out.empty() ? "" : ",", sites ? "{\"site\":" : "{\"path\":",
-                      JsonQuote(d.path), ",\"before\":", JsonUsage(d.before),
-                      ",\"after\":", JsonUsage(d.after), ",\"live_delta\":", d.live_delta());
+                      JsonQuote(d.path), ",\"before\":", JsonUsage(d.before, d.before_peak_known),
+                      ",\"after\":", JsonUsage(d.after, d.after_peak_known), ",\"live_delta\":", d.live_delta());
       if (!sites) absl::StrAppend(&out, ",\"high_water_delta\":", d.high_water_delta());
       if (live_only) {
         absl::StrAppend(&out, ",\"allocated_delta\":null}");
@@ -140,16 +144,16 @@ int DiffCommand(int argc, char** argv) {
     printf("{\"command\":\"diff\",\"by\":\"%s\",\"before\":%s,\"before_verdict\":\"%s\","
            "\"before_filters\":%s,\"after\":%s,\"after_verdict\":\"%s\",\"after_filters\":%s,"
            "\"sampled\":%s,\"allocations_known\":%s,\"rows\":[%s]}\n",
-           sites ? "site" : "scope", JsonQuote(label(before_path, *from)).c_str(),
+           sites ? "site" : "scope", JsonQuote(label(before_path, *from, *before)).c_str(),
            VerdictWord(*before).c_str(),
-           FiltersOf(*before).Json().c_str(), JsonQuote(label(after_path, *to)).c_str(),
+           FiltersOf(*before).Json().c_str(), JsonQuote(label(after_path, *to, *after)).c_str(),
            VerdictWord(*after).c_str(), FiltersOf(*after).Json().c_str(),
            before->sampled || after->sampled ? "true" : "false", live_only ? "false" : "true",
            out.c_str());
     return 0;
   }
-  printf("memtrace diff: %s (%s) -> %s (%s)\n", label(before_path, *from).c_str(),
-         Verdict(*before).c_str(), label(after_path, *to).c_str(), Verdict(*after).c_str());
+  printf("memtrace diff: %s (%s) -> %s (%s)\n", label(before_path, *from, *before).c_str(),
+         Verdict(*before).c_str(), label(after_path, *to, *after).c_str(), Verdict(*after).c_str());
   PrintDifferentProgramsNote(*before, *after);
   PrintSampledNote(before->sampled ? *before : *after);
   PrintSnapshotNote(*before);

@@ -27,6 +27,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/capture_reader.h"
+#include "analysis/capture_file_ends.h"
+#include "analysis/trailer.h"
 #include "cli/command_line.h"
 #include "preload/preload_config.h"
 #include "runtime/internal/cpu_list.h"
@@ -672,7 +674,15 @@ int RunCommand(int argc, char** argv) {
         PrintSummary(family);
       }
     }
-    // Where to look next: the summary has totals only.
+    // Where to look next: the summary has totals only. A capture with no events has
+    // nothing more to show (the summary's note says why that may be).
+    const std::optional<std::string> trailer =
+        ReadCaptureFileEnds(capture, /*with_header=*/false).trailer;
+    const absl::StatusOr<TrailerBlocks> t =
+        trailer ? ParseTrailer(*trailer) : absl::NotFoundError("no trailer");
+    if (family_glob.empty() && t.ok() && t->has_event_lines && t->event_lines == 0) {
+      return exit_code;
+    }
     std::vector<std::pair<std::string, std::string>> commands = {
         {absl::StrCat("memtrace top ", capture),
          "call sites by bytes allocated (--by=live: what was left at exit)"},

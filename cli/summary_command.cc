@@ -47,10 +47,12 @@ namespace memtrace {
 using cli_internal::Basename;
 using cli_internal::CheckReached;
 using cli_internal::CleanIntegrity;
+using cli_internal::NoEventsProblem;
 using cli_internal::JsonHead;
 using cli_internal::LayerName;
 using cli_internal::Load;
 using cli_internal::OneCapture;
+using cli_internal::PastTheEnd;
 using cli_internal::PointDescription;
 using cli_internal::PrintBeforeStartNote;
 using cli_internal::PrintExecNote;
@@ -102,7 +104,7 @@ void PrintTable(const CaptureSummary& s, const std::string& path) {
   };
   for (const auto& [id, usage] : s.scopes) line(ScopeName(s, id), usage);
   line("TOTAL", s.totals);
-  printf("\n");
+  if (!s.layers.empty()) printf("\n");
   for (const auto& [id, usage] : s.layers) line("layer " + LayerName(s, id), usage);
   // At a snapshot point inside the capture, the counts are those up to it.
   const bool inside = s.events_applied < s.events;
@@ -154,12 +156,20 @@ std::optional<SnapshotPoint> SummaryPoint(int* exit) {
 // The trailer's integrity block, as the runtime's own summary prints it, and the sink's
 // counts; a capture cut short has none, and says so. A clean capture that no filter
 // thinned gets one line instead (CleanIntegrity()), unless --verbose asks for the block.
+// Under the integrity of a whole capture with no events: what that may mean.
+void PrintNoEventsNote(const CaptureSummary& s) {
+  if (const std::optional<std::string> none = NoEventsProblem(s)) {
+    printf("note: %s\n", none->c_str());
+  }
+}
+
 void PrintIntegrity(const CaptureSummary& s, const std::optional<TrailerBlocks>& blocks,
                     const CaptureFilters& filters) {
   printf("\n");
   if (!absl::GetFlag(FLAGS_verbose) && !filters.any()) {
     if (const std::optional<std::string> clean = CleanIntegrity(s)) {
       printf("integrity: %s\n", clean->c_str());
+      PrintNoEventsNote(s);
       return;
     }
   }
@@ -210,6 +220,7 @@ void PrintIntegrity(const CaptureSummary& s, const std::optional<TrailerBlocks>&
                                   blocks->applier_cpu_ns)
                      .c_str());
   }
+  PrintNoEventsNote(s);
 }
 
 // The command line a row of the process table shows: the arguments joined by spaces,
@@ -565,16 +576,10 @@ int SummaryCommand(int argc, char** argv) {
   }
   if (at_point) {
     // A point past the capture's last event is its end: said, not passed over.
-    const bool all = s->events_applied == s->events;
-    const char* end = "";
-    if (all && point->kind == SnapshotPoint::Kind::kEvent && point->event > s->events) {
-      end = ": the capture ends before that event, so this is its end";
-    } else if (all && point->kind == SnapshotPoint::Kind::kTime) {
-      end = ": its last event is at or before that time, so this is its end";
-    }
-    printf("(state at %s: after event %llu of %llu%s)\n", PointDescription(*point).c_str(),
+    const std::string past = PastTheEnd(*point, *s);
+    printf("(state at %s: after event %llu of %llu%s%s)\n", PointDescription(*point).c_str(),
            static_cast<unsigned long long>(s->events_applied),
-           static_cast<unsigned long long>(s->events), end);
+           static_cast<unsigned long long>(s->events), past.empty() ? "" : ": ", past.c_str());
   }
   PrintTable(*s, path);
   PrintIntegrity(*s, blocks, CaptureFilters::Of(*s, blocks ? &*blocks : nullptr));

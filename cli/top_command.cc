@@ -259,7 +259,8 @@ int TopCommand(int argc, char** argv) {
                       Hex(first.site_addr), "\",\"name\":", JsonQuote(g.name), first_frames,
                       ",\"scope\":", JsonQuote(ScopeName(*s, g.scope)),
                       ",\"layer\":", JsonQuote(LayerName(*s, g.layer)),
-                      ",\"usage\":", JsonUsage(g.usage), ",\"temporaries\":", g.temporaries,
+                      ",\"usage\":", JsonUsage(g.usage, g.stacks.size() == 1),
+                      ",\"temporaries\":", g.temporaries,
                       ",\"short_lived\":", g.short_lived, ",\"stacks\":[", members, "]}");
     }
     printf("{%s,\"by\":%s,\"rows\":[%s],\"more_rows\":%zu,\"unresolved\":%s}\n",

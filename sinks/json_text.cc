@@ -71,14 +71,15 @@ std::string JsonQuote(const std::string& s) {
   return out;
 }
 
-std::string JsonUsage(const UsageCounters& u) {
+std::string JsonUsage(const UsageCounters& u, bool peak_known) {
   // A peak that has no bound has neither end: both are written as null (a reader of the
   // trailer then takes it as a capture from before peaks were bounded, which is the same).
-  const bool bounded = u.high_water_high_bytes != kNoHighWaterBound;
+  const bool bounded = peak_known && u.high_water_high_bytes != kNoHighWaterBound;
   const std::string low = bounded ? absl::StrCat(u.high_water_low_bytes) : std::string("null");
   const std::string high = bounded ? absl::StrCat(u.high_water_high_bytes) : std::string("null");
+  const std::string peak = peak_known ? absl::StrCat(u.high_water_bytes) : std::string("null");
   return absl::StrCat("{\"live_bytes\":", u.live_bytes, ",\"live_count\":", u.live_count,
-                      ",\"high_water_bytes\":", u.high_water_bytes,
+                      ",\"high_water_bytes\":", peak,
                       ",\"high_water_low_bytes\":", low,
                       ",\"high_water_high_bytes\":", high,
                       ",\"allocated_bytes\":", u.allocated_bytes,

@@ -23,9 +23,12 @@ namespace memtrace {
 // replacement character. Everything else is kept as it is.
 std::string JsonQuote(const std::string& s);
 
-// {"live_bytes":..,"live_count":..,"high_water_bytes":..,"allocated_bytes":..,
-//  "allocated_count":..,"allocation_calls":..,"freed_bytes":..,"freed_count":..}
-std::string JsonUsage(const UsageCounters& u);
+// {"live_bytes":..,"live_count":..,"high_water_bytes":..,"high_water_low_bytes":..,
+//  "high_water_high_bytes":..,"allocated_bytes":..,"allocated_count":..,
+//  "allocation_calls":..,"freed_bytes":..,"freed_count":..}
+// The three high-water fields are null where `peak_known` is false (counts added up from
+// rows that peaked at different moments), and the interval's ends where it has none.
+std::string JsonUsage(const UsageCounters& u, bool peak_known = true);
 
 // [{"id":..,"path":"a/b","usage":{...}},...] and [{"id":..,"name":"cpu","usage":{...}},...]
 std::string JsonScopes(const std::vector<ScopeUsage>& scopes);

@@ -800,6 +800,8 @@ TEST(AnalyzerTest, CompareSitesMatchesCallSitesByNameAcrossCaptures) {
     a.usage.live_bytes = live;
     a.usage.allocated_bytes = allocated;
     a.usage.allocated_count = 1;
+    a.usage.high_water_bytes = a.usage.high_water_low_bytes = a.usage.high_water_high_bytes =
+        allocated;
     return a;
   };
   before.attribution = {row(1, 0, 100, 500), row(2, 0, 40, 40)};
@@ -818,6 +820,24 @@ TEST(AnalyzerTest, CompareSitesMatchesCallSitesByNameAcrossCaptures) {
   EXPECT_EQ(d[1].live_delta(), 10);
   EXPECT_EQ(d[2].path, "gone");
   EXPECT_EQ(d[2].live_delta(), -40);
+  // A side's peak is its one row's; the sum of two rows' (sites 7 and 8) has none.
+  EXPECT_TRUE(d[0].before_peak_known);
+  EXPECT_EQ(d[0].before.high_water_bytes, 500u);
+  EXPECT_FALSE(d[0].after_peak_known);
+  EXPECT_EQ(d[0].after.high_water_bytes, 0u);
+  EXPECT_EQ(d[0].after.high_water_high_bytes, 0u);
+  EXPECT_TRUE(d[1].after_peak_known);
+  EXPECT_EQ(d[1].after.high_water_bytes, 10u);
+  EXPECT_EQ(d[1].before.high_water_bytes, 0u);  // no row: nothing allocated, no peak
+  // A snapshot capture holds only the blocks live at its moment: no peak at all.
+  after.snapshot_of.taken = true;
+  const std::vector<Difference> s = CompareSites(
+      before, [&](uint32_t s) { return before_names.at(s); }, after,
+      [&](uint32_t s) { return after_names.at(s); });
+  for (const Difference& row : s) {
+    EXPECT_FALSE(row.after_peak_known && row.after.allocated_count != 0) << row.path;
+    EXPECT_EQ(row.after.high_water_bytes, 0u) << row.path;
+  }
 }
 
 TEST(AnalyzerTest, CompareMatchesScopesByPathAcrossCaptures) {

@@ -326,6 +326,10 @@ usage_error convert "'-' is not standard input or output here" convert "$dir/c.j
 "$memtrace" summary --at-event=999999999 "$dir/c.jsonl" > "$dir/pe.txt" || fail "summary past the end"
 grep -q "the capture ends before that event, so this is its end" "$dir/pe.txt" \
   || fail "summary past the end: $(head -n 1 "$dir/pe.txt")"
+"$memtrace" diff --from=event=10 --to=event=999999999 "$dir/c.jsonl" > "$dir/pe.txt" \
+  || fail "diff past the end"
+grep -q "at event 999999999 (the capture ends before that event, so this is its end)" \
+  "$dir/pe.txt" || fail "diff past the end: $(head -n 1 "$dir/pe.txt")"
 # --limit=0 is every row, for top and peak as for summary.
 for cmd in top peak; do
   "$memtrace" $cmd --limit=0 "$dir/c.jsonl" > "$dir/l0.txt" || fail "$cmd --limit=0"
@@ -465,9 +469,28 @@ grep -q "at exit 5 of request" "$dir/d2.txt" || fail "diff points: $(head -2 "$d
 "$memtrace" summary --json --at-event=2000 "$dir/c.jsonl" > "$dir/s0.json" || fail "summary at 2000"
 "$memtrace" diff --sites --json "$dir/small.jsonl" "$dir/c.jsonl" > "$dir/ds2.json" \
   || fail "diff --sites of two captures"
-python3 - "$dir/ds.json" "$dir/s0.json" "$dir/s.json" "$dir/ds2.json" <<'PY' || fail "diff --sites: $(head -c 600 "$dir/ds.json")"
+# A side's peak is the site's own where one row has the name (as `top` gives it), and
+# null where several rows add up (they peaked at different moments).
+"$memtrace" top --json --limit=0 "$dir/c.jsonl" > "$dir/dt.json" || fail "top --json --limit=0"
+python3 - "$dir/ds.json" "$dir/s0.json" "$dir/s.json" "$dir/ds2.json" "$dir/dt.json" <<'PY' || fail "diff --sites: $(head -c 600 "$dir/ds.json")"
 import json, sys
-d, s0, s1, two = (json.load(open(p)) for p in sys.argv[1:5])
+d, s0, s1, two, top = (json.load(open(p)) for p in sys.argv[1:6])
+stacks = {}
+for g in top["rows"]:
+    stacks.setdefault(g["name"], []).extend(g["stacks"])
+known = 0
+for r in d["rows"]:
+    after, own = r["after"], stacks.get(r["site"], [])
+    if len(own) == 1:
+        known += 1
+        assert after["high_water_bytes"] == own[0]["usage"]["high_water_bytes"], (r, own)
+        assert after["high_water_low_bytes"] <= after["high_water_bytes"] <= after["high_water_high_bytes"], r
+    else:
+        assert after["high_water_bytes"] is None and after["high_water_low_bytes"] is None, r
+for g in top["rows"]:
+    if len(g["stacks"]) > 1:
+        assert g["usage"]["high_water_bytes"] is None, g
+assert known > 0, d["rows"]
 assert d["command"] == "diff" and d["by"] == "site", d
 rows = d["rows"]
 assert rows, "no rows"
@@ -496,6 +519,11 @@ printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"so
 "$memtrace" verify "$dir/empty_preload.jsonl" > "$dir/v3.txt"
 [[ $? -eq 1 ]] || fail "an empty preload capture must fail verify"
 grep -q "the interposer was loaded but recorded no allocations" "$dir/v3.txt" || fail "$(cat "$dir/v3.txt")"
+# summary calls it whole, with 0 events, and says what that may mean.
+"$memtrace" summary "$dir/empty_preload.jsonl" > "$dir/se.txt" || fail "summary of an empty capture"
+grep -q "^integrity: complete .*: 0 events, nothing lost" "$dir/se.txt" || fail "$(cat "$dir/se.txt")"
+grep -q "^note: the interposer was loaded but recorded no allocations" "$dir/se.txt" \
+  || fail "$(cat "$dir/se.txt")"
 "$memtrace" verify --expect-preload "$dir/c.jsonl" > "$dir/v4.txt"
 [[ $? -eq 1 ]] || fail "--expect-preload on a runtime capture must fail"
 grep -q 'the interposer was not loaded (header source is "runtime"' "$dir/v4.txt" || fail "$(cat "$dir/v4.txt")"

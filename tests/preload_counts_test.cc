@@ -56,6 +56,20 @@ TEST_F(PreloadTest, EveryEntryPointAcrossThreadsMatchesTheProgramsOwnCounts) {
   }
 }
 
+// A run whose capture holds no events says what that may mean, and suggests no commands
+// to look further (there is nothing to look at).
+TEST_F(PreloadTest, ARunThatRecordsNoAllocationSaysSoAndSuggestsNothingNext) {
+  const std::string capture = TempDir() + "/none.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--min-size=1G", "--output=" + capture, "--", Target(), "basic"}, {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_NE(run.err.find("\n0 events;"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("note: the interposer was loaded but recorded no allocations"),
+            std::string::npos)
+      << run.err;
+  EXPECT_EQ(run.err.find("next:"), std::string::npos) << run.err;
+}
+
 // heaptrack's "calls to allocation functions": the summary's calls column and its JSON
 // allocation_calls are the program's own count of its malloc-family calls (a realloc is
 // one, in place or moved), beside allocs, which counts blocks. --min-size keeps the

@@ -69,6 +69,19 @@ std::string Verdict(const CaptureSummary& s) {
   return VerdictAlone(s) + FiltersOf(s).VerdictSuffix();
 }
 
+std::optional<std::string> NoEventsProblem(const CaptureSummary& s) {
+  const bool preload = s.source == "preload";
+  // (An interposer's capture cut short says why in CaptureProblems(): the events may
+  // never have been written.)
+  if (s.events != 0 || (!s.has_trailer && preload) || (preload && !s.malloc_from.empty())) {
+    return std::nullopt;
+  }
+  return preload ? "the interposer was loaded but recorded no allocations (did the program "
+                   "allocate above the interposer's min_size, in a process it traces?)"
+                 : "it has no memory events (was the tracer started, and the sink attached "
+                   "before Start()?)";
+}
+
 std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
   std::vector<std::string> problems;
   const bool preload = s.source == "preload";
@@ -79,14 +92,8 @@ std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
         "interposer by other calls, and the frees of those blocks may be missing. Preload "
         "libmemtrace_preload.so first, or trace a build of the program that uses the C "
         "library's malloc"));
-  } else if (s.events == 0 && (s.has_trailer || !preload)) {
-    // (An interposer's capture cut short says why below: the events may never have been
-    // written.)
-    problems.push_back(
-        preload ? "the interposer was loaded but recorded no allocations (did the program "
-                  "allocate above the interposer's min_size, in a process it traces?)"
-                : "it has no memory events (was the tracer started, and the sink attached "
-                  "before Start()?)");
+  } else if (std::optional<std::string> none = NoEventsProblem(s)) {
+    problems.push_back(*std::move(none));
   }
   if (s.being_written) {
     problems.push_back(
@@ -171,7 +178,12 @@ std::vector<std::string> IntegrityFindings(const CaptureSummary& s) {
 }
 
 std::optional<std::string> CleanIntegrity(const CaptureSummary& s) {
-  if (!CaptureProblems(s).empty() || !IntegrityFindings(s).empty()) return std::nullopt;
+  // A capture with no events can still be whole: the line says "0 events", and the
+  // caller says what that means (NoEventsProblem()).
+  const size_t no_events = NoEventsProblem(s) ? 1 : 0;
+  if (CaptureProblems(s).size() != no_events || !IntegrityFindings(s).empty()) {
+    return std::nullopt;
+  }
   const TrailerBlocks t = *ParseTrailer(s.trailer);
   // The capture's memory events, as the summary's table and `verify` count them. "exact"
   // says what it holds for where a recording filter left blocks out.
@@ -287,6 +299,17 @@ std::string PointDescription(const SnapshotPoint& p) {
     case SnapshotPoint::Kind::kScopeExit: return absl::StrCat("exit ", p.nth, " of ", p.scope);
   }
   return p.text;
+}
+
+std::string PastTheEnd(const SnapshotPoint& p, const CaptureSummary& s) {
+  if (s.events_applied != s.events) return "";
+  if (p.kind == SnapshotPoint::Kind::kEvent && p.event > s.events) {
+    return "the capture ends before that event, so this is its end";
+  }
+  if (p.kind == SnapshotPoint::Kind::kTime) {
+    return "its last event is at or before that time, so this is its end";
+  }
+  return "";
 }
 
 // Fails when a scope-exit point was never reached.

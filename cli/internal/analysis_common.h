@@ -62,6 +62,10 @@ std::string VerdictWord(const CaptureSummary& s);
 // these (the integrity block may still report findings: IntegrityFindings()).
 std::vector<std::string> CaptureProblems(const CaptureSummary& s);
 
+// The problem of a whole capture that holds no memory events (one of CaptureProblems()),
+// or nullopt.
+std::optional<std::string> NoEventsProblem(const CaptureSummary& s);
+
 // What the trailer's integrity block reports beyond "complete, exact, nothing lost"
 // (CaptureIntegrity::Findings()), the sink's losses, and releases the replay could not
 // pair. A trailer without integrity counters (an older capture's) has none of the first.
@@ -72,8 +76,8 @@ std::vector<std::string> IntegrityFindings(const CaptureSummary& s);
 //   complete, exact: 410,090 events, nothing lost[, peaks within their bounds]
 // (or ", peaks without bounds (...)" for a capture written before memtrace bounded them;
 // an older trailer with no integrity counters says so, and counts the capture's events).
-// A capture is clean when CaptureProblems() and IntegrityFindings() are both empty;
-// nullopt otherwise. Recording filters are asked for, not findings: callers say them.
+// A capture is clean when CaptureProblems() and IntegrityFindings() are both empty, but
+// for NoEventsProblem(), whose "0 events" the line says; nullopt otherwise. Recording filters are asked for, not findings: callers say them.
 std::optional<std::string> CleanIntegrity(const CaptureSummary& s);
 
 // Under a family's first line (its verdicts counted): each capture that recording filters
@@ -120,6 +124,10 @@ std::optional<int> RowLimit(const CommandSpec& spec, size_t* rows);
 
 // A snapshot point in words: "the end", "event N", "time N ns", "exit N of PATH".
 std::string PointDescription(const SnapshotPoint& p);
+
+// Why the state at `p` is the capture's end, when `p` lies past its last event ("the
+// capture ends before that event, so this is its end"), or "".
+std::string PastTheEnd(const SnapshotPoint& p, const CaptureSummary& s);
 
 // Fails when a scope-exit point was never reached.
 std::optional<int> CheckReached(const CommandSpec& spec, const CaptureSummary& s,
