@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
 #include "cli/internal/analysis_common.h"
 #include "sinks/summary_table.h"
@@ -19,6 +20,7 @@ using cli_internal::JsonHead;
 using cli_internal::Load;
 using cli_internal::OneCapture;
 using cli_internal::PrintSampledNote;
+using cli_internal::PrintSnapshotNote;
 using cli_internal::Share;
 using cli_internal::Verdict;
 
@@ -38,11 +40,17 @@ int CoverageCommand(int argc, char** argv) {
   const auto s = Load(path);
   if (!s.ok()) return InputError(kCoverageSpec, std::string(s.status().message()));
   const Coverage& c = s->coverage;
+  // A snapshot capture holds only the blocks live at its moment: none of them was freed,
+  // so how many blocks were freed soon after their allocation is not known.
+  const bool snapshot = s->snapshot_of.taken;
+  auto count = [snapshot](uint64_t n) {
+    return snapshot ? std::string("null") : absl::StrCat(n);
+  };
   if (absl::GetFlag(FLAGS_json)) {
     printf("{%s,\"allocated_scoped\":%llu,\"allocated_unscoped\":%llu,\"live_scoped\":%llu,"
            "\"live_unscoped\":%llu,\"census_bytes\":%lld,\"census_entries\":%llu,"
-           "\"live_bytes\":%llu,\"temporaries\":%llu,\"temporary_bytes\":%llu,"
-           "\"short_lived\":%llu,\"short_lived_bytes\":%llu}\n",
+           "\"live_bytes\":%llu,\"temporaries\":%s,\"temporary_bytes\":%s,"
+           "\"short_lived\":%s,\"short_lived_bytes\":%s}\n",
            JsonHead("coverage", path, *s).c_str(),
            static_cast<unsigned long long>(c.allocated_scoped),
            static_cast<unsigned long long>(c.allocated_unscoped),
@@ -50,14 +58,13 @@ int CoverageCommand(int argc, char** argv) {
            static_cast<unsigned long long>(c.live_unscoped), static_cast<long long>(c.census_bytes),
            static_cast<unsigned long long>(c.census_entries),
            static_cast<unsigned long long>(s->totals.live_bytes),
-           static_cast<unsigned long long>(s->temporaries),
-           static_cast<unsigned long long>(s->temporary_bytes),
-           static_cast<unsigned long long>(s->short_lived),
-           static_cast<unsigned long long>(s->short_lived_bytes));
+           count(s->temporaries).c_str(), count(s->temporary_bytes).c_str(),
+           count(s->short_lived).c_str(), count(s->short_lived_bytes).c_str());
     return 0;
   }
   printf("memtrace coverage of %s: capture %s\n", path.c_str(), Verdict(*s).c_str());
   PrintSampledNote(*s);
+  PrintSnapshotNote(*s);
   printf("\n");
   const uint64_t allocated = c.allocated_scoped + c.allocated_unscoped;
   const uint64_t live = c.live_scoped + c.live_unscoped;
@@ -75,6 +82,11 @@ int CoverageCommand(int argc, char** argv) {
                              : FormatBytes(static_cast<uint64_t>(c.census_bytes)))
              .c_str(),
          FormatBytes(s->totals.live_bytes).c_str());
+  if (snapshot) {
+    printf("temporaries, short-lived   not known: a snapshot holds only the blocks live at its "
+           "moment, none of them freed\n");
+    return 0;
+  }
   printf("temporaries                %11llu  blocks (%s) freed before their thread allocated "
          "anything else\n",
          static_cast<unsigned long long>(s->temporaries), FormatBytes(s->temporary_bytes).c_str());

@@ -160,6 +160,15 @@ TEST_F(SnapshotTest, EveryCommandReadsWhatTheProgramCountedItself) {
   for (int t = 0; t < kThreads; ++t) allocated += AllocatedBytes(t);
   EXPECT_EQ(Field(root, "allocated_scoped"), allocated) << coverage.out;
   EXPECT_EQ(Field(root, "live_scoped"), truth.live_bytes) << coverage.out;
+  // The program freed blocks soon after making them, but a snapshot holds only the live
+  // ones: those counts are not known, not 0.
+  for (const char* unknown : {"temporaries", "temporary_bytes", "short_lived"}) {
+    EXPECT_TRUE(root[unknown].is_null()) << unknown << ": " << coverage.out;
+  }
+  const Result coverage_text = RunProgram({Cli(), "coverage", capture}, {});
+  EXPECT_NE(coverage_text.out.find("temporaries, short-lived   not known: a snapshot holds"),
+            std::string::npos)
+      << coverage_text.out;
 
   // peak refuses: the high-water moment came before the snapshot, and is not in it.
   const Result peak = RunProgram({Cli(), "peak", capture}, {});
