@@ -104,6 +104,17 @@ inline bool BeforeStart() noexcept {
 
 // Records a new block of the program's, unless the minimum size or sampling leaves it
 // out (counted, filter_counts.h). The stack is unwound only for a block that is recorded.
+// A block the program got whose record was lost (RecordResult::kFailed: its ring was
+// full, or the thread had none): it is not in the capture, so its release is not recorded
+// either. Recorded, that release would find no block, and at an address malloc reused
+// from a block released before it would read as a double free the program never made.
+// The block joins memtrace's own (internal_blocks.h), whose releases are skipped and
+// whose reallocation is a new block.
+__attribute__((noinline, cold)) inline void LeaveOut(void* p) noexcept {
+  if (config.sample_bytes != 0) sampled_blocks.Erase(Addr(p));
+  internal_blocks.Insert(Addr(p));
+}
+
 __attribute__((always_inline)) inline void RecordNewBlock(Tracer* t, void* p, size_t n,
                                                        Caller caller) noexcept {
   if (!Tracked(p)) {
@@ -119,7 +130,10 @@ __attribute__((always_inline)) inline void RecordNewBlock(Tracer* t, void* p, si
   }
   // A failed record leaves the block allocated (the program never sees memtrace fail);
   // the loss is counted in integrity and the capture is partial.
-  t->recorder().RecordAlloc(kLayer, Addr(p), n, Site(t, caller.frame, caller.ret));
+  if (t->recorder().RecordAlloc(kLayer, Addr(p), n, Site(t, caller.frame, caller.ret)) ==
+      RecordResult::kFailed) {
+    LeaveOut(p);
+  }
 }
 
 // Inlined into each interposed function, with the unwinder call: fewer frames of our own

@@ -137,6 +137,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -1174,12 +1175,37 @@ void Threads() {
   for (const std::string& t : threads) printf("%s\n", t.c_str());
 }
 
+// burst THREADS SECONDS: each thread frees and allocates for SECONDS, keeping 64 blocks
+// live (malloc hands the addresses just freed back at once); then frees them all.
+void Burst(int threads, double seconds) {
+  const auto end = std::chrono::steady_clock::now() +
+                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       std::chrono::duration<double>(seconds));
+  std::vector<std::thread> workers;
+  for (int w = 0; w < threads; ++w) {
+    workers.emplace_back([end] {
+      void* keep[64] = {};
+      for (uint64_t i = 0;; ++i) {
+        if (i % 1024 == 0 && std::chrono::steady_clock::now() > end) break;
+        void*& slot = keep[i % 64];
+        free(slot);
+        slot = malloc(16 + i % 100);
+        static_cast<char*>(slot)[0] = 1;  // used: the pair is not optimized away
+      }
+      for (void* p : keep) free(p);
+    });
+  }
+  for (std::thread& t : workers) t.join();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "basic") {
     Basic();
+  } else if (mode == "burst" && argc > 3) {
+    Burst(atoi(argv[2]), atof(argv[3]));
   } else if (mode == "calls") {
     Calls();
   } else if (mode == "exit-thread") {
