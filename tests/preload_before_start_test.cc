@@ -141,6 +141,44 @@ TEST_F(PreloadTest, ALogOfOperationsBeforeStartThatFillsCountsWhatItDrops) {
   EXPECT_TRUE(absl::StrContains(summary.out, "0 releases with no allocation")) << summary.out;
 }
 
+// The high-water mark of what was done before start survives the log's filling: a
+// 3,000,017-byte block allocated and freed at once in round 40,000 of 70,000 (after the
+// log first filled, before it fills again), while the table, the round's two blocks and
+// the 200-byte blocks kept so far are live. The log keeps the blocks live at its highest
+// moment, so the capture has that block and the peak, and counts the others it drops.
+TEST_F(PreloadTest, TheHighWaterMarkBeforeStartSurvivesTheLogFilling) {
+  const std::string capture = TempDir() + "/early_peak.mtb";
+  const Result run = RunProgram(
+      {Cli(), "run", "--quiet", "--output=" + capture, "--", EarlyAllocations()},
+      {"EARLY_ALLOCATIONS_ROUNDS=70000", "EARLY_ALLOCATIONS_PEAK_AT=40000"});
+  ASSERT_EQ(run.status, 0) << run.err;
+  const SizeCounts peak = CountAllocsOfSize(capture, 3000017);
+  EXPECT_EQ(peak.allocs, 1);
+  EXPECT_EQ(peak.frees, 1);
+  // Live then, at least: the table, 20 kept 200-byte blocks (rounds 0 to 19,000), the
+  // round's 100 and 200 bytes, and the block itself.
+  const int64_t live_then = 50043 + 20 * 200 + 100 + 200 + 3000017;
+  const Result json = RunProgram({Cli(), "summary", "--json", capture}, {});
+  ASSERT_EQ(json.status, 0) << json.err;
+  const size_t totals = json.out.find("\"totals\":");
+  ASSERT_NE(totals, std::string::npos) << json.out;
+  int64_t high_water = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(Field(json.out.substr(totals), "high_water_bytes"), &high_water))
+      << json.out;
+  EXPECT_GE(high_water, live_then) << json.out;
+  const Result verify = RunProgram({Cli(), "verify", capture}, {});
+  EXPECT_EQ(verify.status, 0) << verify.out << verify.err;
+  // Each of the churn's blocks is in the capture or in the count of those dropped.
+  const SizeCounts older = CountAllocsOfSize(capture, 100);
+  const SizeCounts newer = CountAllocsOfSize(capture, 200);
+  const size_t at = json.out.find("\"before_start\":{\"freed_blocks\":");
+  ASSERT_NE(at, std::string::npos) << json.out;
+  int64_t dropped = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(Field(json.out.substr(at + 16), "freed_blocks"), &dropped));
+  EXPECT_EQ(older.allocs + newer.allocs + dropped, 2 * 70000);
+  EXPECT_EQ(older.allocs, older.frees);
+}
+
 // The minimum size and sampling apply to what was logged before start as to any block:
 // an allocation left out is left out with its release (recording every block live at
 // start and dropping the releases of those below the minimum size or not sampled would
