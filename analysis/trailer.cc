@@ -128,7 +128,7 @@ void BoundReplayedPeaks(const TrailerBlocks* trailer, bool at_end, UsageCounters
                         std::map<uint32_t, UsageCounters>* layers,
                         std::map<uint32_t, UsageCounters>* scopes) {
   const bool known = trailer != nullptr && trailer->has_integrity &&
-                     trailer->integrity.peaks_bounded;
+                     trailer->integrity.peaks_bounded && trailer->integrity.peaks_known();
   // Every epoch applied one ring: the capture's order is the real one, and the replay's
   // peaks (ordered: their intervals are their values) are exact at every point.
   if (known && trailer->integrity.bounded_epochs == 0) return;
@@ -310,6 +310,7 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
         std::pair{"prestart_untracked", &TrailerBlocks::prestart_untracked}}) {
     if (absl::Status s = ReadCount(trailer, "", name, &(t.*member)); !s.ok()) return s;
   }
+  t.integrity.untracked_before_start = t.prestart_untracked;
   // `filtered`: an object of filters, each an object of counts; a filter missing from it
   // left nothing out.
   simdjson::dom::object filtered;

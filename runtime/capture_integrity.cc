@@ -12,6 +12,10 @@ std::string CaptureIntegrity::Verdict() const {
 }
 
 std::string CaptureIntegrity::PeakVerdict() const {
+  if (!complete()) return "peaks unknown (records were lost)";
+  if (untracked_before_start != 0) {
+    return "peaks unknown (blocks made before tracing started were not tracked)";
+  }
   if (!peaks_bounded) return "peaks without bounds (written before memtrace bounded them)";
   if (bounded_epochs == 0) return "peaks exact";
   return "peaks within their bounds";
@@ -38,6 +42,7 @@ std::vector<std::string> CaptureIntegrity::Findings() const {
   add("stalled claims", stalled_claims);
   add("foreign span exits", foreign_span_exits);
   add("nested records", nested_records);
+  add("blocks untracked before start", untracked_before_start);
   add("site overflow", site_overflow);
   add("scope overflow", scope_overflow);
   return out;

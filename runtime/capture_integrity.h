@@ -58,8 +58,17 @@ struct CaptureIntegrity {
   // False for a capture that says nothing of bounds (written before memtrace bounded
   // peaks): its peaks are the applied order's, with no interval.
   bool peaks_bounded = true;
-  // "peaks exact", "peaks within their bounds" or "peaks without bounds"; for summaries,
-  // beside Verdict(), which is about the counters.
+  // Whether the peaks are known at all: not when records were lost (!complete()), or
+  // blocks made before tracing started were not tracked (untracked_before_start), since
+  // the order applied then lacks operations the program made: a missing allocation or
+  // release moves the live bytes at every later moment.
+  bool peaks_known() const noexcept { return complete() && untracked_before_start == 0; }
+  // Every peak is exact: known, and reached by one thread's records alone.
+  bool peaks_exact() const noexcept {
+    return peaks_known() && peaks_bounded && bounded_epochs == 0;
+  }
+  // "peaks exact", "peaks within their bounds", "peaks without bounds" or "peaks unknown
+  // (...)"; for summaries, beside Verdict(), which is about the counters.
   std::string PeakVerdict() const;
 
   // API misuse that was refused.
@@ -70,6 +79,11 @@ struct CaptureIntegrity {
   // Rounds that stopped waiting for a record a thread was still writing (Drainer::
   // AwaitClaims): the record, if it comes, is applied late (late_records).
   uint64_t stalled_claims = 0;
+
+  // Blocks allocated before tracing started that the interposer's log of that time could
+  // not keep (its trailer's `prestart_untracked`, which readers put here): their
+  // allocations are not in the capture, and their releases are unknown frees.
+  uint64_t untracked_before_start = 0;
 
   // Bounded tables.
   uint64_t site_overflow = 0;    // allocations attributed to "other sites"
@@ -94,7 +108,8 @@ struct CaptureIntegrity {
   }
   bool exact() const noexcept {
     return complete() && ambiguous_matches == 0 && ticket_evictions == 0 &&
-           missed_frees == 0 && order_conflicts == 0 && late_records == 0;
+           missed_frees == 0 && order_conflicts == 0 && late_records == 0 &&
+           untracked_before_start == 0;
   }
   bool clean() const noexcept {
     return exact() && unknown_frees == 0 && double_frees == 0 && unknown_resizes == 0 &&

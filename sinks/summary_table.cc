@@ -108,7 +108,7 @@ std::string FormatSummaryJson(const Snapshot& snapshot) {
           : std::string("null"),
       ",\"integrity\":{\"complete\":", in.complete() ? "true" : "false",
       ",\"exact\":", in.exact() ? "true" : "false",
-      ",\"peaks_exact\":", in.peaks_bounded && in.bounded_epochs == 0 ? "true" : "false",
+      ",\"peaks_exact\":", in.peaks_exact() ? "true" : "false",
       ",\"bounded_epochs\":", in.bounded_epochs, ",\"counters\":",
       JsonQuote(in.Counters()), "},\"memtrace_bytes\":", snapshot.memtrace_bytes, "}");
 }
@@ -217,7 +217,7 @@ std::string FormatCleanIntegrityLine(uint64_t events, const CaptureIntegrity& in
     n += digits[i];
   }
   return absl::StrCat("complete, exact: ", n, " events, nothing lost",
-                      in.peaks_bounded && in.bounded_epochs == 0
+                      in.peaks_exact()
                           ? ""
                           : absl::StrCat(", ", in.PeakVerdict()));
 }
@@ -267,7 +267,11 @@ std::string FormatIntegrityBlock(const CaptureIntegrity& in, uint64_t memtrace_b
                         in.foreign_span_exits, in.nested_records);
   // Counters above, peaks here: a peak reached while threads recorded at once carries the
   // interval that must hold it (the summary's "peak bound" column).
-  if (in.peaks_bounded) {
+  if (!in.peaks_known()) {
+    absl::StrAppend(&out, "  peaks      unknown: the capture lacks operations the program made (",
+                    in.complete() ? "blocks made before tracing started" : "records lost",
+                    "), so the live bytes of every moment after them are not known\n");
+  } else if (in.peaks_bounded) {
     absl::StrAppendFormat(&out,
                           "  peaks      %d of %d epochs had several threads recording: "
                           "their peaks are bounded by time stamps, the others exact\n",

@@ -531,6 +531,21 @@ grep -q 'the interposer was not loaded (header source is "runtime"' "$dir/v4.txt
 # Recording filters are stated in every verdict, never a bare "exact": with the count the
 # trailer carries, or, for a capture written before the interposer counted (no
 # "filtered" in its trailer) or cut short, as "filtered".
+# Blocks made before tracing started that the interposer could not keep: the capture lacks
+# their allocations, so it is inexact and no peak is known.
+printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload","interposer":{"library":"/x/libmemtrace_preload.so"}}' \
+  '{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}' \
+  '{"type":"trailer","complete":true,"integrity":{"complete":true,"exact":true,"events_recorded":1,"events_applied":1,"bounded_epochs":0},"prestart_untracked":3}' \
+  > "$dir/untracked.jsonl"
+"$memtrace" summary "$dir/untracked.jsonl" > "$dir/su.txt" || fail "summary of a capture with untracked blocks"
+grep -qF "integrity: complete, inexact; peaks unknown (blocks made before tracing started were not tracked)" \
+  "$dir/su.txt" || fail "untracked blocks' integrity: $(cat "$dir/su.txt")"
+"$memtrace" summary --json "$dir/untracked.jsonl" | grep -qF '"high_water_low_bytes":null' \
+  || fail "untracked blocks: the JSON peak interval is not null"
+"$memtrace" verify "$dir/untracked.jsonl" > "$dir/vu.txt"
+[[ $? -eq 1 ]] || fail "verify must fail a capture with untracked blocks: $(cat "$dir/vu.txt")"
+grep -qF "blocks untracked before start 3" "$dir/vu.txt" || fail "$(cat "$dir/vu.txt")"
+
 filtered_header='{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload","interposer":{"library":"/x/libmemtrace_preload.so","min_size":1000,"sample_interval_bytes":0}}'
 filtered_alloc='{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}'
 printf '%s\n' "$filtered_header" "$filtered_alloc" \
