@@ -49,6 +49,14 @@ class EventObserver {
  public:
   virtual ~EventObserver() = default;
 
+  // Whether this observer is attached to a recorder (Recorder::SetObserver()), and
+  // whether that recorder is recording now. An observer is attached to one recorder at a
+  // time: a capture holds one tracer's records.
+  bool attached() const noexcept { return attachment_.recorder != nullptr; }
+  bool recorder_running() const noexcept {
+    return attached() && attachment_.running(attachment_.recorder);
+  }
+
   // Records applied in `epoch`, which began at `epoch_start_unix_ns` (all of them, or one
   // slice of them).
   virtual void OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
@@ -69,6 +77,26 @@ class EventObserver {
 
   // The recorder stopped; no more epochs will come until it starts again.
   virtual void OnStop() noexcept {}
+
+ protected:
+  // Detaches this observer from its recorder, if any, also while the recorder runs:
+  // returns once the drainer is not inside one of its callbacks, and the drainer calls it
+  // no more (what it applies meanwhile is not observed). An observer whose owner may
+  // destroy it before stopping the tracer calls this first in its destructor, while the
+  // object is whole (JsonlSink does).
+  void DetachFromRecorder() noexcept {
+    if (attached()) attachment_.detach(attachment_.recorder, this);
+  }
+
+ private:
+  friend class Recorder;
+  // Set and cleared by the recorder (under its lifecycle lock, and by the detach).
+  struct Attachment {
+    void* recorder = nullptr;
+    void (*detach)(void* recorder, EventObserver* observer) noexcept = nullptr;
+    bool (*running)(const void* recorder) noexcept = nullptr;
+  };
+  Attachment attachment_;
 };
 
 }  // namespace memtrace

@@ -31,6 +31,10 @@
 
 namespace memtrace {
 
+// The trailer's `ended_by` of a capture whose sink was finished while its tracer still
+// recorded (JsonlSink::Finish()): partial.
+inline constexpr char kEndedWhileRecording[] = "finish while recording";
+
 inline constexpr int kCaptureSchemaVersion = 1;
 
 // The wall clock, in nanoseconds since the Unix epoch.

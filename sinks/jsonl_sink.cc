@@ -177,6 +177,9 @@ void JsonlSink::FlushFirstLines() {
 }
 
 JsonlSink::~JsonlSink() {
+  // First, while this object is whole: its tracer may still be recording (an early
+  // return that skipped Stop()), and the drainer must not call into it after this.
+  DetachFromRecorder();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -663,9 +666,17 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
     cv_.wait(lock, [&] { return queue_.empty() && writer_idle_; });
     finished_ = true;  // later epochs are counted as lost
   }
+  // Finished while its tracer still records: what the tracer records from here on is not
+  // in the capture, so the trailer says partial, and why, and the caller hears of it.
+  const bool recording = recorder_running();
+  std::string fields(trailer_fields);
+  if (recording && fields.find("\"ended_by\"") == std::string::npos) {
+    absl::StrAppend(&fields, fields.empty() ? "" : ",", "\"ended_by\":\"", kEndedWhileRecording,
+                    "\"");
+  }
   const JsonlSinkStats s = stats();
   const bool complete =
-      !mark_partial && snap.integrity.complete() && s.events_lost == 0 &&
+      !mark_partial && !recording && snap.integrity.complete() && s.events_lost == 0 &&
       s.events_past_limit == 0 && status().ok();
   // The module map goes last, so it includes libraries loaded while tracing. Modules
   // kept from before a dlclose() that are no longer loaded come first: a reader lets a
@@ -706,11 +717,19 @@ absl::Status JsonlSink::Finish(const Snapshot& snap, std::string_view trailer_fi
     counts.write_errors = s.write_errors;
     counts.stack_collisions = s.stack_collisions;
     counts.writer_cpu_ns = s.writer_cpu_ns;
-    final_lines_.push_back(JsonTrailerLine(snap, complete, counts, TimelineJson(), trailer_fields));
+    final_lines_.push_back(JsonTrailerLine(snap, complete, counts, TimelineJson(), fields));
     stopping_ = true;
   }
   cv_.notify_all();
   if (writer_.joinable()) writer_.join();  // writes the trailer and closes the file
+  // The capture is closed: the tracer has nothing more to hand it.
+  DetachFromRecorder();
+  if (recording) {
+    return absl::FailedPreconditionError(
+        "memtrace: JsonlSink::Finish() while its tracer records: the capture ends here and "
+        "is marked partial, and what the tracer records from now on is not in it; call the "
+        "tracer's Stop() before Finish()");
+  }
   return status();
 }
 

@@ -162,7 +162,9 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   // the file. `trailer_fields` are extra members for the trailer object as raw JSON text
   // (`"ended_by":"exit"`), or empty. `mark_partial` writes `"complete":false` whatever the
   // counters say (the program ended by a fatal signal). Returns the first write error, if
-  // any. Idempotent.
+  // any. Idempotent. Detaches the sink from its tracer. Called while the tracer still
+  // records, the capture ends all the same, marked partial (`"ended_by":"finish while
+  // recording"`), and kFailedPrecondition says so.
   absl::Status Finish(const Snapshot& final_snapshot, std::string_view trailer_fields = {},
                       bool mark_partial = false);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -134,6 +135,74 @@ TEST(JsonlSinkTest, CaptureHasHeaderTablesEventsAndTrailer) {
 // Call stacks travel ahead of the allocations that use them (transport/event.h); the
 // capture must pair every allocation with exactly the stack it was recorded with, from
 // any thread, whatever the stack's depth, and list the process's modules.
+// Misuse of a sink's life beside its tracer's: each is refused or said, never a crash or
+// a capture that claims more than it holds.
+TEST(JsonlSinkTest, ASinkDestroyedWhileItsTracerRecordsIsDetachedFirst) {
+  auto tracer = Tracer::Create(Config{}).value();
+  MallocAllocator heap;
+  TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
+  std::atomic<bool> stop{false};
+  {
+    auto sink = JsonlSink::Open(TempPath("destroyed.mtb")).value();
+    ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
+    ASSERT_TRUE(tracer->Start().ok());
+    // A thread keeps the drainer busy handing epochs to the sink while it goes.
+    std::thread busy([&] {
+      while (!stop.load()) traced.Free(AsMemory(traced.Alloc(64, 16, 0), 64), 16, 0);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    sink.reset();  // an early return that skipped Stop()
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    stop = true;
+    busy.join();
+  }
+  ASSERT_TRUE(tracer->Stop().ok());
+  EXPECT_EQ(tracer->TakeSnapshot().totals.live_count, 0u);
+}
+
+TEST(JsonlSinkTest, FinishWhileTheTracerRecordsMarksTheCapturePartialAndSaysSo) {
+  const std::string path = TempPath("early_finish.jsonl");
+  auto sink = JsonlSink::Open(path).value();
+  auto tracer = Tracer::Create(Config{}).value();
+  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
+  ASSERT_TRUE(tracer->Start().ok());
+  MallocAllocator heap;
+  TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
+  for (int i = 0; i < 100; ++i) traced.Free(AsMemory(traced.Alloc(64, 16, 0), 64), 16, 0);
+  ASSERT_TRUE(tracer->Flush().ok());
+  const absl::Status finished = sink->Finish(tracer->TakeSnapshot());
+  EXPECT_EQ(finished.code(), absl::StatusCode::kFailedPrecondition) << finished;
+  EXPECT_NE(finished.message().find("call the tracer's Stop() before Finish()"),
+            std::string::npos);
+  EXPECT_FALSE(sink->attached());  // the tracer hands it nothing more
+  for (int i = 0; i < 100; ++i) traced.Free(AsMemory(traced.Alloc(64, 16, 0), 64), 16, 0);
+  ASSERT_TRUE(tracer->Stop().ok());
+  const std::vector<std::string> lines = ReadLines(path);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(TypeOf(lines.back()), "trailer");
+  EXPECT_NE(lines.back().find("\"complete\":false"), std::string::npos) << lines.back();
+  EXPECT_NE(lines.back().find("\"ended_by\":\"finish while recording\""), std::string::npos)
+      << lines.back();
+}
+
+TEST(JsonlSinkTest, ASinkAttachedToOneTracerIsRefusedByAnother) {
+  auto sink = JsonlSink::Open(TempPath("two_tracers.jsonl")).value();
+  auto first = Tracer::Create(Config{}).value();
+  auto second = Tracer::Create(Config{}).value();
+  ASSERT_TRUE(first->recorder().SetObserver(sink.get()).ok());
+  const absl::Status s = second->recorder().SetObserver(sink.get());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("attached to another tracer"), std::string::npos) << s;
+  // Detached from the first, it may go to the second; and attaching it twice to one is
+  // no error.
+  ASSERT_TRUE(first->recorder().SetObserver(nullptr).ok());
+  EXPECT_TRUE(second->recorder().SetObserver(sink.get()).ok());
+  EXPECT_TRUE(second->recorder().SetObserver(sink.get()).ok());
+  // A tracer destroyed first leaves the sink detached, not pointing at it.
+  second.reset();
+  EXPECT_FALSE(sink->attached());
+}
+
 TEST(JsonlSinkTest, StacksArriveWithTheirAllocationsAndModulesAreListed) {
   const std::string path = TempPath("stacks.jsonl");
   JsonlSinkOptions options;

@@ -14,6 +14,7 @@
 #include "analysis/trailer.h"
 #include "cli/progress_bar.h"
 #include "sinks/json_text.h"
+#include "sinks/capture_ends.h"
 #include "sinks/summary_table.h"
 
 ABSL_FLAG(int32_t, limit, 20, "rows to print");
@@ -124,6 +125,11 @@ std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
           "it is partial: the program ended by ", t.ended_by,
           "; the capture holds everything recorded up to it, but blocks live then are not "
           "leaks"));
+    } else if (t.ended_by == kEndedWhileRecording) {
+      problems.push_back(
+          "it is partial: the program finished the capture (JsonlSink::Finish()) while its "
+          "tracer still recorded, so what the tracer recorded after that is not in it; "
+          "stop the tracer before Finish()");
     } else if (t.LostOnlyPastTheSizeLimit()) {
       problems.push_back(absl::StrCat(
           "it is partial, as its size limit asked: the capture reached ",

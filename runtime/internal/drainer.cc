@@ -141,8 +141,16 @@ void Drainer::Stop() {
   done_cv_.notify_all();
 }
 
+void Drainer::DetachObserver(EventObserver* observer) noexcept {
+  std::lock_guard<std::mutex> lock(observer_mu_);
+  EventObserver* expected = observer;
+  // Relaxed: the mutex orders this against the callbacks (ApplySlice).
+  observer_.compare_exchange_strong(expected, nullptr, std::memory_order_relaxed);
+}
+
 void Drainer::SetObserver(EventObserver* observer) noexcept {
-  observer_ = observer;
+  // Relaxed: set while the drainer is stopped; its start orders this before its reads.
+  observer_.store(observer, std::memory_order_relaxed);
   // Room for the first epoch's records now, as a sink gives back its vectors with room
   // (JsonlSink::OnEpochRecords): grown by doubling, the vector of a traced sqlite3 run's
   // first epoch took the drainer about 240 page faults and as many copies of it.
@@ -184,7 +192,10 @@ void Drainer::Flush() {
 uint64_t Drainer::ApplyPublishedInForkedChild() {
   // The hold (HoldForFork) is this thread's: the child's copy of the mutex is locked by
   // the thread that forked, which is this one. No other thread exists to race with.
-  observer_ = nullptr;
+  observer_.store(nullptr, std::memory_order_relaxed);  // the only thread now
+  // The parent's drainer may have been inside an observer callback, holding the lock
+  // the child's copy now holds for no thread: a fresh one.
+  new (&observer_mu_) std::mutex;
   observed_.clear();
   // The appliers are the parent's: this thread applies alone. The batch is empty: the
   // parent's drainer applies one under the hold.
@@ -540,7 +551,7 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
                              static_cast<uint64_t>(SteadyNowNs() - pending_started_ns_));
       counters_.site_overflow = ledger_->sites().overflowed();
       // Memory over time: every period, and at the last epoch.
-      if (observer_ != nullptr && timeline_period_ns_ > 0) {
+      if (observer() != nullptr && timeline_period_ns_ > 0) {
         const int64_t now = SteadyNowNs();
         if (now >= next_sample_ns_ || pending_final_) {
           next_sample_ns_ = now + timeline_period_ns_;
@@ -557,15 +568,18 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
   // ring's room itself (its tail, with its own ordering) before they give up.
   if (over && slices_ > 1) sliced_epochs_.fetch_add(1, std::memory_order_relaxed);
   slices_applied_.fetch_add(1, std::memory_order_relaxed);
-  if (observer_ != nullptr) {
-    observer_->OnEpochRecords(epoch, pending_started_unix_ns_, observed_);
-    observed_.clear();
-    if (sample_taken_) {
-      sample_taken_ = false;
-      observer_->OnUsageSample(sample_);
+  if (observer() != nullptr) {
+    // Under observer_mu_, which a detach takes (DetachObserver): the observer it reads
+    // there is whole until the callbacks return.
+    std::lock_guard<std::mutex> lock(observer_mu_);
+    if (EventObserver* const o = observer()) {
+      o->OnEpochRecords(epoch, pending_started_unix_ns_, observed_);
+      if (sample_taken_) o->OnUsageSample(sample_);
+      if (over && pending_final_) o->OnStop();
     }
-    if (over && pending_final_) observer_->OnStop();
   }
+  observed_.clear();
+  sample_taken_ = false;
 
   for (size_t i = 0; i < cursors_.size();) {
     Cursor& c = cursors_[i];
@@ -708,7 +722,7 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
   // ledger and the capture see ticket 0 ("none").
   const bool sole = e.word2 == kSoleRingTicket && IsRelease(e.kind());
   const uint64_t of = sole ? 0 : e.word2;
-  if (observer_ != nullptr) {
+  if (observer() != nullptr) {
     // The batch's memory was the writer thread's last (the sink gives vectors back for
     // reuse), so each line the drainer writes is taken from another core: ask for it
     // ahead, exclusive (bench/README.md, "The observer's batch").

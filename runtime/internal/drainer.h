@@ -147,6 +147,13 @@ class Drainer {
   // Hands every applied record to `observer` after each epoch (event_observer.h). Call
   // before Start() or while stopped; null detaches.
   void SetObserver(EventObserver* observer) noexcept;
+  // Detaches `observer` if it is the one attached, from any thread, at any time: returns
+  // once no callback of it is under way, and none comes after (observer_mu_).
+  void DetachObserver(EventObserver* observer) noexcept;
+  EventObserver* observer() const noexcept {
+    // Relaxed: read by the owner while stopped, or to decide whether to collect records.
+    return observer_.load(std::memory_order_relaxed);
+  }
   // How often the observer gets a UsageSample (Config::timeline_period; 0: never). Call
   // before Start().
   void set_timeline_period(absl::Duration period) noexcept {
@@ -414,7 +421,11 @@ class Drainer {
   uint32_t second_ring_epoch_ = 0;
   PeakTracker tracker_;
 
-  EventObserver* observer_ = nullptr;
+  // Written while stopped (SetObserver) or under observer_mu_ (DetachObserver); the
+  // drainer reads it relaxed to decide whether to collect records, and again under
+  // observer_mu_ around the callbacks, which a detach waits out.
+  std::atomic<EventObserver*> observer_{nullptr};
+  std::mutex observer_mu_;
   ObservedBatch observed_;  // this epoch's records, for the observer
   // Memory over time (usage_sample.h): the period, when the next sample is due (steady
   // ns), and the sample taken at the end of the epoch just applied, for the observer.

@@ -58,6 +58,8 @@ Recorder::Recorder(const Config& config)
 
 Recorder::~Recorder() {
   Stop().IgnoreError();
+  // An observer outliving the recorder must not reach back into it.
+  if (EventObserver* o = drainer_.observer()) o->attachment_ = EventObserver::Attachment{};
   // From here no thread can bind to or retire into this recorder's rings.
   if (slot_ >= 0) runtime_internal::ReleaseRecorderSlot(slot_);
 }
@@ -95,8 +97,32 @@ absl::Status Recorder::SetObserver(EventObserver* observer) {
         "memtrace: attach or detach an event observer (sink) before Start() or after "
         "Stop(), not while the recorder runs");
   }
+  if (observer != nullptr && observer->attached() && observer->attachment_.recorder != this) {
+    return absl::FailedPreconditionError(
+        "memtrace: this event observer (sink) is attached to another tracer already; a "
+        "capture holds one tracer's records: give each tracer its own sink, or detach it "
+        "from the other first (SetObserver(nullptr) there)");
+  }
+  if (EventObserver* old = drainer_.observer(); old != nullptr && old != observer) {
+    old->attachment_ = EventObserver::Attachment{};
+  }
   drainer_.SetObserver(observer);
+  if (observer != nullptr) {
+    observer->attachment_ = EventObserver::Attachment{
+        this,
+        [](void* recorder, EventObserver* o) noexcept {
+          static_cast<Recorder*>(recorder)->DetachObserver(o);
+        },
+        [](const void* recorder) noexcept {
+          return static_cast<const Recorder*>(recorder)->running();
+        }};
+  }
   return absl::OkStatus();
+}
+
+void Recorder::DetachObserver(EventObserver* observer) noexcept {
+  drainer_.DetachObserver(observer);
+  observer->attachment_ = EventObserver::Attachment{};
 }
 
 absl::Status Recorder::Flush() {

@@ -105,8 +105,12 @@ class Recorder {
   absl::Status Flush();
 
   // Sends every applied record to `observer` (runtime/event_observer.h), from the drainer
-  // thread. Only while stopped (before Start or after Stop): kFailedPrecondition otherwise.
+  // thread. Only while stopped (before Start or after Stop): kFailedPrecondition otherwise,
+  // and for an observer attached to another recorder (a capture holds one tracer's
+  // records). nullptr detaches the one attached.
   absl::Status SetObserver(EventObserver* observer);
+  // Detaches `observer` (EventObserver::DetachFromRecorder()), also while recording.
+  void DetachObserver(EventObserver* observer) noexcept;
 
   // ---- Producer side: any thread, hot path ---------------------------------------------
 
