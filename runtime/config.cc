@@ -17,14 +17,14 @@ absl::Status Config::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "Config.ring_capacity_log2 is ", ring_capacity_log2, "; it must be between 4 and ",
         SpscRing::kMaxCapacityLog2, " (16 to ", uint64_t{1} << SpscRing::kMaxCapacityLog2,
-        " records per thread); the default is 14"));
+        " records per thread); the default is ", Config{}.ring_capacity_log2));
   }
   if (ticket_table_log2 < TicketTable::kMinSlotsLog2 ||
       ticket_table_log2 > TicketTable::kMaxSlotsLog2) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Config.ticket_table_log2 is ", ticket_table_log2, "; it must be between ",
         TicketTable::kMinSlotsLog2, " and ", TicketTable::kMaxSlotsLog2,
-        "; the default is 18"));
+        "; the default is ", Config{}.ticket_table_log2));
   }
   if (overflow_wait < absl::ZeroDuration() || overflow_wait > absl::Seconds(10)) {
     return absl::InvalidArgumentError(absl::StrCat(

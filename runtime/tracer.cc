@@ -102,6 +102,12 @@ bool Tracer::Resize(Allocator& backing, LayerId layer, Memory memory, size_t ali
 
 void* Tracer::Remap(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
                     size_t new_len, uintptr_t ret_addr) noexcept {
+  // A size no record holds (2^48 bytes and more) is refused before the backing is asked,
+  // as Alloc() refuses it: the remap fails, and the refusal is counted (records_failed).
+  if (__builtin_expect(!Event::Fits(new_len), 0)) {
+    recorder_->RefuseSize();
+    return nullptr;
+  }
   const Recorder::RemapClaim claim = recorder_->BeginRemap(layer, Addr(memory.data()));
   void* p = backing.Remap(memory, alignment, new_len, ret_addr);
   if (p == nullptr) {
@@ -109,7 +115,13 @@ void* Tracer::Remap(Allocator& backing, LayerId layer, Memory memory, size_t ali
     return nullptr;
   }
   if (claim.result() == RecordResult::kRecorded) {
-    recorder_->CommitRemap(claim, Addr(p), new_len, ret_addr);
+    // In place, the same block at a new size: a resize, as the interposer records a
+    // realloc that did not move (one allocation call, no release).
+    if (p == memory.data()) {
+      recorder_->CommitResize(claim, new_len);
+    } else {
+      recorder_->CommitRemap(claim, Addr(p), new_len, ret_addr);
+    }
   } else if (claim.result() == RecordResult::kFailed) {
     RaiseFailure();
   }

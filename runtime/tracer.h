@@ -33,10 +33,11 @@
 // is inside one of its calls is undefined, as for any object in use. Threads that
 // recorded may outlive the tracer; their rings die with it (internal/thread_state.h).
 // Misuse answers (tests/api_misuse_test.cc): Stop() twice is kFailedPrecondition and
-// changes nothing; a free of a block the tracer never saw counts unknown_frees, and so
-// does a second free of the same block (its ticket went with the first), a resize or remap of a freed block unknown_resizes/unknown_remaps;
-// each is forwarded to the backing allocator, and the capture stays complete but not
-// clean (capture_integrity.h).
+// changes nothing; a free of a block the tracer never saw counts unknown_frees, a second
+// free of the same block double_frees, a resize or remap of a freed block
+// unknown_resizes/unknown_remaps, and a free of a null pointer nothing; each is forwarded
+// to the backing allocator, and the capture stays complete but not clean
+// (capture_integrity.h).
 //
 // Example:
 //   auto tracer = memtrace::Tracer::Create(memtrace::Config{}).value();
@@ -135,6 +136,11 @@ class Tracer {
               size_t new_len, uintptr_t ret_addr) noexcept;
   void Free(Allocator& backing, LayerId layer, Memory memory, size_t alignment,
             uintptr_t ret_addr) noexcept {
+    // free(NULL): no block, nothing to record (the backing decides what it does).
+    if (__builtin_expect(memory.data() == nullptr, 0)) {
+      backing.Free(memory, alignment, ret_addr);
+      return;
+    }
     // Recorded before the release, so the address cannot be handed out again first.
     if (__builtin_expect(recorder_->RecordFree(layer, reinterpret_cast<uint64_t>(
                                                           memory.data())) ==

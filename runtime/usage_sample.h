@@ -10,6 +10,7 @@
 #ifndef MEMTRACE_RUNTIME_USAGE_SAMPLE_H_
 #define MEMTRACE_RUNTIME_USAGE_SAMPLE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>

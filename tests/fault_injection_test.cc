@@ -197,6 +197,9 @@ TEST(FaultInjectionTest, RandomBackingFailuresAreSeenAndTheLedgerStaysExact) {
           void* moved = traced.Remap(AsMemory(p, size), 16, new_size, 0);
           if (moved == nullptr) {
             ++e.failed_remaps;  // the block stays where it was, as it was
+          } else if (moved == p) {
+            e.Resized(Addr(p), new_size);  // in place: the same block at a new size
+            size = new_size;
           } else {
             e.Freed(Addr(p));
             e.Allocated(Addr(moved), new_size);

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/event_observer.h"
 #include "runtime/internal/memtrace_thread.h"
 #include "tests/recorder_test_support.h"
@@ -31,6 +32,15 @@ TEST(RecorderTest, ConfigErrorsSayWhatAndHowToFix) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("ring_capacity_log2 is 40"), std::string::npos);
   EXPECT_NE(r.status().message().find("default is 14"), std::string::npos);
+  config = Config{};
+  config.ticket_table_log2 = 40;
+  const auto tickets = Recorder::Create(config);
+  ASSERT_FALSE(tickets.ok());
+  // The default named is the real one.
+  EXPECT_NE(tickets.status().message().find(
+                absl::StrCat("the default is ", Config{}.ticket_table_log2)),
+            std::string::npos)
+      << tickets.status();
 
   config = Config{};
   config.drain_period = absl::Nanoseconds(1);

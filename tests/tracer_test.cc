@@ -5,6 +5,7 @@
 
 #include "runtime/tracer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -43,6 +44,14 @@ class ScriptedBacking final : public Allocator {
   }
   void* Remap(Memory m, size_t alignment, size_t new_len, uintptr_t ret) noexcept override {
     ++remaps;
+    if (remap_in_place_when_shrinking && new_len <= m.size()) return m.data();
+    if (remap_moves) {  // always to a new block, as realloc may or may not
+      void* q = heap.Alloc(new_len, alignment, ret);
+      if (q == nullptr) return nullptr;
+      memcpy(q, m.data(), std::min(m.size(), new_len));
+      heap.Free(m, alignment, ret);
+      return q;
+    }
     return heap.Remap(m, alignment, new_len, ret);
   }
   void Free(Memory m, size_t alignment, uintptr_t ret) noexcept override {
@@ -53,6 +62,7 @@ class ScriptedBacking final : public Allocator {
   MallocAllocator heap;
   int allocs = 0, resizes = 0, remaps = 0, frees = 0;
   int fail_allocs = 0, fail_resizes = 0;
+  bool remap_moves = false, remap_in_place_when_shrinking = false;
 };
 
 std::unique_ptr<Tracer> MakeTracer(Config config = Config{}) {
@@ -67,6 +77,7 @@ using testing::DrainerStall;
 TEST(TracerTest, ForwardsEveryOperationAndRecordsIt) {
   auto tracer = MakeTracer();
   ScriptedBacking backing;
+  backing.remap_moves = true;
   TracingAllocator traced(tracer.get(), &backing, layers::kCpuHeap);
   void* p = traced.Alloc(100, 16, MEMTRACE_CALL_SITE());
   ASSERT_NE(p, nullptr);
@@ -85,6 +96,62 @@ TEST(TracerTest, ForwardsEveryOperationAndRecordsIt) {
   EXPECT_EQ(snap.totals.high_water_bytes, 5000u);
   EXPECT_TRUE(snap.integrity.clean()) << snap.integrity.Counters();
   EXPECT_FALSE(tracer->failure_flag());
+}
+
+// A remap that stays in place is the same allocation at a new size, as the interposer
+// records a realloc that did not move: one allocation call more, no release, no new block.
+TEST(TracerTest, ARemapInPlaceIsAResize) {
+  auto tracer = MakeTracer();
+  ScriptedBacking backing;
+  backing.remap_in_place_when_shrinking = true;
+  TracingAllocator traced(tracer.get(), &backing, layers::kCpuHeap);
+  void* p = traced.Alloc(100000, 16, 0);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(traced.Remap(AsMemory(p, 100000), 16, 50000, 0), p);
+  const Snapshot snap = tracer->TakeSnapshot();
+  EXPECT_EQ(snap.totals.allocated_count, 1u);
+  EXPECT_EQ(snap.totals.allocation_calls, 2u);
+  EXPECT_EQ(snap.totals.freed_count, 0u);
+  EXPECT_EQ(snap.totals.allocated_bytes, 100000u);
+  EXPECT_EQ(snap.totals.freed_bytes, 50000u);
+  EXPECT_EQ(snap.totals.live_bytes, 50000u);
+  EXPECT_EQ(snap.totals.live_count, 1u);
+  EXPECT_EQ(snap.totals.high_water_bytes, 100000u);
+  EXPECT_TRUE(snap.integrity.clean()) << snap.integrity.Counters();
+  traced.Free(AsMemory(p, 50000), 16, 0);
+}
+
+// free(NULL) names no block: nothing is recorded (it was counted a double free), and the
+// backing is still told.
+TEST(TracerTest, AFreeOfNullRecordsNothing) {
+  auto tracer = MakeTracer();
+  ScriptedBacking backing;
+  TracingAllocator traced(tracer.get(), &backing, layers::kCpuHeap);
+  traced.Free(AsMemory(nullptr, 0), 16, 0);
+  void* p = traced.Alloc(64, 16, 0);
+  traced.Free(AsMemory(p, 64), 16, 0);
+  traced.Free(AsMemory(nullptr, 0), 16, 0);
+  EXPECT_EQ(backing.frees, 3);
+  const Snapshot snap = tracer->TakeSnapshot();
+  EXPECT_EQ(snap.totals.freed_count, 1u);
+  EXPECT_TRUE(snap.integrity.clean()) << snap.integrity.Counters();
+}
+
+// A remap to a size no record holds (2^48 bytes and more) is refused and counted before
+// the backing is asked, as an allocation of that size is, never cut to what fits.
+TEST(TracerTest, ARemapToASizeNoRecordHoldsIsRefusedNotTruncated) {
+  auto tracer = MakeTracer();
+  ScriptedBacking backing;
+  TracingAllocator traced(tracer.get(), &backing, layers::kCpuHeap);
+  void* p = traced.Alloc(64, 16, 0);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(traced.Remap(AsMemory(p, 64), 16, size_t{1} << 48, 0), nullptr);
+  EXPECT_EQ(backing.remaps, 0);
+  const Snapshot snap = tracer->TakeSnapshot();
+  EXPECT_EQ(snap.integrity.records_failed, 1u);
+  EXPECT_EQ(snap.totals.live_bytes, 64u);  // the block is as it was
+  EXPECT_EQ(snap.totals.allocated_count, 1u);
+  traced.Free(AsMemory(p, 64), 16, 0);
 }
 
 TEST(TracerTest, BackingFailureIsSeenAndNothingIsRecorded) {

@@ -201,9 +201,22 @@ class Recorder {
     return rc;
   }
 
+  // A size no record holds (2^48 bytes and more; Event::Fits()), refused by a caller
+  // before its backing allocator is asked: counted as an allocation refused
+  // (records_failed). Returns kFailed.
+  RecordResult RefuseSize() noexcept { return Refuse(/*allocation=*/true); }
+
+  // `new_size` must fit a record (Event::Fits(): a caller refuses larger sizes first,
+  // RefuseSize()); a size that does not is recorded as the release of the old block
+  // alone, and refused.
   void CommitRemap(const RemapClaim& rc, uint64_t new_address, uint64_t new_size,
                    uint64_t site) noexcept {
     if (rc.result_ != RecordResult::kRecorded) return;
+    if (__builtin_expect(!Event::Fits(new_size), 0)) {
+      CommitRelease(rc);
+      Refuse(/*allocation=*/true);
+      return;
+    }
     const Claim& c = rc.claim_;
     // The release half keeps the epoch read before the move; the new block is stamped with
     // an epoch read after it, since the allocator may have handed out the new address only
@@ -216,8 +229,7 @@ class Recorder {
               rc.old_ticket_, Event::PackScopeEpoch(c.scope, c.epoch)};
     c.ring->slot(c.pos + 1) =
         Event{new_address,
-              Event::PackKindSize(EventKind::kRemapTarget, rc.layer_,
-                                  Event::Fits(new_size) ? new_size : Event::kMaxSize),
+              Event::PackKindSize(EventKind::kRemapTarget, rc.layer_, new_size),
               site, Event::PackScopeEpoch(c.scope, target_epoch)};
     End(c, 2);
     StoreTicket(nullptr, new_address, c.ring_id, c.pos + 1, target_epoch);
