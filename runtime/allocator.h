@@ -56,8 +56,14 @@ class Allocator {
 
 namespace allocator_internal {
 // Returns the address its call returns to: a code address inside the caller. noipa keeps
-// the compiler from inlining it or merging two calls.
-__attribute__((noinline, noipa)) inline uintptr_t AddressAfterThisCall() noexcept {
+// the compiler from inlining it or merging two calls; clang has no noipa, and gets
+// noinline alone.
+#if defined(__has_attribute) && __has_attribute(noipa)
+#define MEMTRACE_INTERNAL_NOIPA __attribute__((noinline, noipa))
+#else
+#define MEMTRACE_INTERNAL_NOIPA __attribute__((noinline))
+#endif
+MEMTRACE_INTERNAL_NOIPA inline uintptr_t AddressAfterThisCall() noexcept {
   return reinterpret_cast<uintptr_t>(__builtin_extract_return_addr(__builtin_return_address(0)));
 }
 }  // namespace allocator_internal

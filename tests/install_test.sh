@@ -72,6 +72,19 @@ out="$("$work/make/census_demo")"
 [[ "$out" == "live_bytes=4096 textures=1048576" ]] || fail "census_demo printed '$out'"
 out="$("$work/make/markers_demo")"
 [[ "$out" == "built 2" ]] || fail "markers_demo alone printed '$out'"
+# The headers build under a program's own strict warnings (they come in as system
+# headers), and with clang++ as well, where it is installed.
+compilers=(c++)
+command -v clang++-14 > /dev/null && compilers+=(clang++-14)
+for cxx in "${compilers[@]}"; do
+  mkdir -p "$work/strict_$cxx"
+  PKG_CONFIG_PATH="$prefix/lib/pkgconfig" make -s -C "$root/examples/make_consumer" \
+    CXX="$cxx" CXXFLAGS="-O1 -Wall -Wextra -Wpedantic -Werror" OUT="$work/strict_$cxx" \
+    "$work/strict_$cxx/census_demo" > "$work/strict.log" 2>&1 ||
+    { cat "$work/strict.log"; fail "census_demo with $cxx -Wpedantic -Werror"; }
+  out="$("$work/strict_$cxx/census_demo")"
+  [[ "$out" == "live_bytes=4096 textures=1048576" ]] || fail "census_demo ($cxx) printed '$out'"
+done
 
 # The installed memtrace run, with its own interposer and nothing of the build's.
 env -u MEMTRACE_PRELOAD "$prefix/bin/memtrace" run --quiet --output="$work/markers.jsonl" -- \

@@ -56,9 +56,10 @@ class LineAlignedAllocator {
     return static_cast<T*>(::operator new(RoundUpToCacheLines(n * sizeof(T)),
                                           std::align_val_t{kCacheLineSize}));
   }
-  void deallocate(T* p, size_t n) noexcept {
-    ::operator delete(p, RoundUpToCacheLines(n * sizeof(T)),
-                      std::align_val_t{kCacheLineSize});
+  void deallocate(T* p, size_t) noexcept {
+    // Unsized: clang (14) declares the sized aligned form only with -fsized-deallocation,
+    // and this header is compiled into the programs that use memtrace's API.
+    ::operator delete(p, std::align_val_t{kCacheLineSize});
   }
 
   template <typename U>
