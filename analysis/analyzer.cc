@@ -61,7 +61,9 @@ absl::StatusOr<CaptureSummary> Analyzer::Summarize(const std::string& path,
 CaptureSummary Analyzer::FinishFile(const std::string& path, const CaptureReadStats& stats) {
   CaptureSummary summary = Finish(stats);
   summary.being_written = !summary.has_trailer && CaptureBeingWritten(path);
-  summary.checksum_differs = summary.has_trailer && MatchesTrailerChecksum(path) == false;
+  // Also without a trailer read: a flipped byte may make a record run past the end, and
+  // the file read as cut off before the trailer that is there.
+  summary.checksum_differs = MatchesTrailerChecksum(path) == false;
   return summary;
 }
 
@@ -350,13 +352,14 @@ void Analyzer::ReserveForPeak(const std::string& path) {
 absl::Status Analyzer::ApplyFile(const std::string& path, CaptureReadStats* stats,
                                  const Progress& progress, const AfterRecord& after) {
   if (events_seen_ == 0 && live_blocks_ == 0) ReserveForPeak(path);
-  return ReadCaptureBatches(
-      path,
-      [&](std::span<const CaptureRecord> batch, const CaptureReadStats& read) {
-        if (progress) progress(read.bytes);
-        return ApplyBatch(batch, after);
-      },
-      stats);
+  return ExplainReadError(path, ReadCaptureBatches(
+                                    path,
+                                    [&](std::span<const CaptureRecord> batch,
+                                        const CaptureReadStats& read) {
+                                      if (progress) progress(read.bytes);
+                                      return ApplyBatch(batch, after);
+                                    },
+                                    stats));
 }
 
 absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {

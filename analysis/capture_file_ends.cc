@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/trailer.h"
 #include "sinks/binary_encoding.h"
 
@@ -166,6 +167,17 @@ std::optional<bool> MatchesTrailerChecksum(const std::string& path) {
   const std::optional<uint32_t> crc = Crc32BeforeTrailer(path, ends);
   if (!crc) return std::nullopt;
   return *crc == *t->crc32;
+}
+
+absl::Status ExplainReadError(const std::string& path, absl::Status error) {
+  if (error.ok() || MatchesTrailerChecksum(path) != false) return error;
+  return absl::Status(
+      error.code(),
+      absl::StrCat("it is damaged: its bytes differ from those its trailer's checksum (crc32) "
+                   "was computed over, so it was changed after it was written (a byte "
+                   "flipped on disk, a record edited); record it again. Reading it stopped "
+                   "here: ",
+                   error.message()));
 }
 
 }  // namespace memtrace

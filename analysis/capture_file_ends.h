@@ -18,6 +18,8 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace memtrace {
 
 struct CaptureFileEnds {
@@ -47,6 +49,11 @@ std::optional<uint32_t> Crc32BeforeTrailer(const std::string& path, const Captur
 // be told (a compressed capture, whose zstd frame has a checksum of its own; no trailer at
 // the end, or one without "crc32", as captures written before it had; an unreadable file).
 std::optional<bool> MatchesTrailerChecksum(const std::string& path);
+
+// `error`, from reading the capture at `path`, said as damage where the file's bytes differ
+// from its trailer's checksum (a flipped byte that no longer parses, or that made a record
+// run past the end and the file read as cut off); `error` itself otherwise.
+absl::Status ExplainReadError(const std::string& path, absl::Status error);
 
 }  // namespace memtrace
 

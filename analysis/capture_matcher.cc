@@ -53,7 +53,9 @@ class Matcher {
     summary_.events_applied = events_seen_;
     summary_.cut = stats.cut;
     summary_.being_written = !summary_.has_trailer && CaptureBeingWritten(path);
-    summary_.checksum_differs = summary_.has_trailer && MatchesTrailerChecksum(path) == false;
+    // Also without a trailer read: a flipped byte may make a record run past the end, and
+    // the file read as cut off before the trailer that is there.
+    summary_.checksum_differs = MatchesTrailerChecksum(path) == false;
     summary_.totals = ledger_.totals();
     for (size_t layer = 0; layer < ledger_.layers().size(); ++layer) {
       if (ledger_.layers()[layer].allocated_count != 0) {
@@ -163,7 +165,7 @@ absl::StatusOr<CaptureSummary> MatchCapture(
         return absl::OkStatus();
       },
       &stats);
-  if (!s.ok()) return s;
+  if (!s.ok()) return ExplainReadError(path, s);
   return matcher.Finish(path, stats);
 }
 

@@ -287,6 +287,46 @@ TEST(CaptureChecksumTest, TheTrailersCrc32IsOfTheBytesBeforeItAndAChangedByteIsD
   }
 }
 
+// Whatever byte before the trailer is changed, the replay and the matching call the
+// capture damaged: in its summary, or in the error that stopped the reading (a tag or a
+// length changed, so that a record no longer parses, or runs past the end and the file
+// reads as cut off before its trailer). One bit of each of 200 bytes spread over a binary
+// capture, the first records' all among them.
+TEST(CaptureChecksumTest, EveryChangedByteIsCalledDamageWhateverItBreaks) {
+  const std::string path = TempPath("every_byte.mtb");
+  Record(path, false);
+  const std::string bytes = Contents(path);
+  const size_t start = TrailerRecordStart(bytes, /*binary=*/true);
+  ASSERT_NE(start, std::string::npos);
+  int errors = 0, read = 0;
+  std::vector<size_t> positions;
+  for (size_t at = 8; at < std::min<size_t>(start, 108); ++at) positions.push_back(at);
+  for (size_t at = 108; at < start; at += std::max<size_t>(1, start / 100)) {
+    positions.push_back(at);
+  }
+  for (const size_t at : positions) {
+    std::string changed = bytes;
+    changed[at] ^= 0x01;
+    const std::string damaged = TempPath("every_byte_damaged.mtb");
+    Write(damaged, changed);
+    for (const bool replay : {true, false}) {
+      const absl::StatusOr<CaptureSummary> s =
+          replay ? Analyzer::Summarize(damaged) : MatchCapture(damaged);
+      if (s.ok()) {
+        EXPECT_TRUE(s->checksum_differs) << "byte " << at << (replay ? " replayed" : " matched");
+        ++read;
+      } else {
+        ++errors;
+        EXPECT_NE(s.status().message().find("it is damaged"), std::string::npos)
+            << "byte " << at << ": " << s.status();
+      }
+    }
+  }
+  // Both kinds were met (else the test would not show what it claims).
+  EXPECT_GT(errors, 0);
+  EXPECT_GT(read, 0);
+}
+
 // A pipe has no end to read from. Opening one for reading would wait for a writer, or
 // take the place of the reader the writer waits for: it is not opened at all.
 TEST(CaptureFileEndsTest, APipeIsNotOpened) {

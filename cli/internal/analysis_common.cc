@@ -83,7 +83,37 @@ std::optional<std::string> NoEventsProblem(const CaptureSummary& s) {
                    "before Start()?)";
 }
 
+namespace {
+
+// The sink counted the event records it wrote: a file that holds another number was
+// changed afterwards. Nullopt when it holds that number, or the trailer does not say.
+std::optional<std::string> EventCountProblem(const CaptureSummary& s) {
+  if (!s.has_trailer) return std::nullopt;
+  const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s.trailer);
+  if (!t.ok() || !t->has_event_lines || t->event_lines == s.events) return std::nullopt;
+  return absl::StrCat(
+      "it is damaged: the file holds ", s.events, " event records, and its trailer says ",
+      t->event_lines, " were written. Records were removed or added after it was written "
+      "(an edited or spliced file); record it again");
+}
+
+}  // namespace
+
 std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
+  // A damaged file's other symptoms (cut off, no events, lost records) are the damage's:
+  // only the damage is said.
+  if (s.checksum_differs) {
+    std::vector<std::string> problems;
+    if (std::optional<std::string> count = EventCountProblem(s)) {
+      problems.push_back(*std::move(count));
+    }
+    problems.push_back(
+        "it is damaged: its bytes before the trailer differ from those the trailer's "
+        "checksum (crc32) was computed over: it was changed after it was written (a byte "
+        "flipped on disk, a record edited). Its records may still be read, but no number "
+        "from it can be trusted; record it again");
+    return problems;
+  }
   std::vector<std::string> problems;
   const bool preload = s.source == "preload";
   if (preload && !s.malloc_from.empty()) {
@@ -145,23 +175,8 @@ std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
           "; `memtrace summary` prints the whole integrity block"));
     }
   }
-  if (s.checksum_differs) {
-    problems.push_back(
-        "it is damaged: its bytes before the trailer differ from those the trailer's "
-        "checksum (crc32) was computed over: it was changed after it was written (a byte "
-        "flipped on disk, a record edited). Its records may still be read, but no number "
-        "from it can be trusted; record it again");
-  }
-  // The sink counted the event records it wrote: a file that holds another number was
-  // changed afterwards.
-  if (s.has_trailer) {
-    const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s.trailer);
-    if (t.ok() && t->has_event_lines && t->event_lines != s.events) {
-      problems.push_back(absl::StrCat(
-          "it is damaged: the file holds ", s.events, " event records, and its trailer says ",
-          t->event_lines, " were written. Records were removed or added after it was written "
-          "(an edited or spliced file); record it again"));
-    }
+  if (std::optional<std::string> count = EventCountProblem(s)) {
+    problems.push_back(*std::move(count));
   }
   return problems;
 }
