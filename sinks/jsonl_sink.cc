@@ -51,9 +51,15 @@ absl::StatusOr<std::unique_ptr<JsonlSink>> JsonlSink::Open(const std::string& pa
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) {
     const int err = errno;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "memtrace: cannot create capture file '", path, "': ", strerror(err),
-        " (errno ", err, "); check that the directory exists and is writable"));
+    const char* fix = "check that the directory exists and is writable";
+    if (err == EACCES && access(path.c_str(), F_OK) == 0) {
+      fix = "the file exists and cannot be written: remove it, or give another path";
+    } else if (err == EISDIR) {
+      fix = "the path is a directory: give a file's path";
+    }
+    return absl::InvalidArgumentError(absl::StrCat("memtrace: cannot create capture file '",
+                                                   path, "': ", strerror(err), " (errno ",
+                                                   err, "); ", fix));
   }
   fd = runtime_internal::AboveProgramDescriptors(fd);
   // One writer per capture file (sinks/capture_lock.h): held while the file stays open,

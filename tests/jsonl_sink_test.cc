@@ -333,6 +333,20 @@ TEST(JsonlSinkTest, UnwritablePathIsAClearError) {
   ASSERT_FALSE(sink.ok());
   EXPECT_NE(sink.status().message().find("/nonexistent-dir/capture.jsonl"), std::string::npos);
   EXPECT_NE(sink.status().message().find("No such file or directory"), std::string::npos);
+  EXPECT_NE(sink.status().message().find("check that the directory exists"), std::string::npos);
+  // A file that exists and cannot be written (sysfs refuses even root), and a directory:
+  // each fix names what is wrong, not the directory.
+  if (access("/sys/kernel/notes", F_OK) == 0) {
+    const auto file = JsonlSink::Open("/sys/kernel/notes");
+    ASSERT_FALSE(file.ok());
+    EXPECT_NE(file.status().message().find("the file exists and cannot be written"),
+              std::string::npos)
+        << file.status();
+  }
+  const auto dir = JsonlSink::Open(TempPath(""));
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("the path is a directory"), std::string::npos)
+      << dir.status();
 }
 
 // Writes through `sink` from a traced workload and checks that tracing went on.
