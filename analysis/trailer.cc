@@ -182,6 +182,24 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
       t.fence = t.integrity.fence();
     }
   }
+  simdjson::dom::array census;
+  if (trailer["census"].get_array().get(census) == simdjson::SUCCESS) {
+    for (simdjson::dom::element entry : census) {
+      TrailerBlocks::CensusValue v;
+      std::string_view name;
+      if (entry["name"].get_string().get(name) != simdjson::SUCCESS ||
+          entry["bytes"].get_int64().get(v.bytes) != simdjson::SUCCESS) {
+        return absl::InvalidArgumentError(
+            "the trailer's census has an entry without a name or a byte count (the "
+            "capture's last line was edited or damaged; record the capture again)");
+      }
+      v.name = std::string(name);
+      if (entry["high_water_bytes"].get_int64().get(v.high_water_bytes) != simdjson::SUCCESS) {
+        v.high_water_bytes = v.bytes;
+      }
+      t.census.push_back(std::move(v));
+    }
+  }
   if (absl::Status s = ReadCountBlock(trailer, "sink",
                                       {{"events_written", &TrailerBlocks::events_written},
                                        {"events_lost", &TrailerBlocks::events_lost},

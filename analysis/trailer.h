@@ -102,6 +102,14 @@ struct TrailerBlocks {
   uint64_t applier_cpu_ns = 0;  // the appliers beside the drainer; 0 when it had none
   uint64_t writer_cpu_ns = 0;
   std::string memtrace_cpu_json;  // the object as written (minified), or empty
+  // The census attached to the tracer (runtime/census.h) at the end: each entry's value
+  // and high-water, in label order. Empty when none was attached.
+  struct CensusValue {
+    std::string name;
+    int64_t bytes = 0;
+    int64_t high_water_bytes = 0;
+  };
+  std::vector<CensusValue> census;
   std::string ended_by;              // interposer captures: "exit", "exec", "signal N"
   std::string exec;                  // ended by "exec": the program named, or empty
   uint64_t forks = 0;                // interposer captures: children the process forked

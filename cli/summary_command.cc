@@ -156,6 +156,21 @@ std::optional<SnapshotPoint> SummaryPoint(int* exit) {
 // The trailer's integrity block, as the runtime's own summary prints it, and the sink's
 // counts; a capture cut short has none, and says so. A clean capture that no filter
 // thinned gets one line instead (CleanIntegrity()), unless --verbose asks for the block.
+// What the census attached to the tracer reported at the end (runtime/census.h), beside
+// the allocations the table shows: each entry, its value and its high-water.
+void PrintCensus(const std::optional<TrailerBlocks>& blocks) {
+  if (!blocks || blocks->census.empty()) return;
+  auto bytes = [](int64_t b) {
+    return b < 0 ? "-" + FormatBytes(static_cast<uint64_t>(-b))
+                 : FormatBytes(static_cast<uint64_t>(b));
+  };
+  printf("\ncensus (reported by the program, beside what the allocators saw):\n");
+  for (const TrailerBlocks::CensusValue& c : blocks->census) {
+    printf("  %-38s %11s  high-water %s\n", c.name.c_str(), bytes(c.bytes).c_str(),
+           bytes(c.high_water_bytes).c_str());
+  }
+}
+
 // Under the integrity of a whole capture with no events: what that may mean.
 void PrintNoEventsNote(const CaptureSummary& s) {
   if (const std::optional<std::string> none = NoEventsProblem(s)) {
@@ -520,8 +535,17 @@ int SummaryCommand(int argc, char** argv) {
   }
   if (absl::GetFlag(FLAGS_json)) {
     auto raw = [](const std::string& json) { return json.empty() ? std::string("null") : json; };
+    std::string census;
+    if (blocks) {
+      for (const TrailerBlocks::CensusValue& c : blocks->census) {
+        absl::StrAppend(&census, census.empty() ? "" : ",", "{\"name\":", JsonQuote(c.name),
+                        ",\"bytes\":", c.bytes, ",\"high_water_bytes\":", c.high_water_bytes,
+                        "}");
+      }
+    }
     const std::string trailer_fields =
-        blocks ? absl::StrCat(",\"integrity\":", raw(blocks->integrity_json),
+        blocks ? absl::StrCat(",\"census\":[", census, "]",
+                              ",\"integrity\":", raw(blocks->integrity_json),
                               ",\"sink\":", raw(blocks->sink_json),
                               ",\"memtrace_bytes\":", blocks->memtrace_bytes,
                               ",\"memtrace_memory\":", raw(blocks->memtrace_memory_json),
@@ -531,7 +555,8 @@ int SummaryCommand(int argc, char** argv) {
                               blocks->prestart_freed, ",\"freed_bytes\":",
                               blocks->prestart_freed_bytes, ",\"untracked_blocks\":",
                               blocks->prestart_untracked, "}")
-               : std::string(",\"integrity\":null,\"sink\":null,\"memtrace_bytes\":null,"
+               : std::string(",\"census\":null,\"integrity\":null,\"sink\":null,"
+                             "\"memtrace_bytes\":null,"
                              "\"memtrace_memory\":null,\"memtrace_cpu_ns\":null,"
                              "\"timeline\":null,\"forks\":null,"
                              "\"before_start\":null");
@@ -582,6 +607,7 @@ int SummaryCommand(int argc, char** argv) {
            static_cast<unsigned long long>(s->events), past.empty() ? "" : ": ", past.c_str());
   }
   PrintTable(*s, path);
+  if (!at_point) PrintCensus(blocks);
   PrintIntegrity(*s, blocks, CaptureFilters::Of(*s, blocks ? &*blocks : nullptr));
   PrintExecNote(blocks, path, s->trace_children);
   PrintSignalNote(blocks);
