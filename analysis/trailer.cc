@@ -325,10 +325,12 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
        {std::pair{"forks", &TrailerBlocks::forks},
         std::pair{"prestart_freed", &TrailerBlocks::prestart_freed},
         std::pair{"prestart_freed_bytes", &TrailerBlocks::prestart_freed_bytes},
-        std::pair{"prestart_untracked", &TrailerBlocks::prestart_untracked}}) {
+        std::pair{"prestart_untracked", &TrailerBlocks::prestart_untracked},
+        std::pair{"left_out_blocks", &TrailerBlocks::left_out_blocks}}) {
     if (absl::Status s = ReadCount(trailer, "", name, &(t.*member)); !s.ok()) return s;
   }
   t.integrity.untracked_before_start = t.prestart_untracked;
+  t.integrity.left_out_blocks = t.left_out_blocks;
   // `filtered`: an object of filters, each an object of counts; a filter missing from it
   // left nothing out.
   simdjson::dom::object filtered;

@@ -121,6 +121,9 @@ struct TrailerBlocks {
   uint64_t prestart_freed = 0;
   uint64_t prestart_freed_bytes = 0;
   uint64_t prestart_untracked = 0;
+  // Interposer captures: blocks whose allocation record was lost, left out of the capture
+  // with their releases (preload/record.h).
+  uint64_t left_out_blocks = 0;
   // Interposer captures: what its recording filters left out (the trailer's `filtered`,
   // preload/filter_counts.h), the allocations and the bytes they asked for, by filter:
   // blocks below MEMTRACE_MIN_SIZE, and blocks sampling did not draw. `has_filtered` is

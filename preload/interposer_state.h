@@ -244,6 +244,9 @@ extern constinit preload_internal::InternalBlocks internal_blocks;
 extern constinit preload_internal::SampledBlocks sampled_blocks;
 // What the minimum size and sampling left out (filter_counts.h), for the trailer.
 extern constinit preload_internal::FilterCounts filter_counts;
+// Blocks the program holds whose allocation record was lost (record.h, LeaveOut()), for
+// the trailer (`left_out_blocks`): the capture lacks them, so its peaks are not known.
+extern std::atomic<uint64_t> left_out_blocks;
 
 // Where an interposed call came from, captured in the exported function itself.
 struct Caller {

@@ -113,6 +113,8 @@ inline bool BeforeStart() noexcept {
 __attribute__((noinline, cold)) inline void LeaveOut(void* p) noexcept {
   if (config.sample_bytes != 0) sampled_blocks.Erase(Addr(p));
   internal_blocks.Insert(Addr(p));
+  // Relaxed: a count for the trailer, read after every thread's last record.
+  left_out_blocks.fetch_add(1, std::memory_order_relaxed);
 }
 
 __attribute__((always_inline)) inline void RecordNewBlock(Tracer* t, void* p, size_t n,

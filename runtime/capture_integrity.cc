@@ -12,9 +12,10 @@ std::string CaptureIntegrity::Verdict() const {
 }
 
 std::string CaptureIntegrity::PeakVerdict() const {
-  if (!complete()) return "peaks unknown (records were lost)";
-  if (untracked_before_start != 0) {
-    return "peaks unknown (blocks made before tracing started were not tracked)";
+  if (!peaks_known()) {
+    return untracked_before_start != 0 && complete()
+               ? "peaks unknown (blocks made before tracing started were not tracked)"
+               : "peaks unknown (records were lost)";
   }
   if (!peaks_bounded) return "peaks without bounds (written before memtrace bounded them)";
   if (bounded_epochs == 0) return "peaks exact";

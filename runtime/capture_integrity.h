@@ -58,11 +58,17 @@ struct CaptureIntegrity {
   // False for a capture that says nothing of bounds (written before memtrace bounded
   // peaks): its peaks are the applied order's, with no interval.
   bool peaks_bounded = true;
-  // Whether the peaks are known at all: not when records were lost (!complete()), or
-  // blocks made before tracing started were not tracked (untracked_before_start), since
-  // the order applied then lacks operations the program made: a missing allocation or
-  // release moves the live bytes at every later moment.
-  bool peaks_known() const noexcept { return complete() && untracked_before_start == 0; }
+  // Whether the peaks are known at all: not when the capture lacks operations the
+  // program made, since a missing allocation or release moves the live bytes at every
+  // later moment: releases or resizes not recorded (events_dropped), records of either
+  // kind lost for want of a ring, blocks the interposer left out because their record was
+  // lost (left_out_blocks), or blocks made before tracing started and not tracked. An
+  // allocation refused because its record could not be written (records_failed, through
+  // the API: the program was handed null) happened in no order, and changes nothing.
+  bool peaks_known() const noexcept {
+    return events_dropped == 0 && rings_unavailable == 0 && left_out_blocks == 0 &&
+           untracked_before_start == 0;
+  }
   // Every peak is exact: known, and reached by one thread's records alone.
   bool peaks_exact() const noexcept {
     return peaks_known() && peaks_bounded && bounded_epochs == 0;
@@ -84,6 +90,9 @@ struct CaptureIntegrity {
   // not keep (its trailer's `prestart_untracked`, which readers put here): their
   // allocations are not in the capture, and their releases are unknown frees.
   uint64_t untracked_before_start = 0;
+  // Blocks the interposer's program holds whose allocation record was lost (its trailer's
+  // `left_out_blocks`, which readers put here; also in records_failed): not in the capture.
+  uint64_t left_out_blocks = 0;
 
   // Bounded tables.
   uint64_t site_overflow = 0;    // allocations attributed to "other sites"

@@ -94,6 +94,8 @@ TEST_F(PreloadTest, ARecordLostToAFullRingLeavesItsBlockOutAndNoReleaseIsMisread
     // The program freed each block once, and only blocks it had allocated.
     EXPECT_EQ(Counter(r.trailer, "double_frees"), 0u) << r.trailer;
     EXPECT_EQ(Counter(r.trailer, "unknown_frees"), 0u) << r.trailer;
+    // Each block left out is one whose allocation record failed.
+    EXPECT_EQ(Counter(r.trailer, "left_out_blocks"), failed) << r.trailer;
     // With operations missing, no peak is known: none is called exact or bounded.
     const Result summary = RunProgram({Cli(), "summary", capture}, {});
     EXPECT_NE(summary.out.find("PARTIAL, inexact; peaks unknown (records were lost)"),

@@ -149,6 +149,9 @@ TEST(TracerTest, ARemapToASizeNoRecordHoldsIsRefusedNotTruncated) {
   EXPECT_EQ(backing.remaps, 0);
   const Snapshot snap = tracer->TakeSnapshot();
   EXPECT_EQ(snap.integrity.records_failed, 1u);
+  // Refused, the remap happened in no order: the peaks stay known.
+  EXPECT_TRUE(snap.integrity.peaks_known());
+  EXPECT_EQ(snap.integrity.PeakVerdict(), "peaks exact");
   EXPECT_EQ(snap.totals.live_bytes, 64u);  // the block is as it was
   EXPECT_EQ(snap.totals.allocated_count, 1u);
   traced.Free(AsMemory(p, 64), 16, 0);
