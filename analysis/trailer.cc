@@ -128,7 +128,7 @@ void BoundReplayedPeaks(const TrailerBlocks* trailer, bool at_end, UsageCounters
                         std::map<uint32_t, UsageCounters>* layers,
                         std::map<uint32_t, UsageCounters>* scopes) {
   const bool known = trailer != nullptr && trailer->has_integrity &&
-                     trailer->integrity.peaks_bounded && trailer->integrity.peaks_known();
+                     trailer->integrity.peaks_bounded && trailer->PeaksKnown();
   // Every epoch applied one ring: the capture's order is the real one, and the replay's
   // peaks (ordered: their intervals are their values) are exact at every point.
   if (known && trailer->integrity.bounded_epochs == 0) return;

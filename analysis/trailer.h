@@ -138,6 +138,14 @@ struct TrailerBlocks {
   // What made the capture lose something, by the counters' names in the runtime's summary,
   // each with its count ("dropped 3", "sink lost 12"); empty when nothing was lost.
   std::vector<std::string> Losses() const;
+  // Whether the capture's peaks are known: its integrity says so (peaks_known()), and the
+  // sink lost no events on the way to the file (a replay of the file would lack them). A
+  // size limit keeps the peaks of the events before it, which a replay covers. True for a
+  // trailer without integrity counters (an older capture's peaks have no bounds at all).
+  bool PeaksKnown() const {
+    return !has_integrity ||
+           (integrity.peaks_known() && events_lost == 0 && write_errors == 0);
+  }
   // Whether the only loss is what a size limit kept out (events_past_limit): a capture
   // partial as its user asked, whose events before the limit are whole.
   bool LostOnlyPastTheSizeLimit() const {

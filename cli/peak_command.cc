@@ -19,6 +19,7 @@
 #include "analysis/analyzer.h"
 #include "analysis/site_groups.h"
 #include "analysis/symbolizer.h"
+#include "analysis/trailer.h"
 #include "cli/internal/analysis_common.h"
 #include "cli/internal/site_namer.h"
 #include "cli/progress_bar.h"
@@ -108,13 +109,25 @@ int PeakCommand(int argc, char** argv) {
   // applied, so its high-water is that moment's live bytes.
   const UsageCounters& totals = s->totals;
   const std::map<uint32_t, UsageCounters>& scope_usage = s->scopes;
-  auto bound_json = [](const UsageCounters& u) {
+  // A capture that lacks operations the program made has no known peak (TrailerBlocks::
+  // PeaksKnown()): the moment shown is the replay's, and said to be no more.
+  bool peaks_known = true;
+  if (s->has_trailer) {
+    const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s->trailer);
+    peaks_known = !t.ok() || t->PeaksKnown();
+  }
+  auto bound_json = [peaks_known](const UsageCounters& u) {
+    if (!peaks_known) return std::string(",\"high_water_low_bytes\":null,\"high_water_high_bytes\":null");
     return absl::StrCat(",\"high_water_low_bytes\":", u.high_water_low_bytes,
                         ",\"high_water_high_bytes\":",
                         u.high_water_bounded() ? absl::StrCat(u.high_water_high_bytes)
                                                : std::string("null"));
   };
-  auto bound_text = [](const UsageCounters& u) {
+  auto bound_text = [peaks_known](const UsageCounters& u) {
+    if (!peaks_known) {
+      return std::string("unknown: the capture lacks operations the program made, so this is "
+                         "the peak of the records it has (`memtrace summary` says what was lost)");
+    }
     if (!u.high_water_bounded()) return std::string("no bound (the capture has none)");
     if (u.high_water_exact()) return std::string("exact");
     return absl::StrCat("the true peak lies in [", FormatBytes(u.high_water_low_bytes), ", ",

@@ -123,12 +123,12 @@ void PrintTable(const CaptureSummary& s, const std::string& path) {
                    .c_str());
 }
 
-std::string JsonScopeUsages(const CaptureSummary& s) {
+std::string JsonScopeUsages(const CaptureSummary& s, bool peaks_known) {
   std::string scopes;
   for (const auto& [id, usage] : s.scopes) {
     absl::StrAppend(&scopes, scopes.empty() ? "" : ",", "{\"id\":", id,
                     ",\"path\":", JsonQuote(s.scope_paths.count(id) ? s.scope_paths.at(id) : ""),
-                    ",\"usage\":", JsonUsage(usage), "}");
+                    ",\"usage\":", JsonUsage(usage, peaks_known), "}");
   }
   return scopes;
 }
@@ -535,6 +535,9 @@ int SummaryCommand(int argc, char** argv) {
   }
   if (absl::GetFlag(FLAGS_json)) {
     auto raw = [](const std::string& json) { return json.empty() ? std::string("null") : json; };
+    // A capture that lacks operations has no peak worth a number (TrailerBlocks::
+    // PeaksKnown()): its high-water fields are null.
+    const bool peaks_known = !blocks || blocks->PeaksKnown();
     std::string census;
     if (blocks) {
       for (const TrailerBlocks::CensusValue& c : blocks->census) {
@@ -563,7 +566,8 @@ int SummaryCommand(int argc, char** argv) {
     std::string layers;
     for (const auto& [id, usage] : s->layers) {
       absl::StrAppend(&layers, layers.empty() ? "" : ",", "{\"id\":", id,
-                      ",\"name\":", JsonQuote(LayerName(*s, id)), ",\"usage\":", JsonUsage(usage),
+                      ",\"name\":", JsonQuote(LayerName(*s, id)), ",\"usage\":",
+                      JsonUsage(usage, peaks_known),
                       "}");
     }
     const ForkOrigin& f = s->fork;
@@ -595,7 +599,8 @@ int SummaryCommand(int argc, char** argv) {
                                    s->events_applied, ",\"t\":", s->snapshot_t, "}")
                           .c_str()
                     : "null",
-           JsonUsage(s->totals).c_str(), JsonScopeUsages(*s).c_str(), layers.c_str(),
+           JsonUsage(s->totals, peaks_known).c_str(), JsonScopeUsages(*s, peaks_known).c_str(),
+           layers.c_str(),
            trailer_fields.c_str());
     return 0;
   }

@@ -47,7 +47,12 @@ inline constexpr size_t kObservedBatchReserve = size_t{1} << 16;
 
 class EventObserver {
  public:
-  virtual ~EventObserver() = default;
+  // Detaches from its recorder, if still attached, so that the recorder never reaches a
+  // destroyed observer. Only a stopped recorder's: while it records, the drainer may be
+  // inside a callback of the derived object, already destroyed by then, so an observer
+  // that may be destroyed while its recorder records detaches first in its own
+  // destructor (DetachFromRecorder(); JsonlSink and ObservationQueue do).
+  virtual ~EventObserver() { DetachFromRecorder(); }
 
   // Whether this observer is attached to a recorder (Recorder::SetObserver()), and
   // whether that recorder is recording now. An observer is attached to one recorder at a
@@ -80,10 +85,11 @@ class EventObserver {
 
  protected:
   // Detaches this observer from its recorder, if any, also while the recorder runs:
-  // returns once the drainer is not inside one of its callbacks, and the drainer calls it
-  // no more (what it applies meanwhile is not observed). An observer whose owner may
-  // destroy it before stopping the tracer calls this first in its destructor, while the
-  // object is whole (JsonlSink does).
+  // returns once the drainer is not inside one of its callbacks (or at once, from inside
+  // one), and the drainer calls it no more (what it applies meanwhile is not observed).
+  // An observer whose owner may destroy it before stopping the tracer calls this first in
+  // its destructor, while the object is whole (JsonlSink does). Not concurrently with the
+  // recorder's own destruction or SetObserver() on another thread.
   void DetachFromRecorder() noexcept {
     if (attached()) attachment_.detach(attachment_.recorder, this);
   }

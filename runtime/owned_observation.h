@@ -40,6 +40,8 @@ class ObservationQueue final : public EventObserver {
   // Keeps at most `max_records` records not yet taken; an epoch (or slice) that would
   // pass the bound is dropped whole and counted (dropped_records()).
   explicit ObservationQueue(size_t max_records = size_t{1} << 22) : max_records_(max_records) {}
+  // Detached first, while whole: its recorder may still be recording.
+  ~ObservationQueue() override { DetachFromRecorder(); }
 
   void OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
                       ObservedBatch& events) noexcept override;

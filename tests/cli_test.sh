@@ -545,6 +545,15 @@ grep -qF "integrity: complete, inexact; peaks unknown (blocks made before tracin
 "$memtrace" verify "$dir/untracked.jsonl" > "$dir/vu.txt"
 [[ $? -eq 1 ]] || fail "verify must fail a capture with untracked blocks: $(cat "$dir/vu.txt")"
 grep -qF "blocks untracked before start 3" "$dir/vu.txt" || fail "$(cat "$dir/vu.txt")"
+"$memtrace" peak "$dir/untracked.jsonl" | grep -qF "unknown: the capture lacks operations" \
+  || fail "peak of a capture with untracked blocks: $("$memtrace" peak "$dir/untracked.jsonl")"
+# Events the sink lost on the way to the file: a replay lacks them, so no peak is known.
+printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"runtime"}' \
+  '{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}' \
+  '{"type":"trailer","complete":false,"sink":{"events_written":1,"event_lines":1,"events_lost":5,"write_errors":0},"integrity":{"complete":true,"exact":true,"events_recorded":6,"events_applied":6,"bounded_epochs":0}}' \
+  > "$dir/sink_lost.jsonl"
+"$memtrace" summary --json "$dir/sink_lost.jsonl" | grep -qF '"high_water_bytes":null' \
+  || fail "a capture whose sink lost events: its JSON peak is not null"
 
 filtered_header='{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload","interposer":{"library":"/x/libmemtrace_preload.so","min_size":1000,"sample_interval_bytes":0}}'
 filtered_alloc='{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}'

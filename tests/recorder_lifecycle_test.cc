@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -374,6 +375,54 @@ TEST(RecorderTest, DestroyingARunningRecorderAppliesEveryRecordAndStops) {
   EXPECT_EQ(recorded, kRecords);
   EXPECT_EQ(observer.records, kRecords);
   EXPECT_EQ(observer.stops, 1);
+}
+
+// An observer that detaches itself from inside a callback (here its OnStop()): the drainer
+// holds the callbacks' lock then, and the detach must not wait for it.
+class SelfDetachingObserver final : public EventObserver {
+ public:
+  void OnEpoch(uint32_t, int64_t, std::span<const ObservedEvent> events) noexcept override {
+    records += events.size();
+  }
+  void OnStop() noexcept override { DetachFromRecorder(); }
+  uint64_t records = 0;
+};
+
+TEST(RecorderTest, AnObserverDetachingItselfInACallbackIsNoDeadlock) {
+  SelfDetachingObserver observer;
+  auto recorder = Make();
+  ASSERT_TRUE(recorder->SetObserver(&observer).ok());
+  ASSERT_TRUE(recorder->Start().ok());
+  for (uint64_t i = 1; i <= 1000; ++i) recorder->RecordAlloc(kHeap, 16 * i, 1, 0);
+  auto stopped = std::async(std::launch::async, [&] { return recorder->Stop(); });
+  ASSERT_EQ(stopped.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "Stop() waits for a detach made inside OnStop()";
+  EXPECT_TRUE(stopped.get().ok());
+  EXPECT_FALSE(observer.attached());
+  EXPECT_EQ(observer.records, 1000u);
+}
+
+// An observer destroyed after Stop() while still attached detaches itself (its base's
+// destructor): the recorder, destroyed or given another observer later, never writes into
+// it (ASan caught that write).
+TEST(RecorderTest, AnObserverDestroyedAfterStopIsNeverReachedAgain) {
+  auto recorder = Make();
+  {
+    CountingObserver first;
+    ASSERT_TRUE(recorder->SetObserver(&first).ok());
+    ASSERT_TRUE(recorder->Start().ok());
+    ASSERT_TRUE(recorder->Stop().ok());
+  }  // destroyed attached
+  CountingObserver second;
+  ASSERT_TRUE(recorder->SetObserver(&second).ok());
+  EXPECT_TRUE(second.attached());
+  {
+    CountingObserver third;
+    ASSERT_TRUE(recorder->SetObserver(&third).ok());
+    EXPECT_FALSE(second.attached());  // replaced
+  }
+  recorder.reset();
+  EXPECT_FALSE(second.attached());
 }
 
 // An observer runs on the drainer thread; a Flush() from there would wait for itself.

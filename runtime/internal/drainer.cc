@@ -142,8 +142,15 @@ void Drainer::Stop() {
 }
 
 void Drainer::DetachObserver(EventObserver* observer) noexcept {
-  std::lock_guard<std::mutex> lock(observer_mu_);
   EventObserver* expected = observer;
+  if (OnDrainerThread()) {
+    // From inside a callback (an observer that detaches in OnStop(), a fatal signal's
+    // handler finishing the capture): this thread holds observer_mu_ already, and reads
+    // the observer again before each later callback. Relaxed: this thread's own.
+    observer_.compare_exchange_strong(expected, nullptr, std::memory_order_relaxed);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(observer_mu_);
   // Relaxed: the mutex orders this against the callbacks (ApplySlice).
   observer_.compare_exchange_strong(expected, nullptr, std::memory_order_relaxed);
 }
@@ -569,13 +576,18 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
   if (over && slices_ > 1) sliced_epochs_.fetch_add(1, std::memory_order_relaxed);
   slices_applied_.fetch_add(1, std::memory_order_relaxed);
   if (observer() != nullptr) {
-    // Under observer_mu_, which a detach takes (DetachObserver): the observer it reads
-    // there is whole until the callbacks return.
+    // Under observer_mu_, which a detach from another thread takes (DetachObserver): the
+    // observer read here is whole until the callbacks return. Read again before each, as
+    // a callback may detach it (on this thread, without the lock).
     std::lock_guard<std::mutex> lock(observer_mu_);
     if (EventObserver* const o = observer()) {
       o->OnEpochRecords(epoch, pending_started_unix_ns_, observed_);
-      if (sample_taken_) o->OnUsageSample(sample_);
-      if (over && pending_final_) o->OnStop();
+    }
+    if (EventObserver* const o = observer(); o != nullptr && sample_taken_) {
+      o->OnUsageSample(sample_);
+    }
+    if (EventObserver* const o = observer(); o != nullptr && over && pending_final_) {
+      o->OnStop();
     }
   }
   observed_.clear();
