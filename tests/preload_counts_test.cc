@@ -265,14 +265,25 @@ TEST_F(PreloadTest, TheExitHandlerBlockMemtraceNeedsIsNotChargedToTheProgram) {
 // and copies it into the next thousand numbers (the capture's among them): the sink sees
 // its descriptor is no longer the capture before it writes, opens the capture again by
 // its path, and loses nothing; the program's file holds only what the program wrote.
+// With --live too: the live server's socket and eventfd numbers are the program's file
+// then; the server stops serving, writes no wake-up into it, and the program ends (it
+// waited forever at exit: the server's poll() was not woken by the close).
 TEST_F(PreloadTest, AProgramClosingTheCapturesDescriptorLosesNothingAndGetsNoCaptureBytes) {
-  const std::string capture = TempDir() + "/closed_fd.mtb";
-  const std::string own = TempDir() + "/closed_fd.own";
-  const Result run = RunProgram(
-      {Cli(), "run", "--quiet", "--output=" + capture, "--", Target(), "close-fds", own}, {});
-  ASSERT_EQ(run.status, 0) << run.err;
-  EXPECT_EQ(ReadFile(own), "USER\n") << "capture bytes went into the program's file";
-  ExpectCompleteAndMatching(capture, run.out);
+  for (const bool live : {false, true}) {
+    SCOPED_TRACE(live ? "--live" : "");
+    const std::string capture = TempDir() + (live ? "/closed_fd_live.mtb" : "/closed_fd.mtb");
+    const std::string own = TempDir() + (live ? "/closed_fd_live.own" : "/closed_fd.own");
+    std::vector<std::string> argv = {"/usr/bin/timeout", "60", Cli(), "run", "--quiet",
+                                     "--output=" + capture};
+    if (live) argv.push_back("--live");
+    for (const std::string& a : {std::string("--"), Target(), std::string("close-fds"), own}) {
+      argv.push_back(a);
+    }
+    const Result run = RunProgram(argv, {});
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_EQ(ReadFile(own), "USER\n") << "memtrace's bytes went into the program's file";
+    ExpectCompleteAndMatching(capture, run.out);
+  }
 }
 
 // The mmap layer (MEMTRACE_MMAP=1, `memtrace run --mmap`): what the program leaves mapped,

@@ -95,7 +95,12 @@ bool PeerMayConnect(uid_t peer_uid, uid_t own_uid) noexcept { return peer_uid ==
 LiveServer::LiveServer(std::string path, Render render, Capture capture, int listen_fd,
                        int wake_fd)
     : path_(std::move(path)), render_(std::move(render)), capture_(std::move(capture)),
-      listen_fd_(listen_fd), wake_fd_(wake_fd) {}
+      listen_fd_(listen_fd), wake_fd_(wake_fd), listen_id_(DescriptorIdentity::Of(listen_fd)),
+      wake_id_(DescriptorIdentity::Of(wake_fd)) {}
+
+bool LiveServer::OwnsDescriptors() const {
+  return listen_id_.Names(listen_fd_) && wake_id_.Names(wake_fd_);
+}
 
 absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(std::string path, Render render,
                                                               Capture capture) {
@@ -161,14 +166,21 @@ absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(std::string path, 
 void LiveServer::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  const uint64_t one = 1;
-  if (write(wake_fd_, &one, sizeof(one)) < 0) {
-    // An eventfd refuses a write only when its counter would overflow: it is set already.
+  // Release: pairs with the acquire loads in Stopping(); the thread sees it within
+  // kStopCheckMs even when the eventfd is gone.
+  stop_.store(true, std::memory_order_release);
+  // Only into our own eventfd: the number may be a file of the program's now.
+  if (wake_id_.Names(wake_fd_)) {
+    const uint64_t one = 1;
+    if (write(wake_fd_, &one, sizeof(one)) < 0) {
+      // An eventfd refuses a write only when its counter would overflow: it is set already.
+    }
   }
   thread_.join();
   unlink(path_.c_str());
-  close(listen_fd_);
-  close(wake_fd_);
+  // Closed only where they are still ours.
+  if (listen_id_.Names(listen_fd_)) close(listen_fd_);
+  if (wake_id_.Names(wake_fd_)) close(wake_fd_);
   // Relaxed: the socket is gone already; the exit handler has nothing left to remove.
   server_pid.store(0, std::memory_order_relaxed);
 }
@@ -178,10 +190,17 @@ void LiveServer::Run() {
   // Anywhere: it sleeps but for a client, and is no reason to share the drainer's CPUs.
   PlaceMemtraceThread("memtrace-live", CpuList{});
   for (;;) {
+    // A descriptor closed while poll() waits on it does not wake it: the wait is bounded,
+    // and each wake looks at the stop flag and at the descriptors first.
     pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    const int n = poll(fds, 2, -1);
+    const int n = poll(fds, 2, kStopCheckMs);
+    if (Stopping()) return;
+    if (!OwnsDescriptors()) return;  // the program took them: serving ends
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 || fds[1].revents != 0) return;
+    if (n <= 0 || fds[1].revents != 0) {
+      if (n < 0) return;
+      continue;
+    }
     const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (client < 0) continue;  // the client left already, or no descriptors: try the next
     ServeClient(client);
@@ -244,8 +263,8 @@ void LiveServer::ServeClient(int fd) {
 }
 
 bool LiveServer::Stopping() const {
-  pollfd wake = {wake_fd_, POLLIN, 0};
-  return poll(&wake, 1, 0) > 0;
+  // Acquire: pairs with the release store in Stop().
+  return stop_.load(std::memory_order_acquire);
 }
 
 bool LiveServer::Send(int fd, std::string_view bytes, absl::Time deadline) {

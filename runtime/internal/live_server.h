@@ -35,8 +35,10 @@
 // is refused too.
 //
 // Cost: nothing on the recording path. While no client is connected, the server thread
-// sleeps in poll() on the listening socket and an eventfd that Stop() signals, so it
-// wakes only for a client or to stop. A reply costs one render (for the tracer: a flush
+// sleeps in poll() on the listening socket and an eventfd that Stop() signals, waking for
+// a client, to stop, and every kStopCheckMs to see that its descriptors are still its own
+// (a daemon closes every descriptor, and may be given their numbers for its own files:
+// the server then stops serving, and never reads, accepts on or writes them). A reply costs one render (for the tracer: a flush
 // and a snapshot, which take the drainer's state lock as Tracer::TakeSnapshot() does from
 // any thread); a capture one copy of the live blocks under that lock
 // (Recorder::CaptureLive), encoded and sent after it is released.
@@ -60,6 +62,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -71,6 +74,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "runtime/internal/live_request.h"
+#include "runtime/internal/own_descriptor.h"
 
 namespace memtrace::runtime_internal {
 
@@ -88,6 +92,8 @@ class LiveServer {
  public:
   static constexpr size_t kMaxRequestBytes = kMaxLiveRequestBytes;
   static constexpr absl::Duration kClientTimeout = absl::Seconds(1);
+  // The longest the server thread sleeps without looking at stop_ and at its descriptors.
+  static constexpr int kStopCheckMs = 200;
   // The tracer's reply lists at most this many call sites (Tracer::TakeSnapshot).
   static constexpr uint32_t kTopSites = 50;
 
@@ -121,8 +127,12 @@ class LiveServer {
   // Sends all of `bytes` by `deadline`; false when the client is gone, too slow, or the
   // server is stopping.
   bool Send(int fd, std::string_view bytes, absl::Time deadline);
-  // Whether Stop() has signalled the wake eventfd.
+  // Whether Stop() has asked the thread to end.
   bool Stopping() const;
+  // Whether the socket and the eventfd are still this server's: a program that closes
+  // descriptors it did not open (a daemon closes them all) may have been given their
+  // numbers for files of its own, which the server must not read, accept on or write.
+  bool OwnsDescriptors() const;
   // Reads until the request is known (ParseLiveRequest); kIncomplete on a timeout, an
   // error, a client that left, or a stop.
   LiveRequest ReadRequest(int fd);
@@ -132,6 +142,11 @@ class LiveServer {
   const Capture capture_;
   const int listen_fd_;
   const int wake_fd_;  // an eventfd: Stop() writes it, the poll()s of Run() wake
+  const DescriptorIdentity listen_id_;
+  const DescriptorIdentity wake_id_;
+  // Set by Stop() (release), read by the server thread (acquire) at least every
+  // kStopCheck: the eventfd wakes it at once, unless the program closed it.
+  std::atomic<bool> stop_{false};
   std::thread thread_;
   bool stopped_ = false;  // owner only
 };

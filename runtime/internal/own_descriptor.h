@@ -16,6 +16,7 @@
 #define MEMTRACE_RUNTIME_INTERNAL_OWN_DESCRIPTOR_H_
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace memtrace::runtime_internal {
@@ -31,6 +32,26 @@ inline int AboveProgramDescriptors(int fd) {
   close(fd);
   return high;
 }
+
+// What a descriptor refers to (its file's device and inode), to tell later whether the
+// number still names that file: a program that closed it may have been given the number
+// for a file of its own.
+struct DescriptorIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool valid = false;
+
+  static DescriptorIdentity Of(int fd) {
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0) return {};
+    return {st.st_dev, st.st_ino, true};
+  }
+  // Whether `fd` still names this file.
+  bool Names(int fd) const {
+    const DescriptorIdentity now = Of(fd);
+    return valid && now.valid && now.dev == dev && now.ino == ino;
+  }
+};
 
 }  // namespace memtrace::runtime_internal
 
