@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 #include <tuple>
 
@@ -52,6 +53,7 @@ absl::StatusOr<CaptureSummary> SummarizeWithSteps(const std::string& path,
   };
   absl::Status s = analyzer.ApplyFile(path, &stats, progress, step);
   if (!s.ok()) return s;
+  steps->end_known = steps->ended_unix_ns != 0;
   if (steps->ended_unix_ns == 0) steps->ended_unix_ns = last_t;
   return analyzer.FinishFile(path, stats);
 }
@@ -64,6 +66,9 @@ namespace {
 // as overlapping: the bounds below only widen.
 struct Windows {
   std::vector<int64_t> start, stop;  // window i is [start[i], stop[i]]
+  // Until when the image may have held its last step's memory: stop.back(), or for an
+  // image whose end is not known, every later moment.
+  int64_t maybe_until = 0;
   std::vector<uint64_t> lowest, highest;
   // A segment tree over `lowest` (leaves at [size, 2 size)): the least in a range of steps.
   size_t size = 0;
@@ -77,6 +82,8 @@ struct Windows {
       lowest.push_back(p.steps[i].lowest);
       highest.push_back(p.steps[i].highest);
     }
+    maybe_until = p.end_known || n == 0 ? (n == 0 ? 0 : stop.back())
+                                        : std::numeric_limits<int64_t>::max();
     size = 1;
     while (size < n) size *= 2;
     tree.assign(2 * size, ~uint64_t{0});
@@ -143,7 +150,7 @@ FamilyHighWater HighestSum(const std::vector<ProcessLiveSteps>& processes) {
   for (size_t p = 0; p < windows.size(); ++p) {
     const Windows& w = windows[p];
     for (size_t i = 0; i < w.start.size(); ++i) changes.push_back({w.start[i], p, w.highest[i], false});
-    if (!w.start.empty()) changes.push_back({w.stop.back(), p, 0, true});
+    if (!w.start.empty()) changes.push_back({w.maybe_until, p, 0, true});
   }
   std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) {
     return std::tie(a.t, a.after) < std::tie(b.t, b.after);

@@ -16,7 +16,9 @@
 //   at least: one process at its highest in a step while every other holds no less
 //             than the least it surely held throughout that step's window;
 //   at most:  every process at the highest of its step whose window holds one moment,
-//             at the moment that sum is largest.
+//             at the moment that sum is largest; a process whose capture has no trailer
+//             (killed) is taken to hold its last step's highest until the family's end,
+//             since when it died is not known.
 //
 //   process A:  [0 ..100] ─────┐[100 .. 50] ──────────┐
 //   process B:        [0 .. 70] ──────────┐           │
@@ -57,8 +59,11 @@ struct ProcessLiveSteps {
   };
   std::vector<Step> steps;  // t ascending, one per t
   // When the image's memory went away: the trailer's finished_unix_ns, or without a
-  // trailer (the process was killed) the last event's t.
+  // trailer (the process was killed) the last event's t, which it surely lived to; it may
+  // have held its memory any time after (end_known false): a killed worker's blocks count
+  // in the upper end of the family's interval until every other process has ended.
   int64_t ended_unix_ns = 0;
+  bool end_known = true;
 };
 
 // Replays `path` once, as Analyzer::Summarize does (`progress` may be empty), and fills

@@ -86,6 +86,24 @@ TEST(FamilyLiveTest, AnEndedImageHoldsNothingAndChangesAtOnceAreAnInterval) {
   EXPECT_EQ(h.t, 5);
 }
 
+// A killed process (its capture has no trailer) surely lived to its last event, and may
+// have held its memory any time after: a worker killed while it held 500, which last
+// changed at t=10, and a parent that rose to 300 at t=20 (both held at once, if the worker
+// was still alive): surely 500, at most 800. Before, the worker was taken to end at its
+// last event, and the upper end (500) was below the truth.
+TEST(FamilyLiveTest, AKilledProcessMayHoldItsMemoryUntilTheFamilyEnds) {
+  ProcessLiveSteps worker = Steps({{0, 200}, {10, 500}}, 10);
+  worker.end_known = false;
+  const FamilyHighWater h = HighestSum({worker, Steps({{20, 300}, {30, 0}}, 40)});
+  EXPECT_EQ(h.bytes, 500u);
+  EXPECT_EQ(h.bytes_high, 800u);
+  // Its end known (a trailer at t=10), the two never met.
+  const FamilyHighWater ended =
+      HighestSum({Steps({{0, 200}, {10, 500}}, 10), Steps({{20, 300}, {30, 0}}, 40)});
+  EXPECT_EQ(ended.bytes, 500u);
+  EXPECT_TRUE(ended.exact()) << ended.bytes_high;
+}
+
 // A process's highest moment inside one step (its events stamped one time, in its own
 // order) counts: the family never held less than its largest process's own peak.
 // A: one step at t=0 that rises to 900 and ends at 100; B: 300 from before A's first
