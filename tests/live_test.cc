@@ -422,6 +422,36 @@ TEST_F(LiveTest, AnotherUidIsRefusedByTheSocketAndByTheServer) {
   (*server)->Stop();
 }
 
+// A child of fork() holds a copy of the server (its thread stays in the parent). Stopped
+// there (a forked worker whose tracer stops as it exits), the copy closes the child's
+// descriptors and nothing else: before, it woke the parent's thread through the shared
+// eventfd, which stopped serving, and unlinked the parent's socket.
+TEST_F(LiveTest, AForkedChildStoppingItsCopyLeavesTheParentServing) {
+  const std::string path = absl::StrCat(dir_, "/forked.sock");
+  auto server = LiveServer::Start(path, [] { return std::string("{\"ok\":1}"); });
+  ASSERT_TRUE(server.ok()) << server.status();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Its copies of the server's descriptors (from 512 up: own_descriptor.h) were closed
+    // at the fork: no socket is left there.
+    int sockets = 0;
+    for (int fd = 512; fd < 1024; ++fd) {
+      struct stat st;
+      if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) ++sockets;
+    }
+    (*server)->Stop();
+    server->reset();
+    _exit(sockets == 0 ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  struct stat st;
+  EXPECT_EQ(lstat(path.c_str(), &st), 0) << "the child removed the parent's socket";
+  EXPECT_EQ(Ask(path, "snapshot\n"), "{\"ok\":1}\n") << "the parent stopped serving";
+  (*server)->Stop();
+}
+
 TEST_F(LiveTest, OneServerPerProcess) {
   auto first = LiveServer::Start(absl::StrCat(dir_, "/a.sock"), [] { return "{}"; });
   ASSERT_TRUE(first.ok()) << first.status();

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -14,6 +15,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <new>
 #include <string_view>
 #include <utility>
 
@@ -33,6 +35,27 @@ char exit_unlink_path[sizeof(sockaddr_un::sun_path)];
 // but not the server thread: a pid other than ours is no claim (Start() takes it over,
 // the exit handler leaves the parent's socket alone).
 std::atomic<pid_t> server_pid{0};
+
+// The running server's descriptors and what they name, for the fork child handler: a
+// forked child closes its copies at once (a worker, and its own workers, would otherwise
+// each hold the socket and the eventfd of every ancestor). Written by Start() and Stop()
+// in the owner's process; read in a fork child, whose one thread is the forking one.
+struct ServerDescriptors {
+  int listen_fd = -1;
+  int wake_fd = -1;
+  DescriptorIdentity listen_id, wake_id;
+};
+ServerDescriptors running_descriptors;
+std::mutex running_descriptors_mu;  // taken around fork (pthread_atfork)
+
+void CloseInheritedDescriptors() {
+  // In the child: the parent's lock is copied held by the forking thread, this one.
+  ServerDescriptors& d = running_descriptors;
+  if (d.listen_id.Names(d.listen_fd)) close(d.listen_fd);
+  if (d.wake_id.Names(d.wake_fd)) close(d.wake_fd);
+  d = ServerDescriptors{};
+  running_descriptors_mu.unlock();
+}
 
 void UnlinkAtExit() {
   // Acquire: pairs with the release store in Start(), so the path is complete.
@@ -96,7 +119,7 @@ LiveServer::LiveServer(std::string path, Render render, Capture capture, int lis
                        int wake_fd)
     : path_(std::move(path)), render_(std::move(render)), capture_(std::move(capture)),
       listen_fd_(listen_fd), wake_fd_(wake_fd), listen_id_(DescriptorIdentity::Of(listen_fd)),
-      wake_id_(DescriptorIdentity::Of(wake_fd)) {}
+      wake_id_(DescriptorIdentity::Of(wake_fd)), owner_pid_(getpid()) {}
 
 bool LiveServer::OwnsDescriptors() const {
   return listen_id_.Names(listen_fd_) && wake_id_.Names(wake_fd_);
@@ -156,9 +179,17 @@ absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(std::string path, 
   // Release: publishes exit_unlink_path. Pairs with the acquire load in UnlinkAtExit().
   server_pid.store(getpid(), std::memory_order_release);
   static std::once_flag exit_handler;
-  std::call_once(exit_handler, [] { atexit(UnlinkAtExit); });
+  std::call_once(exit_handler, [] {
+    atexit(UnlinkAtExit);
+    pthread_atfork([] { running_descriptors_mu.lock(); },
+                   [] { running_descriptors_mu.unlock(); }, CloseInheritedDescriptors);
+  });
   std::unique_ptr<LiveServer> server(
       new LiveServer(std::move(path), std::move(render), std::move(capture), fd, wake));
+  {
+    std::lock_guard<std::mutex> lock(running_descriptors_mu);
+    running_descriptors = ServerDescriptors{fd, wake, server->listen_id_, server->wake_id_};
+  }
   server->thread_ = StartMemtraceThread([s = server.get()] { s->Run(); });
   return server;
 }
@@ -166,6 +197,16 @@ absl::StatusOr<std::unique_ptr<LiveServer>> LiveServer::Start(std::string path, 
 void LiveServer::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  if (getpid() != owner_pid_) {
+    // A fork child's copy: writing the eventfd would stop the parent's server, and the
+    // socket's path is the parent's. Only this process's copies of the descriptors go.
+    if (listen_id_.Names(listen_fd_)) close(listen_fd_);
+    if (wake_id_.Names(wake_fd_)) close(wake_fd_);
+    // The thread is the parent's: there is none here to join, and its handle is dropped
+    // without one (a joinable std::thread destroyed would end the process).
+    new (&thread_) std::thread();
+    return;
+  }
   // Release: pairs with the acquire loads in Stopping(); the thread sees it within
   // kStopCheckMs even when the eventfd is gone.
   stop_.store(true, std::memory_order_release);
@@ -178,6 +219,10 @@ void LiveServer::Stop() {
   }
   thread_.join();
   unlink(path_.c_str());
+  {
+    std::lock_guard<std::mutex> lock(running_descriptors_mu);
+    running_descriptors = ServerDescriptors{};
+  }
   // Closed only where they are still ours.
   if (listen_id_.Names(listen_fd_)) close(listen_fd_);
   if (wake_id_.Names(wake_fd_)) close(wake_fd_);

@@ -45,8 +45,9 @@
 //
 // Thread safety: Start() and Stop() from one owner; at most one server runs per process
 // (a second Start() is kAlreadyExists), since the socket's path names only the pid. A
-// child of fork() has no server (the thread stays in the parent) and may start its own,
-// at its own pid's path. The
+// child of fork() has no server (the thread stays in the parent; the child's copies of
+// its descriptors are closed at the fork, and Stop() on its copy of the object touches
+// nothing of the parent's) and may start its own, at its own pid's path. The
 // render function is called on the server's thread, which is memtrace's own
 // (memtrace_thread.h) and marked internal, so its allocations are never traced.
 //
@@ -111,7 +112,9 @@ class LiveServer {
                                                            Capture capture = nullptr);
 
   // Stops the thread (promptly: at most one client's timeout when a reply is in flight)
-  // and unlinks the socket. Idempotent.
+  // and unlinks the socket. Idempotent. In a child of fork() (the server's copy, whose
+  // thread, socket path and eventfd's other end are the parent's), it closes this
+  // process's copies of the descriptors and nothing else: the parent keeps serving.
   void Stop();
   ~LiveServer() { Stop(); }
 
@@ -148,6 +151,7 @@ class LiveServer {
   // kStopCheck: the eventfd wakes it at once, unless the program closed it.
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  const pid_t owner_pid_;  // the process whose thread serves; a fork child's copy does not
   bool stopped_ = false;  // owner only
 };
 
