@@ -547,6 +547,14 @@ grep -qF "integrity: complete, inexact; peaks unknown (blocks made before tracin
 grep -qF "blocks untracked before start 3" "$dir/vu.txt" || fail "$(cat "$dir/vu.txt")"
 "$memtrace" peak "$dir/untracked.jsonl" | grep -qF "unknown: the capture lacks operations" \
   || fail "peak of a capture with untracked blocks: $("$memtrace" peak "$dir/untracked.jsonl")"
+# A program that ended by a fatal signal: partial, and the first line says why (it said
+# "the trailer reports lost records", with every loss counter 0).
+printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload","interposer":{"library":"/x/libmemtrace_preload.so"}}' \
+  '{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}' \
+  '{"type":"trailer","complete":false,"ended_by":"signal 11","integrity":{"complete":true,"exact":true,"events_recorded":1,"events_applied":1,"bounded_epochs":0}}' \
+  > "$dir/segv.jsonl"
+"$memtrace" summary "$dir/segv.jsonl" | head -1 | grep -qF "capture PARTIAL (the program ended by signal 11;" \
+  || fail "a capture ended by a signal: $("$memtrace" summary "$dir/segv.jsonl" | head -1)"
 # Events the sink lost on the way to the file: a replay lacks them, so no peak is known.
 printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"runtime"}' \
   '{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}' \

@@ -49,6 +49,13 @@ std::string VerdictAlone(const CaptureSummary& s) {
                           ", was reached: the events stop there; the totals at the end are "
                           "below the integrity block)");
     }
+    if (t.ok() && t->ended_by.rfind("signal ", 0) == 0) {
+      return absl::StrCat("PARTIAL (the program ended by ", t->ended_by,
+                          "; everything recorded up to it is here)");
+    }
+    if (t.ok() && t->ended_by == kEndedWhileRecording) {
+      return "PARTIAL (finished while its tracer still recorded; `memtrace verify` says more)";
+    }
     return "PARTIAL (the trailer reports lost records)";
   }
   return "complete";
