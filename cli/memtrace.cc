@@ -12,7 +12,8 @@
 // it a CommandSpec and a handler in its own file, declare the handler in a header, and add
 // a row here.
 //
-// Exit status: 0 success; 1 a finding (verify failed); 2 bad usage or unreadable input
+// Exit status: 0 success; 1 a finding (verify failed), or a process live or snapshot
+// cannot read (not running, not traced with --live, refused); 2 bad usage or unreadable input
 // (the message says what, where, and how to fix it). A usage error is that message and a
 // line saying where the help is, never the help itself: the help is for `help` and
 // --help, on stdout.
@@ -75,7 +76,8 @@ void PrintUsage(FILE* out) {
         "  version    print `memtrace VERSION` (also --version; --json: {\"version\":...})\n\n"
         "Every command takes --help. CAPTURE is a capture written by memtrace\n"
         "(docs/capture-format.md): binary (.mtb) or JSONL, plain or zstd-compressed.\n"
-        "Exit status: 0 ok, 1 a finding (verify), 2 bad usage or unreadable input.\n",
+        "Exit status: 0 ok, 1 a finding (verify) or a process live or snapshot cannot\n"
+        "read, 2 bad usage or an unreadable capture.\n",
         out);
 }
 
