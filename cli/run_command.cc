@@ -26,6 +26,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "analysis/capture_reader.h"
 #include "analysis/capture_file_ends.h"
 #include "analysis/trailer.h"
@@ -663,7 +664,14 @@ int RunCommand(int argc, char** argv) {
     if (o.children || o.forks) {
       const std::vector<std::string> others = OtherCaptures(o.output, capture, started);
       if (!others.empty()) {
-        family_glob = absl::StrCat(capture, "* ", OtherCapturesGlob(o.output));
+        // The glob, where it names this run's captures alone; captures an earlier run left
+        // at these paths would join the family's sums, so then the files themselves.
+        const timespec epoch{};
+        const size_t matching =
+            OtherCaptures(o.output, capture, epoch).size();
+        family_glob = matching == others.size()
+                          ? absl::StrCat(capture, "* ", OtherCapturesGlob(o.output))
+                          : absl::StrCat(capture, " ", absl::StrJoin(others, " "));
         fprintf(stderr, "\nmemtrace run: %zu more capture%s, of the processes it %s; all %zu:\n\n",
                 others.size(), others.size() == 1 ? "" : "s",
                 o.forks && o.children ? "forked and ran" : (o.forks ? "forked" : "ran"),

@@ -201,6 +201,20 @@ TEST_F(PreloadTest, WithForksAForkedChildTracesOnFromTheBlocksItInherited) {
   EXPECT_NE(loud.err.find("memtrace summary of 2 captures, one per process image: 2 complete"),
             std::string::npos)
       << loud.err;
+  // The commands it suggests name the family by a glob while that matches this run's
+  // captures alone; run again at the same path, the first run's child capture is still
+  // there, and they name this run's files instead (the glob would add the stale one).
+  EXPECT_NE(loud.err.find("memtrace summary " + dir + "/again.mtb* "), std::string::npos)
+      << loud.err;
+  const Result again = RunProgram({Cli(), "run", "--forks", "--output=" + dir + "/again.mtb",
+                                   "--", Target(), "fork-traced"},
+                                  {});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.err.find("memtrace summary " + dir + "/again.mtb* "), std::string::npos)
+      << again.err;
+  EXPECT_NE(again.err.find("memtrace summary " + dir + "/again.mtb " + dir + "/again."),
+            std::string::npos)
+      << again.err;
 }
 
 // The same with a site capacity smaller than the parent's stacks: the child's header
