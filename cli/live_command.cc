@@ -151,7 +151,11 @@ absl::Status LiveErrorReply(const std::string& socket_path, std::string_view lin
   return absl::OkStatus();
 }
 
-absl::Status NoReply(const std::string& socket_path) {
+absl::Status NoReply(const std::string& socket_path, pid_t server_pid) {
+  if (server_pid > 0 && kill(server_pid, 0) != 0 && errno == ESRCH) {
+    return absl::UnavailableError(absl::StrCat("process ", server_pid, " (", socket_path,
+                                               ") ended before it answered"));
+  }
   return absl::PermissionDeniedError(absl::StrCat(
       socket_path, " closed without a reply: it serves only its own user's processes (run "
       "as that user)"));
@@ -178,7 +182,7 @@ absl::StatusOr<std::string> FetchLiveSnapshot(const std::string& socket_path,
                                               kMaxReplyBytes, " bytes: not a snapshot"));
     }
   }
-  if (reply.empty()) return NoReply(socket_path);
+  if (reply.empty()) return NoReply(socket_path, server_pid != nullptr ? *server_pid : 0);
   if (reply.back() != '\n') {
     return absl::DataLossError(absl::StrCat(socket_path, " sent an incomplete reply"));
   }

@@ -69,8 +69,9 @@ absl::StatusOr<LiveConnection> AskLive(const std::string& socket_path, std::stri
 // An error for the reply line `line` when it is the server's {"error":...} or not JSON;
 // OK for any other JSON object.
 absl::Status LiveErrorReply(const std::string& socket_path, std::string_view line);
-// The error for a server that closed without a word: it serves another user.
-absl::Status NoReply(const std::string& socket_path);
+// The error for a server that closed without a word: it serves another user, or, when
+// `server_pid` (the pid AskLive() found, 0 if none) is gone, it ended before it answered.
+absl::Status NoReply(const std::string& socket_path, pid_t server_pid);
 
 }  // namespace memtrace
 

@@ -104,7 +104,7 @@ absl::StatusOr<SnapshotReceived> FetchSnapshotCapture(const std::string& socket_
     got.bytes += piece.size();
   }
   if (out < 0) {
-    if (head.empty()) return NoReply(socket_path);
+    if (head.empty()) return NoReply(socket_path, got.pid);
     if (head.back() == '\n') head.pop_back();
     absl::Status refused = LiveErrorReply(socket_path, head);
     return refused.ok() ? absl::DataLossError(absl::StrCat(
