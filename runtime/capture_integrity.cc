@@ -12,11 +12,7 @@ std::string CaptureIntegrity::Verdict() const {
 }
 
 std::string CaptureIntegrity::PeakVerdict() const {
-  if (!peaks_known()) {
-    return untracked_before_start != 0 && complete()
-               ? "peaks unknown (blocks made before tracing started were not tracked)"
-               : "peaks unknown (records were lost)";
-  }
+  if (!peaks_known()) return std::string("peaks unknown (") + PeaksUnknownBecause() + ")";
   if (!peaks_bounded) return "peaks without bounds (written before memtrace bounded them)";
   if (bounded_epochs == 0) return "peaks exact";
   return "peaks within their bounds";

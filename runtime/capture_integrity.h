@@ -69,6 +69,12 @@ struct CaptureIntegrity {
     return events_dropped == 0 && rings_unavailable == 0 && left_out_blocks == 0 &&
            untracked_before_start == 0;
   }
+  // Why peaks_known() is false, in words ("records were lost"); only then.
+  const char* PeaksUnknownBecause() const noexcept {
+    return untracked_before_start != 0 && complete()
+               ? "blocks made before tracing started were not tracked"
+               : "records were lost";
+  }
   // Every peak is exact: known, and reached by one thread's records alone.
   bool peaks_exact() const noexcept {
     return peaks_known() && peaks_bounded && bounded_epochs == 0;

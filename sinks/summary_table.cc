@@ -269,9 +269,7 @@ std::string FormatIntegrityBlock(const CaptureIntegrity& in, uint64_t memtrace_b
   // interval that must hold it (the summary's "peak bound" column).
   if (!in.peaks_known()) {
     absl::StrAppend(&out, "  peaks      unknown: the capture lacks operations the program made (",
-                    in.untracked_before_start != 0 && in.complete()
-                        ? "blocks made before tracing started"
-                        : "records lost",
+                    in.PeaksUnknownBecause(),
                     "), so the live bytes of every moment after them are not known\n");
   } else if (in.peaks_bounded) {
     absl::StrAppendFormat(&out,

@@ -142,16 +142,14 @@ void Drainer::Stop() {
 }
 
 void Drainer::DetachObserver(EventObserver* observer) noexcept {
+  // From inside a callback (an observer that detaches in OnStop(), a fatal signal's
+  // handler finishing the capture) this thread holds observer_mu_ already, and reads the
+  // observer again before each later callback; from any other thread, the lock waits
+  // out the callbacks under way.
+  std::unique_lock<std::mutex> lock(observer_mu_, std::defer_lock);
+  if (!OnDrainerThread()) lock.lock();
   EventObserver* expected = observer;
-  if (OnDrainerThread()) {
-    // From inside a callback (an observer that detaches in OnStop(), a fatal signal's
-    // handler finishing the capture): this thread holds observer_mu_ already, and reads
-    // the observer again before each later callback. Relaxed: this thread's own.
-    observer_.compare_exchange_strong(expected, nullptr, std::memory_order_relaxed);
-    return;
-  }
-  std::lock_guard<std::mutex> lock(observer_mu_);
-  // Relaxed: the mutex orders this against the callbacks (ApplySlice).
+  // Relaxed: the mutex (or this thread's own order) orders it against the callbacks.
   observer_.compare_exchange_strong(expected, nullptr, std::memory_order_relaxed);
 }
 
