@@ -331,6 +331,7 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
   }
   t.integrity.untracked_before_start = t.prestart_untracked;
   t.integrity.left_out_blocks = t.left_out_blocks;
+  t.integrity.events_not_written = t.events_lost;
   // `filtered`: an object of filters, each an object of counts; a filter missing from it
   // left nothing out.
   simdjson::dom::object filtered;

@@ -62,12 +62,13 @@ struct CaptureIntegrity {
   // program made, since a missing allocation or release moves the live bytes at every
   // later moment: releases or resizes not recorded (events_dropped), records of either
   // kind lost for want of a ring, blocks the interposer left out because their record was
-  // lost (left_out_blocks), or blocks made before tracing started and not tracked. An
+  // lost (left_out_blocks), events the capture's writer lost (events_not_written), or
+  // blocks made before tracing started and not tracked. An
   // allocation refused because its record could not be written (records_failed, through
   // the API: the program was handed null) happened in no order, and changes nothing.
   bool peaks_known() const noexcept {
     return events_dropped == 0 && rings_unavailable == 0 && left_out_blocks == 0 &&
-           untracked_before_start == 0;
+           events_not_written == 0 && untracked_before_start == 0;
   }
   // Why peaks_known() is false, in words ("records were lost"); only then.
   const char* PeaksUnknownBecause() const noexcept {
@@ -99,6 +100,11 @@ struct CaptureIntegrity {
   // Blocks the interposer's program holds whose allocation record was lost (its trailer's
   // `left_out_blocks`, which readers put here; also in records_failed): not in the capture.
   uint64_t left_out_blocks = 0;
+  // Events the capture's writer lost on the way to the file: its queue was full, or a
+  // write failed (the trailer's sink `events_lost`, which readers put here; the tracer's
+  // own counters never set it). The tracer applied them, so the trailer's totals hold
+  // them, but the capture's events do not: it is partial.
+  uint64_t events_not_written = 0;
 
   // Bounded tables.
   uint64_t site_overflow = 0;    // allocations attributed to "other sites"
@@ -119,7 +125,8 @@ struct CaptureIntegrity {
   bool failure_flag() const noexcept { return events_dropped != 0; }
 
   bool complete() const noexcept {
-    return events_dropped == 0 && records_failed == 0 && rings_unavailable == 0;
+    return events_dropped == 0 && records_failed == 0 && rings_unavailable == 0 &&
+           events_not_written == 0;
   }
   bool exact() const noexcept {
     return complete() && ambiguous_matches == 0 && ticket_evictions == 0 &&

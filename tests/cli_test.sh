@@ -562,6 +562,13 @@ printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"so
   > "$dir/sink_lost.jsonl"
 "$memtrace" summary --json "$dir/sink_lost.jsonl" | grep -qF '"high_water_bytes":null' \
   || fail "a capture whose sink lost events: its JSON peak is not null"
+# ... and every line of the summary says so: the first names the loss, the integrity line
+# is partial with peaks unknown (it said "complete, exact; peaks exact").
+"$memtrace" summary "$dir/sink_lost.jsonl" > "$dir/sink_lost.txt"
+head -1 "$dir/sink_lost.txt" | grep -qF "PARTIAL (the trailer reports lost records: events the sink lost 5)" \
+  || fail "a capture whose sink lost events: $(head -1 "$dir/sink_lost.txt")"
+grep -qF "integrity: PARTIAL, inexact; peaks unknown (records were lost)" "$dir/sink_lost.txt" \
+  || fail "a capture whose sink lost events: $(grep integrity: "$dir/sink_lost.txt")"
 
 filtered_header='{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload","interposer":{"library":"/x/libmemtrace_preload.so","min_size":1000,"sample_interval_bytes":0}}'
 filtered_alloc='{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}'

@@ -56,7 +56,11 @@ std::string VerdictAlone(const CaptureSummary& s) {
     if (t.ok() && t->ended_by == kEndedWhileRecording) {
       return "PARTIAL (finished while its tracer still recorded; `memtrace verify` says more)";
     }
-    return "PARTIAL (the trailer reports lost records)";
+    const std::vector<std::string> losses =
+        t.ok() ? t->Losses() : std::vector<std::string>{};
+    return losses.empty() ? "PARTIAL (the trailer reports lost records)"
+                          : absl::StrCat("PARTIAL (the trailer reports lost records: ",
+                                         absl::StrJoin(losses, ", "), ")");
   }
   return "complete";
 }
