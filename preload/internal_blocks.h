@@ -248,6 +248,16 @@ class AddressSet {
 using InternalBlocks = AddressSet<16, 12, AddressHome::kNearby>;
 // Sampled live blocks: about live heap / sample interval of them.
 using SampledBlocks = AddressSet<20>;
+// Blocks of the program's own allocators (the markers' layers) whose allocation record
+// was lost, keyed by layer and address (MarkedBlockKey()): only while a ring stays full,
+// so few. One that finds no room is counted in overflowed(); its release is then
+// recorded and shows as an unknown free.
+using LeftOutMarkedBlocks = AddressSet<12>;
+// A marked block's key: its layer above its address (user space: below 2^48), so one
+// layer's block is never another's at the same address.
+inline uint64_t MarkedBlockKey(uint8_t layer, uint64_t address) noexcept {
+  return (uint64_t{layer} << 48) | address;
+}
 
 }  // namespace memtrace::preload_internal
 

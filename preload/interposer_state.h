@@ -247,6 +247,9 @@ extern constinit preload_internal::FilterCounts filter_counts;
 // Blocks the program holds whose allocation record was lost (record.h, LeaveOut()), for
 // the trailer (`left_out_blocks`): the capture lacks them, so its peaks are not known.
 extern std::atomic<uint64_t> left_out_blocks;
+// Blocks reported through the markers whose allocation record was lost (markers.inc):
+// left out with their releases, as LeaveOut() leaves out malloc's; counted above.
+extern constinit preload_internal::LeftOutMarkedBlocks left_out_marked;
 
 // Where an interposed call came from, captured in the exported function itself.
 struct Caller {

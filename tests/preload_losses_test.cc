@@ -4,8 +4,9 @@
 // memtrace's drainer is held still (ptrace stops that one thread), so its rings fill, a
 // thread waits its second, and records fail. Every loss is counted, and the records that
 // are written say nothing the program did not do: a block whose allocation record was
-// lost is left out of the capture, its release too (preload/record.h, LeaveOut()), so
-// the releases of such blocks are neither double frees nor unknown frees. No peak is
+// lost is left out of the capture, its release too (preload/record.h, LeaveOut(); and the
+// same for the mmap layer's mappings and the markers' blocks), so the releases of such
+// blocks are neither double frees nor unknown frees. No peak is
 // known then (the order applied lacks operations), and none is called exact.
 
 #include <dirent.h>
@@ -55,16 +56,16 @@ uint64_t Counter(const std::string& trailer, const std::string& name) {
   return absl::SimpleAtoi(Field(trailer, name), &n) ? n : ~uint64_t{0};
 }
 
-TEST_F(PreloadTest, ARecordLostToAFullRingLeavesItsBlockOutAndNoReleaseIsMisread) {
-  MEMTRACE_SKIP_UNDER_SANITIZERS();
-  // A ring waits up to 1 s for a drainer that applies nothing (docs/preload.md, "Pacing
-  // and losses"), then each record fails; 4 threads, the drainer held for 3.5 s. A run
-  // in which only releases were lost says nothing here: up to three runs.
+// Runs preload_target's `burst 4 5 KIND` (with `env`) while holding memtrace's drainer
+// still for 3.5 s, and checks what a full ring lost. A ring waits up to 1 s for a drainer
+// that applies nothing (docs/preload.md, "Pacing and losses"), then each record fails. A
+// run in which only releases were lost says nothing here: up to three runs.
+void ExpectLostBlocksLeftOut(const std::string& kind, const std::vector<std::string>& env) {
   uint64_t failed = 0;
   for (int run = 0; run < 3 && failed == 0; ++run) {
-    const std::string capture = absl::StrCat(TempDir(), "/lost", run, ".mtb");
-    const std::string out = absl::StrCat(TempDir(), "/lost", run, ".out");
-    const pid_t pid = SpawnTraced({Target(), "burst", "4", "5"}, capture, out);
+    const std::string capture = absl::StrCat(TempDir(), "/lost_", kind, run, ".mtb");
+    const std::string out = absl::StrCat(TempDir(), "/lost_", kind, run, ".out");
+    const pid_t pid = SpawnTraced({Target(), "burst", "4", "5", kind}, capture, out, env);
     ASSERT_GT(pid, 0);
     const pid_t drain = DrainThreadOf(pid);
     ASSERT_NE(drain, 0) << "no memtrace-drain thread in pid " << pid;
@@ -106,7 +107,27 @@ TEST_F(PreloadTest, ARecordLostToAFullRingLeavesItsBlockOutAndNoReleaseIsMisread
               std::string::npos)
         << json.out;
   }
-  EXPECT_GT(failed, 0u) << "no allocation record was lost in three runs";
+  EXPECT_GT(failed, 0u) << "no allocation record of " << kind << " was lost in three runs";
+}
+
+
+// The malloc family's blocks (preload/record.h).
+TEST_F(PreloadTest, ARecordLostToAFullRingLeavesItsBlockOutAndNoReleaseIsMisread) {
+  MEMTRACE_SKIP_UNDER_SANITIZERS();
+  ExpectLostBlocksLeftOut("malloc", {});
+}
+
+// Mappings of the mmap layer, whose addresses the kernel hands straight back
+// (preload/mmap_layer.inc, LeaveOutMapping()).
+TEST_F(PreloadTest, AMappingWhoseRecordWasLostLeavesTheCaptureWithItsUnmapping) {
+  MEMTRACE_SKIP_UNDER_SANITIZERS();
+  ExpectLostBlocksLeftOut("mmap", {"MEMTRACE_MMAP=1"});
+}
+
+// Blocks of a program's own pool, reported through the markers (preload/markers.inc).
+TEST_F(PreloadTest, AMarkedBlockWhoseRecordWasLostLeavesTheCaptureWithItsRelease) {
+  MEMTRACE_SKIP_UNDER_SANITIZERS();
+  ExpectLostBlocksLeftOut("marker", {});
 }
 
 }  // namespace

@@ -145,6 +145,7 @@
 #include <thread>
 #include <vector>
 
+#include "memtrace/markers.h"
 #include "tests/inline_frames.h"
 #include "tests/std_container_frames.h"
 
@@ -1175,24 +1176,51 @@ void Threads() {
   for (const std::string& t : threads) printf("%s\n", t.c_str());
 }
 
-// burst THREADS SECONDS: each thread frees and allocates for SECONDS, keeping 64 blocks
-// live (malloc hands the addresses just freed back at once); then frees them all.
-void Burst(int threads, double seconds) {
+// burst THREADS SECONDS [malloc|mmap|marker]: each thread releases and allocates for
+// SECONDS, keeping 64 blocks live whose addresses come straight back: malloc's (the
+// default), one-page anonymous mappings (the kernel hands the range just unmapped back),
+// or 64-byte blocks of a pool of the thread's own reported through the markers on the
+// layer "pool"; then releases them all.
+void Burst(int threads, double seconds, const std::string& kind) {
   const auto end = std::chrono::steady_clock::now() +
                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                        std::chrono::duration<double>(seconds));
+  const int pool_layer = kind == "marker" ? memtrace_layer("pool") : -1;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto release = [&](void* p) {
+    if (p == nullptr) return;
+    if (kind == "mmap") {
+      munmap(p, page);
+    } else if (kind == "marker") {
+      memtrace_free(pool_layer, p);
+    } else {
+      free(p);
+    }
+  };
+  auto allocate = [&](void** slot, uint64_t i, char* pool) {
+    if (kind == "mmap") {
+      void* m = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      *slot = m == MAP_FAILED ? nullptr : m;
+    } else if (kind == "marker") {
+      *slot = pool + (i % 64) * 64;
+      memtrace_alloc(pool_layer, *slot, 16 + i % 48);
+    } else {
+      *slot = malloc(16 + i % 100);
+    }
+    if (*slot != nullptr) static_cast<char*>(*slot)[0] = 1;  // used: not optimized away
+  };
   std::vector<std::thread> workers;
   for (int w = 0; w < threads; ++w) {
-    workers.emplace_back([end] {
+    workers.emplace_back([&] {
+      alignas(64) static thread_local char pool[64 * 64];
       void* keep[64] = {};
       for (uint64_t i = 0;; ++i) {
         if (i % 1024 == 0 && std::chrono::steady_clock::now() > end) break;
         void*& slot = keep[i % 64];
-        free(slot);
-        slot = malloc(16 + i % 100);
-        static_cast<char*>(slot)[0] = 1;  // used: the pair is not optimized away
+        release(slot);
+        allocate(&slot, i, pool);
       }
-      for (void* p : keep) free(p);
+      for (void* p : keep) release(p);
     });
   }
   for (std::thread& t : workers) t.join();
@@ -1205,7 +1233,7 @@ int main(int argc, char** argv) {
   if (mode == "basic") {
     Basic();
   } else if (mode == "burst" && argc > 3) {
-    Burst(atoi(argv[2]), atof(argv[3]));
+    Burst(atoi(argv[2]), atof(argv[3]), argc > 4 ? argv[4] : "malloc");
   } else if (mode == "calls") {
     Calls();
   } else if (mode == "exit-thread") {

@@ -216,8 +216,10 @@ void ExpectCompleteAndMatching(const std::string& capture, const std::string& pr
 }
 
 pid_t SpawnTraced(const std::vector<std::string>& argv, const std::string& capture,
-                  const std::string& out) {
-  return Spawn(argv, {"LD_PRELOAD=" + Preload(), "MEMTRACE_OUTPUT=" + capture}, out, "");
+                  const std::string& out, const std::vector<std::string>& env) {
+  std::vector<std::string> all = {"LD_PRELOAD=" + Preload(), "MEMTRACE_OUTPUT=" + capture};
+  all.insert(all.end(), env.begin(), env.end());
+  return Spawn(argv, all, out, "");
 }
 
 bool WaitForOutput(const std::string& out, const std::string& text) {

@@ -85,10 +85,11 @@ void ExpectMarkersMatch(const Replay& r, const Counts& program);
 // markers as its `program_out` counts them.
 void ExpectCompleteAndMatching(const std::string& capture, const std::string& program_out);
 
-// Starts argv under the interposer (LD_PRELOAD, MEMTRACE_OUTPUT=`capture`) without
-// waiting for it; its stdout goes to `out`. Returns its pid, or -1.
+// Starts argv under the interposer (LD_PRELOAD, MEMTRACE_OUTPUT=`capture`, and `env`'s
+// NAME=VALUE settings) without waiting for it; its stdout goes to `out`. Returns its pid,
+// or -1.
 pid_t SpawnTraced(const std::vector<std::string>& argv, const std::string& capture,
-                  const std::string& out);
+                  const std::string& out, const std::vector<std::string>& env = {});
 
 // Waits (at most 30 s) until the file `out` holds `text`.
 bool WaitForOutput(const std::string& out, const std::string& text);
