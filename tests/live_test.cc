@@ -462,6 +462,67 @@ TEST_F(LiveTest, OneServerPerProcess) {
   EXPECT_TRUE(third.ok()) << third.status();
 }
 
+// A pid that has ended: a child's, waited for.
+pid_t EndedPid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+// A Unix socket bound at `path`; listening when `listen_too`. Its descriptor, or -1.
+int BoundSocket(const std::string& path, bool listen_too) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0 || bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      (listen_too && listen(fd, 4) != 0)) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A server killed before it could remove its socket (SIGKILL: no exit handler) leaves the
+// file behind; the next server started in the directory removes it, and only it: not a
+// socket at which a server listens (a process of another pid namespace looks ended), not
+// a file that is no socket, not a socket of a process that runs.
+TEST_F(LiveTest, ASocketLeftByAKilledServerIsRemovedByTheNextServer) {
+  const std::string stale = absl::StrCat(dir_, "/memtrace-", EndedPid(), ".sock");
+  const std::string listening = absl::StrCat(dir_, "/memtrace-", EndedPid(), ".sock");
+  const std::string not_socket = absl::StrCat(dir_, "/memtrace-", EndedPid(), ".sock");
+  const std::string running = absl::StrCat(dir_, "/memtrace-", getppid(), ".sock");
+  const std::string other_name = absl::StrCat(dir_, "/other-", EndedPid(), ".sock");
+  const int dead = BoundSocket(stale, /*listen_too=*/false);
+  ASSERT_GE(dead, 0) << strerror(errno);
+  close(dead);  // the file stays, and nothing listens: as after a SIGKILL
+  const int listener = BoundSocket(listening, /*listen_too=*/true);
+  ASSERT_GE(listener, 0) << strerror(errno);
+  const int other = BoundSocket(other_name, /*listen_too=*/false);
+  ASSERT_GE(other, 0) << strerror(errno);
+  close(other);
+  const int parent = BoundSocket(running, /*listen_too=*/false);
+  ASSERT_GE(parent, 0) << strerror(errno);
+  close(parent);
+  const int file = open(not_socket.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+  ASSERT_GE(file, 0) << strerror(errno);
+  close(file);
+
+  auto server = LiveServer::Start(absl::StrCat(dir_, "/memtrace-", getpid(), ".sock"),
+                                   [] { return std::string("{}"); });
+  ASSERT_TRUE(server.ok()) << server.status();
+  struct stat st;
+  for (int i = 0; i < 500 && lstat(stale.c_str(), &st) == 0; ++i) usleep(10000);
+  EXPECT_NE(lstat(stale.c_str(), &st), 0) << stale << " was left";
+  EXPECT_EQ(lstat(listening.c_str(), &st), 0) << "a socket with a listener was removed";
+  EXPECT_EQ(lstat(not_socket.c_str(), &st), 0) << "a file that is no socket was removed";
+  EXPECT_EQ(lstat(running.c_str(), &st), 0) << "a running process's socket was removed";
+  EXPECT_EQ(lstat(other_name.c_str(), &st), 0) << "a socket named otherwise was removed";
+  (*server)->Stop();
+  close(listener);
+}
+
 // The server's socket and eventfd sit far above the numbers a program's own files get
 // (runtime/internal/own_descriptor.h): the lowest free descriptor, the one the program's
 // next open() gets, is the same before the server starts and while it runs.

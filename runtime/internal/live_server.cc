@@ -2,8 +2,10 @@
 
 #include "runtime/internal/live_server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/internal/cpu_list.h"
 #include "runtime/internal/memtrace_thread.h"
@@ -76,6 +79,63 @@ bool ClaimServer() {
 absl::Status Errno(const std::string& what, int err) {
   return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(what, ": ", strerror(err)));
 }
+
+// Whether a server still listens at the socket `path`: a connection is refused only
+// where none does. Non-blocking: a full backlog (EAGAIN) is a listener.
+bool SomeoneListens(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return true;
+  memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return true;
+  const bool refused =
+      connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0 &&
+      errno == ECONNREFUSED;
+  close(fd);
+  return !refused;
+}
+
+}  // namespace
+
+void RemoveStaleSockets(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return;
+  const std::string dir = path.substr(0, slash);
+  const std::string_view name = std::string_view(path).substr(slash + 1);
+  // Only a name LiveSocketPath() gives: a prefix, this process's pid, ".sock".
+  const std::string own = absl::StrCat(getpid(), ".sock");
+  if (name.size() < own.size() || name.substr(name.size() - own.size()) != own) return;
+  const std::string_view prefix = name.substr(0, name.size() - own.size());
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* e = readdir(d)) {
+    const std::string entry = e->d_name;
+    if (entry.size() <= prefix.size() + 5 || entry.compare(0, prefix.size(), prefix) != 0 ||
+        entry.substr(entry.size() - 5) != ".sock") {
+      continue;
+    }
+    int pid = 0;
+    if (!absl::SimpleAtoi(entry.substr(prefix.size(), entry.size() - prefix.size() - 5),
+                          &pid) ||
+        pid <= 0 || pid == getpid()) {
+      continue;
+    }
+    const std::string file = absl::StrCat(dir, "/", entry);
+    struct stat st;
+    if (lstat(file.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != getuid()) {
+      continue;
+    }
+    // A pid that runs keeps its socket, even where none listens: it may be starting. One
+    // that runs in another pid namespace sharing this directory looks gone, and its
+    // server still listens.
+    if ((kill(pid, 0) == 0 || errno != ESRCH) || SomeoneListens(file)) continue;
+    unlink(file.c_str());
+  }
+  closedir(d);
+}
+
+namespace {
 
 // Polls `fd` for `events` and `wake_fd` for a stop, until `deadline`. True when fd is
 // ready; false on a timeout, a stop or an error.
@@ -234,6 +294,8 @@ void LiveServer::Run() {
   MarkInternalThread();
   // Anywhere: it sleeps but for a client, and is no reason to share the drainer's CPUs.
   PlaceMemtraceThread("memtrace-live", CpuList{});
+  // Here, not in Start(): off the program's start-up.
+  RemoveStaleSockets(path_);
   for (;;) {
     // A descriptor closed while poll() waits on it does not wake it: the wait is bounded,
     // and each wake looks at the stop flag and at the descriptors first.

@@ -10,7 +10,9 @@
 //                                                  directory owned by this uid and
 //                                                  writable by it alone
 // The socket is made 0600 and unlinked by Stop(), and at exit() by a handler registered
-// on the first Start(), for a program that exits without stopping its tracer.
+// on the first Start(), for a program that exits without stopping its tracer. A process
+// killed before either runs leaves its socket: the next server started in the directory
+// removes it (RemoveStaleSockets).
 //
 // Protocol: a client sends one line (live_request.h parses what it sends), the server
 // answers and closes:
@@ -84,6 +86,14 @@ namespace memtrace::runtime_internal {
 // if missing; either way an existing one is checked (a directory, not a link, owned by
 // `uid`). Errors say which path is wrong and why.
 absl::StatusOr<std::string> LiveSocketPath(pid_t pid, uid_t uid, bool create_dir);
+
+// Removes the sockets in `path`'s directory that servers killed before they could remove
+// their own left there (SIGKILL, a crash: no exit handler ran). Only where `path` is this
+// process's, as LiveSocketPath() names it ("<pid>.sock", "memtrace-<pid>.sock"), and only
+// sockets named so, of this uid, of a pid that no longer runs, at which no server listens
+// (a process of another pid namespace sharing the directory looks gone, and listens).
+// LiveServer::Run() calls it once, on its own thread.
+void RemoveStaleSockets(const std::string& path);
 
 // Whether a peer of uid `peer_uid` may read the ledger of a process of uid `own_uid`:
 // only the same uid.
