@@ -22,9 +22,19 @@ absl::Status Failed(const std::string& what, const std::string& path, int err,
 
 }  // namespace
 
-absl::StatusOr<OutputFile> OutputFile::Create(const std::string& path) {
+absl::StatusOr<OutputFile> OutputFile::Create(const std::string& path,
+                                              const std::vector<std::string>& inputs) {
   if (path.empty()) return absl::InvalidArgumentError("the output path is empty");
   struct stat st;
+  for (const std::string& in : inputs) {
+    struct stat in_st;
+    if (stat(path.c_str(), &st) == 0 && stat(in.c_str(), &in_st) == 0 &&
+        st.st_dev == in_st.st_dev && st.st_ino == in_st.st_ino) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot write '", path, "': it is '", in, "', which this reads; writing it would "
+          "replace that file: give the output a new name"));
+    }
+  }
   const bool in_place = lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
   if (in_place && S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(

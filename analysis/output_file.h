@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -38,8 +39,10 @@ namespace memtrace {
 class OutputFile {
  public:
   // Opens the file that will become `path`. The error names `path`, the reason and what
-  // to check.
-  static absl::StatusOr<OutputFile> Create(const std::string& path);
+  // to check. `path` may not be one of `inputs` (the files the work reads), under any
+  // name: Commit() would put the output in place of what it was made from.
+  static absl::StatusOr<OutputFile> Create(const std::string& path,
+                                           const std::vector<std::string>& inputs = {});
 
   OutputFile(OutputFile&& other) noexcept;
   OutputFile& operator=(OutputFile&& other) noexcept;

@@ -62,6 +62,14 @@ int ExportCommand(int argc, char** argv) {
   if (weight != "bytes" && weight != "count") {
     return UsageError(kExportSpec, absl::StrCat("--weight must be bytes or count, not '", weight, "'"));
   }
+  if (weight == "count" && format != "folded") {
+    return UsageError(kExportSpec,
+                      absl::StrCat("--weight is for folded stacks; ", format,
+                                   format == "pprof"
+                                       ? " carries counts and bytes both (pprof "
+                                         "-sample_index=alloc_objects shows counts)"
+                                       : " carries bytes, and each event's count"));
+  }
   AllocatorFunctions allocators;
   if (auto exit = ParseAllocators(kExportSpec, &allocators)) return *exit;
   if (format == "pprof" && output.empty()) {
@@ -70,7 +78,7 @@ int ExportCommand(int argc, char** argv) {
   // Opened first: an unwritable path is said before the capture is read.
   std::optional<OutputFile> out;
   if (!output.empty()) {
-    absl::StatusOr<OutputFile> created = OutputFile::Create(output);
+    absl::StatusOr<OutputFile> created = OutputFile::Create(output, {args.positional[0]});
     if (!created.ok()) return InputError(kExportSpec, std::string(created.status().message()));
     out = *std::move(created);
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "cli/command_line.h"
 #include "report/html_report.h"
@@ -112,6 +113,16 @@ int ReportCommand(int argc, char** argv) {
   if (output.empty()) {
     return UsageError("report",
                       "where to? give the output page: memtrace report CAPTURE -o REPORT.html");
+  }
+  // The page is HTML: a name that promises other bytes (".pdf", ".json") is refused.
+  const size_t name_at = output.rfind('/') == std::string::npos ? 0 : output.rfind('/') + 1;
+  if (const size_t dot = output.rfind('.'); dot != std::string::npos && dot > name_at) {
+    const std::string ext = absl::AsciiStrToLower(output.substr(dot + 1));
+    if (ext != "html" && ext != "htm") {
+      return UsageError("report", absl::StrCat("the report is an HTML page, not '.", ext,
+                                               "': name it .html (-o ",
+                                               output.substr(0, dot), ".html)"));
+    }
   }
   if (absl::Status s = WriteHtmlReport(capture, output, options); !s.ok()) {
     return Fail(std::string(s.message()));

@@ -242,6 +242,27 @@ absl::Status CheckHeader(const std::string& path) {
 }
 
 
+// Why a capture cannot be named `pattern` (a --output value), or "" when it can. The
+// writer picks the encoding by the name's last extensions (JsonlSink::ApplyPathExtension):
+// ".mtb" binary, ".jsonl" or none JSONL, then ".zst" or nothing. Any other extension would
+// put JSONL under a name that promises other bytes (".txt", ".gz").
+std::string CaptureNameProblem(const std::string& pattern) {
+  const size_t slash = pattern.rfind('/');
+  const size_t name_at = slash == std::string::npos ? 0 : slash + 1;
+  auto extension = [&](const std::string& path) {
+    const size_t dot = path.rfind('.');
+    return dot == std::string::npos || dot <= name_at ? std::string() : path.substr(dot + 1);
+  };
+  std::string path = pattern;
+  if (extension(path) == "zst") path.erase(path.rfind('.'));
+  const std::string ext = extension(path);
+  if (ext.empty() || ext == "mtb" || ext == "jsonl") return "";
+  return absl::StrCat("the name's extension '.", ext, "' is not a capture's: name it .mtb "
+                      "(binary, the default) or .jsonl (JSONL text), with .zst after either "
+                      "to compress (--output=",
+                      pattern.substr(0, pattern.size() - ext.size() - 1), ".mtb)");
+}
+
 // Why no process could create a capture at `pattern` (a --output value), or "" when its
 // directory is one this user may create files in and the path is not a directory or a
 // file this user may not write. Checked before the program runs: an
@@ -503,6 +524,9 @@ int RunCommand(int argc, char** argv) {
     }
   }
   if (!ParseRunOptions(argc, argv, &o, &error)) return UsageError("run", error);
+  if (const std::string why = CaptureNameProblem(o.output); !why.empty()) {
+    return UsageError("run", absl::StrCat("cannot write the capture '", o.output, "': ", why));
+  }
 
   std::string tried;
   const std::string preload = FindPreload(o.preload, &tried);

@@ -762,7 +762,10 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
 absl::Status WriteHtmlReport(const std::string& capture_path, const std::string& out_path,
                              const ReportOptions& options) {
   // Opened first: an unwritable path is said before the capture is read.
-  absl::StatusOr<OutputFile> out = OutputFile::Create(out_path);
+  absl::StatusOr<OutputFile> out = OutputFile::Create(
+      out_path, options.baseline.empty()
+                    ? std::vector<std::string>{capture_path}
+                    : std::vector<std::string>{capture_path, options.baseline});
   if (!out.ok()) return out.status();
   absl::StatusOr<std::string> page = RenderHtmlReport(capture_path, options);
   if (!page.ok()) return page.status();

@@ -347,6 +347,25 @@ usage_error run "no program to run" run --quiet
 usage_error run "--depth=99 is not" run --depth 99 -- /bin/true
 usage_error report "unknown option '--frob'" report --frob "$dir/c.jsonl"
 usage_error report "where to?" report "$dir/c.jsonl"
+# A name that promises other bytes than are written is refused: a page that is no PDF, a
+# capture that is no text file, and a weight perfetto would ignore.
+usage_error report "the report is an HTML page, not '.pdf'" report "$dir/c.jsonl" -o "$dir/r.pdf"
+usage_error run "the name's extension '.txt' is not a capture's" run --quiet --output="$dir/x.txt" -- /bin/true
+[[ -e "$dir/x.txt" ]] && fail "run wrote a capture named .txt"
+usage_error export "--weight is for folded stacks" export --format=perfetto --weight=count "$dir/c.jsonl"
+# An output that is the capture read, or the baseline, under any name, is refused, and the
+# capture stays (it was replaced by the export or the page).
+cp "$dir/c.jsonl" "$dir/self.jsonl"
+ln -sf "$dir/self.jsonl" "$dir/self.html"
+for args in "export --format=folded $dir/self.jsonl -o $dir/self.jsonl" \
+            "export --format=pprof $dir/self.jsonl -o $dir/self.jsonl" \
+            "report $dir/self.jsonl -o $dir/self.html" \
+            "report $dir/c.jsonl --baseline=$dir/self.jsonl -o $dir/self.html"; do
+  read -r -a argv <<< "$args"
+  "$memtrace" "${argv[@]}" > /dev/null 2> "$dir/e.txt"
+  [[ $? -eq 2 ]] && grep -qF "which this reads" "$dir/e.txt" || fail "$args: $(cat "$dir/e.txt")"
+  cmp -s "$dir/self.jsonl" "$dir/c.jsonl" || fail "$args replaced the capture it read"
+done
 "$memtrace" frobnicate > /dev/null 2> "$dir/e.txt"
 [[ $(wc -l < "$dir/e.txt") -eq 2 ]] && grep -qxF "run \`memtrace help\` for the commands" "$dir/e.txt" \
   || fail "unknown command: $(cat "$dir/e.txt")"
