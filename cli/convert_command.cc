@@ -35,20 +35,12 @@ namespace {
 // name that promises other bytes (".gz" holding plain text), so it is refused before IN
 // is read.
 std::string OutputNameProblem(const std::string& in, const std::string& out) {
-  const size_t slash = out.rfind('/');
-  const size_t name_at = slash == std::string::npos ? 0 : slash + 1;
-  // The extension of `path`, a prefix of `out`: after the last '.' of its file name, a
-  // leading dot being part of the name.
-  auto extension = [&](const std::string& path) {
-    const size_t dot = path.rfind('.');
-    return dot == std::string::npos || dot <= name_at ? std::string() : path.substr(dot + 1);
-  };
-  std::string path = out;
-  if (extension(path) == "zst") path.erase(path.rfind('.'));
-  const std::string ext = extension(path);
+  const std::string ext = CaptureNameExtension(out);
   if (ext.empty() || ext == "mtb" || ext == "jsonl") return "";
+  std::string path = out;  // without the ".zst" CaptureNameExtension() set aside
+  if (path.compare(path.size() - 4, 4, ".zst") == 0) path.resize(path.size() - 4);
   const std::string stem = path.substr(0, path.size() - ext.size() - 1);
-  const std::string stem_ext = extension(stem);
+  const std::string stem_ext = CaptureNameExtension(stem);
   // The name to write instead.
   const std::string plain = stem_ext == "mtb" || stem_ext == "jsonl" ? stem : stem + ".jsonl";
   static constexpr struct {

@@ -27,8 +27,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "analysis/capture_reader.h"
 #include "analysis/capture_file_ends.h"
+#include "analysis/capture_reader.h"
+#include "analysis/capture_writer.h"
 #include "analysis/trailer.h"
 #include "cli/command_line.h"
 #include "preload/preload_config.h"
@@ -247,20 +248,14 @@ absl::Status CheckHeader(const std::string& path) {
 // ".mtb" binary, ".jsonl" or none JSONL, then ".zst" or nothing. Any other extension would
 // put JSONL under a name that promises other bytes (".txt", ".gz").
 std::string CaptureNameProblem(const std::string& pattern) {
-  const size_t slash = pattern.rfind('/');
-  const size_t name_at = slash == std::string::npos ? 0 : slash + 1;
-  auto extension = [&](const std::string& path) {
-    const size_t dot = path.rfind('.');
-    return dot == std::string::npos || dot <= name_at ? std::string() : path.substr(dot + 1);
-  };
-  std::string path = pattern;
-  if (extension(path) == "zst") path.erase(path.rfind('.'));
-  const std::string ext = extension(path);
+  const std::string ext = CaptureNameExtension(pattern);
   if (ext.empty() || ext == "mtb" || ext == "jsonl") return "";
+  std::string plain = pattern;  // without the ".zst" CaptureNameExtension() set aside
+  if (plain.size() > 4 && plain.compare(plain.size() - 4, 4, ".zst") == 0) plain.resize(plain.size() - 4);
   return absl::StrCat("the name's extension '.", ext, "' is not a capture's: name it .mtb "
                       "(binary, the default) or .jsonl (JSONL text), with .zst after either "
                       "to compress (--output=",
-                      pattern.substr(0, pattern.size() - ext.size() - 1), ".mtb)");
+                      plain.substr(0, plain.size() - ext.size() - 1), ".mtb)");
 }
 
 // Why no process could create a capture at `pattern` (a --output value), or "" when its
