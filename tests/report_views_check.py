@@ -15,6 +15,8 @@
         other       the "other threads" view (the report made with --threads=1);
         stacks      all threads: the unfolded row lists both stacks with their own
                     numbers, which add up to the row;
+        functions   all threads: the recursive function's callers and callees weigh each
+                    stack once;
         compared    the "Compared with" tables show the growth from old to new.
 Exit status 0 when the checks pass; otherwise 1 with the reason.
 """
@@ -29,8 +31,10 @@ from report_browser_check import fail, read_selftest  # noqa: E402  (beside this
 
 THREADS = (1, 2, 3)
 SCOPES = {1: "net", 2: "db"}
-# site -> frames, innermost first. Sites 1 and 2 differ only in their caller.
-SITES = {1: (0x401000, 0x402000), 2: (0x401000, 0x403000), 3: (0x404000, 0x402000)}
+# site -> frames, innermost first. Sites 1 and 2 differ only in their caller; site 3 is a
+# function that calls itself twice over (its callers and callees count each stack once).
+SITES = {1: (0x401000, 0x402000), 2: (0x401000, 0x403000),
+         3: (0x404000, 0x404000, 0x404000, 0x402000)}
 SAME_NAME = "0x401000"  # how the page names sites 1 and 2 (no module lines: bare addresses)
 
 
@@ -54,6 +58,8 @@ def capture(path, seed, scale):
     per_thread = {th: {"alloc": 0, "live": 0, "hw": 0} for th in THREADS}
     per_stack = {}
     others = {"live": 0, "hw": 0}  # threads 2 and 3 together (thread 1 allocates the most)
+    # All threads: live bytes, the first moment they were highest, site 3's live bytes then.
+    total = {"live": 0, "peak": 0, "site3": 0, "site3_at_peak": 0}
     for i in range(600):
         t += 1000
         th = THREADS[i % 3]
@@ -65,6 +71,9 @@ def capture(path, seed, scale):
             lines.append('{"type":"free","t":%d,"epoch":%d,"thread":%d,"addr":"0x%x","layer":0,'
                          '"of":%d,"ticket":%d}' % (t, i + 1, th, 0x100000 + of * 64, of, ticket))
             per_thread[owner]["live"] -= size
+            total["live"] -= size
+            if site == 3:
+                total["site3"] -= size
             if owner != 1:
                 others["live"] -= size
             s = per_stack[(owner, site)]
@@ -83,6 +92,12 @@ def capture(path, seed, scale):
         p["alloc"] += size
         p["live"] += size
         p["hw"] = max(p["hw"], p["live"])
+        total["live"] += size
+        if site == 3:
+            total["site3"] += size
+        if total["live"] > total["peak"]:
+            total["peak"] = total["live"]
+            total["site3_at_peak"] = total["site3"]
         if th != 1:
             others["live"] += size
             others["hw"] = max(others["hw"], others["live"])
@@ -112,6 +127,7 @@ def capture(path, seed, scale):
         "stacks": {"%d/%d" % k: v for k, v in per_stack.items()},
         "by_scope": by_scope,
         "by_name": by_name,
+        "site3_at_peak": total["site3_at_peak"],
     }
 
 
@@ -207,6 +223,22 @@ def check(dom_file, truth_file, what, arg=None):
         changes = [r["v"][2] for r in st["shown"]["compared_sites"]]
         if changes != sorted(changes, reverse=True):
             fail("call sites not sorted by growth: %s" % changes)
+    elif what == "functions":
+        # All threads, weighed by the bytes live at the peak (the table's first weight): the
+        # recursive function of site 3, each of its callers and callees, once per stack.
+        live3 = new["site3_at_peak"]
+        rec, outer = "0x%x" % SITES[3][0], "0x%x" % SITES[3][-1]
+        sides = {s["name"]: s for s in st["functions"]["sides"]}
+        if rec not in sides:
+            fail("no function %s in %s" % (rec, list(sides)))
+        got = sides[rec]
+        want = {"total": live3, "callers": {outer: live3, rec: live3}, "callees": {rec: live3}}
+        if {k: got[k] for k in want} != want:
+            fail("function %s shows %s; its stacks hold %s" % (rec, got, want))
+        for s in sides.values():
+            for side in ("callers", "callees"):
+                if any(w > s["total"] for w in s[side].values()):
+                    fail("%s of %s weigh more than its total: %s" % (side, s["name"], s))
     else:
         fail("unknown check " + what)
     print("%s ok" % what)

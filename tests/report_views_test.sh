@@ -23,6 +23,7 @@ thread=$(python3 "$check" make "$dir") || fail "$thread"
 dom "file://$dir/new.html#expand=all" "$dir/all.dom"
 python3 "$check" check "$dir/all.dom" "$dir/truth.json" stacks || exit 1
 python3 "$check" check "$dir/all.dom" "$dir/truth.json" compared || exit 1
+python3 "$check" check "$dir/all.dom" "$dir/truth.json" functions || exit 1
 dom "file://$dir/new.html#thread=$thread&expand=all" "$dir/thread.dom"
 python3 "$check" check "$dir/thread.dom" "$dir/truth.json" thread "$thread" || exit 1
 

@@ -706,12 +706,15 @@
         const w = st[metric];
         if (!w || !st.f.length) continue;
         all += w;
-        const seen = new Set();
+        // Once per stack, as the total: a recursive function is its own caller at every
+        // level, and a stack's weight is no more of it for that.
+        const seen = new Set(), pairs = new Set();
+        const add = (m, g, key) => { if (!pairs.has(key)) { pairs.add(key); m.set(g, (m.get(g) || 0) + w); } };
         st.f.forEach((f, i) => {
           const s = of(f);
           if (!seen.has(f)) { s.total += w; seen.add(f); }
-          if (i > 0) s.callers.set(st.f[i - 1], (s.callers.get(st.f[i - 1]) || 0) + w);
-          if (i + 1 < st.f.length) s.callees.set(st.f[i + 1], (s.callees.get(st.f[i + 1]) || 0) + w);
+          if (i > 0) add(s.callers, st.f[i - 1], "r" + f + "," + st.f[i - 1]);
+          if (i + 1 < st.f.length) add(s.callees, st.f[i + 1], "e" + f + "," + st.f[i + 1]);
         });
         of(st.f[st.f.length - 1]).self += w;
       }
@@ -723,7 +726,9 @@
       const rows = [...fns.entries()].sort((a, b) => b[1].self - a[1].self || b[1].total - a[1].total);
       let selfSum = 0;
       for (const [, s] of rows) selfSum += s.self;
-      drawn.functions = { rows: rows.length, self_sum: selfSum, weight: all };
+      const named = (m) => Object.fromEntries([...m.entries()].map(([g, w]) => [fl.names[g], w]));
+      drawn.functions = { rows: rows.length, self_sum: selfSum, weight: all,
+        sides: rows.slice(0, 20).map(([f, s]) => ({ name: fl.names[f], total: s.total, callers: named(s.callers), callees: named(s.callees) })) };
       box.replaceChildren();
       if (!rows.length) { box.append(el("div", { class: "empty", text: "No call stacks." })); writeSelftest(); return; }
       const tbody = el("tbody", {});
