@@ -194,7 +194,7 @@
     if (interposer.sample_interval_bytes > 0) {
       app.append(el("div", { class: "banner partial" }, el("strong", { text: "Sampled capture" }),
         " \u2014 the interposer recorded a sample (one per " + fmtBytes(interposer.sample_interval_bytes) +
-        " on average); sizes and counts are of the recorded sample."));
+        " on average); sizes and counts are estimates of the whole program's, each recorded block weighing for those it stands for, as in memtrace summary."));
     }
   }
 
@@ -553,7 +553,7 @@
   // ---- peak composition ---------------------------------------------------------------
   function bars(title, table, total) {
     const box = el("div", {}, el("h3", { text: title }));
-    const c = cut(table.shown, table.total, "rows", "--top=N shows more");
+    const c = cut(table.shown, table.total, "rows, the largest", "memtrace peak --limit=0 lists them all");
     if (c) box.append(c);
     const list = el("div", { class: "bars" });
     if (table.rows.length === 0) list.append(el("div", { class: "empty", text: "nothing was live" }));
