@@ -69,7 +69,7 @@ mkdir -p "$work/make"
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" make -s -C "$root/examples/make_consumer" \
   OUT="$work/make" > "$work/make.log" 2>&1 || { cat "$work/make.log"; fail "make"; }
 out="$("$work/make/census_demo")"
-[[ "$out" == "live_bytes=4096 textures=1048576" ]] || fail "census_demo printed '$out'"
+[[ "$out" == "live_bytes=4096 load=4096 textures=1048576 peaks exact" ]] || fail "census_demo printed '$out'"
 out="$("$work/make/markers_demo")"
 [[ "$out" == "built 2" ]] || fail "markers_demo alone printed '$out'"
 # The headers build under a program's own strict warnings (they come in as system
@@ -83,7 +83,7 @@ for cxx in "${compilers[@]}"; do
     "$work/strict_$cxx/census_demo" > "$work/strict.log" 2>&1 ||
     { cat "$work/strict.log"; fail "census_demo with $cxx -Wpedantic -Werror"; }
   out="$("$work/strict_$cxx/census_demo")"
-  [[ "$out" == "live_bytes=4096 textures=1048576" ]] || fail "census_demo ($cxx) printed '$out'"
+  [[ "$out" == "live_bytes=4096 load=4096 textures=1048576 peaks exact" ]] || fail "census_demo ($cxx) printed '$out'"
 done
 
 # The installed memtrace run, with its own interposer and nothing of the build's.

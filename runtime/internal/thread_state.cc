@@ -9,6 +9,9 @@
 #include <new>
 
 namespace memtrace::runtime_internal {
+
+thread_local constinit ThreadState tls_state MEMTRACE_TLS_MODEL{};
+
 namespace {
 
 struct SlotTable {

@@ -171,7 +171,13 @@ struct ThreadState {
 // on the hot path read ThreadState::stacks and come here only when it is null.
 StackState* Stacks(ThreadState& t) noexcept;
 
-// Constant-initialised and trivially destructible, so access is a plain TLS load.
+// Constant-initialised and trivially destructible, so access is a plain TLS load: the
+// declaration says constinit, so no caller goes through a TLS wrapper function.
+// Defined once, in thread_state.cc, never inline: a program built against libmemtrace.so
+// must reach the library's copy from its own inlined code. An inline thread_local is
+// unique across shared objects only as g++ emits it (STB_GNU_UNIQUE); clang++ makes it a
+// weak symbol the executable keeps a copy of, so that the program's inlined records and
+// the library saw two states (scopes lost, every thread's records taken as another's).
 // initial-exec: the state is reached with one %fs-relative load and never allocated
 // lazily (a global-dynamic access may call malloc on a thread's first touch, which the
 // interposer in preload/ could not allow). memtrace is linked into executables or
@@ -179,11 +185,11 @@ StackState* Stacks(ThreadState& t) noexcept;
 // (Sanitizer builds keep the default model: GCC's UBSan misreads an initial-exec access
 // in an executable as a null pointer, and the interposer is never built with them.)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline thread_local constinit ThreadState tls_state{};
+#define MEMTRACE_TLS_MODEL
 #else
-inline thread_local constinit ThreadState tls_state
-    __attribute__((tls_model("initial-exec"))){};
+#define MEMTRACE_TLS_MODEL __attribute__((tls_model("initial-exec")))
 #endif
+extern thread_local constinit ThreadState tls_state MEMTRACE_TLS_MODEL;
 
 inline ThreadState& Tls() noexcept { return tls_state; }
 
