@@ -71,7 +71,8 @@ void Census::Publish(uint32_t id, int64_t delta) noexcept {
   // Acquire: the recorder is fully built before it is used; pairs with the store in
   // Attach(), which is seq_cst and so also a release.
   Recorder* const r = recorder_.load(std::memory_order_acquire);
-  if (r != nullptr && r->RecordCensus(id, delta) == RecordResult::kRecorded) {
+  // Not while it is stopped: SendUnsent() says why.
+  if (r != nullptr && r->running() && r->RecordCensus(id, delta) == RecordResult::kRecorded) {
     // Relaxed: only a hint that an amount waits (an earlier failed record, or the updates
     // made before the recorder started). An amount parked concurrently is sent by the
     // thread that parks it (below), or by this label's next record.
@@ -86,6 +87,9 @@ void Census::Publish(uint32_t id, int64_t delta) noexcept {
 }
 
 void Census::SendUnsent(uint32_t id, Recorder* recorder) noexcept {
+  // A stopped recorder would refuse the record and count it as an operation it missed
+  // (not_recording): the amount stays parked, and Tracer::Start() sends it.
+  if (!recorder->running()) return;
   Value& v = values_[id];
   // Seq_cst: pairs with the park in Publish() (header comment, "Memory ordering"). The
   // exchange takes each parked amount exactly once, whoever else sends at the same time.
