@@ -83,6 +83,21 @@ absl::Status ReadCountBlock(
   return absl::OkStatus();
 }
 
+// Sets the value of the boolean member `key` of the minified object `json` (where it has
+// one) to `value`.
+void SetBoolean(std::string* json, const std::string& key, bool value) {
+  const std::string member = "\"" + key + "\":";
+  const size_t at = json->find(member);
+  if (at == std::string::npos) return;
+  const size_t from = at + member.size();
+  for (const std::string old : {"true", "false"}) {
+    if (json->compare(from, old.size(), old) == 0) {
+      json->replace(from, old.size(), value ? "true" : "false");
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 int TrailerBlocks::Timeline::Column(std::string_view name) const {
@@ -332,6 +347,10 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
   t.integrity.untracked_before_start = t.prestart_untracked;
   t.integrity.left_out_blocks = t.left_out_blocks;
   t.integrity.events_not_written = t.events_lost;
+  if (!t.integrity_json.empty()) {
+    SetBoolean(&t.integrity_json, "complete", t.integrity.complete());
+    SetBoolean(&t.integrity_json, "exact", t.integrity.exact());
+  }
   // `filtered`: an object of filters, each an object of counts; a filter missing from it
   // left nothing out.
   simdjson::dom::object filtered;

@@ -41,7 +41,10 @@ struct TrailerBlocks {
   // "membarrier" or "seq_cst" (the trailer's integrity.uses_membarrier), or "not recorded"
   // for a capture written before the trailer carried it.
   std::string fence = "not recorded";
-  std::string integrity_json;  // the integrity object as written (minified), or empty
+  // The integrity object as written (minified), with "complete" and "exact" as `integrity`
+  // has them (readers add what the recorder did not know: blocks untracked before start,
+  // events the sink lost); or empty.
+  std::string integrity_json;
 
   bool has_sink = false;
   uint64_t events_written = 0;

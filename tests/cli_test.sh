@@ -561,6 +561,9 @@ grep -qF "integrity: complete, inexact; peaks unknown (blocks made before tracin
   "$dir/su.txt" || fail "untracked blocks' integrity: $(cat "$dir/su.txt")"
 "$memtrace" summary --json "$dir/untracked.jsonl" | grep -qF '"high_water_low_bytes":null' \
   || fail "untracked blocks: the JSON peak interval is not null"
+# ... and its JSON integrity says what the text says (it kept the recorder's "exact").
+"$memtrace" summary --json "$dir/untracked.jsonl" | grep -qF '"integrity":{"complete":true,"exact":false,' \
+  || fail "untracked blocks: the JSON integrity: $("$memtrace" summary --json "$dir/untracked.jsonl")"
 "$memtrace" verify "$dir/untracked.jsonl" > "$dir/vu.txt"
 [[ $? -eq 1 ]] || fail "verify must fail a capture with untracked blocks: $(cat "$dir/vu.txt")"
 grep -qF "blocks untracked before start 3" "$dir/vu.txt" || fail "$(cat "$dir/vu.txt")"
@@ -588,6 +591,8 @@ head -1 "$dir/sink_lost.txt" | grep -qF "PARTIAL (the trailer reports lost recor
   || fail "a capture whose sink lost events: $(head -1 "$dir/sink_lost.txt")"
 grep -qF "integrity: PARTIAL, inexact; peaks unknown (records were lost)" "$dir/sink_lost.txt" \
   || fail "a capture whose sink lost events: $(grep integrity: "$dir/sink_lost.txt")"
+"$memtrace" summary --json "$dir/sink_lost.jsonl" | grep -qF '"integrity":{"complete":false,"exact":false,' \
+  || fail "sink losses: the JSON integrity: $("$memtrace" summary --json "$dir/sink_lost.jsonl")"
 
 filtered_header='{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload","interposer":{"library":"/x/libmemtrace_preload.so","min_size":1000,"sample_interval_bytes":0}}'
 filtered_alloc='{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}'
