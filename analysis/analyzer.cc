@@ -428,6 +428,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
         break;
       }
       const Note note = Expand(before.note, before.block.size);
+      NoteReallocated(rec.thread, note, before.block);
       live_bytes_ = live_bytes_ - before.block.size + new_size;
       const uint32_t scope_id = before.block.scope;
       const uint32_t site = static_cast<uint32_t>(before.block.site);
@@ -460,6 +461,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       m.note = TakeNote(Released{old, m.moved.ticket48, m.moved.note});
       Account(old.size, old.scope, static_cast<uint32_t>(old.site), old.layer, m.note.count,
               /*allocate=*/false, m.note.thread);
+      NoteReallocated(rec.thread, m.note, old);
       break;
     }
     case LineType::kRemapTarget: {
@@ -537,6 +539,19 @@ void Analyzer::NoteFreed(uint32_t thread, const Note& note, const AllocationReco
   const bool short_lived =
       note.thread == thread &&
       static_cast<uint32_t>(state.events) - note.thread_event <= kShortLivedEvents;
+  CountAtOnce(note, block, temporary, short_lived);
+}
+
+void Analyzer::NoteReallocated(uint32_t thread, const Note& note,
+                               const AllocationRecord& block) {
+  // heaptrack takes each realloc for a release and an allocation: one of the thread's
+  // last allocation is a temporary, and the block is still the thread's last allocation.
+  CountAtOnce(note, block, ThreadOf(thread).last_allocation == note.id,
+              /*short_lived=*/false);
+}
+
+void Analyzer::CountAtOnce(const Note& note, const AllocationRecord& block, bool temporary,
+                           bool short_lived) {
   if (!temporary && !short_lived) return;
   const AttributionKey key{static_cast<uint32_t>(block.site), block.scope, block.layer};
   if (Counted(note.thread)) {

@@ -425,6 +425,13 @@ class Analyzer {
 
   // A block freed at once, counted under its (site, scope, layer) (CaptureSummary).
   void NoteFreed(uint32_t thread, const Note& note, const AllocationRecord& block);
+  // A block reallocated (resized or moved) by `thread`: a temporary when it was the
+  // thread's last allocation, as heaptrack counts a realloc (a release, then an
+  // allocation).
+  void NoteReallocated(uint32_t thread, const Note& note, const AllocationRecord& block);
+  // Counts `block` as a temporary, short-lived, or both, for its allocating thread's views.
+  void CountAtOnce(const Note& note, const AllocationRecord& block, bool temporary,
+                   bool short_lived);
 
   struct FreedAtOnce {
     uint64_t temporaries = 0, short_lived = 0;

@@ -896,10 +896,11 @@ TEST(AnalyzerTest, TemporariesAndCoverage) {
 }
 
 // The two kinds of blocks freed at once, on a sequence of two threads' allocations,
-// resizes and frees. The test derives both counts from the sequence it writes: a free is
-// a temporary when its thread's last allocation or resize was of the freed block
-// (heaptrack's definition), and short-lived when the thread that allocated the block
-// frees it within 8 of its own events.
+// resizes and frees. The test derives both counts from the sequence it writes: a free or
+// a resize is a temporary when its thread's last allocation or resize was of that block
+// (heaptrack's definition, which takes a realloc for a free and an allocation), and a
+// free is short-lived when the thread that allocated the block frees it within 8 of its
+// own events.
 TEST(AnalyzerTest, TemporariesAreHeaptracksAndShortLivedBlocksAreFreedWithinEightEvents) {
   enum Kind { kAllocOp, kResizeOp, kFreeOp };
   struct Op {
@@ -914,7 +915,8 @@ TEST(AnalyzerTest, TemporariesAreHeaptracksAndShortLivedBlocksAreFreedWithinEigh
       {1, kFreeOp, 4},
       {1, kAllocOp, 5}, {1, kAllocOp, 6}, {1, kResizeOp, 5}, {1, kFreeOp, 5},  // resized last
       {1, kAllocOp, 7}, {2, kFreeOp, 7},                     // freed by another thread
-      {2, kFreeOp, 2}, {1, kFreeOp, 6}};
+      {2, kFreeOp, 2}, {1, kFreeOp, 6},
+      {1, kAllocOp, 8}, {1, kResizeOp, 8}, {1, kResizeOp, 8}, {1, kFreeOp, 8}};  // 3 at once
   // Nine blocks, then one freed after nine frees: a temporary, not short-lived.
   for (int b = 10; b < 19; ++b) ops.push_back({1, kAllocOp, b});
   ops.push_back({1, kAllocOp, 20});
@@ -947,6 +949,10 @@ TEST(AnalyzerTest, TemporariesAreHeaptracksAndShortLivedBlocksAreFreedWithinEigh
                    absl::StrCat(",\"size\":", size, ",\"scope\":0,\"site\":0"));
     } else if (op.kind == kResizeOp) {
       Live& b = live.at(op.block);
+      if (last_allocation.count(op.thread) && last_allocation[op.thread] == op.block) {
+        ++temporaries;
+        temporary_bytes += b.size;
+      }
       b.size += 100;
       text += line("resize", op.thread, op.block, ticket,
                    absl::StrCat(",\"size\":", b.size, ",\"of\":", b.last_ticket));
