@@ -55,7 +55,7 @@ const CommandSpec kTopSpec = {
     "Lists call sites, each with the scope and layer it allocated in, largest first, with\n"
     "the site symbolized from the capture's module lines (function (file:line)).\n"
     "--by=bytes: bytes allocated; count: allocations; live: bytes live at the end (leaks at\n"
-    "exit); temporaries: blocks freed before their thread allocated anything else\n"
+    "exit); temporaries: blocks freed or reallocated before their thread allocated anything else\n"
     "(heaptrack's temporaries); short-lived: blocks their thread freed within its next 8\n"
     "events.\n"
     "A site is named after the code that called the allocator (malloc, operator new, and\n"

@@ -54,7 +54,7 @@ mask_integrity() {
 mask_timeline() {
   sed -E -e '/^$/{N;/^\nmemory over time /d}'
 }
-# Temporaries (freed before their thread allocated anything else) count how the worker's
+# Temporaries (freed or reallocated before their thread allocated anything else) count how the worker's
 # and the writer's calls interleave: top's column (characters 57-67 of a row) and
 # coverage's line are masked.
 mask_temporaries() {
