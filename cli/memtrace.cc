@@ -34,6 +34,31 @@
 
 namespace {
 
+// `memtrace version [--json]`, also `memtrace --version`.
+int VersionCommand(int argc, char** argv) {
+  const std::string arg = argc > 1 ? argv[1] : "";
+  if (arg == "--help" || arg == "-h") {
+    printf("usage: memtrace version [--json]\n\n"
+           "Prints `memtrace VERSION`; with --json, {\"version\":\"VERSION\"}.\n");
+    return 0;
+  }
+  // `--json` alone may follow; anything else is a mistake to say, not to ignore.
+  const bool json = argc == 2 && arg == "--json";
+  if (argc > 1 && !json) {
+    fprintf(stderr,
+            "memtrace %s: unexpected argument '%s' (it takes only --json)\n"
+            "run `memtrace version --help` for the options\n",
+            argv[0], arg.c_str());
+    return 2;
+  }
+  if (json) {
+    printf("{\"version\":\"%s\"}\n", memtrace::kMemtraceVersion);
+  } else {
+    printf("memtrace %s\n", memtrace::kMemtraceVersion);
+  }
+  return 0;
+}
+
 struct Command {
   const char* name;
   const char* summary;  // one line for `memtrace help`
@@ -67,13 +92,14 @@ constexpr Command kCommands[] = {
      memtrace::LiveCommand},
     {"snapshot", "a capture of this moment of a process traced with --live: PID -o FILE",
      memtrace::SnapshotCommand},
+    {"version", "print `memtrace VERSION` (also --version; --json: {\"version\":...})",
+     VersionCommand},
 };
 
 void PrintUsage(FILE* out) {
   fputs("usage: memtrace <command> [flags] ARGS...\n\ncommands:\n", out);
   for (const Command& c : kCommands) fprintf(out, "  %-10s %s\n", c.name, c.summary);
-  fputs("  help       this text, or `memtrace help COMMAND` (same as COMMAND --help)\n"
-        "  version    print `memtrace VERSION` (also --version; --json: {\"version\":...})\n\n"
+  fputs("  help       this text, or `memtrace help COMMAND` (same as COMMAND --help)\n\n"
         "Every command takes --help. CAPTURE is a capture written by memtrace\n"
         "(docs/capture-format.md): binary (.mtb) or JSONL, plain or zstd-compressed.\n"
         "Exit status: 0 ok, 1 a finding (verify) or a process live or snapshot cannot\n"
@@ -107,22 +133,7 @@ int main(int argc, char** argv) {
     return NoSuchCommand("memtrace", "which command? memtrace <command> [flags] ARGS...");
   }
   const std::string command = argv[1];
-  if (command == "--version" || command == "version") {
-    // `--json` alone may follow; anything else is a mistake to say, not to ignore.
-    const bool json = argc == 3 && std::string(argv[2]) == "--json";
-    if (argc > 2 && !json) {
-      fprintf(stderr,
-              "memtrace %s: unexpected argument '%s' (it takes only --json)\n",
-              command.c_str(), argv[2]);
-      return 2;
-    }
-    if (json) {
-      printf("{\"version\":\"%s\"}\n", memtrace::kMemtraceVersion);
-    } else {
-      printf("memtrace %s\n", memtrace::kMemtraceVersion);
-    }
-    return 0;
-  }
+  if (command == "--version") return VersionCommand(argc - 1, argv + 1);
   if (command == "help" || command == "--help" || command == "-h") {
     if (argc < 3) {
       PrintUsage(stdout);

@@ -298,6 +298,11 @@ done
 "$memtrace" version extra > /dev/null 2> "$dir/e.txt"
 [[ $? -eq 2 ]] && grep -q "unexpected argument 'extra'" "$dir/e.txt" \
   || fail "memtrace version extra must be refused: $(cat "$dir/e.txt")"
+# It takes --help as every command does, and `help version` is the same.
+for args in "version --help" "help version"; do
+  "$memtrace" $args > "$dir/vh.txt" || fail "memtrace $args exit $?"
+  grep -q "usage: memtrace version" "$dir/vh.txt" || fail "memtrace $args: $(cat "$dir/vh.txt")"
+done
 
 # A usage error is two lines on stderr, what is wrong and where the help is, never the
 # help itself (which --help prints, on stdout, exit 0).
