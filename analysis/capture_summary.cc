@@ -91,6 +91,10 @@ ProcessOrigin ProcessOf(const std::string& header) {
 
 }  // namespace
 
+std::string CaptureSummary::CutStackFrame() const {
+  return absl::StrCat("[stack cut at ", stack_depth, " frames: outer callers not recorded]");
+}
+
 void ReadCaptureHeader(const CaptureRecord& header, CaptureSummary* summary) {
   CaptureSummary& s = *summary;
   s.pid = header.pid;

@@ -129,6 +129,13 @@ struct CaptureSummary {
   // The interposer's: the most frames a call stack keeps (--depth), 0 when not recorded. A
   // stack that long may have lost its outermost callers.
   uint64_t stack_depth = 0;
+  // Whether a stack of `frames` frames may have lost its outermost callers (stack_depth).
+  bool StackMayBeCut(size_t frames) const noexcept {
+    return stack_depth > 0 && frames >= stack_depth;
+  }
+  // What stands for those callers at the root of such a stack, in every output that shows
+  // stacks, so that its outermost recorded frame does not read as the program's entry.
+  std::string CutStackFrame() const;
   // Snapshot: how many events were applied (all of them without a snapshot point), and
   // whether the point was reached (a scope exit may not happen N times).
   uint64_t events_applied = 0;

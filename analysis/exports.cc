@@ -200,6 +200,7 @@ std::string FoldedStacks(const CaptureSummary& summary, Symbolizer& symbolizer,
       std::replace(name.begin(), name.end(), '\n', ' ');
       absl::StrAppend(&line, line.empty() ? "" : ";", name);
     };
+    if (summary.StackMayBeCut(frames.size())) add(summary.CutStackFrame());
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
       add(FrameName(symbolizer, *it));
       // The functions inlined into it, outermost first: callers before callees.
@@ -330,6 +331,29 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
     profile.Message(kLocation, loc);
     return it->second;
   };
+  // The root of a stack that may have lost its outermost callers: a location of its own,
+  // made once, with no address.
+  uint64_t cut_location = 0;
+  auto cut = [&] {
+    if (cut_location != 0) return cut_location;
+    cut_location = location_ids.size() + 1;
+    location_ids.emplace(std::make_pair(uint64_t{0}, ~size_t{0}), cut_location);
+    const std::string name = summary.CutStackFrame();
+    const uint64_t fn = function_ids.size() + 1;
+    function_ids.emplace(name + '\0', fn);
+    ProtoWriter function;
+    function.Varint(1, fn);
+    function.Int64(2, strings.Index(name));
+    function.Int64(3, strings.Index(name));
+    profile.Message(kFunction, function);
+    ProtoWriter line;
+    line.Varint(1, fn);
+    ProtoWriter loc;
+    loc.Varint(1, cut_location);
+    loc.Message(4, line);
+    profile.Message(kLocation, loc);
+    return cut_location;
+  };
   const int64_t scope_key = strings.Index("scope");
   const int64_t layer_key = strings.Index("layer");
   for (const AllocationAttribution& a : summary.attribution) {
@@ -343,6 +367,7 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
     for (size_t i = caller.frame; i < frames.size(); ++i) {
       ids.push_back(location(frames[i], i == caller.frame ? caller.inlined : 0));
     }
+    if (summary.StackMayBeCut(frames.size())) ids.push_back(cut());  // the root, last
     sample.Packed(1, ids);
     sample.Packed(2, {a.usage.allocated_count, a.usage.allocated_bytes, a.usage.live_count,
                       a.usage.live_bytes});

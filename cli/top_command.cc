@@ -284,6 +284,7 @@ int TopCommand(int argc, char** argv) {
       }
       printf("    #%-2zu %s\n", f, names.Describe(frames[f]).c_str());
     }
+    if (s->StackMayBeCut(frames.size())) printf("    %s\n", s->CutStackFrame().c_str());
   };
   for (size_t i = 0; i < shown; ++i) {
     const SiteGroup& g = groups[i];

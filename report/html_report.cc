@@ -303,9 +303,8 @@ std::string JsonFlame(const CaptureSummary& s, const CaptureTables& tables,
     if (frames != tables.site_frames.end() && tables.other_sites.count(site) == 0) {
       // A stack as deep as the capture keeps may have lost its outermost callers: said by a
       // frame of its own at its root, so that it does not read as the program's entry.
-      if (s.stack_depth > 0 && frames->second.size() >= s.stack_depth) {
-        st.frames.push_back(names.Index(absl::StrCat(
-            "[stack cut at ", s.stack_depth, " frames: outer callers not recorded]")));
+      if (s.StackMayBeCut(frames->second.size())) {
+        st.frames.push_back(names.Index(s.CutStackFrame()));
       }
       for (auto f = frames->second.rbegin(); f != frames->second.rend(); ++f) {
         st.frames.push_back(names.Index(names.Function(*f)));

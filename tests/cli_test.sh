@@ -582,6 +582,17 @@ printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"so
   > "$dir/segv.jsonl"
 "$memtrace" summary "$dir/segv.jsonl" | head -1 | grep -qF "capture PARTIAL (the program ended by signal 11;" \
   || fail "a capture ended by a signal: $("$memtrace" summary "$dir/segv.jsonl" | head -1)"
+# A stack as deep as the interposer keeps (--depth) may have lost its outer callers:
+# `top --stacks` says so below its outermost frame, and only there.
+printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload","interposer":{"library":"/x/libmemtrace_preload.so","stack_depth":2}}' \
+  '{"type":"site","id":1,"addr":"0x10","frames":["0x10","0x20"]}' \
+  '{"type":"site","id":2,"addr":"0x30","frames":["0x30"]}' \
+  '{"type":"alloc","t":1,"thread":1,"addr":"0x1000","size":200,"layer":0,"scope":0,"site":1,"ticket":1}' \
+  '{"type":"alloc","t":1,"thread":1,"addr":"0x2000","size":100,"layer":0,"scope":0,"site":2,"ticket":2}' \
+  '{"type":"trailer","complete":true}' > "$dir/cut.jsonl"
+"$memtrace" top --stacks "$dir/cut.jsonl" > "$dir/cut.txt" || fail "top --stacks of a cut stack"
+[[ $(grep -c "stack cut at 2 frames: outer callers not recorded" "$dir/cut.txt") -eq 1 ]] \
+  || fail "top --stacks marks cut stacks, once: $(cat "$dir/cut.txt")"
 # Events the sink lost on the way to the file: a replay lacks them, so no peak is known.
 printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"runtime"}' \
   '{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}' \

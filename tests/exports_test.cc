@@ -328,6 +328,38 @@ TEST(ExportsTest, PprofLeavesOutTheInnermostAllocatorFrames) {
   EXPECT_EQ(stacks("memtrace_exports_test::*"), (Stacks{{kOuter}}));
 }
 
+// A stack as deep as the capture keeps (the interposer's --depth) may have lost its
+// outermost callers: folded stacks and pprof put a frame saying so at its root, as the
+// report's flame graph does, and only there.
+TEST(ExportsTest, AStackAsDeepAsTheCaptureKeepsIsMarkedCut) {
+  CaptureSummary s;
+  s.modules = SelfExecutableModules();
+  const uint64_t inner = reinterpret_cast<uint64_t>(&memtrace_exports_test::Inner) + 1;
+  const uint64_t outer = reinterpret_cast<uint64_t>(&memtrace_exports_test::Outer) + 1;
+  s.stack_depth = 2;
+  s.site_addrs = {{1, inner}, {2, inner}};
+  s.site_frames[1] = {inner, outer};  // two frames: as deep as kept
+  s.site_frames[2] = {inner};         // one: whole
+  s.attribution.resize(2);
+  for (uint32_t site : {1, 2}) {
+    AllocationAttribution& row = s.attribution[site - 1];
+    row.site = site;
+    row.site_addr = inner;
+    row.usage.Allocate(site == 1 ? 100 : 7);
+  }
+  Symbolizer symbolizer;
+  for (const CaptureRecord& m : s.modules) symbolizer.AddModule(m);
+  const std::string kCut = "[stack cut at 2 frames: outer callers not recorded]";
+  const std::string kInner = "memtrace_exports_test::Inner()";
+  const std::string kOuter = "memtrace_exports_test::Outer()";
+  EXPECT_EQ(FoldedStacks(s, symbolizer, FoldedWeight::kBytes),
+            kCut + ";" + kOuter + ";" + kInner + " 100\n" + kInner + " 7\n");
+  const auto data = PprofProfile(s, symbolizer, AllocatorFunctions());
+  ASSERT_TRUE(data.ok()) << data.status();
+  using Stacks = std::vector<std::vector<std::string>>;
+  EXPECT_EQ(SampleStacks(Inflate(*data)), (Stacks{{kInner, kOuter, kCut}, {kInner}}));
+}
+
 // Each sample's stack as `go tool pprof -traces` lists it, innermost first: every line of
 // its locations, in order (a location's inlined functions before its own).
 std::vector<std::vector<std::string>> SampleLines(const std::string& profile) {
