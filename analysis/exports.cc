@@ -89,19 +89,63 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
   if (!scan.ok()) return scan;
   int64_t last_ts = 0;
   absl::flat_hash_map<uint32_t, std::vector<uint32_t>> open;  // thread -> scope stack
-  std::map<uint32_t, uint64_t> emitted;  // scope -> live bytes last emitted
   int64_t epoch_t = 0;
   bool in_epoch = false;
   Analyzer replay;
-  auto flush_counters = [&](int64_t t) {
-    for (const auto& [scope, usage] : replay.scope_usage()) {
-      auto it = emitted.find(scope);
-      if (it != emitted.end() && it->second == usage.live_bytes) continue;
-      emitted[scope] = usage.live_bytes;
-      trace.Add(absl::StrCat(trace.Common("C", "live bytes: " + ScopePath(summary, scope), 0,
-                                          t - base),
-                             ",\"args\":{\"bytes\":", usage.live_bytes, "}}"));
+  // Counters of live bytes: the total, each layer and each scope. Events carry their
+  // epoch's start and no finer time, so each counter shows, from an epoch's start, the
+  // most it held during that epoch (a block allocated and freed within one is seen), and
+  // where it ended lower, that end from the next epoch's start (or just after the last).
+  struct Counter {
+    std::string name;
+    uint64_t high = 0;  // the most during the current epoch
+    uint64_t end = 0;   // now
+    uint64_t shown = 0;  // what the trace shows now
+    bool touched = false, ever = false;
+  };
+  Counter total{"live bytes: total"};
+  std::map<uint32_t, Counter> layer_counters, scope_counters;
+  auto touch = [](Counter& c, uint64_t now) {
+    c.high = c.touched ? std::max(c.high, now) : std::max(c.end, now);
+    c.end = now;
+    c.touched = true;
+  };
+  replay.SetLiveChangeHook([&](uint32_t scope, uint32_t layer) {
+    const CaptureSummary& st = replay.state();
+    touch(total, st.totals.live_bytes);
+    Counter& l = layer_counters[layer];
+    if (l.name.empty()) {
+      auto name = summary.layer_names.find(layer);
+      l.name = absl::StrCat("live bytes: layer ",
+                            name != summary.layer_names.end() ? name->second
+                                                              : absl::StrCat(layer));
     }
+    touch(l, st.layers.at(layer).live_bytes);
+    Counter& s = scope_counters[scope];
+    if (s.name.empty()) s.name = "live bytes: " + ScopePath(summary, scope);
+    touch(s, st.scopes.at(scope).live_bytes);
+  });
+  auto emit = [&](Counter& c, uint64_t value, int64_t t) {
+    if (c.ever && c.shown == value) return;
+    c.shown = value;
+    c.ever = true;
+    trace.Add(absl::StrCat(trace.Common("C", c.name, 0, t - base), ",\"args\":{\"bytes\":",
+                           value, "}}"));
+  };
+  // At `t`, the start of the epoch just ended: its highs; the ends of the epoch before
+  // that drew a high above them.
+  auto flush_counters = [&](int64_t t) {
+    auto flush = [&](Counter& c) {
+      if (c.touched) {
+        emit(c, c.high, t);
+        c.touched = false;
+      } else {
+        emit(c, c.end, t);
+      }
+    };
+    flush(total);
+    for (auto& [id, c] : layer_counters) flush(c);
+    for (auto& [id, c] : scope_counters) flush(c);
   };
   CaptureReadStats stats;
   absl::Status read = ReadCapture(
@@ -141,7 +185,11 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
       },
       &stats);
   if (!read.ok()) return read;
-  if (in_epoch) flush_counters(epoch_t);
+  if (in_epoch) {
+    flush_counters(epoch_t);
+    flush_counters(epoch_t + 1);  // the last epoch's ends, just after its highs
+    last_ts = std::max(last_ts, epoch_t + 1 - base);
+  }
   // Slices still open at the end of the capture end there, so B/E stay balanced.
   for (auto& [thread, stack] : open) {
     while (!stack.empty()) {

@@ -120,6 +120,67 @@ named = {e["tid"] for e in events if e["ph"] == "M" and e["name"] == "thread_nam
 assert set(stacks) <= named, (sorted(stacks), sorted(named))
 PY
 
+# Counters: the total, each layer and each scope. A block allocated and freed within one
+# epoch still shows (the counter takes the epoch's most); the last value is the end's.
+# The truth is this script's own replay of the events it writes.
+python3 - "$dir/epochs.jsonl" <<'PY' || fail "could not write epochs.jsonl"
+import json, random, sys
+rng = random.Random(5)
+lines = ['{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"runtime"}',
+         '{"type":"layer","id":0,"name":"cpu"}',
+         '{"type":"scope","id":0,"parent":0,"name":"(unscoped)","path":"(unscoped)"}',
+         '{"type":"scope","id":1,"parent":0,"name":"phase","path":"phase"}']
+live, ticket, t = {}, 0, 1_000_000_000
+for epoch in range(40):
+    t += 2_000_000
+    for _ in range(rng.randint(1, 6)):
+        ticket += 1
+        scope = rng.choice([0, 1])
+        size = rng.choice([16, 4096, 50 << 20]) if scope else rng.randint(1, 1000)
+        lines.append(json.dumps({"type": "alloc", "t": t, "thread": 1, "addr": hex(0x10000 + ticket * 64),
+                                 "size": size, "layer": 0, "scope": scope, "site": 0, "ticket": ticket}))
+        live[ticket] = (scope, size)
+        if size > 1000 or rng.random() < 0.5:  # freed in the same epoch
+            ticket += 1
+            of = max(live)
+            lines.append(json.dumps({"type": "free", "t": t, "thread": 1, "addr": hex(0x10000 + of * 64),
+                                     "layer": 0, "of": of, "ticket": ticket}))
+            del live[of]
+lines.append('{"type":"trailer","complete":true}')
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PY
+"$memtrace" export --format=perfetto "$dir/epochs.jsonl" -o "$dir/epochs.json" 2> /dev/null || fail "export perfetto (epochs)"
+python3 - "$dir/epochs.jsonl" "$dir/epochs.json" <<'PY' || fail "perfetto counters"
+import json, sys
+cur, high, end = {"total": 0, "layer cpu": 0, "phase": 0, "(unscoped)": 0}, {}, None
+blocks = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["type"] == "alloc":
+        blocks[r["ticket"]] = (r["scope"], r["size"])
+        delta, scope = r["size"], r["scope"]
+    elif r["type"] == "free":
+        scope, size = blocks.pop(r["of"])
+        delta = -size
+    else:
+        continue
+    for k in ("total", "layer cpu", "phase" if scope else "(unscoped)"):
+        cur[k] += delta
+        high[k] = max(high.get(k, 0), cur[k])
+counters = {}
+for e in json.load(open(sys.argv[2]))["traceEvents"]:
+    if e["ph"] == "C":
+        counters.setdefault(e["name"], []).append((e["ts"], e["args"]["bytes"]))
+for k in cur:
+    name = "live bytes: " + k
+    assert name in counters, (name, sorted(counters))
+    points = counters[name]
+    assert [ts for ts, _ in points] == sorted(ts for ts, _ in points), (name, points)
+    assert max(v for _, v in points) == high[k], (name, max(v for _, v in points), high[k])
+    assert points[-1][1] == cur[k], (name, points[-1], cur[k])
+assert high["phase"] >= 50 << 20, high
+PY
+
 # ---- errors.
 "$memtrace" export "$dir/c.jsonl" 2> "$dir/e.txt"; [[ $? -eq 2 ]] || fail "export without --format must exit 2"
 grep -q "which format" "$dir/e.txt" || fail "$(cat "$dir/e.txt")"
