@@ -42,8 +42,12 @@ std::vector<SiteGroup> GroupSitesByName(std::vector<AllocationAttribution> rows,
     g.short_lived += a.short_lived;
     g.stacks.push_back(a);
   }
+  // Rows the key ties (every row with 0 B live, by live) go by bytes allocated.
   std::stable_sort(groups.begin(), groups.end(), [&](const SiteGroup& a, const SiteGroup& b) {
-    return key(a.usage, a.temporaries, a.short_lived) > key(b.usage, b.temporaries, b.short_lived);
+    const uint64_t ka = key(a.usage, a.temporaries, a.short_lived);
+    const uint64_t kb = key(b.usage, b.temporaries, b.short_lived);
+    if (ka != kb) return ka > kb;
+    return a.usage.allocated_bytes > b.usage.allocated_bytes;
   });
   return groups;
 }

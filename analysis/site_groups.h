@@ -55,8 +55,8 @@ using SiteKey =
     std::function<uint64_t(const UsageCounters&, uint64_t temporaries, uint64_t short_lived)>;
 
 // Groups `rows` by (name(site), scope, layer), largest key first; each group's stacks too,
-// ties in (site, scope, layer) order, then groups of equal key in the order of their
-// largest stack.
+// ties in (site, scope, layer) order; groups of equal key by bytes allocated, then in the
+// order of their largest stack.
 std::vector<SiteGroup> GroupSitesByName(std::vector<AllocationAttribution> rows,
                                         const std::function<std::string(uint32_t)>& name,
                                         const SiteKey& key);

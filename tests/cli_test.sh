@@ -593,6 +593,24 @@ printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"so
 "$memtrace" top --stacks "$dir/cut.jsonl" > "$dir/cut.txt" || fail "top --stacks of a cut stack"
 [[ $(grep -c "stack cut at 2 frames: outer callers not recorded" "$dir/cut.txt") -eq 1 ]] \
   || fail "top --stacks marks cut stacks, once: $(cat "$dir/cut.txt")"
+# top --by=live: rows that all hold 0 B live at the end go by bytes allocated.
+{
+  echo '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"runtime"}'
+  n=0
+  for site in 1 2 3; do
+    size=$(( (site * 7 % 5 + 1) * 100 ))
+    n=$((n + 1)); echo "{\"type\":\"alloc\",\"t\":1,\"thread\":1,\"addr\":\"0x$((site * 1000))\",\"size\":$size,\"layer\":0,\"scope\":0,\"site\":$site,\"ticket\":$n}"
+    n=$((n + 1)); echo "{\"type\":\"free\",\"t\":1,\"thread\":1,\"addr\":\"0x$((site * 1000))\",\"layer\":0,\"of\":$((n - 1)),\"ticket\":$n}"
+  done
+  echo '{"type":"trailer","complete":true}'
+} > "$dir/ties.jsonl"
+"$memtrace" top --by=live --json "$dir/ties.jsonl" | python3 -c '
+import json, sys
+rows = json.load(sys.stdin)["rows"]
+allocated = [r["usage"]["allocated_bytes"] for r in rows]
+assert len(rows) == 3 and all(r["usage"]["live_bytes"] == 0 for r in rows), rows
+assert allocated == sorted(allocated, reverse=True), allocated
+' || fail "top --by=live ties: $("$memtrace" top --by=live "$dir/ties.jsonl")"
 # Events the sink lost on the way to the file: a replay lacks them, so no peak is known.
 printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"runtime"}' \
   '{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}' \

@@ -104,5 +104,22 @@ TEST(SummaryTableTest, FormatsBytesWithBinaryUnits) {
   EXPECT_EQ(FormatBytes(uint64_t{3} << 30), "3.0 GiB");
 }
 
+// A peak bound's sides in percent of the high-water: a side that is not zero never reads
+// as 0.0% (a 16-byte interval on a large peak printed "-0.0%/+0.0%").
+TEST(SummaryTableTest, APeakBoundsSidesAreNeverZeroUnlessTheyAre) {
+  UsageCounters u;
+  u.high_water_bytes = 1000000;
+  u.high_water_low_bytes = 1000000 - 16;
+  u.high_water_high_bytes = 1000000;
+  EXPECT_EQ(FormatPeakBound(u), "-<0.1%/+0%");
+  u.high_water_high_bytes = 1000000 + 2000;
+  EXPECT_EQ(FormatPeakBound(u), "-<0.1%/+0.2%");
+  u.high_water_low_bytes = 500000;
+  u.high_water_high_bytes = 1000000 + 20000000;
+  EXPECT_EQ(FormatPeakBound(u), "-50%/+>999%");
+  u.high_water_low_bytes = u.high_water_high_bytes = 1000000;
+  EXPECT_EQ(FormatPeakBound(u), "exact");
+}
+
 }  // namespace
 }  // namespace memtrace
