@@ -113,7 +113,9 @@ struct TrailerBlocks {
     int64_t high_water_bytes = 0;
   };
   std::vector<CensusValue> census;
-  std::string ended_by;              // interposer captures: "exit", "exec", "signal N"
+  // How the capture ended: interposer captures "exit", "_exit", "exec", "signal N",
+  // "unshare(CLONE_NEWUSER)"; any capture "finish while recording" (sinks/capture_ends.h).
+  std::string ended_by;
   std::string exec;                  // ended by "exec": the program named, or empty
   uint64_t forks = 0;                // interposer captures: children the process forked
   // Interposer captures: blocks allocated before tracing started (in the constructors of

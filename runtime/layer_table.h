@@ -3,8 +3,8 @@
 // layer_table.h: names for layer ids, shared by the process.
 //
 // A layer says which allocator or source an operation came from ("cpu", "frame_arena",
-// "gpu", ...). Ids 0-4 are fixed (transport/event.h); Register() hands out the others, up
-// to 255, by name: registering a name twice returns the same id, so two tracers that both
+// "gpu", ...). Ids 0-4 are fixed (transport/event.h), 5-15 reserved; Register() hands out
+// ids 16-255, 240 in all, by name: registering a name twice returns the same id, so two tracers that both
 // say "textures" share a layer.
 //
 // Thread safety: every method is thread-safe (a mutex; never on the hot path).
@@ -26,8 +26,8 @@ class LayerTable {
  public:
   static LayerTable& Global();
 
-  // The id for `name`, registering it if new. Fails when all 256 ids are taken or the
-  // name is empty.
+  // The id for `name`, registering it if new. Fails when all 240 user ids (16-255) are
+  // taken or the name is empty.
   absl::StatusOr<LayerId> Register(std::string_view name);
 
   // The name of `layer` ("layer<N>" for an id never registered).

@@ -429,7 +429,7 @@
         ? "Downsampled: " + fmtCount(tl.events) + " events in buckets of " + fmtCount(tl.events_per_bucket) +
           "; each bucket keeps its minimum, maximum and last value, so peaks survive. "
         : "Every event is drawn. ",
-      "Times are the drainer's epochs (about 1 ms apart)" +
+      "Times are the drainer's epochs (2 ms apart by default, up to 16 ms in a quiet spell)" +
         (coarseTime ? "; most points of this capture share their epoch with others, so the x axis shows events unless you choose time. " : ". ")];
     const c = cut(tl.scopes_drawn, nScopes, "scopes", "the rest are stacked as \u201cother scopes\u201d");
     if (c) sub.push(c);
