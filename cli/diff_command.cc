@@ -155,6 +155,12 @@ int DiffCommand(int argc, char** argv) {
   printf("memtrace diff: %s (%s) -> %s (%s)\n", label(before_path, *from, *before).c_str(),
          Verdict(*before).c_str(), label(after_path, *to, *after).c_str(), Verdict(*after).c_str());
   PrintDifferentProgramsNote(*before, *after);
+  if (args.positional.size() == 1 && after->events_applied < before->events_applied) {
+    printf("note: --to (after event %llu) comes before --from (after event %llu): the "
+           "changes run backwards in time; swap the two to read them forwards\n",
+           static_cast<unsigned long long>(after->events_applied),
+           static_cast<unsigned long long>(before->events_applied));
+  }
   PrintSampledNote(before->sampled ? *before : *after);
   PrintSnapshotNote(*before);
   PrintSnapshotNote(*after);

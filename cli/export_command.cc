@@ -109,6 +109,13 @@ int ExportCommand(int argc, char** argv) {
     fprintf(stderr, "memtrace export: wrote %s (%s, %s)%s\n", output.c_str(), format.c_str(),
             FormatBytes(data->size()).c_str(), s->sampled ? " from a sampled capture: estimates" : "");
   }
+  // The formats have no place a viewer shows for it (perfetto's otherData holds
+  // "complete"): said here, beside the file.
+  if (const std::string word = cli_internal::VerdictWord(*s); word != "complete") {
+    fprintf(stderr, "memtrace export: note: the capture is %s: the export holds what it recorded "
+            "(%s); `memtrace verify` says more\n",
+            word.c_str(), cli_internal::Verdict(*s).c_str());
+  }
   return 0;
 }
 

@@ -246,8 +246,10 @@ absl::Status CheckHeader(const std::string& path) {
 // Why a capture cannot be named `pattern` (a --output value), or "" when it can. The
 // writer picks the encoding by the name's last extensions (JsonlSink::ApplyPathExtension):
 // ".mtb" binary, ".jsonl" or none JSONL, then ".zst" or nothing. Any other extension would
-// put JSONL under a name that promises other bytes (".txt", ".gz").
+// put JSONL under a name that promises other bytes (".txt", ".gz"). A FIFO or a device
+// there is written through whatever its name: its reader decides.
 std::string CaptureNameProblem(const std::string& pattern) {
+  if (struct stat st; stat(pattern.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return "";
   const std::string ext = CaptureNameExtension(pattern);
   if (ext.empty() || ext == "mtb" || ext == "jsonl") return "";
   std::string plain = pattern;  // without the ".zst" CaptureNameExtension() set aside

@@ -693,7 +693,10 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
     baseline = std::make_unique<Baseline>();
     baseline->path = options.baseline;
     absl::StatusOr<CaptureSummary> base = FirstPass(options.baseline, &baseline->tables);
-    if (!base.ok()) return base.status();
+    if (!base.ok()) {
+      return absl::Status(base.status().code(),
+                          absl::StrCat("the baseline (--baseline): ", base.status().message()));
+    }
     baseline->summary = *std::move(base);
   }
 

@@ -611,6 +611,23 @@ allocated = [r["usage"]["allocated_bytes"] for r in rows]
 assert len(rows) == 3 and all(r["usage"]["live_bytes"] == 0 for r in rows), rows
 assert allocated == sorted(allocated, reverse=True), allocated
 ' || fail "top --by=live ties: $("$memtrace" top --by=live "$dir/ties.jsonl")"
+# An export of a capture cut short still writes what it recorded, and says so on stderr;
+# a baseline that cannot be read is named as the baseline.
+head -n 200 "$dir/c.jsonl" > "$dir/cut_export.jsonl"
+"$memtrace" export --format=folded "$dir/cut_export.jsonl" -o "$dir/cut_export.folded" 2> "$dir/e.txt" \
+  || fail "export of a truncated capture: $(cat "$dir/e.txt")"
+grep -qF "note: the capture is truncated: the export holds what it recorded" "$dir/e.txt" \
+  || fail "export of a truncated capture says nothing: $(cat "$dir/e.txt")"
+"$memtrace" report "$dir/c.jsonl" --baseline="$dir/no_such.jsonl" -o "$dir/nb.html" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] && grep -qF "the baseline (--baseline): " "$dir/e.txt" \
+  || fail "report with a missing baseline: $(cat "$dir/e.txt")"
+# diff with --to before --from in one capture: said, not passed over.
+"$memtrace" diff --from=event=300 --to=event=100 "$dir/c.jsonl" > "$dir/back.txt" \
+  || fail "diff backwards: $(cat "$dir/back.txt")"
+grep -qF "note: --to (after event 100) comes before --from (after event 300)" "$dir/back.txt" \
+  || fail "diff backwards says nothing: $(head -3 "$dir/back.txt")"
+"$memtrace" diff --from=event=100 --to=event=300 "$dir/c.jsonl" | grep -q "comes before" \
+  && fail "diff forwards notes a backwards order"
 # Events the sink lost on the way to the file: a replay lacks them, so no peak is known.
 printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"runtime"}' \
   '{"type":"alloc","t":1,"thread":1,"addr":"0x10","size":2000,"layer":0,"scope":0,"site":0,"ticket":1}' \
