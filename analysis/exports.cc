@@ -103,7 +103,9 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
     uint64_t shown = 0;  // what the trace shows now
     bool touched = false, ever = false;
   };
-  Counter total{"live bytes: total"};
+  // "live bytes [...]" for the process and its layers, "live bytes: PATH" for scopes: no
+  // scope path makes the one from the other.
+  Counter total{"live bytes [total]"};
   std::map<uint32_t, Counter> layer_counters, scope_counters;
   auto touch = [](Counter& c, uint64_t now) {
     c.high = c.touched ? std::max(c.high, now) : std::max(c.end, now);
@@ -116,9 +118,10 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
     Counter& l = layer_counters[layer];
     if (l.name.empty()) {
       auto name = summary.layer_names.find(layer);
-      l.name = absl::StrCat("live bytes: layer ",
+      l.name = absl::StrCat("live bytes [layer ",
                             name != summary.layer_names.end() ? name->second
-                                                              : absl::StrCat(layer));
+                                                              : absl::StrCat(layer),
+                            "]");
     }
     touch(l, st.layers.at(layer).live_bytes);
     Counter& s = scope_counters[scope];

@@ -38,7 +38,7 @@ std::string OutputNameProblem(const std::string& in, const std::string& out) {
   const std::string ext = CaptureNameExtension(out);
   if (ext.empty() || ext == "mtb" || ext == "jsonl") return "";
   std::string path = out;  // without the ".zst" CaptureNameExtension() set aside
-  if (path.compare(path.size() - 4, 4, ".zst") == 0) path.resize(path.size() - 4);
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".zst") == 0) path.resize(path.size() - 4);
   const std::string stem = path.substr(0, path.size() - ext.size() - 1);
   const std::string stem_ext = CaptureNameExtension(stem);
   // The name to write instead.

@@ -28,8 +28,9 @@ const CommandSpec kCoverageSpec = {
     "coverage", "memtrace coverage [flags] CAPTURE",
     "How much of the memory is explained: bytes allocated (and live at the end) in named\n"
     "scopes versus unscoped, the census total beside the live bytes the allocator observed,\n"
-    "and the blocks freed at once: temporaries (heaptrack's: freed before their thread\n"
-    "allocated anything else) and short-lived (freed within 8 of their thread's events).",
+    "and the blocks freed at once: temporaries (heaptrack's: freed or reallocated before\n"
+    "their thread allocated anything else) and short-lived (freed within 8 of their\n"
+    "thread's events).",
     {"json"}};
 
 int CoverageCommand(int argc, char** argv) {

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -246,12 +247,16 @@ absl::Status CheckHeader(const std::string& path) {
 // Why a capture cannot be named `pattern` (a --output value), or "" when it can. The
 // writer picks the encoding by the name's last extensions (JsonlSink::ApplyPathExtension):
 // ".mtb" binary, ".jsonl" or none JSONL, then ".zst" or nothing. Any other extension would
-// put JSONL under a name that promises other bytes (".txt", ".gz"). A FIFO or a device
-// there is written through whatever its name: its reader decides.
+// put JSONL under a name that promises other bytes (".txt", ".gz"): one of letters alone.
+// Others are a name's own ("run-1.2", "trace.%p": the pid). A FIFO or a device there is
+// written through whatever its name: its reader decides.
 std::string CaptureNameProblem(const std::string& pattern) {
   if (struct stat st; stat(pattern.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return "";
   const std::string ext = CaptureNameExtension(pattern);
   if (ext.empty() || ext == "mtb" || ext == "jsonl") return "";
+  if (!std::all_of(ext.begin(), ext.end(), [](char c) { return absl::ascii_isalpha(c); })) {
+    return "";
+  }
   std::string plain = pattern;  // without the ".zst" CaptureNameExtension() set aside
   if (plain.size() > 4 && plain.compare(plain.size() - 4, 4, ".zst") == 0) plain.resize(plain.size() - 4);
   return absl::StrCat("the name's extension '.", ext, "' is not a capture's: name it .mtb "

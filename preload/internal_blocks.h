@@ -253,10 +253,12 @@ using SampledBlocks = AddressSet<20>;
 // so few. One that finds no room is counted in overflowed(); its release is then
 // recorded and shows as an unknown free.
 using LeftOutMarkedBlocks = AddressSet<12>;
-// A marked block's key: its layer above its address (user space: below 2^48), so one
-// layer's block is never another's at the same address.
+// A marked block's key: its layer above its address, so one layer's block is never
+// another's at the same address; 0 (no key) for an address at or above 2^48 (5-level
+// paging, a tagged pointer), which such a key could not tell apart: that block is not
+// left out, and its release shows as an unknown free.
 inline uint64_t MarkedBlockKey(uint8_t layer, uint64_t address) noexcept {
-  return (uint64_t{layer} << 48) | address;
+  return address >> 48 != 0 ? 0 : (uint64_t{layer} << 48) | address;
 }
 
 }  // namespace memtrace::preload_internal

@@ -63,11 +63,11 @@ std::string FormatPeakBound(const UsageCounters& u) {
   if (u.high_water_bytes == 0) return absl::StrCat("+", FormatBytes(u.high_water_high_bytes));
   const double value = static_cast<double>(u.high_water_bytes);
   // At most 12 characters: one decimal below 10%, none above, and ">999" past that; a
-  // side that is not zero never reads as 0.0%.
+  // side that is not zero never reads as 0.0% ("~0%": below 0.05%).
   auto percent = [&](uint64_t bytes) {
     const double p = 100.0 * static_cast<double>(bytes) / value;
     if (bytes == 0) return std::string("0%");
-    if (p < 0.05) return std::string("<0.1%");
+    if (p < 0.05) return std::string("~0%");
     if (p < 10) return absl::StrFormat("%.1f%%", p);
     if (p < 999.5) return absl::StrFormat("%.0f%%", p);
     return std::string(">999%");

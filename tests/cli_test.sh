@@ -357,6 +357,11 @@ usage_error report "where to?" report "$dir/c.jsonl"
 usage_error report "the report is an HTML page, not '.pdf'" report "$dir/c.jsonl" -o "$dir/r.pdf"
 usage_error run "the name's extension '.txt' is not a capture's" run --quiet --output="$dir/x.txt" -- /bin/true
 [[ -e "$dir/x.txt" ]] && fail "run wrote a capture named .txt"
+# ... but an extension that is no file type is the name's own (a pid, a version), and a
+# name convert is given that is short is refused, not a crash.
+"$memtrace" run --quiet --output="$dir/no_such_dir/trace.%p" -- /bin/true 2> "$dir/e.txt"
+[[ $? -eq 125 ]] && grep -qF "its directory" "$dir/e.txt" || fail "run --output=trace.%p: $(cat "$dir/e.txt")"
+usage_error convert "does not know the extension '.b'" convert "$dir/c.jsonl" "$dir/o.b"
 usage_error export "--weight is for folded stacks" export --format=perfetto --weight=count "$dir/c.jsonl"
 # An output that is the capture read, or the baseline, under any name, is refused, and the
 # capture stays (it was replaced by the export or the page).

@@ -152,7 +152,7 @@ PY
 "$memtrace" export --format=perfetto "$dir/epochs.jsonl" -o "$dir/epochs.json" 2> /dev/null || fail "export perfetto (epochs)"
 python3 - "$dir/epochs.jsonl" "$dir/epochs.json" <<'PY' || fail "perfetto counters"
 import json, sys
-cur, high, end = {"total": 0, "layer cpu": 0, "phase": 0, "(unscoped)": 0}, {}, None
+cur, high, end = {"[total]": 0, "[layer cpu]": 0, ": phase": 0, ": (unscoped)": 0}, {}, None
 blocks = {}
 for line in open(sys.argv[1]):
     r = json.loads(line)
@@ -164,7 +164,7 @@ for line in open(sys.argv[1]):
         delta = -size
     else:
         continue
-    for k in ("total", "layer cpu", "phase" if scope else "(unscoped)"):
+    for k in ("[total]", "[layer cpu]", ": phase" if scope else ": (unscoped)"):
         cur[k] += delta
         high[k] = max(high.get(k, 0), cur[k])
 counters = {}
@@ -172,13 +172,13 @@ for e in json.load(open(sys.argv[2]))["traceEvents"]:
     if e["ph"] == "C":
         counters.setdefault(e["name"], []).append((e["ts"], e["args"]["bytes"]))
 for k in cur:
-    name = "live bytes: " + k
+    name = "live bytes" + (" " if k.startswith("[") else "") + k
     assert name in counters, (name, sorted(counters))
     points = counters[name]
     assert [ts for ts, _ in points] == sorted(ts for ts, _ in points), (name, points)
     assert max(v for _, v in points) == high[k], (name, max(v for _, v in points), high[k])
     assert points[-1][1] == cur[k], (name, points[-1], cur[k])
-assert high["phase"] >= 50 << 20, high
+assert high[": phase"] >= 50 << 20, high
 PY
 
 # ---- errors.

@@ -105,15 +105,20 @@ TEST(SummaryTableTest, FormatsBytesWithBinaryUnits) {
 }
 
 // A peak bound's sides in percent of the high-water: a side that is not zero never reads
-// as 0.0% (a 16-byte interval on a large peak printed "-0.0%/+0.0%").
+// as 0.0% (a 16-byte interval on a large peak printed "-0.0%/+0.0%"), and the whole fits
+// the summary's 12-character column.
 TEST(SummaryTableTest, APeakBoundsSidesAreNeverZeroUnlessTheyAre) {
   UsageCounters u;
   u.high_water_bytes = 1000000;
   u.high_water_low_bytes = 1000000 - 16;
   u.high_water_high_bytes = 1000000;
-  EXPECT_EQ(FormatPeakBound(u), "-<0.1%/+0%");
+  EXPECT_EQ(FormatPeakBound(u), "-~0%/+0%");
   u.high_water_high_bytes = 1000000 + 2000;
-  EXPECT_EQ(FormatPeakBound(u), "-<0.1%/+0.2%");
+  EXPECT_EQ(FormatPeakBound(u), "-~0%/+0.2%");
+  u.high_water_high_bytes = 1000000 + 16;
+  EXPECT_EQ(FormatPeakBound(u), "-~0%/+~0%");
+  u.high_water_high_bytes = 1000000 + 20000000;
+  EXPECT_LE(FormatPeakBound(u).size(), 12u) << FormatPeakBound(u);  // the column's width
   u.high_water_low_bytes = 500000;
   u.high_water_high_bytes = 1000000 + 20000000;
   EXPECT_EQ(FormatPeakBound(u), "-50%/+>999%");

@@ -92,7 +92,10 @@ absl::StatusOr<std::string> LiveSocketPath(pid_t pid, uid_t uid, bool create_dir
 // process's, as LiveSocketPath() names it ("<pid>.sock", "memtrace-<pid>.sock"), and only
 // sockets named so, of this uid, of a pid that no longer runs, at which no server listens
 // (a process of another pid namespace sharing the directory looks gone, and listens).
-// LiveServer::Run() calls it once, on its own thread.
+// LiveServer::Run() calls it once, on its own thread. The checks and the unlink are not
+// one step: a process that, in between, takes over the path (a reused pid starting its
+// server, or another namespace's server between its bind() and listen()) can lose its
+// socket; `memtrace live` then cannot reach it.
 void RemoveStaleSockets(const std::string& path);
 
 // Whether a peer of uid `peer_uid` may read the ledger of a process of uid `own_uid`:
