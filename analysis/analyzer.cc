@@ -380,6 +380,9 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
     case LineType::kModule:
       main_.summary.modules.push_back(rec);
       break;
+    case LineType::kThread:
+      main_.summary.kernel_threads.push_back({rec.thread, rec.tid, rec.name});
+      break;
     case LineType::kAlloc: {
       if (rec.weight != 1.0) main_.summary.sampled = true;
       const uint64_t size = Scaled(rec.size, rec.weight);

@@ -65,7 +65,7 @@ enum Field : uint32_t {
   kOf = 1 << 5, kLayer = 1 << 6, kScope = 1 << 7, kOuter = 1 << 8, kSite = 1 << 9,
   kLabel = 1 << 10, kBytes = 1 << 11, kId = 1 << 12, kParent = 1 << 13, kName = 1 << 14,
   kPath = 1 << 15, kSchema = 1 << 16, kComplete = 1 << 17, kType = 1 << 18,
-  kStart = 1 << 19, kEnd = 1 << 20, kDelta = 1 << 21,
+  kStart = 1 << 19, kEnd = 1 << 20, kDelta = 1 << 21, kTid = 1 << 22,
 };
 
 struct TypeInfo {
@@ -94,6 +94,7 @@ constexpr TypeInfo kTypes[] = {
     {"interval_begin", LineType::kIntervalBegin, kT | kThread},
     {"interval_end", LineType::kIntervalEnd, kT | kThread},
     {"trailer", LineType::kTrailer, kComplete},
+    {"thread", LineType::kThread, kThread | kTid},
 };
 
 const char* FieldName(uint32_t bit) {
@@ -119,6 +120,7 @@ const char* FieldName(uint32_t bit) {
     case kStart: return "start";
     case kEnd: return "end";
     case kDelta: return "delta";
+    case kTid: return "tid";
     default: return "?";
   }
 }
@@ -332,6 +334,7 @@ class LineParser {
     if (key == "path") return str(&rec->path, kPath);
     if (key == "schema_version") return u32(&rec->schema_version, kSchema);
     if (key == "pid") return u64(&rec->pid, 0);
+    if (key == "tid") return i64(&rec->tid, kTid);
     if (key == "started_unix_ns") return i64(&rec->t, 0);  // header: kept in `t`
     if (key == "mono_ns") return i64(&rec->mono_ns, 0);
     if (key == "category") return u32(&rec->category, 0);

@@ -64,6 +64,7 @@ enum class LineType : uint8_t {
   kIntervalBegin,
   kIntervalEnd,
   kTrailer,
+  kThread,  // a thread took a ring: the later events of that `thread` are its (`tid`)
 };
 
 // Whether a line of this type is an event (counted in `events`, replayed in order), not a
@@ -80,6 +81,7 @@ struct CaptureRecord {
   int64_t t = 0;
   uint32_t epoch = 0;
   uint32_t thread = 0;
+  int64_t tid = 0;  // thread lines: the kernel thread id
   uint64_t addr = 0;
   uint64_t size = 0;
   uint64_t ticket = 0;

@@ -170,6 +170,15 @@ struct CaptureSummary {
   // that carry one.
   absl::flat_hash_map<uint32_t, std::vector<uint64_t>> site_frames;
   std::vector<CaptureRecord> modules;              // the capture's module lines
+  // The kernel threads behind the capture's thread numbers (its "thread" lines), in the
+  // order they took their rings: a number a later thread took again has several. Empty for
+  // a capture written before memtrace wrote them.
+  struct KernelThread {
+    uint32_t thread = 0;  // the events' "thread" (the ring)
+    int64_t tid = 0;
+    std::string name;     // its name when it took the ring
+  };
+  std::vector<KernelThread> kernel_threads;
   // Scope id -> the event index (1-based) at which its live bytes first reached their
   // high-water mark.
   std::map<uint32_t, uint64_t> scope_peak_event;

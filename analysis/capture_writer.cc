@@ -118,6 +118,9 @@ absl::Status CaptureWriter::Write(const CaptureRecord& r) {
     case LineType::kModule:
       Line(JsonModuleLine(r.path, r.start, r.end, r.offset, r.build_id));
       break;
+    case LineType::kThread:
+      Line(JsonThreadLine(r.thread, r.tid, r.name));
+      break;
     default: {
       const CaptureEvent e = EventOf(r);
       if (binary_) {

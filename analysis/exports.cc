@@ -43,7 +43,7 @@ class TraceBuilder {
   void Add(const std::string& event) {
     absl::StrAppend(&out_, count_++ == 0 ? "\n" : ",\n", event);
   }
-  std::string Common(const char* ph, const std::string& name, uint32_t tid, int64_t ts_ns) {
+  std::string Common(const char* ph, const std::string& name, int64_t tid, int64_t ts_ns) {
     return absl::StrCat("{\"ph\":\"", ph, "\",\"name\":", JsonQuote(name), ",\"pid\":", pid_,
                         ",\"tid\":", tid, ",\"ts\":", Micros(ts_ns));
   }
@@ -89,6 +89,27 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
   if (!scan.ok()) return scan;
   int64_t last_ts = 0;
   absl::flat_hash_map<uint32_t, std::vector<uint32_t>> open;  // thread -> scope stack
+  // Each capture thread's track: the kernel thread that has its ring now (the capture's
+  // "thread" lines), or, before any such line (an older capture), the thread number.
+  struct Track {
+    int64_t tid;
+    std::string name;
+  };
+  absl::flat_hash_map<uint32_t, Track> track_of;
+  std::map<int64_t, std::string> track_names;  // every track slices went on
+  auto track = [&](uint32_t thread) -> const Track& {
+    auto [it, added] = track_of.try_emplace(thread);
+    if (added) it->second = Track{thread, absl::StrCat("memtrace thread ", thread)};
+    return it->second;
+  };
+  // Ends the slices still open on `thread`'s track at `ts`, so that B/E stay balanced.
+  auto close_all = [&](uint32_t thread, int64_t ts) {
+    std::vector<uint32_t>& stack = open[thread];
+    while (!stack.empty()) {
+      trace.Add(trace.Common("E", ScopePath(summary, stack.back()), track(thread).tid, ts) + "}");
+      stack.pop_back();
+    }
+  };
   int64_t epoch_t = 0;
   bool in_epoch = false;
   Analyzer replay;
@@ -166,20 +187,29 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
           in_epoch = true;
           last_ts = std::max(last_ts, rec.t - base);
         }
+        if (rec.type == LineType::kThread) {
+          // Another thread has the ring from here: the last one's slices end.
+          close_all(rec.thread, last_ts);
+          track_of[rec.thread] =
+              Track{rec.tid, rec.name.empty() ? absl::StrCat("tid ", rec.tid)
+                                              : absl::StrCat(rec.name, " (tid ", rec.tid, ")")};
+        }
         if (rec.type == LineType::kScopeEnter || rec.type == LineType::kScopeExit) {
           // Not before time zero (a scope entered before the sink opened).
           const int64_t ts = std::max<int64_t>(0, rec.mono_ns + mono_offset - base);
           last_ts = std::max(last_ts, ts);
           std::vector<uint32_t>& stack = open[rec.thread];
+          const Track& on = track(rec.thread);
           if (rec.type == LineType::kScopeEnter) {
             stack.push_back(rec.scope);
-            trace.Add(trace.Common("B", ScopePath(summary, rec.scope), rec.thread, ts) + "}");
+            track_names[on.tid] = on.name;
+            trace.Add(trace.Common("B", ScopePath(summary, rec.scope), on.tid, ts) + "}");
           } else if (std::find(stack.begin(), stack.end(), rec.scope) != stack.end()) {
             // Close up to and including the scope (exits are innermost first).
             while (!stack.empty()) {
               const uint32_t top = stack.back();
               stack.pop_back();
-              trace.Add(trace.Common("E", ScopePath(summary, top), rec.thread, ts) + "}");
+              trace.Add(trace.Common("E", ScopePath(summary, top), on.tid, ts) + "}");
               if (top == rec.scope) break;
             }
           }  // an exit whose enter precedes the capture: no slice
@@ -194,12 +224,7 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
     last_ts = std::max(last_ts, epoch_t + 1 - base);
   }
   // Slices still open at the end of the capture end there, so B/E stay balanced.
-  for (auto& [thread, stack] : open) {
-    while (!stack.empty()) {
-      trace.Add(trace.Common("E", ScopePath(summary, stack.back()), thread, last_ts) + "}");
-      stack.pop_back();
-    }
-  }
+  for (auto& [thread, stack] : open) close_all(thread, last_ts);
   if (summary.peak_event_index > 0) {
     trace.Add(absl::StrCat(trace.Common("i", "global peak", 0, summary.peak_t - base),
                            ",\"s\":\"g\",\"args\":{\"live_bytes\":",
@@ -216,15 +241,12 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
                            "\",\"live_bytes\":", a.usage.live_bytes,
                            ",\"live_blocks\":", a.usage.live_count, "}}"));
   }
-  // Each thread's slices on a track named after it: the capture numbers threads in the
-  // order they first recorded (docs/capture-format.md), it keeps no kernel thread id.
-  std::vector<uint32_t> threads;  // in order: the output is the same in every run
-  for (const auto& [thread, stack] : open) threads.push_back(thread);
-  std::sort(threads.begin(), threads.end());
-  for (const uint32_t thread : threads) {
+  // Each track named after its thread: "NAME (tid T)", or for a capture without thread
+  // lines "memtrace thread N" (the capture's number). In tid order: the same every run.
+  for (const auto& [tid, name] : track_names) {
     trace.Add(absl::StrCat("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":", summary.pid,
-                           ",\"tid\":", thread, ",\"ts\":0,\"args\":{\"name\":\"memtrace thread ",
-                           thread, "\"}}"));
+                           ",\"tid\":", tid, ",\"ts\":0,\"args\":{\"name\":", JsonQuote(name),
+                           "}}"));
   }
   trace.Add(absl::StrCat("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":", summary.pid,
                          ",\"tid\":0,\"ts\":0,\"args\":{\"name\":\"memtrace capture\"}}"));

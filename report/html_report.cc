@@ -17,6 +17,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "analysis/analyzer.h"
 #include "analysis/capture_filters.h"
 #include "analysis/capture_reader.h"
@@ -425,9 +426,28 @@ Analyzer::ThreadViews DispatchOf(const std::vector<ThreadView>& views) {
   return out;
 }
 
+// A thread view's name: "thread N", with the kernel threads that had its ring where the
+// capture names them ("thread 2 (worker tid 4711, worker tid 4720)"; the first three).
+std::string ThreadViewName(uint32_t thread,
+                           const std::vector<CaptureSummary::KernelThread>& kernel) {
+  std::vector<std::string> held;
+  for (const CaptureSummary::KernelThread& k : kernel) {
+    if (k.thread != thread) continue;
+    held.push_back(k.name.empty() ? absl::StrCat("tid ", k.tid)
+                                  : absl::StrCat(k.name, " tid ", k.tid));
+  }
+  if (held.empty()) return absl::StrCat("thread ", thread);
+  constexpr size_t kListed = 3;
+  const size_t more = held.size() > kListed ? held.size() - kListed : 0;
+  held.resize(std::min(held.size(), kListed));
+  return absl::StrCat("thread ", thread, " (", absl::StrJoin(held, ", "),
+                      more != 0 ? absl::StrCat(" and ", more, " more") : "", ")");
+}
+
 // The views: none unless two threads or more allocated; else the `thread_views` threads
 // that allocated the most bytes (ties: the lower id), and one for the rest, if any.
 std::vector<ThreadView> ChooseThreadViews(const CaptureTables& tables,
+                                          const std::vector<CaptureSummary::KernelThread>& kernel,
                                           const ReportOptions& options) {
   std::vector<ThreadView> views;
   if (tables.thread_bytes.size() < 2 || options.thread_views == 0) return views;
@@ -439,7 +459,7 @@ std::vector<ThreadView> ChooseThreadViews(const CaptureTables& tables,
   const size_t own = std::min<uint64_t>(ranked.size(), options.thread_views);
   for (size_t i = 0; i < own; ++i) {
     const uint32_t thread = ranked[i].second;
-    views.push_back(ThreadView{absl::StrCat("thread ", thread), thread, ranked[i].first});
+    views.push_back(ThreadView{ThreadViewName(thread, kernel), thread, ranked[i].first});
   }
   if (own < ranked.size()) {
     ThreadView rest{absl::StrCat("other threads (", ranked.size() - own, ")"), std::nullopt, 0};
@@ -687,7 +707,8 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
   const CaptureSummary& summary = *first;
 
   // The threads with views of their own, and the baseline's first pass.
-  const std::vector<ThreadView> views = ChooseThreadViews(tables, options);
+  const std::vector<ThreadView> views =
+      ChooseThreadViews(tables, summary.kernel_threads, options);
   std::unique_ptr<Baseline> baseline;
   if (!options.baseline.empty()) {
     baseline = std::make_unique<Baseline>();

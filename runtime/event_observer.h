@@ -76,6 +76,16 @@ class EventObserver {
     OnEpoch(epoch, epoch_start_unix_ns, events);
   }
 
+  // A thread took ring `thread` (the records' ring id, Ticket::RingId(): a capture's
+  // "thread"): the ring's records from now on are that thread's, kernel thread id `tid`,
+  // named `name` when it took the ring. Called before any of them, and after every
+  // record of the thread that had the ring before (a ring is reused once its thread has
+  // exited and its records are applied).
+  virtual void OnThreadStart(uint32_t thread, int32_t tid, const char* name) noexcept {
+    (void)thread;
+    (void)tid;
+    (void)name;
+  }
   // Memory at the end of an epoch, every Config::timeline_period and at the last epoch
   // (usage_sample.h); after that epoch's OnEpochRecords.
   virtual void OnUsageSample(const UsageSample& sample) noexcept { (void)sample; }

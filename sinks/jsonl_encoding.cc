@@ -131,6 +131,11 @@ std::string JsonLayerLine(uint32_t id, const std::string& name) {
   return absl::StrCat("{\"type\":\"layer\",\"id\":", id, ",\"name\":", JsonQuote(name), "}");
 }
 
+std::string JsonThreadLine(uint32_t thread, int64_t tid, const std::string& name) {
+  return absl::StrCat("{\"type\":\"thread\",\"thread\":", thread, ",\"tid\":", tid,
+                      ",\"name\":", JsonQuote(name), "}");
+}
+
 std::string JsonScopeLine(uint32_t id, uint32_t parent, const std::string& name,
                           const std::string& path) {
   return absl::StrCat("{\"type\":\"scope\",\"id\":", id, ",\"parent\":", parent,

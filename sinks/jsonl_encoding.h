@@ -37,6 +37,9 @@ void AppendJsonEvent(const CaptureEvent& e, std::string_view time_fields, std::s
 
 // Table lines.
 std::string JsonLayerLine(uint32_t id, const std::string& name);
+// A thread that took ring `thread` (the capture's "thread" of its later events): its
+// kernel thread id and its name then.
+std::string JsonThreadLine(uint32_t thread, int64_t tid, const std::string& name);
 std::string JsonScopeLine(uint32_t id, uint32_t parent, const std::string& name,
                           const std::string& path);
 // A site with a call stack (frames[0] is its address), without one (`frames` empty), or

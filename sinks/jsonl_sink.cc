@@ -229,6 +229,17 @@ void JsonlSink::OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
   Enqueue(epoch, epoch_start_unix_ns, std::move(batch));
 }
 
+void JsonlSink::OnThreadStart(uint32_t thread, int32_t tid, const char* name) noexcept {
+  // The name in words 2 and 3, NUL-padded.
+  char text[16] = {};
+  if (name != nullptr) strncpy(text, name, sizeof(text) - 1);
+  uint64_t words[2];
+  memcpy(words, text, sizeof(words));
+  Event e{static_cast<uint64_t>(static_cast<uint32_t>(tid)),
+          Event::PackKindSize(EventKind::kThreadStart, 0, 0), words[0], words[1]};
+  thread_starts_.push_back(ObservedEvent{e, Ticket::Make(thread, 0)});
+}
+
 bool JsonlSink::CountedPastLimit(size_t n) noexcept {
   if (options_.max_bytes == 0) return false;
   std::lock_guard<std::mutex> lock(mu_);
@@ -239,7 +250,12 @@ bool JsonlSink::CountedPastLimit(size_t n) noexcept {
 
 void JsonlSink::Enqueue(uint32_t epoch, int64_t epoch_start_unix_ns,
                         ObservedBatch&& batch) noexcept {
-  const size_t n = batch.size();
+  const size_t n = batch.size();  // records
+  const size_t thread_starts = thread_starts_.size();
+  if (thread_starts != 0) {
+    batch.insert(batch.begin(), thread_starts_.begin(), thread_starts_.end());
+    thread_starts_.clear();
+  }
   std::unique_lock<std::mutex> lock(mu_);
   if (!finished_ && options_.max_backpressure > absl::ZeroDuration() &&
       queued_records_ + n > options_.max_queued_records) {
@@ -257,8 +273,8 @@ void JsonlSink::Enqueue(uint32_t epoch, int64_t epoch_start_unix_ns,
     stats_.events_lost += n;  // never wait on I/O: drop and count
     return;
   }
-  queue_.push_back(Batch{epoch, epoch_start_unix_ns, std::move(batch)});
-  queued_records_ += n;
+  queue_.push_back(Batch{epoch, epoch_start_unix_ns, std::move(batch), thread_starts});
+  queued_records_ += n + thread_starts;
   cv_.notify_one();
 }
 
@@ -358,7 +374,7 @@ void JsonlSink::WriteBatch(const Batch& batch) {
     // The capture is full (max_bytes): a batch queued before the drainer saw it. The
     // records are counted, not encoded.
     std::lock_guard<std::mutex> lock(mu_);
-    stats_.events_past_limit += batch.events.size();
+    stats_.events_past_limit += batch.records();
     return;
   }
   // Every line of the batch shares the epoch's time and number.
@@ -461,6 +477,13 @@ void JsonlSink::WriteBatch(const Batch& batch) {
         AddStackFrames(o);
         ++not_lines;
         continue;  // stacks become site lines, not lines of their own
+      case EventKind::kThreadStart: {
+        const uint64_t words[2] = {e.word2, e.word3};
+        char name[17] = {};
+        memcpy(name, words, 16);
+        Emit(JsonThreadLine(Ticket::RingId(o.ticket), static_cast<int32_t>(e.address()), name));
+        continue;  // a line of its own, not a record (Batch::thread_starts)
+      }
       default:
         ++not_lines;
         continue;  // kInvalid
@@ -484,7 +507,7 @@ void JsonlSink::WriteBatch(const Batch& batch) {
       buffer_.clear();
       std::lock_guard<std::mutex> lock(mu_);
       past_limit_ = true;
-      stats_.events_past_limit += batch.events.size();
+      stats_.events_past_limit += batch.records();
       return;
     }
   }
@@ -493,10 +516,10 @@ void JsonlSink::WriteBatch(const Batch& batch) {
   FlushOutput();
   std::lock_guard<std::mutex> lock(mu_);
   if (status_.ok()) {
-    stats_.events_written += batch.events.size();
-    stats_.event_lines += batch.events.size() - not_lines;
+    stats_.events_written += batch.records();
+    stats_.event_lines += batch.records() - not_lines;
   } else {
-    stats_.events_lost += batch.events.size();
+    stats_.events_lost += batch.records();
   }
 }
 

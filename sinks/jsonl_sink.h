@@ -151,6 +151,8 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
                std::span<const ObservedEvent> events) noexcept override;
   void OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
                       ObservedBatch& events) noexcept override;
+  // Written as a "thread" line before the thread's first event (docs/capture-format.md).
+  void OnThreadStart(uint32_t thread, int32_t tid, const char* name) noexcept override;
   // Kept for the trailer's "timeline" (docs/capture-format.md): every sample until
   // kMaxTimelineSamples are kept, then every other one of those and of the later ones, and
   // so on, and always the last.
@@ -189,6 +191,10 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
     uint32_t epoch;
     int64_t start_unix_ns;
     ObservedBatch events;
+    // Of `events`, the first `thread_starts` are threads that took a ring (kThreadStart,
+    // OnThreadStart()): lines of their own, not records.
+    size_t thread_starts = 0;
+    size_t records() const noexcept { return events.size() - thread_starts; }
   };
 
   // FromStream(), and Open() with the file's absolute path for Reopen() ("": none).
@@ -203,7 +209,8 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   // Past the size limit (max_bytes): counts `n` records there and says so, and the
   // epoch goes no further. False without a limit, or before it is reached.
   bool CountedPastLimit(size_t n) noexcept;
-  // Queues an epoch's records for the writer, waiting or dropping as the options say.
+  // Queues an epoch's records for the writer, waiting or dropping as the options say,
+  // after the threads that took a ring since the last batch (thread_starts_).
   void Enqueue(uint32_t epoch, int64_t epoch_start_unix_ns,
                ObservedBatch&& batch) noexcept;
   void WriterLoop();
@@ -272,6 +279,9 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   const JsonlSinkOptions options_;
 
   mutable std::mutex mu_;
+  // Threads that took a ring since the last batch (OnThreadStart()), as kThreadStart
+  // records for the next batch's front. The drainer's thread only.
+  std::vector<ObservedEvent> thread_starts_;
   // Memory over time (OnUsageSample), under mu_: the samples kept, one in every
   // timeline_stride_ of those seen, and the last one seen.
   std::vector<UsageSample> timeline_;

@@ -64,6 +64,8 @@ TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
       {"missing field", header + "{\"type\":\"alloc\",\"t\":1}\n",
        "bad.jsonl:2: a 'alloc' line needs field 'thread'"},
       {"unknown type", header + "{\"type\":\"bogus\"}\n", "unknown line type 'bogus'"},
+      {"thread without its kernel id", header + "{\"type\":\"thread\",\"thread\":2}\n",
+       "bad.jsonl:2: a 'thread' line needs field 'tid'"},
       {"bad address",
        header + "{\"type\":\"free\",\"t\":1,\"thread\":1,\"addr\":\"xyz\",\"layer\":0,"
                 "\"of\":1,\"ticket\":2}\n",

@@ -119,6 +119,19 @@ for e in leaks:
 named = {e["tid"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
 assert set(stacks) <= named, (sorted(stacks), sorted(named))
 PY
+# Slices are on the kernel threads' tracks: every slice's tid is a tid the capture's
+# "thread" lines name, and its track says so.
+python3 - "$dir/c.jsonl" "$dir/trace.json" <<'PY' || fail "perfetto tracks are not the kernel threads"
+import json, sys
+tids = {json.loads(l)["tid"] for l in open(sys.argv[1]) if '"type":"thread"' in l}
+assert tids, "the capture names no thread"
+events = json.load(open(sys.argv[2]))["traceEvents"]
+sliced = {e["tid"] for e in events if e["ph"] in "BE"}
+assert sliced and sliced <= tids, (sorted(sliced), sorted(tids))
+names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+for tid in sliced:
+    assert names[tid].endswith("(tid %d)" % tid), (tid, names[tid])
+PY
 
 # Counters: the total, each layer and each scope. A block allocated and freed within one
 # epoch still shows (the counter takes the epoch's most); the last value is the end's.

@@ -7,6 +7,8 @@
 #include "sinks/jsonl_sink.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -288,6 +290,67 @@ TEST(JsonlSinkTest, StacksArriveWithTheirAllocationsAndModulesAreListed) {
     }
   }
   EXPECT_TRUE(found) << modules.size() << " modules";
+}
+
+// Each thread that records is named in the capture by a "thread" line before its first
+// event: its kernel id and name, on the capture's number of its ring. A ring a later thread
+// takes again gets a second line, after every event of the thread before. The test knows
+// each thread's gettid() and name, and which blocks it allocated.
+TEST(JsonlSinkTest, EveryThreadIsNamedWithItsKernelIdBeforeItsEvents) {
+  const std::string path = TempPath("threads.jsonl");
+  auto sink = JsonlSink::Open(path).value();
+  auto tracer = Tracer::Create(Config{}).value();
+  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
+  ASSERT_TRUE(tracer->Start().ok());
+  constexpr int kRounds = 3;  // one thread at a time: each takes the ring the last left
+  constexpr int kPerThread = 100;
+  std::map<uint64_t, int64_t> tid_of_block;  // block address -> the thread that made it
+  std::map<int64_t, std::string> name_of_tid;
+  for (int round = 0; round < kRounds; ++round) {
+    int64_t tid = 0;
+    const std::string name = absl::StrCat("worker-", round);
+    std::thread worker([&] {
+      pthread_setname_np(pthread_self(), name.c_str());
+      tid = static_cast<int64_t>(syscall(SYS_gettid));
+      for (int i = 0; i < kPerThread; ++i) {
+        ASSERT_EQ(tracer->recorder().RecordAlloc(layers::kCpuHeap,
+                                                 0x100000 + round * 0x10000 + i * 16, 8, 0),
+                  RecordResult::kRecorded);
+      }
+    });
+    worker.join();
+    for (int i = 0; i < kPerThread; ++i) tid_of_block[0x100000 + round * 0x10000 + i * 16] = tid;
+    name_of_tid[tid] = name;
+    // The drainer reclaims the exited thread's ring before the next thread asks for one.
+    ASSERT_TRUE(tracer->recorder().Flush().ok());
+    ASSERT_TRUE(tracer->recorder().Flush().ok());
+  }
+  ASSERT_TRUE(tracer->Stop().ok());
+  ASSERT_TRUE(sink->Finish(tracer->TakeSnapshot()).ok()) << sink->status();
+
+  std::map<uint32_t, int64_t> holder;  // capture thread -> the kernel thread that has it
+  std::map<uint32_t, int> lines_of_thread;
+  int allocs = 0;
+  const absl::Status read = ReadCapture(path, [&](const CaptureRecord& r) {
+    if (r.type == LineType::kThread) {
+      holder[r.thread] = r.tid;
+      ++lines_of_thread[r.thread];
+      EXPECT_EQ(r.name, name_of_tid.count(r.tid) ? name_of_tid[r.tid] : r.name) << r.tid;
+    }
+    if (r.type != LineType::kAlloc) return absl::OkStatus();
+    ++allocs;
+    EXPECT_EQ(holder.count(r.thread), 1u) << "an event before its thread's line";
+    EXPECT_EQ(holder[r.thread], tid_of_block.at(r.addr)) << "block 0x" << std::hex << r.addr;
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_EQ(allocs, kRounds * kPerThread);
+  // The rounds took one ring in turn (reused: the positions go on), each announced.
+  int reused = 0;
+  for (const auto& [thread, lines] : lines_of_thread) reused += lines > 1;
+  EXPECT_GE(reused, 1) << "no ring was taken again: the test shows nothing of reuse";
+  // Thread lines are not events: the sink's counts are the records'.
+  EXPECT_EQ(sink->stats().event_lines, static_cast<uint64_t>(kRounds * kPerThread));
 }
 
 // More sites than the writer's recent-site cache holds (jsonl_sink.h), interleaved: every

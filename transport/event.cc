@@ -18,6 +18,7 @@ const char* EventKindName(EventKind kind) noexcept {
     case EventKind::kIntervalEnd: return "interval_end";
     case EventKind::kArenaReset: return "arena_reset";
     case EventKind::kStackFrames: return "stack_frames";
+    case EventKind::kThreadStart: return "thread_start";
     case EventKind::kInvalid: break;
   }
   return "invalid";

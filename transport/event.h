@@ -75,9 +75,12 @@ enum class EventKind : uint8_t {
   kIntervalEnd = 10,   // an interval sink phase ended: category (word 0), time
   kArenaReset = 11,    // every live block of this layer was released at once
   kStackFrames = 12,   // frames of a call stack, keyed by its hash (see above)
+  // A thread took a ring: kernel thread id (word 0), name (words 2-3, NUL-padded). Never
+  // in a ring: a sink makes it from EventObserver::OnThreadStart() for its writer.
+  kThreadStart = 13,
 };
 
-inline constexpr uint8_t kMaxEventKind = 12;
+inline constexpr uint8_t kMaxEventKind = 13;
 
 // Stack records (kStackFrames): the layer byte's flags.
 inline constexpr uint8_t kStackFrameCountMask = 0x03;

@@ -2,6 +2,10 @@
 
 #include "transport/ring_registry.h"
 
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <concurrentqueue/concurrentqueue.h>
 
 #include "transport/ticket.h"
@@ -17,6 +21,19 @@ struct ControlQueues {
 };
 
 }  // namespace transport_internal
+
+namespace {
+
+// The notice of `ring`'s acquisition by the calling thread.
+RingRegistry::Notice Registration(SpscRing* ring) noexcept {
+  RingRegistry::Notice n{ring, RingRegistry::Change::kRegistered};
+  n.tid = static_cast<int32_t>(syscall(SYS_gettid));
+  if (prctl(PR_GET_NAME, n.name) != 0) n.name[0] = '\0';
+  n.name[sizeof(n.name) - 1] = '\0';
+  return n;
+}
+
+}  // namespace
 
 RingRegistry::RingRegistry(uint32_t capacity_log2, uint32_t stamp_log2)
     : capacity_log2_(capacity_log2),
@@ -46,7 +63,7 @@ SpscRing* RingRegistry::AcquireRing() noexcept {
     ring = SpscRing::Create(id, capacity_log2_, stamp_log2_);
     if (ring == nullptr) return nullptr;
     CountAcquisition(ring);  // before the notice: see first_ring_id()
-    if (!queues_->notices.enqueue(Notice{ring, Change::kRegistered})) {
+    if (!queues_->notices.enqueue(Registration(ring))) {
       SpscRing::Destroy(ring);
       return nullptr;
     }
@@ -54,7 +71,7 @@ SpscRing* RingRegistry::AcquireRing() noexcept {
   }
   // A reused ring: already in by_id_; its positions continue from its last drain.
   CountAcquisition(ring);
-  if (!queues_->notices.enqueue(Notice{ring, Change::kRegistered})) {
+  if (!queues_->notices.enqueue(Registration(ring))) {
     queues_->free_rings.enqueue(ring);
     return nullptr;
   }

@@ -50,6 +50,11 @@ class RingRegistry {
   struct Notice {
     SpscRing* ring;
     Change change;
+    // kRegistered: the acquiring thread's kernel id (gettid()) and its name then
+    // (prctl(PR_GET_NAME), NUL-terminated), which the drainer hands to the observers
+    // (EventObserver::OnThreadStart()).
+    int32_t tid = 0;
+    char name[16] = {};
   };
 
   // Every ring this registry creates has 2^capacity_log2 slots and an order stamp every
@@ -61,8 +66,10 @@ class RingRegistry {
   RingRegistry(const RingRegistry&) = delete;
   RingRegistry& operator=(const RingRegistry&) = delete;
 
-  // Gives the calling thread a ring to produce into and tells the drainer. Returns nullptr
-  // if no memory could be mapped or every ring id is taken; the caller counts the loss.
+  // Gives the calling thread a ring to produce into and tells the drainer, with the
+  // thread's kernel id and name (two system calls, once per ring a thread takes). Returns
+  // nullptr if no memory could be mapped or every ring id is taken; the caller counts the
+  // loss.
   SpscRing* AcquireRing() noexcept;
 
   // The calling thread will never produce into `ring` again. The drainer reads what is

@@ -219,7 +219,7 @@
     });
     app.append(el("div", { class: "controls threads" }, "threads ", sel,
       el("span", { class: "sub", text: "The chart by scope and the top call sites show the blocks the chosen thread allocated, wherever they were freed. " +
-        "A thread is the ring its events came from: a later thread may reuse the ring of one that exited." +
+        "A thread is the ring its events came from: a later thread may reuse the ring of one that exited, and the kernel threads (tid) that had it are listed where the capture names them." +
         (views.some((v) => v.thread === null) ? " Beyond the " + (views.length - 1) + " threads that allocated the most, the rest are one view." : "") })));
   }
 

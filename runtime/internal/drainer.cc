@@ -167,6 +167,7 @@ uint64_t Drainer::ApplyPublishedInForkedChild() {
   bounded_ = merged_ = false;
   tracker_.Use(nullptr);
   PollRegistry();
+  thread_starts_.clear();  // the parent's threads: none of them is in this process
   ledger_->set_ordered(cursors_.size() <= 1);
   uint64_t unpublished = 0;
   for (Cursor& c : cursors_) {
@@ -286,6 +287,7 @@ void Drainer::BeginEpoch(bool final_round, bool flush, uint64_t* records) {
     std::lock_guard<std::mutex> lock(state_mu_);
     PollRegistry();
   }
+  AnnounceThreads();
   // Records being written are waited for without the lock: a thread that stopped in the
   // middle of one holds up this round for a bounded time, and no reader, snapshot or
   // fork handler at all.
@@ -489,12 +491,28 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
   return over;
 }
 
+void Drainer::AnnounceThreads() {
+  if (thread_starts_.empty()) return;
+  // At a round's start: every record handed to the observer so far came before these
+  // threads' first (a reused ring's last owner's included), and none of theirs. Under
+  // observer_mu_, as around OnEpochRecords; not under state_mu_, which a callback may
+  // take (Recorder::Inspect()).
+  {
+    std::lock_guard<std::mutex> lock(observer_mu_);
+    for (const RingRegistry::Notice& n : thread_starts_) {
+      if (EventObserver* const o = observer()) o->OnThreadStart(n.ring->id(), n.tid, n.name);
+    }
+  }
+  thread_starts_.clear();
+}
+
 void Drainer::PollRegistry() {
   registry_->PollControl([this](const RingRegistry::Notice& n) {
     const uint32_t id = n.ring->id();
     if (id >= cursor_of_ring_.size()) cursor_of_ring_.resize(id + 1, -1);
     if (n.change == RingRegistry::Change::kRegistered) {
       ++registrations_seen_;
+      if (observer() != nullptr) thread_starts_.push_back(n);  // AnnounceThreads()
       const uint64_t start = n.ring->LoadTail();
       cursor_of_ring_[id] = static_cast<int32_t>(cursors_.size());
       cursors_.push_back(Cursor{n.ring, start, start, false, false, {}, {}, 0, 0});

@@ -263,6 +263,8 @@ class Drainer {
   // Whether this round may close its epoch without the heavy fence (drainer.h, step 1).
   bool SkipHeavyFence(bool final_round, bool flush) const noexcept;
   void PollRegistry();
+  // Hands the threads PollRegistry() saw take a ring to the observer (OnThreadStart()).
+  void AnnounceThreads();
   // Returns how many records the ring holds for this round, after waiting for records
   // being written to be published. Without the state lock, and bounded: a thread stopped
   // for good in the middle of a record (it called _exit() or siglongjmp() from a signal
@@ -378,6 +380,8 @@ class Drainer {
   int64_t open_epoch_started_ns_ = 0;
   // kRegistered notices polled, against RingRegistry::acquisitions().
   uint64_t registrations_seen_ = 0;
+  // Of those, the ones not yet announced to the observer (AnnounceThreads()).
+  std::vector<RingRegistry::Notice> thread_starts_;
   // The epoch the last round closed without the heavy fence, or 0 (never an epoch) when
   // it fenced.
   uint32_t unfenced_epoch_ = 0;

@@ -249,6 +249,8 @@ __attribute__((always_inline)) inline void Drainer::Apply(Cursor& c, const Event
     case EventKind::kIntervalBegin:
     case EventKind::kIntervalEnd:
       break;  // carried to sinks; the ledger has nothing to do
+    case EventKind::kThreadStart:  // never recorded (the sink's own); nothing to apply
+      break;
     case EventKind::kStackFrames:
       if (stacks_ != nullptr) stacks_->Add(c.ring->id(), e);
       break;
