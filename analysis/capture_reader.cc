@@ -211,6 +211,9 @@ class LineParser {
       return Error(line, absl::StrCat("a '", info->name, "' line needs field '",
                                       FieldName(missing & (~missing + 1)), "'"));
     }
+    if (rec->type == LineType::kThread && rec->tid <= 0) {
+      return Error(line, "field 'tid' must be a kernel thread id (a positive integer)");
+    }
     if (rec->type == LineType::kCensus) {
       // A change (`delta`), or in older captures the new value (`bytes`): one of the two.
       const uint32_t amount = seen & (kDelta | kBytes);

@@ -88,7 +88,10 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
   });
   if (!scan.ok()) return scan;
   int64_t last_ts = 0;
-  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> open;  // thread -> scope stack
+  // Each track's open scopes, innermost last. By track, not by ring: a thread's records
+  // after its exit hook come from another ring of its own (a scope it entered on one may
+  // end on the other).
+  absl::flat_hash_map<int64_t, std::vector<uint32_t>> open;
   // Each capture thread's track: the kernel thread that has its ring now (the capture's
   // "thread" lines), or, before any such line (an older capture), the thread number.
   struct Track {
@@ -102,11 +105,11 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
     if (added) it->second = Track{thread, absl::StrCat("memtrace thread ", thread)};
     return it->second;
   };
-  // Ends the slices still open on `thread`'s track at `ts`, so that B/E stay balanced.
-  auto close_all = [&](uint32_t thread, int64_t ts) {
-    std::vector<uint32_t>& stack = open[thread];
+  // Ends the slices still open on a track at `ts`, so that B/E stay balanced.
+  auto close_all = [&](int64_t tid, int64_t ts) {
+    std::vector<uint32_t>& stack = open[tid];
     while (!stack.empty()) {
-      trace.Add(trace.Common("E", ScopePath(summary, stack.back()), track(thread).tid, ts) + "}");
+      trace.Add(trace.Common("E", ScopePath(summary, stack.back()), tid, ts) + "}");
       stack.pop_back();
     }
   };
@@ -188,8 +191,10 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
           last_ts = std::max(last_ts, rec.t - base);
         }
         if (rec.type == LineType::kThread) {
-          // Another thread has the ring from here: the last one's slices end.
-          close_all(rec.thread, last_ts);
+          // Another thread has the ring from here: the last one, gone, ends its slices.
+          if (const int64_t before = track(rec.thread).tid; before != rec.tid) {
+            close_all(before, last_ts);
+          }
           track_of[rec.thread] =
               Track{rec.tid, rec.name.empty() ? absl::StrCat("tid ", rec.tid)
                                               : absl::StrCat(rec.name, " (tid ", rec.tid, ")")};
@@ -198,8 +203,8 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
           // Not before time zero (a scope entered before the sink opened).
           const int64_t ts = std::max<int64_t>(0, rec.mono_ns + mono_offset - base);
           last_ts = std::max(last_ts, ts);
-          std::vector<uint32_t>& stack = open[rec.thread];
           const Track& on = track(rec.thread);
+          std::vector<uint32_t>& stack = open[on.tid];
           if (rec.type == LineType::kScopeEnter) {
             stack.push_back(rec.scope);
             track_names[on.tid] = on.name;
@@ -224,7 +229,7 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
     last_ts = std::max(last_ts, epoch_t + 1 - base);
   }
   // Slices still open at the end of the capture end there, so B/E stay balanced.
-  for (auto& [thread, stack] : open) close_all(thread, last_ts);
+  for (auto& [tid, stack] : open) close_all(tid, last_ts);
   if (summary.peak_event_index > 0) {
     trace.Add(absl::StrCat(trace.Common("i", "global peak", 0, summary.peak_t - base),
                            ",\"s\":\"g\",\"args\":{\"live_bytes\":",

@@ -204,7 +204,11 @@ ObservedBatch JsonlSink::TakeSpare() {
 
 void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
                         std::span<const ObservedEvent> events) noexcept {
-  if (events.empty() || CountedPastLimit(events.size())) return;
+  if (events.empty()) return;
+  if (CountedPastLimit(events.size())) {
+    thread_starts_.clear();  // no line is written past the limit: nothing would take them
+    return;
+  }
   // The copy is made outside the lock, into a vector the writer gave back (its capacity
   // is already touched), so neither side waits on the other for allocation or page
   // faults.
@@ -215,7 +219,11 @@ void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
 
 void JsonlSink::OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
                                ObservedBatch& events) noexcept {
-  if (events.empty() || CountedPastLimit(events.size())) return;
+  if (events.empty()) return;
+  if (CountedPastLimit(events.size())) {
+    thread_starts_.clear();  // as in OnEpoch()
+    return;
+  }
   // No copy: the drainer's vector becomes the batch, and the drainer goes on with one the
   // writer gave back.
   ObservedBatch batch = TakeSpare();

@@ -66,6 +66,8 @@ TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
       {"unknown type", header + "{\"type\":\"bogus\"}\n", "unknown line type 'bogus'"},
       {"thread without its kernel id", header + "{\"type\":\"thread\",\"thread\":2}\n",
        "bad.jsonl:2: a 'thread' line needs field 'tid'"},
+      {"thread with no kernel id", header + "{\"type\":\"thread\",\"thread\":2,\"tid\":0}\n",
+       "bad.jsonl:2: field 'tid' must be a kernel thread id"},
       {"bad address",
        header + "{\"type\":\"free\",\"t\":1,\"thread\":1,\"addr\":\"xyz\",\"layer\":0,"
                 "\"of\":1,\"ticket\":2}\n",

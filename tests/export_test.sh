@@ -194,6 +194,31 @@ for k in cur:
 assert high[": phase"] >= 50 << 20, high
 PY
 
+# A scope entered on one ring and exited on another of the same kernel thread (its records
+# after its exit hook) is one slice on that thread's track; a ring another thread takes
+# ends the slices its last thread left open.
+printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload"}' \
+  '{"type":"scope","id":1,"parent":0,"name":"dtor","path":"dtor"}' \
+  '{"type":"scope","id":2,"parent":0,"name":"left","path":"left"}' \
+  '{"type":"thread","thread":1,"tid":500,"name":"w"}' \
+  '{"type":"scope_enter","t":10,"epoch":1,"thread":1,"scope":1,"outer":0,"mono_ns":1000}' \
+  '{"type":"thread","thread":2,"tid":500,"name":"w"}' \
+  '{"type":"scope_exit","t":10,"epoch":1,"thread":2,"scope":1,"outer":0,"mono_ns":5000}' \
+  '{"type":"scope_enter","t":10,"epoch":1,"thread":2,"scope":2,"outer":0,"mono_ns":6000}' \
+  '{"type":"thread","thread":2,"tid":501,"name":"v"}' \
+  '{"type":"scope_enter","t":20,"epoch":2,"thread":2,"scope":1,"outer":0,"mono_ns":9000}' \
+  '{"type":"scope_exit","t":20,"epoch":2,"thread":2,"scope":1,"outer":0,"mono_ns":9500}' \
+  '{"type":"trailer","complete":true}' > "$dir/rings.jsonl"
+"$memtrace" export --format=perfetto "$dir/rings.jsonl" -o "$dir/rings.json" 2> /dev/null || fail "export perfetto (rings)"
+python3 - "$dir/rings.json" <<'PY' || fail "perfetto slices across one thread's rings"
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] in "BE"]
+got = [(e["ph"], e["name"], e["tid"], round(e["ts"], 3)) for e in ev]
+want = [("B", "dtor", 500, 0.0), ("E", "dtor", 500, 4.0), ("B", "left", 500, 5.0),
+        ("E", "left", 500, 5.0), ("B", "dtor", 501, 8.0), ("E", "dtor", 501, 8.5)]
+assert got == want, got
+PY
+
 # ---- errors.
 "$memtrace" export "$dir/c.jsonl" 2> "$dir/e.txt"; [[ $? -eq 2 ]] || fail "export without --format must exit 2"
 grep -q "which format" "$dir/e.txt" || fail "$(cat "$dir/e.txt")"

@@ -9,6 +9,8 @@
 
 #include "runtime/internal/recorder.h"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -516,6 +518,57 @@ TEST(RecorderTest, FreesInThreadLocalDestructorsStayInTheThreadsRing) {
     EXPECT_EQ(ledger.totals().allocated_count, uint64_t{kBlocks});
     EXPECT_EQ(ledger.totals().freed_count, uint64_t{kBlocks});
     EXPECT_EQ(ledger.totals().live_count, 0u);
+  });
+}
+
+// Frees after the thread's exit hook (a pthread key destructor of the program's, run
+// after memtrace's) go into one ring the thread keeps to its end, which the drainer
+// retires and reclaims once the thread is gone: threads that do so one after another
+// reuse it. Each such free took a fresh ring before (a thousand frees, a thousand rings
+// mapped). The counts are the test's own.
+struct LateFrees {
+  Recorder* recorder;
+  uint64_t base;
+  int count;
+};
+void FreeLate(void* arg) {
+  const LateFrees* f = static_cast<const LateFrees*>(arg);
+  for (int i = 0; i < f->count; ++i) f->recorder->RecordFree(kHeap, f->base + 16 * uint64_t(i));
+}
+
+TEST(RecorderTest, FreesAfterTheExitHookShareOneRingThatIsReclaimed) {
+  auto recorder = Make();
+  ASSERT_TRUE(recorder->Start().ok());
+  // memtrace's exit key is made by a thread's first record; the test's key after it runs
+  // after it in a thread's exit (keys run in the order of their indices).
+  std::thread([&] { recorder->RecordAlloc(kHeap, 0x10, 8, 0); }).join();
+  pthread_key_t late_key;
+  ASSERT_EQ(pthread_key_create(&late_key, FreeLate), 0);
+  constexpr int kThreads = 4;
+  constexpr int kBlocks = 1000;
+  std::vector<LateFrees> late(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    late[t] = LateFrees{recorder.get(), (uint64_t{1} << 40) + (uint64_t(t) << 32), kBlocks};
+    std::thread([&, t] {
+      for (int i = 0; i < kBlocks; ++i) {
+        EXPECT_EQ(recorder->RecordAlloc(kHeap, late[t].base + 16 * uint64_t(i), 8, 0),
+                  RecordResult::kRecorded);
+      }
+      pthread_setspecific(late_key, &late[t]);
+    }).join();
+    // Two rounds: the first retires the rings of the thread that is gone, the second,
+    // having applied everything, reclaims them for the next thread.
+    for (int round = 0; round < 3; ++round) ASSERT_TRUE(recorder->Flush().ok());
+  }
+  pthread_key_delete(late_key);
+  const CaptureIntegrity integrity = recorder->Integrity();
+  // Each thread: its own ring, and one for its late frees; reused by the next thread.
+  EXPECT_LE(integrity.rings, 3u) << integrity.Counters();
+  EXPECT_EQ(integrity.unknown_frees, 0u) << integrity.Counters();
+  recorder->Inspect([&](const AllocationLedger& ledger, const CaptureIntegrity&) {
+    EXPECT_EQ(ledger.totals().allocated_count, uint64_t{kThreads * kBlocks + 1});
+    EXPECT_EQ(ledger.totals().freed_count, uint64_t{kThreads * kBlocks});
+    EXPECT_EQ(ledger.totals().live_count, 1u);
   });
 }
 

@@ -99,6 +99,13 @@ void RingRegistry::Retire(SpscRing* ring) noexcept {
   }
 }
 
+void RingRegistry::Orphan(SpscRing* ring) noexcept {
+  if (ring == nullptr) return;
+  // As Retire(): the notice must not be lost, or the ring would never be reclaimed.
+  while (!queues_->notices.enqueue(Notice{ring, Change::kOrphaned})) {
+  }
+}
+
 void RingRegistry::Reclaim(SpscRing* ring) noexcept {
   if (ring == nullptr) return;
   while (!queues_->free_rings.enqueue(ring)) {

@@ -46,7 +46,10 @@ struct ControlQueues;  // the moodycamel queues; kept out of this header
 
 class RingRegistry {
  public:
-  enum class Change : uint8_t { kRegistered, kRetired };
+  // kOrphaned: the ring's thread has run its exit hook (it will never retire the ring) but
+  // still records into it, from later exit code; the drainer retires it once the thread
+  // is gone (runtime/internal/thread_state.h, step 3).
+  enum class Change : uint8_t { kRegistered, kRetired, kOrphaned };
   struct Notice {
     SpscRing* ring;
     Change change;
@@ -75,6 +78,9 @@ class RingRegistry {
   // The calling thread will never produce into `ring` again. The drainer reads what is
   // left, then reclaims it.
   void Retire(SpscRing* ring) noexcept;
+  // The calling thread is exiting past its exit hook and keeps `ring` for what it still
+  // records; the drainer retires it once the thread is gone (Change::kOrphaned).
+  void Orphan(SpscRing* ring) noexcept;
 
   // Drainer: hands each pending notice to `fn(const Notice&)`, in the order each thread
   // sent them. Returns how many there were.

@@ -2,8 +2,10 @@
 
 #include "runtime/internal/drainer.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +25,12 @@ int64_t UnixNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// Whether this process has no thread of kernel id `tid` (any more). A failed check for
+// another reason (a tid of 0) says no: the ring is then kept, not lost.
+bool ThreadGone(int32_t tid) {
+  return tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH;
 }
 
 int64_t SteadyNowNs() {
@@ -460,6 +468,10 @@ bool Drainer::ApplySlice(bool whole, uint64_t* backlog) {
     Cursor& c = cursors_[i];
     c.ring->Release(c.pos);
     *backlog = std::max(*backlog, c.limit - c.pos);
+    // An orphaned ring's thread is gone once the kernel knows its id no more: it made
+    // every record it will (a thread's stores precede its end, which the kernel's
+    // bookkeeping of it orders before this system call sees it gone).
+    if (c.orphaned && !c.retired && ThreadGone(c.tid)) c.retired = true;
     if (c.retired && c.pos == c.ring->LoadHead()) {
       // The thread is gone and every record it published is applied: reuse the ring. A
       // claim it left open (it stopped for good inside a record: pthread_exit or
@@ -515,7 +527,8 @@ void Drainer::PollRegistry() {
       if (observer() != nullptr) thread_starts_.push_back(n);  // AnnounceThreads()
       const uint64_t start = n.ring->LoadTail();
       cursor_of_ring_[id] = static_cast<int32_t>(cursors_.size());
-      cursors_.push_back(Cursor{n.ring, start, start, false, false, {}, {}, 0, 0});
+      cursors_.push_back(Cursor{n.ring, start, start, false, false});
+      cursors_.back().tid = n.tid;
       // The first ring the recorder handed out is always the first cursor, applied first
       // in every epoch: its thread records without tickets while it is alone
       // (Recorder::SoleRing()), and another ring's release of its blocks relies on this
@@ -527,7 +540,12 @@ void Drainer::PollRegistry() {
             static_cast<int32_t>(cursors_.size() - 1);
       }
     } else if (cursor_of_ring_[id] >= 0) {
-      cursors_[static_cast<size_t>(cursor_of_ring_[id])].retired = true;
+      Cursor& c = cursors_[static_cast<size_t>(cursor_of_ring_[id])];
+      if (n.change == RingRegistry::Change::kRetired) {
+        c.retired = true;
+      } else {
+        c.orphaned = true;
+      }
     }
   });
 }

@@ -225,6 +225,10 @@ class Drainer {
     uint64_t limit;  // end of what is published this round
     bool retired;
     bool on_stack;
+    // Its thread ran its exit hook and still records into it (RingRegistry::Orphan()):
+    // retired once the thread (kernel id `tid`, from its registration) is gone.
+    bool orphaned = false;
+    int32_t tid = 0;
     // Between a kRemap and its kRemapTarget (the next record of this ring, perhaps in the
     // next epoch): the moved block's scope and site (`moved`). With appliers (parallel_),
     // also the batch and slot of the kRemap, `moved` being filled once that batch is

@@ -210,11 +210,17 @@ SpscRing* Recorder::Bind() noexcept {
 }
 
 void Recorder::RetireAfterExit() noexcept {
-  // The thread's exit hook already ran; this ring carried one record for later exit code.
-  runtime_internal::RingBinding& b = Tls().rings[slot_];
+  // The thread's exit hook already ran: later exit code records into this ring, and no
+  // hook will run after it to retire the ring. The drainer does once the thread is gone
+  // (told once per ring). Retiring it after each record instead took a fresh ring per
+  // record, faster than the drainer could reclaim them: a thousand frees in a pthread key
+  // destructor mapped a thousand rings.
+  runtime_internal::ThreadState& t = Tls();
+  const uint64_t bit = uint64_t{1} << slot_;
+  if ((t.orphaned_rings & bit) != 0) return;
+  t.orphaned_rings |= bit;
   ReentrancyGuard guard;
-  registry_.Retire(b.ring);
-  b = runtime_internal::RingBinding{0, nullptr};
+  registry_.Orphan(t.rings[slot_].ring);
 }
 
 Recorder::SlowBegin Recorder::BeginSlow(SpscRing* ring, uint32_t n, bool allocation,

@@ -582,6 +582,8 @@ class Recorder {
   RecordResult NoRing(bool allocation) noexcept;
   RecordResult NotRecording() noexcept;
   RecordResult Refuse(bool allocation) noexcept;
+  // After the thread's exit hook: hands its ring to the drainer to retire once the thread
+  // is gone (thread_state.h, step 3), once.
   void RetireAfterExit() noexcept;
 
   const Config config_;

@@ -11,8 +11,10 @@
 //   3. Retired at thread exit: the exit hook (a pthread key's destructor, armed only on
 //      the slow path; it runs after the thread's C++ thread_local destructors) retires
 //      every ring still bound to a live recorder and sets `exited`. Records made after
-//      that by later thread-exit code (other pthread keys' destructors freeing memory)
-//      use a fresh ring each and retire it at once. A thread that calls exit() keeps its
+//      that by later thread-exit code (other pthread keys' destructors, glibc's own
+//      freeing memory) take one fresh ring, which the thread keeps to its end: no hook
+//      runs after them to retire it, so the drainer does once the thread is gone
+//      (RingRegistry::Orphan(), `orphaned_rings`). A thread that calls exit() keeps its
 //      ring to the end: exit() runs no key destructors, and the final drain reads it.
 //   4. Reclaimed after the final drain: the drainer reads what a retired ring holds, then
 //      returns it to the registry for the next thread (transport/ring_registry.h).
@@ -139,6 +141,9 @@ struct ThreadState {
   bool internal_thread;                  // memtrace's own (drainer, sink writer)
   bool exit_hook_armed;
   bool exited;                           // the exit hook has run
+  // After it: the recorder slots whose ring was handed to the drainer to retire when this
+  // thread is gone (step 3), one bit each.
+  uint64_t orphaned_rings;
   // Inside pthread_getattr_np(), interposed (preload/exports.inc): glibc holds the
   // queried thread's lock while it allocates, and the stack bounds the walk would ask it
   // for need the same lock when that thread is this one (preload/unwind.cc, Bounds()).
