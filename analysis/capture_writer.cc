@@ -62,18 +62,6 @@ absl::StatusOr<std::unique_ptr<CaptureWriter>> CaptureWriter::Open(const std::st
       new CaptureWriter(f, path, binary, EndsWith(path, ".zst")));
 }
 
-std::string CaptureNameExtension(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  const size_t name_at = slash == std::string::npos ? 0 : slash + 1;
-  auto extension = [&](const std::string& p) {
-    const size_t dot = p.rfind('.');
-    return dot == std::string::npos || dot <= name_at ? std::string() : p.substr(dot + 1);
-  };
-  std::string plain = path;
-  if (extension(plain) == "zst") plain.erase(plain.rfind('.'));
-  return extension(plain);
-}
-
 CaptureWriter::CaptureWriter(FILE* file, std::string path, bool binary, bool zstd)
     : file_(file), path_(std::move(path)), binary_(binary) {
   if (zstd) zstd_ = std::make_unique<ZstdFileStream>(/*level=*/3, /*checksum=*/true);

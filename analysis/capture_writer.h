@@ -38,12 +38,6 @@
 
 namespace memtrace {
 
-// The extension of `path`'s file name that says what a capture's bytes are, a ".zst"
-// after it (compression) set aside: "mtb" (binary), "jsonl" or "" (none: JSONL), or
-// another, which no capture writer honours (it would write JSONL under a name that
-// promises other bytes). A file name's leading dot is part of its name.
-std::string CaptureNameExtension(const std::string& path);
-
 class CaptureWriter {
  public:
   // Creates (truncates) `path`. Errors say what and where.

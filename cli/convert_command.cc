@@ -11,6 +11,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/capture_name.h"
 #include "analysis/capture_reader.h"
 #include "analysis/capture_writer.h"
 

@@ -1,0 +1,25 @@
+// Copyright 2026 The memtrace Authors.
+//
+// capture_name.h: what a capture's file name says of its bytes. The writers pick the
+// encoding by the name's last extensions (JsonlSink::ApplyPathExtension(),
+// CaptureWriter::Open()): ".mtb" binary, ".jsonl" or none JSONL, then ".zst" compressed.
+// `memtrace run` and `memtrace convert` refuse names that promise other bytes.
+//
+// Thread safety: a pure function.
+
+#ifndef MEMTRACE_ANALYSIS_CAPTURE_NAME_H_
+#define MEMTRACE_ANALYSIS_CAPTURE_NAME_H_
+
+#include <string>
+
+namespace memtrace {
+
+// The extension of `path`'s file name that says what a capture's bytes are, a ".zst"
+// after it (compression) set aside: "mtb" (binary), "jsonl" or "" (none: JSONL), or
+// another, which no capture writer honours (it would write JSONL under a name that
+// promises other bytes). A file name's leading dot is part of its name.
+std::string CaptureNameExtension(const std::string& path);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_ANALYSIS_CAPTURE_NAME_H_
