@@ -4,16 +4,27 @@
 
 namespace memtrace {
 
-std::string CaptureNameExtension(const std::string& path) {
+CaptureName SplitCaptureName(const std::string& path) {
   const size_t slash = path.rfind('/');
   const size_t name_at = slash == std::string::npos ? 0 : slash + 1;
+  // The last extension of `p`, a prefix of `path`: after the last '.' of its file name.
   auto extension = [&](const std::string& p) {
     const size_t dot = p.rfind('.');
     return dot == std::string::npos || dot <= name_at ? std::string() : p.substr(dot + 1);
   };
-  std::string plain = path;
-  if (extension(plain) == "zst") plain.erase(plain.rfind('.'));
-  return extension(plain);
+  CaptureName name;
+  name.stem = path;
+  if (extension(name.stem) == "zst") {
+    name.stem.erase(name.stem.rfind('.'));
+    name.compressed = true;
+  }
+  name.extension = extension(name.stem);
+  if (!name.extension.empty()) name.stem.resize(name.stem.size() - name.extension.size() - 1);
+  return name;
+}
+
+std::string CaptureNameExtension(const std::string& path) {
+  return SplitCaptureName(path).extension;
 }
 
 }  // namespace memtrace

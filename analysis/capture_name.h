@@ -20,6 +20,16 @@ namespace memtrace {
 // promises other bytes). A file name's leading dot is part of its name.
 std::string CaptureNameExtension(const std::string& path);
 
+// `path` in those parts: what comes before the extension (`stem`), the extension
+// (CaptureNameExtension()), and whether ".zst" follows it: `path` is stem, then "." and
+// the extension where there is one, then ".zst" where compressed.
+struct CaptureName {
+  std::string stem;
+  std::string extension;
+  bool compressed = false;
+};
+CaptureName SplitCaptureName(const std::string& path);
+
 }  // namespace memtrace
 
 #endif  // MEMTRACE_ANALYSIS_CAPTURE_NAME_H_

@@ -376,6 +376,23 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
   // pprof tells locations of one address apart by their lines.
   absl::flat_hash_map<std::pair<uint64_t, size_t>, uint64_t> location_ids;  // -> id
   absl::flat_hash_map<std::string, uint64_t> function_ids;  // name + file -> id
+  // A line of `loc` in function `name` of `file`, the function made the first time.
+  auto add_line = [&](ProtoWriter& loc, const std::string& name, const std::string& file,
+                      uint32_t at) {
+    auto [fn, new_function] = function_ids.emplace(name + '\0' + file, function_ids.size() + 1);
+    if (new_function) {
+      ProtoWriter function;
+      function.Varint(1, fn->second);
+      function.Int64(2, strings.Index(name));
+      function.Int64(3, strings.Index(name));
+      function.Int64(4, strings.Index(file));
+      profile.Message(kFunction, function);
+    }
+    ProtoWriter line;
+    line.Varint(1, fn->second);
+    line.Int64(2, at);
+    loc.Message(4, line);
+  };
   auto location = [&](uint64_t pc, size_t inlined_left_out) {
     auto [it, added] =
         location_ids.emplace(std::make_pair(pc, inlined_left_out), location_ids.size() + 1);
@@ -387,25 +404,10 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
     loc.Varint(3, pc);
     // One line per function at pc: the inlined ones innermost first, then the frame's own
     // function, the caller they were all inlined into (pprof's order).
-    auto add_line = [&](const std::string& name, const std::string& file, uint32_t at) {
-      auto [fn, new_function] = function_ids.emplace(name + '\0' + file, function_ids.size() + 1);
-      if (new_function) {
-        ProtoWriter function;
-        function.Varint(1, fn->second);
-        function.Int64(2, strings.Index(name));
-        function.Int64(3, strings.Index(name));
-        function.Int64(4, strings.Index(file));
-        profile.Message(kFunction, function);
-      }
-      ProtoWriter line;
-      line.Varint(1, fn->second);
-      line.Int64(2, at);
-      loc.Message(4, line);
-    };
     for (size_t k = inlined_left_out; k < f.inlined.size(); ++k) {
-      add_line(f.inlined[k].function, f.inlined[k].file, f.inlined[k].line);
+      add_line(loc, f.inlined[k].function, f.inlined[k].file, f.inlined[k].line);
     }
-    add_line(FrameName(symbolizer, pc), f.file, f.line);
+    add_line(loc, FrameName(symbolizer, pc), f.file, f.line);
     profile.Message(kLocation, loc);
     return it->second;
   };
@@ -416,19 +418,9 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
     if (cut_location != 0) return cut_location;
     cut_location = location_ids.size() + 1;
     location_ids.emplace(std::make_pair(uint64_t{0}, ~size_t{0}), cut_location);
-    const std::string name = summary.CutStackFrame();
-    const uint64_t fn = function_ids.size() + 1;
-    function_ids.emplace(name + '\0', fn);
-    ProtoWriter function;
-    function.Varint(1, fn);
-    function.Int64(2, strings.Index(name));
-    function.Int64(3, strings.Index(name));
-    profile.Message(kFunction, function);
-    ProtoWriter line;
-    line.Varint(1, fn);
     ProtoWriter loc;
     loc.Varint(1, cut_location);
-    loc.Message(4, line);
+    add_line(loc, summary.CutStackFrame(), "", 0);
     profile.Message(kLocation, loc);
     return cut_location;
   };

@@ -22,14 +22,18 @@ absl::Status Failed(const std::string& what, const std::string& path, int err,
 
 }  // namespace
 
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
 absl::StatusOr<OutputFile> OutputFile::Create(const std::string& path,
                                               const std::vector<std::string>& inputs) {
   if (path.empty()) return absl::InvalidArgumentError("the output path is empty");
   struct stat st;
   for (const std::string& in : inputs) {
-    struct stat in_st;
-    if (stat(path.c_str(), &st) == 0 && stat(in.c_str(), &in_st) == 0 &&
-        st.st_dev == in_st.st_dev && st.st_ino == in_st.st_ino) {
+    if (SameFile(path, in)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cannot write '", path, "': it is '", in, "', which this reads; writing it would "
           "replace that file: give the output a new name"));

@@ -36,6 +36,9 @@
 
 namespace memtrace {
 
+// True when both names lead to one existing file (a link, `./`, or the same path).
+bool SameFile(const std::string& a, const std::string& b);
+
 class OutputFile {
  public:
   // Opens the file that will become `path`. The error names `path`, the reason and what

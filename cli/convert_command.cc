@@ -2,7 +2,6 @@
 
 #include "cli/convert_command.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include "analysis/capture_name.h"
 #include "analysis/capture_reader.h"
 #include "analysis/capture_writer.h"
+#include "analysis/output_file.h"
 
 namespace memtrace {
 
@@ -36,11 +36,10 @@ namespace {
 // name that promises other bytes (".gz" holding plain text), so it is refused before IN
 // is read.
 std::string OutputNameProblem(const std::string& in, const std::string& out) {
-  const std::string ext = CaptureNameExtension(out);
+  const CaptureName name = SplitCaptureName(out);
+  const std::string& ext = name.extension;
   if (ext.empty() || ext == "mtb" || ext == "jsonl") return "";
-  std::string path = out;  // without the ".zst" CaptureNameExtension() set aside
-  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".zst") == 0) path.resize(path.size() - 4);
-  const std::string stem = path.substr(0, path.size() - ext.size() - 1);
+  const std::string& stem = name.stem;
   const std::string stem_ext = CaptureNameExtension(stem);
   // The name to write instead.
   const std::string plain = stem_ext == "mtb" || stem_ext == "jsonl" ? stem : stem + ".jsonl";
@@ -49,7 +48,7 @@ std::string OutputNameProblem(const std::string& in, const std::string& out) {
     const char* tool;
   } kCompressors[] = {{"gz", "gzip"}, {"xz", "xz"}, {"bz2", "bzip2"}};
   for (const auto& c : kCompressors) {
-    if (ext != c.ext || path != out) continue;
+    if (ext != c.ext || name.compressed) continue;
     return absl::StrCat("cannot write '", out, "': convert does not compress with ", c.tool,
                         " (it writes .mtb or .jsonl, plain or .zst); pipe the output through ",
                         c.tool, ": memtrace convert ", in, " ", plain, " && ", c.tool, " ",
@@ -57,14 +56,7 @@ std::string OutputNameProblem(const std::string& in, const std::string& out) {
   }
   return absl::StrCat("cannot write '", out, "': convert does not know the extension '.", ext,
                       "'; name OUT .mtb (binary) or .jsonl (JSONL), with .zst after either to "
-                      "compress: memtrace convert ", in, " ", plain, path != out ? ".zst" : "");
-}
-
-// True when both names lead to one file (converting a file onto itself would empty it).
-bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa, sb;
-  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+                      "compress: memtrace convert ", in, " ", plain, name.compressed ? ".zst" : "");
 }
 
 }  // namespace
@@ -89,7 +81,7 @@ int ConvertCommand(int argc, char** argv) {
   if (const std::string problem = OutputNameProblem(in, out); !problem.empty()) {
     return UsageError(kConvertSpec, problem);
   }
-  if (SameFile(in, out)) {
+  if (SameFile(in, out)) {  // converting a file onto itself would empty it
     return UsageError(kConvertSpec,
                       absl::StrCat("'", in, "' and '", out, "' are the same file; give OUT a "
                                    "new name"));

@@ -252,17 +252,16 @@ absl::Status CheckHeader(const std::string& path) {
 // written through whatever its name: its reader decides.
 std::string CaptureNameProblem(const std::string& pattern) {
   if (struct stat st; stat(pattern.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return "";
-  const std::string ext = CaptureNameExtension(pattern);
+  const CaptureName name = SplitCaptureName(pattern);
+  const std::string& ext = name.extension;
   if (ext.empty() || ext == "mtb" || ext == "jsonl") return "";
   if (!std::all_of(ext.begin(), ext.end(), [](char c) { return absl::ascii_isalpha(c); })) {
     return "";
   }
-  std::string plain = pattern;  // without the ".zst" CaptureNameExtension() set aside
-  if (plain.size() > 4 && plain.compare(plain.size() - 4, 4, ".zst") == 0) plain.resize(plain.size() - 4);
   return absl::StrCat("the name's extension '.", ext, "' is not a capture's: name it .mtb "
                       "(binary, the default) or .jsonl (JSONL text), with .zst after either "
                       "to compress (--output=",
-                      plain.substr(0, plain.size() - ext.size() - 1), ".mtb)");
+                      name.stem, ".mtb)");
 }
 
 // Why no process could create a capture at `pattern` (a --output value), or "" when its
