@@ -466,6 +466,7 @@ class StructureChecker {
     if (!held_trailer_) return 0;
     held_trailer_ = false;
     stats_->has_trailer = false;
+    taking_events_ = batch_ != nullptr;
     stats_->lines = trailer_.line - 1;
     stats_->bytes = trailer_start_;
     return trailer_.line;
@@ -491,11 +492,34 @@ class StructureChecker {
   __attribute__((always_inline)) CaptureRecord& EventSlot() {
     if (batch_ == nullptr) return event_;
     const size_t i = batch_->size;
-    if (__builtin_expect(batch_->whole[i], 0)) {
+    if (__builtin_expect(batch_->whole_slots != 0, 0) && batch_->whole[i]) {
       batch_->records[i] = CaptureRecord{};
       batch_->whole[i] = false;
+      --batch_->whole_slots;
     }
     return batch_->records[i];
+  }
+
+  // Binary()'s way for the usual binary event, decoded in its slot (EventSlot()) and
+  // ending at byte `end`: the same checks and counts, taken inline. False, having changed
+  // nothing, for any event it does not take (no batch, before the header or after the
+  // trailer, out of range, or the batch's last slot, which swaps): Binary() takes those.
+  __attribute__((always_inline)) bool TakeEvent(CaptureRecord& event,
+                                                const BinaryRecord& record, uint64_t end) {
+    if (!taking_events_) return false;
+    const size_t i = batch_->size;
+    if (i + 1 >= batch_->records.size()) return false;
+    if (event.layer > 0xff || std::max(event.scope, event.outer) > ScopeTable::kMaxPaths) {
+      return false;  // DeliverAfterHeader() says which is out of range
+    }
+    event.line = ++line_;
+    event.t = record.t;
+    event.epoch = record.epoch;
+    stats_->lines = line_;
+    stats_->bytes = end;
+    ++stats_->events;
+    batch_->size = i + 1;
+    return true;
   }
 
  private:
@@ -512,6 +536,7 @@ class StructureChecker {
                                                  ". Use a memtrace built for that version"));
       }
       stats_->has_header = true;
+      taking_events_ = batch_ != nullptr;
     } else if (rec.type == LineType::kHeader) {
       return parser_.Error(line_, "a second header (two captures concatenated?)");
     }
@@ -537,6 +562,7 @@ class StructureChecker {
     }
     if (rec.type == LineType::kTrailer) {
       stats_->has_trailer = true;
+      taking_events_ = false;
       if (hold_trailer_) return Hold(rec);
     }
     if (rec.type >= LineType::kAlloc && rec.type <= LineType::kIntervalEnd) ++stats_->events;
@@ -559,7 +585,10 @@ class StructureChecker {
     const size_t i = batch_->size;
     if (&rec != &batch_->records[i]) {
       batch_->records[i] = std::move(rec);
-      batch_->whole[i] = true;
+      if (!batch_->whole[i]) {
+        batch_->whole[i] = true;
+        ++batch_->whole_slots;
+      }
     }
     ++batch_->size;
     if (__builtin_expect(!batch_->full(), 1)) return absl::OkStatus();
@@ -585,6 +614,8 @@ class StructureChecker {
   const CaptureBatchSwap* swap_ = nullptr;
   bool swap_failed_ = false;
   CaptureReadStats* stats_;
+  // TakeEvent() may take events: there is a batch, the header has come and no trailer.
+  bool taking_events_ = false;
   uint64_t line_ = 0;
   uint64_t json_record_start_ = 0;  // the byte offset of the last JSON line or record
   // HoldTrailer(): the trailer, until the zstd frame that holds it is known to end.
@@ -802,19 +833,24 @@ class CaptureBytes {
     size_t pos = 0;
     BinaryRecord record;
     std::string error;
-    absl::Status status;
     while (pos < data.size()) {
       size_t used = 0;
       CaptureRecord& event = checker_.EventSlot();
+      const std::string_view rest(data.data() + pos, data.size() - pos);
+      // All but a chunk's last few records have room for any record's fields.
       const BinaryDecoder::Result r =
-          decoder_.Next(data.substr(pos), &used, &record, &event, &error);
+          rest.size() >= kBinaryMaxFieldBytes
+              ? decoder_.NextRoomy(rest, &used, &record, &event, &error)
+              : decoder_.Next(rest, &used, &record, &event, &error);
       if (r == BinaryDecoder::Result::kNeedMore) break;
-      if (r == BinaryDecoder::Result::kError) {
+      if (__builtin_expect(r == BinaryDecoder::Result::kError, 0)) {
         checker_.parser().set_binary_offset(static_cast<int64_t>(offset_));
         return checker_.parser().Error(checker_.records() + 1, error);
       }
-      status = checker_.Binary(record, event, offset_, used);
-      if (!status.ok()) return status;
+      if (record.kind != BinaryRecord::Kind::kEvent ||
+          !checker_.TakeEvent(event, record, offset_ + used)) {
+        if (absl::Status s = checker_.Binary(record, event, offset_, used); !s.ok()) return s;
+      }
       pos += used;
       offset_ += used;
     }

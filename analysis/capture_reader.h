@@ -74,33 +74,41 @@ inline bool IsEvent(LineType type) {
 }
 
 // One decoded line. Fields a line type does not carry are zero or empty.
-struct CaptureRecord {
+struct alignas(64) CaptureRecord {
+  // An event's fields come first, in two cache lines (alignas(64)): a reader decodes
+  // events straight into a batch's records (ReadCaptureInBatches()), and a consumer on
+  // another CPU reads them, so each line an event touches is a line moved between caches.
   LineType type = LineType::kHeader;
-  uint64_t line = 0;  // 1-based line number in the file (binary captures: record number)
-  // Events (`t`); on the header, its started_unix_ns.
-  int64_t t = 0;
-  uint32_t epoch = 0;
-  uint32_t thread = 0;
-  int64_t tid = 0;  // thread lines: the kernel thread id
-  uint64_t addr = 0;
-  uint64_t size = 0;
-  uint64_t ticket = 0;
-  uint64_t of = 0;
-  uint32_t layer = 0;
-  uint32_t scope = 0;
-  uint32_t outer = 0;
-  uint32_t site = 0;
-  uint32_t label = 0;
   // Census: the entry's signed change when has_delta (the line's `delta`); otherwise
   // `bytes`, its new value, as captures written before census changes were deltas hold
   // it. A reader adds a change to the entry and puts a value in its place.
   bool has_delta = false;
+  bool has_weight = false;  // the line carried a `weight` (every allocation of a sampled capture)
+  uint32_t epoch = 0;
+  uint64_t line = 0;  // 1-based line number in the file (binary captures: record number)
+  // Events (`t`); on the header, its started_unix_ns.
+  int64_t t = 0;
+  uint32_t thread = 0;
+  uint32_t layer = 0;
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  uint64_t ticket = 0;
+  uint64_t of = 0;
+  uint32_t scope = 0;
+  uint32_t outer = 0;
+  uint32_t site = 0;
+  uint32_t label = 0;
   int64_t delta = 0;
   int64_t bytes = 0;
   int64_t mono_ns = 0;  // scope and interval events: the thread's steady clock
   uint32_t category = 0;  // interval events
   // Tables and header.
   uint32_t id = 0;
+  // Sampled captures: how many allocations like this one the sample stands for (1 when
+  // the capture is not sampled).
+  double weight = 1.0;
+  int64_t tid = 0;  // thread lines: the kernel thread id
+  // The rest: tables, the header and the trailer.
   uint32_t parent = 0;
   std::string name;
   std::string path;
@@ -120,10 +128,6 @@ struct CaptureRecord {
   uint64_t end = 0;
   uint64_t offset = 0;
   std::string build_id;
-  // Sampled captures: how many allocations like this one the sample stands for (1 when
-  // the capture is not sampled).
-  double weight = 1.0;
-  bool has_weight = false;  // the line carried a `weight` (every allocation of a sampled capture)
   // Trailer.
   bool complete = false;
   std::string raw;  // the whole line, for the header and the trailer
@@ -160,6 +164,7 @@ struct CaptureBatch {
   // capture). A binary event is decoded into its slot, writing only the fields events
   // carry, so such a slot is cleared first.
   std::vector<bool> whole;
+  size_t whole_slots = 0;  // how many of `whole` are true
   size_t size = 0;
   CaptureReadStats read;  // the stats as of the batch's last record
 };

@@ -119,7 +119,7 @@ void BinaryEncoder::Event(const CaptureEvent& e) {
   Staged(p);
 }
 
-bool sinks_internal::BinaryFieldReader::VarintSlow(uint64_t* out) {
+bool sinks_internal::BinaryFieldReaderBase::VarintSlow(uint64_t* out) {
   uint64_t v = 0;
   for (int shift = 0; shift < 70; shift += 7) {
     if (p_ == end_) {
@@ -137,11 +137,11 @@ bool sinks_internal::BinaryFieldReader::VarintSlow(uint64_t* out) {
   return Fail("a varint is longer than 10 bytes");
 }
 
-bool sinks_internal::BinaryFieldReader::OutOfRange(const char* field, uint64_t v) {
+bool sinks_internal::BinaryFieldReaderBase::OutOfRange(const char* field, uint64_t v) {
   return Fail(absl::StrCat("field '", field, "' is out of range (", v, ")"));
 }
 
-bool sinks_internal::BinaryFieldReader::Fail(std::string what) {
+bool sinks_internal::BinaryFieldReaderBase::Fail(std::string what) {
   *error_ = std::move(what);
   failed_ = true;
   return false;

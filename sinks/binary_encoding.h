@@ -341,52 +341,20 @@ struct BinaryRecord {
   uint32_t epoch = 0;
 };
 
+// The most bytes any record's fields other than a JSON payload take, even malformed: a
+// tag, at most 7 varints (a weighted alloc's) of at most 10 bytes, and a fixed 8-byte
+// weight. A reader given at least this many bytes cannot run out inside those fields.
+inline constexpr size_t kBinaryMaxFieldBytes = 1 + 7 * 10 + 8;
+
 namespace sinks_internal {
 
 // Reads a binary record field by field from [p, end) (BinaryDecoder::Next()); writes the
-// first problem to `*error`.
-class BinaryFieldReader {
+// first problem to `*error`. The parts out of the hot path, shared by both readers below.
+class BinaryFieldReaderBase {
  public:
-  BinaryFieldReader(const uint8_t* p, const uint8_t* end, std::string* error)
+  BinaryFieldReaderBase(const uint8_t* p, const uint8_t* end, std::string* error)
       : p_(p), end_(end), error_(error) {}
 
-  // Most fields are one or two bytes: those cases are inline, the rest in VarintSlow().
-  bool Varint(uint64_t* out) {
-    if (__builtin_expect(p_ != end_ && *p_ < 0x80, 1)) {
-      *out = *p_++;
-      return true;
-    }
-    if (end_ - p_ >= 2 && p_[1] < 0x80) {
-      *out = (p_[0] & 0x7fu) | (uint64_t{p_[1]} << 7);
-      p_ += 2;
-      return true;
-    }
-    return VarintSlow(out);
-  }
-  bool U32(const char* field, uint32_t* out) {
-    uint64_t v;
-    if (!Varint(&v)) return false;
-    if (__builtin_expect(v > 0xffffffffu, 0)) return OutOfRange(field, v);
-    *out = static_cast<uint32_t>(v);
-    return true;
-  }
-  bool Delta(uint64_t base, uint64_t* out) {
-    uint64_t v;
-    if (!Varint(&v)) return false;
-    *out = base + UnZigZag(v);
-    return true;
-  }
-  bool Fixed64(uint64_t* out) {
-    if (end_ - p_ < 8) {
-      need_more_ = true;
-      return false;
-    }
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= uint64_t{p_[i]} << (8 * i);
-    p_ += 8;
-    *out = v;
-    return true;
-  }
   __attribute__((noinline)) bool Fail(std::string what);
 
   const uint8_t* position() const { return p_; }
@@ -397,7 +365,16 @@ class BinaryFieldReader {
   // BinaryEncoder::ZigZag() undone.
   static uint64_t UnZigZag(uint64_t v) { return (v >> 1) ^ (0 - (v & 1)); }
 
- private:
+ protected:
+  // The 8 bytes at `p`, little-endian.
+  static uint64_t Load64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof(v));
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+    return v;
+  }
+
+  // A varint byte by byte, each checked against end_: any length, and the errors.
   __attribute__((noinline)) bool VarintSlow(uint64_t* out);
   __attribute__((noinline)) bool OutOfRange(const char* field, uint64_t v);
 
@@ -407,6 +384,114 @@ class BinaryFieldReader {
   bool need_more_ = false;
   bool failed_ = false;
 };
+
+// kRoomy: [p, end) holds at least kBinaryMaxFieldBytes (BinaryDecoder::NextRoomy()), so
+// a field is read with no check against `end`, a varint of up to 8 bytes as one word.
+template <bool kRoomy>
+class BinaryFieldReader : public BinaryFieldReaderBase {
+ public:
+  using BinaryFieldReaderBase::BinaryFieldReaderBase;
+
+  // Most fields are one or two bytes: those cases are inline first. Checked, the rest
+  // are read in VarintSlow(); roomy, a varint of up to 8 bytes is read from one 8-byte
+  // load, its length from the first byte whose high bit is clear.
+  __attribute__((always_inline)) bool Varint(uint64_t* out) {
+    if constexpr (kRoomy) {
+      if (__builtin_expect(*p_ < 0x80, 1)) {
+        *out = *p_++;
+        return true;
+      }
+      if (p_[1] < 0x80) {
+        *out = (p_[0] & 0x7fu) | (uint64_t{p_[1]} << 7);
+        p_ += 2;
+        return true;
+      }
+      const uint64_t word = Load64(p_);
+      const uint64_t last = ~word & 0x8080808080808080ull;  // each byte that ends a varint
+      if (__builtin_expect(last == 0, 0)) return VarintSlow(out);  // 9 or 10 bytes
+      const int bits = __builtin_ctzll(last) + 1;  // 8 times the varint's length
+      uint64_t v = (word << (64 - bits) >> (64 - bits)) & 0x7f7f7f7f7f7f7f7full;
+      // The 7-bit groups side by side: in pairs, in fours, then all eight.
+      v = (v & 0x007f007f007f007full) | ((v & 0x7f007f007f007f00ull) >> 1);
+      v = (v & 0x00003fff00003fffull) | ((v & 0x3fff00003fff0000ull) >> 2);
+      v = (v & 0x000000000fffffffull) | ((v & 0x0fffffff00000000ull) >> 4);
+      p_ += bits / 8;
+      *out = v;
+      return true;
+    } else {
+      if (__builtin_expect(p_ != end_ && *p_ < 0x80, 1)) {
+        *out = *p_++;
+        return true;
+      }
+      if (end_ - p_ >= 2 && p_[1] < 0x80) {
+        *out = (p_[0] & 0x7fu) | (uint64_t{p_[1]} << 7);
+        p_ += 2;
+        return true;
+      }
+      return VarintSlow(out);
+    }
+  }
+  __attribute__((always_inline)) bool U32(const char* field, uint32_t* out) {
+    uint64_t v;
+    if (!Varint(&v)) return false;
+    if (__builtin_expect(v > 0xffffffffu, 0)) return OutOfRange(field, v);
+    *out = static_cast<uint32_t>(v);
+    return true;
+  }
+  __attribute__((always_inline)) bool Delta(uint64_t base, uint64_t* out) {
+    uint64_t v;
+    if (!Varint(&v)) return false;
+    *out = base + UnZigZag(v);
+    return true;
+  }
+  bool Fixed64(uint64_t* out) {
+    if (!kRoomy && end_ - p_ < 8) {
+      need_more_ = true;
+      return false;
+    }
+    *out = Load64(p_);
+    p_ += 8;
+    return true;
+  }
+};
+
+}  // namespace sinks_internal
+
+namespace sinks_internal {
+
+// What an event record's tag says (BinaryDecoder::Next()): since == 0 for a tag that is
+// no event's.
+struct BinaryEventTag {
+  uint8_t since = 0;  // the first encoding version that has the tag
+  CaptureEventType type = CaptureEventType::kAlloc;
+  bool full = false;  // thread and layer (and scope) written, not the context's
+  bool weighted = false;
+  bool census_delta = false;
+};
+
+// Every tag byte's BinaryEventTag. Bit 0x80 is a weight on an allocation, a change on a
+// census record (version 3). Version 2's short records are an alloc, free, remap or
+// remap_target whose thread and layer (and scope) are the context's (BinaryEventContext).
+inline constexpr std::array<BinaryEventTag, 256> kBinaryEventTags = [] {
+  static_assert(kBinaryWeightFlag == kBinaryCensusDeltaFlag);
+  std::array<BinaryEventTag, 256> tags{};
+  for (int tag = 0; tag < 256; ++tag) {
+    const bool flagged = (tag & kBinaryWeightFlag) != 0;
+    const int base = tag & ~kBinaryWeightFlag;
+    const bool full = base < kBinaryShortTagBase;
+    const int first = full ? kBinaryEventTagBase : kBinaryShortTagBase;
+    if (base < first || base >= first + kCaptureEventTypes) continue;
+    const auto type = static_cast<CaptureEventType>(base - first);
+    const bool release = type == CaptureEventType::kFree || type == CaptureEventType::kRemap;
+    if (!full && !IsAllocation(type) && !release) continue;
+    const bool census_delta = flagged && full && type == CaptureEventType::kCensus;
+    const bool weighted = flagged && !census_delta;
+    if (weighted && !IsAllocation(type)) continue;
+    tags[tag] = {static_cast<uint8_t>(census_delta ? 3 : full ? 1 : 2), type, full, weighted,
+                 census_delta};
+  }
+  return tags;
+}();
 
 }  // namespace sinks_internal
 
@@ -440,9 +525,25 @@ class BinaryDecoder {
   template <typename Event>
   __attribute__((always_inline)) Result Next(std::string_view in, size_t* used,
                                              BinaryRecord* out, Event* event,
-                                             std::string* error);
+                                             std::string* error) {
+    return Decode<false>(in, used, out, event, error);
+  }
+  // Next(), for `in` of at least kBinaryMaxFieldBytes: the same records and errors, its
+  // fields read with no check against the end of `in` (BinaryFieldReader<true>). Never
+  // kNeedMore but for a JSON payload that goes on past `in`.
+  template <typename Event>
+  __attribute__((always_inline)) Result NextRoomy(std::string_view in, size_t* used,
+                                                  BinaryRecord* out, Event* event,
+                                                  std::string* error) {
+    return Decode<true>(in, used, out, event, error);
+  }
 
  private:
+  template <bool kRoomy, typename Event>
+  __attribute__((always_inline)) Result Decode(std::string_view in, size_t* used,
+                                               BinaryRecord* out, Event* event,
+                                               std::string* error);
+
   // The messages of the errors Next() finds, out of its way.
   __attribute__((noinline, cold)) static std::string PayloadError(uint64_t length);
   __attribute__((noinline, cold)) std::string TagError(uint8_t tag) const;
@@ -460,15 +561,15 @@ class BinaryDecoder {
 inline void ResetDecodedEvent(CaptureEvent& e) { e = CaptureEvent{}; }
 inline void SetDecodedType(CaptureEvent& e, CaptureEventType type) { e.type = type; }
 
-template <typename Event>
-inline BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* used,
-                                                 BinaryRecord* out, Event* event,
-                                                 std::string* error) {
+template <bool kRoomy, typename Event>
+inline BinaryDecoder::Result BinaryDecoder::Decode(std::string_view in, size_t* used,
+                                                   BinaryRecord* out, Event* event,
+                                                   std::string* error) {
   const auto* begin = reinterpret_cast<const uint8_t*>(in.data());
   const uint8_t* const end = begin + in.size();
   if (begin == end) return Result::kNeedMore;
   const uint8_t tag = *begin;
-  sinks_internal::BinaryFieldReader r(begin + 1, end, error);
+  sinks_internal::BinaryFieldReader<kRoomy> r(begin + 1, end, error);
   // Each branch commits the decoder's state only once the record is whole (an event's
   // fields go straight to `*event`, which a record cut short may leave half written).
   auto finish = [&](bool ok) {
@@ -479,56 +580,52 @@ inline BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* us
     return r.failed() ? Result::kError : Result::kNeedMore;
   };
   out->json = std::string_view();
-  if (tag == kBinaryTagJson ||
-      (tag >= kBinarySkippableFirst && tag <= kBinarySkippableLast)) {
-    uint64_t length = 0;
-    if (!r.Varint(&length)) return finish(false);
-    if (length > kBinaryMaxPayload) {
-      *error = PayloadError(length);
-      return Result::kError;
+  const sinks_internal::BinaryEventTag kind = sinks_internal::kBinaryEventTags[tag];
+  // Events first: all but a few records are.
+  if (__builtin_expect(kind.since == 0, 0)) {
+    if (tag == kBinaryTagJson ||
+        (tag >= kBinarySkippableFirst && tag <= kBinarySkippableLast)) {
+      uint64_t length = 0;
+      if (!r.Varint(&length)) return finish(false);
+      if (length > kBinaryMaxPayload) {
+        *error = PayloadError(length);
+        return Result::kError;
+      }
+      const auto available = static_cast<uint64_t>(end - r.position());
+      if (length > available) return Result::kNeedMore;
+      out->kind =
+          tag == kBinaryTagJson ? BinaryRecord::Kind::kJson : BinaryRecord::Kind::kSkipped;
+      out->json = std::string_view(reinterpret_cast<const char*>(r.position()), length);
+      out->t = t_;
+      out->epoch = epoch_;
+      *used = static_cast<size_t>(r.position() - begin) + length;
+      return Result::kRecord;
     }
-    const auto available = static_cast<uint64_t>(end - r.position());
-    if (length > available) return Result::kNeedMore;
-    out->kind = tag == kBinaryTagJson ? BinaryRecord::Kind::kJson : BinaryRecord::Kind::kSkipped;
-    out->json = std::string_view(reinterpret_cast<const char*>(r.position()), length);
-    out->t = t_;
-    out->epoch = epoch_;
-    *used = static_cast<size_t>(r.position() - begin) + length;
-    return Result::kRecord;
-  }
-  if (tag == kBinaryTagEpoch) {
-    uint32_t epoch = 0;
-    uint64_t t = 0;
-    if (!r.U32("epoch", &epoch) || !r.Delta(static_cast<uint64_t>(t_), &t)) {
-      return finish(false);
+    if (tag == kBinaryTagEpoch) {
+      uint32_t epoch = 0;
+      uint64_t t = 0;
+      if (!r.U32("epoch", &epoch) || !r.Delta(static_cast<uint64_t>(t_), &t)) {
+        return finish(false);
+      }
+      t_ = static_cast<int64_t>(t);
+      epoch_ = epoch;
+      out->kind = BinaryRecord::Kind::kEpoch;
+      out->t = t_;
+      out->epoch = epoch_;
+      return finish(true);
     }
-    t_ = static_cast<int64_t>(t);
-    epoch_ = epoch;
-    out->kind = BinaryRecord::Kind::kEpoch;
-    out->t = t_;
-    out->epoch = epoch_;
-    return finish(true);
-  }
-  // Bit 0x80: a weight on an allocation, a change on a census record (version 3).
-  static_assert(kBinaryWeightFlag == kBinaryCensusDeltaFlag);
-  const bool flagged = (tag & kBinaryWeightFlag) != 0;
-  const uint8_t base = tag & static_cast<uint8_t>(~kBinaryWeightFlag);
-  // Version 2's short records: an alloc, free, remap or remap_target whose thread and
-  // layer (and scope) are the context's (BinaryEventContext).
-  const bool full = base < kBinaryShortTagBase;
-  const auto type = static_cast<CaptureEventType>(
-      base - (full ? kBinaryEventTagBase : kBinaryShortTagBase));
-  const bool release = type == CaptureEventType::kFree || type == CaptureEventType::kRemap;
-  const bool known =
-      full ? base >= kBinaryEventTagBase && base < kBinaryEventTagBase + kCaptureEventTypes
-           : version_ >= 2 && base < kBinaryShortTagBase + kCaptureEventTypes &&
-                 (IsAllocation(type) || release);
-  const bool census_delta = flagged && full && type == CaptureEventType::kCensus;
-  const bool weighted = flagged && !census_delta;
-  if (!known || (weighted && !IsAllocation(type)) || (census_delta && version_ < 3)) {
     *error = TagError(tag);
     return Result::kError;
   }
+  if (__builtin_expect(kind.since > version_, 0)) {
+    *error = TagError(tag);
+    return Result::kError;
+  }
+  const CaptureEventType type = kind.type;
+  const bool full = kind.full;
+  const bool weighted = kind.weighted;
+  const bool census_delta = kind.census_delta;
+  const bool release = type == CaptureEventType::kFree || type == CaptureEventType::kRemap;
   if (!full && !(IsAllocation(type) ? context_.scope_valid : context_.valid)) {
     *error = ShortFirstError(type, tag);
     return Result::kError;
@@ -621,7 +718,7 @@ inline BinaryDecoder::Result BinaryDecoder::Next(std::string_view in, size_t* us
       ok = r.U32("label", &e.label) && r.Varint(&bytes);
       e.has_delta = census_delta;
       (census_delta ? e.delta : e.bytes) =
-          static_cast<int64_t>(sinks_internal::BinaryFieldReader::UnZigZag(bytes));
+          static_cast<int64_t>(sinks_internal::BinaryFieldReaderBase::UnZigZag(bytes));
       break;
     }
     case CaptureEventType::kIntervalBegin:

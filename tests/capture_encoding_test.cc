@@ -8,12 +8,14 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/capture_reader.h"
 #include "analysis/capture_writer.h"
@@ -533,6 +535,187 @@ TEST(CaptureEncodingTest, VarintsAreLeb128AtEveryLength) {
       EXPECT_EQ(*p, 0xee) << "value " << v << ", byte " << (p - buffer);
     }
   }
+}
+
+// Every field of a decoded event, to compare two decodings or a decoding and its source.
+std::string EventFields(const CaptureEvent& e) {
+  return absl::StrCat(CaptureEventTypeName(e.type), " thread=", e.thread, " addr=", e.addr,
+                      " size=", e.size, " ticket=", e.ticket, " of=", e.of, " layer=", e.layer,
+                      " scope=", e.scope, " outer=", e.outer, " site=", e.site,
+                      " label=", e.label, " category=", e.category, " has_delta=", e.has_delta,
+                      " delta=", e.delta, " bytes=", e.bytes, " mono_ns=", e.mono_ns,
+                      " has_weight=", e.has_weight, " weight=", e.weight);
+}
+
+// A value of `bits` significant bits (0 to 64) at random, half of them at the edges of
+// its varint length: all ones, or the top bit alone.
+uint64_t ValueOfWidth(std::mt19937_64& rng, int bits) {
+  if (bits == 0) return 0;
+  const uint64_t top = uint64_t{1} << (bits - 1);
+  switch (rng() % 4) {
+    case 0: return top | (top - 1);
+    case 1: return top;
+    default: return top | (rng() & (top - 1));
+  }
+}
+
+// NextRoomy() reads a record's fields with no check against the end of its input, and a
+// varint of up to 8 bytes from one word. Events of every type with fields of every varint
+// length come back as the encoder was given them, by either way; and on any bytes at all,
+// both ways give the same result, length, event and error.
+TEST(CaptureEncodingTest, RoomyDecodingAgreesWithCheckedDecodingOnAnyBytes) {
+  std::mt19937_64 rng(20261207);
+  auto width = [&] { return ValueOfWidth(rng, static_cast<int>(rng() % 65)); };
+  auto width32 = [&] { return static_cast<uint32_t>(ValueOfWidth(rng, static_cast<int>(rng() % 33))); };
+  std::vector<CaptureEvent> events;
+  uint64_t tickets[3] = {0, 0, 0};
+  for (int i = 0; i < 20000; ++i) {
+    CaptureEvent e;
+    e.type = static_cast<CaptureEventType>(rng() % kCaptureEventTypes);
+    e.thread = static_cast<uint32_t>(rng() % 3);
+    // Short records need the thread's previous ticket plus one: most tickets are.
+    uint64_t& ticket = tickets[e.thread];
+    ticket = rng() % 4 != 0 ? ticket + 1 : width();
+    switch (e.type) {
+      case CaptureEventType::kAlloc:
+      case CaptureEventType::kRemapTarget:
+        e.addr = width();
+        e.size = width();
+        e.layer = static_cast<uint32_t>(rng() % 3);
+        e.scope = static_cast<uint32_t>(rng() % 3);
+        e.site = width32();
+        e.ticket = ticket;
+        if (rng() % 8 == 0) {
+          e.has_weight = true;
+          e.weight = 1.0 + static_cast<double>(rng() % 1000000) / 7.0;
+        }
+        break;
+      case CaptureEventType::kFree:
+      case CaptureEventType::kRemap:
+      case CaptureEventType::kResize:
+        e.addr = width();
+        if (e.type == CaptureEventType::kResize) e.size = width();
+        e.layer = static_cast<uint32_t>(rng() % 3);
+        e.ticket = ticket;
+        e.of = rng() % 2 == 0 ? 0 : width();
+        if (e.of == e.ticket) e.of = 0;  // "no ticket" (BinaryEncoder::OfDelta())
+        break;
+      case CaptureEventType::kArenaReset:
+        e.layer = width32();
+        break;
+      case CaptureEventType::kScopeEnter:
+      case CaptureEventType::kScopeExit:
+        e.scope = width32();
+        e.outer = width32();
+        e.mono_ns = static_cast<int64_t>(width());
+        break;
+      case CaptureEventType::kCensus:
+        e.label = width32();
+        e.has_delta = rng() % 2 == 0;
+        (e.has_delta ? e.delta : e.bytes) = static_cast<int64_t>(width());
+        break;
+      case CaptureEventType::kIntervalBegin:
+      case CaptureEventType::kIntervalEnd:
+        e.category = width32();
+        e.mono_ns = static_cast<int64_t>(width());
+        break;
+    }
+    events.push_back(e);
+  }
+  std::string bytes;
+  BinaryEncoder encoder(&bytes);
+  encoder.Magic();
+  for (const CaptureEvent& e : events) encoder.Event(e);
+  encoder.Flush();
+  const std::string_view stream = std::string_view(bytes).substr(kBinaryMagicSize);
+  // Roomy: the same stream with room after its last record (bytes no record reads).
+  const std::string padded = std::string(stream) + std::string(kBinaryMaxFieldBytes, '\xff');
+
+  BinaryDecoder checked_decoder;
+  BinaryDecoder roomy_decoder;
+  size_t checked_at = 0;
+  size_t roomy_at = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    size_t checked_used = 0;
+    size_t roomy_used = 0;
+    BinaryRecord checked;
+    BinaryRecord roomy;
+    std::string error;
+    ASSERT_EQ(checked_decoder.Next(stream.substr(checked_at), &checked_used, &checked, &error),
+              BinaryDecoder::Result::kRecord) << "event " << i << ": " << error;
+    ASSERT_EQ(roomy_decoder.NextRoomy(std::string_view(padded).substr(roomy_at), &roomy_used,
+                                      &roomy, &roomy.event, &error),
+              BinaryDecoder::Result::kRecord) << "event " << i << ": " << error;
+    ASSERT_EQ(checked_used, roomy_used) << "event " << i;
+    checked_at += checked_used;
+    roomy_at += roomy_used;
+    ASSERT_EQ(EventFields(checked.event), EventFields(events[i])) << "event " << i;
+    ASSERT_EQ(EventFields(roomy.event), EventFields(events[i])) << "event " << i;
+  }
+  EXPECT_EQ(checked_at, stream.size());
+
+  // Any bytes: a tag (an event's, mostly) and fields of random bytes, many with the high
+  // bit set (long, overlong and overflowing varints), after a whole alloc that gives
+  // short records their context.
+  std::string prime;
+  BinaryEncoder prime_encoder(&prime);
+  prime_encoder.Magic();
+  prime_encoder.Event(events[0].type == CaptureEventType::kAlloc ? events[0] : [] {
+    CaptureEvent e;
+    e.addr = 0x1000;
+    e.size = 16;
+    e.ticket = 1;
+    return e;
+  }());
+  prime_encoder.Flush();
+  const std::string_view prime_record = std::string_view(prime).substr(kBinaryMagicSize);
+  int records = 0;
+  int errors = 0;
+  for (int trial = 0; trial < 200000; ++trial) {
+    std::string in(kBinaryMaxFieldBytes + rng() % 16, '\0');
+    const uint64_t high = rng() % 4;  // how often a byte has its high bit: 0 to 3 in 4
+    for (char& c : in) {
+      c = static_cast<char>((rng() % 4 < high ? 0x80 : 0) | (rng() & 0x7f));
+    }
+    in[0] = static_cast<char>(rng() % 4 != 0 ? kBinaryEventTagBase + rng() % 0x20 +
+                                                   (rng() % 2 != 0 ? kBinaryWeightFlag : 0)
+                                             : rng() % 256);
+    BinaryDecoder checked_decoder2;
+    BinaryDecoder roomy_decoder2;
+    for (BinaryDecoder* d : {&checked_decoder2, &roomy_decoder2}) {
+      size_t used = 0;
+      BinaryRecord r;
+      std::string error;
+      ASSERT_EQ(d->Next(prime_record, &used, &r, &error), BinaryDecoder::Result::kRecord);
+    }
+    size_t checked_used = 0;
+    size_t roomy_used = 0;
+    BinaryRecord checked;
+    BinaryRecord roomy;
+    std::string checked_error;
+    std::string roomy_error;
+    const BinaryDecoder::Result c =
+        checked_decoder2.Next(in, &checked_used, &checked, &checked_error);
+    const BinaryDecoder::Result r =
+        roomy_decoder2.NextRoomy(in, &roomy_used, &roomy, &roomy.event, &roomy_error);
+    ASSERT_EQ(c, r) << "bytes " << absl::CEscape(in) << ": " << checked_error << " / "
+                    << roomy_error;
+    ASSERT_EQ(checked_error, roomy_error) << "bytes " << absl::CEscape(in);
+    if (c != BinaryDecoder::Result::kRecord) {
+      errors += c == BinaryDecoder::Result::kError;
+      continue;
+    }
+    ++records;
+    ASSERT_EQ(checked_used, roomy_used) << "bytes " << absl::CEscape(in);
+    ASSERT_EQ(checked.kind, roomy.kind) << "bytes " << absl::CEscape(in);
+    if (checked.kind == BinaryRecord::Kind::kEvent) {
+      ASSERT_EQ(EventFields(checked.event), EventFields(roomy.event))
+          << "bytes " << absl::CEscape(in);
+    }
+  }
+  // Both kinds of outcome were tried, many times each.
+  EXPECT_GT(records, 10000);
+  EXPECT_GT(errors, 10000);
 }
 
 TEST(CaptureEncodingTest, ShortRecordsAreErrorsWhereTheyCannotBe) {

@@ -51,6 +51,25 @@ void ExpectClearErrors(const std::vector<Malformed>& cases, const std::string& n
   }
 }
 
+// A binary event decoded into a batch's record writes the fields events carry, and the
+// consumer on the other thread reads them: they lie in the record's first two cache
+// lines (capture_reader.h), which a record starts (alignas(64)).
+TEST(CaptureReaderTest, AnEventsFieldsLieInItsRecordsFirstTwoCacheLines) {
+  EXPECT_EQ(alignof(CaptureRecord), 64u);
+  CaptureRecord r;
+  const auto* base = reinterpret_cast<const char*>(&r);
+  auto within = [&](const auto& field) {
+    const auto* at = reinterpret_cast<const char*>(&field);
+    return at >= base && at + sizeof(field) <= base + 128;
+  };
+  EXPECT_TRUE(within(r.type) && within(r.line) && within(r.t) && within(r.epoch) &&
+              within(r.thread) && within(r.addr) && within(r.size) && within(r.ticket) &&
+              within(r.of) && within(r.layer) && within(r.scope) && within(r.outer) &&
+              within(r.site) && within(r.label) && within(r.category) &&
+              within(r.has_delta) && within(r.delta) && within(r.bytes) &&
+              within(r.mono_ns) && within(r.has_weight) && within(r.weight));
+}
+
 TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
   const std::string header = "{\"type\":\"header\",\"schema_version\":1}\n";
   const std::vector<Malformed> cases = {
