@@ -4,13 +4,19 @@
 
 namespace memtrace {
 
-CaptureName SplitCaptureName(const std::string& path) {
+size_t ExtensionDot(const std::string& path) {
   const size_t slash = path.rfind('/');
   const size_t name_at = slash == std::string::npos ? 0 : slash + 1;
-  // The last extension of `p`, a prefix of `path`: after the last '.' of its file name.
-  auto extension = [&](const std::string& p) {
-    const size_t dot = p.rfind('.');
-    return dot == std::string::npos || dot <= name_at ? std::string() : p.substr(dot + 1);
+  const size_t dot = path.rfind('.');
+  return dot == std::string::npos || dot <= name_at ? std::string::npos : dot;
+}
+
+CaptureName SplitCaptureName(const std::string& path) {
+  // The last extension of `p`, a prefix of `path` (so its file name begins where
+  // path's does).
+  auto extension = [](const std::string& p) {
+    const size_t dot = ExtensionDot(p);
+    return dot == std::string::npos ? std::string() : p.substr(dot + 1);
   };
   CaptureName name;
   name.stem = path;

@@ -5,14 +5,20 @@
 // CaptureWriter::Open()): ".mtb" binary, ".jsonl" or none JSONL, then ".zst" compressed.
 // `memtrace run` and `memtrace convert` refuse names that promise other bytes.
 //
-// Thread safety: a pure function.
+// Thread safety: pure functions.
 
 #ifndef MEMTRACE_ANALYSIS_CAPTURE_NAME_H_
 #define MEMTRACE_ANALYSIS_CAPTURE_NAME_H_
 
+#include <cstddef>
 #include <string>
 
 namespace memtrace {
+
+// Where the last extension of `path`'s file name begins: the index of its '.', or npos
+// when the file name has none. A file name's leading dot is part of its name (".hidden"
+// has no extension), and a directory's dots are not the file's.
+size_t ExtensionDot(const std::string& path);
 
 // The extension of `path`'s file name that says what a capture's bytes are, a ".zst"
 // after it (compression) set aside: "mtb" (binary), "jsonl" or "" (none: JSONL), or

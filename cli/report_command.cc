@@ -10,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/capture_name.h"
 #include "cli/command_line.h"
 #include "report/html_report.h"
 
@@ -115,8 +116,7 @@ int ReportCommand(int argc, char** argv) {
                       "where to? give the output page: memtrace report CAPTURE -o REPORT.html");
   }
   // The page is HTML: a name that promises other bytes (".pdf", ".json") is refused.
-  const size_t name_at = output.rfind('/') == std::string::npos ? 0 : output.rfind('/') + 1;
-  if (const size_t dot = output.rfind('.'); dot != std::string::npos && dot > name_at) {
+  if (const size_t dot = ExtensionDot(output); dot != std::string::npos) {
     const std::string ext = absl::AsciiStrToLower(output.substr(dot + 1));
     if (ext != "html" && ext != "htm") {
       return UsageError("report", absl::StrCat("the report is an HTML page, not '.", ext,
