@@ -5,6 +5,10 @@
 // the same records, field by field; `memtrace convert`'s writer turns either into the
 // other, JSONL -> binary -> JSONL byte for byte.
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -544,7 +548,8 @@ std::string EventFields(const CaptureEvent& e) {
                       " scope=", e.scope, " outer=", e.outer, " site=", e.site,
                       " label=", e.label, " category=", e.category, " has_delta=", e.has_delta,
                       " delta=", e.delta, " bytes=", e.bytes, " mono_ns=", e.mono_ns,
-                      " has_weight=", e.has_weight, " weight=", e.weight);
+                      " has_weight=", e.has_weight,
+                      " weight bits=", absl::Hex(std::bit_cast<uint64_t>(e.weight)));
 }
 
 // A value of `bits` significant bits (0 to 64) at random, half of them at the edges of
@@ -708,6 +713,9 @@ TEST(CaptureEncodingTest, RoomyDecodingAgreesWithCheckedDecodingOnAnyBytes) {
     ++records;
     ASSERT_EQ(checked_used, roomy_used) << "bytes " << absl::CEscape(in);
     ASSERT_EQ(checked.kind, roomy.kind) << "bytes " << absl::CEscape(in);
+    ASSERT_EQ(checked.t, roomy.t) << "bytes " << absl::CEscape(in);
+    ASSERT_EQ(checked.epoch, roomy.epoch) << "bytes " << absl::CEscape(in);
+    ASSERT_EQ(checked.json, roomy.json) << "bytes " << absl::CEscape(in);
     if (checked.kind == BinaryRecord::Kind::kEvent) {
       ASSERT_EQ(EventFields(checked.event), EventFields(roomy.event))
           << "bytes " << absl::CEscape(in);
@@ -716,6 +724,94 @@ TEST(CaptureEncodingTest, RoomyDecodingAgreesWithCheckedDecodingOnAnyBytes) {
   // Both kinds of outcome were tried, many times each.
   EXPECT_GT(records, 10000);
   EXPECT_GT(errors, 10000);
+}
+
+// The longest record's fields take kBinaryMaxFieldBytes: a weighted alloc or remap_target
+// of seven overlong ten-byte varints and its weight, read by both ways from exactly that
+// many bytes before a page no one may read (a read past them faults). And every tag byte
+// means, in each encoding version, what the format says (docs/capture-format.md): the
+// table that decodes tags against the test's own reading of those rules.
+TEST(CaptureEncodingTest, TheLongestRecordEndsWithinTheRoomAndEveryTagMeansWhatTheFormatSays) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* map = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  ASSERT_EQ(mprotect(static_cast<char*>(map) + page, page, PROT_NONE), 0);
+  char* const room = static_cast<char*>(map) + page - kBinaryMaxFieldBytes;
+  for (const uint8_t tag : {uint8_t{0x90}, uint8_t{0x94}}) {  // weighted alloc, remap_target
+    std::string record(1, static_cast<char>(tag));
+    for (int field = 0; field < 7; ++field) {  // thread ... ticket, each 0 in ten bytes
+      record += std::string(9, '\x80') + std::string(1, '\0');
+    }
+    const double weight = 3.0;
+    record += std::string(reinterpret_cast<const char*>(&weight), sizeof(weight));
+    ASSERT_EQ(record.size(), kBinaryMaxFieldBytes);
+    std::memcpy(room, record.data(), record.size());
+    const std::string_view in(room, kBinaryMaxFieldBytes);
+    for (const bool roomy : {false, true}) {
+      BinaryDecoder decoder;
+      BinaryRecord out;
+      size_t used = 0;
+      std::string error;
+      const BinaryDecoder::Result r =
+          roomy ? decoder.NextRoomy(in, &used, &out, &out.event, &error)
+                : decoder.Next(in, &used, &out, &error);
+      ASSERT_EQ(r, BinaryDecoder::Result::kRecord) << "tag " << int{tag} << ": " << error;
+      EXPECT_EQ(used, kBinaryMaxFieldBytes);
+      EXPECT_EQ(out.event.weight, 3.0);
+    }
+  }
+  munmap(map, 2 * page);
+
+  // The format's event tags: 0x10 + type, whole; 0x20 + type, short (version 2 on), for
+  // alloc, free, remap and remap_target only; bit 0x80 on an alloc or a remap_target (a
+  // weight, either form), or on a whole census record (a change, version 3 on).
+  auto known = [](int tag, int version) {
+    const bool flag = (tag & 0x80) != 0;
+    const int base = tag & 0x7f;
+    if (base >= 0x10 && base < 0x10 + kCaptureEventTypes) {
+      const auto type = static_cast<CaptureEventType>(base - 0x10);
+      if (!flag) return true;
+      if (type == CaptureEventType::kCensus) return version >= 3;
+      return IsAllocation(type);
+    }
+    if (base >= 0x20 && base < 0x20 + kCaptureEventTypes && version >= 2) {
+      const auto type = static_cast<CaptureEventType>(base - 0x20);
+      const bool release = type == CaptureEventType::kFree || type == CaptureEventType::kRemap;
+      return flag ? IsAllocation(type) : IsAllocation(type) || release;
+    }
+    return false;
+  };
+  std::string prime;
+  BinaryEncoder encoder(&prime);
+  encoder.Magic();
+  CaptureEvent first;  // a whole alloc: the context short records need
+  first.addr = 0x1000;
+  first.size = 16;
+  first.ticket = 1;
+  encoder.Event(first);
+  encoder.Flush();
+  for (int version = 1; version <= 3; ++version) {
+    for (int tag = 0; tag < 256; ++tag) {
+      if (tag == kBinaryTagJson || tag == kBinaryTagEpoch ||
+          (tag >= kBinarySkippableFirst && tag <= kBinarySkippableLast)) {
+        continue;  // not events
+      }
+      BinaryDecoder decoder(version);
+      BinaryRecord out;
+      size_t used = 0;
+      std::string error;
+      ASSERT_EQ(decoder.Next(std::string_view(prime).substr(kBinaryMagicSize), &used, &out,
+                             &error),
+                BinaryDecoder::Result::kRecord) << error;
+      std::string record(kBinaryMaxFieldBytes, '\0');
+      record[0] = static_cast<char>(tag);
+      error.clear();
+      decoder.NextRoomy(record, &used, &out, &out.event, &error);
+      EXPECT_EQ(error.find("unknown record tag") == std::string::npos, known(tag, version))
+          << "tag " << tag << ", version " << version << ": " << error;
+    }
+  }
 }
 
 TEST(CaptureEncodingTest, ShortRecordsAreErrorsWhereTheyCannotBe) {
