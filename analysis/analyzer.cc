@@ -380,9 +380,18 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
     case LineType::kModule:
       main_.summary.modules.push_back(rec);
       break;
-    case LineType::kThread:
-      main_.summary.kernel_threads.push_back({rec.thread, rec.tid, rec.name});
+    case LineType::kThread: {
+      // The line again for the ring's thread (the same tid): its new name.
+      std::vector<CaptureSummary::KernelThread>& threads = main_.summary.kernel_threads;
+      auto holder = std::find_if(threads.rbegin(), threads.rend(),
+                                 [&](const auto& k) { return k.thread == rec.thread; });
+      if (holder != threads.rend() && holder->tid == rec.tid) {
+        holder->name = rec.name;
+      } else {
+        threads.push_back({rec.thread, rec.tid, rec.name});
+      }
       break;
+    }
     case LineType::kAlloc: {
       if (rec.weight != 1.0) main_.summary.sampled = true;
       const uint64_t size = Scaled(rec.size, rec.weight);

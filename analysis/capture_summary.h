@@ -176,7 +176,7 @@ struct CaptureSummary {
   struct KernelThread {
     uint32_t thread = 0;  // the events' "thread" (the ring)
     int64_t tid = 0;
-    std::string name;     // its name when it took the ring
+    std::string name;     // its last name in the capture (a line again for a renamed thread)
   };
   std::vector<KernelThread> kernel_threads;
   // Scope id -> the event index (1-based) at which its live bytes first reached their

@@ -195,9 +195,13 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
           if (const int64_t before = track(rec.thread).tid; before != rec.tid) {
             close_all(before, last_ts);
           }
-          track_of[rec.thread] =
-              Track{rec.tid, rec.name.empty() ? absl::StrCat("tid ", rec.tid)
+          Track& t = track_of[rec.thread];
+          t = Track{rec.tid, rec.name.empty() ? absl::StrCat("tid ", rec.tid)
                                               : absl::StrCat(rec.name, " (tid ", rec.tid, ")")};
+          // The line again for the same thread is its new name, which its track takes.
+          if (auto named = track_names.find(rec.tid); named != track_names.end()) {
+            named->second = t.name;
+          }
         }
         if (rec.type == LineType::kScopeEnter || rec.type == LineType::kScopeExit) {
           // Not before time zero (a scope entered before the sink opened).

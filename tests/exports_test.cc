@@ -10,12 +10,16 @@
 #include <zlib.h>
 
 #include <cstddef>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "analysis/analyzer.h"
 #include "gtest/gtest.h"
 #include "memtrace/markers.h"
 #include "tests/inline_frames.h"
@@ -464,6 +468,48 @@ TEST(ExportsTest, PprofLeaderIsTheFunctionTheSiteIsNamedAfter) {
       *AllocatorFunctions::Parse("memtrace_exports_test::ReserveI*");
   const std::string own_site = SiteLabel(symbolizer, reserved, reserve_too);
   EXPECT_EQ(own_site.substr(0, kLoadLevel.size() + 2), kLoadLevel + " (") << own_site;
+}
+
+// A thread line again for the thread that has the ring (the same tid) is its new name:
+// the summary lists that thread once, with it, and its perfetto track is named after it.
+// A line for another tid on the same ring is another thread.
+TEST(ExportsTest, AThreadNamedAgainKeepsItsLastNameAndItsTrack) {
+  const std::string text =
+      "{\"type\":\"header\",\"schema_version\":1}\n"
+      "{\"type\":\"layer\",\"id\":0,\"name\":\"heap\"}\n"
+      "{\"type\":\"scope\",\"id\":1,\"parent\":0,\"name\":\"load\",\"path\":\"load\"}\n"
+      "{\"type\":\"thread\",\"thread\":1,\"tid\":100,\"name\":\"early\"}\n"
+      "{\"type\":\"scope_enter\",\"t\":1,\"thread\":1,\"scope\":1,\"outer\":0,\"mono_ns\":10}\n"
+      "{\"type\":\"thread\",\"thread\":2,\"tid\":200,\"name\":\"other\"}\n"
+      "{\"type\":\"thread\",\"thread\":1,\"tid\":100,\"name\":\"late\"}\n"
+      "{\"type\":\"scope_exit\",\"t\":1,\"thread\":1,\"scope\":1,\"outer\":0,\"mono_ns\":20}\n"
+      "{\"type\":\"thread\",\"thread\":1,\"tid\":300,\"name\":\"next\"}\n"
+      "{\"type\":\"scope_enter\",\"t\":2,\"thread\":1,\"scope\":1,\"outer\":0,\"mono_ns\":30}\n"
+      "{\"type\":\"scope_exit\",\"t\":2,\"thread\":1,\"scope\":1,\"outer\":0,\"mono_ns\":40}\n";
+  const auto summary = Analyzer::SummarizeText(text, "renamed.jsonl");
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  std::vector<std::string> threads;
+  for (const CaptureSummary::KernelThread& k : summary->kernel_threads) {
+    threads.push_back(absl::StrCat(k.thread, "/", k.tid, "/", k.name));
+  }
+  EXPECT_EQ(threads, (std::vector<std::string>{"1/100/late", "2/200/other", "1/300/next"}));
+
+  const std::string path = std::string(getenv("TEST_TMPDIR")) + "/renamed.jsonl";
+  {
+    std::ofstream out(path);
+    out << text;
+  }
+  Symbolizer symbolizer;
+  const auto trace = PerfettoTrace(path, *summary, symbolizer);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  auto named = [&](int tid, const std::string& name) {
+    return trace->find(absl::StrCat("\"name\":\"thread_name\",\"pid\":", summary->pid,
+                                    ",\"tid\":", tid, ",\"ts\":0,\"args\":{\"name\":\"",
+                                    name, "\"}")) != std::string::npos;
+  };
+  EXPECT_TRUE(named(100, "late (tid 100)")) << *trace;
+  EXPECT_FALSE(named(100, "early (tid 100)")) << *trace;
+  EXPECT_TRUE(named(300, "next (tid 300)")) << *trace;
 }
 
 TEST(ExportsTest, PprofIsGzip) {

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,12 +57,18 @@ std::string TempPath(const std::string& name) {
   return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
 }
 
+// A tracer of `config`, started, its records going to `sink`.
+std::unique_ptr<Tracer> StartedInto(JsonlSink* sink, const Config& config = Config{}) {
+  std::unique_ptr<Tracer> tracer = Tracer::Create(config).value();
+  EXPECT_TRUE(tracer->recorder().SetObserver(sink).ok());
+  EXPECT_TRUE(tracer->Start().ok());
+  return tracer;
+}
+
 TEST(JsonlSinkTest, CaptureHasHeaderTablesEventsAndTrailer) {
   const std::string path = TempPath("capture.jsonl");
   auto sink = JsonlSink::Open(path).value();
-  auto tracer = Tracer::Create(Config{}).value();
-  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
-  ASSERT_TRUE(tracer->Start().ok());
+  auto tracer = StartedInto(sink.get());
   MallocAllocator heap;
   TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
   static const ScopeName kWork("jsonl_work");
@@ -165,9 +172,7 @@ TEST(JsonlSinkTest, ASinkDestroyedWhileItsTracerRecordsIsDetachedFirst) {
 TEST(JsonlSinkTest, FinishWhileTheTracerRecordsMarksTheCapturePartialAndSaysSo) {
   const std::string path = TempPath("early_finish.jsonl");
   auto sink = JsonlSink::Open(path).value();
-  auto tracer = Tracer::Create(Config{}).value();
-  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
-  ASSERT_TRUE(tracer->Start().ok());
+  auto tracer = StartedInto(sink.get());
   MallocAllocator heap;
   TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
   for (int i = 0; i < 100; ++i) traced.Free(AsMemory(traced.Alloc(64, 16, 0), 64), 16, 0);
@@ -212,9 +217,7 @@ TEST(JsonlSinkTest, StacksArriveWithTheirAllocationsAndModulesAreListed) {
   auto sink = JsonlSink::Open(path, options).value();
   Config config;
   config.request_site_capacity_max = 4;
-  auto tracer = Tracer::Create(config).value();
-  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
-  ASSERT_TRUE(tracer->Start().ok());
+  auto tracer = StartedInto(sink.get(), config);
   // Synthetic stacks of depths 1, 2, 5, 16 and 3, each frame unique to its stack.
   const std::vector<uint32_t> depths = {1, 2, 5, 16, 3};
   std::vector<std::vector<uint64_t>> stacks;
@@ -299,9 +302,7 @@ TEST(JsonlSinkTest, StacksArriveWithTheirAllocationsAndModulesAreListed) {
 TEST(JsonlSinkTest, EveryThreadIsNamedWithItsKernelIdBeforeItsEvents) {
   const std::string path = TempPath("threads.jsonl");
   auto sink = JsonlSink::Open(path).value();
-  auto tracer = Tracer::Create(Config{}).value();
-  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
-  ASSERT_TRUE(tracer->Start().ok());
+  auto tracer = StartedInto(sink.get());
   constexpr int kRounds = 3;  // one thread at a time: each takes the ring the last left
   constexpr int kPerThread = 100;
   std::map<uint64_t, int64_t> tid_of_block;  // block address -> the thread that made it
@@ -353,6 +354,60 @@ TEST(JsonlSinkTest, EveryThreadIsNamedWithItsKernelIdBeforeItsEvents) {
   EXPECT_EQ(sink->stats().event_lines, static_cast<uint64_t>(kRounds * kPerThread));
 }
 
+// A thread renamed after it took its ring is named again: at its exit hook when it exits
+// before the capture ends, at the capture's end when it is still running (renamed there
+// by another thread). A thread never renamed has its one line.
+TEST(JsonlSinkTest, AThreadRenamedAfterItTookItsRingIsNamedAgain) {
+  const std::string path = TempPath("renamed.jsonl");
+  auto sink = JsonlSink::Open(path).value();
+  auto tracer = StartedInto(sink.get());
+  auto alloc = [&](uint64_t addr) {
+    ASSERT_EQ(tracer->recorder().RecordAlloc(layers::kCpuHeap, addr, 8, 0),
+              RecordResult::kRecorded);
+  };
+  std::map<int64_t, std::vector<std::string>> want;  // tid -> its names, in order
+  int64_t tid = 0;
+  std::thread exits([&] {  // renames itself, allocates again, and exits
+    tid = static_cast<int64_t>(syscall(SYS_gettid));
+    pthread_setname_np(pthread_self(), "exits-early");
+    alloc(0x1000);
+    pthread_setname_np(pthread_self(), "exits-late");
+    alloc(0x2000);
+  });
+  exits.join();
+  want[tid] = {"exits-early", "exits-late"};
+  std::thread same([&] {  // never renamed
+    tid = static_cast<int64_t>(syscall(SYS_gettid));
+    pthread_setname_np(pthread_self(), "same");
+    alloc(0x3000);
+  });
+  same.join();
+  want[tid] = {"same"};
+  std::atomic<int> stage{0};
+  std::thread runs([&] {  // renamed by the test's thread, and still running at the end
+    tid = static_cast<int64_t>(syscall(SYS_gettid));
+    pthread_setname_np(pthread_self(), "runs-early");
+    alloc(0x4000);
+    stage.store(1);
+    while (stage.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (stage.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(pthread_setname_np(runs.native_handle(), "runs-late"), 0);
+  want[tid] = {"runs-early", "runs-late"};
+  ASSERT_TRUE(tracer->Stop().ok());
+  stage.store(2);
+  runs.join();
+  ASSERT_TRUE(sink->Finish(tracer->TakeSnapshot()).ok()) << sink->status();
+
+  std::map<int64_t, std::vector<std::string>> got;
+  const absl::Status read = ReadCapture(path, [&](const CaptureRecord& r) {
+    if (r.type == LineType::kThread && want.count(r.tid) != 0) got[r.tid].push_back(r.name);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_EQ(got, want);
+}
+
 // More sites than the writer's recent-site cache holds (jsonl_sink.h), interleaved: every
 // allocation still names its own site.
 TEST(JsonlSinkTest, ManyInterleavedSitesKeepTheirIds) {
@@ -363,9 +418,7 @@ TEST(JsonlSinkTest, ManyInterleavedSitesKeepTheirIds) {
   // the default second, and this test is about site ids, not about the wait.
   Config config;
   config.overflow_wait = absl::Seconds(10);
-  auto tracer = Tracer::Create(config).value();
-  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
-  ASSERT_TRUE(tracer->Start().ok());
+  auto tracer = StartedInto(sink.get(), config);
   constexpr uint64_t kSites = 3000;
   constexpr uint64_t kAllocs = 30000;
   auto site_of = [](uint64_t i) { return 0x500000 + ((i * 7919) % kSites) * 16; };
@@ -469,9 +522,7 @@ TEST(JsonlSinkTest, DirectoryRemovedMidRunIsReportedAndTracingGoesOn) {
   std::filesystem::remove_all(dir);
   ASSERT_TRUE(std::filesystem::create_directories(dir));
   auto sink = JsonlSink::Open((dir / "capture.jsonl").string()).value();
-  auto tracer = Tracer::Create(Config{}).value();
-  ASSERT_TRUE(tracer->recorder().SetObserver(sink.get()).ok());
-  ASSERT_TRUE(tracer->Start().ok());
+  auto tracer = StartedInto(sink.get());
   MallocAllocator heap;
   TracingAllocator traced(tracer.get(), &heap, layers::kCpuHeap);
   auto churn = [&](int n) {

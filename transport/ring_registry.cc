@@ -24,9 +24,9 @@ struct ControlQueues {
 
 namespace {
 
-// The notice of `ring`'s acquisition by the calling thread.
-RingRegistry::Notice Registration(SpscRing* ring) noexcept {
-  RingRegistry::Notice n{ring, RingRegistry::Change::kRegistered};
+// A notice of `change` to `ring` by the calling thread, with its kernel id and name.
+RingRegistry::Notice NoticeOf(SpscRing* ring, RingRegistry::Change change) noexcept {
+  RingRegistry::Notice n{ring, change};
   n.tid = static_cast<int32_t>(syscall(SYS_gettid));
   if (prctl(PR_GET_NAME, n.name) != 0) n.name[0] = '\0';
   n.name[sizeof(n.name) - 1] = '\0';
@@ -63,7 +63,7 @@ SpscRing* RingRegistry::AcquireRing() noexcept {
     ring = SpscRing::Create(id, capacity_log2_, stamp_log2_);
     if (ring == nullptr) return nullptr;
     CountAcquisition(ring);  // before the notice: see first_ring_id()
-    if (!queues_->notices.enqueue(Registration(ring))) {
+    if (!queues_->notices.enqueue(NoticeOf(ring, Change::kRegistered))) {
       SpscRing::Destroy(ring);
       return nullptr;
     }
@@ -71,7 +71,7 @@ SpscRing* RingRegistry::AcquireRing() noexcept {
   }
   // A reused ring: already in by_id_; its positions continue from its last drain.
   CountAcquisition(ring);
-  if (!queues_->notices.enqueue(Registration(ring))) {
+  if (!queues_->notices.enqueue(NoticeOf(ring, Change::kRegistered))) {
     queues_->free_rings.enqueue(ring);
     return nullptr;
   }
@@ -95,14 +95,16 @@ void RingRegistry::Retire(SpscRing* ring) noexcept {
   if (ring == nullptr) return;
   // If the queue cannot grow (out of memory), spin until it can: a retirement must not be
   // lost, or the ring would never be reclaimed. enqueue only fails when malloc fails.
-  while (!queues_->notices.enqueue(Notice{ring, Change::kRetired})) {
+  const Notice notice = NoticeOf(ring, Change::kRetired);
+  while (!queues_->notices.enqueue(notice)) {
   }
 }
 
 void RingRegistry::Orphan(SpscRing* ring) noexcept {
   if (ring == nullptr) return;
   // As Retire(): the notice must not be lost, or the ring would never be reclaimed.
-  while (!queues_->notices.enqueue(Notice{ring, Change::kOrphaned})) {
+  const Notice notice = NoticeOf(ring, Change::kOrphaned);
+  while (!queues_->notices.enqueue(notice)) {
   }
 }
 

@@ -53,9 +53,10 @@ class RingRegistry {
   struct Notice {
     SpscRing* ring;
     Change change;
-    // kRegistered: the acquiring thread's kernel id (gettid()) and its name then
-    // (prctl(PR_GET_NAME), NUL-terminated), which the drainer hands to the observers
-    // (EventObserver::OnThreadStart()).
+    // The calling thread's kernel id (gettid()) and its name then (prctl(PR_GET_NAME),
+    // NUL-terminated). kRegistered: the drainer hands them to the observers
+    // (EventObserver::OnThreadStart()); kRetired, kOrphaned: the name at the thread's exit
+    // hook, handed on again when it differs (a thread renamed after it took the ring).
     int32_t tid = 0;
     char name[16] = {};
   };
@@ -76,7 +77,7 @@ class RingRegistry {
   SpscRing* AcquireRing() noexcept;
 
   // The calling thread will never produce into `ring` again. The drainer reads what is
-  // left, then reclaims it.
+  // left, then reclaims it. Two system calls (the thread's id and name, see Notice).
   void Retire(SpscRing* ring) noexcept;
   // The calling thread is exiting past its exit hook and keeps `ring` for what it still
   // records; the drainer retires it once the thread is gone (Change::kOrphaned).

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -295,6 +296,7 @@ void Drainer::BeginEpoch(bool final_round, bool flush, uint64_t* records) {
     std::lock_guard<std::mutex> lock(state_mu_);
     PollRegistry();
   }
+  if (final_round) NoteLiveThreadNames();  // reads /proc: not under the lock
   AnnounceThreads();
   // Records being written are waited for without the lock: a thread that stopped in the
   // middle of one holds up this round for a bounded time, and no reader, snapshot or
@@ -529,6 +531,7 @@ void Drainer::PollRegistry() {
       cursor_of_ring_[id] = static_cast<int32_t>(cursors_.size());
       cursors_.push_back(Cursor{n.ring, start, start, false, false});
       cursors_.back().tid = n.tid;
+      std::memcpy(cursors_.back().name, n.name, sizeof(n.name));
       // The first ring the recorder handed out is always the first cursor, applied first
       // in every epoch: its thread records without tickets while it is alone
       // (Recorder::SoleRing()), and another ring's release of its blocks relies on this
@@ -546,8 +549,37 @@ void Drainer::PollRegistry() {
       } else {
         c.orphaned = true;
       }
+      if (n.tid == c.tid) NoteThreadName(c, n.name);  // its name at its exit hook
     }
   });
+}
+
+void Drainer::NoteThreadName(Cursor& c, const char* name) {
+  if (name[0] == '\0' || strncmp(name, c.name, sizeof(c.name)) == 0) return;
+  std::memcpy(c.name, name, sizeof(c.name));
+  c.name[sizeof(c.name) - 1] = '\0';
+  if (observer() == nullptr) return;
+  RingRegistry::Notice renamed{c.ring, RingRegistry::Change::kRegistered, c.tid};
+  std::memcpy(renamed.name, c.name, sizeof(c.name));
+  thread_starts_.push_back(renamed);
+}
+
+void Drainer::NoteLiveThreadNames() {
+  char path[64];
+  char name[sizeof(Cursor::name)];
+  for (Cursor& c : cursors_) {
+    if (c.retired || c.orphaned || c.tid <= 0) continue;
+    // The kernel's name of a thread of this process, with a newline; gone once it exited.
+    snprintf(path, sizeof(path), "/proc/self/task/%d/comm", c.tid);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t n = read(fd, name, sizeof(name) - 1);
+    close(fd);
+    if (n <= 0) continue;
+    name[n] = '\0';
+    if (char* newline = strchr(name, '\n')) *newline = '\0';
+    NoteThreadName(c, name);
+  }
 }
 
 uint64_t Drainer::AwaitClaims(Cursor& c, bool final_round, ClaimWaits* waits) {

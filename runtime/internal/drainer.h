@@ -229,6 +229,8 @@ class Drainer {
     // retired once the thread (kernel id `tid`, from its registration) is gone.
     bool orphaned = false;
     int32_t tid = 0;
+    // The name the observer was last given for the ring's thread (OnThreadStart()).
+    char name[16] = {};
     // Between a kRemap and its kRemapTarget (the next record of this ring, perhaps in the
     // next epoch): the moved block's scope and site (`moved`). With appliers (parallel_),
     // also the batch and slot of the kRemap, `moved` being filled once that batch is
@@ -267,7 +269,14 @@ class Drainer {
   // Whether this round may close its epoch without the heavy fence (drainer.h, step 1).
   bool SkipHeavyFence(bool final_round, bool flush) const noexcept;
   void PollRegistry();
-  // Hands the threads PollRegistry() saw take a ring to the observer (OnThreadStart()).
+  // A ring's thread has the name `name` now: when it is not the name the observer was
+  // given, the thread is announced again with it (AnnounceThreads()).
+  void NoteThreadName(Cursor& c, const char* name);
+  // The final round: each thread that still has its ring, named as the kernel names it
+  // now (a thread named after it took its ring, by itself or by another thread).
+  void NoteLiveThreadNames();
+  // Hands the threads PollRegistry() saw take a ring, or change their name, to the
+  // observer (OnThreadStart()).
   void AnnounceThreads();
   // Returns how many records the ring holds for this round, after waiting for records
   // being written to be published. Without the state lock, and bounded: a thread stopped
@@ -384,7 +393,8 @@ class Drainer {
   int64_t open_epoch_started_ns_ = 0;
   // kRegistered notices polled, against RingRegistry::acquisitions().
   uint64_t registrations_seen_ = 0;
-  // Of those, the ones not yet announced to the observer (AnnounceThreads()).
+  // Of those, and of the names that changed (NoteThreadName()), the ones not yet announced
+  // to the observer (AnnounceThreads()).
   std::vector<RingRegistry::Notice> thread_starts_;
   // The epoch the last round closed without the heavy fence, or 0 (never an epoch) when
   // it fenced.
