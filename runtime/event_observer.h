@@ -80,7 +80,9 @@ class EventObserver {
   // "thread"): the ring's records from now on are that thread's, kernel thread id `tid`,
   // named `name` when it took the ring. Called before any of them, and after every
   // record of the thread that had the ring before (a ring is reused once its thread has
-  // exited and its records are applied).
+  // exited and its records are applied). Called again with the same `tid` when the
+  // thread's name changed (seen at its exit hook, or at the final epoch while it runs),
+  // possibly after its last record.
   virtual void OnThreadStart(uint32_t thread, int32_t tid, const char* name) noexcept {
     (void)thread;
     (void)tid;

@@ -204,7 +204,7 @@ ObservedBatch JsonlSink::TakeSpare() {
 
 void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
                         std::span<const ObservedEvent> events) noexcept {
-  if (events.empty()) return;
+  if (events.empty()) return EnqueueThreadsAlone(epoch, epoch_start_unix_ns);
   if (CountedPastLimit(events.size())) {
     thread_starts_.clear();  // no line is written past the limit: nothing would take them
     return;
@@ -219,7 +219,7 @@ void JsonlSink::OnEpoch(uint32_t epoch, int64_t epoch_start_unix_ns,
 
 void JsonlSink::OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
                                ObservedBatch& events) noexcept {
-  if (events.empty()) return;
+  if (events.empty()) return EnqueueThreadsAlone(epoch, epoch_start_unix_ns);
   if (CountedPastLimit(events.size())) {
     thread_starts_.clear();  // as in OnEpoch()
     return;
@@ -246,6 +246,17 @@ void JsonlSink::OnThreadStart(uint32_t thread, int32_t tid, const char* name) no
   Event e{static_cast<uint64_t>(static_cast<uint32_t>(tid)),
           Event::PackKindSize(EventKind::kThreadStart, 0, 0), words[0], words[1]};
   thread_starts_.push_back(ObservedEvent{e, Ticket::Make(thread, 0)});
+}
+
+void JsonlSink::EnqueueThreadsAlone(uint32_t epoch, int64_t epoch_start_unix_ns) noexcept {
+  if (thread_starts_.empty()) return;
+  if (CountedPastLimit(0)) {
+    thread_starts_.clear();  // as in OnEpoch()
+    return;
+  }
+  ObservedBatch none = TakeSpare();
+  none.clear();
+  Enqueue(epoch, epoch_start_unix_ns, std::move(none));
 }
 
 bool JsonlSink::CountedPastLimit(size_t n) noexcept {

@@ -151,7 +151,8 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
                std::span<const ObservedEvent> events) noexcept override;
   void OnEpochRecords(uint32_t epoch, int64_t epoch_start_unix_ns,
                       ObservedBatch& events) noexcept override;
-  // Written as a "thread" line before the thread's first event (docs/capture-format.md).
+  // Written as a "thread" line before the thread's first event, or in the next batch for
+  // a thread named again (docs/capture-format.md).
   void OnThreadStart(uint32_t thread, int32_t tid, const char* name) noexcept override;
   // Kept for the trailer's "timeline" (docs/capture-format.md): every sample until
   // kMaxTimelineSamples are kept, then every other one of those and of the later ones, and
@@ -209,6 +210,9 @@ class alignas(kCacheLineSize) JsonlSink final : public EventObserver {
   // Past the size limit (max_bytes): counts `n` records there and says so, and the
   // epoch goes no further. False without a limit, or before it is reached.
   bool CountedPastLimit(size_t n) noexcept;
+  // An epoch (or slice) without records: the thread lines waiting, if any, go out alone
+  // (a thread renamed after its records were written has no record to go before).
+  void EnqueueThreadsAlone(uint32_t epoch, int64_t epoch_start_unix_ns) noexcept;
   // Queues an epoch's records for the writer, waiting or dropping as the options say,
   // after the threads that took a ring since the last batch (thread_starts_).
   void Enqueue(uint32_t epoch, int64_t epoch_start_unix_ns,

@@ -367,14 +367,17 @@ TEST(JsonlSinkTest, AThreadRenamedAfterItTookItsRingIsNamedAgain) {
   };
   std::map<int64_t, std::vector<std::string>> want;  // tid -> its names, in order
   int64_t tid = 0;
-  std::thread exits([&] {  // renames itself, allocates again, and exits
+  // Each rename comes after the thread's records were written (Flush()): its line has
+  // no record of its own to go before, in an epoch that may have none at all.
+  std::thread exits([&] {  // renames itself and exits
     tid = static_cast<int64_t>(syscall(SYS_gettid));
     pthread_setname_np(pthread_self(), "exits-early");
     alloc(0x1000);
+    ASSERT_TRUE(tracer->recorder().Flush().ok());
     pthread_setname_np(pthread_self(), "exits-late");
-    alloc(0x2000);
   });
   exits.join();
+  ASSERT_TRUE(tracer->recorder().Flush().ok());
   want[tid] = {"exits-early", "exits-late"};
   std::thread same([&] {  // never renamed
     tid = static_cast<int64_t>(syscall(SYS_gettid));
@@ -392,6 +395,7 @@ TEST(JsonlSinkTest, AThreadRenamedAfterItTookItsRingIsNamedAgain) {
     while (stage.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
   while (stage.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(tracer->recorder().Flush().ok());
   ASSERT_EQ(pthread_setname_np(runs.native_handle(), "runs-late"), 0);
   want[tid] = {"runs-early", "runs-late"};
   ASSERT_TRUE(tracer->Stop().ok());
