@@ -63,7 +63,8 @@ CaptureSummary Analyzer::FinishFile(const std::string& path, const CaptureReadSt
   summary.being_written = !summary.has_trailer && CaptureBeingWritten(path);
   // Also without a trailer read: a flipped byte may make a record run past the end, and
   // the file read as cut off before the trailer that is there.
-  summary.checksum_differs = MatchesTrailerChecksum(path) == false;
+  summary.checksum_differs =
+      (checksum_.valid() ? checksum_.get() : MatchesTrailerChecksum(path)) == false;
   return summary;
 }
 
@@ -352,6 +353,7 @@ void Analyzer::ReserveForPeak(const std::string& path) {
 absl::Status Analyzer::ApplyFile(const std::string& path, CaptureReadStats* stats,
                                  const Progress& progress, const AfterRecord& after) {
   if (events_seen_ == 0 && live_blocks_ == 0) ReserveForPeak(path);
+  if (!checksum_.valid()) checksum_ = MatchTrailerChecksumAside(path);  // for FinishFile()
   return ExplainReadError(path, ReadCaptureBatches(
                                     path,
                                     [&](std::span<const CaptureRecord> batch,

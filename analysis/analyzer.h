@@ -55,6 +55,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -505,6 +506,9 @@ class Analyzer {
   uint64_t next_id_ = 1;          // Note::id
 
   std::unique_ptr<MomentLogs> moments_;  // SummarizeWithPeaks() only
+  // ApplyFile()'s file checked against its trailer's checksum beside the replay, for
+  // FinishFile().
+  std::future<std::optional<bool>> checksum_;
 
   // How far ahead ApplyBatch() asks for an event's ledger slot: from
   // kReplayTablesFromBlocks live blocks on, or once the tables were sized for that many

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "analysis/trailer.h"
@@ -167,6 +168,16 @@ std::optional<bool> MatchesTrailerChecksum(const std::string& path) {
   const std::optional<uint32_t> crc = Crc32BeforeTrailer(path, ends);
   if (!crc) return std::nullopt;
   return *crc == *t->crc32;
+}
+
+std::future<std::optional<bool>> MatchTrailerChecksumAside(const std::string& path) {
+  try {
+    return std::async(std::launch::async, [path] { return MatchesTrailerChecksum(path); });
+  } catch (const std::system_error&) {
+    std::promise<std::optional<bool>> here;
+    here.set_value(MatchesTrailerChecksum(path));
+    return here.get_future();
+  }
 }
 
 absl::Status ExplainReadError(const std::string& path, absl::Status error) {

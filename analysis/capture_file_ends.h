@@ -15,6 +15,7 @@
 #define MEMTRACE_ANALYSIS_CAPTURE_FILE_ENDS_H_
 
 #include <cstdint>
+#include <future>
 #include <optional>
 #include <string>
 
@@ -49,6 +50,12 @@ std::optional<uint32_t> Crc32BeforeTrailer(const std::string& path, const Captur
 // be told (a compressed capture, whose zstd frame has a checksum of its own; no trailer at
 // the end, or one without "crc32", as captures written before it had; an unreadable file).
 std::optional<bool> MatchesTrailerChecksum(const std::string& path);
+
+// MatchesTrailerChecksum(path) on a thread of its own, started now: a replay reads the
+// file on one thread and applies it on another, at the pace of the slower, and the
+// checksum's own pass over the file runs beside them instead of after. Computed here,
+// the future ready at once, when no thread can be started.
+std::future<std::optional<bool>> MatchTrailerChecksumAside(const std::string& path);
 
 // `error`, from reading the capture at `path`, said as damage where the file's bytes differ
 // from its trailer's checksum (a flipped byte that no longer parses, or that made a record

@@ -3,6 +3,8 @@
 #include "analysis/capture_matcher.h"
 
 #include <algorithm>
+#include <future>
+#include <optional>
 #include <span>
 
 #include "absl/container/flat_hash_map.h"
@@ -47,7 +49,9 @@ class Matcher {
     }
   }
 
-  CaptureSummary Finish(const std::string& path, const CaptureReadStats& stats) {
+  // `checksum`: MatchesTrailerChecksum(path).
+  CaptureSummary Finish(const std::string& path, const CaptureReadStats& stats,
+                        std::optional<bool> checksum) {
     live_ -= std::min(live_, ledger_.SettleDisplaced());  // the last epoch ends
     summary_.events = stats.events;
     summary_.events_applied = events_seen_;
@@ -55,7 +59,7 @@ class Matcher {
     summary_.being_written = !summary_.has_trailer && CaptureBeingWritten(path);
     // Also without a trailer read: a flipped byte may make a record run past the end, and
     // the file read as cut off before the trailer that is there.
-    summary_.checksum_differs = MatchesTrailerChecksum(path) == false;
+    summary_.checksum_differs = checksum == false;
     summary_.totals = ledger_.totals();
     for (size_t layer = 0; layer < ledger_.layers().size(); ++layer) {
       if (ledger_.layers()[layer].allocated_count != 0) {
@@ -156,6 +160,7 @@ absl::StatusOr<CaptureSummary> MatchCapture(
     const std::string& path, const std::function<void(uint64_t bytes_read)>& progress) {
   Matcher matcher;
   matcher.Reserve(path);
+  std::future<std::optional<bool>> checksum = MatchTrailerChecksumAside(path);
   CaptureReadStats stats;
   const absl::Status s = ReadCaptureBatches(
       path,
@@ -166,7 +171,7 @@ absl::StatusOr<CaptureSummary> MatchCapture(
       },
       &stats);
   if (!s.ok()) return ExplainReadError(path, s);
-  return matcher.Finish(path, stats);
+  return matcher.Finish(path, stats, checksum.get());
 }
 
 }  // namespace memtrace
