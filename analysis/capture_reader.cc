@@ -58,6 +58,8 @@ using analysis_internal::kKnownCaptureSchema;
 // fields JsonlSinkOptions::header_fields adds. The bound is what keeps memory bounded on
 // input without newlines (/dev/zero through a pipe, a damaged file).
 constexpr uint64_t kMaxLineBytes = kBinaryMaxPayload;
+// The runtime's largest layer id (LayerId is a byte).
+constexpr uint32_t kMaxLayer = 0xff;
 
 // Shared by the file and text readers: takes records in order, checks the structure,
 // and hands each record to a callback or puts it in a batch (ReadCaptureInBatches()).
@@ -210,7 +212,7 @@ class StructureChecker {
     if (!taking_events_) return false;
     const size_t i = batch_->size;
     if (i + 1 >= batch_->records.size()) return false;
-    if (event.layer > 0xff || std::max(event.scope, event.outer) > ScopeTable::kMaxPaths) {
+    if (event.layer > kMaxLayer || std::max(event.scope, event.outer) > ScopeTable::kMaxPaths) {
       return false;  // DeliverAfterHeader() says which is out of range
     }
     event.line = ++line_;
@@ -250,9 +252,10 @@ class StructureChecker {
     // The runtime has 256 layers (LayerId) and numbers scopes densely up to
     // ScopeTable::kMaxPaths; a record beyond them was not written by it (and a replay
     // sizes its tables by these ids).
-    if (rec.layer > 0xff || (rec.type == LineType::kLayer && rec.id > 0xff)) {
+    if (rec.layer > kMaxLayer || (rec.type == LineType::kLayer && rec.id > kMaxLayer)) {
       return parser_.Error(line_, absl::StrCat("layer ", std::max(rec.layer, rec.id),
-                                               " is out of range: layers are 0 to 255"));
+                                               " is out of range: layers are 0 to ",
+                                               kMaxLayer));
     }
     // Two by two: std::max of a list went through memory, a stall every record.
     uint32_t scope = std::max(rec.scope, rec.outer);

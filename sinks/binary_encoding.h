@@ -455,10 +455,6 @@ class BinaryFieldReader : public BinaryFieldReaderBase {
   }
 };
 
-}  // namespace sinks_internal
-
-namespace sinks_internal {
-
 // What an event record's tag says (BinaryDecoder::Next()): since == 0 for a tag that is
 // no event's.
 struct BinaryEventTag {

@@ -102,9 +102,9 @@ void RingRegistry::Retire(SpscRing* ring) noexcept {
 
 void RingRegistry::Orphan(SpscRing* ring) noexcept {
   if (ring == nullptr) return;
-  // As Retire(): the notice must not be lost, or the ring would never be reclaimed.
-  const Notice notice = NoticeOf(ring, Change::kOrphaned);
-  while (!queues_->notices.enqueue(notice)) {
+  // As Retire(): the notice must not be lost, or the ring would never be reclaimed. No
+  // name: the thread took this ring just now, and its registration carries the name.
+  while (!queues_->notices.enqueue(Notice{ring, Change::kOrphaned})) {
   }
 }
 

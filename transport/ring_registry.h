@@ -55,8 +55,9 @@ class RingRegistry {
     Change change;
     // The calling thread's kernel id (gettid()) and its name then (prctl(PR_GET_NAME),
     // NUL-terminated). kRegistered: the drainer hands them to the observers
-    // (EventObserver::OnThreadStart()); kRetired, kOrphaned: the name at the thread's exit
-    // hook, handed on again when it differs (a thread renamed after it took the ring).
+    // (EventObserver::OnThreadStart()); kRetired: the name at the thread's exit hook,
+    // handed on again when it differs (a thread renamed after it took the ring).
+    // kOrphaned: none (0 and empty), as the thread took that ring at its exit.
     int32_t tid = 0;
     char name[16] = {};
   };

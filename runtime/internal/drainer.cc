@@ -549,7 +549,7 @@ void Drainer::PollRegistry() {
       } else {
         c.orphaned = true;
       }
-      if (n.tid == c.tid) NoteThreadName(c, n.name);  // its name at its exit hook
+      if (n.tid == c.tid) NoteThreadName(c, n.name);  // kRetired: its name at its exit hook
     }
   });
 }
