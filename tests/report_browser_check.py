@@ -11,6 +11,14 @@
       reads the page's <div id="selftest"> from chromium's --dump-dom and checks that it
       drew without script errors, both charts and the flame graph have a size, and it drew
       EXPECTED_SERIES series.
+  report_browser_check.py axes CAPTURE SUMMARY_JSON DOM_FILE [one|two]
+      checks the layer chart's axes: the resident set (the trailer's timeline) on a right
+      axis of its own, scaled to its high-water mark, when that is more than twice the
+      largest layer's or census entry's (from the summary and the trailer); otherwise one
+      axis for all. With one or two, the capture must call for that many axes.
+  report_browser_check.py rss-scaled CAPTURE FACTOR OUT
+      writes CAPTURE (JSON lines) to OUT with the trailer timeline's resident set
+      multiplied by FACTOR.
   report_browser_check.py png PNG WIDTH HEIGHT RGB_HEX [ABSENT_RGB_HEX]
       decodes a screenshot (PNG filters and all) and checks its size, that it is not one
       colour, and that RGB_HEX covers a visible area (the banner's background), and that
@@ -33,11 +41,7 @@ def fail(message):
 
 def expected(capture, summary_json):
     summary = json.load(open(summary_json))
-    trailer = None
-    with open(capture, "rb") as f:
-        for line in f:
-            if line.startswith(b'{"type":"trailer"'):
-                trailer = json.loads(line)
+    trailer = trailer_of(capture)
     census = len(trailer.get("census", [])) if trailer else 0
     scopes = len(summary["scopes"])
     drawn_scopes = min(scopes, 10) + (1 if scopes > 10 else 0)
@@ -50,6 +54,55 @@ def expected(capture, summary_json):
         if trailer.get("sink", {}).get("events_past_limit", 0) > 0:
             resident += 1  # the sampled live bytes, drawn past the size limit's cut
     print(1 + len(summary["layers"]) + drawn_scopes + min(census, 8) + resident)
+
+
+def trailer_of(capture):
+    trailer = None
+    with open(capture, "rb") as f:
+        for line in f:
+            if line.startswith(b'{"type":"trailer"'):
+                trailer = json.loads(line)
+    return trailer
+
+
+def axes(capture, summary_json, dom_file, want=None):
+    summary = json.load(open(summary_json))
+    trailer = trailer_of(capture)
+    timeline = trailer["timeline"]
+    rss = timeline["columns"].index("rss_bytes")
+    rss_max = max(row[rss] for row in timeline["rows"])
+    beside = [layer["usage"]["high_water_bytes"] for layer in summary["layers"]]
+    beside += [c["high_water_bytes"] for c in trailer.get("census", [])]
+    left_max = max([1] + beside)
+    chart = read_selftest(dom_file).get("layer_chart")
+    if chart is None:
+        fail("the page says nothing of the layer chart's axes")
+    two = rss_max > 2 * left_max
+    if want is not None and want != ("two" if two else "one"):
+        fail("the capture's RSS %d and other lines %d want %s axes, the test %s" %
+             (rss_max, left_max, "two" if two else "one", want))
+    if two:
+        if chart["right_max"] != rss_max or chart["left_max"] != left_max:
+            fail("RSS %d is more than twice the largest other line (%d): expected a right "
+                 "axis to %d and a left one to %d, the page drew %s" %
+                 (rss_max, left_max, rss_max, left_max, chart))
+    elif chart["right_max"] is not None or chart["left_max"] != max(left_max, rss_max):
+        fail("RSS %d is within twice the largest other line (%d): expected one axis to %d, "
+             "the page drew %s" % (rss_max, left_max, max(left_max, rss_max), chart))
+    print("axes ok: RSS %d, other lines %d, page %s" % (rss_max, left_max, chart))
+
+
+def rss_scaled(capture, factor, out):
+    with open(capture, "rb") as f, open(out, "wb") as o:
+        for line in f:
+            if line.startswith(b'{"type":"trailer"'):
+                trailer = json.loads(line)
+                timeline = trailer["timeline"]
+                rss = timeline["columns"].index("rss_bytes")
+                for row in timeline["rows"]:
+                    row[rss] = int(row[rss] * float(factor))
+                line = (json.dumps(trailer, separators=(",", ":")) + "\n").encode()
+            o.write(line)
 
 
 def read_selftest(dom_file):
@@ -163,7 +216,8 @@ def png(path, width, height, present, absent=None):
 
 
 if __name__ == "__main__":
-    commands = {"expected": expected, "selftest": selftest, "png": png}
+    commands = {"expected": expected, "selftest": selftest, "axes": axes,
+                "rss-scaled": rss_scaled, "png": png}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         fail("usage: see the docstring")
     commands[sys.argv[1]](*sys.argv[2:])

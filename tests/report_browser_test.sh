@@ -30,6 +30,22 @@ if grep -q "Uncaught" "$dir/chromium.err"; then
   fail "script errors in the console: $(grep Uncaught "$dir/chromium.err")"
 fi
 python3 "$check" selftest "$dir/game.dom" "$series" complete || exit 1
+# The resident set on the layer chart: on a right axis of its own where it dwarfs the
+# layers, on the one axis where it does not (the game loop's capture as it is, and with
+# its RSS scaled up and down to make sure of each).
+python3 "$check" axes "$dir/game.jsonl" "$dir/summary.json" "$dir/game.dom" || exit 1
+for case in "100 two" "0.01 one"; do
+  read -r factor want <<< "$case"
+  python3 "$check" rss-scaled "$dir/game.jsonl" "$factor" "$dir/rss_$want.jsonl" \
+    || fail "rss-scaled $factor"
+  "$memtrace" report "$dir/rss_$want.jsonl" -o "$dir/rss_$want.html" 2> "$dir/report.err" \
+    || fail "memtrace report (RSS times $factor) exited $?: $(cat "$dir/report.err")"
+  browse --window-size=1280,2000 --dump-dom "file://$dir/rss_$want.html" \
+    > "$dir/rss_$want.dom" 2> "$dir/chromium.err" \
+    || fail "chromium --dump-dom (RSS times $factor) exited $?"
+  python3 "$check" axes "$dir/rss_$want.jsonl" "$dir/summary.json" "$dir/rss_$want.dom" \
+    "$want" || exit 1
+done
 # The integrity details end with the CPU time of memtrace's own threads, from the trailer.
 grep -Eq "memtrace's own CPU: drainer [0-9.]+ [^ ,]+, writer [0-9.]+ [^ ]+ \(not counted" \
   "$dir/game.dom" || fail "no line on memtrace's own CPU in the integrity details"

@@ -12,7 +12,7 @@
     errors.push(String(e.message || e.error || "error") + (e.lineno ? " (line " + e.lineno + ")" : ""));
     writeSelftest();
   });
-  const drawn = { series: new Set(), charts: [], flame: null, tables: {}, table_pages: {}, functions: null, scope_chart: null };
+  const drawn = { series: new Set(), charts: [], layer_chart: null, flame: null, tables: {}, table_pages: {}, functions: null, scope_chart: null };
 
   // The SVG namespace, as the HTML parser assigns it: the page spells out no URL at all
   // (tests check that it holds none).
@@ -247,6 +247,9 @@
 
   // The two weights of the flame graph and the functions table.
   const kWeights = [["live", "bytes live at the peak"], ["alloc", "bytes allocated"]];
+  // The layer chart's resident set gets a right axis when its high-water mark exceeds this
+  // many times the largest other line's.
+  const kOwnAxisRatio = 2;
 
   // ---- axes ---------------------------------------------------------------------------
   function niceStep(range, target) {
@@ -298,7 +301,7 @@
     if (s.kind === "layer") return LAYER_COLORS[layerIndex(s) % LAYER_COLORS.length];
     if (s.kind === "census") return CENSUS_COLORS[censusIndex(s) % CENSUS_COLORS.length];
     if (s.kind === "other") return "#b8c0cc";
-    if (s.kind === "resident") return "#e8590c";
+    if (s.kind === "resident") return "#6c7a89";  // grey: no layer or census colour is
     if (s.kind === "sampled") return "#1d232b";
     return PALETTE[Math.max(0, s.stackPos) % PALETTE.length];
   }
@@ -320,10 +323,11 @@
   }
 
   function makeChart(container, opts) {
-    // opts: height, yMax, draw(g, X, Y), hover(x) -> {head, rows:[{name,color,value}]}
+    // opts: height, yMax, draw(g, X, Y, Y2), hover(x) -> {head, rows:[{name,color,value}]};
+    // y2Max and y2Label: a second byte axis on the right, for Y2.
     const width = Math.max(560, container.clientWidth || 1000);
     const height = opts.height;
-    const m = { l: 72, r: 16, t: 14, b: 34 };
+    const m = { l: 72, r: opts.y2Max ? 72 : 16, t: 14, b: 34 };
     const root = svg("svg", { viewBox: "0 0 " + width + " " + height, width: width, height: height, role: "img" });
     const xMax = xMaxOf(state.axis);
     const X = (x) => m.l + (width - m.l - m.r) * (x / xMax);
@@ -348,10 +352,26 @@
     const label = svg("text", { x: width - m.r, y: height - 4, "text-anchor": "end" });
     label.textContent = state.axis === "t" ? "time since the first event" : "event";
     axis.append(label);
+    let Y2 = null;
+    if (opts.y2Max) {
+      const y2Max = opts.y2Max * 1.08;
+      Y2 = (y) => m.t + (height - m.t - m.b) * (1 - y / y2Max);
+      for (const { v, label } of byteTicks(y2Max)) {
+        if (v > y2Max) continue;
+        axis.append(svg("line", { x1: width - m.r, x2: width - m.r + 4, y1: Y2(v), y2: Y2(v) }));
+        const t = svg("text", { x: width - m.r + 6, y: Y2(v) + 4, "text-anchor": "start" });
+        t.textContent = label;
+        axis.append(t);
+      }
+      axis.append(svg("line", { x1: width - m.r, x2: width - m.r, y1: m.t, y2: height - m.b }));
+      const name = svg("text", { x: width - 4, y: m.t - 2, "text-anchor": "end" });
+      name.textContent = opts.y2Label;
+      axis.append(name);
+    }
     root.append(grid, axis);
     const g = svg("g", {});
     root.append(g);
-    opts.draw(g, X, Y);
+    opts.draw(g, X, Y, Y2);
 
     const cursor = svg("line", { class: "cursor", y1: m.t, y2: height - m.b, visibility: "hidden" });
     root.append(cursor);
@@ -515,22 +535,38 @@
       const c2 = el("div", { class: "chart", id: "chart-layers" });
       body.append(c2);
       const shown = lines.filter((s) => !state.hidden.has(s.index));
-      const yMax = Math.max(1, ...shown.map((s) => s.hw[2]));
+      // The resident set takes an axis of its own on the right where it is more than
+      // kOwnAxisRatio times the largest line beside it (a small program's RSS is mostly
+      // code and libraries): on one axis it would flatten every layer near zero.
+      const onLeft = shown.filter((s) => s.kind !== "resident");
+      const rss = shown.filter((s) => s.kind === "resident");
+      const leftMax = Math.max(1, ...onLeft.map((s) => s.hw[2]));
+      const rssMax = Math.max(0, ...rss.map((s) => s.hw[2]));
       const yMin = Math.min(0, ...shown.map((s) => Math.min(0, ...s.v)));
+      // (Both axes start at zero: a census entry below it keeps one axis.)
+      const ownAxis = onLeft.length > 0 && yMin === 0 && rssMax > kOwnAxisRatio * leftMax;
+      const yMax = ownAxis ? leftMax : Math.max(leftMax, rssMax);
+      drawn.layer_chart = { left_max: yMax, right_max: ownAxis ? rssMax : null };
       makeChart(c2, {
         height: 260,
         yMax: yMax,
         yMin: yMin,
-        draw(g, X, Y) {
+        y2Max: ownAxis ? rssMax : 0,
+        y2Label: "RSS \u2192",
+        draw(g, X, Y, Y2) {
           const xEnd = xMaxOf(state.axis);
+          const yOf = (s) => (ownAxis && s.kind === "resident" ? Y2 : Y);
           for (const s of shown) {
-            const attrs = { d: stepPath(xsOf(s), s.v, X, Y, xEnd), fill: "none", stroke: colorOf(s), "stroke-width": 1.6, "data-series": s.index };
+            const attrs = { d: stepPath(xsOf(s), s.v, X, yOf(s), xEnd), fill: "none", stroke: colorOf(s), "stroke-width": 1.6, "data-series": s.index };
             if (s.kind === "census") attrs["stroke-dasharray"] = "5 3";
             if (s.kind === "resident" || s.kind === "sampled") attrs["stroke-dasharray"] = "2 2";
             g.append(svg("path", attrs));
             drawn.series.add(s.index);
           }
-          for (const s of shown) hwMarker(g, s, X, Y, colorOf(s), s.name + " " + fmtBytes(s.hw[2]));
+          for (const s of shown) {
+            const right = ownAxis && s.kind === "resident";
+            hwMarker(g, s, X, yOf(s), colorOf(s), s.name + " " + fmtBytes(s.hw[2]) + (right ? " (right axis)" : ""));
+          }
         },
         hover(x) {
           return { head: headAt(x), rows: lines.map((s) => ({ name: s.name, color: colorOf(s), value: fmtBytes(valueAt(s, x)) })) };
@@ -983,6 +1019,7 @@
       series_expected: tl.series.length,
       series_drawn: drawn.series.size,
       charts: drawn.charts,
+      layer_chart: drawn.layer_chart,
       flame: drawn.flame,
       tables: drawn.tables,
       table_pages: drawn.table_pages,
