@@ -113,4 +113,10 @@ void ReadCaptureHeader(const CaptureRecord& header, CaptureSummary* summary) {
   s.sampled = s.sample_interval_bytes > 0;
 }
 
+std::string VerdictWord(const CaptureSummary& s) {
+  if (s.checksum_differs) return "damaged";
+  if (!s.has_trailer) return s.being_written ? "running" : "truncated";
+  return s.trailer_complete ? "complete" : "partial";
+}
+
 }  // namespace memtrace

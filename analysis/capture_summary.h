@@ -205,6 +205,11 @@ struct CaptureSummary {
 // settings, where a forked child came from.
 void ReadCaptureHeader(const CaptureRecord& header, CaptureSummary* summary);
 
+// One word for the state of the capture `s` was read from, the first that holds: damaged
+// (checksum_differs), running (being_written), truncated (no trailer), complete (the
+// trailer's own verdict) or partial. Every reader's JSON and the report say it so.
+std::string VerdictWord(const CaptureSummary& s);
+
 }  // namespace memtrace
 
 #endif  // MEMTRACE_ANALYSIS_CAPTURE_SUMMARY_H_

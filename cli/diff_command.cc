@@ -38,7 +38,6 @@ using cli_internal::SiteNamer;
 using cli_internal::PrintSampledNote;
 using cli_internal::PrintSnapshotNote;
 using cli_internal::Verdict;
-using cli_internal::VerdictWord;
 
 const CommandSpec kDiffSpec = {
     "diff", "memtrace diff [flags] BEFORE AFTER | memtrace diff --from=P --to=P CAPTURE",

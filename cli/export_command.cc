@@ -111,7 +111,7 @@ int ExportCommand(int argc, char** argv) {
   }
   // The formats have no place a viewer shows for it (perfetto's otherData holds
   // "complete"): said here, beside the file.
-  if (const std::string word = cli_internal::VerdictWord(*s); word != "complete") {
+  if (const std::string word = VerdictWord(*s); word != "complete") {
     fprintf(stderr, "memtrace export: note: the capture is %s: the export holds what it recorded "
             "(%s); `memtrace verify` says more\n",
             word.c_str(), cli_internal::Verdict(*s).c_str());

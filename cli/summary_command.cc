@@ -69,7 +69,6 @@ using cli_internal::PrintTimelineNote;
 using cli_internal::PrintUntracedForksNote;
 using cli_internal::ScopeName;
 using cli_internal::Verdict;
-using cli_internal::VerdictWord;
 
 const CommandSpec kSummarySpec = {
     "summary", "memtrace summary [flags] CAPTURE | memtrace summary [flags] CAPTURE CAPTURE...",

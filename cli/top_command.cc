@@ -48,7 +48,6 @@ using cli_internal::ScopeName;
 using cli_internal::SharedSymbolizers;
 using cli_internal::SiteNamer;
 using cli_internal::Verdict;
-using cli_internal::VerdictWord;
 
 const CommandSpec kTopSpec = {
     "top", "memtrace top [flags] CAPTURE | memtrace top [flags] CAPTURE CAPTURE...",

@@ -332,10 +332,6 @@ std::string JsonFlame(const CaptureSummary& s, const CaptureTables& tables,
                       ",\"names\":", JsonArray(names.names(), JsonQuote), "}");
 }
 
-const char* VerdictOf(const CaptureSummary& s) {
-  return !s.has_trailer ? "truncated" : (s.trailer_complete ? "complete" : "partial");
-}
-
 // The stacks under a call-site row that adds up several (SiteGroup::stacks), for the page
 // to unfold: each stack's frames, innermost first, as indices into one table of frame
 // names (function (file:line)), and its own counts. At most `row_stacks` per row and
@@ -498,7 +494,7 @@ std::string BaselineJson(const Baseline& base, const CaptureSummary& s,
     return static_cast<int64_t>(after) - static_cast<int64_t>(before);
   };
   return absl::StrCat(
-      "{\"path\":", JsonQuote(base.path), ",\"verdict\":\"", VerdictOf(base.summary),
+      "{\"path\":", JsonQuote(base.path), ",\"verdict\":\"", VerdictWord(base.summary),
       "\",\"events\":", base.summary.events, ",\"scopes\":",
       JsonTable(scopes, options.top,
                 [&](const Difference& d) {
@@ -561,7 +557,7 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
                      const ReportOptions& options) {
   FrameNames names(options, tables);
   const auto site_name = [&](uint32_t site) { return SiteName(s, tables, names, site); };
-  const char* verdict = VerdictOf(s);
+  const std::string verdict = VerdictWord(s);
   std::string capture = absl::StrCat(
       "{\"path\":", JsonQuote(capture_path), ",\"pid\":", s.pid, ",\"verdict\":\"", verdict,
       "\",\"events\":", s.events, ",\"lines\":", tables.stats.lines,
@@ -692,7 +688,7 @@ absl::StatusOr<CaptureSummary> FirstPass(const std::string& capture_path,
       !s.ok()) {
     return s;
   }
-  return first.Finish(tables->stats);
+  return first.FinishFile(capture_path, tables->stats);
 }
 
 }  // namespace
@@ -764,7 +760,7 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
   }
   const std::string title =
       options.title.empty() ? absl::StrCat("memtrace report: ", name) : options.title;
-  const char* verdict = VerdictOf(summary);
+  const std::string verdict = VerdictWord(summary);
   return absl::StrCat(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       // Nothing outside the page may load, even if a name in the data looked like markup.

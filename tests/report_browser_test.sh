@@ -79,6 +79,21 @@ browse --window-size=1280,2000 --screenshot="$out/report_truncated.png" "file://
   2> "$dir/shot.err" || fail "chromium --screenshot (truncated) exited $?"
 python3 "$check" png "$out/report_truncated.png" 1280 2000 fde8e6 e7f6ec || exit 1
 
+# The same capture with one block's size changed after it was written: its trailer's
+# checksum no longer matches, so the page says DAMAGED in warning colours, never complete.
+awk 'NR > 1000 && !done && /"size":/ { sub(/"size":/, "\"size\":1"); done = 1 } { print }' \
+  "$dir/game.jsonl" > "$dir/damaged.jsonl"
+cmp -s "$dir/game.jsonl" "$dir/damaged.jsonl" && fail "could not change a record"
+"$memtrace" report "$dir/damaged.jsonl" -o "$dir/damaged.html" 2> "$dir/report.err" \
+  || fail "memtrace report of a damaged capture exited $?: $(cat "$dir/report.err")"
+browse --dump-dom "file://$dir/damaged.html" > "$dir/damaged.dom" 2> "$dir/chromium.err" \
+  || fail "chromium --dump-dom (damaged) exited $?"
+grep -q '"verdict":"damaged"' "$dir/damaged.dom" || fail "the damaged page does not say so"
+grep -q 'DAMAGED capture' "$dir/damaged.dom" || fail "no DAMAGED banner"
+browse --window-size=1280,2000 --screenshot="$out/report_damaged.png" \
+  "file://$dir/damaged.html" 2> "$dir/shot.err" || fail "chromium --screenshot (damaged) exited $?"
+python3 "$check" png "$out/report_damaged.png" 1280 2000 fde8e6 e7f6ec || exit 1
+
 # Usage errors exit 2.
 "$memtrace" report "$dir/game.jsonl" 2> /dev/null
 [[ $? -eq 2 ]] || fail "report without -o must exit 2"

@@ -229,12 +229,6 @@ std::optional<std::string> CleanIntegrity(const CaptureSummary& s) {
                       line.substr(line.find(':')));
 }
 
-std::string VerdictWord(const CaptureSummary& s) {
-  if (s.checksum_differs) return "damaged";
-  if (!s.has_trailer) return s.being_written ? "running" : "truncated";
-  return s.trailer_complete ? "complete" : "partial";
-}
-
 // Under a family's first line (its verdicts counted): each capture that recording filters
 // thinned, and what they left out.
 void PrintFamilyFiltersNote(const std::vector<std::pair<std::string, CaptureFilters>>& filtered) {

@@ -7,8 +7,9 @@
 //     subcommands that take exactly one CAPTURE.
 //   - The verdict every first line and every JSON object states: Verdict() in text
 //     ("complete", "TRUNCATED (...)", "PARTIAL (...)", then the recording filters in force,
-//     analysis/capture_filters.h), VerdictWord() and JsonHead() in JSON, PrintSampledNote()
-//     under the header of a sampled capture, PrintFamilyFiltersNote() under a family's.
+//     analysis/capture_filters.h), VerdictWord() (analysis/capture_summary.h) and
+//     JsonHead() in JSON, PrintSampledNote() under the header of a sampled capture,
+//     PrintFamilyFiltersNote() under a family's.
 //   - Names and numbers: scope and layer names, snapshot points in words, hex addresses,
 //     shares in percent, file names without their directory.
 //   - --limit, the row count that summary, top and peak read.
@@ -53,9 +54,6 @@ CaptureFilters FiltersOf(const CaptureSummary& s);
 
 // The verdict of `s`, and after it every recording filter in force with what it left out.
 std::string Verdict(const CaptureSummary& s);
-
-// One word for the verdict of `s`: complete, partial, truncated or running.
-std::string VerdictWord(const CaptureSummary& s);
 
 // Why `s` fails `memtrace verify`, one sentence each: an allocator ahead of the
 // interposer, no memory events, still being written, truncated, partial. Empty: none of

@@ -154,6 +154,12 @@
     } else if (v === "partial") {
       title = "PARTIAL capture";
       text = " \u2014 the trailer reports lost records: the numbers below are what the capture kept, not everything the program did.";
+    } else if (v === "damaged") {
+      title = "DAMAGED capture";
+      text = " \u2014 its bytes differ from those its trailer's checksum was computed over: it was changed after it was written (a byte flipped on disk, a record edited). No number below can be trusted; record it again (memtrace verify says more).";
+    } else if (v === "running") {
+      title = "INCOMPLETE capture";
+      text = " \u2014 still being written: the process writing it is running, and its trailer comes when that process exits. The numbers below cover the events written so far.";
     } else {
       title = "TRUNCATED capture";
       text = " \u2014 there is no trailer (the program or the sink stopped early): the numbers below cover only the events written before it stopped.";
