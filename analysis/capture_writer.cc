@@ -90,9 +90,10 @@ absl::Status CaptureWriter::Write(const CaptureRecord& r) {
       Line(r.raw);
       break;
     case LineType::kTrailer:
-      // With the CRC-32 of this file's bytes before it, not its source's.
+      // With the CRC-32 of this file's bytes before it, not its source's (unless the
+      // source's must stay: KeepSourceChecksum()).
       if (absl::Status s = Flush(/*end=*/false); !s.ok()) return s;
-      Line(TrailerWithCrc32(r.raw, crc32_));
+      Line(keep_source_checksum_ ? r.raw : TrailerWithCrc32(r.raw, crc32_));
       break;
     case LineType::kLayer:
       Line(JsonLayerLine(r.id, r.name));

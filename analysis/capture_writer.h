@@ -49,6 +49,11 @@ class CaptureWriter {
   // Writes what is buffered, ends the zstd frame, closes the file.
   absl::Status Finish();
 
+  // The trailer, when it comes, keeps its source's "crc32" instead of this file's: for a
+  // source whose bytes no longer match it (damaged), so the copy is damaged too rather
+  // than given a checksum that hides the damage.
+  void KeepSourceChecksum() { keep_source_checksum_ = true; }
+
   bool binary() const { return binary_; }
 
  private:
@@ -60,6 +65,7 @@ class CaptureWriter {
   const std::string path_;
   const bool binary_;
   std::unique_ptr<ZstdFileStream> zstd_;  // when the path ends in ".zst"
+  bool keep_source_checksum_ = false;
   std::string buffer_;
   BinaryEncoder encoder_{&buffer_};
   // JSONL: the `t`/`epoch` fields of the current epoch, formatted once per change.

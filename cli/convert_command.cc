@@ -5,11 +5,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <future>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/capture_file_ends.h"
 #include "analysis/capture_name.h"
 #include "analysis/capture_reader.h"
 #include "analysis/capture_writer.h"
@@ -25,7 +28,9 @@ const CommandSpec kConvertSpec = {
     "docs/capture-format.md); '.zst' after either compresses with zstd. Any other\n"
     "extension is refused ('.gz', '.xz', '.bz2' included: write OUT.jsonl and compress it\n"
     "yourself). IN may be either encoding, plain or zstd-compressed. The records are the\n"
-    "same either way: every command reads both.",
+    "same either way: every command reads both. OUT's trailer gets a checksum of OUT's\n"
+    "bytes, except where IN's bytes no longer match its own (damaged): OUT then keeps\n"
+    "IN's, and reads as damaged too.",
     {"output"}};
 
 namespace {
@@ -86,7 +91,11 @@ int ConvertCommand(int argc, char** argv) {
                       absl::StrCat("'", in, "' and '", out, "' are the same file; give OUT a "
                                    "new name"));
   }
-  // OUT is created when IN's first record was read: an unreadable IN leaves no OUT.
+  // OUT is created when IN's first record was read: an unreadable IN leaves no OUT. IN's
+  // bytes are checked against its trailer's checksum meanwhile: OUT gets a checksum of
+  // its own, which must not make a damaged IN's copy look sound.
+  std::future<std::optional<bool>> checksum = MatchTrailerChecksumAside(in);
+  bool damaged = false;
   std::unique_ptr<CaptureWriter> writer;
   CaptureReadStats stats;
   absl::Status s = ReadCapture(
@@ -97,9 +106,15 @@ int ConvertCommand(int argc, char** argv) {
           if (!opened.ok()) return opened.status();
           writer = std::move(*opened);
         }
+        if (r.type == LineType::kTrailer && checksum.valid()) {
+          damaged = checksum.get() == false;
+          if (damaged) writer->KeepSourceChecksum();
+        }
         return writer->Write(r);
       },
       &stats);
+  // A flipped byte may also make IN read as cut off before the trailer it has.
+  if (checksum.valid()) damaged = checksum.get() == false;
   if (writer != nullptr) {
     const absl::Status finished = writer->Finish();
     if (s.ok()) s = finished;
@@ -111,7 +126,11 @@ int ConvertCommand(int argc, char** argv) {
   fprintf(stderr, "memtrace convert: wrote %s (%s, %llu events%s)\n", out.c_str(),
           writer->binary() ? "binary" : "JSONL",
           static_cast<unsigned long long>(stats.events),
-          stats.has_trailer ? "" : "; IN has no trailer: it is truncated, and so is OUT");
+          damaged ? "; IN is DAMAGED: its bytes differ from those its trailer's checksum was "
+                    "computed over, so no number from it can be trusted. OUT keeps IN's "
+                    "checksum and reads as damaged too; `memtrace verify IN` says more"
+          : stats.has_trailer ? ""
+                              : "; IN has no trailer: it is truncated, and so is OUT");
   return 0;
 }
 

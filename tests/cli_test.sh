@@ -131,6 +131,18 @@ grep -q "FAILED: it is damaged: its bytes before the trailer differ from those t
 "$memtrace" summary "$dir/resized.jsonl" > "$dir/sr.txt"
 grep -q "capture DAMAGED (its bytes differ from those its trailer's checksum was computed over" \
   "$dir/sr.txt" || fail "summary of a capture with a size changed: $(head -n 2 "$dir/sr.txt")"
+# convert copies a damaged capture with its own checksum, not a fresh one that would pass,
+# in either encoding, and says so.
+for out in resized_copy.mtb resized_copy.jsonl; do
+  "$memtrace" convert "$dir/resized.jsonl" "$dir/$out" 2> "$dir/cr.txt" \
+    || fail "convert of a damaged capture to $out: $(cat "$dir/cr.txt")"
+  grep -q "IN is DAMAGED: its bytes differ from those its trailer's checksum was computed over" \
+    "$dir/cr.txt" || fail "convert of a damaged capture says: $(cat "$dir/cr.txt")"
+  "$memtrace" verify "$dir/$out" > "$dir/vr.txt"
+  [[ $? -eq 1 ]] || fail "verify of a damaged capture's copy $out must exit 1: $(cat "$dir/vr.txt")"
+  grep -q "FAILED: it is damaged: its bytes before the trailer differ" "$dir/vr.txt" \
+    || fail "verify of a damaged capture's copy $out: $(cat "$dir/vr.txt")"
+done
 "$memtrace" verify "$dir/resized_older.jsonl" > "$dir/vo.txt"
 [[ $? -eq 1 ]] || fail "verify of an older capture with a size changed must exit 1: $(cat "$dir/vo.txt")"
 grep -q "FAILED: it is damaged: the totals' bytes allocated: replaying its records gives [0-9]*, its trailer says [0-9]*" \
