@@ -417,6 +417,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       if (outcome == LedgerOutcome::kUnknown ||
           outcome == LedgerOutcome::kDoubleFree) {
         ++main_.summary.unmatched_releases;
+        ThreadOf(rec.thread).last_allocation = 0;  // a release all the same
         break;
       }
       const Note note = TakeNote(r);
@@ -509,6 +510,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       break;
     }
     case LineType::kArenaReset:
+      ThreadOf(rec.thread).last_allocation = 0;  // it releases
       ledger_->ResetLayer(static_cast<LayerId>(rec.layer), [&](const Released& r) {
         const Note note = TakeNote(r);
         Account(r.block.size, r.block.scope, static_cast<uint32_t>(r.block.site),
@@ -547,9 +549,11 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
 }
 
 void Analyzer::NoteFreed(uint32_t thread, const Note& note, const AllocationRecord& block) {
-  // The thread's last allocation call was on this block: no other allocation between.
-  const ThreadState& state = ThreadOf(thread);
+  // The thread's last allocator call made this block: no other allocation or release
+  // between. This release is the thread's last call now.
+  ThreadState& state = ThreadOf(thread);
   const bool temporary = state.last_allocation == note.id;
+  state.last_allocation = 0;
   const bool short_lived =
       note.thread == thread &&
       static_cast<uint32_t>(state.events) - note.thread_event <= kShortLivedEvents;

@@ -377,9 +377,10 @@ class Analyzer {
   // What the replay follows per thread (a capture's `thread`, the ring it came from).
   struct ThreadState {
     uint64_t events = 0;  // events so far
-    // The id of the block the thread's last allocation call (an allocation, a resize, a
-    // move) made or changed, 0 for none (ids start at 1): a free of that block by the
-    // thread is a temporary.
+    // The id of the block the thread's last allocator call made or changed (an
+    // allocation, a resize, a move), 0 when that call released (a free, an arena reset)
+    // or there was none (ids start at 1): a free of that block by the thread, or its
+    // realloc, is a temporary.
     uint64_t last_allocation = 0;
     Moving moving;                      // between a remap's halves
     std::vector<OpenScope> open_scopes;  // innermost last

@@ -186,14 +186,15 @@ struct CaptureSummary {
                                                    // that order
   std::vector<Retention> retention;  // scopes whose instances exited, by scope id
   Coverage coverage;
-  // Temporaries as heaptrack defines them: blocks freed by a thread with no other
-  // allocation by that thread in between (the free's thread made its last allocation
-  // call, an allocation or a resize, on this block).
+  // Temporaries as heaptrack defines them, per thread: blocks freed or reallocated by
+  // the thread's next allocator call after the one that made them (an allocation, a
+  // resize, a move), with no other allocation or release by that thread in between.
+  // heaptrack takes a realloc for a release and an allocation, and so do these.
   uint64_t temporaries = 0;
   uint64_t temporary_bytes = 0;
-  // Short-lived blocks, a wider net: freed by the thread that allocated them within
-  // Analyzer::kShortLivedEvents of that thread's events. Every temporary freed by its
-  // allocating thread soon enough is one too.
+  // Short-lived blocks, another measure: freed (not reallocated) by the thread that
+  // allocated them within Analyzer::kShortLivedEvents of that thread's events, other
+  // allocations and releases between included.
   uint64_t short_lived = 0;
   uint64_t short_lived_bytes = 0;
   // The first event after which total live bytes reached their maximum.

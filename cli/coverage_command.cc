@@ -28,9 +28,9 @@ const CommandSpec kCoverageSpec = {
     "coverage", "memtrace coverage [flags] CAPTURE",
     "How much of the memory is explained: bytes allocated (and live at the end) in named\n"
     "scopes versus unscoped, the census total beside the live bytes the allocator observed,\n"
-    "and the blocks freed at once: temporaries (heaptrack's: freed or reallocated before\n"
-    "their thread allocated anything else) and short-lived (freed within 8 of their\n"
-    "thread's events).",
+    "and the blocks freed at once: temporaries (heaptrack's, per thread: freed or\n"
+    "reallocated by their thread's next allocator call) and short-lived (freed within 8 of\n"
+    "their thread's events).",
     {"json"}};
 
 int CoverageCommand(int argc, char** argv) {
@@ -88,8 +88,8 @@ int CoverageCommand(int argc, char** argv) {
            "moment, none of them freed\n");
     return 0;
   }
-  printf("temporaries                %11llu  blocks (%s) freed or reallocated before their thread "
-         "allocated anything else\n",
+  printf("temporaries                %11llu  blocks (%s) freed or reallocated by their thread's "
+         "next allocator call\n",
          static_cast<unsigned long long>(s->temporaries), FormatBytes(s->temporary_bytes).c_str());
   printf("short-lived                %11llu  blocks (%s) freed within %llu of their thread's "
          "events\n",

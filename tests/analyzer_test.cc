@@ -897,10 +897,10 @@ TEST(AnalyzerTest, TemporariesAndCoverage) {
 
 // The two kinds of blocks freed at once, on a sequence of two threads' allocations,
 // resizes and frees. The test derives both counts from the sequence it writes: a free or
-// a resize is a temporary when its thread's last allocation or resize was of that block
-// (heaptrack's definition, which takes a realloc for a free and an allocation), and a
-// free is short-lived when the thread that allocated the block frees it within 8 of its
-// own events.
+// a resize is a temporary when its thread's last allocator call was the allocation or
+// resize of that block, with no release between (heaptrack's definition, which takes a
+// realloc for a free and an allocation, here per thread), and a free is short-lived when
+// the thread that allocated the block frees it within 8 of its own events.
 TEST(AnalyzerTest, TemporariesAreHeaptracksAndShortLivedBlocksAreFreedWithinEightEvents) {
   enum Kind { kAllocOp, kResizeOp, kFreeOp };
   struct Op {
@@ -912,12 +912,12 @@ TEST(AnalyzerTest, TemporariesAreHeaptracksAndShortLivedBlocksAreFreedWithinEigh
       {1, kAllocOp, 0}, {1, kFreeOp, 0},                     // at once
       {1, kAllocOp, 1}, {2, kAllocOp, 2}, {1, kFreeOp, 1},  // another thread between
       {1, kAllocOp, 3}, {1, kAllocOp, 4}, {1, kFreeOp, 3},  // an allocation between
-      {1, kFreeOp, 4},
+      {1, kFreeOp, 4},                                       // a release between
       {1, kAllocOp, 5}, {1, kAllocOp, 6}, {1, kResizeOp, 5}, {1, kFreeOp, 5},  // resized last
       {1, kAllocOp, 7}, {2, kFreeOp, 7},                     // freed by another thread
       {2, kFreeOp, 2}, {1, kFreeOp, 6},
       {1, kAllocOp, 8}, {1, kResizeOp, 8}, {1, kResizeOp, 8}, {1, kFreeOp, 8}};  // 3 at once
-  // Nine blocks, then one freed after nine frees: a temporary, not short-lived.
+  // Nine blocks, then one freed after nine frees: neither (releases between).
   for (int b = 10; b < 19; ++b) ops.push_back({1, kAllocOp, b});
   ops.push_back({1, kAllocOp, 20});
   for (int b = 10; b < 19; ++b) ops.push_back({1, kFreeOp, b});
@@ -966,6 +966,7 @@ TEST(AnalyzerTest, TemporariesAreHeaptracksAndShortLivedBlocksAreFreedWithinEigh
         ++temporaries;
         temporary_bytes += b.size;
       }
+      last_allocation[op.thread] = -1;  // this release is the thread's last call now
       if (b.thread == op.thread && events[op.thread] - b.thread_event <= 8) ++short_lived;
     }
   }

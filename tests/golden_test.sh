@@ -54,12 +54,12 @@ mask_integrity() {
 mask_timeline() {
   sed -E -e '/^$/{N;/^\nmemory over time /d}'
 }
-# Temporaries (freed or reallocated before their thread allocated anything else) count how the worker's
+# Temporaries (freed or reallocated by their thread's next allocator call) count how the worker's
 # and the writer's calls interleave: top's column (characters 57-67 of a row) and
 # coverage's line are masked.
 mask_temporaries() {
   sed -E -e '/^ +[0-9]/s/^(.{56}).{11}/\1          */' \
-    -e 's/^(temporaries +)[0-9]+  blocks \([^)]*\)/\1*  blocks (*)/'
+    -e 's/^temporaries +[0-9]+  blocks \([^)]*\)/temporaries  *  blocks (*)/'
 }
 # retention rows: "%-40s %10s %16s %14s %12s": keep the scope and its exits.
 mask_retention() {

@@ -926,7 +926,7 @@
     const T = data.tables;
     const siteCols = [["call site", "text"], ["scope", "text"], ["layer", "text"], ["allocated", "bytes"], ["allocations", "count"],
                       ["live at end", "bytes"], ["blocks live", "count"], ["temporaries", "count"]];
-    const sitesSub = "By bytes allocated, per call site, scope and layer. Temporaries (heaptrack's) are blocks freed or reallocated before their thread allocated anything else. " +
+    const sitesSub = "By bytes allocated, per call site, scope and layer. Temporaries (heaptrack's, per thread) are blocks freed or reallocated by their thread's next allocator call, with no other allocation or release between. " +
       "A row marked [N stacks] adds up call stacks that read the same: \u25b8 unfolds them.";
     const loadSites = table("sites", "Top call sites", sitesSub, T.sites, siteCols, "No allocations.");
     if (views.length) {
