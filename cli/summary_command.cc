@@ -196,10 +196,17 @@ void PrintIntegrity(const CaptureSummary& s, const std::optional<TrailerBlocks>&
   for (const std::string& f : filters.Statements()) {
     absl::StrAppend(&filter_lines, "  filters    ", f, "\n");
   }
+  if (s.checksum_differs) {
+    // The trailer's counters are the recorder's, written before the bytes changed: said
+    // as such, never as this file's verdict.
+    printf("integrity: DAMAGED: the file's bytes differ from those its trailer's checksum "
+           "was computed over (`memtrace verify` says more). As written, the trailer said:\n");
+  }
   if (blocks->has_integrity) {
-    printf("%s", FormatIntegrityBlock(blocks->integrity, blocks->memtrace_bytes,
-                                      blocks->fence, filters.ExactFor(), filter_lines)
-                     .c_str());
+    std::string block = FormatIntegrityBlock(blocks->integrity, blocks->memtrace_bytes,
+                                             blocks->fence, filters.ExactFor(), filter_lines);
+    if (s.checksum_differs) block.replace(0, block.find(':') + 1, "  recorder  ");
+    printf("%s", block.c_str());
   } else {
     printf("integrity: not in the trailer\n%s", filter_lines.c_str());
   }
@@ -516,9 +523,13 @@ int SummaryCommand(int argc, char** argv) {
   const std::optional<SnapshotPoint> point = SummaryPoint(&exit);
   if (!point) return exit;
   const std::string& path = args.positional[0];
+  bool from_trailer = false;
   auto s = [&]() -> absl::StatusOr<CaptureSummary> {
     if (point->kind == SnapshotPoint::Kind::kEnd && !absl::GetFlag(FLAGS_replay)) {
-      if (std::optional<CaptureSummary> read = SummaryFromTrailer(path)) return *std::move(read);
+      if (std::optional<CaptureSummary> read = SummaryFromTrailer(path)) {
+        from_trailer = true;
+        return *std::move(read);
+      }
     }
     return Load(path, *point);
   }();
@@ -613,6 +624,13 @@ int SummaryCommand(int argc, char** argv) {
   PrintTable(*s, path);
   if (!at_point) PrintCensus(blocks);
   PrintIntegrity(*s, blocks, CaptureFilters::Of(*s, blocks ? &*blocks : nullptr));
+  if (s->checksum_differs) {
+    printf("%s\n", from_trailer ? "The counters above are the trailer's, the recorder's own; "
+                                  "`memtrace summary --replay` counts the records as they "
+                                  "are now."
+                                : "The counters above are the records' as they are now, not "
+                                  "the recorder's.");
+  }
   PrintExecNote(blocks, path, s->trace_children);
   PrintSignalNote(blocks);
   PrintShadowNote(*s);

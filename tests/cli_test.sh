@@ -131,6 +131,12 @@ grep -q "FAILED: it is damaged: its bytes before the trailer differ from those t
 "$memtrace" summary "$dir/resized.jsonl" > "$dir/sr.txt"
 grep -q "capture DAMAGED (its bytes differ from those its trailer's checksum was computed over" \
   "$dir/sr.txt" || fail "summary of a capture with a size changed: $(head -n 2 "$dir/sr.txt")"
+# Its integrity is never called complete: the trailer's verdict is the recorder's, said so.
+grep -q "^integrity: DAMAGED: the file's bytes differ" "$dir/sr.txt" \
+  || fail "a damaged capture's integrity line: $(grep integrity "$dir/sr.txt")"
+grep -q "^integrity: complete" "$dir/sr.txt" && fail "a damaged capture's integrity: complete"
+grep -q "^  recorder   complete, exact" "$dir/sr.txt" \
+  || fail "a damaged capture's trailer verdict: $(grep -A2 integrity "$dir/sr.txt")"
 # convert copies a damaged capture with its own checksum, not a fresh one that would pass,
 # in either encoding, and says so.
 for out in resized_copy.mtb resized_copy.jsonl; do
