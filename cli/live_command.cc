@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <termios.h>
@@ -14,8 +16,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
@@ -85,13 +89,52 @@ bool WaitOrQuit(bool read_keys, cli_internal::LiveView* view) {
 
 }  // namespace
 
+namespace {
+
+// The processes whose parent is `pid` (its threads' /proc children lists).
+std::vector<int> ChildrenOf(int pid) {
+  std::vector<int> children;
+  DIR* tasks = opendir(absl::StrCat("/proc/", pid, "/task").c_str());
+  if (tasks == nullptr) return children;
+  while (const dirent* task = readdir(tasks)) {
+    if (task->d_name[0] == '.') continue;
+    std::ifstream list(absl::StrCat("/proc/", pid, "/task/", task->d_name, "/children"));
+    for (int child = 0; list >> child;) children.push_back(child);
+  }
+  closedir(tasks);
+  return children;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> LiveSocketFor(const std::string& target) {
   int pid = 0;
   if (!absl::SimpleAtoi(target, &pid) || pid <= 0) return target;  // a socket's path
   if (kill(pid, 0) != 0 && errno == ESRCH) {
     return absl::NotFoundError(absl::StrCat("no process ", pid));
   }
-  return runtime_internal::LiveSocketPath(pid, getuid(), /*create_dir=*/false);
+  absl::StatusOr<std::string> own =
+      runtime_internal::LiveSocketPath(pid, getuid(), /*create_dir=*/false);
+  struct stat st;
+  if (!own.ok() || stat(own->c_str(), &st) == 0) return own;
+  // `memtrace run --live -- prog &` leaves $! the pid of memtrace run, which stays the
+  // traced program's parent: a pid with no socket whose one child has one means that child.
+  std::vector<std::string> served;
+  std::vector<int> children;
+  for (int child : ChildrenOf(pid)) {
+    absl::StatusOr<std::string> path =
+        runtime_internal::LiveSocketPath(child, getuid(), /*create_dir=*/false);
+    if (path.ok() && stat(path->c_str(), &st) == 0) {
+      served.push_back(*std::move(path));
+      children.push_back(child);
+    }
+  }
+  if (served.size() == 1) {
+    fprintf(stderr, "memtrace: pid %d is not traced itself; its child %d is: reading that\n",
+            pid, children[0]);
+    return served[0];
+  }
+  return own;  // the connection's error says what is wrong
 }
 
 LiveConnection::~LiveConnection() {

@@ -36,7 +36,8 @@ extern const CommandSpec kLiveSpec;
 int LiveCommand(int argc, char** argv);
 
 // The socket `target` names: a process id (its socket as LiveSocketPath() finds it for
-// this uid), or a path. NotFound when the process does not exist.
+// this uid; for a process with none, such as `memtrace run`, the socket of its one child
+// that has one, said on stderr), or a path. NotFound when the process does not exist.
 absl::StatusOr<std::string> LiveSocketFor(const std::string& target);
 
 // Connects to `socket_path`, asks for a snapshot and returns the reply line without its

@@ -104,6 +104,8 @@ class Target {
            !by_site.fail();
   }
 
+  pid_t pid() const { return pid_; }  // the process this started
+
   // Reads live_preload_target's "ready <pid>" line: the pid of the program that
   // `memtrace run` started; 0 if it said something else.
   pid_t WaitReadyPid() {

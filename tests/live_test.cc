@@ -318,6 +318,12 @@ TEST_F(LiveTest, RunLiveServesAnUnmodifiedProgramsLedger) {
               Runfile("tests/live_preload_target")});
   const pid_t pid = run.WaitReadyPid();
   ASSERT_GT(pid, 0);
+  // `memtrace live $!` after `memtrace run --live -- prog &` names memtrace run, which is
+  // not traced: its one traced child is read instead.
+  ASSERT_NE(run.pid(), pid);
+  const absl::StatusOr<std::string> via_run = LiveSocketFor(std::to_string(run.pid()));
+  ASSERT_TRUE(via_run.ok()) << via_run.status();
+  EXPECT_EQ(*via_run, SocketOf(pid));
   const absl::StatusOr<std::string> json = FetchLiveSnapshot(SocketOf(pid));
   ASSERT_TRUE(json.ok()) << json.status();
   simdjson::dom::parser parser;
