@@ -74,9 +74,10 @@ TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
   const std::string header = "{\"type\":\"header\",\"schema_version\":1}\n";
   const std::vector<Malformed> cases = {
       {"empty file", "", "empty file"},
-      {"not JSON", "not json\n", "bad.jsonl:1: not a JSON object"},
+      {"not JSON", "not json\n", "bad.jsonl:1: this is not a memtrace capture"},
       {"broken JSON", "{\"type\":\n", "bad.jsonl:1: not JSON"},
-      {"not an object", "[1,2]\n", "bad.jsonl:1: not a JSON object"},
+      {"not an object", "[1,2]\n",
+       "bad.jsonl:1: this is not a memtrace capture (one begins with a header line, {\"type\":\"header\",...}, or with the bytes MTRACEB3): not a JSON object"},
       {"no header", "{\"type\":\"trailer\",\"complete\":true}\n", "first line is not a header"},
       {"future schema", "{\"type\":\"header\",\"schema_version\":2}\n",
        "unknown schema version 2"},
@@ -143,7 +144,7 @@ TEST(CaptureReaderTest, FilesThatAreNotCapturesSayWhatTheyAre) {
   };
   ExpectClearErrors(cases, "other.bin");
   // Text that merely starts like one of them is read as a capture (and fails as one).
-  ExpectClearErrors({{"v without X", "v 1\nnot json\n", "other.bin:1: not a JSON object"}},
+  ExpectClearErrors({{"v without X", "v 1\nnot json\n", "other.bin:1: this is not a memtrace capture (one begins with a header line, {\"type\":\"header\",...}, or with the bytes MTRACEB3): not a JSON object"}},
                     "other.bin");
 }
 
@@ -348,7 +349,10 @@ TEST(CaptureReaderTest, ACaptureCutBeforeItsFirstRecordEndsSaysWhereItIsCut) {
         << s;
   }
   // Text that does not begin as a JSON object is not a cut header; its line says why.
-  EXPECT_NE(error("hello", "other.txt").message().find("other.txt:1: not a JSON object"),
+  EXPECT_NE(error("hello", "other.txt")
+                .message()
+                .find("other.txt:1: this is not a memtrace capture (one begins with a header "
+                      "line"),
             std::string::npos);
   EXPECT_NE(error("", "empty.mtb").message().find("empty.mtb: empty file"), std::string::npos);
 }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "sinks/binary_encoding.h"
 
 namespace memtrace::analysis_internal {
 namespace {
@@ -111,6 +112,19 @@ absl::Status CaptureLineParser::Error(uint64_t line, const std::string& what) co
   return absl::InvalidArgumentError(absl::StrCat(name_, ":", line, ": ", what));
 }
 
+absl::Status CaptureLineParser::NotJson(uint64_t line, std::string_view text,
+                                        const std::string& what) const {
+  // A first line that does not even begin as a JSON object: most likely another kind of
+  // file (one that does is a capture's header, broken).
+  const size_t first = text.find_first_not_of(" \t\r");
+  if (line == 1 && binary_offset_ < 0 && (first == text.npos || text[first] != '{')) {
+    return Error(line, absl::StrCat("this is not a memtrace capture (one begins with a "
+                                    "header line, {\"type\":\"header\",...}, or with the "
+                                    "bytes ", kBinaryMagic, "): ", what));
+  }
+  return Error(line, what);
+}
+
 absl::Status CaptureLineParser::Parse(std::string_view text, uint64_t line, CaptureRecord* rec) {
   buffer_.assign(text.data(), text.size());
   buffer_.reserve(text.size() + simdjson::SIMDJSON_PADDING);
@@ -119,25 +133,25 @@ absl::Status CaptureLineParser::Parse(std::string_view text, uint64_t line, Capt
   rec->line = line;
   simdjson::ondemand::document doc;
   if (auto err = parser_.iterate(view).get(doc); err) {
-    return Error(line, absl::StrCat("not JSON (", simdjson::error_message(err), ")"));
+    return NotJson(line, text, absl::StrCat("not JSON (", simdjson::error_message(err), ")"));
   }
   simdjson::ondemand::object obj;
   if (auto err = doc.get_object().get(obj); err) {
     if (err == simdjson::INCORRECT_TYPE) {
-      return Error(line, "not a JSON object; every line of a capture is one object");
+      return NotJson(line, text, "not a JSON object; every line of a capture is one object");
     }
-    return Error(line, absl::StrCat("not JSON (", simdjson::error_message(err), ")"));
+    return NotJson(line, text, absl::StrCat("not JSON (", simdjson::error_message(err), ")"));
   }
   uint32_t seen = 0;
   std::string_view type;
   for (auto field : obj) {
     std::string_view key;
     if (auto err = field.unescaped_key().get(key); err) {
-      return Error(line, absl::StrCat("not JSON (", simdjson::error_message(err), ")"));
+      return NotJson(line, text, absl::StrCat("not JSON (", simdjson::error_message(err), ")"));
     }
     simdjson::ondemand::value value;
     if (auto err = field.value().get(value); err) {
-      return Error(line, absl::StrCat("not JSON (", simdjson::error_message(err), ")"));
+      return NotJson(line, text, absl::StrCat("not JSON (", simdjson::error_message(err), ")"));
     }
     absl::Status s = Field(key, value, line, rec, &seen, &type);
     if (!s.ok()) return s;

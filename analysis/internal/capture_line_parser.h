@@ -31,6 +31,9 @@ class CaptureLineParser {
 
   // An error about line (or binary record) `line`.
   absl::Status Error(uint64_t line, const std::string& what) const;
+  // Error() for `text`, line `line`, that is no JSON object: on a JSONL file's first line
+  // that does not begin with '{', it says the file is not a capture at all.
+  absl::Status NotJson(uint64_t line, std::string_view text, const std::string& what) const;
 
   // Binary captures: errors name the record's byte offset as well as its number.
   void set_binary_offset(int64_t offset) { binary_offset_ = offset; }
