@@ -89,11 +89,28 @@ int PeakCommand(int argc, char** argv) {
     for (const auto& [id, p] : s->scope_paths) {
       if (p == scope) only.push_back(id);
     }
+    std::vector<std::string> known;  // the scopes with a high-water moment of their own
+    for (const auto& [id, usage] : s->scopes) known.push_back(ScopeName(*s, id));
     if (only.empty()) {
-      std::vector<std::string> known;
-      for (const auto& [id, usage] : s->scopes) known.push_back(ScopeName(*s, id));
-      return InputError(kPeakSpec, absl::StrCat("no scope '", scope, "' in ", path,
-                                                " (its scopes: ", absl::StrJoin(known, ", "), ")"));
+      return InputError(kPeakSpec,
+                        absl::StrCat("no scope '", scope, "' in ", path, " (its scopes that "
+                                     "allocated: ", absl::StrJoin(known, ", "), ")"));
+    }
+    if (std::none_of(only.begin(), only.end(), [&](uint32_t id) { return s->scopes.count(id); })) {
+      // A scope's counters are its own blocks', not its inner scopes': one that only
+      // enclosed others has no moment to show.
+      std::vector<std::string> inner;
+      for (const std::string& k : known) {
+        if (k.rfind(scope + "/", 0) == 0) inner.push_back(k);
+      }
+      return InputError(
+          kPeakSpec,
+          absl::StrCat("scope '", scope, "' in ", path, " allocated nothing itself, so it has "
+                       "no high-water moment (a scope counts its own blocks, not those of the "
+                       "scopes inside it)",
+                       inner.empty() ? ""
+                                     : absl::StrCat("; the scopes inside it that allocated: ",
+                                                    absl::StrJoin(inner, ", "))));
     }
   }
   Analyzer::Peaks* const peaks = &read->peaks;

@@ -559,6 +559,13 @@ PY
 grep -q "^request/respond: .* live after event" "$dir/p2.txt" || fail "peak --scope: $(cat "$dir/p2.txt")"
 "$memtrace" peak --scope=nope "$dir/c.jsonl" 2> "$dir/e.txt"
 [[ $? -eq 2 ]] || fail "peak of an unknown scope must exit 2"
+# `request` only encloses the scopes that allocate: no moment of its own, said so.
+"$memtrace" peak --scope=request "$dir/c.jsonl" > "$dir/p3.txt" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "peak of a scope that allocated nothing must exit 2: $(cat "$dir/p3.txt")"
+grep -q "scope 'request' in .* allocated nothing itself, so it has no high-water moment" \
+  "$dir/e.txt" || fail "peak of a scope that allocated nothing: $(cat "$dir/e.txt")"
+grep -q "the scopes inside it that allocated: .*request/respond" "$dir/e.txt" \
+  || fail "peak of a scope that allocated nothing names none inside it: $(cat "$dir/e.txt")"
 
 # verify tells an interposer that saw nothing from one that was never loaded.
 printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload","interposer":{"library":"/x/libmemtrace_preload.so"}}' \
