@@ -581,6 +581,55 @@ TEST(JsonlSinkTest, QueueOverflowDropsAndCountsInsteadOfBlocking) {
   EXPECT_NE(lines.back().find("\"events_lost\":2"), std::string::npos);
 }
 
+// With backpressure (JsonlSinkOptions::max_backpressure; the interposer's is 2 s), a full
+// queue makes the drainer's hand-over wait for the writer instead of dropping: an epoch
+// larger than the whole queue goes in once the queue is empty, and nothing is lost while
+// the writer keeps up. A writer stuck for longer than the bound (a pipe nobody reads) makes
+// a hand-over wait that long, then drop and count its records: the drainer is slowed,
+// never stopped.
+TEST(JsonlSinkTest, AFullQueueUnderBackpressureWaitsForTheWriterThenDropsAndCounts) {
+  const Event e{0x1000, Event::PackKindSize(EventKind::kAlloc, 0, 8), 0x400000, 0};
+  const ObservedEvent batch[2] = {{e, 1}, {e, 2}};
+  {
+    const std::string path = TempPath("backpressure.jsonl");
+    JsonlSinkOptions options;
+    options.max_queued_records = 1;  // every epoch is larger than the queue
+    options.max_backpressure = absl::Seconds(30);
+    auto sink = JsonlSink::Open(path, options).value();
+    for (uint32_t epoch = 1; epoch <= 50; ++epoch) sink->OnEpoch(epoch, 0, batch);
+    ASSERT_TRUE(sink->Finish(Snapshot{}).ok());
+    EXPECT_EQ(sink->stats().events_lost, 0u);
+    EXPECT_EQ(sink->stats().events_written, 100u);
+    std::vector<std::string> lines = ReadLines(path);
+    EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                            [](const std::string& l) { return TypeOf(l) == "alloc"; }),
+              100);
+  }
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  JsonlSinkOptions options;
+  options.max_queued_records = 1;
+  options.max_backpressure = absl::Milliseconds(20);
+  auto sink = JsonlSink::FromStream(fdopen(fds[1], "w"), /*owned=*/true, "a pipe", options)
+                  .value();
+  // Nobody reads yet: the writer blocks once the pipe is full, and hand-overs start to
+  // wait out their bound and drop (a hang guard of 20,000 epochs, no timing asserted).
+  uint32_t epochs = 0;
+  while (sink->stats().events_lost == 0 && epochs < 20000) sink->OnEpoch(++epochs, 0, batch);
+  ASSERT_GT(sink->stats().events_lost, 0u) << "the writer never blocked";
+  std::thread reader([fd = fds[0]] {
+    char buffer[65536];
+    while (read(fd, buffer, sizeof(buffer)) > 0) {
+    }
+  });
+  for (int i = 0; i < 10; ++i) sink->OnEpoch(++epochs, 0, batch);
+  ASSERT_TRUE(sink->Finish(Snapshot{}).ok()) << sink->status();
+  reader.join();
+  close(fds[0]);
+  EXPECT_EQ(sink->stats().events_written + sink->stats().events_lost, 2u * epochs)
+      << "every record handed over was written or counted lost";
+}
+
 // A size limit (JsonlSinkOptions::max_bytes), in either encoding: epochs go in whole
 // while they fit, and once one would pass the limit, it and every later one are counted
 // (events_past_limit), never written. The file holds the header, whole epochs and the
