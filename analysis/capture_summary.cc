@@ -91,6 +91,14 @@ ProcessOrigin ProcessOf(const std::string& header) {
 
 }  // namespace
 
+bool CaptureSummary::IsStackStart(std::string_view frame) {
+  const std::string_view function = frame.substr(0, frame.find(' '));
+  for (std::string_view start : {"_start", "clone", "__clone", "clone3", "__clone3"}) {
+    if (function == start) return true;
+  }
+  return false;
+}
+
 std::string CaptureSummary::CutStackFrame() const {
   return absl::StrCat("[stack cut at ", stack_depth, " frames: outer callers not recorded]");
 }

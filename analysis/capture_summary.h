@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -129,10 +130,15 @@ struct CaptureSummary {
   // The interposer's: the most frames a call stack keeps (--depth), 0 when not recorded. A
   // stack that long may have lost its outermost callers.
   uint64_t stack_depth = 0;
-  // Whether a stack of `frames` frames may have lost its outermost callers (stack_depth).
-  bool StackMayBeCut(size_t frames) const noexcept {
-    return stack_depth > 0 && frames >= stack_depth;
+  // Whether a stack of `frames` frames may have lost its outermost callers (stack_depth):
+  // not when its outermost frame, named `outermost` ("function" or "function (file:line)"),
+  // is where every stack of a process or thread begins (IsStackStart()).
+  bool StackMayBeCut(size_t frames, std::string_view outermost) const {
+    return stack_depth > 0 && frames >= stack_depth && !IsStackStart(outermost);
   }
+  // Whether the frame named `frame` is a stack's first: a process's entry point (_start)
+  // or a thread's (glibc's clone and clone3).
+  static bool IsStackStart(std::string_view frame);
   // What stands for those callers at the root of such a stack, in every output that shows
   // stacks, so that its outermost recorded frame does not read as the program's entry.
   std::string CutStackFrame() const;

@@ -282,7 +282,10 @@ std::string FoldedStacks(const CaptureSummary& summary, Symbolizer& symbolizer,
       std::replace(name.begin(), name.end(), '\n', ' ');
       absl::StrAppend(&line, line.empty() ? "" : ";", name);
     };
-    if (summary.StackMayBeCut(frames.size())) add(summary.CutStackFrame());
+    if (!frames.empty() &&
+        summary.StackMayBeCut(frames.size(), FrameName(symbolizer, frames.back()))) {
+      add(summary.CutStackFrame());
+    }
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
       add(FrameName(symbolizer, *it));
       // The functions inlined into it, outermost first: callers before callees.
@@ -441,7 +444,10 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
     for (size_t i = caller.frame; i < frames.size(); ++i) {
       ids.push_back(location(frames[i], i == caller.frame ? caller.inlined : 0));
     }
-    if (summary.StackMayBeCut(frames.size())) ids.push_back(cut());  // the root, last
+    if (!frames.empty() &&
+        summary.StackMayBeCut(frames.size(), FrameName(symbolizer, frames.back()))) {
+      ids.push_back(cut());  // the root, last
+    }
     sample.Packed(1, ids);
     sample.Packed(2, {a.usage.allocated_count, a.usage.allocated_bytes, a.usage.live_count,
                       a.usage.live_bytes});

@@ -283,7 +283,9 @@ int TopCommand(int argc, char** argv) {
       }
       printf("    #%-2zu %s\n", f, names.Describe(frames[f]).c_str());
     }
-    if (s->StackMayBeCut(frames.size())) printf("    %s\n", s->CutStackFrame().c_str());
+    if (!frames.empty() && s->StackMayBeCut(frames.size(), names.Describe(frames.back()))) {
+      printf("    %s\n", s->CutStackFrame().c_str());
+    }
   };
   for (size_t i = 0; i < shown; ++i) {
     const SiteGroup& g = groups[i];

@@ -25,6 +25,9 @@
 #include "tests/inline_frames.h"
 #include "tests/self_modules.h"
 
+// The program's entry point (crt1.o): where the main thread's stacks begin.
+extern "C" void _start();
+
 namespace memtrace_exports_test {
 __attribute__((noinline)) int Inner() { return 1; }
 __attribute__((noinline)) int Outer() { return Inner() + 1; }
@@ -334,22 +337,25 @@ TEST(ExportsTest, PprofLeavesOutTheInnermostAllocatorFrames) {
 
 // A stack as deep as the capture keeps (the interposer's --depth) may have lost its
 // outermost callers: folded stacks and pprof put a frame saying so at its root, as the
-// report's flame graph does, and only there.
+// report's flame graph does, and only there; not where that frame is the program's entry
+// point, where every stack begins.
 TEST(ExportsTest, AStackAsDeepAsTheCaptureKeepsIsMarkedCut) {
   CaptureSummary s;
   s.modules = SelfExecutableModules();
   const uint64_t inner = reinterpret_cast<uint64_t>(&memtrace_exports_test::Inner) + 1;
   const uint64_t outer = reinterpret_cast<uint64_t>(&memtrace_exports_test::Outer) + 1;
+  const uint64_t start = reinterpret_cast<uint64_t>(&_start) + 1;
   s.stack_depth = 2;
-  s.site_addrs = {{1, inner}, {2, inner}};
+  s.site_addrs = {{1, inner}, {2, inner}, {3, inner}};
   s.site_frames[1] = {inner, outer};  // two frames: as deep as kept
   s.site_frames[2] = {inner};         // one: whole
-  s.attribution.resize(2);
-  for (uint32_t site : {1, 2}) {
+  s.site_frames[3] = {inner, start};  // two, but the outermost is where stacks begin
+  s.attribution.resize(3);
+  for (uint32_t site : {1, 2, 3}) {
     AllocationAttribution& row = s.attribution[site - 1];
     row.site = site;
     row.site_addr = inner;
-    row.usage.Allocate(site == 1 ? 100 : 7);
+    row.usage.Allocate(site == 1 ? 100 : site == 2 ? 7 : 3);
   }
   Symbolizer symbolizer;
   for (const CaptureRecord& m : s.modules) symbolizer.AddModule(m);
@@ -357,11 +363,24 @@ TEST(ExportsTest, AStackAsDeepAsTheCaptureKeepsIsMarkedCut) {
   const std::string kInner = "memtrace_exports_test::Inner()";
   const std::string kOuter = "memtrace_exports_test::Outer()";
   EXPECT_EQ(FoldedStacks(s, symbolizer, FoldedWeight::kBytes),
-            kCut + ";" + kOuter + ";" + kInner + " 100\n" + kInner + " 7\n");
+            kCut + ";" + kOuter + ";" + kInner + " 100\n_start;" + kInner + " 3\n" + kInner +
+                " 7\n");  // sorted, as flamegraph.pl reads them
   const auto data = PprofProfile(s, symbolizer, AllocatorFunctions());
   ASSERT_TRUE(data.ok()) << data.status();
   using Stacks = std::vector<std::vector<std::string>>;
-  EXPECT_EQ(SampleStacks(Inflate(*data)), (Stacks{{kInner, kOuter, kCut}, {kInner}}));
+  EXPECT_EQ(SampleStacks(Inflate(*data)),
+            (Stacks{{kInner, kOuter, kCut}, {kInner}, {kInner, "_start"}}));
+}
+
+TEST(ExportsTest, StacksBeginAtTheEntryPointOrAThreadsClone) {
+  for (const char* frame : {"_start", "_start (../sysdeps/x86_64/start.S:115)", "clone",
+                            "__clone3 (../sysdeps/unix/sysv/linux/x86_64/clone3.S:81)"}) {
+    EXPECT_TRUE(CaptureSummary::IsStackStart(frame)) << frame;
+  }
+  for (const char* frame : {"main", "__libc_start_call_main", "start_thread", "_start2",
+                            "?? (0x1234)", ""}) {
+    EXPECT_FALSE(CaptureSummary::IsStackStart(frame)) << frame;
+  }
 }
 
 // Each sample's stack as `go tool pprof -traces` lists it, innermost first: every line of
