@@ -257,8 +257,15 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
                            ",\"tid\":", tid, ",\"ts\":0,\"args\":{\"name\":", JsonQuote(name),
                            "}}"));
   }
+  // The process named after its program where the interposer's header says which.
+  std::string process_name = "memtrace capture";
+  if (!summary.process.argv.empty() && !summary.process.argv[0].empty()) {
+    const std::string& program = summary.process.argv[0];
+    process_name = program.substr(program.rfind('/') + 1);
+  }
   trace.Add(absl::StrCat("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":", summary.pid,
-                         ",\"tid\":0,\"ts\":0,\"args\":{\"name\":\"memtrace capture\"}}"));
+                         ",\"tid\":0,\"ts\":0,\"args\":{\"name\":", JsonQuote(process_name),
+                         "}}"));
   return trace.Finish(absl::StrCat("{\"capture\":", JsonQuote(path), ",\"sampled\":",
                                    summary.sampled ? "true" : "false", ",\"complete\":",
                                    summary.has_trailer && summary.trailer_complete ? "true"

@@ -77,7 +77,8 @@ TEST(CaptureReaderTest, MalformedInputsGetClearErrors) {
       {"not JSON", "not json\n", "bad.jsonl:1: this is not a memtrace capture"},
       {"broken JSON", "{\"type\":\n", "bad.jsonl:1: not JSON"},
       {"not an object", "[1,2]\n",
-       "bad.jsonl:1: this is not a memtrace capture (one begins with a header line, {\"type\":\"header\",...}, or with the bytes MTRACEB3): not a JSON object"},
+       "bad.jsonl:1: this is not a memtrace capture (one begins with a header line, "
+       "{\"type\":\"header\",...}, or with the bytes MTRACEB3): not a JSON object"},
       {"no header", "{\"type\":\"trailer\",\"complete\":true}\n", "first line is not a header"},
       {"future schema", "{\"type\":\"header\",\"schema_version\":2}\n",
        "unknown schema version 2"},
@@ -144,7 +145,10 @@ TEST(CaptureReaderTest, FilesThatAreNotCapturesSayWhatTheyAre) {
   };
   ExpectClearErrors(cases, "other.bin");
   // Text that merely starts like one of them is read as a capture (and fails as one).
-  ExpectClearErrors({{"v without X", "v 1\nnot json\n", "other.bin:1: this is not a memtrace capture (one begins with a header line, {\"type\":\"header\",...}, or with the bytes MTRACEB3): not a JSON object"}},
+  ExpectClearErrors({{"v without X", "v 1\nnot json\n",
+                      "other.bin:1: this is not a memtrace capture (one begins with a header "
+                      "line, {\"type\":\"header\",...}, or with the bytes MTRACEB3): not a "
+                      "JSON object"}},
                     "other.bin");
 }
 

@@ -531,6 +531,34 @@ TEST(ExportsTest, AThreadNamedAgainKeepsItsLastNameAndItsTrack) {
   EXPECT_TRUE(named(300, "next (tid 300)")) << *trace;
 }
 
+// The trace's process is named after the program where the interposer's header says
+// which (its argv[0], without the directory), and "memtrace capture" where it does not.
+TEST(ExportsTest, TheProcessIsNamedAfterItsProgram) {
+  const std::string path = std::string(getenv("TEST_TMPDIR")) + "/program.jsonl";
+  {
+    std::ofstream out(path);
+    out << "{\"type\":\"header\",\"schema_version\":1}\n";
+  }
+  CaptureSummary s;
+  s.pid = 77;
+  Symbolizer symbolizer;
+  auto process_name = [&](const CaptureSummary& summary) {
+    const auto trace = PerfettoTrace(path, summary, symbolizer);
+    EXPECT_TRUE(trace.ok()) << trace.status();
+    const std::string key = "\"name\":\"process_name\",\"pid\":77,\"tid\":0,\"ts\":0,"
+                            "\"args\":{\"name\":\"";
+    const size_t at = trace->find(key);
+    if (at == std::string::npos) return std::string("(none)");
+    const size_t from = at + key.size();
+    return trace->substr(from, trace->find('"', from) - from);
+  };
+  EXPECT_EQ(process_name(s), "memtrace capture");
+  s.process.argv = {"/usr/local/bin/python3.11", "-c", "pass"};
+  EXPECT_EQ(process_name(s), "python3.11");
+  s.process.argv = {"sqlite3"};
+  EXPECT_EQ(process_name(s), "sqlite3");
+}
+
 TEST(ExportsTest, PprofIsGzip) {
   CaptureSummary s;
   s.site_addrs = {{0, 0x1000}};

@@ -16,6 +16,8 @@
       axis of its own, scaled to its high-water mark, when that is more than twice the
       largest layer's or census entry's (from the summary and the trailer); otherwise one
       axis for all. With one or two, the capture must call for that many axes.
+  report_browser_check.py duration CAPTURE DOM_FILE
+      checks the duration the page states: from the header's start to the trailer's end.
   report_browser_check.py rss-scaled CAPTURE FACTOR OUT
       writes CAPTURE (JSON lines) to OUT with the trailer timeline's resident set
       multiplied by FACTOR.
@@ -90,6 +92,17 @@ def axes(capture, summary_json, dom_file, want=None):
         fail("RSS %d is within twice the largest other line (%d): expected one axis to %d, "
              "the page drew %s" % (rss_max, left_max, max(left_max, rss_max), chart))
     print("axes ok: RSS %d, other lines %d, page %s" % (rss_max, left_max, chart))
+
+
+def duration(capture, dom_file):
+    with open(capture, "rb") as f:
+        header = json.loads(f.readline())
+    want = trailer_of(capture)["finished_unix_ns"] - header["started_unix_ns"]
+    got = read_selftest(dom_file).get("duration_ns")
+    # The page's numbers are doubles: nanoseconds since 1970 keep about 256 ns.
+    if got is None or abs(got - want) > 1000:
+        fail("the page's duration is %s ns; the capture ran %d ns" % (got, want))
+    print("duration ok: %d ns" % want)
 
 
 def rss_scaled(capture, factor, out):
@@ -216,7 +229,7 @@ def png(path, width, height, present, absent=None):
 
 
 if __name__ == "__main__":
-    commands = {"expected": expected, "selftest": selftest, "axes": axes,
+    commands = {"expected": expected, "selftest": selftest, "axes": axes, "duration": duration,
                 "rss-scaled": rss_scaled, "png": png}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         fail("usage: see the docstring")

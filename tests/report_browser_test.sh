@@ -34,6 +34,7 @@ python3 "$check" selftest "$dir/game.dom" "$series" complete || exit 1
 # layers, on the one axis where it does not (the game loop's capture as it is, and with
 # its RSS scaled up and down to make sure of each).
 python3 "$check" axes "$dir/game.jsonl" "$dir/summary.json" "$dir/game.dom" || exit 1
+python3 "$check" duration "$dir/game.jsonl" "$dir/game.dom" || exit 1
 for case in "100 two" "0.01 one"; do
   read -r factor want <<< "$case"
   python3 "$check" rss-scaled "$dir/game.jsonl" "$factor" "$dir/rss_$want.jsonl" \

@@ -109,6 +109,13 @@
   }
 
   // ---- header, facts, banner ----------------------------------------------------------
+  // How long the recording ran: from the sink's opening to its trailer, where both are
+  // known; else from the first event to the last (0 when they share one epoch).
+  function recordedNs() {
+    const from = header.started_unix_ns, to = trailer && trailer.finished_unix_ns;
+    return from && to && to > from ? to - from : tl.duration_ns;
+  }
+
   function renderHeader() {
     const cap = data.capture;
     app.append(el("header", { class: "top" },
@@ -119,7 +126,7 @@
       ["pid", String(cap.pid)],
       ["source", header.source || "runtime"],
       ["started", started],
-      ["duration", fmtNs(tl.duration_ns)],
+      ["duration", fmtNs(recordedNs())],
       ["events", fmtCount(cap.events)],
       ["peak live", fmtBytes(cap.totals.high_water_bytes) + peakBound(cap.totals)],
       ["allocated", fmtBytes(cap.totals.allocated_bytes)],
@@ -1026,6 +1033,7 @@
       series_drawn: drawn.series.size,
       charts: drawn.charts,
       layer_chart: drawn.layer_chart,
+      duration_ns: recordedNs(),
       flame: drawn.flame,
       tables: drawn.tables,
       table_pages: drawn.table_pages,
