@@ -159,9 +159,9 @@ int SnapshotCommand(int argc, char** argv) {
   if (!socket_path.ok()) return fail(socket_path.status());
   const absl::StatusOr<SnapshotReceived> got = FetchSnapshotCapture(*socket_path, path);
   if (!got.ok()) return fail(got.status());
-  printf("memtrace snapshot: wrote %s: %llu live blocks of pid %d (%llu bytes)\n", path.c_str(),
-         static_cast<unsigned long long>(got->blocks), static_cast<int>(got->pid),
-         static_cast<unsigned long long>(got->bytes));
+  printf("memtrace snapshot: wrote %s (a file of %llu bytes): %llu live blocks of pid %d\n",
+         path.c_str(), static_cast<unsigned long long>(got->bytes),
+         static_cast<unsigned long long>(got->blocks), static_cast<int>(got->pid));
   return 0;
 }
 

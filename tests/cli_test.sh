@@ -573,6 +573,13 @@ printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"so
 "$memtrace" verify "$dir/empty_preload.jsonl" > "$dir/v3.txt"
 [[ $? -eq 1 ]] || fail "an empty preload capture must fail verify"
 grep -q "the interposer was loaded but recorded no allocations" "$dir/v3.txt" || fail "$(cat "$dir/v3.txt")"
+# It names the minimum size only where one was set.
+grep -q "min" "$dir/v3.txt" && fail "no --min-size was set, yet: $(cat "$dir/v3.txt")"
+grep -q "traced only with --children" "$dir/v3.txt" || fail "$(cat "$dir/v3.txt")"
+sed 's/"interposer":{/"interposer":{"min_size":4096,/' "$dir/empty_preload.jsonl" > "$dir/empty_min.jsonl"
+"$memtrace" verify "$dir/empty_min.jsonl" > "$dir/v3m.txt"
+grep -q "allocate blocks of at least 4096 bytes, the --min-size" "$dir/v3m.txt" \
+  || fail "an empty capture under --min-size: $(cat "$dir/v3m.txt")"
 # summary calls it whole, with 0 events, and says what that may mean.
 "$memtrace" summary "$dir/empty_preload.jsonl" > "$dir/se.txt" || fail "summary of an empty capture"
 grep -q "^integrity: complete .*: 0 events, nothing lost" "$dir/se.txt" || fail "$(cat "$dir/se.txt")"

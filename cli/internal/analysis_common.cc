@@ -88,10 +88,17 @@ std::optional<std::string> NoEventsProblem(const CaptureSummary& s) {
   if (s.events != 0 || (!s.has_trailer && preload) || (preload && !s.malloc_from.empty())) {
     return std::nullopt;
   }
-  return preload ? "the interposer was loaded but recorded no allocations (did the program "
-                   "allocate above the interposer's min_size, in a process it traces?)"
-                 : "it has no memory events (was the tracer started, and the sink attached "
-                   "before Start()?)";
+  if (!preload) {
+    return "it has no memory events (was the tracer started, and the sink attached before "
+           "Start()?)";
+  }
+  return s.min_size > 0
+             ? absl::StrCat("the interposer was loaded but recorded no allocations (did the "
+                            "program allocate blocks of at least ", s.min_size, " bytes, the "
+                            "--min-size, in a process it traces?)")
+             : std::string("the interposer was loaded but recorded no allocations (did the "
+                           "program allocate, in a process it traces? A program that execs "
+                           "another is traced only with --children)");
 }
 
 namespace {
