@@ -99,7 +99,7 @@ void PrintTable(const CaptureSummary& s, const std::string& path) {
   printf("\n");
   printf("%s", FormatUsageHeader().c_str());
   auto line = [&](const std::string& name, const UsageCounters& u) {
-    printf("%s", FormatUsageRow(name, u).c_str());
+    printf("%s", FormatUsageRow(name, u, s.sampled).c_str());
   };
   for (const auto& [id, usage] : s.scopes) line(ScopeName(s, id), usage);
   line("TOTAL", s.totals);

@@ -609,9 +609,9 @@ std::string JsonData(const std::string& capture_path, const CaptureSummary& s,
     }
     return a.first < b.first;
   });
-  auto usage_row = [](const std::string& name, const UsageCounters& u) {
+  auto usage_row = [&s](const std::string& name, const UsageCounters& u) {
     return absl::StrCat("[", JsonQuote(name), ",", u.live_bytes, ",", u.live_count, ",",
-                        u.high_water_bytes, ",", JsonQuote(FormatPeakBound(u)), ",",
+                        u.high_water_bytes, ",", JsonQuote(FormatPeakBound(u, s.sampled)), ",",
                         u.allocated_bytes, ",", u.allocated_count, ",", u.freed_bytes, ",",
                         u.freed_count, "]");
   };

@@ -49,15 +49,16 @@ std::string FormatUsageHeader() {
                          "allocated", "allocs", "calls", "freed", "frees");
 }
 
-std::string FormatUsageRow(const std::string& name, const UsageCounters& u) {
+std::string FormatUsageRow(const std::string& name, const UsageCounters& u, bool sampled) {
   return absl::StrFormat(kHeader, name, FormatBytes(u.live_bytes), absl::StrCat(u.live_count),
-                         FormatBytes(u.high_water_bytes), FormatPeakBound(u),
+                         FormatBytes(u.high_water_bytes), FormatPeakBound(u, sampled),
                          FormatBytes(u.allocated_bytes), absl::StrCat(u.allocated_count),
                          absl::StrCat(u.allocation_calls), FormatBytes(u.freed_bytes),
                          absl::StrCat(u.freed_count));
 }
 
-std::string FormatPeakBound(const UsageCounters& u) {
+std::string FormatPeakBound(const UsageCounters& u, bool sampled) {
+  if (sampled) return "estimate";
   if (!u.high_water_bounded()) return "none";
   if (u.high_water_exact()) return "exact";
   if (u.high_water_bytes == 0) return absl::StrCat("+", FormatBytes(u.high_water_high_bytes));

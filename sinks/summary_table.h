@@ -81,15 +81,17 @@ std::string FormatOwnCpuLine(uint64_t drainer_ns, std::optional<uint64_t> writer
 
 // A high-water mark's interval (usage_counters.h), for the summary's "peak bound" column:
 // "exact"; how far below and above the value the real peak may lie, "-1.2%/+0.4%" (of
-// the value); or "none" for a peak without a bound.
-std::string FormatPeakBound(const UsageCounters& u);
+// the value); or "none" for a peak without a bound. "estimate" for a sampled capture's,
+// `sampled`: its value is scaled from a sample, which no interval bounds.
+std::string FormatPeakBound(const UsageCounters& u, bool sampled = false);
 
 // The table's header and one row of it: name, live bytes and blocks, high-water and its
 // bound, allocated bytes, blocks ("allocs") and calls ("calls": UsageCounters::
 // allocation_calls, heaptrack's count), freed bytes and blocks. The analysis commands'
 // summary prints its rows with these too, so both tables keep one layout.
 std::string FormatUsageHeader();
-std::string FormatUsageRow(const std::string& name, const UsageCounters& u);
+std::string FormatUsageRow(const std::string& name, const UsageCounters& u,
+                           bool sampled = false);
 
 // "512 B", "1.5 KiB", "3.2 MiB", "1.0 GiB".
 std::string FormatBytes(uint64_t bytes);

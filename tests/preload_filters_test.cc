@@ -190,6 +190,13 @@ TEST_F(PreloadFiltersTest, SamplingStatesWhatItLeftOutAndThatCountsAreEstimates)
                            all.allocations - drawn.allocations, " allocations (")))
       << verify;
   EXPECT_TRUE(absl::StrContains(verify, "counts and bytes are estimates")) << verify;
+  // Its high-water marks are scaled from the sample: estimates, which no interval bounds.
+  const std::string table = Output({Cli(), "summary", sampled});
+  const size_t total = table.find("\nTOTAL ");
+  ASSERT_NE(total, std::string::npos) << table;
+  const std::string total_row = table.substr(total + 1, table.find('\n', total + 1) - total - 1);
+  EXPECT_TRUE(absl::StrContains(total_row, " estimate ")) << total_row;
+  EXPECT_FALSE(absl::StrContains(total_row, " exact ")) << total_row;
 
   // Blocks of 16 to 56 bytes have a usable size below 64 (glibc's is the request rounded
   // up to 16n + 8, at least 24): left out by the minimum size, never sampled.

@@ -107,6 +107,16 @@ TEST(SummaryTableTest, FormatsBytesWithBinaryUnits) {
 // A peak bound's sides in percent of the high-water: a side that is not zero never reads
 // as 0.0% (a 16-byte interval on a large peak printed "-0.0%/+0.0%"), and the whole fits
 // the summary's 12-character column.
+// A sampled capture's high-water is scaled from its sample: an estimate, whatever interval
+// its recorded blocks' order gives.
+TEST(SummaryTableTest, ASampledPeakIsAnEstimate) {
+  UsageCounters u;
+  u.Allocate(100);
+  ASSERT_EQ(FormatPeakBound(u), "exact");
+  EXPECT_EQ(FormatPeakBound(u, /*sampled=*/true), "estimate");
+  EXPECT_NE(FormatUsageRow("TOTAL", u, /*sampled=*/true).find(" estimate "), std::string::npos);
+}
+
 TEST(SummaryTableTest, APeakBoundsSidesAreNeverZeroUnlessTheyAre) {
   UsageCounters u;
   u.high_water_bytes = 1000000;
