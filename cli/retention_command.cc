@@ -63,6 +63,11 @@ int RetentionCommand(int argc, char** argv) {
            absl::StrCat(r.exits_retaining).c_str(), absl::StrCat(r.retained_blocks).c_str(),
            FormatBytes(r.retained_bytes).c_str());
   }
+  if (rows.empty()) {
+    printf("(no scope exited in this capture: retention is what a scope's instances left "
+           "live when they\n exited. Scopes come from the API's Span or, under memtrace run, "
+           "include/memtrace/markers.h)\n");
+  }
   return 0;
 }
 

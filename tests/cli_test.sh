@@ -573,6 +573,8 @@ printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"so
 "$memtrace" verify "$dir/empty_preload.jsonl" > "$dir/v3.txt"
 [[ $? -eq 1 ]] || fail "an empty preload capture must fail verify"
 grep -q "the interposer was loaded but recorded no allocations" "$dir/v3.txt" || fail "$(cat "$dir/v3.txt")"
+"$memtrace" retention "$dir/empty_preload.jsonl" > "$dir/re.txt" || fail "retention of no scopes"
+grep -q "^(no scope exited in this capture" "$dir/re.txt" || fail "retention of no scopes: $(cat "$dir/re.txt")"
 # It names the minimum size only where one was set.
 grep -q "min" "$dir/v3.txt" && fail "no --min-size was set, yet: $(cat "$dir/v3.txt")"
 grep -q "traced only with --children" "$dir/v3.txt" || fail "$(cat "$dir/v3.txt")"
