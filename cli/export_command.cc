@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/analyzer.h"
 #include "analysis/exports.h"
@@ -45,6 +46,48 @@ const CommandSpec kExportSpec = {
     "Without -o, perfetto and folded go to stdout; pprof needs -o.",
     {"format", "weight", "output", "allocator"}};
 
+namespace {
+
+// Why `output` is the wrong name for `format`'s bytes, or "" when it is not: an extension
+// that names another format's file (".json" holding pprof's gzip). Names these formats
+// do not know (".trace", none) are the user's to choose.
+std::string OutputNameProblem(const std::string& format, const std::string& output) {
+  struct Kind {
+    const char* extension;
+    const char* what;
+    const char* format;  // the format that writes it
+  };
+  static constexpr Kind kKinds[] = {
+      {".json", "JSON", "perfetto"},           {".pb.gz", "a gzip-compressed protobuf", "pprof"},
+      {".pprof", "a pprof profile", "pprof"},  {".pb", "a protobuf", "pprof"},
+      {".gz", "gzip-compressed data", "pprof"}, {".folded", "folded stacks", "folded"},
+      {".html", "a web page", ""},             {".mtb", "a binary capture", ""},
+      {".jsonl", "a JSONL capture", ""},
+  };
+  static constexpr const char* kSuggested[][2] = {
+      {"perfetto", ".json"}, {"folded", ".folded"}, {"pprof", ".pb.gz"}};
+  for (const Kind& k : kKinds) {
+    if (!absl::EndsWith(output, k.extension)) continue;
+    if (format == k.format) return "";
+    const char* suggested = "";
+    for (const auto& [f, ext] : kSuggested) {
+      if (format == f) suggested = ext;
+    }
+    std::string stem = output.substr(0, output.size() - strlen(k.extension));
+    if (absl::EndsWith(stem, suggested)) stem.resize(stem.size() - strlen(suggested));
+    return absl::StrCat("-o ", output, " names ", k.what, ", but --format=", format,
+                        " writes ", format == "pprof" ? "a gzip-compressed protobuf"
+                        : format == "perfetto"        ? "JSON"
+                                                      : "folded stacks",
+                        ": name it ", stem, suggested,
+                        *k.format != '\0' ? absl::StrCat(", or give --format=", k.format)
+                                           : std::string());
+  }
+  return "";
+}
+
+}  // namespace
+
 int ExportCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kExportSpec, argc, argv, &args)) return *exit;
@@ -74,6 +117,9 @@ int ExportCommand(int argc, char** argv) {
   if (auto exit = ParseAllocators(kExportSpec, &allocators)) return *exit;
   if (format == "pprof" && output.empty()) {
     return UsageError(kExportSpec, "pprof output is binary: give -o FILE (e.g. -o heap.pb.gz)");
+  }
+  if (const std::string problem = OutputNameProblem(format, output); !problem.empty()) {
+    return UsageError(kExportSpec, problem);
   }
   // Opened first: an unwritable path is said before the capture is read.
   std::optional<OutputFile> out;

@@ -224,6 +224,17 @@ PY
 grep -q "which format" "$dir/e.txt" || fail "$(cat "$dir/e.txt")"
 "$memtrace" export --format=svg "$dir/c.jsonl" 2> /dev/null; [[ $? -eq 2 ]] || fail "a bad --format must exit 2"
 "$memtrace" export --format=pprof "$dir/c.jsonl" 2> /dev/null; [[ $? -eq 2 ]] || fail "pprof without -o must exit 2"
+# An -o whose extension names another format's file is refused before anything is
+# written, with the name to use instead; a name no format claims is the user's choice.
+"$memtrace" export --format=pprof -o "$dir/p.json" "$dir/c.jsonl" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "pprof into .json must exit 2"
+[[ ! -e "$dir/p.json" ]] || fail "pprof into .json wrote a file"
+grep -qF "names JSON, but --format=pprof writes a gzip-compressed protobuf: name it $dir/p.pb.gz, or give --format=perfetto" \
+  "$dir/e.txt" || fail "pprof into .json: $(cat "$dir/e.txt")"
+"$memtrace" export --format=perfetto -o "$dir/t.pb.gz" "$dir/c.jsonl" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "perfetto into .pb.gz must exit 2"
+"$memtrace" export --format=perfetto -o "$dir/t.trace" "$dir/c.jsonl" 2> "$dir/e.txt" \
+  || fail "perfetto into .trace: $(cat "$dir/e.txt")"
 "$memtrace" export --format=folded -o /nonexistent/dir/x "$dir/c.jsonl" 2> "$dir/e.txt"; [[ $? -eq 2 ]] || fail "unwritable -o must exit 2"
 grep -q "cannot write '/nonexistent/dir/x'" "$dir/e.txt" || fail "$(cat "$dir/e.txt")"
 echo "PASS"
