@@ -375,6 +375,17 @@ absl::StatusOr<TrailerBlocks> ParseTrailer(std::string_view line) {
     std::string_view text;
     if (trailer[name].get_string().get(text) == simdjson::SUCCESS) t.*member = std::string(text);
   }
+  if (simdjson::dom::object salvaged;
+      trailer["salvaged"].get_object().get(salvaged) == simdjson::SUCCESS) {
+    t.salvaged = true;
+    for (const auto& [name, member] : {std::pair{"from", &TrailerBlocks::salvaged_from},
+                                       std::pair{"cut", &TrailerBlocks::salvaged_cut}}) {
+      std::string_view text;
+      if (salvaged[name].get_string().get(text) == simdjson::SUCCESS) {
+        t.*member = std::string(text);
+      }
+    }
+  }
   return t;
 }
 

@@ -117,6 +117,13 @@ struct TrailerBlocks {
   // "unshare(CLONE_NEWUSER)"; any capture "finish while recording" (sinks/capture_ends.h).
   std::string ended_by;
   std::string exec;                  // ended by "exec": the program named, or empty
+  // A capture salvaged from one without a trailer (capture_conversion.h): the capture it
+  // was salvaged from, and where that one was cut off inside a record (empty: it ended
+  // between records). Its records are those written before its end; what was lost after
+  // them, nothing counted.
+  bool salvaged = false;
+  std::string salvaged_from;
+  std::string salvaged_cut;
   uint64_t forks = 0;                // interposer captures: children the process forked
   // Interposer captures: blocks allocated before tracing started (in the constructors of
   // the program's libraries, which run before the interposer's) and released again

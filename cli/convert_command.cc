@@ -5,17 +5,12 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <future>
-#include <memory>
-#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "analysis/capture_file_ends.h"
+#include "analysis/capture_conversion.h"
 #include "analysis/capture_name.h"
-#include "analysis/capture_reader.h"
-#include "analysis/capture_writer.h"
 #include "analysis/output_file.h"
 
 namespace memtrace {
@@ -91,46 +86,21 @@ int ConvertCommand(int argc, char** argv) {
                       absl::StrCat("'", in, "' and '", out, "' are the same file; give OUT a "
                                    "new name"));
   }
-  // OUT is created when IN's first record was read: an unreadable IN leaves no OUT. IN's
-  // bytes are checked against its trailer's checksum meanwhile: OUT gets a checksum of
-  // its own, which must not make a damaged IN's copy look sound.
-  std::future<std::optional<bool>> checksum = MatchTrailerChecksumAside(in);
-  bool damaged = false;
-  std::unique_ptr<CaptureWriter> writer;
-  CaptureReadStats stats;
-  absl::Status s = ReadCapture(
-      in,
-      [&](const CaptureRecord& r) -> absl::Status {
-        if (writer == nullptr) {
-          auto opened = CaptureWriter::Open(out);
-          if (!opened.ok()) return opened.status();
-          writer = std::move(*opened);
-        }
-        if (r.type == LineType::kTrailer && checksum.valid()) {
-          damaged = checksum.get() == false;
-          if (damaged) writer->KeepSourceChecksum();
-        }
-        return writer->Write(r);
-      },
-      &stats);
-  // A flipped byte may also make IN read as cut off before the trailer it has.
-  if (checksum.valid()) damaged = checksum.get() == false;
-  if (writer != nullptr) {
-    const absl::Status finished = writer->Finish();
-    if (s.ok()) s = finished;
-  }
-  if (!s.ok()) {
-    if (writer != nullptr) unlink(out.c_str());
-    return InputError(kConvertSpec, std::string(s.message()));
-  }
+  // OUT is created when IN's first record was read: an unreadable IN leaves no OUT.
+  const absl::StatusOr<ConversionResult> r = ConvertCapture(in, out);
+  if (!r.ok()) return InputError(kConvertSpec, std::string(r.status().message()));
   fprintf(stderr, "memtrace convert: wrote %s (%s, %llu events%s)\n", out.c_str(),
-          writer->binary() ? "binary" : "JSONL",
-          static_cast<unsigned long long>(stats.events),
-          damaged ? "; IN is DAMAGED: its bytes differ from those its trailer's checksum was "
-                    "computed over, so no number from it can be trusted. OUT keeps IN's "
-                    "checksum and reads as damaged too; `memtrace verify IN` says more"
-          : stats.has_trailer ? ""
-                              : "; IN has no trailer: it is truncated, and so is OUT");
+          r->binary ? "binary" : "JSONL", static_cast<unsigned long long>(r->events),
+          r->damaged ? "; IN is DAMAGED: its bytes differ from those its trailer's checksum was "
+                       "computed over, so no number from it can be trusted. OUT keeps IN's "
+                       "checksum and reads as damaged too; `memtrace verify IN` says more"
+          : r->salvaged
+              ? absl::StrCat("; IN has no trailer (", r->cut.empty() ? "it ended between records"
+                                                                     : r->cut,
+                             "): OUT holds its records and a trailer saying they were "
+                             "salvaged, so it reads as partial")
+                    .c_str()
+              : "");
   return 0;
 }
 

@@ -4,6 +4,8 @@
 
 #include "cli/analysis_commands.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -13,8 +15,11 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/capture_conversion.h"
 #include "analysis/capture_filters.h"
 #include "analysis/capture_matcher.h"
+#include "analysis/capture_name.h"
+#include "analysis/output_file.h"
 #include "analysis/trailer.h"
 #include "cli/internal/analysis_common.h"
 #include "cli/progress_bar.h"
@@ -23,6 +28,9 @@
 
 ABSL_FLAG(bool, expect_preload, false,
           "also fail unless the capture came from the LD_PRELOAD interposer (memtrace run)");
+ABSL_FLAG(std::string, salvage, "",
+          "a capture cut short: write the records before its end to this file (.mtb or "
+          ".jsonl, .zst after either), marked salvaged (partial)");
 
 namespace memtrace {
 
@@ -47,8 +55,13 @@ const CommandSpec kVerifySpec = {
     "interposer was loaded but recorded no allocations.\n"
     "With several captures (a process family: memtrace verify NAME.mtb NAME.*), each in\n"
     "turn (--json: one object per line); exit 0 only when every one passes, 2 when one\n"
-    "cannot be read.",
-    {"json", "expect_preload"}};
+    "cannot be read.\n"
+    "--salvage=OUT, for one capture without a trailer (cut off while it was written, or\n"
+    "ended without its exit handlers): also writes the records before its end to OUT, with\n"
+    "a trailer that says they were salvaged, so every command reads OUT as partial and\n"
+    "says why; the exit status stays 1. Every command reads what precedes a cut anyway;\n"
+    "OUT keeps it as a capture of its own (as `memtrace convert` does).",
+    {"json", "expect_preload", "salvage"}};
 
 namespace {
 
@@ -167,6 +180,9 @@ int VerifyCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kVerifySpec, argc, argv, &args)) return *exit;
   if (args.positional.size() > 1 && !args.dashdash) {
+    if (!absl::GetFlag(FLAGS_salvage).empty()) {
+      return UsageError(kVerifySpec, "--salvage takes one capture: give it one CAPTURE");
+    }
     // Each capture in turn (with --json, one object per line); the worst verdict wins.
     int worst = 0;
     for (const std::string& path : args.positional) {
@@ -177,7 +193,34 @@ int VerifyCommand(int argc, char** argv) {
     return worst;
   }
   if (auto exit = OneCapture(kVerifySpec, args)) return *exit;
-  return VerifyCapture(args.positional[0]);
+  const std::string& path = args.positional[0];
+  const std::string salvage = absl::GetFlag(FLAGS_salvage);
+  if (salvage.empty()) return VerifyCapture(path);
+  if (const std::string ext = SplitCaptureName(salvage).extension; ext != "mtb" && ext != "jsonl") {
+    return UsageError(kVerifySpec, absl::StrCat("--salvage=", salvage, " must name a capture: "
+                                                "end it in .mtb or .jsonl (.zst after either "
+                                                "compresses)"));
+  }
+  if (SameFile(path, salvage)) {
+    return UsageError(kVerifySpec, absl::StrCat("--salvage=", salvage, " is the capture "
+                                                "itself; give the salvaged copy a new name"));
+  }
+  const int exit = VerifyCapture(path);
+  fflush(stdout);
+  if (exit != 1) return exit;  // clean, or unreadable: nothing to salvage
+  const absl::StatusOr<ConversionResult> r = ConvertCapture(path, salvage);
+  if (!r.ok()) return InputError(kVerifySpec, std::string(r.status().message()));
+  if (!r->salvaged) {
+    // It has a trailer: its records were whole, and the verdict above says what failed.
+    unlink(salvage.c_str());
+    fprintf(stderr, "memtrace verify: nothing to salvage: %s is not cut short (it has its "
+                    "trailer); no %s was written\n", path.c_str(), salvage.c_str());
+    return exit;
+  }
+  fprintf(stderr, "memtrace verify: salvaged %llu events of %s into %s, marked salvaged "
+                  "(partial)\n", static_cast<unsigned long long>(r->events), path.c_str(),
+          salvage.c_str());
+  return exit;
 }
 
 }  // namespace memtrace

@@ -260,6 +260,36 @@ grep -q "capture TRUNCATED (cut off while it was written: record 2 at byte $((at
   || fail "cut capture's verdict: $(head -2 "$dir/e.txt")"
 "$memtrace" convert "$dir/cut.mtb" "$dir/cut_conv.jsonl" 2> /dev/null || fail "convert of a cut capture"
 head -1 "$dir/cut_conv.jsonl" | grep -q '"type":"header"' || fail "the salvaged capture has no header"
+# verify --salvage=OUT keeps what precedes a cut as a capture of its own, marked salvaged:
+# it holds the events every reader takes from the cut capture, every reader calls it
+# partial and says why, and verify of it fails for that reason.
+size=$(stat -c %s "$dir/b.mtb")
+head -c $((size * 2 / 3)) "$dir/b.mtb" > "$dir/cut_late.mtb"
+"$memtrace" verify --salvage="$dir/salvaged.mtb" "$dir/cut_late.mtb" > "$dir/vs.txt" 2> "$dir/vs.err"
+[[ $? -eq 1 ]] || fail "verify --salvage of a cut capture must exit 1: $(cat "$dir/vs.txt" "$dir/vs.err")"
+grep -q "salvaged [0-9]* events of .*cut_late.mtb into .*salvaged.mtb, marked salvaged (partial)" \
+  "$dir/vs.err" || fail "verify --salvage says: $(cat "$dir/vs.err")"
+events_of() {
+  "$memtrace" summary --replay --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["events"])'
+}
+[[ "$(events_of "$dir/cut_late.mtb")" -gt 0 ]] || fail "the cut capture kept no events"
+[[ "$(events_of "$dir/salvaged.mtb")" == "$(events_of "$dir/cut_late.mtb")" ]] \
+  || fail "the salvaged capture's events differ from the cut one's"
+"$memtrace" summary "$dir/salvaged.mtb" > "$dir/ss.txt" || fail "summary of a salvaged capture"
+grep -q "capture PARTIAL (salvaged from .*cut_late.mtb, which was cut off while it was written: record " \
+  "$dir/ss.txt" || fail "a salvaged capture's verdict: $(head -1 "$dir/ss.txt")"
+"$memtrace" verify "$dir/salvaged.mtb" > "$dir/vs.txt"
+[[ $? -eq 1 ]] || fail "verify of a salvaged capture must exit 1"
+grep -q "FAILED: it is partial: it was salvaged (memtrace convert, verify --salvage) from" \
+  "$dir/vs.txt" || fail "verify of a salvaged capture: $(cat "$dir/vs.txt")"
+# A capture with its trailer has nothing to salvage: no file, and its own verdict.
+"$memtrace" verify --salvage="$dir/nothing.mtb" "$dir/b.mtb" > /dev/null 2> "$dir/vs.err" \
+  || fail "verify --salvage of a whole capture: $(cat "$dir/vs.err")"
+[[ ! -e "$dir/nothing.mtb" ]] || fail "verify --salvage of a whole capture wrote a file"
+"$memtrace" verify --salvage="$dir/s.mtb" "$dir/b.mtb" "$dir/cut_late.mtb" 2> /dev/null
+[[ $? -eq 2 ]] || fail "--salvage with two captures must exit 2"
+"$memtrace" verify --salvage="$dir/s.txt" "$dir/cut_late.mtb" 2> /dev/null
+[[ $? -eq 2 ]] || fail "--salvage to a name that is no capture must exit 2"
 # convert refuses an OUT name whose bytes it would not honour (JSONL under .gz), before
 # reading IN, and says how to get that file instead; exit 2 as any usage error.
 "$memtrace" convert "$dir/c.mtb" "$dir/out.jsonl.gz" 2> "$dir/e.txt"
@@ -385,8 +415,9 @@ usage_error export "--weight is for folded stacks" export --format=perfetto --we
 # capture stays (it was replaced by the export or the page).
 cp "$dir/c.jsonl" "$dir/self.jsonl"
 ln -sf "$dir/self.jsonl" "$dir/self.html"
-for args in "export --format=folded $dir/self.jsonl -o $dir/self.jsonl" \
-            "export --format=pprof $dir/self.jsonl -o $dir/self.jsonl" \
+ln -sf "$dir/self.jsonl" "$dir/self.out"  # a name no export format refuses by itself
+for args in "export --format=folded $dir/self.jsonl -o $dir/self.out" \
+            "export --format=pprof $dir/self.jsonl -o $dir/self.out" \
             "report $dir/self.jsonl -o $dir/self.html" \
             "report $dir/c.jsonl --baseline=$dir/self.jsonl -o $dir/self.html"; do
   read -r -a argv <<< "$args"

@@ -99,6 +99,21 @@ TEST(TrailerTest, ReplayedPeaksTakeTheTrailersIntervals) {
   EXPECT_EQ(all_exact.high_water_low_bytes, 100u);
 }
 
+// A salvaged capture's trailer (analysis/capture_conversion.h) says where it came from and
+// where that one was cut; any other trailer is not salvaged.
+TEST(TrailerTest, ASalvagedCapturesOriginIsRead) {
+  const auto t = ParseTrailer(
+      R"({"type":"trailer","complete":false,"salvaged":{"from":"a.mtb",)"
+      R"("cut":"record 3 at byte 40 is cut off"},"crc32":1})");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->salvaged);
+  EXPECT_EQ(t->salvaged_from, "a.mtb");
+  EXPECT_EQ(t->salvaged_cut, "record 3 at byte 40 is cut off");
+  const auto whole = ParseTrailer(R"({"type":"trailer","complete":true})");
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_FALSE(whole->salvaged);
+}
+
 TEST(TrailerTest, BlocksFromBeforeTracingStartedAreRead) {
   const absl::StatusOr<TrailerBlocks> t = ParseTrailer(
       R"({"type":"trailer","complete":true,"ended_by":"exit","prestart_untracked":3,)"

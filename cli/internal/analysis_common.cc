@@ -44,6 +44,14 @@ std::string VerdictAlone(const CaptureSummary& s) {
   }
   if (!s.trailer_complete) {
     const absl::StatusOr<TrailerBlocks> t = ParseTrailer(s.trailer);
+    if (t.ok() && t->salvaged) {
+      return absl::StrCat("PARTIAL (salvaged from ", t->salvaged_from, ", which ",
+                          t->salvaged_cut.empty()
+                              ? "ended without a trailer"
+                              : absl::StrCat("was cut off while it was written: ",
+                                             t->salvaged_cut),
+                          "; the records before its end are here)");
+    }
     if (t.ok() && t->LostOnlyPastTheSizeLimit()) {
       return absl::StrCat("PARTIAL (its size limit, ", FormatBytes(t->max_bytes),
                           ", was reached: the events stop there; the totals at the end are "
@@ -153,7 +161,7 @@ std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
     problems.push_back(absl::StrCat(
         "it is truncated: it was cut off while it was written (", s.cut,
         "), by a crash, a kill or a full disk. Everything before that record is read; "
-        "`memtrace convert` writes it to a capture of its own"));
+        "`memtrace verify --salvage=OUT` keeps it as a capture of its own, marked salvaged"));
   } else if (!s.has_trailer) {
     problems.push_back(
         preload ? "it is truncated: there is no trailer. The process ended without running "
@@ -168,7 +176,16 @@ std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
     // crashed, and everything before the crash is in the capture. (A trailer whose
     // counters cannot be read names nothing: the capture is partial all the same.)
     const TrailerBlocks t = ParseTrailer(s.trailer).value_or(TrailerBlocks{});
-    if (t.ended_by.rfind("signal ", 0) == 0) {
+    if (t.salvaged) {
+      problems.push_back(absl::StrCat(
+          "it is partial: it was salvaged (memtrace convert, verify --salvage) from ",
+          t.salvaged_from, ", which ",
+          t.salvaged_cut.empty() ? "ended without a trailer"
+                                 : absl::StrCat("was cut off while it was written (",
+                                                t.salvaged_cut, ")"),
+          ". It holds the records written before that; what the program did after them, "
+          "and what its recorder counted as lost, is not known"));
+    } else if (t.ended_by.rfind("signal ", 0) == 0) {
       problems.push_back(absl::StrCat(
           "it is partial: the program ended by ", t.ended_by,
           "; the capture holds everything recorded up to it, but blocks live then are not "
