@@ -440,6 +440,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
       if (ledger_->Resize(layer, rec.addr, rec.of, new_size, rec.ticket, &before) ==
           LedgerOutcome::kUnknown) {
         ++main_.summary.unmatched_releases;
+        ThreadOf(rec.thread).last_allocation = 0;  // a call all the same
         break;
       }
       const Note note = Expand(before.note, before.block.size);
@@ -469,6 +470,7 @@ absl::Status Analyzer::ApplyLine(const CaptureRecord& rec) {
                                             &m.moved);
       if (outcome == LedgerOutcome::kUnknown) {
         ++main_.summary.unmatched_releases;
+        ThreadOf(rec.thread).last_allocation = 0;  // a call all the same
         break;
       }
       const AllocationRecord old{rec.addr, m.moved.size, m.moved.scope, m.moved.site,

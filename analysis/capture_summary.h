@@ -131,10 +131,12 @@ struct CaptureSummary {
   // stack that long may have lost its outermost callers.
   uint64_t stack_depth = 0;
   // Whether a stack of `frames` frames may have lost its outermost callers (stack_depth):
-  // not when its outermost frame, named `outermost` ("function" or "function (file:line)"),
-  // is where every stack of a process or thread begins (IsStackStart()).
-  bool StackMayBeCut(size_t frames, std::string_view outermost) const {
-    return stack_depth > 0 && frames >= stack_depth && !IsStackStart(outermost);
+  // not when its outermost frame, named by `outermost()` ("function" or "function
+  // (file:line)", asked only for a stack that long), is where every stack of a process or
+  // thread begins (IsStackStart()).
+  template <typename NameOuter>
+  bool StackMayBeCut(size_t frames, const NameOuter& outermost) const {
+    return stack_depth > 0 && frames >= stack_depth && !IsStackStart(outermost());
   }
   // Whether the frame named `frame` is a stack's first: a process's entry point (_start)
   // or a thread's (glibc's clone and clone3).

@@ -268,8 +268,10 @@ absl::StatusOr<std::string> PerfettoTrace(const std::string& path, const Capture
                          "}}"));
   return trace.Finish(absl::StrCat("{\"capture\":", JsonQuote(path), ",\"sampled\":",
                                    summary.sampled ? "true" : "false", ",\"complete\":",
-                                   summary.has_trailer && summary.trailer_complete ? "true"
-                                                                                   : "false",
+                                   summary.has_trailer && summary.trailer_complete &&
+                                           !summary.checksum_differs
+                                       ? "true"
+                                       : "false",
                                    "}"));
 }
 
@@ -289,8 +291,8 @@ std::string FoldedStacks(const CaptureSummary& summary, Symbolizer& symbolizer,
       std::replace(name.begin(), name.end(), '\n', ' ');
       absl::StrAppend(&line, line.empty() ? "" : ";", name);
     };
-    if (!frames.empty() &&
-        summary.StackMayBeCut(frames.size(), FrameName(symbolizer, frames.back()))) {
+    if (summary.StackMayBeCut(frames.size(),
+                              [&] { return FrameName(symbolizer, frames.back()); })) {
       add(summary.CutStackFrame());
     }
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
@@ -451,8 +453,8 @@ absl::StatusOr<std::string> PprofProfile(const CaptureSummary& summary, Symboliz
     for (size_t i = caller.frame; i < frames.size(); ++i) {
       ids.push_back(location(frames[i], i == caller.frame ? caller.inlined : 0));
     }
-    if (!frames.empty() &&
-        summary.StackMayBeCut(frames.size(), FrameName(symbolizer, frames.back()))) {
+    if (summary.StackMayBeCut(frames.size(),
+                              [&] { return FrameName(symbolizer, frames.back()); })) {
       ids.push_back(cut());  // the root, last
     }
     sample.Packed(1, ids);

@@ -24,6 +24,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/internal/live_view.h"
 #include "runtime/internal/live_server.h"
 #include "simdjson.h"
@@ -91,17 +92,40 @@ bool WaitOrQuit(bool read_keys, cli_internal::LiveView* view) {
 
 namespace {
 
-// The processes whose parent is `pid` (its threads' /proc children lists).
+// The processes whose parent is `pid`: its threads' /proc children lists, or where the
+// kernel has none (CONFIG_PROC_CHILDREN), every process's parent in /proc/PID/stat.
 std::vector<int> ChildrenOf(int pid) {
   std::vector<int> children;
-  DIR* tasks = opendir(absl::StrCat("/proc/", pid, "/task").c_str());
-  if (tasks == nullptr) return children;
-  while (const dirent* task = readdir(tasks)) {
-    if (task->d_name[0] == '.') continue;
-    std::ifstream list(absl::StrCat("/proc/", pid, "/task/", task->d_name, "/children"));
-    for (int child = 0; list >> child;) children.push_back(child);
+  bool listed = false;
+  if (DIR* tasks = opendir(absl::StrCat("/proc/", pid, "/task").c_str())) {
+    while (const dirent* task = readdir(tasks)) {
+      if (task->d_name[0] == '.') continue;
+      std::ifstream list(absl::StrCat("/proc/", pid, "/task/", task->d_name, "/children"));
+      listed = listed || list.is_open();
+      for (int child = 0; list >> child;) children.push_back(child);
+    }
+    closedir(tasks);
   }
-  closedir(tasks);
+  if (listed) return children;
+  if (DIR* proc = opendir("/proc")) {
+    while (const dirent* entry = readdir(proc)) {
+      int other = 0;
+      if (!absl::SimpleAtoi(entry->d_name, &other)) continue;
+      std::ifstream stat(absl::StrCat("/proc/", other, "/stat"));
+      std::string line;
+      std::getline(stat, line);
+      // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses; it ends at the
+      // last ')'.
+      const size_t close = line.rfind(')');
+      if (close == std::string::npos) continue;
+      char state = 0;
+      int parent = 0;
+      if (sscanf(line.c_str() + close + 1, " %c %d", &state, &parent) == 2 && parent == pid) {
+        children.push_back(other);
+      }
+    }
+    closedir(proc);
+  }
   return children;
 }
 
@@ -133,6 +157,11 @@ absl::StatusOr<std::string> LiveSocketFor(const std::string& target) {
     fprintf(stderr, "memtrace: pid %d is not traced itself; its child %d is: reading that\n",
             pid, children[0]);
     return served[0];
+  }
+  if (served.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pid ", pid, " is not traced itself, and several of its children serve a ledger (",
+        absl::StrJoin(children, ", "), "): name one"));
   }
   return own;  // the connection's error says what is wrong
 }

@@ -188,8 +188,12 @@ void PrintIntegrity(const CaptureSummary& s, const std::optional<TrailerBlocks>&
     }
   }
   if (!blocks) {
-    printf("integrity: unknown: the capture has no trailer (it was cut short; `memtrace "
-           "verify` says more)\n");
+    printf("%s", s.checksum_differs
+                     ? "integrity: DAMAGED: the file's bytes differ from those its trailer's "
+                       "checksum was computed over, and the damage makes it read as cut off "
+                       "before its trailer (`memtrace verify` says more)\n"
+                     : "integrity: unknown: the capture has no trailer (it was cut short; "
+                       "`memtrace verify` says more)\n");
     return;
   }
   std::string filter_lines;

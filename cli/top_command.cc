@@ -283,7 +283,7 @@ int TopCommand(int argc, char** argv) {
       }
       printf("    #%-2zu %s\n", f, names.Describe(frames[f]).c_str());
     }
-    if (!frames.empty() && s->StackMayBeCut(frames.size(), names.Describe(frames.back()))) {
+    if (s->StackMayBeCut(frames.size(), [&] { return names.Describe(frames.back()); })) {
       printf("    %s\n", s->CutStackFrame().c_str());
     }
   };

@@ -304,8 +304,8 @@ std::string JsonFlame(const CaptureSummary& s, const CaptureTables& tables,
     if (frames != tables.site_frames.end() && tables.other_sites.count(site) == 0) {
       // A stack as deep as the capture keeps may have lost its outermost callers: said by a
       // frame of its own at its root, so that it does not read as the program's entry.
-      if (!frames->second.empty() &&
-          s.StackMayBeCut(frames->second.size(), names.Function(frames->second.back()))) {
+      if (s.StackMayBeCut(frames->second.size(),
+                          [&] { return names.Function(frames->second.back()); })) {
         st.frames.push_back(names.Index(s.CutStackFrame()));
       }
       for (auto f = frames->second.rbegin(); f != frames->second.rend(); ++f) {

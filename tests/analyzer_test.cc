@@ -895,6 +895,23 @@ TEST(AnalyzerTest, TemporariesAndCoverage) {
   EXPECT_EQ(c.census_entries, 2u);
 }
 
+// Whatever allocator call comes between a block's allocation and its release ends its
+// chance to be a temporary: a release of a block the capture never saw allocated, a resize
+// of one, an arena reset of another layer. A block released at once stays one.
+TEST(AnalyzerTest, AnyAllocatorCallBetweenEndsATemporary) {
+  std::string text = kHeader;
+  text += Alloc(10, 8, 0, 0, 1) + Free(999, 500, 2) + Free(10, 1, 3);        // unknown free
+  text += Alloc(20, 8, 0, 0, 4) + Resize(998, 16, 501, 5) + Free(20, 4, 6);  // unknown resize
+  text += Alloc(30, 8, 0, 0, 7) +  // another layer's reset
+          "{\"type\":\"arena_reset\",\"t\":8,\"thread\":1,\"layer\":1}\n" + Free(30, 7, 9);
+  text += Alloc(40, 8, 0, 0, 10) + Free(40, 10, 11);                          // at once
+  const auto s = Analyzer::SummarizeText(text, "between.jsonl");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->unmatched_releases, 2u);
+  EXPECT_EQ(s->totals.live_count, 0u);
+  EXPECT_EQ(s->temporaries, 1u) << "only block 40, freed by the call after its allocation";
+}
+
 // The two kinds of blocks freed at once, on a sequence of two threads' allocations,
 // resizes and frees. The test derives both counts from the sequence it writes: a free or
 // a resize is a temporary when its thread's last allocator call was the allocation or

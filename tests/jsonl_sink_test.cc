@@ -612,20 +612,31 @@ TEST(JsonlSinkTest, AFullQueueUnderBackpressureWaitsForTheWriterThenDropsAndCoun
   options.max_backpressure = absl::Milliseconds(20);
   auto sink = JsonlSink::FromStream(fdopen(fds[1], "w"), /*owned=*/true, "a pipe", options)
                   .value();
+  // However the test ends, the pipe is drained, so the writer never stays blocked in it.
+  struct Drain {
+    int fd;
+    bool reading = false;  // a reader took the read end, and closes it once drained
+    ~Drain() {
+      // Never read: the writer's next write fails (EPIPE, no signal) instead of blocking.
+      if (!reading) close(fd);
+    }
+  } drain{fds[0]};
   // Nobody reads yet: the writer blocks once the pipe is full, and hand-overs start to
   // wait out their bound and drop (a hang guard of 20,000 epochs, no timing asserted).
   uint32_t epochs = 0;
   while (sink->stats().events_lost == 0 && epochs < 20000) sink->OnEpoch(++epochs, 0, batch);
   ASSERT_GT(sink->stats().events_lost, 0u) << "the writer never blocked";
+  drain.reading = true;
   std::thread reader([fd = fds[0]] {
     char buffer[65536];
     while (read(fd, buffer, sizeof(buffer)) > 0) {
     }
+    close(fd);
   });
   for (int i = 0; i < 10; ++i) sink->OnEpoch(++epochs, 0, batch);
-  ASSERT_TRUE(sink->Finish(Snapshot{}).ok()) << sink->status();
+  const absl::Status finished = sink->Finish(Snapshot{});  // closes the pipe: the reader ends
   reader.join();
-  close(fds[0]);
+  ASSERT_TRUE(finished.ok()) << finished;
   EXPECT_EQ(sink->stats().events_written + sink->stats().events_lost, 2u * epochs)
       << "every record handed over was written or counted lost";
 }

@@ -70,7 +70,9 @@ def trailer_of(capture):
 def axes(capture, summary_json, dom_file, want=None):
     summary = json.load(open(summary_json))
     trailer = trailer_of(capture)
-    timeline = trailer["timeline"]
+    timeline = (trailer or {}).get("timeline") or {}
+    if "rss_bytes" not in timeline.get("columns", []) or not timeline.get("rows"):
+        fail("%s has no resident set in its trailer's timeline to check the axes by" % capture)
     rss = timeline["columns"].index("rss_bytes")
     rss_max = max(row[rss] for row in timeline["rows"])
     beside = [layer["usage"]["high_water_bytes"] for layer in summary["layers"]]
