@@ -687,8 +687,26 @@ int RunCommand(int argc, char** argv) {
     fflush(stderr);
     PrintSummary({capture});
     std::string family_glob;  // the captures of every process, for the commands below
+    // The capture the commands below read: the root process's, or where others were
+    // written, that of the process whose memory rose highest (its trailer's high-water):
+    // a launcher, a shell or a pyenv shim that runs the real program is small beside it.
+    std::string busiest = capture;
     if (o.children || o.forks) {
       const std::vector<std::string> others = OtherCaptures(o.output, capture, started);
+      auto high_water = [](const std::string& path) -> uint64_t {
+        const std::optional<std::string> end =
+            ReadCaptureFileEnds(path, /*with_header=*/false).trailer;
+        const absl::StatusOr<TrailerBlocks> t =
+            end ? ParseTrailer(*end) : absl::NotFoundError("no trailer");
+        return t.ok() && t->has_totals ? t->totals.high_water_bytes : 0;
+      };
+      uint64_t most = high_water(capture);
+      for (const std::string& other : others) {
+        if (const uint64_t h = high_water(other); h > most) {
+          most = h;
+          busiest = other;
+        }
+      }
       if (!others.empty()) {
         // The glob, where it names this run's captures alone; captures an earlier run left
         // at these paths would join the family's sums, so then the files themselves.
@@ -718,11 +736,15 @@ int RunCommand(int argc, char** argv) {
       return exit_code;
     }
     std::vector<std::pair<std::string, std::string>> commands = {
-        {absl::StrCat("memtrace top ", capture),
+        {absl::StrCat("memtrace top ", busiest),
          "call sites by bytes allocated (--by=live: what was left at exit)"},
-        {absl::StrCat("memtrace peak ", capture), "what held memory at the high-water moment"},
-        {absl::StrCat("memtrace report ", capture, " -o report.html"),
+        {absl::StrCat("memtrace peak ", busiest), "what held memory at the high-water moment"},
+        {absl::StrCat("memtrace report ", busiest, " -o report.html"),
          "all of it as a page, with plots"}};
+    if (busiest != capture) {
+      fprintf(stderr, "\nmemtrace run: the process whose memory rose highest wrote %s; the "
+                      "first commands below read it\n", busiest.c_str());
+    }
     if (!family_glob.empty()) {
       commands.emplace_back(absl::StrCat("memtrace summary ", family_glob),
                             "the table of every process above, whole");

@@ -139,6 +139,24 @@ TEST_F(PreloadTest, ExecEndsTheCaptureAndChildrenAreTracedOnlyWhenAsked) {
   EXPECT_EQ(child.source, "preload");
   EXPECT_EQ(Field(child.trailer, "ended_by"), "exit");
   EXPECT_EQ(child.markers.allocs, 1);  // the stack mode's one marker
+
+  // Where to look next, after the summaries: the capture of the process whose memory rose
+  // highest (here the new image, which holds 40 markers), not a launcher's first image.
+  const std::string hinted = TempDir() + "/exec_hint.mtb";
+  run = RunProgram({Cli(), "run", "--children", "--output=" + hinted, "--", Target(), "exec",
+                    Target(), "hold", Target()},
+                   {});
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto high_water = [&](const std::string& path) {
+    const Replay r = ReplayCapture(path, &s);
+    EXPECT_TRUE(s.ok()) << s;
+    const size_t totals = r.trailer.find("\"totals\":");
+    EXPECT_NE(totals, std::string::npos) << r.trailer;
+    return std::stoull("0" + Field(r.trailer.substr(totals), "high_water_bytes"));
+  };
+  ASSERT_GT(high_water(hinted + ".exec1"), high_water(hinted)) << "the test's premise";
+  EXPECT_NE(run.err.find("next: memtrace top " + hinted + ".exec1 "), std::string::npos)
+      << run.err;
 }
 
 // With --children, a program the traced one runs is traced even when it is handed an
