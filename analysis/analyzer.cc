@@ -353,7 +353,9 @@ void Analyzer::ReserveForPeak(const std::string& path) {
 absl::Status Analyzer::ApplyFile(const std::string& path, CaptureReadStats* stats,
                                  const Progress& progress, const AfterRecord& after) {
   if (events_seen_ == 0 && live_blocks_ == 0) ReserveForPeak(path);
-  if (!checksum_.valid()) checksum_ = MatchTrailerChecksumAside(path);  // for FinishFile()
+  if (!skip_checksum_ && !checksum_.valid()) {
+    checksum_ = MatchTrailerChecksumAside(path);  // for FinishFile()
+  }
   return ExplainReadError(path, ReadCaptureBatches(
                                     path,
                                     [&](std::span<const CaptureRecord> batch,

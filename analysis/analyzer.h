@@ -215,6 +215,10 @@ class Analyzer {
   absl::Status ApplyFile(const std::string& path, CaptureReadStats* stats,
                          const Progress& progress = Progress(),
                          const AfterRecord& after = AfterRecord());
+  // ApplyFile() checks the file against its trailer's checksum on a thread beside the
+  // replay, for FinishFile(). A later pass over a file an earlier one checked, whose
+  // summary is not FinishFile()'s, need not: this leaves that thread out.
+  void SkipFileChecksum() { skip_checksum_ = true; }
   // The summary; with `views`, also each thread view's (SetThreadViews()), in their order:
   // the same as the summary of a replay whose thread filter keeps that view's threads.
   // Finish() ends the replay: nothing is applied after it.
@@ -510,6 +514,7 @@ class Analyzer {
   // ApplyFile()'s file checked against its trailer's checksum beside the replay, for
   // FinishFile().
   std::future<std::optional<bool>> checksum_;
+  bool skip_checksum_ = false;  // SkipFileChecksum()
 
   // How far ahead ApplyBatch() asks for an event's ledger slot: from
   // kReplayTablesFromBlocks live blocks on, or once the tables were sized for that many

@@ -192,6 +192,7 @@ absl::StatusOr<Analyzer::Peaks> Analyzer::PeaksOf(const std::string& path,
     return absl::OkStatus();
   };
   CaptureReadStats stats;
+  replay.SkipFileChecksum();  // the summary's pass checked the file
   absl::Status s = replay.ApplyFile(path, &stats, progress, at_moment);
   if (!s.ok()) return s;
   // A moment the replay never reached (the file changed since `summary` was made) is

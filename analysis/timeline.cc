@@ -317,6 +317,7 @@ absl::Status TimelineBuilder::ApplyFile(const std::string& path,
                                         const Analyzer::AfterRecord& after) {
   Start();
   CaptureReadStats stats;
+  analyzer_.SkipFileChecksum();  // a later pass: its summary is the caller's
   return analyzer_.ApplyFile(path, &stats, Analyzer::Progress(),
                              [&](const CaptureRecord& rec) {
                                RecordApplied(rec);

@@ -729,6 +729,7 @@ absl::StatusOr<std::string> RenderHtmlReport(const std::string& capture_path,
   if (!views.empty()) {
     timeline_options.views = DispatchOf(views);
     Analyzer counters;
+    counters.SkipFileChecksum();  // the first pass checked the file
     counters.SetThreadViews(timeline_options.views);
     CaptureReadStats stats;
     if (absl::Status s = counters.ApplyFile(capture_path, &stats); !s.ok()) return s;
