@@ -5,7 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +19,7 @@
 #include "analysis/capture_reader.h"
 #include "cli/live_command.h"
 #include "sinks/binary_encoding.h"
+#include "sinks/capture_lock.h"
 
 namespace memtrace {
 
@@ -140,6 +144,42 @@ absl::StatusOr<SnapshotReceived> FetchSnapshotCapture(const std::string& socket_
   return got;
 }
 
+namespace {
+
+// Where a snapshot for `path` goes: `path` itself, or the file a symbolic link there names
+// (the link stays a link). The capture is checked whole in a file beside it before it is
+// renamed into place, so a destination that is not a plain file (a device such as
+// /dev/stdout, a pipe) is refused rather than replaced, and so is a capture a running
+// process is writing.
+absl::StatusOr<std::string> SnapshotDestination(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return path;  // a new file
+  std::string dest = path;
+  if (S_ISLNK(st.st_mode)) {
+    char resolved[PATH_MAX];
+    if (realpath(path.c_str(), resolved) == nullptr || stat(resolved, &st) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "-o ", path, " is a symbolic link to a file that cannot be reached (",
+          strerror(errno), "); name the capture's file itself"));
+    }
+    dest = resolved;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "-o ", path, " is not a plain file (a device, a pipe or a directory): a snapshot is "
+        "a capture file, checked whole before it is put in place; name a file, and read it "
+        "from there"));
+  }
+  if (CaptureBeingWritten(dest)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "-o ", path, " is a capture a running process is writing (its capture lock is "
+        "held); give the snapshot a name of its own"));
+  }
+  return dest;
+}
+
+}  // namespace
+
 int SnapshotCommand(int argc, char** argv) {
   ParsedArgs args;
   if (auto exit = ParseCommandFlags(kSnapshotSpec, argc, argv, &args)) return *exit;
@@ -155,9 +195,11 @@ int SnapshotCommand(int argc, char** argv) {
     fprintf(stderr, "memtrace snapshot: %s\n", std::string(s.message()).c_str());
     return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   };
+  const absl::StatusOr<std::string> dest = SnapshotDestination(path);
+  if (!dest.ok()) return fail(dest.status());
   const absl::StatusOr<std::string> socket_path = LiveSocketFor(args.positional[0]);
   if (!socket_path.ok()) return fail(socket_path.status());
-  const absl::StatusOr<SnapshotReceived> got = FetchSnapshotCapture(*socket_path, path);
+  const absl::StatusOr<SnapshotReceived> got = FetchSnapshotCapture(*socket_path, *dest);
   if (!got.ok()) return fail(got.status());
   printf("memtrace snapshot: wrote %s (a file of %llu bytes): %llu live blocks of pid %d\n",
          path.c_str(), static_cast<unsigned long long>(got->bytes),

@@ -9,6 +9,7 @@
 // reading.
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -255,7 +256,28 @@ TEST_F(SnapshotTest, RunLiveProgramsSnapshotHoldsItsBlocksWithTheirStacks) {
   EXPECT_EQ(top.status, 0) << top.err;
   EXPECT_NE(top.out.find("main (tests/live_preload_target.c"), std::string::npos) << top.out;
   EXPECT_EQ(RunProgram({Cli(), "verify", capture}, {}).status, 0);
+  // Not over the capture the process is writing (its lock is held): refused, and that
+  // capture stays the run's own.
+  const Result over = RunProgram(
+      {Cli(), "snapshot", std::to_string(pid), "-o", out_ + "/run.mtb"}, {});
+  EXPECT_EQ(over.status, 2) << over.out;
+  EXPECT_NE(over.err.find("is a capture a running process is writing"), std::string::npos)
+      << over.err;
+  // Through a symbolic link: the file it names gets the snapshot, the link stays a link.
+  const std::string target = out_ + "/linked.mtb", link = out_ + "/link.mtb";
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  {
+    std::ofstream(target) << "old";
+  }
+  const Result via_link = RunProgram({Cli(), "snapshot", std::to_string(pid), "-o", link}, {});
+  EXPECT_EQ(via_link.status, 0) << via_link.err;
+  struct stat st;
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the link was replaced";
+  EXPECT_EQ(RunProgram({Cli(), "verify", target}, {}).status, 0);
   EXPECT_EQ(run.Finish("done"), 0);
+  EXPECT_EQ(RunProgram({Cli(), "verify", out_ + "/run.mtb"}, {}).status, 0)
+      << "the run's own capture is whole";
 }
 
 TEST_F(SnapshotTest, BadRequestsSayWhatIsWrongAndHowToFixIt) {
@@ -275,6 +297,15 @@ TEST_F(SnapshotTest, BadRequestsSayWhatIsWrongAndHowToFixIt) {
   EXPECT_NE(not_live.err.find("MEMTRACE_LIVE=1 or `memtrace run --live`"), std::string::npos)
       << not_live.err;
   EXPECT_NE(access(file.c_str(), F_OK), 0) << "nothing is left at -o";
+
+  // A destination that is no plain file is refused before anything is asked, never
+  // replaced by a rename.
+  const Result device = RunProgram({Cli(), "snapshot", "1", "-o", "/dev/null"}, {});
+  EXPECT_EQ(device.status, 2);
+  EXPECT_NE(device.err.find("-o /dev/null is not a plain file"), std::string::npos) << device.err;
+  struct stat st;
+  ASSERT_EQ(stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
 }
 
 // A capture refused (an error line) or cut short (no trailer) leaves nothing at -o, and
