@@ -13,6 +13,7 @@
 #include "analysis/capture_file_ends.h"
 #include "analysis/capture_reader.h"
 #include "analysis/capture_writer.h"
+#include "sinks/capture_lock.h"
 #include "sinks/json_text.h"
 
 namespace memtrace {
@@ -62,6 +63,12 @@ absl::StatusOr<ConversionResult> ConvertCapture(const std::string& in, const std
         in, " is damaged: its bytes differ from those its trailer's checksum was computed "
         "over, and the damage makes it read as cut off before its trailer, so a copy would "
         "hide it; `memtrace verify ", in, "` says more. Record it again"));
+  }
+  if (s.ok() && !stats.has_trailer && CaptureBeingWritten(in)) {
+    // No trailer yet, and its process still runs: nothing was cut.
+    s = absl::FailedPreconditionError(absl::StrCat(
+        in, " is still being written (the process writing it runs, and holds its capture "
+        "lock): its trailer comes when that process exits; convert or salvage it then"));
   }
   if (s.ok() && writer != nullptr && !stats.has_trailer) {
     CaptureRecord trailer;

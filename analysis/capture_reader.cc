@@ -92,7 +92,7 @@ class StructureChecker {
       if (!last) return s;
       // Left out, as a binary record cut off is: not counted as read.
       NoteCut(absl::StrCat("line ", line_, " is cut off (", text.size(),
-                           " bytes of it are there)"));
+                           text.size() == 1 ? " byte" : " bytes", " of it are there)"));
       stats_->lines = --line_;
       stats_->bytes -= text.size() + 1;
       return absl::OkStatus();
@@ -419,7 +419,8 @@ class CaptureBytes {
     if (!pending_.empty()) {
       checker_.NoteCut(absl::StrCat("record ", checker_.records() + 1, " at byte ", offset_,
                                     " is cut off (", pending_.size(),
-                                    " bytes of it are there)"));
+                                    pending_.size() == 1 ? " byte" : " bytes",
+                                    " of it are there)"));
     }
     if (checker_.records() != 0) return absl::OkStatus();
     // A binary capture holds a record only after its header (StructureChecker::Binary()),

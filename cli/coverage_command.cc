@@ -88,8 +88,8 @@ int CoverageCommand(int argc, char** argv) {
            "moment, none of them freed\n");
     return 0;
   }
-  printf("temporaries                %11llu  blocks (%s) freed or reallocated by their thread's "
-         "next allocator call\n",
+  printf("temporaries                %11llu  allocations (%s) freed or reallocated by their "
+         "thread's next allocator call\n",
          static_cast<unsigned long long>(s->temporaries), FormatBytes(s->temporary_bytes).c_str());
   printf("short-lived                %11llu  blocks (%s) freed within %llu of their thread's "
          "events\n",

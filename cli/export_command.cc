@@ -62,7 +62,7 @@ std::string OutputNameProblem(const std::string& format, const std::string& outp
       {".pprof", "a pprof profile", "pprof"},  {".pb", "a protobuf", "pprof"},
       {".gz", "gzip-compressed data", "pprof"}, {".folded", "folded stacks", "folded"},
       {".html", "a web page", ""},             {".mtb", "a binary capture", ""},
-      {".jsonl", "a JSONL capture", ""},
+      {".jsonl", "a JSONL capture", ""},       {".zst", "a compressed capture", ""},
   };
   static constexpr const char* kSuggested[][2] = {
       {"perfetto", ".json"}, {"folded", ".folded"}, {"pprof", ".pb.gz"}};

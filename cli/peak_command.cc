@@ -84,7 +84,8 @@ int PeakCommand(int argc, char** argv) {
                      "capture (memtrace run -o FILE)"));
   }
   std::vector<uint32_t> only;
-  const std::string scope = absl::GetFlag(FLAGS_scope);
+  std::string scope = absl::GetFlag(FLAGS_scope);
+  while (scope.size() > 1 && scope.back() == '/') scope.pop_back();  // "work/" is "work"
   if (!scope.empty()) {
     for (const auto& [id, p] : s->scope_paths) {
       if (p == scope) only.push_back(id);
@@ -140,7 +141,11 @@ int PeakCommand(int argc, char** argv) {
                         u.high_water_bounded() ? absl::StrCat(u.high_water_high_bytes)
                                                : std::string("null"));
   };
-  auto bound_text = [peaks_known](const UsageCounters& u) {
+  auto bound_text = [peaks_known, sampled = s->sampled](const UsageCounters& u) {
+    if (sampled) {
+      return std::string("an estimate: the capture kept a sample, and its high-water is "
+                         "scaled from it");
+    }
     if (!peaks_known) {
       return std::string("unknown: the capture lacks operations the program made, so this is "
                          "the peak of the records it has (`memtrace summary` says what was lost)");

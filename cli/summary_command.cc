@@ -599,12 +599,18 @@ int SummaryCommand(int argc, char** argv) {
         o.taken ? absl::StrCat("{\"taken_unix_ns\":", o.taken_unix_ns, ",\"blocks\":", o.blocks,
                                ",\"bytes\":", o.bytes, "}")
                 : "null";
-    printf("{%s,\"has_trailer\":%s,\"complete\":%s,\"source\":%s,\"snapshot_of\":%s,"
-           "\"fork\":%s,"
+    // A salvaged capture's origin (analysis/capture_conversion.h), or null.
+    const std::string salvaged =
+        blocks && blocks->salvaged
+            ? absl::StrCat("{\"from\":", JsonQuote(blocks->salvaged_from),
+                           ",\"cut\":", JsonQuote(blocks->salvaged_cut), "}")
+            : "null";
+    printf("{%s,\"has_trailer\":%s,\"complete\":%s,\"salvaged\":%s,\"source\":%s,"
+           "\"snapshot_of\":%s,\"fork\":%s,"
            "\"unmatched_releases\":%llu,\"missed_frees\":%llu,"
            "\"live_blocks\":%llu,\"snapshot\":%s,\"totals\":%s,\"scopes\":[%s],\"layers\":[%s]%s}\n",
            JsonHead("summary", path, *s).c_str(), s->has_trailer ? "true" : "false",
-           s->has_trailer && s->trailer_complete ? "true" : "false",
+           s->has_trailer && s->trailer_complete ? "true" : "false", salvaged.c_str(),
            JsonQuote(s->source).c_str(), snapshot_of.c_str(), fork.c_str(),
            static_cast<unsigned long long>(s->unmatched_releases),
            static_cast<unsigned long long>(s->missed_frees),

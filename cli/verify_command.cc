@@ -207,6 +207,10 @@ int VerifyCommand(int argc, char** argv) {
   }
   const int exit = VerifyCapture(path);
   fflush(stdout);
+  if (exit == 0) {
+    fprintf(stderr, "memtrace verify: nothing to salvage: %s is whole; no %s was written\n",
+            path.c_str(), salvage.c_str());
+  }
   if (exit != 1) return exit;  // clean, or unreadable: nothing to salvage
   const absl::StatusOr<ConversionResult> r = ConvertCapture(path, salvage);
   if (!r.ok()) return InputError(kVerifySpec, std::string(r.status().message()));

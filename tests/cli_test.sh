@@ -282,10 +282,13 @@ grep -q "capture PARTIAL (salvaged from .*cut_late.mtb, which was cut off while 
 [[ $? -eq 1 ]] || fail "verify of a salvaged capture must exit 1"
 grep -q "FAILED: it is partial: it was salvaged (memtrace convert, verify --salvage) from" \
   "$dir/vs.txt" || fail "verify of a salvaged capture: $(cat "$dir/vs.txt")"
+"$memtrace" summary --json "$dir/salvaged.mtb" | grep -q '"salvaged":{"from":"[^"]*cut_late.mtb","cut":"record ' \
+  || fail "summary --json of a salvaged capture does not say where it came from"
 # A capture with its trailer has nothing to salvage: no file, and its own verdict.
 "$memtrace" verify --salvage="$dir/nothing.mtb" "$dir/b.mtb" > /dev/null 2> "$dir/vs.err" \
   || fail "verify --salvage of a whole capture: $(cat "$dir/vs.err")"
 [[ ! -e "$dir/nothing.mtb" ]] || fail "verify --salvage of a whole capture wrote a file"
+grep -q "nothing to salvage: .*b.mtb is whole" "$dir/vs.err" || fail "verify --salvage of a whole capture: $(cat "$dir/vs.err")"
 "$memtrace" verify --salvage="$dir/s.mtb" "$dir/b.mtb" "$dir/cut_late.mtb" 2> /dev/null
 [[ $? -eq 2 ]] || fail "--salvage with two captures must exit 2"
 "$memtrace" verify --salvage="$dir/s.txt" "$dir/cut_late.mtb" 2> /dev/null
@@ -597,6 +600,8 @@ grep -q "scope 'request' in .* allocated nothing itself, so it has no high-water
   "$dir/e.txt" || fail "peak of a scope that allocated nothing: $(cat "$dir/e.txt")"
 grep -q "the scopes inside it that allocated: .*request/respond" "$dir/e.txt" \
   || fail "peak of a scope that allocated nothing names none inside it: $(cat "$dir/e.txt")"
+"$memtrace" peak --scope=request/respond/ "$dir/c.jsonl" > "$dir/p4.txt" \
+  || fail "peak --scope with a trailing slash: $(cat "$dir/p4.txt")"
 
 # verify tells an interposer that saw nothing from one that was never loaded.
 printf '%s\n' '{"type":"header","format":"memtrace-jsonl","schema_version":1,"source":"preload","interposer":{"library":"/x/libmemtrace_preload.so"}}' \

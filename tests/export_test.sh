@@ -233,6 +233,8 @@ grep -qF "names JSON, but --format=pprof writes a gzip-compressed protobuf: name
   "$dir/e.txt" || fail "pprof into .json: $(cat "$dir/e.txt")"
 "$memtrace" export --format=perfetto -o "$dir/t.pb.gz" "$dir/c.jsonl" 2> "$dir/e.txt"
 [[ $? -eq 2 ]] || fail "perfetto into .pb.gz must exit 2"
+"$memtrace" export --format=pprof -o "$dir/t.mtb.zst" "$dir/c.jsonl" 2> "$dir/e.txt"
+[[ $? -eq 2 ]] || fail "pprof into a compressed capture's name must exit 2"
 "$memtrace" export --format=perfetto -o "$dir/t.trace" "$dir/c.jsonl" 2> "$dir/e.txt" \
   || fail "perfetto into .trace: $(cat "$dir/e.txt")"
 "$memtrace" export --format=folded -o /nonexistent/dir/x "$dir/c.jsonl" 2> "$dir/e.txt"; [[ $? -eq 2 ]] || fail "unwritable -o must exit 2"

@@ -59,7 +59,7 @@ mask_timeline() {
 # coverage's line are masked.
 mask_temporaries() {
   sed -E -e '/^ +[0-9]/s/^(.{56}).{11}/\1          */' \
-    -e 's/^temporaries +[0-9]+  blocks \([^)]*\)/temporaries  *  blocks (*)/'
+    -e 's/^temporaries +[0-9]+  allocations \([^)]*\)/temporaries  *  allocations (*)/'
 }
 # retention rows: "%-40s %10s %16s %14s %12s": keep the scope and its exits.
 mask_retention() {

@@ -76,6 +76,17 @@ browse --dump-dom "file://$dir/cut.html" > "$dir/cut.dom" 2> "$dir/chromium.err"
   || fail "chromium --dump-dom (truncated) exited $?"
 grep -q '"verdict":"truncated"' "$dir/cut.dom" || fail "the truncated page does not say so"
 grep -q 'TRUNCATED capture' "$dir/cut.dom" || fail "no TRUNCATED banner"
+# Salvaged (verify --salvage): partial, and the banner says where it came from, not "lost
+# records".
+"$memtrace" verify --salvage="$dir/salvaged.jsonl" "$dir/cut.jsonl" > /dev/null 2>&1
+[[ -e "$dir/salvaged.jsonl" ]] || fail "verify --salvage wrote nothing"
+"$memtrace" report "$dir/salvaged.jsonl" -o "$dir/salvaged.html" 2> "$dir/report.err" \
+  || fail "memtrace report of a salvaged capture exited $?: $(cat "$dir/report.err")"
+browse --dump-dom "file://$dir/salvaged.html" > "$dir/salvaged.dom" 2> "$dir/chromium.err" \
+  || fail "chromium --dump-dom (salvaged) exited $?"
+grep -q 'PARTIAL capture (salvaged)' "$dir/salvaged.dom" || fail "no salvaged banner"
+grep -q 'salvaged from [^ ]*cut.jsonl, which ended without a trailer' "$dir/salvaged.dom" \
+  || fail "the salvaged banner does not say where from"
 browse --window-size=1280,2000 --screenshot="$out/report_truncated.png" "file://$dir/cut.html" \
   2> "$dir/shot.err" || fail "chromium --screenshot (truncated) exited $?"
 python3 "$check" png "$out/report_truncated.png" 1280 2000 fde8e6 e7f6ec || exit 1

@@ -128,7 +128,8 @@
       ["started", started],
       ["duration", fmtNs(recordedNs())],
       ["events", fmtCount(cap.events)],
-      ["peak live", fmtBytes(cap.totals.high_water_bytes) + peakBound(cap.totals)],
+      ["peak live", fmtBytes(cap.totals.high_water_bytes) +
+        (header.interposer && header.interposer.sample_interval_bytes > 0 ? " (estimate)" : peakBound(cap.totals))],
       ["allocated", fmtBytes(cap.totals.allocated_bytes)],
       ["allocations", fmtCount(cap.totals.allocated_count)],
       ["live at end", fmtBytes(cap.totals.live_bytes)],
@@ -158,6 +159,11 @@
       const exact = trailer && trailer.integrity && trailer.integrity.exact;
       title = "Capture complete";
       text = " \u2014 nothing was lost" + (exact === false ? " (matching was not exact; see the integrity counters)" : ", every release matched exactly" + exactFor) + ".";
+    } else if (v === "partial" && trailer && trailer.salvaged) {
+      const from = trailer.salvaged.from, cut = trailer.salvaged.cut;
+      title = "PARTIAL capture (salvaged)";
+      text = " \u2014 salvaged from " + from + ", which " + (cut ? "was cut off while it was written (" + cut + ")" : "ended without a trailer") +
+        ": the numbers below are the records written before that; what came after, and what was lost, is not known.";
     } else if (v === "partial") {
       title = "PARTIAL capture";
       text = " \u2014 the trailer reports lost records: the numbers below are what the capture kept, not everything the program did.";
