@@ -160,6 +160,12 @@ echo '{"type":"trailer","complete":true,"integrity":{"events_dropped":-1}}' >> "
 [[ $? -eq 2 ]] || fail "summary of a capture with a damaged trailer must exit 2"
 grep -q "the trailer's field 'integrity.events_dropped' is not a non-negative integer" \
   "$dir/sd.txt" || fail "summary of a damaged trailer: $(cat "$dir/sd.txt")"
+# verify of a partial capture with such a trailer says it cannot be read, not "lost records".
+sed '$ s/"complete":true/"complete":false/' "$dir/damaged.jsonl" > "$dir/damaged_partial.jsonl"
+"$memtrace" verify "$dir/damaged_partial.jsonl" > "$dir/vd.txt"
+[[ $? -eq 1 ]] || fail "verify of a partial capture with a damaged trailer must exit 1"
+grep -q "FAILED: it is partial, and its trailer cannot be read: the trailer's field" "$dir/vd.txt" \
+  || fail "verify of a damaged partial trailer: $(cat "$dir/vd.txt")"
 
 "$memtrace" top --limit=3 "$dir/c.jsonl" > "$dir/t.txt" || fail "top"
 grep -q "request/respond" "$dir/t.txt" || fail "top rows: $(cat "$dir/t.txt")"

@@ -175,8 +175,12 @@ std::vector<std::string> CaptureProblems(const CaptureSummary& s) {
     // The interposer names what ended the capture; a fatal signal means the program
     // crashed, and everything before the crash is in the capture. (A trailer whose
     // counters cannot be read names nothing: the capture is partial all the same.)
-    const TrailerBlocks t = ParseTrailer(s.trailer).value_or(TrailerBlocks{});
-    if (t.salvaged) {
+    const absl::StatusOr<TrailerBlocks> parsed = ParseTrailer(s.trailer);
+    const TrailerBlocks t = parsed.value_or(TrailerBlocks{});
+    if (!parsed.ok()) {
+      problems.push_back(absl::StrCat("it is partial, and its trailer cannot be read: ",
+                                      parsed.status().message()));
+    } else if (t.salvaged) {
       problems.push_back(absl::StrCat(
           "it is partial: it was salvaged (memtrace convert, verify --salvage) from ",
           t.salvaged_from, ", which ",
