@@ -4,6 +4,8 @@
 
 #include "cli/analysis_commands.h"
 
+#include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -212,14 +214,27 @@ int VerifyCommand(int argc, char** argv) {
             path.c_str(), salvage.c_str());
   }
   if (exit != 1) return exit;  // clean, or unreadable: nothing to salvage
-  const absl::StatusOr<ConversionResult> r = ConvertCapture(path, salvage);
+  // Written beside OUT under a name of its own, with OUT's extensions (they choose the
+  // encoding), and put in place only when it was salvaged: a capture that needs no
+  // salvage leaves a file already at OUT as it was.
+  const size_t slash = salvage.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : salvage.substr(0, slash + 1);
+  const std::string scratch = absl::StrCat(dir, ".memtrace-salvage.", getpid(), ".",
+                                           salvage.substr(dir.size()));
+  const absl::StatusOr<ConversionResult> r = ConvertCapture(path, scratch);
   if (!r.ok()) return InputError(kVerifySpec, std::string(r.status().message()));
   if (!r->salvaged) {
     // It has a trailer: its records were whole, and the verdict above says what failed.
-    unlink(salvage.c_str());
+    unlink(scratch.c_str());
     fprintf(stderr, "memtrace verify: nothing to salvage: %s is not cut short (it has its "
                     "trailer); no %s was written\n", path.c_str(), salvage.c_str());
     return exit;
+  }
+  if (rename(scratch.c_str(), salvage.c_str()) != 0) {
+    const int err = errno;
+    unlink(scratch.c_str());
+    return InputError(kVerifySpec, absl::StrCat("cannot put the salvaged capture at ",
+                                                salvage, ": ", strerror(err)));
   }
   fprintf(stderr, "memtrace verify: salvaged %llu events of %s into %s, marked salvaged "
                   "(partial)\n", static_cast<unsigned long long>(r->events), path.c_str(),

@@ -295,6 +295,14 @@ grep -q "FAILED: it is partial: it was salvaged (memtrace convert, verify --salv
   || fail "verify --salvage of a whole capture: $(cat "$dir/vs.err")"
 [[ ! -e "$dir/nothing.mtb" ]] || fail "verify --salvage of a whole capture wrote a file"
 grep -q "nothing to salvage: .*b.mtb is whole" "$dir/vs.err" || fail "verify --salvage of a whole capture: $(cat "$dir/vs.err")"
+# A damaged capture has its trailer: it fails, and a file already at OUT stays as it was.
+cp "$dir/b.mtb" "$dir/kept.mtb"
+"$memtrace" verify --salvage="$dir/kept.mtb" "$dir/resized.jsonl" > /dev/null 2> "$dir/vs.err"
+[[ $? -eq 1 ]] || fail "verify --salvage of a damaged capture must exit 1"
+cmp -s "$dir/b.mtb" "$dir/kept.mtb" || fail "verify --salvage replaced a file it did not salvage into"
+grep -q "nothing to salvage: .*resized.jsonl is not cut short" "$dir/vs.err" \
+  || fail "verify --salvage of a damaged capture: $(cat "$dir/vs.err")"
+ls -a "$dir" | grep -q "^.memtrace-salvage" && fail "verify --salvage left its scratch file"
 "$memtrace" verify --salvage="$dir/s.mtb" "$dir/b.mtb" "$dir/cut_late.mtb" 2> /dev/null
 [[ $? -eq 2 ]] || fail "--salvage with two captures must exit 2"
 "$memtrace" verify --salvage="$dir/s.txt" "$dir/cut_late.mtb" 2> /dev/null
