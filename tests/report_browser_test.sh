@@ -14,6 +14,16 @@ dir="${TEST_TMPDIR:-$(mktemp -d)}"
 out="${TEST_UNDECLARED_OUTPUTS_DIR:-$dir}"
 source "$4"  # tests/headless_chromium.sh: fail, browse
 
+# `memtrace report` of CAPTURE into $dir/NAME.html, and the page as chromium drew it into
+# $dir/NAME.dom.
+page() {
+  local capture="$1" name="$2"
+  "$memtrace" report "$capture" -o "$dir/$name.html" 2> "$dir/report.err" \
+    || fail "memtrace report ($name) exited $?: $(cat "$dir/report.err")"
+  browse --window-size=1280,2000 --dump-dom "file://$dir/$name.html" > "$dir/$name.dom" \
+    2> "$dir/chromium.err" || fail "chromium --dump-dom ($name) exited $?"
+}
+
 "$game_loop" --frames=120 --capture="$dir/game.jsonl" > "$dir/game.txt" 2>&1 \
   || fail "game_loop exited $?: $(tail -3 "$dir/game.txt")"
 
@@ -39,11 +49,7 @@ for case in "100 two" "0.01 one"; do
   read -r factor want <<< "$case"
   python3 "$check" rss-scaled "$dir/game.jsonl" "$factor" "$dir/rss_$want.jsonl" \
     || fail "rss-scaled $factor"
-  "$memtrace" report "$dir/rss_$want.jsonl" -o "$dir/rss_$want.html" 2> "$dir/report.err" \
-    || fail "memtrace report (RSS times $factor) exited $?: $(cat "$dir/report.err")"
-  browse --window-size=1280,2000 --dump-dom "file://$dir/rss_$want.html" \
-    > "$dir/rss_$want.dom" 2> "$dir/chromium.err" \
-    || fail "chromium --dump-dom (RSS times $factor) exited $?"
+  page "$dir/rss_$want.jsonl" "rss_$want"
   python3 "$check" axes "$dir/rss_$want.jsonl" "$dir/summary.json" "$dir/rss_$want.dom" \
     "$want" || exit 1
 done
@@ -61,45 +67,34 @@ python3 "$check" png "$out/report.png" 1280 2000 e7f6ec fde8e6 || exit 1
 sed '$ s/"type":"trailer",/"type":"trailer","prestart_freed":39980,"prestart_freed_bytes":5996000,/' \
   "$dir/game.jsonl" > "$dir/early.jsonl"
 grep -q '"prestart_freed":39980' "$dir/early.jsonl" || fail "could not edit the trailer"
-"$memtrace" report "$dir/early.jsonl" -o "$dir/early.html" 2> "$dir/report.err" \
-  || fail "memtrace report (prestart_freed) exited $?: $(cat "$dir/report.err")"
-browse --dump-dom "file://$dir/early.html" > "$dir/early.dom" 2> "$dir/chromium.err" \
-  || fail "chromium --dump-dom (prestart_freed) exited $?"
+page "$dir/early.jsonl" early
 grep -Eq "39,?980 blocks \([0-9.]+ MiB\) were allocated and released again" "$dir/early.dom" \
   || fail "no line on the blocks released before memtrace started"
 
 # The same capture cut off before its trailer: truncated, in warning colours.
 head -n 20000 "$dir/game.jsonl" > "$dir/cut.jsonl"
-"$memtrace" report "$dir/cut.jsonl" -o "$dir/cut.html" 2> "$dir/report.err" \
-  || fail "memtrace report of a truncated capture exited $?: $(cat "$dir/report.err")"
-browse --dump-dom "file://$dir/cut.html" > "$dir/cut.dom" 2> "$dir/chromium.err" \
-  || fail "chromium --dump-dom (truncated) exited $?"
+page "$dir/cut.jsonl" cut
 grep -q '"verdict":"truncated"' "$dir/cut.dom" || fail "the truncated page does not say so"
 grep -q 'TRUNCATED capture' "$dir/cut.dom" || fail "no TRUNCATED banner"
+browse --window-size=1280,2000 --screenshot="$out/report_truncated.png" "file://$dir/cut.html" \
+  2> "$dir/shot.err" || fail "chromium --screenshot (truncated) exited $?"
+python3 "$check" png "$out/report_truncated.png" 1280 2000 fde8e6 e7f6ec || exit 1
+
 # Salvaged (verify --salvage): partial, and the banner says where it came from, not "lost
 # records".
 "$memtrace" verify --salvage="$dir/salvaged.jsonl" "$dir/cut.jsonl" > /dev/null 2>&1
 [[ -e "$dir/salvaged.jsonl" ]] || fail "verify --salvage wrote nothing"
-"$memtrace" report "$dir/salvaged.jsonl" -o "$dir/salvaged.html" 2> "$dir/report.err" \
-  || fail "memtrace report of a salvaged capture exited $?: $(cat "$dir/report.err")"
-browse --dump-dom "file://$dir/salvaged.html" > "$dir/salvaged.dom" 2> "$dir/chromium.err" \
-  || fail "chromium --dump-dom (salvaged) exited $?"
+page "$dir/salvaged.jsonl" salvaged
 grep -q 'PARTIAL capture (salvaged)' "$dir/salvaged.dom" || fail "no salvaged banner"
 grep -q 'salvaged from [^ ]*cut.jsonl, which ended without a trailer' "$dir/salvaged.dom" \
   || fail "the salvaged banner does not say where from"
-browse --window-size=1280,2000 --screenshot="$out/report_truncated.png" "file://$dir/cut.html" \
-  2> "$dir/shot.err" || fail "chromium --screenshot (truncated) exited $?"
-python3 "$check" png "$out/report_truncated.png" 1280 2000 fde8e6 e7f6ec || exit 1
 
 # The same capture with one block's size changed after it was written: its trailer's
 # checksum no longer matches, so the page says DAMAGED in warning colours, never complete.
 awk 'NR > 1000 && !done && /"size":/ { sub(/"size":/, "\"size\":1"); done = 1 } { print }' \
   "$dir/game.jsonl" > "$dir/damaged.jsonl"
 cmp -s "$dir/game.jsonl" "$dir/damaged.jsonl" && fail "could not change a record"
-"$memtrace" report "$dir/damaged.jsonl" -o "$dir/damaged.html" 2> "$dir/report.err" \
-  || fail "memtrace report of a damaged capture exited $?: $(cat "$dir/report.err")"
-browse --dump-dom "file://$dir/damaged.html" > "$dir/damaged.dom" 2> "$dir/chromium.err" \
-  || fail "chromium --dump-dom (damaged) exited $?"
+page "$dir/damaged.jsonl" damaged
 grep -q '"verdict":"damaged"' "$dir/damaged.dom" || fail "the damaged page does not say so"
 grep -q 'DAMAGED capture' "$dir/damaged.dom" || fail "no DAMAGED banner"
 browse --window-size=1280,2000 --screenshot="$out/report_damaged.png" \
